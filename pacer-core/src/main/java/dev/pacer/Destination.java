@@ -1,0 +1,241 @@
+package dev.pacer;
+
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * One outbound destination and its ceiling: "at most {@code ratePerSecond} requests per second to
+ * {@code name}, across every thread, process and host that fetches from it".
+ *
+ * <p>Immutable; built with {@link #builder(String)}, which validates every field and names the bad
+ * value in its {@link IllegalArgumentException}.
+ *
+ * <ul>
+ *   <li>{@code ratePerSecond}: the fleet-wide ceiling (finite, &gt; 0, &le; 1,000,000).
+ *   <li>{@code maxConcurrency}: requests in flight at once <em>per process</em>. It shares the
+ *       budget out; it never enlarges it.
+ *   <li>{@code maxFetchingProcesses}: the most processes that can fetch this destination at once.
+ *       While the shared cursor is unreachable each process paces alone at {@code ratePerSecond ÷
+ *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling.
+ *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
+ *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
+ * </ul>
+ */
+public final class Destination {
+
+  public static final double MAX_RATE_PER_SECOND = 1_000_000d;
+  public static final int MAX_NAME_LENGTH = 64;
+
+  private final String name;
+  private final double ratePerSecond;
+  private final int maxConcurrency;
+  private final int maxFetchingProcesses;
+  private final Set<Integer> lockoutStatusCodes;
+  private final Set<Integer> backoffStatusCodes;
+  private final Duration interval;
+
+  private Destination(Builder b) {
+    this.name = b.name;
+    this.ratePerSecond = b.ratePerSecond;
+    this.maxConcurrency = b.maxConcurrency;
+    this.maxFetchingProcesses = b.maxFetchingProcesses;
+    this.lockoutStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.lockoutStatusCodes));
+    this.backoffStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.backoffStatusCodes));
+    this.interval = Duration.ofNanos(Math.round(1e9 / ratePerSecond));
+  }
+
+  /** Starts a builder; {@code ratePerSecond} must be set before {@link Builder#build()}. */
+  public static Builder builder(String name) {
+    return new Builder(name);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public double ratePerSecond() {
+    return ratePerSecond;
+  }
+
+  /** The spacing the ceiling implies: 1 s ÷ {@code ratePerSecond}. */
+  public Duration interval() {
+    return interval;
+  }
+
+  public int maxConcurrency() {
+    return maxConcurrency;
+  }
+
+  public int maxFetchingProcesses() {
+    return maxFetchingProcesses;
+  }
+
+  public Set<Integer> lockoutStatusCodes() {
+    return lockoutStatusCodes;
+  }
+
+  public Set<Integer> backoffStatusCodes() {
+    return backoffStatusCodes;
+  }
+
+  /** A builder with this destination's values, to derive a variant. */
+  public Builder toBuilder() {
+    return new Builder(name)
+        .ratePerSecond(ratePerSecond)
+        .maxConcurrency(maxConcurrency)
+        .maxFetchingProcesses(maxFetchingProcesses)
+        .lockoutStatusCodes(lockoutStatusCodes)
+        .backoffStatusCodes(backoffStatusCodes);
+  }
+
+  /** Checks a destination name without building anything; throws naming the bad value. */
+  public static String validateName(String name) {
+    if (name == null) {
+      throw new IllegalArgumentException("name must not be null");
+    }
+    if (name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
+      throw new IllegalArgumentException(
+          "name must be 1-" + MAX_NAME_LENGTH + " characters, got " + name.length()
+              + " characters: " + quote(name));
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (c <= 0x20 || c == 0x7f || Character.isWhitespace(c) || Character.isISOControl(c)
+          || Character.isSpaceChar(c) || Character.getType(c) == Character.FORMAT) {
+        throw new IllegalArgumentException(
+            "name must be printable with no whitespace, got " + quote(name)
+                + " (character " + (i + 1) + " is U+" + String.format("%04X", (int) c) + ")");
+      }
+    }
+    return name;
+  }
+
+  /** Renders a user-supplied string safely for an error message: control characters escaped. */
+  static String quote(String s) {
+    StringBuilder out = new StringBuilder("\"");
+    int shown = Math.min(s.length(), 80);
+    for (int i = 0; i < shown; i++) {
+      char c = s.charAt(i);
+      if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    if (s.length() > shown) {
+      out.append("...");
+    }
+    return out.append('"').toString();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (!(o instanceof Destination d)) {
+      return false;
+    }
+    return name.equals(d.name)
+        && Double.compare(ratePerSecond, d.ratePerSecond) == 0
+        && maxConcurrency == d.maxConcurrency
+        && maxFetchingProcesses == d.maxFetchingProcesses
+        && lockoutStatusCodes.equals(d.lockoutStatusCodes)
+        && backoffStatusCodes.equals(d.backoffStatusCodes);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(
+        name, ratePerSecond, maxConcurrency, maxFetchingProcesses, lockoutStatusCodes,
+        backoffStatusCodes);
+  }
+
+  @Override
+  public String toString() {
+    return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
+        + ", maxConcurrency=" + maxConcurrency + ", maxFetchingProcesses=" + maxFetchingProcesses
+        + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
+        + backoffStatusCodes + "}";
+  }
+
+  /** Validating builder for {@link Destination}. Each setter checks its value at once. */
+  public static final class Builder {
+    private final String name;
+    private double ratePerSecond = Double.NaN;
+    private int maxConcurrency = 4;
+    private int maxFetchingProcesses = 1;
+    private Set<Integer> lockoutStatusCodes = Set.of(403);
+    private Set<Integer> backoffStatusCodes = Set.of(429, 503);
+
+    private Builder(String name) {
+      this.name = validateName(name);
+    }
+
+    public Builder ratePerSecond(double rate) {
+      if (!Double.isFinite(rate) || rate <= 0 || rate > MAX_RATE_PER_SECOND) {
+        throw new IllegalArgumentException(
+            "ratePerSecond must be finite, > 0 and <= 1000000, got " + rate);
+      }
+      this.ratePerSecond = rate;
+      return this;
+    }
+
+    public Builder maxConcurrency(int maxConcurrency) {
+      if (maxConcurrency < 1) {
+        throw new IllegalArgumentException("maxConcurrency must be >= 1, got " + maxConcurrency);
+      }
+      this.maxConcurrency = maxConcurrency;
+      return this;
+    }
+
+    public Builder maxFetchingProcesses(int maxFetchingProcesses) {
+      if (maxFetchingProcesses < 1) {
+        throw new IllegalArgumentException(
+            "maxFetchingProcesses must be >= 1, got " + maxFetchingProcesses);
+      }
+      this.maxFetchingProcesses = maxFetchingProcesses;
+      return this;
+    }
+
+    public Builder lockoutStatusCodes(Set<Integer> codes) {
+      this.lockoutStatusCodes = validStatusCodes("lockoutStatusCodes", codes);
+      return this;
+    }
+
+    public Builder backoffStatusCodes(Set<Integer> codes) {
+      this.backoffStatusCodes = validStatusCodes("backoffStatusCodes", codes);
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException if the rate was never set, or a status code is both a
+     *     lockout and a backoff code
+     */
+    public Destination build() {
+      if (Double.isNaN(ratePerSecond)) {
+        throw new IllegalArgumentException("ratePerSecond must be set for destination " + name);
+      }
+      for (Integer code : lockoutStatusCodes) {
+        if (backoffStatusCodes.contains(code)) {
+          throw new IllegalArgumentException(
+              "status code " + code + " is in both lockoutStatusCodes and backoffStatusCodes");
+        }
+      }
+      return new Destination(this);
+    }
+
+    private static Set<Integer> validStatusCodes(String field, Set<Integer> codes) {
+      if (codes == null) {
+        throw new IllegalArgumentException(field + " must not be null");
+      }
+      for (Integer code : codes) {
+        if (code == null || code < 100 || code > 599) {
+          throw new IllegalArgumentException(
+              field + " must hold HTTP status codes 100-599, got " + code);
+        }
+      }
+      return Set.copyOf(codes);
+    }
+  }
+}

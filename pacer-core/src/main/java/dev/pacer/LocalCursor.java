@@ -1,0 +1,62 @@
+package dev.pacer;
+
+import dev.pacer.internal.Pacing;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A cursor held in this process's memory: a true ceiling for one process and all its threads, and
+ * N times the ceiling for N processes. Pacer uses it as the fallback while the shared cursor is
+ * unavailable (at an interval multiplied by the number of processes that may be fetching), and it
+ * is the per-process baseline that the fleet tests prove insufficient.
+ */
+public final class LocalCursor implements Cursor {
+
+  private final TimeSource time;
+  private final Map<String, Long> cursors = new HashMap<>();
+
+  public LocalCursor(TimeSource time) {
+    this.time = time;
+  }
+
+  public LocalCursor() {
+    this(TimeSource.SYSTEM);
+  }
+
+  @Override
+  public synchronized Reservation reserve(String name, Duration interval) {
+    long now = time.nanoTime();
+    Pacing.Turn turn = Pacing.reserve(stored(name), now, interval.toNanos(), Long.MAX_VALUE);
+    cursors.put(name, turn.newCursor());
+    return Reservation.grantedNanos(turn.waitNanos());
+  }
+
+  @Override
+  public synchronized Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+    long now = time.nanoTime();
+    Pacing.Turn turn =
+        Pacing.reserveWithin(
+            stored(name), now, interval.toNanos(), Long.MAX_VALUE, maxWait.toNanos());
+    if (turn == null) {
+      return Reservation.refused();
+    }
+    cursors.put(name, turn.newCursor());
+    return Reservation.grantedNanos(turn.waitNanos());
+  }
+
+  @Override
+  public synchronized void clear(String name) {
+    cursors.remove(name);
+  }
+
+  private long stored(String name) {
+    Long cursor = cursors.get(name);
+    return cursor == null ? Pacing.NO_CURSOR : cursor;
+  }
+
+  @Override
+  public String toString() {
+    return "LocalCursor";
+  }
+}

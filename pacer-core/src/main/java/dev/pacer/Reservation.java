@@ -1,0 +1,98 @@
+package dev.pacer;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * What a {@link Cursor} answers to a reservation: a granted turn and its wait, a refusal (for
+ * {@link Cursor#tryReserve}, the turn would start too late and nothing was consumed), or
+ * "unavailable" (the cursor's store could not be asked). Unavailable is a value, never an
+ * exception, and never confused with a zero wait.
+ */
+public final class Reservation {
+
+  /** The three kinds of answer. */
+  public enum Outcome {
+    GRANTED,
+    REFUSED,
+    UNAVAILABLE
+  }
+
+  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null);
+  private static final Reservation UNAVAILABLE = new Reservation(Outcome.UNAVAILABLE, null);
+
+  private final Outcome outcome;
+  private final Duration wait;
+
+  private Reservation(Outcome outcome, Duration wait) {
+    this.outcome = outcome;
+    this.wait = wait;
+  }
+
+  /** A turn that starts after {@code wait} (zero or positive). */
+  public static Reservation granted(Duration wait) {
+    Objects.requireNonNull(wait, "wait");
+    if (wait.isNegative()) {
+      throw new IllegalArgumentException("wait must not be negative: " + wait);
+    }
+    return new Reservation(Outcome.GRANTED, wait);
+  }
+
+  /** Granted with a wait in nanoseconds. */
+  public static Reservation grantedNanos(long waitNanos) {
+    return granted(Duration.ofNanos(Math.max(0L, waitNanos)));
+  }
+
+  /** The turn would start later than the caller accepts; the cursor was not advanced. */
+  public static Reservation refused() {
+    return REFUSED;
+  }
+
+  /** The cursor's store could not be consulted. */
+  public static Reservation unavailable() {
+    return UNAVAILABLE;
+  }
+
+  public Outcome outcome() {
+    return outcome;
+  }
+
+  public boolean isGranted() {
+    return outcome == Outcome.GRANTED;
+  }
+
+  public boolean isRefused() {
+    return outcome == Outcome.REFUSED;
+  }
+
+  public boolean isUnavailable() {
+    return outcome == Outcome.UNAVAILABLE;
+  }
+
+  /**
+   * How long the caller waits before its turn.
+   *
+   * @throws IllegalStateException unless granted: there is no wait to speak of otherwise
+   */
+  public Duration waitTime() {
+    if (outcome != Outcome.GRANTED) {
+      throw new IllegalStateException("no wait: reservation was " + outcome);
+    }
+    return wait;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(outcome, wait);
+  }
+
+  @Override
+  public String toString() {
+    return outcome == Outcome.GRANTED ? "GRANTED(wait=" + wait + ")" : outcome.name();
+  }
+}

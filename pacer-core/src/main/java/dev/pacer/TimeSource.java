@@ -1,0 +1,39 @@
+package dev.pacer;
+
+/**
+ * The seam between Pacer and time: a monotonic clock and a way to sleep on it.
+ *
+ * <p>Everything in Pacer that reads the local clock or waits goes through one of these, so tests
+ * can substitute a fake whose {@code sleep} advances its own clock instead of blocking (the way
+ * Guava's {@code SleepingStopwatch} is used in its RateLimiter tests). The shared cursor does not
+ * use this clock at all: its "now" is the database's.
+ */
+public interface TimeSource {
+
+  /** Monotonic nanoseconds, as {@link System#nanoTime()}: only differences are meaningful. */
+  long nanoTime();
+
+  /** Blocks for {@code nanos} (no-op if not positive). */
+  void sleepNanos(long nanos) throws InterruptedException;
+
+  /** The real clock and {@link Thread#sleep}. */
+  TimeSource SYSTEM =
+      new TimeSource() {
+        @Override
+        public long nanoTime() {
+          return System.nanoTime();
+        }
+
+        @Override
+        public void sleepNanos(long nanos) throws InterruptedException {
+          if (nanos > 0) {
+            Thread.sleep(nanos / 1_000_000L, (int) (nanos % 1_000_000L));
+          }
+        }
+
+        @Override
+        public String toString() {
+          return "TimeSource.SYSTEM";
+        }
+      };
+}

@@ -1,0 +1,89 @@
+package dev.pacer.internal;
+
+/**
+ * The pacing algorithm, as a pure function of (stored cursor, now, interval).
+ *
+ * <h2>The idea</h2>
+ *
+ * A pacer that allows one event per {@code interval} only needs to remember one number: the
+ * earliest instant at which the <em>next</em> event may happen. We call that number the
+ * <em>cursor</em>. A caller who wants a turn does three things at once:
+ *
+ * <ol>
+ *   <li>its turn starts at {@code start = max(now, cursor)}: now, if the pacer has been idle long
+ *       enough, otherwise at the cursor, behind everyone who reserved before it;
+ *   <li>it moves the cursor to {@code start + interval}, so the next caller queues behind it;
+ *   <li>it is told to wait {@code start - now} and then go, holding nothing while it waits.
+ * </ol>
+ *
+ * That is {@code next = max(now, next) + interval}, the arithmetic of every in-memory pacer. Pacer
+ * makes it fleet-wide by running exactly this update as one atomic statement on a row that every
+ * process shares, on the database's clock (see the PostgreSQL cursor). This class is the reference
+ * statement of the rule: {@code LocalCursor} runs it in memory, and the SQL mirrors it term by term.
+ *
+ * <h2>Worked example</h2>
+ *
+ * A ceiling of 7 per second is an interval of 142.857 ms. The cursor starts empty (no row yet).
+ *
+ * <pre>
+ *   now (ms)  cursor before  start = max(now, cursor)  cursor after  wait
+ *   1000      (none)         1000                      1142.857      0
+ *   1001      1142.857       1142.857                  1285.714      141.857
+ *   1002      1285.714       1285.714                  1428.571      283.714
+ *   2000      1428.571       2000 (idle: cursor stale) 2142.857      0
+ * </pre>
+ *
+ * Three callers arriving together are spread 142.857 ms apart; a caller after an idle spell goes at
+ * once, and the idle time is <em>not</em> banked: unlike a token bucket there is no burst after a
+ * quiet period, which is what a third party's per-second quota wants.
+ *
+ * <h2>Refusals and resets</h2>
+ *
+ * {@link #reserveWithin} refuses when the wait would exceed a bound, and then the cursor is left
+ * exactly as it was: a refused caller has consumed nothing. A cursor further ahead of now than
+ * {@code resetBeyond} cannot come from honest queueing (a clock step, a hand-edited row); it is
+ * treated as lost and the caller starts now, which costs at most one early turn.
+ *
+ * <p>All values are nanoseconds on one clock; a missing cursor is {@link #NO_CURSOR}.
+ */
+public final class Pacing {
+
+  /** The value of a cursor that was never set, or was cleared. */
+  public static final long NO_CURSOR = Long.MIN_VALUE;
+
+  /** The outcome of a reservation: the cursor to store and how long the caller waits. */
+  public record Turn(long newCursor, long waitNanos) {}
+
+  private Pacing() {}
+
+  /** Reserves a turn unconditionally. */
+  public static Turn reserve(long cursor, long now, long interval, long resetBeyond) {
+    long start = startOfTurn(cursor, now, resetBeyond);
+    return new Turn(start + interval, start - now);
+  }
+
+  /**
+   * Reserves a turn only if it starts within {@code maxWait} of now; otherwise returns {@code null}
+   * and the caller must leave the cursor untouched.
+   */
+  public static Turn reserveWithin(
+      long cursor, long now, long interval, long resetBeyond, long maxWait) {
+    long start = startOfTurn(cursor, now, resetBeyond);
+    if (start - now > maxWait) {
+      return null;
+    }
+    return new Turn(start + interval, start - now);
+  }
+
+  /** True when a stored cursor is so far ahead that it must be reset rather than queued behind. */
+  public static boolean isImplausiblyAhead(long cursor, long now, long resetBeyond) {
+    return cursor != NO_CURSOR && cursor - now > resetBeyond;
+  }
+
+  private static long startOfTurn(long cursor, long now, long resetBeyond) {
+    if (cursor == NO_CURSOR || isImplausiblyAhead(cursor, now, resetBeyond)) {
+      return now;
+    }
+    return Math.max(now, cursor);
+  }
+}

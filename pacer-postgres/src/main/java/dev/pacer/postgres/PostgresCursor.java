@@ -1,0 +1,327 @@
+package dev.pacer.postgres;
+
+import dev.pacer.Cursor;
+import dev.pacer.CursorStoreException;
+import dev.pacer.Reservation;
+import dev.pacer.TimeSource;
+import dev.pacer.postgres.internal.CursorSql;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import org.postgresql.PGStatement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The fleet-wide cursor: each reservation is one atomic {@code INSERT … ON CONFLICT DO UPDATE …
+ * RETURNING} on a row every process shares, computed on the database's clock (the SQL and its
+ * reasoning are in {@code CursorSql}).
+ *
+ * <p>One dedicated autocommit connection per cursor, and so per process if the process makes one
+ * cursor: never the caller's connection or transaction, because a reservation inside a caller's
+ * transaction would hold the cursor row's lock until that transaction commits and stall the whole
+ * fleet. Threads take turns on the connection; a reservation holds it for one round trip.
+ *
+ * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator:
+ *
+ * <ul>
+ *   <li>every database operation is bounded by {@code operationTimeout} (connect, socket reads and
+ *       the server's {@code statement_timeout});
+ *   <li>a connection that died between calls (a restart, a terminated backend) is replaced and the
+ *       statement retried once in the same call; a second failure, or a timeout, answers {@link
+ *       Reservation#unavailable()};
+ *   <li>after a failure, reservations answer "unavailable" for {@code failureCooldown} without
+ *       touching the network, with one WARN per cooldown carrying a running failure count.
+ * </ul>
+ */
+public final class PostgresCursor implements Cursor, AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(PostgresCursor.class);
+
+  private final PostgresCursorConfig config;
+  private final CursorSql sql;
+  private final TimeSource time;
+  private final long timeoutNanos;
+  private final int timeoutMillis;
+  private final long resetBeyondMicros;
+
+  private final ReentrantLock connectionLock = new ReentrantLock();
+  private Connection connection;
+  private PreparedStatement reserveStatement;
+  private boolean tableEnsured;
+
+  private volatile long latchedUntilNanos;
+  private volatile boolean latched;
+  private final AtomicLong failures = new AtomicLong();
+  private final AtomicLong connectionAttempts = new AtomicLong();
+  private long consecutiveFailures;
+
+  public PostgresCursor(PostgresCursorConfig config) {
+    this.config = config;
+    this.sql = config.layout().sql();
+    this.time = config.time();
+    this.timeoutNanos = config.operationTimeout().toNanos();
+    this.timeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, config.operationTimeout().toMillis()));
+    this.resetBeyondMicros = ceilMicros(config.resetBeyond());
+  }
+
+  @Override
+  public Reservation reserve(String name, Duration interval) {
+    return reserveOrRefuse(name, interval, null);
+  }
+
+  @Override
+  public Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+    return reserveOrRefuse(name, interval, maxWait);
+  }
+
+  @Override
+  public void clear(String name) {
+    boolean locked = false;
+    try {
+      locked = connectionLock.tryLock(timeoutNanos * 2, TimeUnit.NANOSECONDS);
+      if (!locked) {
+        throw new CursorStoreException("cursor connection busy; could not clear " + name, null);
+      }
+      ensureConnected();
+      try (PreparedStatement delete = connection.prepareStatement(sql.clear())) {
+        delete.setString(1, sql.key(name));
+        delete.executeUpdate();
+      }
+    } catch (SQLException e) {
+      discardConnection();
+      throw new CursorStoreException("could not clear cursor " + name + ": " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new CursorStoreException("interrupted while clearing cursor " + name, e);
+    } finally {
+      if (locked) {
+        connectionLock.unlock();
+      }
+    }
+  }
+
+  /** Connection attempts made so far (each connect counts, successful or not). */
+  public long connectionAttempts() {
+    return connectionAttempts.get();
+  }
+
+  /** Failed reservations so far (each counted once, after its retry). */
+  public long failureCount() {
+    return failures.get();
+  }
+
+  /** True while the failure latch makes reservations answer "unavailable" without trying. */
+  public boolean isLatched() {
+    return latched && time.nanoTime() - latchedUntilNanos < 0;
+  }
+
+  public PostgresCursorConfig config() {
+    return config;
+  }
+
+  @Override
+  public void close() {
+    connectionLock.lock();
+    try {
+      discardConnection();
+    } finally {
+      connectionLock.unlock();
+    }
+  }
+
+  private Reservation reserveOrRefuse(String name, Duration interval, Duration maxWait) {
+    if (isLatched()) {
+      return Reservation.unavailable();
+    }
+    boolean locked;
+    try {
+      // Another thread may be stuck on a hung database; waiting longer than one bound for it
+      // would make this thread hang too.
+      locked = connectionLock.tryLock(timeoutNanos, TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Reservation.unavailable();
+    }
+    if (!locked) {
+      return Reservation.unavailable();
+    }
+    try {
+      if (isLatched()) {
+        return Reservation.unavailable();
+      }
+      return attempt(sql.key(name), ceilMicros(interval), maxWait == null ? null : maxWait.toNanos() / 1000);
+    } finally {
+      connectionLock.unlock();
+    }
+  }
+
+  private Reservation attempt(String key, long gapMicros, Long maxWaitMicros) {
+    long started = time.nanoTime();
+    boolean reusedConnection = connection != null;
+    try {
+      return succeeded(execute(key, gapMicros, maxWaitMicros));
+    } catch (SQLException first) {
+      discardConnection();
+      boolean diedBetweenCalls =
+          reusedConnection && isConnectionLoss(first) && time.nanoTime() - started < timeoutNanos / 2;
+      if (!diedBetweenCalls) {
+        return failed(first);
+      }
+      try {
+        return succeeded(execute(key, gapMicros, maxWaitMicros));
+      } catch (SQLException second) {
+        discardConnection();
+        return failed(second);
+      }
+    }
+  }
+
+  private Reservation execute(String key, long gapMicros, Long maxWaitMicros) throws SQLException {
+    ensureConnected();
+    PreparedStatement statement = reserveStatement;
+    statement.setString(1, key);
+    statement.setLong(2, gapMicros);
+    statement.setLong(3, resetBeyondMicros);
+    if (maxWaitMicros == null) {
+      statement.setNull(4, Types.BIGINT);
+    } else {
+      statement.setLong(4, maxWaitMicros);
+    }
+    try (ResultSet row = statement.executeQuery()) {
+      if (!row.next()) {
+        return Reservation.refused();
+      }
+      long waitMicros = row.getLong(1);
+      long priorAheadMicros = row.getLong(2);
+      boolean priorReadable = !row.wasNull();
+      boolean priorExisted = row.getBoolean(3);
+      if (priorExisted && !priorReadable) {
+        log.warn("Cursor {} held an unreadable value; overwritten with now", key);
+      } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
+        log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
+            key, priorAheadMicros / 1_000_000, config.resetBeyond());
+      }
+      return Reservation.grantedNanos(Math.max(0, waitMicros) * 1000);
+    }
+  }
+
+  private Reservation succeeded(Reservation reservation) {
+    if (consecutiveFailures > 0) {
+      log.info("PostgreSQL cursor available again after {} failed attempt(s)", consecutiveFailures);
+      consecutiveFailures = 0;
+    }
+    latched = false;
+    return reservation;
+  }
+
+  private Reservation failed(SQLException cause) {
+    long total = failures.incrementAndGet();
+    consecutiveFailures++;
+    latchedUntilNanos = time.nanoTime() + config.failureCooldown().toNanos();
+    latched = true;
+    log.warn("PostgreSQL cursor unavailable ({} failure(s) so far, {} in a row): {} [SQLState {}];"
+            + " pacing locally for the next {}",
+        total, consecutiveFailures, cause.getMessage(), cause.getSQLState(),
+        config.failureCooldown());
+    return Reservation.unavailable();
+  }
+
+  private void ensureConnected() throws SQLException {
+    if (connection != null) {
+      return;
+    }
+    connectionAttempts.incrementAndGet();
+    Connection fresh = openConnection();
+    try {
+      fresh.setAutoCommit(true);
+      fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
+      try (Statement session = fresh.createStatement()) {
+        session.execute("SET statement_timeout = " + timeoutMillis
+            + "; SET lock_timeout = " + timeoutMillis
+            + "; SET synchronous_commit = " + (config.synchronousCommit() ? "on" : "off"));
+        if (sql.createTable() != null && !tableEnsured) {
+          createTable(session);
+        }
+      }
+      PreparedStatement statement = fresh.prepareStatement(sql.reserve());
+      statement.unwrap(PGStatement.class).setPrepareThreshold(1);
+      connection = fresh;
+      reserveStatement = statement;
+    } catch (SQLException e) {
+      closeQuietly(fresh);
+      throw e;
+    }
+  }
+
+  private void createTable(Statement session) throws SQLException {
+    try {
+      session.execute(sql.createTable());
+    } catch (SQLException e) {
+      // Two processes creating the table at once: the loser sees a duplicate, which is success.
+      if (!"23505".equals(e.getSQLState()) && !"42P07".equals(e.getSQLState())) {
+        throw e;
+      }
+    }
+    tableEnsured = true;
+  }
+
+  private Connection openConnection() throws SQLException {
+    if (config.dataSource() != null) {
+      return config.dataSource().getConnection();
+    }
+    Properties props = new Properties();
+    props.putAll(config.properties());
+    String wholeSeconds = Long.toString(Math.max(1, TimeUnit.NANOSECONDS.toSeconds(timeoutNanos + 999_999_999L)));
+    props.putIfAbsent("connectTimeout", wholeSeconds);
+    props.putIfAbsent("loginTimeout", wholeSeconds);
+    props.putIfAbsent("socketTimeout", wholeSeconds);
+    props.putIfAbsent("tcpKeepAlive", "true");
+    props.putIfAbsent("ApplicationName", "pacer");
+    Connection c = new org.postgresql.Driver().connect(config.jdbcUrl(), props);
+    if (c == null) {
+      throw new SQLException("not a PostgreSQL JDBC URL: " + JdbcUrls.redact(config.jdbcUrl()));
+    }
+    return c;
+  }
+
+  private void discardConnection() {
+    closeQuietly(connection);
+    connection = null;
+    reserveStatement = null;
+  }
+
+  private static boolean isConnectionLoss(SQLException e) {
+    String state = e.getSQLState();
+    return state == null || state.startsWith("08") || state.startsWith("57P");
+  }
+
+  private static void closeQuietly(Connection c) {
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close();
+    } catch (SQLException | RuntimeException ignored) {
+      // The connection is being thrown away because it failed; its close may fail the same way.
+    }
+  }
+
+  private static long ceilMicros(Duration d) {
+    long nanos = d.toNanos();
+    return (nanos + 999) / 1000;
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresCursor{" + sql + "}";
+  }
+}

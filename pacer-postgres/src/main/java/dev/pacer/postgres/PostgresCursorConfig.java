@@ -1,0 +1,190 @@
+package dev.pacer.postgres;
+
+import dev.pacer.TimeSource;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Properties;
+import javax.sql.DataSource;
+
+/**
+ * How a {@link PostgresCursor} reaches PostgreSQL and how it behaves when it cannot. Immutable;
+ * built with {@link #forUrl} or {@link #forDataSource}, every setter validated.
+ *
+ * <ul>
+ *   <li>{@code operationTimeout} (default 1 s): the most a reservation may spend on the database
+ *       before it answers "unavailable": it bounds connecting, each socket read, and the server's
+ *       {@code statement_timeout}. pgjdbc counts connect and login timeouts in whole seconds, so a
+ *       fresh connection attempt is bounded by the timeout rounded up to a second.
+ *   <li>{@code failureCooldown} (default 5 s): after a failure, reservations answer
+ *       "unavailable" without touching the network for this long: an outage costs one connection
+ *       attempt per cooldown per process.
+ *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead of now than this is
+ *       treated as corrupt (a clock step, a hand edit), reset and logged. It must exceed the
+ *       longest honest queue: (processes × concurrency) × interval × 16 at full backoff.
+ *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
+ *       synchronous_commit = off}; see docs/operations.md for the measurement.
+ * </ul>
+ */
+public final class PostgresCursorConfig {
+
+  private final String jdbcUrl;
+  private final Properties properties;
+  private final DataSource dataSource;
+  private final TableLayout layout;
+  private final Duration operationTimeout;
+  private final Duration failureCooldown;
+  private final Duration resetBeyond;
+  private final boolean synchronousCommit;
+  private final TimeSource time;
+
+  private PostgresCursorConfig(Builder b) {
+    this.jdbcUrl = b.jdbcUrl;
+    this.properties = b.properties;
+    this.dataSource = b.dataSource;
+    this.layout = b.layout;
+    this.operationTimeout = b.operationTimeout;
+    this.failureCooldown = b.failureCooldown;
+    this.resetBeyond = b.resetBeyond;
+    this.synchronousCommit = b.synchronousCommit;
+    this.time = b.time;
+  }
+
+  /**
+   * Connect with a JDBC URL ({@code jdbc:postgresql://host:port/db}) and connection properties
+   * (user, password, ...). The properties are copied.
+   */
+  public static Builder forUrl(String jdbcUrl, Properties properties) {
+    if (jdbcUrl == null || !jdbcUrl.startsWith("jdbc:postgresql:")) {
+      throw new IllegalArgumentException(
+          "jdbcUrl must start with jdbc:postgresql:, got "
+              + (jdbcUrl == null ? "null" : JdbcUrls.redact(jdbcUrl)));
+    }
+    Properties copy = new Properties();
+    if (properties != null) {
+      copy.putAll(properties);
+    }
+    return new Builder(jdbcUrl, copy, null);
+  }
+
+  /** Connect with a JDBC URL that carries everything it needs. */
+  public static Builder forUrl(String jdbcUrl) {
+    return forUrl(jdbcUrl, new Properties());
+  }
+
+  /**
+   * Take one connection from {@code dataSource} and keep it (another if it dies). With a pool, that
+   * connection stays borrowed for the cursor's lifetime.
+   */
+  public static Builder forDataSource(DataSource dataSource) {
+    return new Builder(null, null, Objects.requireNonNull(dataSource, "dataSource"));
+  }
+
+  String jdbcUrl() {
+    return jdbcUrl;
+  }
+
+  Properties properties() {
+    return properties;
+  }
+
+  DataSource dataSource() {
+    return dataSource;
+  }
+
+  public TableLayout layout() {
+    return layout;
+  }
+
+  public Duration operationTimeout() {
+    return operationTimeout;
+  }
+
+  public Duration failureCooldown() {
+    return failureCooldown;
+  }
+
+  public Duration resetBeyond() {
+    return resetBeyond;
+  }
+
+  public boolean synchronousCommit() {
+    return synchronousCommit;
+  }
+
+  TimeSource time() {
+    return time;
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresCursorConfig{"
+        + (jdbcUrl != null ? "url=" + JdbcUrls.redact(jdbcUrl) : "dataSource=" + dataSource)
+        + ", layout=" + layout + ", operationTimeout=" + operationTimeout
+        + ", failureCooldown=" + failureCooldown + ", resetBeyond=" + resetBeyond
+        + ", synchronousCommit=" + synchronousCommit + "}";
+  }
+
+  /** Builder for {@link PostgresCursorConfig}. */
+  public static final class Builder {
+    private final String jdbcUrl;
+    private final Properties properties;
+    private final DataSource dataSource;
+    private TableLayout layout = TableLayout.pacerTable();
+    private Duration operationTimeout = Duration.ofSeconds(1);
+    private Duration failureCooldown = Duration.ofSeconds(5);
+    private Duration resetBeyond = Duration.ofHours(1);
+    private boolean synchronousCommit;
+    private TimeSource time = TimeSource.SYSTEM;
+
+    private Builder(String jdbcUrl, Properties properties, DataSource dataSource) {
+      this.jdbcUrl = jdbcUrl;
+      this.properties = properties;
+      this.dataSource = dataSource;
+    }
+
+    public Builder layout(TableLayout layout) {
+      this.layout = Objects.requireNonNull(layout, "layout");
+      return this;
+    }
+
+    public Builder operationTimeout(Duration timeout) {
+      this.operationTimeout = positive("operationTimeout", timeout);
+      return this;
+    }
+
+    public Builder failureCooldown(Duration cooldown) {
+      if (cooldown == null || cooldown.isNegative()) {
+        throw new IllegalArgumentException("failureCooldown must be >= 0, got " + cooldown);
+      }
+      this.failureCooldown = cooldown;
+      return this;
+    }
+
+    public Builder resetBeyond(Duration resetBeyond) {
+      this.resetBeyond = positive("resetBeyond", resetBeyond);
+      return this;
+    }
+
+    public Builder synchronousCommit(boolean synchronousCommit) {
+      this.synchronousCommit = synchronousCommit;
+      return this;
+    }
+
+    /** The local clock used for the failure latch (tests substitute a fake). */
+    public Builder timeSource(TimeSource time) {
+      this.time = Objects.requireNonNull(time, "time");
+      return this;
+    }
+
+    public PostgresCursorConfig build() {
+      return new PostgresCursorConfig(this);
+    }
+
+    private static Duration positive(String field, Duration value) {
+      if (value == null || value.isZero() || value.isNegative()) {
+        throw new IllegalArgumentException(field + " must be > 0, got " + value);
+      }
+      return value;
+    }
+  }
+}

@@ -1,0 +1,83 @@
+package dev.pacer.postgres;
+
+import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.internal.SqlIdentifiers;
+
+/**
+ * Where the cursors are stored. Two layouts:
+ *
+ * <ol>
+ *   <li>{@link #pacerTable(String)} (the default, {@code pacer_cursor}): Pacer's own table,
+ *       created on first use:
+ *       <pre>
+ * CREATE UNLOGGED TABLE IF NOT EXISTS pacer_cursor (
+ *   name       text        PRIMARY KEY,  -- the destination name
+ *   next_at    timestamptz NOT NULL,     -- the cursor: earliest start of the next turn
+ *   updated_at timestamptz NOT NULL      -- database clock at the last reservation
+ * )</pre>
+ *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
+ *       tables on crash recovery, the next reservation re-inserts the row at "now", and that
+ *       costs at most one immediate turn per destination, while every reservation saves a WAL
+ *       write.
+ *   <li>{@link #keyValueTable} / {@link #djangoCache(String)}: an existing key/value table with
+ *       no schema change, the shape of Django's database cache table ({@code cache_key
+ *       varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL}). The cursor
+ *       is epoch seconds as plain decimal text under {@code <prefix><destination name>} (prefix
+ *       {@code harvest-rate-cursor:} by default) and {@code expires} is set to now + 30 days, so a
+ *       Java fleet and a Python fleet writing the same table share one ceiling.
+ * </ol>
+ *
+ * <p>Table and column names cannot be SQL parameters; they must match {@code
+ * ^[A-Za-z_][A-Za-z0-9_]*$}, optionally schema-qualified, and anything else is refused before any
+ * SQL runs.
+ */
+public final class TableLayout {
+
+  /** The key prefix of the original design's rows in a shared cache table. */
+  public static final String DEFAULT_KEY_PREFIX = "harvest-rate-cursor:";
+
+  private final CursorSql sql;
+
+  private TableLayout(CursorSql sql) {
+    this.sql = sql;
+  }
+
+  /** Pacer's own (unlogged) table, created on first use. */
+  public static TableLayout pacerTable(String table) {
+    return new TableLayout(CursorSql.pacerTable(SqlIdentifiers.qualifiedName("table", table)));
+  }
+
+  /** The default: Pacer's own table {@code pacer_cursor}. */
+  public static TableLayout pacerTable() {
+    return pacerTable("pacer_cursor");
+  }
+
+  /** A Django-style database cache table ({@code cache_key}, {@code value}, {@code expires}). */
+  public static TableLayout djangoCache(String table) {
+    return keyValueTable(table, "cache_key", "value", "expires", DEFAULT_KEY_PREFIX);
+  }
+
+  /** Any existing key/value table with a text key, a text value and a timestamptz expiry. */
+  public static TableLayout keyValueTable(
+      String table, String keyColumn, String valueColumn, String expiresColumn, String keyPrefix) {
+    if (keyPrefix == null) {
+      throw new IllegalArgumentException("keyPrefix must not be null");
+    }
+    return new TableLayout(
+        CursorSql.keyValueTable(
+            SqlIdentifiers.qualifiedName("table", table),
+            SqlIdentifiers.name("keyColumn", keyColumn),
+            SqlIdentifiers.name("valueColumn", valueColumn),
+            SqlIdentifiers.name("expiresColumn", expiresColumn),
+            keyPrefix));
+  }
+
+  CursorSql sql() {
+    return sql;
+  }
+
+  @Override
+  public String toString() {
+    return sql.toString();
+  }
+}

@@ -1,0 +1,150 @@
+package dev.pacer.postgres.internal;
+
+/**
+ * The SQL of one table layout, built once from validated identifiers.
+ *
+ * <p>A reservation is a single statement, {@code INSERT … ON CONFLICT DO UPDATE … RETURNING}, that
+ * applies {@code next = max(now, next) + gap} to the destination's row under the row lock that ON
+ * CONFLICT takes for the statement's duration: atomic against every process and thread, with no
+ * advisory lock, no explicit transaction and no second round trip. {@code now} is the database's
+ * {@code clock_timestamp()}, read once per statement. The statement mirrors {@code
+ * dev.pacer.internal.Pacing} term by term:
+ *
+ * <ul>
+ *   <li>no row: insert {@code now + gap}, wait 0 (a lost row costs at most one immediate turn);
+ *   <li>a value further ahead than {@code reset_beyond}, or (text layout) one that is not a
+ *       decimal number: the turn starts now, overwriting it;
+ *   <li>otherwise the turn starts at {@code GREATEST(now, cursor)};
+ *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by the
+ *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
+ * </ul>
+ *
+ * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait (bigint microseconds; max_wait
+ * NULL for an unconditional reservation). Result columns: {@code wait_micros}, {@code
+ * prior_ahead_micros} (how far the previous value was ahead of now; NULL if there was no row or it
+ * was unreadable) and {@code prior_existed}. The {@code prior} CTE reads the row from the
+ * statement's snapshot, only so that resets and repairs can be logged.
+ */
+public final class CursorSql {
+
+  /** Plain decimal, as PostgreSQL's numeric and Python's float print epoch seconds. */
+  static final String DECIMAL_PATTERN = "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
+
+  private final String description;
+  private final String createTable;
+  private final String reserve;
+  private final String clear;
+  private final String keyPrefix;
+
+  private CursorSql(
+      String description, String createTable, String reserve, String clear, String keyPrefix) {
+    this.description = description;
+    this.createTable = createTable;
+    this.reserve = reserve;
+    this.clear = clear;
+    this.keyPrefix = keyPrefix;
+  }
+
+  /** Pacer's own table: a typed timestamptz cursor per destination name. */
+  public static CursorSql pacerTable(String table) {
+    String createTable =
+        "CREATE UNLOGGED TABLE IF NOT EXISTS " + table + " (\n"
+            + "  name       text        PRIMARY KEY,\n"
+            + "  next_at    timestamptz NOT NULL,\n"
+            + "  updated_at timestamptz NOT NULL\n"
+            + ")";
+    String start =
+        "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.now"
+            + " ELSE GREATEST(p.now, c.next_at) END";
+    String reserve =
+        "WITH p AS MATERIALIZED (\n"
+            + "  SELECT ?::text AS key,\n"
+            + "         ?::bigint * interval '1 microsecond' AS gap,\n"
+            + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
+            + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
+            + "         clock_timestamp() AS now),\n"
+            + "prior AS (SELECT c.next_at FROM " + table + " c, p WHERE c.name = p.key),\n"
+            + "turn AS (\n"
+            + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
+            + "  SELECT p.key, p.now + p.gap, p.now FROM p\n"
+            + "  ON CONFLICT (name) DO UPDATE\n"
+            + "    SET next_at = (SELECT " + start + " + p.gap FROM p),\n"
+            + "        updated_at = EXCLUDED.updated_at\n"
+            + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
+            + "  RETURNING c.next_at)\n"
+            + "SELECT (extract(epoch FROM turn.next_at - p.gap - p.now) * 1000000)::bigint"
+            + " AS wait_micros,\n"
+            + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
+            + " AS prior_ahead_micros,\n"
+            + "       prior.next_at IS NOT NULL AS prior_existed\n"
+            + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
+    String clear = "DELETE FROM " + table + " WHERE name = ?";
+    return new CursorSql("pacer table " + table, createTable, reserve, clear, "");
+  }
+
+  /**
+   * An existing key/value table: the cursor is epoch seconds as decimal text, {@code expires} is
+   * pushed to now + 30 days at each reservation.
+   */
+  public static CursorSql keyValueTable(
+      String table, String keyColumn, String valueColumn, String expiresColumn, String keyPrefix) {
+    String value = "c." + valueColumn;
+    String readable = value + " ~ '" + DECIMAL_PATTERN + "'";
+    String start =
+        "CASE WHEN NOT (" + readable + ") THEN p.now"
+            + " WHEN " + value + "::numeric > p.now + p.reset_beyond THEN p.now"
+            + " ELSE GREATEST(p.now, " + value + "::numeric) END";
+    String reserve =
+        "WITH p AS MATERIALIZED (\n"
+            + "  SELECT ?::text AS key,\n"
+            + "         ?::bigint / 1000000.0 AS gap,\n"
+            + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
+            + "         ?::bigint / 1000000.0 AS max_wait,\n"
+            + "         extract(epoch FROM clock_timestamp()) AS now),\n"
+            + "prior AS (SELECT " + value + " AS value FROM " + table + " c, p"
+            + " WHERE c." + keyColumn + " = p.key),\n"
+            + "turn AS (\n"
+            + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
+            + expiresColumn + ")\n"
+            + "  SELECT p.key, round(p.now + p.gap, 6)::text,"
+            + " clock_timestamp() + interval '30 days' FROM p\n"
+            + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
+            + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
+            + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
+            + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
+            + "  RETURNING " + value + " AS value)\n"
+            + "SELECT ((turn.value::numeric - p.gap - p.now) * 1000000)::bigint AS wait_micros,\n"
+            + "       CASE WHEN prior.value ~ '" + DECIMAL_PATTERN + "'"
+            + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
+            + "       prior.value IS NOT NULL AS prior_existed\n"
+            + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
+    String clear = "DELETE FROM " + table + " WHERE " + keyColumn + " = ?";
+    return new CursorSql(
+        "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
+            + ") under prefix '" + keyPrefix + "'",
+        null, reserve, clear, keyPrefix);
+  }
+
+  /** The DDL to run before first use, or null when the table is the user's and must exist. */
+  public String createTable() {
+    return createTable;
+  }
+
+  public String reserve() {
+    return reserve;
+  }
+
+  public String clear() {
+    return clear;
+  }
+
+  /** The row key of a destination. */
+  public String key(String destinationName) {
+    return keyPrefix.isEmpty() ? destinationName : keyPrefix + destinationName;
+  }
+
+  @Override
+  public String toString() {
+    return description;
+  }
+}
