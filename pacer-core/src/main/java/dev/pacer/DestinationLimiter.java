@@ -160,6 +160,10 @@ public final class DestinationLimiter {
     return meter.perSecond(time.nanoTime());
   }
 
+  int availablePermits() {
+    return permits.availablePermits();
+  }
+
   private Reservation reserveShared(Duration interval, Duration maxWait) {
     Reservation turn;
     try {

@@ -1,0 +1,246 @@
+package dev.pacer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** Pacing, backoff, decay, lockout and degrade, observed on a fake clock: nothing here sleeps. */
+class DestinationLimiterTest {
+
+  private final FakeTime time = new FakeTime();
+  private final LocalCursor sharedStandIn = new LocalCursor(time);
+  private final RecordingCursor shared = new RecordingCursor(sharedStandIn);
+
+  private DestinationLimiter limiter(double rate, int concurrency, int processes, Cursor cursor) {
+    Destination d = Destination.builder("dest").ratePerSecond(rate).maxConcurrency(concurrency)
+        .maxFetchingProcesses(processes).build();
+    return new LimiterRegistry(cursor, time).limiter(d);
+  }
+
+  @Test
+  void turnsAreSpacedByTheSharedCursor() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    for (int i = 0; i < 4; i++) {
+      limiter.acquire().close();
+    }
+    assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 100L, 100L);
+    assertThat(limiter.isDegraded()).isFalse();
+    assertThat(limiter.currentRate()).isCloseTo(10.0, within(1e-6));
+  }
+
+  @Test
+  void unavailableCursorDegradesToTheDividedRateWithoutThrowing() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
+    for (int i = 0; i < 4; i++) {
+      limiter.acquire().close();
+    }
+    assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 300L, 300L);
+    assertThat(limiter.isDegraded()).isTrue();
+  }
+
+  @Test
+  void aCursorThatThrowsIsTreatedAsUnavailable() throws Exception {
+    Cursor broken = new UnavailableCursor() {
+      @Override
+      public Reservation reserve(String name, Duration interval) {
+        throw new IllegalStateException("bug in a cursor");
+      }
+    };
+    DestinationLimiter limiter = limiter(10, 1, 2, broken);
+    limiter.acquire().close();
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).containsExactly(0L, 200L);
+  }
+
+  @Test
+  void recoversFromDegradedWhenTheCursorAnswersAgain() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    DestinationLimiter limiter = limiter(10, 1, 3, flaky);
+    limiter.acquire().close();
+    assertThat(limiter.isDegraded()).isTrue();
+    flaky.delegate = sharedStandIn;
+    limiter.acquire().close();
+    assertThat(limiter.isDegraded()).isFalse();
+  }
+
+  @Test
+  void backoffWidensTheIntervalSentToTheSharedCursorAndDecays() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    limiter.acquire().close();
+    limiter.backoff();
+    limiter.acquire().close();
+    for (int i = 0; i < 10; i++) {
+      limiter.backoff();
+    }
+    limiter.acquire().close();
+    assertThat(shared.intervalsMillis()).containsExactly(100L, 200L, 1600L);
+    assertThat(limiter.backoffMultiplier()).isEqualTo(16);
+
+    for (int i = 0; i < 100; i++) {
+      limiter.noteCleanResponse();
+    }
+    limiter.acquire().close();
+    assertThat(shared.intervalsMillis()).endsWith(800L);
+    assertThat(limiter.currentInterval()).isEqualTo(Duration.ofMillis(800));
+  }
+
+  @Test
+  void backoffAlsoWidensDegradedPacing() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 2, new UnavailableCursor());
+    limiter.acquire().close();
+    limiter.backoff();
+    limiter.acquire().close();
+    limiter.acquire().close();
+    // The first turn left the local cursor 200 ms ahead; the next is spaced 2 x 2 x 100 ms.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 200L, 400L);
+  }
+
+  @Test
+  void lockoutStopsEveryLaterAcquire() throws Exception {
+    DestinationLimiter limiter = limiter(10, 2, 1, shared);
+    limiter.acquire().close();
+    limiter.lockOut("HTTP 403");
+    assertThat(limiter.isLockedOut()).isTrue();
+    assertThatThrownBy(limiter::acquire)
+        .isInstanceOf(LockedOutException.class)
+        .hasMessageContaining("HTTP 403");
+    assertThatThrownBy(() -> limiter.tryAcquire(Duration.ofSeconds(1)))
+        .isInstanceOf(LockedOutException.class);
+    assertThat(limiter.availablePermits()).isEqualTo(2);
+  }
+
+  @Test
+  void lockoutDuringTheWaitThrowsAndReleasesThePermit() {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    time.duringNextSleep(() -> limiter.lockOut("HTTP 403"));
+    assertThatThrownBy(limiter::acquire).isInstanceOf(LockedOutException.class);
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+  }
+
+  @Test
+  void interruptDuringTheWaitReleasesThePermit() {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    time.duringNextSleep(() -> Thread.currentThread().interrupt());
+    assertThatThrownBy(limiter::acquire).isInstanceOf(InterruptedException.class);
+    Thread.interrupted();
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+  }
+
+  @Test
+  void anyExceptionBetweenPermitAndSlotReleasesThePermit() {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    time.failNextSleep(new IllegalStateException("sleeper broke"));
+    assertThatThrownBy(limiter::acquire).hasMessage("sleeper broke");
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+  }
+
+  @Test
+  void slotHoldsThePermitUntilClosedOnce() throws Exception {
+    DestinationLimiter limiter = limiter(10, 2, 1, shared);
+    Slot slot = limiter.acquire();
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+    slot.close();
+    slot.close();
+    assertThat(limiter.availablePermits()).isEqualTo(2);
+  }
+
+  @Test
+  void tryAcquireRefusesWithoutConsumingATurnOrAPermit() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    limiter.acquire().close(); // cursor now 100 ms ahead of the clock
+    Optional<Slot> refused = limiter.tryAcquire(Duration.ofMillis(50));
+    assertThat(refused).isEmpty();
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+
+    Optional<Slot> granted = limiter.tryAcquire(Duration.ofMillis(100));
+    assertThat(granted).isPresent();
+    assertThat(time.lastSleepMillis()).as("the refusal did not push the turn back").isEqualTo(100L);
+    granted.get().close();
+  }
+
+  @Test
+  void tryAcquireRefusesWhenNoPermitIsFree() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 1, shared);
+    try (Slot held = limiter.acquire()) {
+      assertThat(limiter.tryAcquire(Duration.ZERO)).isEmpty();
+      assertThat(shared.intervalsMillis()).hasSize(1);
+    }
+  }
+
+  @Test
+  void tryAcquireFallsBackWhenUnavailable() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 4, new UnavailableCursor());
+    limiter.tryAcquire(Duration.ofSeconds(1)).orElseThrow().close();
+    assertThat(limiter.tryAcquire(Duration.ofMillis(399))).isEmpty();
+    limiter.tryAcquire(Duration.ofMillis(400)).orElseThrow().close();
+    assertThat(time.sleepsMillis()).containsExactly(0L, 400L);
+  }
+
+  @Test
+  void registryHandsOutOneLimiterPerNameAndRefusesAConflictingConfiguration() {
+    LimiterRegistry registry = new LimiterRegistry(shared, time);
+    Destination d = Destination.builder("dest").ratePerSecond(7).build();
+    assertThat(registry.limiter(d)).isSameAs(registry.limiter(d.toBuilder().build()));
+    assertThatThrownBy(() -> registry.limiter(d.toBuilder().ratePerSecond(8).build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("dest")
+        .hasMessageContaining("different configuration");
+  }
+
+  /** Passes reservations to a delegate and records the interval each one asked for. */
+  private static final class RecordingCursor implements Cursor {
+    private final Cursor delegate;
+    private final List<Duration> intervals = new ArrayList<>();
+
+    RecordingCursor(Cursor delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public synchronized Reservation reserve(String name, Duration interval) {
+      intervals.add(interval);
+      return delegate.reserve(name, interval);
+    }
+
+    @Override
+    public synchronized Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+      intervals.add(interval);
+      return delegate.tryReserve(name, interval, maxWait);
+    }
+
+    @Override
+    public void clear(String name) {
+      delegate.clear(name);
+    }
+
+    synchronized List<Long> intervalsMillis() {
+      List<Long> out = new ArrayList<>();
+      intervals.forEach(i -> out.add(i.toMillis()));
+      return out;
+    }
+  }
+
+  /** A store that cannot be reached, until a delegate is set. */
+  private static class UnavailableCursor implements Cursor {
+    volatile Cursor delegate;
+
+    @Override
+    public Reservation reserve(String name, Duration interval) {
+      return delegate == null ? Reservation.unavailable() : delegate.reserve(name, interval);
+    }
+
+    @Override
+    public Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+      return delegate == null ? Reservation.unavailable() : delegate.tryReserve(name, interval, maxWait);
+    }
+
+    @Override
+    public void clear(String name) {}
+  }
+}
