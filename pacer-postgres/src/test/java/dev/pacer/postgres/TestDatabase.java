@@ -57,6 +57,12 @@ public final class TestDatabase {
     }
   }
 
+  /** Creates (if missing) a table of the shape of Django's database cache table. */
+  public static void createDjangoCacheTable(String table) {
+    execute("CREATE TABLE IF NOT EXISTS " + table + " (cache_key varchar(255) PRIMARY KEY,"
+        + " value text NOT NULL, expires timestamptz NOT NULL)");
+  }
+
   /** A cursor on the test database with the given layout and otherwise default settings. */
   public static PostgresCursor cursor(TableLayout layout) {
     return new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).build());

@@ -1,0 +1,55 @@
+package dev.pacer;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * A merged list of event instants (epoch nanoseconds) from any number of threads or processes,
+ * and the three figures the fleet tests bound: the aggregate rate, the busiest sliding 1-s window,
+ * and the span.
+ */
+public final class Timeline {
+
+  private static final long SECOND = 1_000_000_000L;
+  private final List<Long> instants;
+
+  public Timeline(Collection<Long> instants) {
+    this.instants = new ArrayList<>(instants);
+    Collections.sort(this.instants);
+  }
+
+  public int size() {
+    return instants.size();
+  }
+
+  /** From the first event to the last, in seconds. */
+  public double spanSeconds() {
+    return instants.isEmpty() ? 0 : (instants.get(instants.size() - 1) - instants.get(0)) / 1e9;
+  }
+
+  /** (events - 1) ÷ span: the rate the events were delivered at. */
+  public double aggregateRatePerSecond() {
+    return (instants.size() - 1) / spanSeconds();
+  }
+
+  /** The most events in any half-open window [t, t + 1 s) that starts at an event. */
+  public int peakOneSecondWindow() {
+    int peak = 0;
+    int end = 0;
+    for (int start = 0; start < instants.size(); start++) {
+      while (end < instants.size() && instants.get(end) - instants.get(start) < SECOND) {
+        end++;
+      }
+      peak = Math.max(peak, end - start);
+    }
+    return peak;
+  }
+
+  @Override
+  public String toString() {
+    return String.format("%d events over %.3f s: aggregate %.2f/s, peak 1-s window %d",
+        size(), spanSeconds(), aggregateRatePerSecond(), peakOneSecondWindow());
+  }
+}

@@ -1,0 +1,27 @@
+package dev.pacer.postgres;
+
+import dev.pacer.Cursor;
+import dev.pacer.CursorContract;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+class KeyValueTableContractTest extends CursorContract {
+
+  private static PostgresCursor cursor;
+
+  @BeforeAll
+  static void createDjangoCacheTable() {
+    TestDatabase.createDjangoCacheTable("contract_cache");
+    cursor = TestDatabase.cursor(TableLayout.djangoCache("contract_cache"));
+  }
+
+  @Override
+  protected Cursor cursor() {
+    return cursor;
+  }
+
+  @AfterAll
+  static void close() {
+    cursor.close();
+  }
+}
