@@ -1,0 +1,288 @@
+package dev.pacer.postgres;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.pacer.Reservation;
+import java.math.BigDecimal;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Self-healing, the shared-table row format, and the dedicated connection, on a real server. */
+class PostgresCursorTest {
+
+  private static final Duration GAP = Duration.ofMillis(100);
+  private static final String CACHE = "shared_cache";
+  private static PostgresCursor pacerTable;
+  private static PostgresCursor cacheTable;
+
+  @BeforeAll
+  static void open() {
+    TestDatabase.createDjangoCacheTable(CACHE);
+    pacerTable = TestDatabase.cursor(TableLayout.pacerTable());
+    cacheTable = TestDatabase.cursor(TableLayout.djangoCache(CACHE));
+  }
+
+  @AfterAll
+  static void close() {
+    pacerTable.close();
+    cacheTable.close();
+  }
+
+  private static String freshName() {
+    return "pg-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Test
+  void aDeletedRowCostsAtMostOneImmediateTurn() {
+    for (PostgresCursor cursor : new PostgresCursor[] {pacerTable, cacheTable}) {
+      String name = freshName();
+      cursor.reserve(name, GAP);
+      cursor.reserve(name, GAP);
+      deleteRow(cursor, name);
+      assertThat(waitMillis(cursor.reserve(name, GAP))).isBetween(0L, 1L);
+      assertThat(waitMillis(cursor.reserve(name, GAP))).as("no burst").isBetween(70L, 100L);
+    }
+  }
+
+  @Test
+  void aCursorImplausiblyFarAheadIsResetButAnHonestQueueIsKept() {
+    String name = freshName();
+    pacerTable.reserve(name, GAP);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '30 minutes' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+        .as("30 min ahead is within the 1 h bound: queue behind it")
+        .isBetween(30 * 60_000L - 1000, 30 * 60_000L);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("reset").isBetween(0L, 1L);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).isBetween(70L, 100L);
+  }
+
+  @Test
+  void aKeyValueCursorFarAheadIsResetToo() {
+    String name = freshName();
+    cacheTable.reserve(name, GAP);
+    update("UPDATE " + CACHE + " SET value = (extract(epoch FROM now()) + 7200)::text"
+        + " WHERE cache_key = ?", "harvest-rate-cursor:" + name);
+    assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(0L, 1L);
+  }
+
+  @Test
+  void aRowWrittenInTheOriginalFormatIsHonoured() {
+    String name = freshName();
+    update("INSERT INTO " + CACHE + " (cache_key, value, expires)"
+        + " VALUES (?, (extract(epoch FROM clock_timestamp()) + 5)::text, now() + interval '30 days')",
+        "harvest-rate-cursor:" + name);
+    assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(4900L, 5000L);
+  }
+
+  @Test
+  void pacerWritesTheOriginalRowFormat() throws SQLException {
+    String name = freshName();
+    cacheTable.reserve(name, GAP);
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement("SELECT value, expires, extract(epoch FROM clock_timestamp())"
+            + " FROM " + CACHE + " WHERE cache_key = ?")) {
+      s.setString(1, "harvest-rate-cursor:" + name);
+      try (ResultSet row = s.executeQuery()) {
+        assertThat(row.next()).isTrue();
+        String value = row.getString(1);
+        assertThat(value).matches("[0-9]+\\.[0-9]{1,6}");
+        BigDecimal ahead = new BigDecimal(value).subtract(row.getBigDecimal(3));
+        assertThat(ahead.doubleValue()).isBetween(0.05, 0.1);
+        assertThat(row.getTimestamp(2).toInstant())
+            .isBetween(Instant.now().plus(Duration.ofDays(29)), Instant.now().plus(Duration.ofDays(31)));
+      }
+    }
+  }
+
+  /**
+   * The statement of the original (Python) design, run beside Pacer on the same row: the two
+   * fleets queue behind each other, so they share one ceiling.
+   */
+  @Test
+  void aPythonFleetUsingTheOriginalStatementSharesTheCeiling() throws SQLException {
+    String name = freshName();
+    String key = "harvest-rate-cursor:" + name;
+    String original =
+        "INSERT INTO " + CACHE + " (cache_key, value, expires)"
+            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
+            + " ON CONFLICT (cache_key) DO UPDATE"
+            + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
+            + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
+    assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(0L, 1L);
+    try (Connection c = TestDatabase.connect(); PreparedStatement python = c.prepareStatement(original)) {
+      python.setString(1, key);
+      for (int i = 2; i <= 5; i++) {
+        python.setBigDecimal(i, new BigDecimal("0.1"));
+      }
+      try (ResultSet row = python.executeQuery()) {
+        row.next();
+        assertThat(row.getDouble(1)).as("Python queues behind Pacer").isBetween(0.07, 0.1);
+      }
+    }
+    assertThat(waitMillis(cacheTable.reserve(name, GAP))).as("Pacer queues behind Python")
+        .isBetween(170L, 200L);
+  }
+
+  @Test
+  void aCorruptValueIsOverwrittenAtTheNextReservation() {
+    String name = freshName();
+    cacheTable.reserve(name, GAP);
+    for (String garbage : new String[] {"garbage", "", "NaN", "1e99999", "12.5.6", "-Infinity"}) {
+      update("UPDATE " + CACHE + " SET value = '" + garbage.replace("'", "''") + "' WHERE cache_key = ?",
+          "harvest-rate-cursor:" + name);
+      assertThat(waitMillis(cacheTable.reserve(name, GAP))).as(garbage).isBetween(0L, 1L);
+      assertThat(waitMillis(cacheTable.reserve(name, GAP))).as(garbage).isBetween(70L, 100L);
+    }
+    assertThat(cacheTable.failureCount()).isZero();
+  }
+
+  @Test
+  void aRefusalLeavesTheRowUntouched() throws SQLException {
+    String name = freshName();
+    pacerTable.reserve(name, Duration.ofSeconds(10));
+    pacerTable.reserve(name, Duration.ofSeconds(10));
+    String before = readNextAt(name);
+    assertThat(pacerTable.tryReserve(name, GAP, Duration.ofSeconds(5)).isRefused()).isTrue();
+    assertThat(readNextAt(name)).isEqualTo(before);
+  }
+
+  @Test
+  void theReservationIsNotPartOfTheCallersTransaction() throws SQLException {
+    String name = freshName();
+    try (Connection caller = TestDatabase.connect()) {
+      caller.setAutoCommit(false);
+      try (Statement s = caller.createStatement()) {
+        s.execute("SELECT 1");
+      }
+      pacerTable.reserve(name, Duration.ofSeconds(10));
+      caller.rollback();
+    }
+    assertThat(readNextAt(name)).as("committed on the cursor's own connection").isNotNull();
+  }
+
+  @Test
+  void aDataSourceConnectionIsTakenOnceAndKept() {
+    CountingDataSource source = new CountingDataSource(TestDatabase.postgres().getPostgresDatabase());
+    try (PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forDataSource(source).build())) {
+      String name = freshName();
+      for (int i = 0; i < 20; i++) {
+        assertThat(cursor.reserve(name, Duration.ofMillis(1)).isGranted()).isTrue();
+      }
+      assertThat(source.connectionsTaken()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aConnectionThatDiedBetweenCallsIsReplacedWithinTheSameCall() throws SQLException {
+    String application = "pacer-test-" + UUID.randomUUID().toString().substring(0, 8);
+    java.util.Properties props = new java.util.Properties();
+    props.setProperty("ApplicationName", application);
+    try (PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl(), props).build())) {
+      String name = freshName();
+      assertThat(cursor.reserve(name, GAP).isGranted()).isTrue();
+      try (Connection c = TestDatabase.connect();
+          PreparedStatement kill = c.prepareStatement(
+              "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?")) {
+        kill.setString(1, application);
+        try (ResultSet row = kill.executeQuery()) {
+          row.next();
+          assertThat(row.getInt(1)).isEqualTo(1);
+        }
+      }
+      Reservation afterKill = cursor.reserve(name, GAP);
+      assertThat(afterKill.isGranted()).as("retried on a new connection: %s", afterKill).isTrue();
+      assertThat(cursor.connectionAttempts()).isEqualTo(2);
+      assertThat(cursor.failureCount()).isZero();
+    }
+  }
+
+  @Test
+  void aRowLockedByAStuckTransactionCostsAboutOneSecondThenDegrades() throws SQLException {
+    String name = freshName();
+    pacerTable.reserve(name, GAP);
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable());
+        Connection blocker = TestDatabase.connect()) {
+      blocker.setAutoCommit(false);
+      update(blocker, "SELECT * FROM pacer_cursor WHERE name = ? FOR UPDATE", name);
+      long started = System.nanoTime();
+      Reservation stuck = cursor.reserve(name, GAP);
+      double seconds = (System.nanoTime() - started) / 1e9;
+      assertThat(stuck.isUnavailable()).isTrue();
+      assertThat(seconds).isBetween(0.9, 1.6);
+
+      started = System.nanoTime();
+      assertThat(cursor.reserve(name, GAP).isUnavailable()).as("latched").isTrue();
+      assertThat((System.nanoTime() - started) / 1e6).isLessThan(50.0);
+      blocker.rollback();
+    }
+  }
+
+  @Test
+  void badIdentifiersAreRefusedBeforeAnySql() {
+    assertThatThrownBy(() -> TableLayout.djangoCache("x; drop table y"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("table")
+        .hasMessageContaining("x; drop table y");
+    assertThatThrownBy(() -> TableLayout.pacerTable("a.b.c")).hasMessageContaining("a.b.c");
+    assertThatThrownBy(() -> TableLayout.keyValueTable("t", "k\"", "v", "e", "p:"))
+        .hasMessageContaining("keyColumn");
+    assertThat(TableLayout.pacerTable("public.my_cursor_2")).isNotNull();
+  }
+
+  @Test
+  void aMissingUserTableMakesReservationsUnavailableNotExceptions() {
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.djangoCache("no_such_table"))) {
+      assertThat(cursor.reserve(freshName(), GAP).isUnavailable()).isTrue();
+    }
+  }
+
+  private static String readNextAt(String name) throws SQLException {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement("SELECT next_at::text FROM pacer_cursor WHERE name = ?")) {
+      s.setString(1, name);
+      try (ResultSet row = s.executeQuery()) {
+        return row.next() ? row.getString(1) : null;
+      }
+    }
+  }
+
+  private static void deleteRow(PostgresCursor cursor, String name) {
+    if (cursor == pacerTable) {
+      update("DELETE FROM pacer_cursor WHERE name = ?", name);
+    } else {
+      update("DELETE FROM " + CACHE + " WHERE cache_key = ?", "harvest-rate-cursor:" + name);
+    }
+  }
+
+  private static void update(String sql, String param) {
+    try (Connection c = TestDatabase.connect()) {
+      update(c, sql, param);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void update(Connection c, String sql, String param) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement(sql)) {
+      s.setString(1, param);
+      s.execute();
+    }
+  }
+
+  private static long waitMillis(Reservation r) {
+    assertThat(r.isGranted()).as("granted: %s", r).isTrue();
+    return Math.round(r.waitTime().toNanos() / 1e6);
+  }
+}
