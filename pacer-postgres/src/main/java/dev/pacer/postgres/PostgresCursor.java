@@ -247,7 +247,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       try (Statement session = fresh.createStatement()) {
         session.execute("SET statement_timeout = " + timeoutMillis
             + "; SET lock_timeout = " + timeoutMillis
-            + "; SET synchronous_commit = " + (config.synchronousCommit() ? "on" : "off"));
+            + "; SET synchronous_commit = " + (config.synchronousCommit() ? "on" : "off")
+            + "; SET plan_cache_mode = force_generic_plan");
         if (sql.createTable() != null && !tableEnsured) {
           createTable(session);
         }
