@@ -1,0 +1,269 @@
+package dev.pacer.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * {@code ./bench}: every measurement of issue 4 in one run against one PostgreSQL, written
+ * to {@code bench-results.json}, {@code benchmarks.md} and PNG charts in the output directory.
+ */
+public final class BenchMain {
+
+  static final String USAGE = String.join("\n",
+      "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
+      "               [--processes 1,2,4,8] [--measure-ms N]",
+      "",
+      "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
+      "                   embedded PostgreSQL started for the run",
+      "  --out DIR        where to write bench-results.json, benchmarks.md and the charts",
+      "                   (default: docs)",
+      "  --tiny           every measurement, briefly (about 30 s): a smoke run",
+      "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
+      "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
+      "  --measure-ms N   counted window of each throughput point");
+
+  /** What to run, parsed from the command line. */
+  record Options(BenchSettings settings, String dbUrl, Path out, String pgbench) {}
+
+  private final Options options;
+  private final PrintStream log;
+
+  BenchMain(Options options, PrintStream log) {
+    this.options = options;
+    this.log = log;
+  }
+
+  public static void main(String[] args) throws Exception {
+    System.setProperty("java.awt.headless", "true");
+    Options options;
+    try {
+      options = parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.err.println(USAGE);
+      System.exit(2);
+      return;
+    }
+    if (options == null) {
+      System.out.println(USAGE);
+      return;
+    }
+    Results results = new BenchMain(options, System.out).run();
+    int missed = 0;
+    for (Results.Target t : results.targets()) {
+      missed += t.met() ? 0 : 1;
+    }
+    System.out.printf(Locale.ROOT, "%d of %d targets met; wrote %s to %s%n",
+        results.targets().size() - missed, results.targets().size(), Report.outputs(),
+        options.out().toAbsolutePath());
+  }
+
+  static Options parse(String[] args) {
+    BenchSettings settings = BenchSettings.full();
+    String db = null;
+    Path out = Path.of("docs");
+    String pgbench = null;
+    List<Integer> processes = null;
+    Long measureMillis = null;
+    boolean tiny = false;
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      switch (a) {
+        case "--help", "-h" -> {
+          return null;
+        }
+        case "--tiny" -> tiny = true;
+        case "--db" -> db = value(args, ++i, a);
+        case "--out" -> out = Path.of(value(args, ++i, a));
+        case "--pgbench" -> pgbench = value(args, ++i, a);
+        case "--processes" -> {
+          try {
+            processes = Arrays.stream(value(args, ++i, a).split(","))
+                .map(String::trim).map(Integer::parseInt).toList();
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--processes wants a list like 1,2,4,8");
+          }
+          if (processes.stream().anyMatch(n -> n < 1 || n > 64)) {
+            throw new IllegalArgumentException("--processes: each count must be 1..64");
+          }
+        }
+        case "--measure-ms" -> {
+          try {
+            measureMillis = Long.parseLong(value(args, ++i, a));
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--measure-ms wants a number of milliseconds");
+          }
+          if (measureMillis < 100) {
+            throw new IllegalArgumentException("--measure-ms must be at least 100");
+          }
+        }
+        default -> throw new IllegalArgumentException("unknown argument: " + a);
+      }
+    }
+    if (tiny) {
+      settings = BenchSettings.tiny();
+    }
+    if (processes != null || measureMillis != null) {
+      List<Integer> p = processes != null ? processes : settings.processCounts();
+      settings = new BenchSettings(p, settings.warmupMillis(),
+          measureMillis != null ? measureMillis : settings.measureMillis(), settings.spreadKeys(),
+          settings.latencyRounds(), settings.latencySamples(), p, settings.pgbenchSeconds(),
+          settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
+          settings.accuracyMillis(), settings.overheadRuns());
+    }
+    return new Options(settings, db, out, pgbench);
+  }
+
+  private static String value(String[] args, int i, String flag) {
+    if (i >= args.length) {
+      throw new IllegalArgumentException(flag + " needs a value");
+    }
+    return args[i];
+  }
+
+  /** Runs every measurement and writes the outputs; returns what it measured. */
+  Results run() throws Exception {
+    BenchSettings s = options.settings();
+    Files.createDirectories(options.out());
+    Path pgbenchPath = Pgbench.locate(options.pgbench());
+    double[] loadAtStart = Machine.loadAverage();
+    Results r = new Results(s, Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+    log.printf(Locale.ROOT, "load average at start: %.2f %.2f %.2f%n",
+        loadAtStart[0], loadAtStart[1], loadAtStart[2]);
+    try (Database db = options.dbUrl() == null
+        ? Database.embedded() : Database.external(options.dbUrl())) {
+      Database.Target target = db.target();
+      String version = db.serverVersion();
+      String serverSync = db.serverSynchronousCommit();
+      log.println("server: " + version + "; synchronous_commit default " + serverSync);
+      db.createTables();
+
+      r.latency = Latency.measure(target, s.latencyRounds(), s.latencySamples());
+      log.printf(Locale.ROOT, "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
+              + " p99 %.1f µs; ratio %.2f%n", r.latency.select1P50(), r.latency.select1P99(),
+          r.latency.reserveP50(), r.latency.reserveP99(), r.latency.ratio());
+
+      r.overhead = Overhead.measure(target, s.overheadRuns());
+      log.printf(Locale.ROOT, "overhead, 8 at 7/s: %s%n", Arrays.toString(r.overhead.ratios()));
+
+      Path work = Files.createTempDirectory("pacer-bench");
+      Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
+      try (WorkerPool pool = new WorkerPool(s.maxProcesses(), target)) {
+        List<Integer> counts = new ArrayList<>(s.processCounts());
+        for (int c : s.pgbenchClients()) {
+          if (!counts.contains(c)) {
+            counts.add(c);
+          }
+        }
+        for (int n : counts) {
+          if (s.pgbenchClients().contains(n)) {
+            double tps = pgbench.run(n, s.pgbenchSeconds());
+            r.pgbench.put(n, tps);
+            log.printf(Locale.ROOT, "[%d] pgbench, same statement: %,.0f/s%n", n, tps);
+          }
+          if (s.processCounts().contains(n)) {
+            for (Results.Series series : seriesAt(n, r)) {
+              double perSecond = throughput(pool, series, n);
+              r.recordThroughput(series, n, perSecond);
+              log.printf(Locale.ROOT, "[%d] %s, %s, %d key(s): %,.0f/s%n", n,
+                  series.contender().label(),
+                  series.synchronousCommit() ? "synchronous_commit on" : "off",
+                  series.keys(), perSecond);
+            }
+          }
+        }
+        r.pacerAccuracy = accuracy(pool, true);
+        r.perProcessAccuracy = accuracy(pool, false);
+        log.printf(Locale.ROOT, "accuracy: Pacer delivered %.3f × ceiling, peak window %d;"
+                + " per-process %.3f × ceiling, peak %d%n",
+            r.pacerAccuracy.deliveredRatio(), r.pacerAccuracy.peakWindow(),
+            r.perProcessAccuracy.deliveredRatio(), r.perProcessAccuracy.peakWindow());
+      } finally {
+        Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
+        Files.deleteIfExists(work);
+      }
+      r.machine = new Machine(
+          Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(), Machine.readCpuModel(),
+          Machine.readOs(), Machine.readJvm(), version, serverSync, db.isEmbedded(), loadAtStart,
+          Machine.loadAverage());
+    }
+    Files.writeString(options.out().resolve("bench-results.json"), Json.write(r.toJson()),
+        StandardCharsets.UTF_8);
+    Report.write(r, options.out().resolve("benchmarks.md"));
+    Charts.writeAll(r, options.out());
+    for (Results.Target t : r.targets()) {
+      log.printf(Locale.ROOT, "%-7s %s: %.3f (wanted %s %.3f)%n", t.met() ? "met" : "MISSED",
+          t.description(), t.measured(), t.comparator(), t.threshold());
+    }
+    return r;
+  }
+
+  /** The throughput series measured at {@code n} processes. */
+  private List<Results.Series> seriesAt(int n, Results r) {
+    BenchSettings s = options.settings();
+    List<Results.Series> list = new ArrayList<>();
+    list.add(new Results.Series(Contender.PACER, false, 1));
+    list.add(new Results.Series(Contender.PACER, false, s.spreadKeys()));
+    if (n == r.commitModeProcesses()) {
+      list.add(new Results.Series(Contender.PACER, true, 1));
+      list.add(new Results.Series(Contender.PACER_KEY_VALUE, false, 1));
+      list.add(new Results.Series(Contender.PACER_KEY_VALUE, true, 1));
+    }
+    for (Contender peer : new Contender[] {
+        Contender.BUCKET4J_SELECT_FOR_UPDATE, Contender.BUCKET4J_ADVISORY_LOCK,
+        Contender.NAIVE_ADVISORY}) {
+      list.add(new Results.Series(peer, false, 1));
+      list.add(new Results.Series(peer, true, 1));
+    }
+    return list;
+  }
+
+  private double throughput(WorkerPool pool, Results.Series series, int n) {
+    BenchSettings s = options.settings();
+    List<String> prepare = new ArrayList<>();
+    for (int p = 0; p < n; p++) {
+      String[] keys = new String[series.keys()];
+      for (int k = 0; k < keys.length; k++) {
+        // Each process starts its rotation at a different key.
+        keys[k] = series.keys() == 1 ? "bench-hot" : "bench-spread-" + ((p + k) % series.keys());
+      }
+      prepare.add("throughput " + series.contender().name() + " " + series.synchronousCommit()
+          + " " + String.join(",", keys) + " " + s.warmupMillis());
+    }
+    long total = 0;
+    for (String reply : pool.run(n, prepare, s.measureMillis())) {
+      total += Long.parseLong(reply.trim());
+    }
+    return total / (s.measureMillis() / 1000.0);
+  }
+
+  private Accuracy accuracy(WorkerPool pool, boolean shared) {
+    BenchSettings s = options.settings();
+    String destination = "bench-accuracy-" + (shared ? "pacer-" : "local-") + System.nanoTime();
+    List<String> prepare = new ArrayList<>();
+    for (int p = 0; p < s.accuracyProcesses(); p++) {
+      prepare.add("accuracy " + (shared ? "pacer" : "local") + " false " + destination + " "
+          + s.accuracyThreads() + " " + s.accuracyRate());
+    }
+    List<Long> times = new ArrayList<>();
+    for (String reply : pool.run(s.accuracyProcesses(), prepare, s.accuracyMillis())) {
+      String[] parts = reply.trim().split(" ");
+      if (parts.length > 1) {
+        for (String t : parts[1].split(",")) {
+          times.add(Long.parseLong(t));
+        }
+      }
+    }
+    long[] micros = times.stream().mapToLong(Long::longValue).toArray();
+    return Accuracy.of(s.accuracyProcesses(), s.accuracyThreads(), s.accuracyRate(), micros);
+  }
+}

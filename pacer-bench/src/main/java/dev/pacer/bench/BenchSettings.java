@@ -1,0 +1,76 @@
+package dev.pacer.bench;
+
+import java.util.List;
+
+/**
+ * How long and how wide one benchmark run is. {@link #full()} is what {@code docs/benchmarks.md}
+ * reports; {@link #tiny()} runs every measurement briefly, for the smoke test.
+ *
+ * @param processCounts worker JVMs for the throughput measurements (each one thread, one
+ *     connection)
+ * @param warmupMillis each throughput point: time every worker spends warming up before counting
+ * @param measureMillis each throughput point: the counted window, the same for every worker
+ * @param spreadKeys the number of keys for the "spread" throughput (processes rotate over them)
+ * @param latencyRounds latency: rounds, each of {@code latencySamples} SELECT 1 then as many
+ *     reservations, interleaved so that drift in the machine's load hits both alike
+ * @param latencySamples latency: samples of each kind per round
+ * @param pgbenchClients pgbench client counts
+ * @param pgbenchSeconds pgbench duration of each point ({@code -T})
+ * @param accuracyProcesses accuracy: worker JVMs, each with its own limiter
+ * @param accuracyThreads accuracy: threads per worker, each calling {@code acquire()} in a loop
+ * @param accuracyRate accuracy: the ceiling, per second
+ * @param accuracyMillis accuracy: how long the threads keep asking
+ * @param overheadRuns overhead at 7/s: repetitions of 8 acquisitions
+ */
+public record BenchSettings(
+    List<Integer> processCounts,
+    long warmupMillis,
+    long measureMillis,
+    int spreadKeys,
+    int latencyRounds,
+    int latencySamples,
+    List<Integer> pgbenchClients,
+    int pgbenchSeconds,
+    int accuracyProcesses,
+    int accuracyThreads,
+    double accuracyRate,
+    long accuracyMillis,
+    int overheadRuns) {
+
+  public BenchSettings {
+    processCounts = List.copyOf(processCounts);
+    pgbenchClients = List.copyOf(pgbenchClients);
+    if (processCounts.isEmpty() || pgbenchClients.isEmpty()) {
+      throw new IllegalArgumentException("process and client counts must not be empty");
+    }
+  }
+
+  /** The documented run: about four minutes on two cores. */
+  public static BenchSettings full() {
+    return new BenchSettings(
+        List.of(1, 2, 4, 8), 1_000, 3_000, 16,
+        10, 1_000,
+        List.of(1, 2, 4, 8), 3,
+        4, 16, 200, 5_000,
+        5);
+  }
+
+  /** Every measurement, briefly: for the smoke test and a quick look. */
+  public static BenchSettings tiny() {
+    return new BenchSettings(
+        List.of(1, 2), 200, 300, 4,
+        2, 100,
+        List.of(1, 2), 1,
+        2, 4, 200, 1_000,
+        1);
+  }
+
+  /** The most worker JVMs any measurement needs at once. */
+  public int maxProcesses() {
+    int most = accuracyProcesses;
+    for (int n : processCounts) {
+      most = Math.max(most, n);
+    }
+    return most;
+  }
+}

@@ -1,0 +1,144 @@
+package dev.pacer.bench;
+
+import dev.pacer.postgres.internal.CursorSql;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * The server's own ceiling for Pacer's statement: {@code pgbench} (C, libpq, prepared protocol)
+ * running exactly the reservation SQL of {@code CursorSql} on one hot key, with the same session
+ * commit mode as Pacer's connection ({@code synchronous_commit = off}, through {@code PGOPTIONS}).
+ * The key, gap and reset bound are pgbench variables, sent as the same bind parameters; the
+ * fourth parameter, max_wait, is NULL for a plain reservation and is written as a literal NULL.
+ */
+final class Pgbench {
+
+  static final String KEY = "bench-pgbench-hot";
+
+  private final Path executable;
+  private final Path script;
+  private final Properties libpq;
+
+  private Pgbench(Path executable, Path script, Properties libpq) {
+    this.executable = executable;
+    this.script = script;
+    this.libpq = libpq;
+  }
+
+  static Pgbench prepare(Path executable, Path workDir, Properties libpq) throws IOException {
+    Path script = workDir.resolve("pacer-reserve.pgbench.sql");
+    Files.writeString(script, script(), StandardCharsets.UTF_8);
+    return new Pgbench(executable, script, libpq);
+  }
+
+  /** Pacer's reservation statement with pgbench variables in place of its JDBC parameters. */
+  static String script() {
+    String sql = CursorSql.pacerTable(Contender.PACER_TABLE).reserve();
+    String[] parameters = {":key", ":gap", ":reset_beyond", "NULL"};
+    StringBuilder out = new StringBuilder();
+    int next = 0;
+    for (char ch : sql.toCharArray()) {
+      if (ch == '?') {
+        if (next == parameters.length) {
+          throw new IllegalStateException("reservation SQL has more than 4 parameters");
+        }
+        out.append(parameters[next++]);
+      } else {
+        out.append(ch);
+      }
+    }
+    if (next != parameters.length) {
+      throw new IllegalStateException("reservation SQL has " + next + " parameters, expected 4");
+    }
+    return out.append(";\n").toString();
+  }
+
+  /** Transactions (reservations) per second at {@code clients} connections for {@code seconds}. */
+  double run(int clients, int seconds) throws IOException, InterruptedException {
+    int threads = Math.max(1, Math.min(clients, Runtime.getRuntime().availableProcessors()));
+    List<String> command = new ArrayList<>(List.of(
+        executable.toString(), "-n", "-M", "prepared", "-f", script.toString(),
+        "-c", Integer.toString(clients), "-j", Integer.toString(threads),
+        "-T", Integer.toString(seconds),
+        "-D", "key=" + KEY, "-D", "gap=0", "-D", "reset_beyond=3600000000"));
+    addIfPresent(command, "-h", libpq.getProperty("PGHOST"));
+    addIfPresent(command, "-p", libpq.getProperty("PGPORT"));
+    addIfPresent(command, "-U", libpq.getProperty("user"));
+    command.add(libpq.getProperty("PGDBNAME", "postgres"));
+    ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+    Map<String, String> env = pb.environment();
+    env.put("PGOPTIONS", "-c synchronous_commit=off");
+    String password = libpq.getProperty("password");
+    if (password != null) {
+      env.put("PGPASSWORD", password);
+    }
+    Process process = pb.start();
+    String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    int exit = process.waitFor();
+    Matcher tps = Pattern.compile("tps = ([0-9.]+) \\((without|excluding)").matcher(output);
+    Matcher failed = Pattern.compile("number of failed transactions: ([0-9]+)").matcher(output);
+    if (exit != 0 || !tps.find() || (failed.find() && !failed.group(1).equals("0"))) {
+      throw new IllegalStateException("pgbench failed (exit " + exit + "):\n" + output);
+    }
+    return Double.parseDouble(tps.group(1));
+  }
+
+  private static void addIfPresent(List<String> command, String flag, String value) {
+    if (value != null && !value.isEmpty()) {
+      command.add(flag);
+      command.add(value);
+    }
+  }
+
+  /**
+   * The pgbench to use: the one given, else one on the PATH, else the newest under Debian's
+   * {@code /usr/lib/postgresql/<version>/bin}.
+   */
+  static Path locate(String given) throws IOException {
+    if (given != null) {
+      Path p = Path.of(given);
+      if (!Files.isExecutable(p)) {
+        throw new IllegalStateException("--pgbench " + given + " is not an executable file");
+      }
+      return p;
+    }
+    for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+      if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "pgbench"))) {
+        return Path.of(dir, "pgbench");
+      }
+    }
+    Path debian = Path.of("/usr/lib/postgresql");
+    if (Files.isDirectory(debian)) {
+      try (Stream<Path> versions = Files.list(debian)) {
+        Path found = versions
+            .map(v -> v.resolve("bin/pgbench"))
+            .filter(Files::isExecutable)
+            .max(Comparator.comparing(p -> versionOf(p.getParent().getParent())))
+            .orElse(null);
+        if (found != null) {
+          return found;
+        }
+      }
+    }
+    throw new IllegalStateException("pgbench not found: it ships with the PostgreSQL server"
+        + " binaries (on Debian: apt-get install -y postgresql-15); or pass --pgbench PATH");
+  }
+
+  private static int versionOf(Path dir) {
+    try {
+      return Integer.parseInt(dir.getFileName().toString());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+}

@@ -1,0 +1,182 @@
+package dev.pacer.bench;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** Everything one run measured, the targets judged from it, and its JSON form. */
+final class Results {
+
+  /** One throughput series: a contender, its commit mode, and how many keys it spreads over. */
+  record Series(Contender contender, boolean synchronousCommit, int keys) {}
+
+  /** A target of the issue, judged on this run's figures. */
+  record Target(String name, String description, double measured, String comparator,
+      double threshold, boolean met) {
+
+    static Target atMost(String name, String description, double measured, double threshold) {
+      return new Target(name, description, measured, "<=", threshold, measured <= threshold);
+    }
+
+    static Target atLeast(String name, String description, double measured, double threshold) {
+      return new Target(name, description, measured, ">=", threshold, measured >= threshold);
+    }
+  }
+
+  static final double OVERHEAD_INTERVAL_MICROS = 1e6 / Overhead.RATE;
+
+  final BenchSettings settings;
+  final String generatedAt;
+  Machine machine;
+  Latency.Result latency;
+  Overhead.Result overhead;
+  final Map<Integer, Double> pgbench = new TreeMap<>();
+  final Map<Series, Map<Integer, Double>> throughput = new LinkedHashMap<>();
+  Accuracy pacerAccuracy;
+  Accuracy perProcessAccuracy;
+
+  Results(BenchSettings settings, String generatedAt) {
+    this.settings = settings;
+    this.generatedAt = generatedAt;
+  }
+
+  void recordThroughput(Series series, int processes, double perSecond) {
+    throughput.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, perSecond);
+  }
+
+  Map<Integer, Double> series(Contender contender, boolean synchronousCommit, int keys) {
+    return throughput.getOrDefault(new Series(contender, synchronousCommit, keys), Map.of());
+  }
+
+  /** Pacer on one hot key, in its default commit mode. */
+  Map<Integer, Double> hotKey() {
+    return series(Contender.PACER, false, 1);
+  }
+
+  /** The process count at which the ratios are judged: 4, or the largest measured below it. */
+  int comparisonProcesses() {
+    int best = settings.processCounts().get(0);
+    for (int n : settings.processCounts()) {
+      if (n <= 4 && settings.pgbenchClients().contains(n)) {
+        best = Math.max(best, n);
+      }
+    }
+    return best;
+  }
+
+  /** The process count for the commit-mode comparison (the same as for the ratios). */
+  int commitModeProcesses() {
+    return comparisonProcesses();
+  }
+
+  double ratioAt(Map<Integer, Double> numerator, Map<Integer, Double> denominator, int n) {
+    Double a = numerator.get(n);
+    Double b = denominator.get(n);
+    return a == null || b == null || b == 0 ? Double.NaN : a / b;
+  }
+
+  List<Target> targets() {
+    int n = comparisonProcesses();
+    List<Target> targets = new ArrayList<>();
+    targets.add(Target.atMost("reserve_p50_vs_select1_p50",
+        "reservation p50 ÷ SELECT 1 p50", latency.ratio(), 1.3));
+    targets.add(Target.atLeast("hotkey_vs_pgbench",
+        "hot key at " + n + " processes ÷ pgbench of the same statement at " + n + " clients",
+        ratioAt(hotKey(), pgbench, n), 0.8));
+    targets.add(Target.atLeast("hotkey_vs_bucket4j_select_for_update",
+        "hot key ÷ Bucket4j select-for-update at " + n + " processes (same commit mode)",
+        ratioAt(hotKey(), series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), n), 3));
+    targets.add(Target.atLeast("hotkey_vs_bucket4j_advisory_lock",
+        "hot key ÷ Bucket4j advisory-lock at " + n + " processes (same commit mode)",
+        ratioAt(hotKey(), series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), n), 3));
+    targets.add(Target.atLeast("accuracy_delivered",
+        "delivered rate ÷ ceiling", pacerAccuracy.deliveredRatio(), 0.98));
+    targets.add(Target.atMost("accuracy_peak_window",
+        "most acquisitions in any 1-s window (ceiling + 1 allowed)",
+        pacerAccuracy.peakWindow(), pacerAccuracy.ceiling() + 1));
+    targets.add(Target.atMost("overhead_8_at_7",
+        "8 acquisitions at 7/s ÷ 1.000 s (median of runs)", overhead.median(), 1.005));
+    return targets;
+  }
+
+  Map<String, Object> toJson() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("generated_at", generatedAt);
+    m.put("select1_p50_us", latency.select1P50());
+    m.put("select1_p99_us", latency.select1P99());
+    m.put("reserve_p50_us", latency.reserveP50());
+    m.put("reserve_p99_us", latency.reserveP99());
+    m.put("reserve_to_select1_ratio", latency.ratio());
+    m.put("hotkey_per_s", keyed(hotKey()));
+    m.put("spread_keys", settings.spreadKeys());
+    m.put("spread_per_s", keyed(series(Contender.PACER, false, settings.spreadKeys())));
+    m.put("pgbench_same_statement_per_s", keyed(pgbench));
+    m.put("bucket4j_select_for_update_per_s",
+        keyed(series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1)));
+    m.put("bucket4j_advisory_lock_per_s",
+        keyed(series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1)));
+    m.put("naive_advisory_per_s", keyed(series(Contender.NAIVE_ADVISORY, false, 1)));
+    m.put("peers_commit_mode", "synchronous_commit=off, as Pacer's session;"
+        + " the *_default_commit_per_s fields are the same peers at the server default (on)");
+    m.put("bucket4j_select_for_update_default_commit_per_s",
+        keyed(series(Contender.BUCKET4J_SELECT_FOR_UPDATE, true, 1)));
+    m.put("bucket4j_advisory_lock_default_commit_per_s",
+        keyed(series(Contender.BUCKET4J_ADVISORY_LOCK, true, 1)));
+    m.put("naive_advisory_default_commit_per_s",
+        keyed(series(Contender.NAIVE_ADVISORY, true, 1)));
+    Map<String, Object> commit = new LinkedHashMap<>();
+    int c = commitModeProcesses();
+    commit.put("processes", c);
+    commit.put("pacer_table_off_per_s", series(Contender.PACER, false, 1).get(c));
+    commit.put("pacer_table_on_per_s", series(Contender.PACER, true, 1).get(c));
+    commit.put("key_value_table_off_per_s", series(Contender.PACER_KEY_VALUE, false, 1).get(c));
+    commit.put("key_value_table_on_per_s", series(Contender.PACER_KEY_VALUE, true, 1).get(c));
+    m.put("commit_mode", commit);
+    m.put("accuracy_delivered_ratio", pacerAccuracy.deliveredRatio());
+    m.put("accuracy_peak_window", pacerAccuracy.peakWindow());
+    m.put("accuracy_ceiling_per_s", pacerAccuracy.ceiling());
+    m.put("accuracy_acquisitions", pacerAccuracy.count());
+    m.put("perprocess_delivered_ratio", perProcessAccuracy.deliveredRatio());
+    m.put("perprocess_peak_window", perProcessAccuracy.peakWindow());
+    m.put("overhead_8_at_7_ratio", overhead.median());
+    m.put("overhead_8_at_7_runs", overhead.ratios());
+    m.put("reserve_share_of_7_per_s_interval", latency.reserveP50() / OVERHEAD_INTERVAL_MICROS);
+    Map<String, Object> judged = new LinkedHashMap<>();
+    for (Target t : targets()) {
+      Map<String, Object> j = new LinkedHashMap<>();
+      j.put("description", t.description());
+      j.put("measured", t.measured());
+      j.put("target", t.comparator() + " " + t.threshold());
+      j.put("met", t.met());
+      judged.put(t.name(), j);
+    }
+    m.put("targets", judged);
+    m.put("machine", machine.toJson());
+    m.put("settings", settingsJson());
+    return m;
+  }
+
+  private Map<String, Object> settingsJson() {
+    Map<String, Object> s = new LinkedHashMap<>();
+    s.put("process_counts", settings.processCounts());
+    s.put("warmup_ms", settings.warmupMillis());
+    s.put("measure_ms", settings.measureMillis());
+    s.put("latency_samples_each", settings.latencyRounds() * settings.latencySamples());
+    s.put("pgbench_clients", settings.pgbenchClients());
+    s.put("pgbench_seconds", settings.pgbenchSeconds());
+    s.put("accuracy_processes", settings.accuracyProcesses());
+    s.put("accuracy_threads_per_process", settings.accuracyThreads());
+    s.put("accuracy_ceiling_per_s", settings.accuracyRate());
+    s.put("accuracy_ms", settings.accuracyMillis());
+    s.put("overhead_runs", settings.overheadRuns());
+    return s;
+  }
+
+  private static Map<String, Object> keyed(Map<Integer, Double> values) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    values.forEach((k, v) -> out.put(Integer.toString(k), (double) Math.round(v)));
+    return out;
+  }
+}
