@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.internal.Printable;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;
@@ -99,36 +100,18 @@ public final class Destination {
     if (name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
       throw new IllegalArgumentException(
           "name must be 1-" + MAX_NAME_LENGTH + " characters, got " + name.length()
-              + " characters: " + quote(name));
+              + " characters: " + Printable.quote(name));
     }
     for (int i = 0; i < name.length(); i++) {
       char c = name.charAt(i);
       if (c <= 0x20 || c == 0x7f || Character.isWhitespace(c) || Character.isISOControl(c)
           || Character.isSpaceChar(c) || Character.getType(c) == Character.FORMAT) {
         throw new IllegalArgumentException(
-            "name must be printable with no whitespace, got " + quote(name)
+            "name must be printable with no whitespace, got " + Printable.quote(name)
                 + " (character " + (i + 1) + " is U+" + String.format("%04X", (int) c) + ")");
       }
     }
     return name;
-  }
-
-  /** Renders a user-supplied string safely for an error message: control characters escaped. */
-  static String quote(String s) {
-    StringBuilder out = new StringBuilder("\"");
-    int shown = Math.min(s.length(), 80);
-    for (int i = 0; i < shown; i++) {
-      char c = s.charAt(i);
-      if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-        out.append(String.format("\\u%04x", (int) c));
-      } else {
-        out.append(c);
-      }
-    }
-    if (s.length() > shown) {
-      out.append("...");
-    }
-    return out.append('"').toString();
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.pacer.postgres.internal;
 
+import dev.pacer.internal.Printable;
 import java.util.regex.Pattern;
 
 /** Validation of the SQL identifiers that cannot be bound as parameters (tables, columns). */
@@ -33,17 +34,8 @@ public final class SqlIdentifiers {
     if (!pattern.matcher(value).matches() || tooLong) {
       throw new IllegalArgumentException(
           what + " must match " + rule + " (at most " + MAX_LENGTH + " characters a part), got "
-              + printable(value));
+              + Printable.quote(value));
     }
     return value;
-  }
-
-  private static String printable(String s) {
-    StringBuilder out = new StringBuilder("\"");
-    for (int i = 0; i < Math.min(s.length(), 80); i++) {
-      char c = s.charAt(i);
-      out.append(c < 0x20 || c == 0x7f ? String.format("\\u%04x", (int) c) : String.valueOf(c));
-    }
-    return out.append(s.length() > 80 ? "...\"" : "\"").toString();
   }
 }

@@ -1,0 +1,33 @@
+package dev.pacer.internal;
+
+/**
+ * Renders a user-supplied value for an error message: quoted, control characters escaped as
+ * {@code \\uXXXX} (so a message can never move a terminal's cursor or forge a log line), and cut
+ * at 80 characters.
+ */
+public final class Printable {
+
+  private static final int MAX_SHOWN = 80;
+
+  private Printable() {}
+
+  public static String quote(String s) {
+    if (s == null) {
+      return "null";
+    }
+    StringBuilder out = new StringBuilder("\"");
+    int shown = Math.min(s.length(), MAX_SHOWN);
+    for (int i = 0; i < shown; i++) {
+      char c = s.charAt(i);
+      if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    if (s.length() > shown) {
+      out.append("...");
+    }
+    return out.append('"').toString();
+  }
+}
