@@ -1,5 +1,7 @@
 package dev.pacer.bench;
 
+import java.sql.SQLException;
+
 /** One contender's client in one process: {@link #perform()} takes one turn (or token). */
 interface Operation extends AutoCloseable {
 
@@ -7,5 +9,5 @@ interface Operation extends AutoCloseable {
   void perform() throws Exception;
 
   @Override
-  void close() throws Exception;
+  void close() throws SQLException;
 }

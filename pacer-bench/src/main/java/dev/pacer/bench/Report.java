@@ -21,19 +21,21 @@ final class Report {
   private Report() {}
 
   static void write(Results r, Path file) throws IOException {
-    String block = BEGIN + "\n" + render(r) + END;
-    String text;
-    if (Files.exists(file)) {
-      String old = Files.readString(file, StandardCharsets.UTF_8);
-      int b = old.indexOf(BEGIN);
-      int e = old.indexOf(END);
-      text = b >= 0 && e > b
-          ? old.substring(0, b) + block + old.substring(e + END.length())
-          : old + "\n" + block + "\n";
-    } else {
-      text = "# Benchmarks\n\n" + block + "\n";
+    String old = Files.exists(file) ? Files.readString(file, StandardCharsets.UTF_8) : null;
+    Files.writeString(file, merge(old, render(r)), StandardCharsets.UTF_8);
+  }
+
+  /** {@code existing} with its generated block replaced by {@code generated}. */
+  static String merge(String existing, String generated) {
+    String block = BEGIN + "\n" + generated + END;
+    if (existing == null) {
+      return "# Benchmarks\n\n" + block + "\n";
     }
-    Files.writeString(file, text, StandardCharsets.UTF_8);
+    int b = existing.indexOf(BEGIN);
+    int e = existing.indexOf(END);
+    return b >= 0 && e > b
+        ? existing.substring(0, b) + block + existing.substring(e + END.length())
+        : existing + "\n" + block + "\n";
   }
 
   static String render(Results r) {
