@@ -140,6 +140,11 @@ public final class DestinationLimiter {
     return lockoutReason != null;
   }
 
+  /** Why the destination was locked out (for example "HTTP 403 from ..."), or null if it is not. */
+  public String lockoutReason() {
+    return lockoutReason;
+  }
+
   /** The current backoff multiplier on the interval: 1, 2, 4, 8 or 16. */
   public int backoffMultiplier() {
     return backoff.multiplier();

@@ -1,0 +1,70 @@
+package dev.pacer.cli;
+
+import dev.pacer.cli.db.EmbeddedDatabase;
+import java.nio.file.Path;
+import java.util.OptionalInt;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code pacer db stop|status}: the embedded PostgreSQL. */
+@Command(name = "db", mixinStandardHelpOptions = true,
+    description = "The embedded PostgreSQL (used when no --db is given).",
+    subcommands = {DbCommand.Stop.class, DbCommand.Status.class})
+public final class DbCommand implements Runnable {
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  static EmbeddedDatabase embedded(Path dataDir) {
+    return new EmbeddedDatabase(dataDir != null ? dataDir : EmbeddedDatabase.defaultDirectory());
+  }
+
+  /** {@code pacer db stop}. */
+  @Command(name = "stop", mixinStandardHelpOptions = true,
+      description = "Stop the embedded PostgreSQL (runs in progress lose their database).")
+  public static final class Stop implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--data-dir", paramLabel = "DIR",
+        description = "Directory of the embedded PostgreSQL (default: $PACER_HOME or ~/.pacer).")
+    Path dataDir;
+
+    @Override
+    public Integer call() throws Exception {
+      EmbeddedDatabase db = embedded(dataDir);
+      boolean stopped = db.stop();
+      spec.commandLine().getOut().println(stopped
+          ? "Stopped the " + db + "."
+          : "The " + db + " is not running.");
+      return Main.EXIT_OK;
+    }
+  }
+
+  /** {@code pacer db status}. */
+  @Command(name = "status", mixinStandardHelpOptions = true,
+      description = "Whether the embedded PostgreSQL is running, and its JDBC URL.")
+  public static final class Status implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--data-dir", paramLabel = "DIR",
+        description = "Directory of the embedded PostgreSQL (default: $PACER_HOME or ~/.pacer).")
+    Path dataDir;
+
+    @Override
+    public Integer call() {
+      EmbeddedDatabase db = embedded(dataDir);
+      OptionalInt port = db.runningPort();
+      spec.commandLine().getOut().println(port.isPresent()
+          ? "The " + db + " is running: " + EmbeddedDatabase.jdbcUrl(port.getAsInt())
+          : "The " + db + " is not running.");
+      return Main.EXIT_OK;
+    }
+  }
+}

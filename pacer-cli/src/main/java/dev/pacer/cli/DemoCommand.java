@@ -1,0 +1,148 @@
+package dev.pacer.cli;
+
+import dev.pacer.cli.db.EmbeddedDatabase;
+import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.demo.DemoServer;
+import dev.pacer.cli.demo.TimelinePlot;
+import dev.pacer.cli.run.RunSettings;
+import dev.pacer.cli.run.UrlList;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * {@code pacer demo}: a local destination that enforces its own ceiling (429 above it), 3 worker
+ * processes x 6 threads fetching from it at a 7/s fleet ceiling for about 30 s, then the
+ * aggregate rate, the 429 count and a PNG timeline. With {@code --per-process} each process paces
+ * alone, and the N x defect shows.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+    description = {
+      "Run 3 worker processes x 6 threads against a local destination that answers 429 above",
+      "its 7/s ceiling, for about 30 s; print the aggregate rate and the 429 count, and write a",
+      "PNG timeline. --per-process paces each process alone to show the N x defect."
+    })
+public final class DemoCommand implements Callable<Integer> {
+
+  @Spec CommandSpec spec;
+
+  @Option(names = "--per-process",
+      description = "Pace each process alone (in memory), as a per-process limiter would.")
+  boolean perProcess;
+
+  @Option(names = "--seconds", defaultValue = "30", paramLabel = "S",
+      description = "About how long the run lasts (default: ${DEFAULT-VALUE}).")
+  int seconds;
+
+  @Option(names = "--rate", defaultValue = "7", paramLabel = "R",
+      description = "The ceiling, for the fleet and at the destination (default: ${DEFAULT-VALUE}).")
+  double rate;
+
+  @Option(names = "--processes", defaultValue = "3", paramLabel = "P",
+      description = "Worker processes (default: ${DEFAULT-VALUE}).")
+  int processes;
+
+  @Option(names = "--threads", defaultValue = "6", paramLabel = "T",
+      description = "Fetch threads per worker (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--no-progress", description = "No progress bar, even on a terminal.")
+  boolean noProgress;
+
+  @Mixin DbOptions dbOptions;
+
+  @Override
+  public Integer call() throws Exception {
+    System.setProperty("java.awt.headless", "true");
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    RunOptions.require(seconds >= 1 && seconds <= 3600, "--seconds must be 1-3600, got " + seconds);
+    RunOptions.require(processes >= 1 && processes <= 16, "--processes must be 1-16, got " + processes);
+    Path home = dbOptions.dataDir != null ? dbOptions.dataDir : EmbeddedDatabase.defaultDirectory();
+    String job = "demo-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
+        + (perProcess ? "-per-process" : "");
+    RunOptions options = new RunOptions();
+    options.rate = rate;
+    options.concurrency = threads;
+    options.threads = threads;
+    options.maxDispatches = processes;
+    options.out = home.resolve("demo");
+    options.leaseSeconds = 60;
+    options.maxAttempts = 3;
+    options.maxThrottles = 50;
+    options.maxRssMb = 2048;
+    options.maxBodyBytes = 1 << 20;
+    options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
+    RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
+        processes, true);
+
+    try (JobStore store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
+      List<String> urls = new ArrayList<>();
+      int items = (int) Math.round(seconds * rate);
+      for (int i = 1; i <= items; i++) {
+        urls.add(server.baseUrl() + "/item/" + i);
+      }
+      err.printf(Locale.ROOT, "pacer demo: %d items, %d worker processes x %d threads, ceiling"
+              + " %.1f/s %s; the destination (%s) answers 429 above %.1f/s%n", items, processes,
+          threads, rate, perProcess ? "PER PROCESS (each process paces alone)" : "for the whole fleet",
+          server.baseUrl(), rate);
+      FetchCommand fetch = new FetchCommand();
+      fetch.processes = processes;
+      int code = fetch.fetch(store, UrlList.of(urls), settings, out, err, !noProgress);
+
+      List<DemoServer.Arrival> arrivals = server.arrivals();
+      if (arrivals.size() < 2) {
+        err.println("pacer demo: the destination saw " + arrivals.size() + " request(s); nothing"
+            + " to report");
+        return code == Main.EXIT_OK ? Main.EXIT_ERROR : code;
+      }
+      double span = (arrivals.get(arrivals.size() - 1).nanos() - arrivals.get(0).nanos()) / 1e9;
+      long refused = arrivals.stream().filter(a -> a.status() == 429).count();
+      Map<String, Integer> perWorker = new TreeMap<>();
+      arrivals.forEach(a -> perWorker.merge(a.worker(), 1, Integer::sum));
+      Path png = home.resolve("demo").resolve(job + ".png").toAbsolutePath();
+      TimelinePlot.write(arrivals, rate, String.format(Locale.ROOT,
+          "pacer demo%s: %d processes x %d threads, ceiling %.1f/s, %d x 429",
+          perProcess ? " --per-process" : "", processes, threads, rate, refused), png);
+      out.printf(Locale.ROOT, "Pacing: %s%n", perProcess
+          ? "per process (each of the " + processes + " processes paces alone at " + rate + "/s)"
+          : "fleet-wide (one cursor in PostgreSQL for all " + processes + " processes)");
+      out.printf(Locale.ROOT, "Aggregate rate at the destination: %.2f requests/s over %.1f s"
+              + " (%d requests; ceiling %.1f/s; busiest 1-s window: %d)%n",
+          (arrivals.size() - 1) / span, span, arrivals.size(), rate, peakOneSecond(arrivals));
+      StringBuilder split = new StringBuilder();
+      perWorker.forEach((w, n) -> split.append(split.length() == 0 ? "" : ", ")
+          .append("pid ").append(w).append(": ").append(n));
+      out.println("Requests per worker process: " + split);
+      out.println("429 answers from the destination: " + refused);
+      out.println("Timeline (PNG): " + png);
+      return code;
+    }
+  }
+
+  static int peakOneSecond(List<DemoServer.Arrival> arrivals) {
+    int peak = 0;
+    int end = 0;
+    for (int start = 0; start < arrivals.size(); start++) {
+      while (end < arrivals.size()
+          && arrivals.get(end).nanos() - arrivals.get(start).nanos() < 1_000_000_000L) {
+        end++;
+      }
+      peak = Math.max(peak, end - start);
+    }
+    return peak;
+  }
+}

@@ -1,0 +1,142 @@
+package dev.pacer.cli;
+
+import dev.pacer.Destination;
+import dev.pacer.DestinationFetcher;
+import dev.pacer.cli.run.RunSettings;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/** The options of a run, shared by {@code fetch}, {@code demo} and the hidden {@code worker}. */
+public final class RunOptions {
+
+  /** How a run is paced. */
+  public enum Pacing {
+    /** One ceiling for the whole fleet, in PostgreSQL (the point of Pacer). */
+    FLEET,
+    /** Each process paces alone at the full rate: N processes make N times the ceiling. */
+    PER_PROCESS
+  }
+
+  @Option(names = "--rate", paramLabel = "R", defaultValue = "1",
+      description = "Fleet-wide ceiling in requests per second (default: ${DEFAULT-VALUE}).")
+  double rate;
+
+  @Option(names = "--concurrency", paramLabel = "C", defaultValue = "4",
+      description = "Requests in flight at once per process (default: ${DEFAULT-VALUE}).")
+  int concurrency;
+
+  @Option(names = "--threads", paramLabel = "T",
+      description = "Fetch threads per process (default: the concurrency).")
+  Integer threads;
+
+  @Option(names = "--max-dispatches", paramLabel = "N",
+      description = "Fleet-wide cap on conveyor workers running at once for the destination"
+          + " (default: --processes, or 2). The degraded-mode divisor is this + 1.")
+  Integer maxDispatches;
+
+  @Option(names = "--out", paramLabel = "DIR", defaultValue = "pacer-out",
+      description = "Where bodies go: DIR/JOB/<2 hex>/<sha256 of URL> (default: ${DEFAULT-VALUE}).")
+  Path out;
+
+  @Option(names = "--lease-seconds", paramLabel = "S", defaultValue = "60",
+      description = "Lease of a claimed item; a dead worker's items return after it"
+          + " (default: ${DEFAULT-VALUE}).")
+  double leaseSeconds;
+
+  @Option(names = "--max-attempts", paramLabel = "N", defaultValue = "3",
+      description = "Ordinary failures after which an item is failed (default: ${DEFAULT-VALUE}).")
+  int maxAttempts;
+
+  @Option(names = "--max-throttles", paramLabel = "N", defaultValue = "20",
+      description = "Throttled answers after which an item is deferred to the next run"
+          + " (default: ${DEFAULT-VALUE}).")
+  int maxThrottles;
+
+  @Option(names = "--max-load", paramLabel = "L",
+      description = "HOST_LOAD bar: 1-minute load average ceiling (default: 4 x CPU cores).")
+  Double maxLoad;
+
+  @Option(names = "--max-rss-mb", paramLabel = "MB", defaultValue = "2048",
+      description = "RSS bar: resident memory ceiling per process (default: ${DEFAULT-VALUE}).")
+  long maxRssMb;
+
+  @Option(names = "--max-body-bytes", paramLabel = "B", defaultValue = "" + DestinationFetcher.DEFAULT_MAX_BODY_BYTES,
+      description = "Body size cap; a larger body is an ordinary failure (default: 32 MiB).")
+  long maxBodyBytes;
+
+  @Option(names = "--pacing", hidden = true, defaultValue = "FLEET",
+      description = "FLEET (default) or PER_PROCESS (the N x defect, for demonstrations).")
+  Pacing pacing;
+
+  int effectiveMaxDispatches(int processes) {
+    if (maxDispatches != null) {
+      return maxDispatches;
+    }
+    return processes > 0 ? processes : 2;
+  }
+
+  /** Validates every value; the message of the exception names the bad one. */
+  RunSettings settings(String runId, String job, String destinationName, int processes,
+      boolean takesDispatchSlot) throws BadInputException {
+    int dispatches = effectiveMaxDispatches(processes);
+    require(dispatches >= 1, "--max-dispatches must be >= 1, got " + dispatches);
+    if (processes > 0) {
+      require(processes <= 64, "--processes must be 1-64, got " + processes);
+    }
+    int threadCount = threads != null ? threads : concurrency;
+    require(threadCount >= 1 && threadCount <= 256, "--threads must be 1-256, got " + threadCount);
+    require(Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,
+        "--lease-seconds must be 1-86400, got " + leaseSeconds);
+    require(maxAttempts >= 1, "--max-attempts must be >= 1, got " + maxAttempts);
+    require(maxThrottles >= 1, "--max-throttles must be >= 1, got " + maxThrottles);
+    double load = maxLoad != null ? maxLoad : 4.0 * Runtime.getRuntime().availableProcessors();
+    require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
+    require(maxRssMb >= 16, "--max-rss-mb must be >= 16, got " + maxRssMb);
+    require(maxBodyBytes >= 0, "--max-body-bytes must be >= 0, got " + maxBodyBytes);
+    Destination destination;
+    try {
+      destination = Destination.builder(destinationName)
+          .ratePerSecond(rate)
+          .maxConcurrency(concurrency)
+          .maxFetchingProcesses(dispatches + 1)
+          .build();
+    } catch (IllegalArgumentException e) {
+      throw new BadInputException(e.getMessage()
+          .replace("ratePerSecond", "--rate")
+          .replace("maxConcurrency", "--concurrency")
+          .replace("name must", "destination name must"));
+    }
+    return new RunSettings(runId, job, destination, threadCount, out.toAbsolutePath().normalize(),
+        Math.round(leaseSeconds * 1000), maxAttempts, maxThrottles, load, maxRssMb << 20,
+        maxBodyBytes, pacing == Pacing.PER_PROCESS, takesDispatchSlot ? dispatches : 0);
+  }
+
+  /** The same options, as arguments for a worker process. */
+  static List<String> workerArgs(RunSettings s) {
+    List<String> args = new ArrayList<>(List.of(
+        "--job", s.job(),
+        "--destination", s.destination().name(),
+        "--run-id", s.runId(),
+        "--rate", Double.toString(s.destination().ratePerSecond()),
+        "--concurrency", Integer.toString(s.destination().maxConcurrency()),
+        "--threads", Integer.toString(s.threads()),
+        "--max-dispatches", Integer.toString(s.destination().maxFetchingProcesses() - 1),
+        "--out", s.out().toString(),
+        "--lease-seconds", Double.toString(s.leaseMillis() / 1000.0),
+        "--max-attempts", Integer.toString(s.maxAttempts()),
+        "--max-throttles", Integer.toString(s.maxThrottles()),
+        "--max-load", Double.toString(s.maxLoad()),
+        "--max-rss-mb", Long.toString(s.maxRssBytes() >> 20),
+        "--max-body-bytes", Long.toString(s.maxBodyBytes()),
+        "--pacing", s.perProcessPacing() ? "PER_PROCESS" : "FLEET"));
+    return args;
+  }
+
+  static void require(boolean ok, String message) throws BadInputException {
+    if (!ok) {
+      throw new BadInputException(message);
+    }
+  }
+}

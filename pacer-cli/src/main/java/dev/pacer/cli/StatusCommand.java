@@ -1,0 +1,100 @@
+package dev.pacer.cli;
+
+import dev.pacer.cli.db.JobStore;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code pacer status}: jobs, destinations (cursor, degraded), live workers, open trips. */
+@Command(name = "status", mixinStandardHelpOptions = true,
+    description = "Progress per job, cursor and degraded state per destination, open trips.")
+public final class StatusCommand implements Callable<Integer> {
+
+  /** Workers heard from within this many seconds count as live. */
+  static final double LIVE_SECONDS = 15;
+
+  @Spec CommandSpec spec;
+
+  @Option(names = "--job", paramLabel = "NAME", description = "Only this job.")
+  String job;
+
+  @Mixin DbOptions dbOptions;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    try (JobStore store = dbOptions.connect()) {
+      out.println("Database: " + store.database().redactedUrl());
+      out.println();
+      List<JobStore.JobRow> jobs = store.jobs(job);
+      if (job != null && jobs.isEmpty()) {
+        throw new BadInputException("no job named '" + job + "'");
+      }
+      out.println("Jobs");
+      if (jobs.isEmpty()) {
+        out.println("  (none)");
+      }
+      for (JobStore.JobRow j : jobs) {
+        JobStore.Counts c = j.counts();
+        out.printf(Locale.ROOT, "  %-24s destination %-20s %d/%d done  failed %d  deferred %d"
+                + "  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
+            c.failed(), c.deferred(), c.pending(), c.leased());
+      }
+      List<JobStore.WorkerRow> live = new ArrayList<>();
+      for (JobStore.WorkerRow w : store.workers(null, LIVE_SECONDS)) {
+        if (!w.state().equals("finished") && !w.state().equals("halted")
+            && (job == null || job.equals(w.job()))) {
+          live.add(w);
+        }
+      }
+      out.println();
+      out.println("Destinations (fleet-wide cursor)");
+      Map<String, JobStore.CursorRow> cursors = new LinkedHashMap<>();
+      for (JobStore.CursorRow c : store.cursors()) {
+        cursors.put(c.name(), c);
+      }
+      if (cursors.isEmpty()) {
+        out.println("  (no reservation made yet)");
+      }
+      for (JobStore.CursorRow c : cursors.values()) {
+        long workers = live.stream().filter(w -> w.destination().equals(c.name())).count();
+        long degraded = live.stream()
+            .filter(w -> w.destination().equals(c.name()) && w.degraded()).count();
+        out.printf(Locale.ROOT, "  %-24s next turn %s  last reservation %.1f s ago  live workers %d"
+                + "  degraded %s%n", c.name(),
+            c.aheadSeconds() > 0 ? String.format(Locale.ROOT, "in %.3f s", c.aheadSeconds()) : "now",
+            c.idleSeconds(), workers,
+            degraded == 0 ? "no" : "YES (" + degraded + " of " + workers + " pacing locally)");
+      }
+      out.println();
+      out.println("Live workers (heard from in the last " + (int) LIVE_SECONDS + " s)");
+      if (live.isEmpty()) {
+        out.println("  (none)");
+      }
+      for (JobStore.WorkerRow w : live) {
+        out.printf(Locale.ROOT, "  %s pid %d  job %s  %s  requests %d  throttled %d  backoff x%d"
+                + "  %.2f/s%s%n", w.host(), w.pid(), w.job(), w.state(), w.requests(),
+            w.throttled(), w.backoff(), w.rate(), w.degraded() ? "  DEGRADED" : "");
+      }
+      out.println();
+      out.println("Open trips");
+      List<JobStore.Trip> trips = store.trips(job, true);
+      if (trips.isEmpty()) {
+        out.println("  (none)");
+      }
+      for (JobStore.Trip t : trips) {
+        out.println("  " + TripsCommand.describe(t));
+      }
+    }
+    return Main.EXIT_OK;
+  }
+}

@@ -1,0 +1,75 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.cli.db.Database;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The conveyor runner: P worker JVMs that share the job and the ceiling. Each worker is this same
+ * program's hidden {@code worker} command, started with this JVM's classpath; it receives the
+ * database URL in its environment ({@code PACER_DB}), never on its command line, where {@code ps}
+ * would show a password. Workers log to this process's stderr.
+ */
+public final class Conveyor {
+
+  private static final Logger log = LoggerFactory.getLogger(Conveyor.class);
+
+  private final Database database;
+  private final List<String> workerArgs;
+  private final int processes;
+  private final List<Process> workers = new ArrayList<>();
+
+  public Conveyor(Database database, List<String> workerArgs, int processes) {
+    this.database = database;
+    this.workerArgs = workerArgs;
+    this.processes = processes;
+  }
+
+  /** Starts every worker. */
+  public void start() throws IOException {
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    for (int i = 0; i < processes; i++) {
+      List<String> command = new ArrayList<>(List.of(java.toString(),
+          "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx512m",
+          "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main", "worker"));
+      command.addAll(workerArgs);
+      ProcessBuilder builder = new ProcessBuilder(command)
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .redirectError(ProcessBuilder.Redirect.INHERIT);
+      builder.environment().put("PACER_DB", database.url());
+      Process worker = builder.start();
+      workers.add(worker);
+      log.info("Started worker {} of {} (pid {})", i + 1, processes, worker.pid());
+    }
+  }
+
+  /** The worker processes, in start order. */
+  public List<Process> workers() {
+    return List.copyOf(workers);
+  }
+
+  /** Waits for every worker and returns their exit codes, in start order. */
+  public List<Integer> await() throws InterruptedException {
+    List<Integer> codes = new ArrayList<>();
+    for (Process worker : workers) {
+      int code = worker.waitFor();
+      if (code != 0 && code != 3) {
+        log.warn("Worker pid {} exited with code {}; its leased items return to the job when"
+            + " their leases expire", worker.pid(), code);
+      }
+      codes.add(code);
+    }
+    return codes;
+  }
+
+  /** Ends every worker still running (SIGTERM); used when this process is interrupted. */
+  public void stop() {
+    for (Process worker : workers) {
+      worker.destroy();
+    }
+  }
+}

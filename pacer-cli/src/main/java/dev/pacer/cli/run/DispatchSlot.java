@@ -1,0 +1,95 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.cli.db.Database;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One of a destination's {@code maxDispatches} fleet-wide conveyor slots: a PostgreSQL session
+ * advisory lock {@code (hashtext('pacer-dispatch:' || destination), slot)} held on a dedicated
+ * connection for as long as the worker runs. Every host using the same database sees the same
+ * locks, so the cap holds across hosts; a worker that dies (even by kill -9) loses its connection
+ * and with it the slot.
+ */
+public final class DispatchSlot implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(DispatchSlot.class);
+
+  private final Connection connection;
+  private final int slot;
+
+  private DispatchSlot(Connection connection, int slot) {
+    this.connection = connection;
+    this.slot = slot;
+  }
+
+  /**
+   * Waits for a free slot, polling every second, until one is taken or {@code giveUp} says the
+   * wait is pointless (for example the job has no work left).
+   */
+  public static Optional<DispatchSlot> acquire(Database db, String destination, int maxDispatches,
+      BooleanSupplier giveUp) throws InterruptedException {
+    boolean announced = false;
+    while (true) {
+      Connection c = null;
+      try {
+        c = db.open();
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), ?)")) {
+          for (int slot = 0; slot < maxDispatches; slot++) {
+            s.setString(1, "pacer-dispatch:" + destination);
+            s.setInt(2, slot);
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              if (r.getBoolean(1)) {
+                log.info("Holding dispatch slot {} of {} for destination {}", slot + 1,
+                    maxDispatches, destination);
+                DispatchSlot taken = new DispatchSlot(c, slot);
+                c = null;
+                return Optional.of(taken);
+              }
+            }
+          }
+        }
+        if (!announced) {
+          log.info("All {} dispatch slots of destination {} are taken; waiting for one",
+              maxDispatches, destination);
+          announced = true;
+        }
+      } catch (SQLException e) {
+        log.warn("Could not ask PostgreSQL for a dispatch slot ({}); retrying", db.describe(e));
+      } finally {
+        closeQuietly(c);
+      }
+      if (giveUp.getAsBoolean()) {
+        return Optional.empty();
+      }
+      Thread.sleep(1000);
+    }
+  }
+
+  public int slot() {
+    return slot;
+  }
+
+  @Override
+  public void close() {
+    closeQuietly(connection);
+  }
+
+  private static void closeQuietly(Connection c) {
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close();
+    } catch (SQLException ignored) {
+      // Closing the session releases its advisory locks; a dead connection already has.
+    }
+  }
+}

@@ -1,0 +1,39 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.Destination;
+import java.nio.file.Path;
+
+/**
+ * Everything a worker needs to know about a run, validated by the command that built it.
+ *
+ * @param runId the invocation of {@code pacer fetch} this worker belongs to
+ * @param job the job's name
+ * @param destination the destination and its ceiling; {@code maxFetchingProcesses} is already
+ *     max-dispatches + 1
+ * @param threads fetch threads in this worker process
+ * @param out the bodies' root directory
+ * @param leaseMillis how long a claimed item stays leased without a heartbeat
+ * @param maxAttempts ordinary failures after which an item is failed
+ * @param maxThrottles throttled answers after which an item is left deferred for the next run
+ * @param maxLoad the HOST_LOAD bar
+ * @param maxRssBytes the RSS bar
+ * @param maxBodyBytes the body size cap
+ * @param perProcessPacing pace with an in-memory cursor (the N x defect, for the demo) instead of
+ *     the fleet-wide PostgreSQL cursor
+ * @param maxDispatches how many conveyor workers may run at once fleet-wide; 0 for a pooled run,
+ *     which takes no dispatch slot
+ */
+public record RunSettings(
+    String runId,
+    String job,
+    Destination destination,
+    int threads,
+    Path out,
+    long leaseMillis,
+    int maxAttempts,
+    int maxThrottles,
+    double maxLoad,
+    long maxRssBytes,
+    long maxBodyBytes,
+    boolean perProcessPacing,
+    int maxDispatches) {}

@@ -1,0 +1,336 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.Cursor;
+import dev.pacer.DestinationFetcher;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.FetchFailedException;
+import dev.pacer.FetchResponse;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
+import dev.pacer.LockedOutException;
+import dev.pacer.ThrottledException;
+import dev.pacer.cli.db.Database;
+import dev.pacer.cli.db.JobStore;
+import dev.pacer.postgres.PostgresCursor;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One worker process's share of a job: {@code threads} fetch threads that claim items one at a
+ * time, fetch them through the destination's limiter, store the bodies and record the outcome,
+ * checking the envelope between items; and a heartbeat that extends this worker's leases,
+ * reports its figures and watches for a trip recorded by any other worker of the job.
+ *
+ * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
+ * the divided local rate (the library's doing); claims wait and retry; an outcome already fetched
+ * is kept (its body is already on disk) and its recording retried until PostgreSQL answers. If
+ * the item's lease was taken over meanwhile, the record is refused by its lease token and the
+ * item is counted once, by whoever holds it.
+ */
+public final class Worker {
+
+  private static final Logger log = LoggerFactory.getLogger(Worker.class);
+  private static final long IDLE_POLL_MILLIS = 250;
+  private static final long FAILURE_RETRY_MILLIS = 2000;
+  private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
+
+  /** What this worker did. {@code haltedBar} is null unless the run was halted. */
+  public record Result(long requests, long throttled, long done, long failed, String haltedBar,
+      boolean lockedOut) {}
+
+  private final Database database;
+  private final RunSettings settings;
+  private final String workerId;
+  private final String host;
+  private final long pid = ProcessHandle.current().pid();
+  private final AtomicBoolean stop = new AtomicBoolean();
+  private final AtomicReference<String> haltedBar = new AtomicReference<>();
+  private final AtomicBoolean tripRecorded = new AtomicBoolean();
+  private final AtomicLong done = new AtomicLong();
+  private final AtomicLong failed = new AtomicLong();
+  private final Envelope envelope;
+  private JobStore store;
+  private DestinationLimiter limiter;
+  private DestinationFetcher fetcher;
+  private BodyStore bodies;
+
+  public Worker(Database database, RunSettings settings, Envelope envelope) {
+    this.database = database;
+    this.settings = settings;
+    this.envelope = envelope;
+    this.host = hostName();
+    this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  public String id() {
+    return workerId;
+  }
+
+  /** Runs until the job has no open item, or the run halts. */
+  public Result run() throws InterruptedException {
+    store = new JobStore(database);
+    Cursor cursor = settings.perProcessPacing() ? new LocalCursor() : database.cursor();
+    limiter = new LimiterRegistry(cursor).limiter(settings.destination());
+    fetcher = DestinationFetcher.builder(limiter)
+        .maxBodyBytes(settings.maxBodyBytes())
+        .header("User-Agent", "pacer/0.1 (+https://pacer.dev)")
+        .header("X-Pacer-Worker", Long.toString(pid))
+        .build();
+    bodies = new BodyStore(settings.out(), settings.job());
+    Optional<DispatchSlot> slot = Optional.empty();
+    ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "pacer-heartbeat");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      if (settings.maxDispatches() > 0) {
+        slot = DispatchSlot.acquire(database, settings.destination().name(),
+            settings.maxDispatches(), this::nothingLeft);
+        if (slot.isEmpty()) {
+          log.info("Job {} has no work left; this worker is not needed", settings.job());
+          return result();
+        }
+      }
+      long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
+      heartbeat.scheduleWithFixedDelay(this::heartbeat, 0, beat, TimeUnit.MILLISECONDS);
+      List<Thread> threads = new ArrayList<>();
+      for (int i = 0; i < settings.threads(); i++) {
+        Thread t = new Thread(this::fetchLoop, "pacer-fetch-" + (i + 1));
+        threads.add(t);
+        t.start();
+      }
+      try {
+        for (Thread t : threads) {
+          t.join();
+        }
+      } catch (InterruptedException e) {
+        stop.set(true);
+        threads.forEach(Thread::interrupt);
+        throw e;
+      }
+      return result();
+    } finally {
+      heartbeat.shutdownNow();
+      heartbeat.awaitTermination(5, TimeUnit.SECONDS);
+      report(haltedBar.get() != null ? "halted" : "finished");
+      slot.ifPresent(DispatchSlot::close);
+      if (cursor instanceof PostgresCursor pg) {
+        pg.close();
+      }
+      store.close();
+    }
+  }
+
+  private Result result() {
+    return new Result(fetcher.requestCount(), fetcher.throttledCount(), done.get(), failed.get(),
+        haltedBar.get(), limiter.isLockedOut());
+  }
+
+  private void fetchLoop() {
+    try {
+      while (!stop.get()) {
+        Optional<Envelope.Breach> breach = envelope.check(limiter);
+        if (breach.isPresent()) {
+          halt(breach.get());
+          return;
+        }
+        Optional<JobStore.Item> item = retrying("claim an item",
+            () -> store.claim(settings.job(), workerId, settings.leaseMillis()), true);
+        if (item == null) {
+          return; // stopped while PostgreSQL was away
+        }
+        if (item.isEmpty()) {
+          if (nothingLeft()) {
+            return;
+          }
+          Thread.sleep(IDLE_POLL_MILLIS);
+          continue;
+        }
+        process(item.get());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void process(JobStore.Item item) throws InterruptedException {
+    if (stop.get()) {
+      retrying("release an item", () -> store.release(item), false);
+      return;
+    }
+    FetchResponse response;
+    try {
+      response = fetcher.fetch(URI.create(item.url()));
+    } catch (ThrottledException e) {
+      long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
+      retrying("record a throttled item",
+          () -> store.markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
+      return;
+    } catch (LockedOutException e) {
+      // Not an attempt: the item goes back untouched; the next envelope check halts the run.
+      retrying("release an item", () -> store.release(item), false);
+      return;
+    } catch (FetchFailedException e) {
+      envelope.recordOutcome(true);
+      fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
+      return;
+    } catch (RuntimeException e) {
+      envelope.recordOutcome(true);
+      fail(item, null, "unexpected error: " + e);
+      return;
+    }
+    Path path;
+    try {
+      path = bodies.write(item, response.body());
+    } catch (IOException e) {
+      envelope.recordOutcome(true);
+      fail(item, response.status(), "could not store the body: " + e);
+      return;
+    }
+    envelope.recordOutcome(false);
+    Boolean recorded = retrying("record a fetched item",
+        () -> store.markDone(item, response.status(), path.toString(), response.body().length),
+        false);
+    if (Boolean.TRUE.equals(recorded)) {
+      done.incrementAndGet();
+    } else if (Boolean.FALSE.equals(recorded)) {
+      log.warn("Lease on {} was lost before it could be recorded; its current holder records it",
+          item.url());
+    }
+  }
+
+  private void fail(JobStore.Item item, Integer status, String error) throws InterruptedException {
+    Boolean recorded = retrying("record a failed item",
+        () -> store.markFailed(item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()),
+        false);
+    if (Boolean.TRUE.equals(recorded) && item.failures() + 1 >= settings.maxAttempts()) {
+      failed.incrementAndGet();
+    }
+    log.debug("Fetch failed for {}: {}", item.url(), error);
+  }
+
+  private void halt(Envelope.Breach breach) {
+    if (!haltedBar.compareAndSet(null, breach.bar())) {
+      return;
+    }
+    stop.set(true);
+    if (tripRecorded.compareAndSet(false, true)) {
+      try {
+        Long id = retrying("record the trip", () -> store.recordTrip(settings.job(), breach.bar(),
+            breach.figures(), host, pid), false);
+        log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+                + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack {}"
+                + " --note TEXT", breach.bar(), breach.figures(), settings.job(), id, id);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
+  private void heartbeat() {
+    try {
+      store.extendLeases(workerId, settings.leaseMillis());
+      report(stop.get() ? "stopping" : "running");
+      if (!stop.get()) {
+        Optional<JobStore.Trip> trip = store.openTrip(settings.job());
+        if (trip.isPresent() && haltedBar.compareAndSet(null, trip.get().bar())) {
+          log.error("Job {} was halted by trip #{} ({}: {}) on {} pid {}; stopping",
+              settings.job(), trip.get().id(), trip.get().bar(), trip.get().figures(),
+              trip.get().host(), trip.get().pid());
+          stop.set(true);
+        }
+      }
+    } catch (SQLException e) {
+      log.debug("Heartbeat could not reach PostgreSQL: {}", database.describe(e));
+    } catch (RuntimeException e) {
+      log.warn("Heartbeat failed", e);
+    }
+  }
+
+  private void report(String state) {
+    try {
+      store.upsertWorker(new JobStore.WorkerRow(workerId, settings.runId(), settings.job(),
+          settings.destination().name(), host, pid, state, fetcher.requestCount(),
+          fetcher.throttledCount(), limiter.isDegraded(), limiter.backoffMultiplier(),
+          limiter.currentRate(), 0));
+    } catch (SQLException e) {
+      log.debug("Could not report worker state: {}", database.describe(e));
+    }
+  }
+
+  private boolean nothingLeft() {
+    try {
+      return store.counts(settings.job()).open() == 0;
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
+  @FunctionalInterface
+  private interface SqlCall<T> {
+    T call() throws SQLException;
+  }
+
+  /**
+   * Runs {@code call} until PostgreSQL answers. Returns null if it gives up: when the run stops
+   * (only if {@code giveUpOnStop}), or after {@link #RECORD_GIVE_UP} (the item's lease then lapses
+   * and it is fetched again; it is never counted twice).
+   */
+  private <T> T retrying(String what, SqlCall<T> call, boolean giveUpOnStop)
+      throws InterruptedException {
+    long started = System.nanoTime();
+    long delay = 250;
+    boolean warned = false;
+    while (true) {
+      try {
+        T value = call.call();
+        if (warned) {
+          log.info("PostgreSQL answers again; could {} after {} s", what,
+              (System.nanoTime() - started) / 1_000_000_000L);
+        }
+        return value;
+      } catch (SQLException e) {
+        if (!warned) {
+          log.warn("Could not {} ({}); PostgreSQL holds the work state, retrying until it"
+              + " answers", what, database.describe(e));
+          warned = true;
+        }
+      }
+      if ((giveUpOnStop && stop.get())
+          || System.nanoTime() - started > RECORD_GIVE_UP.toNanos()) {
+        log.error("Gave up trying to {} after {} s", what,
+            (System.nanoTime() - started) / 1_000_000_000L);
+        return null;
+      }
+      Thread.sleep(delay);
+      delay = Math.min(5000, delay * 2);
+    }
+  }
+
+  private static String hostName() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (UnknownHostException e) {
+      return "unknown-host";
+    }
+  }
+}
