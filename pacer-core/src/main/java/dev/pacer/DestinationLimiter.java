@@ -1,11 +1,13 @@
 package dev.pacer;
 
 import dev.pacer.internal.Backoff;
+import dev.pacer.internal.Pacing;
 import dev.pacer.internal.RateMeter;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * backoff multiplier, sleeps until that turn (holding no lock and no connection), and returns the
  * slot. If the shared cursor is unavailable, the turn comes from a local cursor at the interval
  * times {@code maxFetchingProcesses}: with every process degraded at once the fleet still stays
- * under the ceiling, and no process stops (neither fail open nor fail closed).
+ * under the ceiling, and no process stops (neither fail open nor fail closed). The two hand-overs
+ * are guarded too: the first local turn waits for the turns the fleet may still hold on the shared
+ * cursor, and a locally paced turn that ends after the cursor came back also takes a shared turn.
  *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
@@ -38,24 +42,32 @@ public final class DestinationLimiter {
   private static final long RATE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final Destination destination;
+  private static final long NO_DEADLINE = Long.MIN_VALUE;
+
   private final Cursor shared;
-  private final Cursor fallback;
   private final TimeSource time;
   private final Semaphore permits;
   private final Backoff backoff = new Backoff();
   private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
   private final long baseIntervalNanos;
+  private final long fleetPendingTurnsBound;
+  /** Where this process last saw the shared cursor, on the local clock. */
+  private final AtomicLong sharedHorizon = new AtomicLong(Pacing.NO_CURSOR);
+  private final Object degradedLock = new Object();
+  /** The local cursor used while the shared one is unavailable. */
+  private long degradedCursor = Pacing.NO_CURSOR;
 
   private volatile String lockoutReason;
   private volatile boolean degraded;
 
-  DestinationLimiter(Destination destination, Cursor shared, Cursor fallback, TimeSource time) {
+  DestinationLimiter(Destination destination, Cursor shared, TimeSource time) {
     this.destination = destination;
     this.shared = shared;
-    this.fallback = fallback;
     this.time = time;
     this.permits = new Semaphore(destination.maxConcurrency(), true);
     this.baseIntervalNanos = destination.interval().toNanos();
+    this.fleetPendingTurnsBound =
+        (long) (destination.maxFetchingProcesses() - 1) * destination.maxConcurrency();
   }
 
   public Destination destination() {
@@ -71,17 +83,7 @@ public final class DestinationLimiter {
   public Slot acquire() throws InterruptedException {
     checkNotLockedOut();
     permits.acquire();
-    try {
-      Duration interval = currentInterval();
-      Reservation turn = reserveShared(interval, null);
-      if (turn.isUnavailable()) {
-        turn = fallback.reserve(destination.name(), degradedInterval(interval));
-      }
-      return waitForTurn(turn.waitTime());
-    } catch (Throwable t) {
-      permits.release();
-      throw t;
-    }
+    return takeTurn(NO_DEADLINE);
   }
 
   /**
@@ -92,25 +94,41 @@ public final class DestinationLimiter {
    */
   public Optional<Slot> tryAcquire(Duration maxWait) throws InterruptedException {
     checkNotLockedOut();
-    long started = time.nanoTime();
+    long deadline = time.nanoTime() + maxWait.toNanos();
     if (!permits.tryAcquire(maxWait.toNanos(), TimeUnit.NANOSECONDS)) {
       return Optional.empty();
     }
+    return Optional.ofNullable(takeTurn(deadline));
+  }
+
+  /**
+   * With a permit held, waits for a turn that starts by {@code deadline} and returns its slot, or
+   * releases the permit and returns null if there is none. The permit is released on any throw.
+   */
+  private Slot takeTurn(long deadline) throws InterruptedException {
     try {
-      Duration remaining = maxWait.minusNanos(time.nanoTime() - started);
-      if (remaining.isNegative()) {
-        remaining = Duration.ZERO;
-      }
       Duration interval = currentInterval();
-      Reservation turn = reserveShared(interval, remaining);
+      Reservation turn = reserveShared(interval, deadline);
       if (turn.isUnavailable()) {
-        turn = fallback.tryReserve(destination.name(), degradedInterval(interval), remaining);
+        long localWait = degradedWait(interval, deadline);
+        if (localWait < 0) {
+          return refuse();
+        }
+        time.sleepNanos(localWait);
+        checkNotLockedOut();
+        // If the cursor answers again by now, this turn also takes a shared one, so that turns
+        // granted locally never add to the fleet's once coordination is back.
+        turn = reserveShared(interval, deadline);
+        if (turn.isUnavailable()) {
+          return grant();
+        }
       }
       if (turn.isRefused()) {
-        permits.release();
-        return Optional.empty();
+        return refuse();
       }
-      return Optional.of(waitForTurn(turn.waitTime()));
+      time.sleepNanos(turn.waitTime().toNanos());
+      checkNotLockedOut();
+      return grant();
     } catch (Throwable t) {
       permits.release();
       throw t;
@@ -169,19 +187,62 @@ public final class DestinationLimiter {
     return permits.availablePermits();
   }
 
-  private Reservation reserveShared(Duration interval, Duration maxWait) {
+  private Reservation reserveShared(Duration interval, long deadline) {
+    long before = time.nanoTime();
     Reservation turn;
     try {
-      turn = maxWait == null
+      turn = deadline == NO_DEADLINE
           ? shared.reserve(destination.name(), interval)
-          : shared.tryReserve(destination.name(), interval, maxWait);
+          : shared.tryReserve(destination.name(), interval,
+              Duration.ofNanos(Math.max(0, deadline - before)));
     } catch (RuntimeException e) {
       // A cursor must not throw; if one does anyway, pacing degrades rather than stopping.
       log.warn("Cursor {} threw instead of answering; treating it as unavailable", shared, e);
       turn = Reservation.unavailable();
     }
+    if (turn.isGranted()) {
+      long cursorAfter = before + turn.waitTime().toNanos() + interval.toNanos();
+      sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
+    }
     noteDegraded(turn.isUnavailable());
     return turn;
+  }
+
+  /**
+   * The wait for a turn paced locally, or -1 if it would start after {@code deadline}.
+   *
+   * <p>Locally the interval is multiplied by {@code maxFetchingProcesses}. The first local turn
+   * after coordination is lost also waits until every turn the fleet may still hold on the shared
+   * cursor has passed: other processes hold at most (maxFetchingProcesses - 1) x maxConcurrency of
+   * them, queued after the last cursor position this process saw. Without that, local turns would
+   * start while the shared queue still drains, and the fleet would briefly run at twice the
+   * ceiling.
+   */
+  private long degradedWait(Duration interval, long deadline) {
+    long now = time.nanoTime();
+    long intervalNanos = interval.toNanos();
+    synchronized (degradedLock) {
+      long horizon = sharedHorizon.get();
+      long fleetQueueEnd = horizon == Pacing.NO_CURSOR
+          ? Pacing.NO_CURSOR
+          : horizon + saturatedProduct(intervalNanos, fleetPendingTurnsBound);
+      long stored = Math.max(degradedCursor, fleetQueueEnd);
+      long localInterval = saturatedProduct(intervalNanos, destination.maxFetchingProcesses());
+      Pacing.Turn turn = deadline == NO_DEADLINE
+          ? Pacing.reserve(stored, now, localInterval, Long.MAX_VALUE)
+          : Pacing.reserveWithin(stored, now, localInterval, Long.MAX_VALUE, Math.max(0, deadline - now));
+      if (turn == null) {
+        return -1;
+      }
+      degradedCursor = turn.newCursor();
+      return turn.waitNanos();
+    }
+  }
+
+  private static long saturatedProduct(long a, long b) {
+    long high = Math.multiplyHigh(a, b);
+    long low = a * b;
+    return (high == 0 && low >= 0) ? low : Long.MAX_VALUE / 4;
   }
 
   private void noteDegraded(boolean nowDegraded) {
@@ -198,15 +259,14 @@ public final class DestinationLimiter {
     }
   }
 
-  private Duration degradedInterval(Duration interval) {
-    return interval.multipliedBy(destination.maxFetchingProcesses());
-  }
-
-  private Slot waitForTurn(Duration wait) throws InterruptedException {
-    time.sleepNanos(wait.toNanos());
-    checkNotLockedOut();
+  private Slot grant() {
     meter.record(time.nanoTime());
     return new Slot(permits);
+  }
+
+  private Slot refuse() {
+    permits.release();
+    return null;
   }
 
   private void checkNotLockedOut() {

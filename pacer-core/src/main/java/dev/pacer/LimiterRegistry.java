@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentMap;
 public final class LimiterRegistry {
 
   private final Cursor shared;
-  private final Cursor fallback;
   private final TimeSource time;
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
 
@@ -23,11 +22,10 @@ public final class LimiterRegistry {
     this(shared, TimeSource.SYSTEM);
   }
 
-  /** A registry pacing against {@code shared}, with local time (fallback pacing, sleeps) from {@code time}. */
+  /** A registry pacing against {@code shared}, with local time (degraded pacing, sleeps) from {@code time}. */
   public LimiterRegistry(Cursor shared, TimeSource time) {
     this.shared = Objects.requireNonNull(shared, "shared cursor");
     this.time = Objects.requireNonNull(time, "time");
-    this.fallback = new LocalCursor(time);
   }
 
   /**
@@ -38,7 +36,7 @@ public final class LimiterRegistry {
   public DestinationLimiter limiter(Destination destination) {
     DestinationLimiter limiter =
         limiters.computeIfAbsent(
-            destination.name(), name -> new DestinationLimiter(destination, shared, fallback, time));
+            destination.name(), name -> new DestinationLimiter(destination, shared, time));
     if (!limiter.destination().equals(destination)) {
       throw new IllegalArgumentException(
           "destination " + destination.name() + " is already registered with a different"

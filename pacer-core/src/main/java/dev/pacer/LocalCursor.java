@@ -7,9 +7,9 @@ import java.util.Map;
 
 /**
  * A cursor held in this process's memory: a true ceiling for one process and all its threads, and
- * N times the ceiling for N processes. Pacer uses it as the fallback while the shared cursor is
- * unavailable (at an interval multiplied by the number of processes that may be fetching), and it
- * is the per-process baseline that the fleet tests prove insufficient.
+ * N times the ceiling for N processes: what Guava's or Resilience4j's limiters give a fleet. It is
+ * the per-process baseline that the fleet tests prove insufficient, and a cursor for programs that
+ * really are one process.
  */
 public final class LocalCursor implements Cursor {
 

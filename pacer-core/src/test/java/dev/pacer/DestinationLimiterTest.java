@@ -70,6 +70,33 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void theFirstLocalTurnWaitsForTheTurnsTheFleetMayStillHold() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    DestinationLimiter limiter = limiter(10, 2, 3, flaky);
+    limiter.acquire().close(); // shared: wait 0, cursor at +100
+    limiter.acquire().close(); // shared: wait 100, cursor at +200; the clock is now at +100
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    // Other processes may hold (3 - 1) x 2 turns after +200: the first local turn is at +600,
+    // 500 ms after now; the next one 3 x 100 ms later.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 500L, 300L);
+  }
+
+  @Test
+  void aLocalTurnEndingAfterTheCursorIsBackAlsoTakesASharedTurn() throws Exception {
+    sharedStandIn.reserve("dest", Duration.ofMillis(100));
+    sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn is 200 ms ahead
+    UnavailableCursor flaky = new UnavailableCursor();
+    DestinationLimiter limiter = limiter(10, 1, 3, flaky);
+    time.duringNextSleep(() -> flaky.delegate = sharedStandIn);
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).as("local wait, then the shared one").containsExactly(0L, 200L);
+    assertThat(limiter.isDegraded()).isFalse();
+  }
+
+  @Test
   void backoffWidensTheIntervalSentToTheSharedCursorAndDecays() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 1, shared);
     limiter.acquire().close();
