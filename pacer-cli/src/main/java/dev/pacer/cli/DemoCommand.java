@@ -120,9 +120,12 @@ public final class DemoCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "Pacing: %s%n", perProcess
           ? "per process (each of the " + processes + " processes paces alone at " + rate + "/s)"
           : "fleet-wide (one cursor in PostgreSQL for all " + processes + " processes)");
+      int peak = peakOneSecond(arrivals);
       out.printf(Locale.ROOT, "Aggregate rate at the destination: %.2f requests/s over %.1f s"
-              + " (%d requests; ceiling %.1f/s; busiest 1-s window: %d)%n",
-          (arrivals.size() - 1) / span, span, arrivals.size(), rate, peakOneSecond(arrivals));
+              + " (%d requests; ceiling %.1f/s)%n",
+          (arrivals.size() - 1) / span, span, arrivals.size(), rate);
+      out.printf(Locale.ROOT, "Busiest 1-s window: %d requests (%.1f x the ceiling)%n", peak,
+          peak / rate);
       StringBuilder split = new StringBuilder();
       perWorker.forEach((w, n) -> split.append(split.length() == 0 ? "" : ", ")
           .append("pid ").append(w).append(": ").append(n));

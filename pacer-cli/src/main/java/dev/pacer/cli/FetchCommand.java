@@ -101,7 +101,8 @@ public final class FetchCommand implements Callable<Integer> {
     store.reviveDeferred(jobName);
     err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
         + added + " new; destination " + settings.destination().name() + " at "
-        + settings.destination().ratePerSecond() + "/s fleet-wide; database "
+        + settings.destination().ratePerSecond()
+        + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide") + "; database "
         + database.redactedUrl() + (processes > 0
             ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
             : "; one process x " + settings.threads() + " thread(s)"));

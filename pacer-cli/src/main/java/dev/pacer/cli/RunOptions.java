@@ -85,6 +85,7 @@ public final class RunOptions {
     if (processes > 0) {
       require(processes <= 64, "--processes must be 1-64, got " + processes);
     }
+    require(concurrency >= 1, "--concurrency must be >= 1, got " + concurrency);
     int threadCount = threads != null ? threads : concurrency;
     require(threadCount >= 1 && threadCount <= 256, "--threads must be 1-256, got " + threadCount);
     require(Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,

@@ -146,6 +146,10 @@ public final class EmbeddedDatabase {
         .setPGStartupWait(Duration.ofSeconds(90))
         .setServerConfig("listen_addresses", "127.0.0.1")
         .setServerConfig("max_connections", "300")
+        // zonky starts test servers with fsync off; this one keeps jobs across runs, so fsync is
+        // on. synchronous_commit stays off: a crash may forget the last few hundred milliseconds
+        // of recorded outcomes, whose items are then fetched again, never lost.
+        .setServerConfig("fsync", "on")
         .setOutputRedirector(Redirect.appendTo(logFile.toFile()))
         .setErrorRedirector(Redirect.appendTo(logFile.toFile()))
         .start();

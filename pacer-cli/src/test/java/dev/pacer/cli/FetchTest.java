@@ -1,0 +1,275 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.cli.db.UrlKeys;
+import dev.pacer.postgres.TestDatabase;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code pacer fetch}, pooled (one process, a thread pool), end to end: real PostgreSQL, a real
+ * local HTTP destination that counts arrivals and answers 429/403/500 on demand.
+ */
+class FetchTest {
+
+  private static final AtomicInteger UNIQUE = new AtomicInteger();
+
+  @TempDir Path dir;
+  private TestDestination destination;
+  private String name;
+
+  @BeforeEach
+  void start() throws IOException {
+    destination = new TestDestination();
+    name = "fetch-test-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
+  }
+
+  @AfterEach
+  void stop() {
+    destination.close();
+  }
+
+  private Path input(List<String> lines) throws IOException {
+    Path file = dir.resolve(name + ".txt");
+    Files.write(file, lines);
+    return file;
+  }
+
+  private Cli.Result fetch(Path input, String... extra) {
+    List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", name,
+        "--destination", name, "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
+        "--max-load", "1000"));
+    args.addAll(List.of(extra));
+    return Cli.run(args.toArray(String[]::new));
+  }
+
+  @Test
+  void aPooledRunHoldsTheCeilingStoresEveryBodyAndARerunFetchesNothing() throws Exception {
+    Path input = input(destination.items(30));
+    Cli.Result run = fetch(input, "--rate", "20", "--concurrency", "4");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.number("done")).isEqualTo(30);
+    assertThat(run.text("haltedBar")).isEqualTo("null");
+    Fleet fleet = Fleet.of(destination.arrivals());
+    assertThat(fleet.size()).isEqualTo(30);
+    assertThat(fleet.aggregateRate()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
+    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(25);
+    assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 29 / 20);
+    for (String url : destination.items(30)) {
+      String key = UrlKeys.key(url);
+      Path body = dir.resolve("out").resolve(name).resolve(key.substring(0, 2)).resolve(key);
+      assertThat(body).hasContent("body of " + url.substring(url.indexOf("/item/")));
+    }
+
+    Cli.Result again = fetch(input, "--rate", "20", "--concurrency", "4");
+    assertThat(again.code()).as(again.err()).isEqualTo(0);
+    assertThat(again.number("done")).isEqualTo(30);
+    assertThat(again.err()).contains("0 new");
+    assertThat(destination.arrivals()).hasSize(30);
+  }
+
+  @Test
+  void a429DefersTheItemAndSlowsTheRunButNeverHaltsIt() throws Exception {
+    destination.answering((path, attempt) ->
+        (path.equals("/item/3") || path.equals("/item/4")) && attempt == 1 ? 429 : 200);
+    Cli.Result run = fetch(input(destination.items(20)), "--rate", "20", "--concurrency", "1");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.number("done")).isEqualTo(20);
+    assertThat(run.number("deferred")).isZero();
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    assertThat(arrivals).hasSize(22);
+    assertThat(destination.count(429)).isEqualTo(2);
+    // Two 429s back the interval off x4 (20/s -> 5/s): what follows the second one is slower than
+    // half the ceiling. Without backoff reaching the shared cursor it would run at ~20/s.
+    int second429 = -1;
+    for (int i = 0; i < arrivals.size(); i++) {
+      if (arrivals.get(i).status() == 429) {
+        second429 = i;
+      }
+    }
+    Fleet after = Fleet.of(arrivals.subList(second429 + 1, arrivals.size()));
+    assertThat(after.size()).isGreaterThanOrEqualTo(10);
+    assertThat(after.aggregateRate()).as(after.toString()).isLessThanOrEqualTo(10.0);
+  }
+
+  @Test
+  void halfOfAllRequestsAnswered429DoesNotHaltTheRun() throws Exception {
+    destination.answering((path, attempt) -> attempt == 1 ? 429 : 200);
+    Cli.Result run = fetch(input(destination.items(40)), "--rate", "400", "--concurrency", "4");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.text("haltedBar")).isEqualTo("null");
+    assertThat(run.number("done")).isEqualTo(40);
+    assertThat(destination.count(429)).isEqualTo(40);
+    assertThat(destination.count(200)).isEqualTo(40);
+  }
+
+  @Test
+  void onePercentOrdinaryFailuresOverFiveHundredItemsHaltsTheRun() throws Exception {
+    // Every 100th URL answers 500: the 5th failure comes at item 500, 1% of the window.
+    destination.answering((path, attempt) -> path.endsWith("00") ? 500 : 200);
+    Cli.Result run = fetch(input(destination.items(700)), "--rate", "1000", "--concurrency", "8",
+        "--max-attempts", "1");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(3);
+    assertThat(run.text("haltedBar")).isEqualTo("FETCH_FAILURES");
+    assertThat(run.number("failed")).isEqualTo(5);
+    assertThat(run.number("done")).isBetween(480L, 520L);
+    assertThat(run.number("pending")).isGreaterThanOrEqualTo(170);
+  }
+
+  @Test
+  void a403HaltsWithARecordedTripAndTheNextRunIsRefusedUntilItIsAcknowledged() throws Exception {
+    destination.answering((path, attempt) -> path.equals("/item/5") ? 403 : 200);
+    Path input = input(destination.items(20));
+    Cli.Result run = fetch(input, "--rate", "50", "--concurrency", "1");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(3);
+    assertThat(run.text("haltedBar")).isEqualTo("DESTINATION_LOCKOUT");
+    assertThat(run.text("lockedOut")).isEqualTo("true");
+    assertThat(run.number("done")).isEqualTo(4);
+    assertThat(run.number("pending")).isEqualTo(16);
+    int seen = destination.arrivals().size();
+    assertThat(seen).isEqualTo(5);
+
+    Cli.Result trips = Cli.run("trips", "--job", name, "--db", TestDatabase.jdbcUrl());
+    assertThat(trips.out()).contains("DESTINATION_LOCKOUT", "HTTP 403", "OPEN");
+    long tripId = Long.parseLong(trips.out().substring(1, trips.out().indexOf(' ')));
+
+    Cli.Result refused = fetch(input, "--rate", "50", "--concurrency", "1");
+    assertThat(refused.code()).isEqualTo(3);
+    assertThat(refused.err()).contains("trip #" + tripId, "pacer trips ack " + tripId);
+    assertThat(destination.arrivals()).hasSize(seen);
+
+    Cli.Result noNote = Cli.run("trips", "ack", Long.toString(tripId), "--note", " ",
+        "--db", TestDatabase.jdbcUrl());
+    assertThat(noNote.code()).isEqualTo(2);
+    Cli.Result ack = Cli.run("trips", "ack", Long.toString(tripId), "--note",
+        "destination owner lifted the block", "--db", TestDatabase.jdbcUrl());
+    assertThat(ack.code()).as(ack.err()).isEqualTo(0);
+
+    destination.answering((path, attempt) -> 200);
+    Cli.Result resumed = fetch(input, "--rate", "50", "--concurrency", "1");
+    assertThat(resumed.code()).as(resumed.err()).isEqualTo(0);
+    assertThat(resumed.number("done")).isEqualTo(20);
+    assertThat(destination.arrivals()).hasSize(seen + 16);
+  }
+
+  @Test
+  void badInputLinesAreReportedWithTheirLineNumbersAndSkipped() throws Exception {
+    Path input = input(List.of(
+        destination.url("/item/1"),
+        "",
+        "# a comment",
+        "ftp://example.com/file",
+        "not a url at all",
+        "http://",
+        "file:///etc/passwd",
+        destination.url("/item/2")));
+    Cli.Result run = fetch(input, "--rate", "50");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.err())
+        .contains("line 4: scheme ftp is not http or https: ftp://example.com/file")
+        .contains("line 5: not a URL (Illegal character in path): not a url at all")
+        .contains("line 6: not a URL (Expected authority): http://")
+        .contains("line 7: scheme file is not http or https");
+    assertThat(run.err()).doesNotContain("line 2:", "line 3:", "line 8:");
+    assertThat(run.number("done")).isEqualTo(2);
+  }
+
+  @Test
+  void badArgumentsExitTwoNamingTheValueAndWriteNothing() throws Exception {
+    Path input = input(destination.items(3));
+    String[][] cases = {
+      {"--rate", "0"}, {"--rate", "-1"}, {"--rate", "NaN"}, {"--rate", "Infinity"},
+      {"--rate", "1e12"}, {"--concurrency", "0"}, {"--threads", "0"},
+    };
+    for (String[] bad : cases) {
+      Cli.Result r = fetch(input, bad);
+      assertThat(r.code()).as(String.join(" ", bad) + ": " + r.err()).isEqualTo(2);
+      assertThat(r.err()).as(String.join(" ", bad)).contains(bad[0]);
+      assertThat(r.out()).isEmpty();
+    }
+    String[] badNames = {"", "has space", "x".repeat(65), "'; DROP TABLE x; --", "tab\there"};
+    for (String bad : badNames) {
+      Cli.Result r = Cli.run("fetch", input.toString(), "--job", name, "--destination", bad,
+          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString());
+      assertThat(r.code()).as(bad + ": " + r.err()).isEqualTo(2);
+      assertThat(r.err()).contains("destination name must");
+    }
+    Cli.Result notJdbc = Cli.run("fetch", input.toString(), "--db", "postgres://h/db");
+    assertThat(notJdbc.code()).isEqualTo(2);
+    assertThat(notJdbc.err()).contains("--db must be a PostgreSQL JDBC URL", "postgres://h/db");
+    Cli.Result missing = Cli.run("fetch", dir.resolve("nope.txt").toString(), "--db",
+        TestDatabase.jdbcUrl());
+    assertThat(missing.code()).isEqualTo(2);
+    assertThat(missing.err()).contains("nope.txt", "does not exist");
+    Path empty = Files.writeString(dir.resolve("empty.txt"), "# nothing here\n\n");
+    Cli.Result none = Cli.run("fetch", empty.toString(), "--db", TestDatabase.jdbcUrl());
+    assertThat(none.code()).isEqualTo(2);
+    assertThat(none.err()).contains("holds no usable URL");
+    Path binary = Files.write(dir.resolve("binary.bin"), new byte[] {(byte) 0xff, 0, 1, 2, (byte) 0xfe});
+    Cli.Result bin = Cli.run("fetch", binary.toString(), "--db", TestDatabase.jdbcUrl());
+    assertThat(bin.code()).isEqualTo(2);
+    assertThat(bin.err()).contains("binary.bin");
+
+    assertThat(jobExists(name)).isFalse();
+    assertThat(destination.arrivals()).isEmpty();
+  }
+
+  @Test
+  void aPasswordInTheDatabaseUrlIsNeverPrinted() throws Exception {
+    String secret = "s3cret-" + UNIQUE.incrementAndGet();
+    String url = TestDatabase.jdbcUrl() + "&password=" + secret;
+    Cli.Result run = Cli.run("fetch", input(destination.items(2)).toString(), "--job", name,
+        "--destination", name, "--db", url, "--out", dir.resolve("out").toString(), "--rate", "50");
+    Cli.Result status = Cli.run("status", "--db", url);
+    Cli.Result unreachable = Cli.run("status", "--db",
+        "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&password=" + secret);
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(status.code()).isEqualTo(0);
+    assertThat(unreachable.code()).isEqualTo(2);
+    assertThat(unreachable.err()).contains("cannot use the database");
+    for (Cli.Result r : List.of(run, status, unreachable)) {
+      assertThat(r.out() + r.err()).doesNotContain(secret);
+    }
+    assertThat(status.out()).contains("password=***");
+  }
+
+  private static boolean jobExists(String job) throws SQLException {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'pacer_job'")) {
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        if (r.getLong(1) == 0) {
+          return false;
+        }
+      }
+      try (PreparedStatement q = c.prepareStatement("SELECT count(*) FROM pacer_job WHERE name = ?")) {
+        q.setString(1, job);
+        try (ResultSet r = q.executeQuery()) {
+          r.next();
+          return r.getLong(1) > 0;
+        }
+      }
+    }
+  }
+}
