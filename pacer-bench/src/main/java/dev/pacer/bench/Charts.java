@@ -89,6 +89,7 @@ final class Charts {
     Latency.Result l = r.latency;
     Map<String, double[]> series = new LinkedHashMap<>();
     series.put("SELECT 1", new double[] {l.select1P50(), l.select1P99()});
+    series.put("bare one-row upsert", new double[] {l.bareUpsertP50(), l.bareUpsertP99()});
     series.put("Pacer reservation", new double[] {l.reserveP50(), l.reserveP99()});
     bars(file, String.format(Locale.ROOT,
             "Round trip from one thread (reservation p50 = %.2f x SELECT 1 p50)", l.ratio()),

@@ -7,45 +7,57 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Arrays;
 import org.postgresql.PGStatement;
 
 /**
- * Round-trip latency from one thread: JDBC {@code SELECT 1} (prepared server-side, on one
- * connection with the same session settings as Pacer's) against one Pacer reservation on its own
- * dedicated connection. The two are measured in alternating rounds so that a change in the
- * machine's load during the measurement hits both alike.
+ * Round-trip latency from one thread, all on one connection: JDBC {@code SELECT 1} (prepared
+ * server-side) against one Pacer reservation, the cursor being handed that same connection (and
+ * so setting its session up as it always does). A third series, the smallest write there is on
+ * the same table (a bare upsert of one row, no pacing arithmetic), tells the cost of any write
+ * transaction apart from the cost of Pacer's statement. The three are measured in alternating
+ * rounds so that a change in the machine's load during the measurement hits all alike.
  */
 final class Latency {
 
   /** Microsecond percentiles of both. */
   record Result(double select1P50, double select1P99, double reserveP50, double reserveP99,
-      int samplesEach) {
+      double bareUpsertP50, double bareUpsertP99, int samplesEach) {
 
     double ratio() {
       return reserveP50 / select1P50;
     }
   }
 
+  /** The smallest write on Pacer's table: one upsert of one row, nothing computed. */
+  static final String BARE_UPSERT =
+      "INSERT INTO " + Contender.PACER_TABLE + " AS c (name, next_at, updated_at)"
+          + " VALUES (?, clock_timestamp(), clock_timestamp())"
+          + " ON CONFLICT (name) DO UPDATE SET next_at = EXCLUDED.next_at,"
+          + " updated_at = EXCLUDED.updated_at RETURNING c.next_at";
+
   private Latency() {}
 
   static Result measure(Database.Target db, int rounds, int samples) throws SQLException {
     long[] select1 = new long[rounds * samples];
     long[] reserve = new long[rounds * samples];
+    long[] upsert = new long[rounds * samples];
     try (Connection c = db.connect();
         PostgresCursor cursor = new PostgresCursor(
-            PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties()).build())) {
-      try (Statement s = c.createStatement()) {
-        s.execute("SET synchronous_commit = off");
-      }
-      try (PreparedStatement ping = c.prepareStatement("SELECT 1")) {
+            PostgresCursorConfig.forDataSource(new SingleConnectionDataSource(c)).build())) {
+      // The cursor sets the session up (autocommit, timeouts, synchronous_commit) on first use.
+      reserve(cursor, "bench-latency");
+      try (PreparedStatement ping = c.prepareStatement("SELECT 1");
+          PreparedStatement bare = c.prepareStatement(BARE_UPSERT)) {
         ping.unwrap(PGStatement.class).setPrepareThreshold(1);
+        bare.unwrap(PGStatement.class).setPrepareThreshold(1);
+        bare.setString(1, "bench-latency-bare-upsert");
         String key = "bench-latency";
         for (int i = 0; i < Math.max(2_000, samples); i++) {
           ping(ping);
           reserve(cursor, key);
+          ping(bare);
         }
         int k = 0;
         for (int r = 0; r < rounds; r++) {
@@ -59,20 +71,27 @@ final class Latency {
             reserve(cursor, key);
             reserve[k + i] = System.nanoTime() - t0;
           }
+          for (int i = 0; i < samples; i++) {
+            long t0 = System.nanoTime();
+            ping(bare);
+            upsert[k + i] = System.nanoTime() - t0;
+          }
           k += samples;
         }
       }
     }
     Arrays.sort(select1);
     Arrays.sort(reserve);
+    Arrays.sort(upsert);
     return new Result(
         percentileMicros(select1, 0.50), percentileMicros(select1, 0.99),
         percentileMicros(reserve, 0.50), percentileMicros(reserve, 0.99),
+        percentileMicros(upsert, 0.50), percentileMicros(upsert, 0.99),
         select1.length);
   }
 
-  private static void ping(PreparedStatement ping) throws SQLException {
-    try (ResultSet r = ping.executeQuery()) {
+  private static void ping(PreparedStatement statement) throws SQLException {
+    try (ResultSet r = statement.executeQuery()) {
       r.next();
     }
   }

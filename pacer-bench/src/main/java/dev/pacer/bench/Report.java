@@ -125,8 +125,12 @@ final class Report {
         .append(fmt(l.select1P99(), 1)).append(" |\n");
     md.append("| Pacer reservation | ").append(fmt(l.reserveP50(), 1)).append(" | ")
         .append(fmt(l.reserveP99(), 1)).append(" |\n");
-    md.append("| ratio | ").append(fmt(l.ratio(), 2)).append(" | ")
+    md.append("| bare one-row upsert (the smallest write) | ").append(fmt(l.bareUpsertP50(), 1))
+        .append(" | ").append(fmt(l.bareUpsertP99(), 1)).append(" |\n");
+    md.append("| reservation ÷ SELECT 1 | ").append(fmt(l.ratio(), 2)).append(" | ")
         .append(fmt(l.reserveP99() / l.select1P99(), 2)).append(" |\n");
+    md.append("| bare upsert ÷ SELECT 1 | ").append(fmt(l.bareUpsertP50() / l.select1P50(), 2))
+        .append(" | ").append(fmt(l.bareUpsertP99() / l.select1P99(), 2)).append(" |\n");
     md.append("\n![latency](").append(Charts.LATENCY).append(")\n\n");
 
     Accuracy a = r.pacerAccuracy;

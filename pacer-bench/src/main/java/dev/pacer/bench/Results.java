@@ -109,6 +109,9 @@ final class Results {
     m.put("reserve_p50_us", latency.reserveP50());
     m.put("reserve_p99_us", latency.reserveP99());
     m.put("reserve_to_select1_ratio", latency.ratio());
+    m.put("bare_upsert_p50_us", latency.bareUpsertP50());
+    m.put("bare_upsert_p99_us", latency.bareUpsertP99());
+    m.put("bare_upsert_to_select1_ratio", latency.bareUpsertP50() / latency.select1P50());
     m.put("hotkey_per_s", keyed(hotKey()));
     m.put("spread_keys", settings.spreadKeys());
     m.put("spread_per_s", keyed(series(Contender.PACER, false, settings.spreadKeys())));
