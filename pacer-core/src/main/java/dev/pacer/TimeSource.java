@@ -16,6 +16,14 @@ public interface TimeSource {
   /** Blocks for {@code nanos} (no-op if not positive). */
   void sleepNanos(long nanos) throws InterruptedException;
 
+  /**
+   * Wall-clock milliseconds since the epoch, as {@link System#currentTimeMillis()}: used only where
+   * processes on different hosts must act at the same instants (retry boundaries after an outage).
+   */
+  default long epochMillis() {
+    return System.currentTimeMillis();
+  }
+
   /** The real clock and {@link Thread#sleep}. */
   TimeSource SYSTEM =
       new TimeSource() {

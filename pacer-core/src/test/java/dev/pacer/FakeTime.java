@@ -42,6 +42,11 @@ public final class FakeTime implements TimeSource {
     }
   }
 
+  @Override
+  public synchronized long epochMillis() {
+    return 1_800_000_000_000L + now / 1_000_000L;
+  }
+
   public synchronized void advance(Duration d) {
     now += d.toNanos();
   }

@@ -38,8 +38,13 @@ import org.slf4j.LoggerFactory;
  *   <li>a connection that died between calls (a restart, a terminated backend) is replaced and the
  *       statement retried once in the same call; a second failure, or a timeout, answers {@link
  *       Reservation#unavailable()};
- *   <li>after a failure, reservations answer "unavailable" for {@code failureCooldown} without
- *       touching the network, with one WARN per cooldown carrying a running failure count.
+ *   <li>after a failure, reservations answer "unavailable" without touching the network until the
+ *       next retry boundary, with one WARN per cooldown carrying a running failure count. Retry
+ *       boundaries are the multiples of {@code failureCooldown} on the wall clock, at least half a
+ *       cooldown after the failure: every process of the fleet retries at the same instants, so
+ *       after an outage they all return to the shared cursor together, instead of some pacing on
+ *       the cursor at the full rate while others still pace locally (which would add up to more
+ *       than the ceiling). An outage costs one connection attempt per cooldown per process.
  * </ul>
  */
 public final class PostgresCursor implements Cursor, AutoCloseable {
@@ -226,13 +231,24 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private Reservation failed(SQLException cause) {
     long total = failures.incrementAndGet();
     consecutiveFailures++;
-    latchedUntilNanos = time.nanoTime() + config.failureCooldown().toNanos();
+    latchedUntilNanos = time.nanoTime() + nanosUntilNextRetryBoundary();
     latched = true;
     log.warn("PostgreSQL cursor unavailable ({} failure(s) so far, {} in a row): {} [SQLState {}];"
             + " pacing locally for the next {}",
         total, consecutiveFailures, cause.getMessage(), cause.getSQLState(),
         config.failureCooldown());
     return Reservation.unavailable();
+  }
+
+  private long nanosUntilNextRetryBoundary() {
+    long cooldown = config.failureCooldown().toMillis();
+    if (cooldown == 0) {
+      return 0;
+    }
+    long now = time.epochMillis();
+    long earliest = now + cooldown / 2;
+    long boundary = Math.floorDiv(earliest + cooldown - 1, cooldown) * cooldown;
+    return (boundary - now) * 1_000_000L;
   }
 
   private void ensureConnected() throws SQLException {

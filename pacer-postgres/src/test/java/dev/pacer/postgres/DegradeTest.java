@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The coordinator is unreachable: reservations answer "unavailable" without throwing, the limiter
  * paces at the divided rate, the latch keeps an outage to one connection attempt (and one WARN) per
- * cooldown, and the cursor reconnects once the database is there again. The latch runs on a fake
- * clock, so nothing here waits 5 s.
+ * cooldown, retries fall on shared boundaries, and the cursor reconnects once the database is
+ * there again. The latch runs on a fake clock, so nothing here waits 5 s.
  */
 class DegradeTest {
 
@@ -37,6 +37,7 @@ class DegradeTest {
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres")
             .timeSource(time).build())) {
 
+      long retryBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
       for (int i = 0; i < 25; i++) {
         Reservation r = cursor.reserve("outage", GAP);
         assertThat(r.isUnavailable()).as("reservation %d: %s", i, r).isTrue();
@@ -54,16 +55,21 @@ class DegradeTest {
       assertThat(limiter.isDegraded()).isTrue();
       assertThat(cursor.connectionAttempts()).isEqualTo(1);
 
-      time.advance(Duration.ofSeconds(5));
+      // Retries happen at multiples of 5 s on the wall clock, at least 2.5 s after a failure.
+      time.advance(Duration.ofMillis(retryBoundary - 1 - time.epochMillis()));
+      assertThat(cursor.reserve("outage", GAP).isUnavailable()).isTrue();
+      assertThat(cursor.connectionAttempts()).as("1 ms before the boundary").isEqualTo(1);
+      time.advance(Duration.ofMillis(2));
       assertThat(cursor.reserve("outage", GAP).isUnavailable()).isTrue();
       assertThat(cursor.connectionAttempts()).as("one attempt per cooldown").isEqualTo(2);
       assertThat(warnings(log)).as("one WARN per cooldown").isEqualTo(2);
       assertThat(log.toString(StandardCharsets.UTF_8)).contains("2 failure(s) so far");
 
       try (EmbeddedPostgres restored = EmbeddedPostgres.builder().setPort(port).start()) {
+        time.advance(Duration.ofMillis(2400));
         assertThat(cursor.reserve("outage", GAP).isUnavailable()).as("still latched").isTrue();
         assertThat(cursor.connectionAttempts()).isEqualTo(2);
-        time.advance(Duration.ofSeconds(5));
+        time.advance(Duration.ofMillis(5100));
         Reservation back = cursor.reserve("outage", GAP);
         assertThat(back.isGranted()).as("reconnected: %s", back).isTrue();
         assertThat(cursor.connectionAttempts()).isEqualTo(3);

@@ -35,7 +35,7 @@ class HungDatabaseTest {
       });
       assertThat(latched).as("25 latched reservations touch no network").isLessThan(0.2);
 
-      Thread.sleep(600);
+      Thread.sleep(800); // the next retry boundary: a multiple of 500 ms, at least 250 ms away
       double reconnect = secondsFor(() -> assertThat(cursor.reserve("hung", GAP).isUnavailable()).isTrue());
       assertThat(reconnect).as("a connection attempt to a hung server is bounded").isBetween(0.9, 2.1);
 
@@ -55,7 +55,7 @@ class HungDatabaseTest {
       assertThat(threeTurns).as("degraded pacing at 10/s / 2").isBetween(0.39, 2.6);
 
       proxy.restore();
-      Thread.sleep(600);
+      Thread.sleep(800); // the next retry boundary: a multiple of 500 ms, at least 250 ms away
       Reservation back = cursor.reserve("hung", GAP);
       assertThat(back.isGranted()).as("recovered: %s", back).isTrue();
     }
