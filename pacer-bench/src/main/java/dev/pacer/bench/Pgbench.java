@@ -101,21 +101,18 @@ final class Pgbench {
   }
 
   /**
-   * The pgbench to use: the one given, else one on the PATH, else the newest under Debian's
-   * {@code /usr/lib/postgresql/<version>/bin}.
+   * The pgbench to use: the one given, else the newest under Debian's {@code
+   * /usr/lib/postgresql/<version>/bin} (the real binaries), else one on the PATH that answers
+   * {@code --version} (Debian's {@code /usr/bin/pgbench} is a wrapper that exists, and fails, when
+   * only the client package is installed).
    */
-  static Path locate(String given) throws IOException {
+  static Path locate(String given) throws IOException, InterruptedException {
     if (given != null) {
       Path p = Path.of(given);
       if (!Files.isExecutable(p)) {
         throw new IllegalStateException("--pgbench " + given + " is not an executable file");
       }
       return p;
-    }
-    for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
-      if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "pgbench"))) {
-        return Path.of(dir, "pgbench");
-      }
     }
     Path debian = Path.of("/usr/lib/postgresql");
     if (Files.isDirectory(debian)) {
@@ -130,8 +127,20 @@ final class Pgbench {
         }
       }
     }
+    for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+      Path candidate = dir.isEmpty() ? null : Path.of(dir, "pgbench");
+      if (candidate != null && Files.isExecutable(candidate) && answers(candidate)) {
+        return candidate;
+      }
+    }
     throw new IllegalStateException("pgbench not found: it ships with the PostgreSQL server"
-        + " binaries (on Debian: apt-get install -y postgresql-15); or pass --pgbench PATH");
+        + " binaries (on Debian: apt-get install -y postgresql); or pass --pgbench PATH");
+  }
+
+  private static boolean answers(Path pgbench) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(pgbench.toString(), "--version").redirectErrorStream(true).start();
+    p.getInputStream().readAllBytes();
+    return p.waitFor() == 0;
   }
 
   private static int versionOf(Path dir) {
