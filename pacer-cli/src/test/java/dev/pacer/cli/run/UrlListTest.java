@@ -1,0 +1,52 @@
+package dev.pacer.cli.run;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.pacer.cli.BadInputException;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class UrlListTest {
+
+  private static UrlList read(String text) throws Exception {
+    return UrlList.read(new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8)), "input");
+  }
+
+  @Test
+  void keepsHttpAndHttpsUrlsInOrderWithoutDuplicatesAndNamesTheirHosts() throws Exception {
+    UrlList list = read("# urls\nhttps://A.example/1\n\n  http://b.example/2  \nhttps://A.example/1\n");
+    assertThat(list.urls()).containsExactly("https://A.example/1", "http://b.example/2");
+    assertThat(list.hosts()).containsExactly("a.example", "b.example");
+    assertThat(list.problems()).isEmpty();
+  }
+
+  @Test
+  void reportsEachBadLineWithItsNumberAndSkipsIt() throws Exception {
+    String longLine = "http://x.example/" + "a".repeat(UrlList.MAX_URL_LENGTH);
+    UrlList list = read("http://ok.example/\nftp://x/y\nhttp://\nmailto:a@b\n" + longLine
+        + "\nhttp://bad host/\nhttp://x.example/\u0001\n");
+    assertThat(list.urls()).containsExactly("http://ok.example/");
+    assertThat(list.problems()).hasSize(6);
+    assertThat(list.problems().get(0)).isEqualTo("line 2: scheme ftp is not http or https: ftp://x/y");
+    assertThat(list.problems().get(1)).startsWith("line 3: ");
+    assertThat(list.problems().get(2)).startsWith("line 4: scheme mailto");
+    assertThat(list.problems().get(3)).startsWith("line 5: longer than 8192 characters").endsWith("...");
+    assertThat(list.problems().get(4)).startsWith("line 6: not a URL");
+    assertThat(list.problems().get(5)).startsWith("line 7: ").contains("\\u0001");
+  }
+
+  @Test
+  void refusesBinaryNonUtf8AndEmptyInput() {
+    assertThatThrownBy(() -> UrlList.read(new ByteArrayInputStream(new byte[] {'h', 0, 'x'}), "in.bin"))
+        .isInstanceOf(BadInputException.class).hasMessageContaining("in.bin looks binary");
+    assertThatThrownBy(() -> UrlList.read(
+        new ByteArrayInputStream(new byte[] {'h', (byte) 0xc3, (byte) 0x28}), "in.txt"))
+        .isInstanceOf(BadInputException.class).hasMessageContaining("in.txt is not UTF-8");
+    assertThatThrownBy(() -> read("# only a comment\n\n"))
+        .isInstanceOf(BadInputException.class).hasMessageContaining("holds no usable URL");
+    assertThatThrownBy(() -> read("file:///etc/passwd\n"))
+        .isInstanceOf(BadInputException.class).hasMessageContaining("line 1: scheme file");
+  }
+}
