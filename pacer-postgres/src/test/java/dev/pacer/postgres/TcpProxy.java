@@ -21,6 +21,7 @@ public final class TcpProxy implements AutoCloseable {
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
   private volatile boolean blackholed;
   private volatile boolean closed;
+  private final java.util.concurrent.atomic.AtomicLong accepted = new java.util.concurrent.atomic.AtomicLong();
 
   public TcpProxy(int upstreamPort) throws IOException {
     this.upstreamPort = upstreamPort;
@@ -32,6 +33,11 @@ public final class TcpProxy implements AutoCloseable {
 
   public int port() {
     return server.getLocalPort();
+  }
+
+  /** Client connections accepted so far: every connection attempt, whether or not it succeeded. */
+  public long connectionsAccepted() {
+    return accepted.get();
   }
 
   /** Stop forwarding; sockets stay open and silent. */
@@ -48,8 +54,15 @@ public final class TcpProxy implements AutoCloseable {
     while (!closed) {
       try {
         Socket client = server.accept();
+        accepted.incrementAndGet();
         sockets.add(client);
-        Socket upstream = new Socket(InetAddress.getLoopbackAddress(), upstreamPort);
+        Socket upstream;
+        try {
+          upstream = new Socket(InetAddress.getLoopbackAddress(), upstreamPort);
+        } catch (IOException refused) {
+          client.close(); // the database is down: the client sees its connection fail
+          continue;
+        }
         sockets.add(upstream);
         pump(client.getInputStream(), upstream.getOutputStream());
         pump(upstream.getInputStream(), client.getOutputStream());

@@ -1,0 +1,64 @@
+package dev.pacer.postgres;
+
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterRegistry;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A fleet member for {@link OutageTest}: {@code threads} threads acquiring turns as fast as the
+ * limiter allows for {@code seconds}, printing {@code ACQ <epoch nanos>} per turn.
+ *
+ * <p>Arguments: {@code jdbcUrl destination ratePerSecond threads maxFetchingProcesses seconds}.
+ */
+public final class OutageWorker {
+
+  public static void main(String[] args) throws Exception {
+    String jdbcUrl = args[0];
+    int threads = Integer.parseInt(args[3]);
+    Destination destination = Destination.builder(args[1])
+        .ratePerSecond(Double.parseDouble(args[2]))
+        .maxConcurrency(threads)
+        .maxFetchingProcesses(Integer.parseInt(args[4]))
+        .build();
+    long runNanos = Duration.ofSeconds(Long.parseLong(args[5])).toNanos();
+    PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build());
+    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
+    cursor.tryReserve("warm-up-" + ProcessHandle.current().pid(), Duration.ofMillis(1), Duration.ZERO);
+    System.out.println("READY");
+    System.out.flush();
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    if (!"GO".equals(in.readLine())) {
+      throw new IllegalStateException("expected GO");
+    }
+    long end = System.nanoTime() + runNanos;
+    List<Thread> workers = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      Thread worker = new Thread(() -> {
+        try {
+          while (System.nanoTime() < end) {
+            limiter.acquire().close();
+            Instant now = Instant.now();
+            System.out.println("ACQ " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      worker.start();
+      workers.add(worker);
+    }
+    for (Thread worker : workers) {
+      worker.join();
+    }
+    System.out.println("ATTEMPTS " + cursor.connectionAttempts());
+    System.out.flush();
+    cursor.close();
+  }
+}

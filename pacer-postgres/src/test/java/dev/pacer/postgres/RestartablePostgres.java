@@ -1,0 +1,79 @@
+package dev.pacer.postgres;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A PostgreSQL server (zonky's binaries) on a fixed port and data directory that a test can stop
+ * the hard way (SIGQUIT to the postmaster, which is what {@code pg_ctl stop -m immediate} sends:
+ * no checkpoint, every backend killed, as in a crash) and start again on the same port and data,
+ * with crash recovery. The signal is sent directly because pg_ctl refuses to run as root, which
+ * CI is.
+ */
+public final class RestartablePostgres implements AutoCloseable {
+
+  private final Path dataDirectory;
+  private final int port;
+  private EmbeddedPostgres server;
+  private long postmasterPid;
+
+  public RestartablePostgres() throws IOException {
+    this.dataDirectory = Files.createTempDirectory("pacer-restartable-pg");
+    try (ServerSocket s = new ServerSocket(0)) {
+      this.port = s.getLocalPort();
+    }
+    start();
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public String jdbcUrl() {
+    return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres";
+  }
+
+  public synchronized void start() throws IOException {
+    server = EmbeddedPostgres.builder()
+        .setDataDirectory(dataDirectory)
+        .setCleanDataDirectory(false)
+        .setPort(port)
+        .start();
+    postmasterPid = Long.parseLong(
+        Files.readAllLines(dataDirectory.resolve("postmaster.pid")).get(0).trim());
+  }
+
+  /** Stops the server at once, as a crash would: an immediate shutdown. */
+  public synchronized void stopImmediately() throws Exception {
+    Process kill = new ProcessBuilder("kill", "-QUIT", Long.toString(postmasterPid))
+        .redirectErrorStream(true).start();
+    String output = new String(kill.getInputStream().readAllBytes());
+    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      throw new IOException("kill -QUIT " + postmasterPid + " failed: " + output);
+    }
+    ProcessHandle postmaster = ProcessHandle.of(postmasterPid).orElse(null);
+    if (postmaster != null) {
+      postmaster.onExit().get(30, TimeUnit.SECONDS);
+    }
+    // Releases zonky's lock on the data directory (its own stop finds no server, which is fine);
+    // the directory is kept because it was opened with setCleanDataDirectory(false).
+    server.close();
+    server = null;
+  }
+
+  @Override
+  public synchronized void close() {
+    try {
+      if (server != null) {
+        server.close();
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
