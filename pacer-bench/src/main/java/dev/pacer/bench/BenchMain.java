@@ -119,7 +119,8 @@ public final class BenchMain {
     if (processes != null || measureMillis != null) {
       List<Integer> p = processes != null ? processes : settings.processCounts();
       settings = new BenchSettings(p, settings.warmupMillis(),
-          measureMillis != null ? measureMillis : settings.measureMillis(), settings.spreadKeys(),
+          measureMillis != null ? measureMillis : settings.measureMillis(), settings.repeats(),
+          settings.spreadKeys(),
           settings.latencyRounds(), settings.latencySamples(), p, settings.pgbenchSeconds(),
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns());
@@ -170,19 +171,22 @@ public final class BenchMain {
           }
         }
         for (int n : counts) {
-          if (s.pgbenchClients().contains(n)) {
-            double tps = pgbench.run(n, s.pgbenchSeconds());
-            r.pgbench.put(n, tps);
-            log.printf(Locale.ROOT, "[%d] pgbench, same statement: %,.0f/s%n", n, tps);
-          }
-          if (s.processCounts().contains(n)) {
-            for (Results.Series series : seriesAt(n, r)) {
-              double perSecond = throughput(pool, series, n);
-              r.recordThroughput(series, n, perSecond);
-              log.printf(Locale.ROOT, "[%d] %s, %s, %d key(s): %,.0f/s%n", n,
-                  series.contender().label(),
-                  series.synchronousCommit() ? "synchronous_commit on" : "off",
-                  series.keys(), perSecond);
+          for (int round = 1; round <= s.repeats(); round++) {
+            if (s.pgbenchClients().contains(n)) {
+              double tps = pgbench.run(n, s.pgbenchSeconds());
+              r.recordPgbench(n, tps);
+              log.printf(Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n",
+                  n, round, tps);
+            }
+            if (s.processCounts().contains(n)) {
+              for (Results.Series series : seriesAt(n, r)) {
+                double perSecond = throughput(pool, series, n);
+                r.recordThroughput(series, n, perSecond);
+                log.printf(Locale.ROOT, "[%d, round %d] %s, %s, %d key(s): %,.0f/s%n", n, round,
+                    series.contender().label(),
+                    series.synchronousCommit() ? "synchronous_commit on" : "off",
+                    series.keys(), perSecond);
+              }
             }
           }
         }

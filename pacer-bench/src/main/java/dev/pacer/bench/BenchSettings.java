@@ -10,6 +10,8 @@ import java.util.List;
  *     connection)
  * @param warmupMillis each throughput point: time every worker spends warming up before counting
  * @param measureMillis each throughput point: the counted window, the same for every worker
+ * @param repeats throughput and pgbench: rounds over all contenders at each process count; the
+ *     median of the rounds is reported
  * @param spreadKeys the number of keys for the "spread" throughput (processes rotate over them)
  * @param latencyRounds latency: rounds, each of {@code latencySamples} SELECT 1 then as many
  *     reservations, interleaved so that drift in the machine's load hits both alike
@@ -26,6 +28,7 @@ public record BenchSettings(
     List<Integer> processCounts,
     long warmupMillis,
     long measureMillis,
+    int repeats,
     int spreadKeys,
     int latencyRounds,
     int latencySamples,
@@ -43,14 +46,17 @@ public record BenchSettings(
     if (processCounts.isEmpty() || pgbenchClients.isEmpty()) {
       throw new IllegalArgumentException("process and client counts must not be empty");
     }
+    if (repeats < 1) {
+      throw new IllegalArgumentException("repeats must be at least 1, got " + repeats);
+    }
   }
 
-  /** The documented run: about four minutes on two cores. */
+  /** The documented run: about seven minutes on two cores. */
   public static BenchSettings full() {
     return new BenchSettings(
-        List.of(1, 2, 4, 8), 1_000, 3_000, 16,
+        List.of(1, 2, 4, 8), 500, 2_000, 3, 16,
         10, 1_000,
-        List.of(1, 2, 4, 8), 3,
+        List.of(1, 2, 4, 8), 2,
         4, 16, 200, 5_000,
         5);
   }
@@ -58,7 +64,7 @@ public record BenchSettings(
   /** Every measurement, briefly: for the smoke test and a quick look. */
   public static BenchSettings tiny() {
     return new BenchSettings(
-        List.of(1, 2), 200, 300, 4,
+        List.of(1, 2), 200, 300, 1, 4,
         2, 100,
         List.of(1, 2), 1,
         2, 4, 200, 1_000,

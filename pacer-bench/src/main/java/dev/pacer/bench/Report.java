@@ -67,7 +67,9 @@ final class Report {
     md.append("### Throughput, reservations per second\n\n");
     md.append("Every process is a separate JVM with one thread and one connection; pgbench runs"
         + " the same statement with as many clients. All columns use `synchronous_commit = off`"
-        + " for their sessions, as Pacer's does.\n\n");
+        + " for their sessions, as Pacer's does. Each figure is the median of ")
+        .append(r.settings.repeats()).append(" round(s) (every round in `bench-results.json`,"
+            + " `throughput_rounds_per_s`).\n\n");
     md.append("| processes | pgbench, same statement | Pacer, hot key | Pacer, ")
         .append(r.settings.spreadKeys()).append(" keys | Bucket4j select-for-update"
             + " | Bucket4j advisory-lock | naive advisory-lock transaction |\n");

@@ -1,6 +1,7 @@
 package dev.pacer.bench;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,8 +33,12 @@ final class Results {
   Machine machine;
   Latency.Result latency;
   Overhead.Result overhead;
+  /** pgbench: clients → median of the rounds. */
   final Map<Integer, Double> pgbench = new TreeMap<>();
+  /** Every series: processes → median of the rounds. */
   final Map<Series, Map<Integer, Double>> throughput = new LinkedHashMap<>();
+  private final Map<Integer, List<Double>> pgbenchRounds = new TreeMap<>();
+  private final Map<Series, Map<Integer, List<Double>>> throughputRounds = new LinkedHashMap<>();
   Accuracy pacerAccuracy;
   Accuracy perProcessAccuracy;
 
@@ -43,7 +48,23 @@ final class Results {
   }
 
   void recordThroughput(Series series, int processes, double perSecond) {
-    throughput.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, perSecond);
+    List<Double> rounds = throughputRounds.computeIfAbsent(series, s -> new TreeMap<>())
+        .computeIfAbsent(processes, n -> new ArrayList<>());
+    rounds.add(perSecond);
+    throughput.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, median(rounds));
+  }
+
+  void recordPgbench(int clients, double perSecond) {
+    List<Double> rounds = pgbenchRounds.computeIfAbsent(clients, n -> new ArrayList<>());
+    rounds.add(perSecond);
+    pgbench.put(clients, median(rounds));
+  }
+
+  static double median(List<Double> values) {
+    List<Double> sorted = new ArrayList<>(values);
+    Collections.sort(sorted);
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
   }
 
   Map<Integer, Double> series(Contender contender, boolean synchronousCommit, int keys) {
@@ -157,6 +178,14 @@ final class Results {
     }
     m.put("targets", judged);
     m.put("machine", machine.toJson());
+    Map<String, Object> rounds = new LinkedHashMap<>();
+    rounds.put("pgbench", roundsJson(pgbenchRounds));
+    throughputRounds.forEach((series, byCount) -> rounds.put(
+        series.contender().name().toLowerCase(java.util.Locale.ROOT)
+            + (series.synchronousCommit() ? "/synchronous_commit_on" : "/synchronous_commit_off")
+            + "/" + series.keys() + (series.keys() == 1 ? "_key" : "_keys"),
+        roundsJson(byCount)));
+    m.put("throughput_rounds_per_s", rounds);
     m.put("settings", settingsJson());
     return m;
   }
@@ -166,6 +195,7 @@ final class Results {
     s.put("process_counts", settings.processCounts());
     s.put("warmup_ms", settings.warmupMillis());
     s.put("measure_ms", settings.measureMillis());
+    s.put("rounds", settings.repeats());
     s.put("latency_samples_each", settings.latencyRounds() * settings.latencySamples());
     s.put("pgbench_clients", settings.pgbenchClients());
     s.put("pgbench_seconds", settings.pgbenchSeconds());
@@ -175,6 +205,13 @@ final class Results {
     s.put("accuracy_ms", settings.accuracyMillis());
     s.put("overhead_runs", settings.overheadRuns());
     return s;
+  }
+
+  private static Map<String, Object> roundsJson(Map<Integer, List<Double>> byCount) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    byCount.forEach((n, values) -> out.put(Integer.toString(n),
+        values.stream().map(v -> (Object) (double) Math.round(v)).toList()));
+    return out;
   }
 
   private static Map<String, Object> keyed(Map<Integer, Double> values) {
