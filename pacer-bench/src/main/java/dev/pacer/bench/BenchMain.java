@@ -180,12 +180,13 @@ public final class BenchMain {
             }
             if (s.processCounts().contains(n)) {
               for (Results.Series series : seriesAt(n, r)) {
-                double perSecond = throughput(pool, series, n);
-                r.recordThroughput(series, n, perSecond);
-                log.printf(Locale.ROOT, "[%d, round %d] %s, %s, %d key(s): %,.0f/s%n", n, round,
-                    series.contender().label(),
+                Throughput t = throughput(pool, series, n);
+                r.recordThroughput(series, n, t.perSecond());
+                r.recordClientCpu(series, n, t.clientCpuMicrosPerCall());
+                log.printf(Locale.ROOT, "[%d, round %d] %s, %s, %d key(s): %,.0f/s"
+                        + " (client CPU %.1f µs/call)%n", n, round, series.contender().label(),
                     series.synchronousCommit() ? "synchronous_commit on" : "off",
-                    series.keys(), perSecond);
+                    series.keys(), t.perSecond(), t.clientCpuMicrosPerCall());
               }
             }
           }
@@ -236,7 +237,7 @@ public final class BenchMain {
     return list;
   }
 
-  private double throughput(WorkerPool pool, Results.Series series, int n) {
+  private Throughput throughput(WorkerPool pool, Results.Series series, int n) {
     BenchSettings s = options.settings();
     List<String> prepare = new ArrayList<>();
     for (int p = 0; p < n; p++) {
@@ -249,11 +250,18 @@ public final class BenchMain {
           + " " + String.join(",", keys) + " " + s.warmupMillis());
     }
     long total = 0;
+    long cpuNanos = 0;
     for (String reply : pool.run(n, prepare, s.measureMillis())) {
-      total += Long.parseLong(reply.trim());
+      String[] parts = reply.trim().split(" ");
+      total += Long.parseLong(parts[0]);
+      cpuNanos += Long.parseLong(parts[1]);
     }
-    return total / (s.measureMillis() / 1000.0);
+    return new Throughput(total / (s.measureMillis() / 1000.0),
+        total == 0 ? Double.NaN : cpuNanos / 1000.0 / total);
   }
+
+  /** One throughput point: calls per second and the clients' CPU per call (all workers, µs). */
+  record Throughput(double perSecond, double clientCpuMicrosPerCall) {}
 
   private Accuracy accuracy(WorkerPool pool, boolean shared) {
     BenchSettings s = options.settings();

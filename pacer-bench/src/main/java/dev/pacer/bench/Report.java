@@ -108,7 +108,16 @@ final class Report {
           .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), p), 1)).append("× | ")
           .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1)).append("× |\n");
     }
-    md.append("\n![throughput](").append(Charts.THROUGHPUT).append(")\n\n");
+    md.append("\nWhat each process's JVM spent on the CPU per call (all its threads, user and system;"
+        + " median of the rounds), at ").append(n).append(" processes, same commit mode:\n\n");
+    md.append("| Pacer, hot key | Bucket4j select-for-update | Bucket4j advisory-lock"
+        + " | naive transaction |\n|---:|---:|---:|---:|\n| ");
+    for (Contender c : new Contender[] {Contender.PACER, Contender.BUCKET4J_SELECT_FOR_UPDATE,
+        Contender.BUCKET4J_ADVISORY_LOCK, Contender.NAIVE_ADVISORY}) {
+      Double v = r.clientCpu.getOrDefault(new Results.Series(c, false, 1), Map.of()).get(n);
+      md.append(v == null ? "–" : fmt(v, 1) + " µs").append(" | ");
+    }
+    md.append("\n\n![throughput](").append(Charts.THROUGHPUT).append(")\n\n");
 
     int c = r.commitModeProcesses();
     md.append("### Commit mode (one hot key, ").append(c).append(" processes)\n\n");

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -11,7 +12,15 @@ import java.util.TreeMap;
 final class Results {
 
   /** One throughput series: a contender, its commit mode, and how many keys it spreads over. */
-  record Series(Contender contender, boolean synchronousCommit, int keys) {}
+  record Series(Contender contender, boolean synchronousCommit, int keys) {
+
+    /** Its name in the JSON, e.g. {@code pacer/synchronous_commit_off/1_key}. */
+    String id() {
+      return contender.name().toLowerCase(Locale.ROOT)
+          + (synchronousCommit ? "/synchronous_commit_on" : "/synchronous_commit_off")
+          + "/" + keys + (keys == 1 ? "_key" : "_keys");
+    }
+  }
 
   /** A target of the issue, judged on this run's figures. */
   record Target(String name, String description, double measured, String comparator,
@@ -37,6 +46,9 @@ final class Results {
   final Map<Integer, Double> pgbench = new TreeMap<>();
   /** Every series: processes → median of the rounds. */
   final Map<Series, Map<Integer, Double>> throughput = new LinkedHashMap<>();
+  /** Every series: processes → the client JVMs' CPU per call, µs (median of the rounds). */
+  final Map<Series, Map<Integer, Double>> clientCpu = new LinkedHashMap<>();
+  private final Map<Series, Map<Integer, List<Double>>> clientCpuRounds = new LinkedHashMap<>();
   private final Map<Integer, List<Double>> pgbenchRounds = new TreeMap<>();
   private final Map<Series, Map<Integer, List<Double>>> throughputRounds = new LinkedHashMap<>();
   Accuracy pacerAccuracy;
@@ -52,6 +64,13 @@ final class Results {
         .computeIfAbsent(processes, n -> new ArrayList<>());
     rounds.add(perSecond);
     throughput.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, median(rounds));
+  }
+
+  void recordClientCpu(Series series, int processes, double micros) {
+    List<Double> rounds = clientCpuRounds.computeIfAbsent(series, s -> new TreeMap<>())
+        .computeIfAbsent(processes, n -> new ArrayList<>());
+    rounds.add(micros);
+    clientCpu.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, median(rounds));
   }
 
   void recordPgbench(int clients, double perSecond) {
@@ -180,12 +199,15 @@ final class Results {
     m.put("machine", machine.toJson());
     Map<String, Object> rounds = new LinkedHashMap<>();
     rounds.put("pgbench", roundsJson(pgbenchRounds));
-    throughputRounds.forEach((series, byCount) -> rounds.put(
-        series.contender().name().toLowerCase(java.util.Locale.ROOT)
-            + (series.synchronousCommit() ? "/synchronous_commit_on" : "/synchronous_commit_off")
-            + "/" + series.keys() + (series.keys() == 1 ? "_key" : "_keys"),
-        roundsJson(byCount)));
+    throughputRounds.forEach((series, byCount) -> rounds.put(series.id(), roundsJson(byCount)));
     m.put("throughput_rounds_per_s", rounds);
+    Map<String, Object> cpu = new LinkedHashMap<>();
+    clientCpu.forEach((series, byCount) -> {
+      Map<String, Object> values = new LinkedHashMap<>();
+      byCount.forEach((n, v) -> values.put(Integer.toString(n), v));
+      cpu.put(series.id(), values);
+    });
+    m.put("client_cpu_us_per_call", cpu);
     m.put("settings", settingsJson());
     return m;
   }

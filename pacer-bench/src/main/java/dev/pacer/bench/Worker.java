@@ -25,7 +25,8 @@ import java.util.List;
  * <pre>
  * throughput CONTENDER SYNC KEY[,KEY…] WARMUP_MS  → ready
  * accuracy   pacer|local SYNC DESTINATION THREADS RATE → ready
- * go START_EPOCH_MS END_EPOCH_MS                  → done COUNT [EPOCH_MICROS,…]
+ * go START_EPOCH_MS END_EPOCH_MS                  → done COUNT CPU_NANOS (throughput)
+ *                                                 → done COUNT EPOCH_MICROS,… (accuracy)
  * exit
  * </pre>
  *
@@ -82,15 +83,20 @@ public final class Worker {
       out.println("ready");
       long[] window = awaitGo(in);
       long count = 0;
+      long cpuAtStart = -1;
       long now;
       while ((now = System.currentTimeMillis()) < window[1]) {
+        if (cpuAtStart < 0 && now >= window[0]) {
+          cpuAtStart = processCpuNanos();
+        }
         op.perform();
         now = System.currentTimeMillis();
         if (now >= window[0] && now < window[1]) {
           count++;
         }
       }
-      out.println("done " + count);
+      long cpu = cpuAtStart < 0 ? 0 : processCpuNanos() - cpuAtStart;
+      out.println("done " + count + " " + cpu);
     }
   }
 
@@ -162,6 +168,12 @@ public final class Worker {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /** CPU time of this whole JVM (every thread, user and system), in nanoseconds. */
+  private static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean)
+        java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
   }
 
   static long epochMicros() {
