@@ -12,7 +12,7 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code pacer db stop|status}: the embedded PostgreSQL. */
 @Command(name = "db", mixinStandardHelpOptions = true,
     description = "The embedded PostgreSQL (used when no --db is given).",
-    subcommands = {DbCommand.Stop.class, DbCommand.Status.class})
+    subcommands = {DbCommand.Start.class, DbCommand.Stop.class, DbCommand.Status.class})
 public final class DbCommand implements Runnable {
 
   @Spec CommandSpec spec;
@@ -24,6 +24,24 @@ public final class DbCommand implements Runnable {
 
   static EmbeddedDatabase embedded(Path dataDir) {
     return new EmbeddedDatabase(dataDir != null ? dataDir : EmbeddedDatabase.defaultDirectory());
+  }
+
+  /** {@code pacer db start}. */
+  @Command(name = "start", mixinStandardHelpOptions = true,
+      description = "Start the embedded PostgreSQL if it is not running (fetch does this itself).")
+  public static final class Start implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--data-dir", paramLabel = "DIR",
+        description = "Directory of the embedded PostgreSQL (default: $PACER_HOME or ~/.pacer).")
+    Path dataDir;
+
+    @Override
+    public Integer call() throws Exception {
+      EmbeddedDatabase db = embedded(dataDir);
+      spec.commandLine().getOut().println("The " + db + " is running: " + db.ensureRunning());
+      return Main.EXIT_OK;
+    }
   }
 
   /** {@code pacer db stop}. */

@@ -117,14 +117,33 @@ public final class FetchCommand implements Callable<Integer> {
       }
     }
     double elapsed = (System.nanoTime() - started) / 1e9;
-    JobStore.Counts counts = store.counts(jobName);
+    JobStore.Counts counts = null;
     long requests = 0;
-    for (JobStore.WorkerRow w : store.workers(settings.runId(), 0)) {
-      requests += w.requests();
+    Optional<JobStore.Trip> tripped = Optional.empty();
+    // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
+    // rather than end an hours-long run without its summary.
+    for (int attempt = 1; counts == null; attempt++) {
+      try {
+        counts = store.counts(jobName);
+        requests = 0;
+        for (JobStore.WorkerRow w : store.workers(settings.runId(), 0)) {
+          requests += w.requests();
+        }
+        // A trip open now was recorded during this run (an open trip refuses a run at its
+        // start): by this process, one of its workers, or an invocation cooperating on the job.
+        tripped = store.openTrip(jobName);
+      } catch (SQLException e) {
+        counts = null;
+        if (attempt == 120) {
+          throw e;
+        }
+        if (attempt == 1) {
+          err.println("pacer: waiting for PostgreSQL to report the job's final state: "
+              + database.describe(e));
+        }
+        Thread.sleep(1000);
+      }
     }
-    // A trip open now was recorded during this run (an open trip refuses the run at its start),
-    // by this process, one of its workers, or another invocation cooperating on the job.
-    Optional<JobStore.Trip> tripped = store.openTrip(jobName);
     if (tripped.isPresent()) {
       haltedBar = tripped.get().bar();
     }

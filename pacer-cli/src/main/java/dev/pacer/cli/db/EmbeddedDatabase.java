@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
  * under another.
  *
  * <p>Layout of the data directory: {@code pgdata/} (the cluster), {@code postgres.log} (server
- * log), {@code start.lock} (the start lock). The server listens on 127.0.0.1 only, with trust
+ * log), {@code start.lock} (the start lock), {@code port} (the port, reused when the server is
+ * started again so that running workers find it). The server listens on 127.0.0.1 only, with trust
  * authentication for the {@code postgres} user: it is a local single-user tool's database.
  */
 public final class EmbeddedDatabase {
@@ -76,14 +77,18 @@ public final class EmbeddedDatabase {
   public String ensureRunning() throws IOException {
     Files.createDirectories(dir);
     try (FileChannel channel = FileChannel.open(dir.resolve("start.lock"),
-            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
-        FileLock ignored = channel.lock()) {
-      OptionalInt running = runningPort();
-      if (running.isPresent()) {
-        log.debug("Using the running embedded PostgreSQL on port {}", running.getAsInt());
-        return jdbcUrl(running.getAsInt());
+            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE)) {
+      FileLock lock = channel.lock();
+      try {
+        OptionalInt running = runningPort();
+        if (running.isPresent()) {
+          log.debug("Using the running embedded PostgreSQL on port {}", running.getAsInt());
+          return jdbcUrl(running.getAsInt());
+        }
+        return start();
+      } finally {
+        lock.release();
       }
-      return start();
     }
   }
 
@@ -134,7 +139,7 @@ public final class EmbeddedDatabase {
   }
 
   private String start() throws IOException {
-    int port = freePort();
+    int port = port();
     Path logFile = dir.resolve("postgres.log");
     log.info("Starting the embedded PostgreSQL in {} on port {} (log: {})", pgData(), port, logFile);
     // Never closed on purpose: the server must outlive this JVM (see the class comment).
@@ -181,10 +186,30 @@ public final class EmbeddedDatabase {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
+  /**
+   * The port this directory's server used before, if it is free, so that a restarted server is
+   * found again by the workers that were using it (they hold its URL); else a free one, recorded.
+   */
+  private int port() throws IOException {
+    Path recorded = dir.resolve("port");
+    if (Files.exists(recorded)) {
+      try {
+        int previous = Integer.parseInt(Files.readString(recorded).trim());
+        try (ServerSocket probe = new ServerSocket(previous, 1,
+            java.net.InetAddress.getByName("127.0.0.1"))) {
+          return probe.getLocalPort();
+        }
+      } catch (IOException | NumberFormatException e) {
+        log.info("The embedded PostgreSQL's previous port is not available ({}); choosing another",
+            e.getMessage());
+      }
     }
+    int port;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      port = socket.getLocalPort();
+    }
+    Files.writeString(recorded, port + "\n");
+    return port;
   }
 
   /** For messages: where the data directory is. */

@@ -8,6 +8,7 @@ import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 
@@ -210,14 +211,22 @@ public final class JobStore implements AutoCloseable {
     });
   }
 
-  /** Extends the leases of every item {@code workerId} holds. */
-  public synchronized int extendLeases(String workerId, long leaseMillis) throws SQLException {
+  /**
+   * Extends the leases of the given claims of {@code workerId}: only those its threads still work
+   * on, so that a claim whose answer was lost on the way lapses and returns to the job.
+   */
+  public synchronized int extendLeases(String workerId, Collection<String> tokens,
+      long leaseMillis) throws SQLException {
+    if (tokens.isEmpty()) {
+      return 0;
+    }
     return call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-              + " WHERE leased_by = ? AND state = 'leased'")) {
+              + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)")) {
         s.setLong(1, leaseMillis);
         s.setString(2, workerId);
+        s.setArray(3, c.createArrayOf("text", tokens.toArray()));
         return s.executeUpdate();
       }
     });
@@ -511,14 +520,34 @@ public final class JobStore implements AutoCloseable {
     T apply(Connection c) throws SQLException;
   }
 
+  /**
+   * Runs {@code body} on the store's connection. A kept connection that turns out to have died
+   * since its last use (a database restart) is replaced and {@code body} run once more; any other
+   * failure discards the connection and is thrown.
+   */
   private <T> T call(SqlCall<T> body) throws SQLException {
+    boolean reused = connection != null;
     Connection c = connection();
     try {
       return body.apply(c);
     } catch (SQLException e) {
       discard();
+      if (!reused || !isConnectionLoss(e)) {
+        throw e;
+      }
+    }
+    Connection fresh = connection();
+    try {
+      return body.apply(fresh);
+    } catch (SQLException e) {
+      discard();
       throw e;
     }
+  }
+
+  private static boolean isConnectionLoss(SQLException e) {
+    String state = e.getSQLState();
+    return state == null || state.startsWith("08") || state.startsWith("57P");
   }
 
   private int update(String sql, String job) throws SQLException {

@@ -29,8 +29,11 @@ public final class Conveyor {
     this.processes = processes;
   }
 
-  /** Starts every worker. */
+  private final Thread stopOnExit = new Thread(this::stop, "pacer-conveyor-stop");
+
+  /** Starts every worker; if this JVM is terminated before they finish, they are terminated too. */
   public void start() throws IOException {
+    Runtime.getRuntime().addShutdownHook(stopOnExit);
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     for (int i = 0; i < processes; i++) {
       List<String> command = new ArrayList<>(List.of(java.toString(),
@@ -63,6 +66,7 @@ public final class Conveyor {
       }
       codes.add(code);
     }
+    Runtime.getRuntime().removeShutdownHook(stopOnExit);
     return codes;
   }
 

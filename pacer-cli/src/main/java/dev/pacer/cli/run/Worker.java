@@ -22,7 +22,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -65,6 +67,10 @@ public final class Worker {
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
+  /** One WARN per PostgreSQL outage for the whole process, not one per thread or call. */
+  private final AtomicBoolean outageWarned = new AtomicBoolean();
+  /** Lease tokens of the items this worker's threads hold right now. */
+  private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
   private JobStore store;
   private DestinationLimiter limiter;
@@ -164,7 +170,12 @@ public final class Worker {
           Thread.sleep(IDLE_POLL_MILLIS);
           continue;
         }
-        process(item.get());
+        held.add(item.get().token());
+        try {
+          process(item.get());
+        } finally {
+          held.remove(item.get().token());
+        }
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -248,7 +259,7 @@ public final class Worker {
   /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
   private void heartbeat() {
     try {
-      store.extendLeases(workerId, settings.leaseMillis());
+      store.extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
         Optional<JobStore.Trip> trip = store.openTrip(settings.job());
@@ -299,20 +310,18 @@ public final class Worker {
       throws InterruptedException {
     long started = System.nanoTime();
     long delay = 250;
-    boolean warned = false;
     while (true) {
       try {
         T value = call.call();
-        if (warned) {
-          log.info("PostgreSQL answers again; could {} after {} s", what,
-              (System.nanoTime() - started) / 1_000_000_000L);
+        if (outageWarned.compareAndSet(true, false)) {
+          log.info("PostgreSQL answers again; work state is being recorded again");
         }
         return value;
       } catch (SQLException e) {
-        if (!warned) {
-          log.warn("Could not {} ({}); PostgreSQL holds the work state, retrying until it"
-              + " answers", what, database.describe(e));
-          warned = true;
+        if (outageWarned.compareAndSet(false, true)) {
+          log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
+              + " fetched items (bodies already on disk) and retry until it answers; no new item"
+              + " is claimed meanwhile", what, database.describe(e));
         }
       }
       if ((giveUpOnStop && stop.get())

@@ -59,10 +59,16 @@ class JobStoreTest {
   @Test
   void heartbeatsKeepALeaseAlive() throws Exception {
     store.enqueue(job, "a", List.of("http://a/1"));
-    store.claim(job, "w1", 60_000).orElseThrow();
+    store.enqueue(job, "a", List.of("http://a/2"));
+    JobStore.Item kept = store.claim(job, "w1", 60_000).orElseThrow();
+    JobStore.Item lost = store.claim(job, "w1", 60_000).orElseThrow();
     TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
         + " WHERE job = '" + job + "'");
-    assertThat(store.extendLeases("w1", 60_000)).isEqualTo(1);
+    // Only claims a thread still works on are extended; one whose answer was lost lapses.
+    assertThat(store.extendLeases("w1", List.of(kept.token()), 60_000)).isEqualTo(1);
+    assertThat(store.extendLeases("w2", List.of(kept.token()), 60_000)).isZero();
+    assertThat(store.claim(job, "w2", 60_000)).hasValueSatisfying(
+        item -> assertThat(item.url()).isEqualTo(lost.url()));
     assertThat(store.claim(job, "w2", 60_000)).isEmpty();
   }
 
