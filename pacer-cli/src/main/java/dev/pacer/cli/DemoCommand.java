@@ -31,9 +31,10 @@ import picocli.CommandLine.Model.CommandSpec;
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = {
-      "Run 3 worker processes x 6 threads against a local destination that answers 429 above",
-      "its 7/s ceiling, for about 30 s; print the aggregate rate and the 429 count, and write a",
-      "PNG timeline. --per-process paces each process alone to show the N x defect."
+      "Show the fleet-wide ceiling at work, in about 30 s.",
+      "Runs 3 worker processes x 6 threads against a local destination that answers 429 above"
+          + " its 7/s ceiling; prints the aggregate rate and the 429 count, and writes a PNG"
+          + " timeline. --per-process paces each process alone, to show the N x defect."
     })
 public final class DemoCommand implements Callable<Integer> {
 

@@ -32,10 +32,11 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code pacer fetch}: enqueue a URL list as a job and fetch it under the fleet-wide ceiling. */
 @Command(name = "fetch", mixinStandardHelpOptions = true,
     description = {
-      "Fetch a list of URLs (one per line; '-' for stdin) under the destination's fleet-wide",
-      "ceiling. The list becomes a job in PostgreSQL: re-running it fetches only what is left.",
-      "The last line on stdout is a JSON summary. Exit: 0 finished, 3 halted by the operating",
-      "envelope (or refused: unacknowledged trip), 2 bad usage or input, 1 unexpected error."
+      "Fetch a list of URLs under the destination's fleet-wide ceiling.",
+      "INPUT has one URL per line ('-' for stdin). The list becomes a job in PostgreSQL:"
+          + " re-running it fetches only what is left. The last line on stdout is a JSON summary.",
+      "Exit: 0 finished, 3 halted by the operating envelope (or refused: unacknowledged trip),"
+          + " 2 bad usage or input, 1 unexpected error."
     })
 public final class FetchCommand implements Callable<Integer> {
 

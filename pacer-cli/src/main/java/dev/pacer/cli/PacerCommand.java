@@ -7,10 +7,8 @@ import picocli.CommandLine.Command;
     name = "pacer",
     mixinStandardHelpOptions = true,
     version = "pacer 0.1.0",
-    description = {
-      "Fetch URL lists under one request-rate ceiling per destination, held in PostgreSQL and",
-      "shared by every thread, process and host that fetches from it."
-    },
+    description = "Fetch URL lists under one request-rate ceiling per destination, held in"
+        + " PostgreSQL and shared by every thread, process and host that fetches from it.",
     subcommands = {
       FetchCommand.class,
       StatusCommand.class,
