@@ -149,8 +149,8 @@ public final class DestinationFetcher {
   }
 
   private void logRate(long n) {
-    log.info("Destination {}: {} requests, achieved {}/s over the last 10 s (ceiling {}/s for the"
-            + " whole fleet, backoff x{}{})",
+    log.info("Destination {}: {} requests from this process, which achieved {}/s over the last"
+            + " 10 s (fleet-wide ceiling {}/s, backoff x{}{})",
         destination.name(), n, String.format("%.2f", limiter.currentRate()),
         destination.ratePerSecond(), limiter.backoffMultiplier(),
         limiter.isDegraded() ? ", DEGRADED: pacing locally" : "");

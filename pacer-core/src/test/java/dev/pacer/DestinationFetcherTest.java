@@ -158,7 +158,7 @@ class DestinationFetcherTest {
       System.setErr(original);
     }
     assertThat(captured.toString(StandardCharsets.UTF_8))
-        .contains("Destination fetcher-test: 50 requests, achieved 10.00/s");
+        .contains("Destination fetcher-test: 50 requests from this process, which achieved 10.00/s");
   }
 
   @Test

@@ -133,6 +133,13 @@ public final class DemoCommand implements Callable<Integer> {
       out.println("Requests per worker process: " + split);
       out.println("429 answers from the destination: " + refused);
       out.println("Timeline (PNG): " + png);
+      out.printf(Locale.ROOT, perProcess
+          ? "Each process kept %.1f/s by its own count; together they sent %d requests in their"
+              + " busiest second (%.1f x the ceiling), the destination refused %d, and the backoff"
+              + " that followed (up to x16 per process) stretched the run to %.0f s.%n"
+          : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x the"
+              + " ceiling), %4$d refused, %5$.0f s for %7$d items.%n",
+          rate, peak, peak / rate, refused, span, processes, items);
       return code;
     }
   }
