@@ -66,6 +66,20 @@ class ConveyorTest {
   }
 
   @Test
+  void maxDispatchesCapsTheWorkersThatFetchAtOnce() throws Exception {
+    String name = "conveyor-cap-" + ProcessHandle.current().pid();
+    Path input = Files.write(dir.resolve("urls.txt"), destination.items(12));
+    Cli.Result run = Cli.run(fetchArgs(name, input, "--processes", "2", "--max-dispatches", "1",
+        "--threads", "2", "--rate", "20", "--concurrency", "2"));
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.number("done")).isEqualTo(12);
+    Set<String> workers = new HashSet<>();
+    destination.arrivals().forEach(a -> workers.add(a.worker()));
+    assertThat(workers).as("only the worker holding the one dispatch slot fetched").hasSize(1);
+  }
+
+  @Test
   void aWorkerKilledWithSigkillLosesNoItemAndNothingIsRecordedTwice() throws Exception {
     String name = "conveyor-kill-" + ProcessHandle.current().pid();
     Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));

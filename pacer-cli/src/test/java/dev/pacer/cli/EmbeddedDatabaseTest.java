@@ -57,6 +57,9 @@ class EmbeddedDatabaseTest {
       String errB = Files.readString(dir.resolve("b.err"));
       assertThat(first.exitValue()).as(errA).isZero();
       assertThat(second.exitValue()).as(errB).isZero();
+      assertThat(Files.readString(dir.resolve("a.out")))
+          .as("stdout is a file, not a terminal: no progress bar, just the summary")
+          .doesNotContain("\r").hasLineCount(1);
       assertThat(lastLine(dir.resolve("a.out"))).contains("\"done\":15");
       assertThat(lastLine(dir.resolve("b.out"))).contains("\"done\":30");
       assertThat(port(errA)).as("both used the same database").isEqualTo(port(errB));

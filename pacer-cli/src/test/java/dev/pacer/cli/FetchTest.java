@@ -171,6 +171,68 @@ class FetchTest {
   }
 
   @Test
+  void twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce() throws Exception {
+    Path input = input(destination.items(40));
+    java.util.concurrent.CompletableFuture<Cli.Result> other =
+        java.util.concurrent.CompletableFuture.supplyAsync(
+            () -> fetch(input, "--rate", "40", "--concurrency", "2"));
+    Cli.Result mine = fetch(input, "--rate", "40", "--concurrency", "2");
+    Cli.Result theirs = other.get(60, java.util.concurrent.TimeUnit.SECONDS);
+
+    assertThat(mine.code()).as(mine.err()).isEqualTo(0);
+    assertThat(theirs.code()).as(theirs.err()).isEqualTo(0);
+    assertThat(mine.number("done")).isEqualTo(40);
+    assertThat(theirs.number("done")).isEqualTo(40);
+    List<String> paths = destination.arrivals().stream().map(TestDestination.Arrival::path).toList();
+    assertThat(paths).hasSize(40).doesNotHaveDuplicates();
+    Fleet fleet = Fleet.of(destination.arrivals());
+    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(50);
+
+    Cli.Result status = Cli.run("status", "--job", name, "--db", TestDatabase.jdbcUrl());
+    assertThat(status.code()).as(status.err()).isEqualTo(0);
+    assertThat(status.out()).contains(name, "40/40 done", "failed 0", "Open trips");
+    java.util.regex.Pattern cursorLine =
+        java.util.regex.Pattern.compile("\\n  " + name + " +next turn");
+    assertThat(status.out()).containsPattern(cursorLine);
+    Cli.Result cleared = Cli.run("cursor", "clear", name, "--db", TestDatabase.jdbcUrl());
+    assertThat(cleared.code()).as(cleared.err()).isEqualTo(0);
+    assertThat(Cli.run("status", "--db", TestDatabase.jdbcUrl()).out())
+        .doesNotContainPattern(cursorLine);
+  }
+
+  @Test
+  void anItemThrottledMaxThrottlesTimesIsDeferredToTheNextRun() throws Exception {
+    destination.answering((path, attempt) -> path.equals("/item/2") && attempt <= 2 ? 503 : 200);
+    Path input = input(destination.items(3));
+    Cli.Result run = fetch(input, "--rate", "50", "--max-throttles", "2");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.number("done")).isEqualTo(2);
+    assertThat(run.number("deferred")).isEqualTo(1);
+    assertThat(run.number("pending")).isZero();
+
+    Cli.Result next = fetch(input, "--rate", "50", "--max-throttles", "2");
+    assertThat(next.code()).as(next.err()).isEqualTo(0);
+    assertThat(next.number("done")).isEqualTo(3);
+    assertThat(next.number("deferred")).isZero();
+  }
+
+  @Test
+  void urlsCanComeFromStandardInput() throws Exception {
+    java.io.InputStream original = System.in;
+    System.setIn(new java.io.ByteArrayInputStream(
+        String.join("\n", destination.items(3)).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    try {
+      Cli.Result run = Cli.run("fetch", "-", "--destination", name, "--job", name,
+          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(), "--rate", "50");
+      assertThat(run.code()).as(run.err()).isEqualTo(0);
+      assertThat(run.number("done")).isEqualTo(3);
+    } finally {
+      System.setIn(original);
+    }
+  }
+
+  @Test
   void badInputLinesAreReportedWithTheirLineNumbersAndSkipped() throws Exception {
     Path input = input(List.of(
         destination.url("/item/1"),

@@ -38,7 +38,7 @@ public final class Database {
     Properties props = new Properties();
     props.setProperty("connectTimeout", "5");
     props.setProperty("loginTimeout", "5");
-    props.setProperty("socketTimeout", "30");
+    props.setProperty("socketTimeout", "10");
     props.setProperty("tcpKeepAlive", "true");
     props.setProperty("ApplicationName", "pacer");
     Connection c = new org.postgresql.Driver().connect(url, props);
