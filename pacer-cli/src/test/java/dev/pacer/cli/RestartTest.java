@@ -1,0 +1,63 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The embedded PostgreSQL stopped in the middle of a run and started again: the run neither exits
+ * nor loses or double-counts an item, because the server comes back on the port the worker knows
+ * and the worker replaces its dead connections and retries what it could not record.
+ */
+class RestartTest {
+
+  @TempDir Path dir;
+
+  @AfterEach
+  void stopDatabase() {
+    Cli.run("db", "stop", "--data-dir", dir.resolve("pacer-home").toString());
+  }
+
+  @Test
+  void aRunSurvivesItsDatabaseBeingStoppedAndStartedAgain() throws Exception {
+    String home = dir.resolve("pacer-home").toString();
+    try (TestDestination destination = new TestDestination()) {
+      Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));
+      Process run = Cli.spawn(Map.of(), dir.resolve("run.out"), dir.resolve("run.err"),
+          "fetch", input.toString(), "--data-dir", home, "--destination", "restart-test",
+          "--rate", "10", "--concurrency", "2", "--out", dir.resolve("out").toString(),
+          "--max-load", "1000");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (destination.arrivals().size() < 12 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(destination.arrivals().size()).isGreaterThanOrEqualTo(12);
+      Cli.Result stopped = Cli.run("db", "stop", "--data-dir", home);
+      assertThat(stopped.out()).contains("Stopped");
+      Thread.sleep(3000);
+      assertThat(run.isAlive()).as("the run waits for PostgreSQL instead of exiting").isTrue();
+      Cli.Result started = Cli.run("db", "start", "--data-dir", home);
+      assertThat(started.code()).as(started.err()).isZero();
+
+      assertThat(run.waitFor(120, TimeUnit.SECONDS)).isTrue();
+      String err = Files.readString(dir.resolve("run.err"));
+      assertThat(run.exitValue()).as(err).isZero();
+      String[] out = Files.readString(dir.resolve("run.out")).strip().split("\n");
+      assertThat(out[out.length - 1]).contains("\"done\":40", "\"pending\":0");
+      assertThat(err).contains("PostgreSQL answers again");
+      Set<String> fetched = new HashSet<>();
+      destination.arrivals().forEach(a -> fetched.add(a.path()));
+      assertThat(fetched).hasSize(40);
+      Fleet fleet = Fleet.of(destination.arrivals());
+      assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(12);
+    }
+  }
+}
