@@ -23,7 +23,9 @@ package dev.pacer.postgres.internal;
  * NULL for an unconditional reservation). Result columns: {@code wait_micros}, {@code
  * prior_ahead_micros} (how far the previous value was ahead of now; NULL if there was no row or it
  * was unreadable) and {@code prior_existed}. The {@code prior} CTE reads the row from the
- * statement's snapshot, only so that resets and repairs can be logged.
+ * statement's snapshot, only so that resets and repairs can be logged. It compares the key with a
+ * scalar subquery (a plan parameter) rather than joining {@code p}, so that the primary key's index
+ * can answer it: a join condition would leave it a filter over a whole scan of the table.
  */
 public final class CursorSql {
 
@@ -63,7 +65,8 @@ public final class CursorSql {
             + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
             + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
             + "         clock_timestamp() AS now),\n"
-            + "prior AS (SELECT c.next_at FROM " + table + " c, p WHERE c.name = p.key),\n"
+            + "prior AS (SELECT c.next_at FROM " + table + " c"
+            + " WHERE c.name = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
             + "  SELECT p.key, p.now + p.gap, p.now FROM p\n"
@@ -101,8 +104,8 @@ public final class CursorSql {
             + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
             + "         ?::bigint / 1000000.0 AS max_wait,\n"
             + "         extract(epoch FROM clock_timestamp()) AS now),\n"
-            + "prior AS (SELECT " + value + " AS value FROM " + table + " c, p"
-            + " WHERE c." + keyColumn + " = p.key),\n"
+            + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
+            + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
             + expiresColumn + ")\n"
