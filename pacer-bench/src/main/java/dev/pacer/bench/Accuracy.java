@@ -43,6 +43,33 @@ record Accuracy(int processes, int threadsPerProcess, double ceiling, long[] sor
     return peak;
   }
 
+  /**
+   * How late each acquisition came against a perfect grid at the ceiling's interval, anchored so
+   * that the earliest is on time: a pacer whose every turn is granted on the grid and woken exactly
+   * would show zeros; thread wake-up delays show as lateness, and bunching past the ceiling in a
+   * 1-s window needs lateness that differs by more than an interval. Milliseconds, sorted.
+   */
+  double[] latenessMillis() {
+    double interval = 1e6 / ceiling;
+    double[] deviation = new double[sortedMicros.length];
+    double min = Double.MAX_VALUE;
+    for (int i = 0; i < deviation.length; i++) {
+      deviation[i] = sortedMicros[i] - sortedMicros[0] - i * interval;
+      min = Math.min(min, deviation[i]);
+    }
+    for (int i = 0; i < deviation.length; i++) {
+      deviation[i] = (deviation[i] - min) / 1000.0;
+    }
+    Arrays.sort(deviation);
+    return deviation;
+  }
+
+  /** Nearest-rank percentile of {@link #latenessMillis()}. */
+  double latenessPercentileMillis(double p) {
+    double[] late = latenessMillis();
+    return late[Math.max(0, (int) Math.ceil(p * late.length) - 1)];
+  }
+
   /** Acquisitions in the 1-s window ending at each step from the first second on (for charts). */
   int[] slidingWindowCounts(long stepMicros) {
     long first = sortedMicros[0];

@@ -193,9 +193,11 @@ public final class BenchMain {
         }
         r.pacerAccuracy = accuracy(pool, true);
         r.perProcessAccuracy = accuracy(pool, false);
-        log.printf(Locale.ROOT, "accuracy: Pacer delivered %.3f × ceiling, peak window %d;"
-                + " per-process %.3f × ceiling, peak %d%n",
+        log.printf(Locale.ROOT, "accuracy: Pacer delivered %.3f × ceiling, peak window %d,"
+                + " lateness p99 %.2f ms max %.2f ms; per-process %.3f × ceiling, peak %d%n",
             r.pacerAccuracy.deliveredRatio(), r.pacerAccuracy.peakWindow(),
+            r.pacerAccuracy.latenessPercentileMillis(0.99),
+            r.pacerAccuracy.latenessPercentileMillis(1.0),
             r.perProcessAccuracy.deliveredRatio(), r.perProcessAccuracy.peakWindow());
       } finally {
         Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));

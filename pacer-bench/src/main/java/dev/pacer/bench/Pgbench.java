@@ -17,7 +17,8 @@ import java.util.stream.Stream;
 /**
  * The server's own ceiling for Pacer's statement: {@code pgbench} (C, libpq, prepared protocol)
  * running exactly the reservation SQL of {@code CursorSql} on one hot key, with the same session
- * commit mode as Pacer's connection ({@code synchronous_commit = off}, through {@code PGOPTIONS}).
+ * settings as Pacer's connection (commit mode, plan cache mode, no sequential scans, timeouts),
+ * through {@code PGOPTIONS}.
  * The key, gap and reset bound are pgbench variables, sent as the same bind parameters; the
  * fourth parameter, max_wait, is NULL for a plain reservation and is written as a literal NULL.
  */
@@ -77,7 +78,10 @@ final class Pgbench {
     command.add(libpq.getProperty("PGDBNAME", "postgres"));
     ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
     Map<String, String> env = pb.environment();
-    env.put("PGOPTIONS", "-c synchronous_commit=off");
+    // The session settings PostgresCursor gives its own connection, so that pgbench runs the
+    // statement with the same plan and commit mode.
+    env.put("PGOPTIONS", "-c synchronous_commit=off -c plan_cache_mode=force_generic_plan"
+        + " -c enable_seqscan=off -c statement_timeout=1000 -c lock_timeout=1000");
     String password = libpq.getProperty("password");
     if (password != null) {
       env.put("PGPASSWORD", password);

@@ -154,6 +154,11 @@ final class Report {
         .append(fmt(a.deliveredRatio(), 3)).append(" | ").append(a.peakWindow()).append(" |\n");
     md.append("| per-process pacing | ").append(b.count()).append(" | ")
         .append(fmt(b.deliveredRatio(), 3)).append(" | ").append(b.peakWindow()).append(" |\n");
+    md.append(String.format(Locale.ROOT, "%nLateness of Pacer's acquisitions against a perfect"
+            + " %.1f-ms grid anchored on the earliest: p50 %.2f ms, p99 %.2f ms, max %.2f ms"
+            + " (a window can hold one more than the ceiling per interval of lateness spread).%n",
+        1000 / a.ceiling(), a.latenessPercentileMillis(0.5), a.latenessPercentileMillis(0.99),
+        a.latenessPercentileMillis(1.0)));
     md.append("\n![accuracy](").append(Charts.ACCURACY).append(")\n\n");
 
     Overhead.Result o = r.overhead;

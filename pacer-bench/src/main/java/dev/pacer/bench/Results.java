@@ -181,6 +181,9 @@ final class Results {
     m.put("accuracy_peak_window", pacerAccuracy.peakWindow());
     m.put("accuracy_ceiling_per_s", pacerAccuracy.ceiling());
     m.put("accuracy_acquisitions", pacerAccuracy.count());
+    m.put("accuracy_lateness_p50_ms", pacerAccuracy.latenessPercentileMillis(0.50));
+    m.put("accuracy_lateness_p99_ms", pacerAccuracy.latenessPercentileMillis(0.99));
+    m.put("accuracy_lateness_max_ms", pacerAccuracy.latenessPercentileMillis(1.0));
     m.put("perprocess_delivered_ratio", perProcessAccuracy.deliveredRatio());
     m.put("perprocess_peak_window", perProcessAccuracy.peakWindow());
     m.put("overhead_8_at_7_ratio", overhead.median());
