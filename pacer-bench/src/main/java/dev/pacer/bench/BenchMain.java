@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 
@@ -164,6 +165,12 @@ public final class BenchMain {
       Path work = Files.createTempDirectory("pacer-bench");
       Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
       try (WorkerPool pool = new WorkerPool(s.maxProcesses(), target)) {
+        // Every worker runs every contender once, unmeasured, so that no point is measured on a
+        // JVM that has yet to compile the code it runs.
+        for (Contender contender : Contender.values()) {
+          throughput(pool, new Results.Series(contender, false, 1), s.maxProcesses());
+        }
+        log.println("workers warmed up: " + s.maxProcesses() + " JVMs, every contender");
         List<Integer> counts = new ArrayList<>(s.processCounts());
         for (int c : s.pgbenchClients()) {
           if (!counts.contains(c)) {
@@ -179,7 +186,10 @@ public final class BenchMain {
                   n, round, tps);
             }
             if (s.processCounts().contains(n)) {
-              for (Results.Series series : seriesAt(n, r)) {
+              List<Results.Series> order = seriesAt(n, r);
+              // Each round starts at a different contender, so that none is always first.
+              Collections.rotate(order, -(round - 1) * order.size() / s.repeats());
+              for (Results.Series series : order) {
                 Throughput t = throughput(pool, series, n);
                 r.recordThroughput(series, n, t.perSecond());
                 r.recordClientCpu(series, n, t.clientCpuMicrosPerCall());
@@ -225,7 +235,7 @@ public final class BenchMain {
     List<Results.Series> list = new ArrayList<>();
     list.add(new Results.Series(Contender.PACER, false, 1));
     list.add(new Results.Series(Contender.PACER, false, s.spreadKeys()));
-    if (n == r.commitModeProcesses()) {
+    if (r.commitModeProcesses().contains(n)) {
       list.add(new Results.Series(Contender.PACER, true, 1));
       list.add(new Results.Series(Contender.PACER_KEY_VALUE, false, 1));
       list.add(new Results.Series(Contender.PACER_KEY_VALUE, true, 1));

@@ -65,7 +65,7 @@ final class Charts {
   }
 
   private static void commitMode(Results r, Path file) throws IOException {
-    int n = r.commitModeProcesses();
+    int n = r.commitModeProcesses().get(0);
     List<String> groups = List.of(
         "Pacer (own table)", "Pacer (key/value table)", "Bucket4j select-for-update",
         "Bucket4j advisory-lock", "naive transaction");
