@@ -14,6 +14,7 @@ import java.util.Properties;
 public final class Database {
 
   private final String url;
+  private final ConnectionGate gate = ConnectionGate.standard();
 
   public Database(String url) {
     if (url == null || !url.startsWith("jdbc:postgresql://")) {
@@ -33,25 +34,48 @@ public final class Database {
     return JdbcUrls.redact(url);
   }
 
-  /** A new autocommit connection whose every network wait is bounded. */
+  /** A new autocommit connection for work state; connecting and each read bounded. */
   public Connection open() throws SQLException {
-    Properties props = new Properties();
-    props.setProperty("connectTimeout", "5");
-    props.setProperty("loginTimeout", "5");
-    props.setProperty("socketTimeout", "10");
-    props.setProperty("tcpKeepAlive", "true");
-    props.setProperty("ApplicationName", "pacer");
-    Connection c = new org.postgresql.Driver().connect(url, props);
-    if (c == null) {
-      throw new SQLException("not a PostgreSQL JDBC URL: " + redactedUrl());
-    }
-    c.setAutoCommit(true);
-    return c;
+    return connect(5, 10, "pacer");
   }
 
-  /** The fleet-wide cursor on this database (its own dedicated connection, default layout). */
+  /**
+   * The fleet-wide cursor on this database (its own dedicated connection, default layout). It
+   * connects through this database's {@link ConnectionGate}, with a 1-s connect bound (the
+   * cursor bounds its own statements).
+   */
   public PostgresCursor cursor() {
-    return new PostgresCursor(PostgresCursorConfig.forUrl(url).build());
+    return new PostgresCursor(PostgresCursorConfig.forDataSource(
+        new GatedDataSource(() -> connect(1, 1, "pacer-cursor"))).build());
+  }
+
+  /** The gate every connection of this process to this database goes through. */
+  public ConnectionGate gate() {
+    return gate;
+  }
+
+  private Connection connect(int connectSeconds, int socketSeconds, String applicationName)
+      throws SQLException {
+    gate.beforeAttempt();
+    Properties props = new Properties();
+    props.setProperty("connectTimeout", Integer.toString(connectSeconds));
+    props.setProperty("loginTimeout", Integer.toString(connectSeconds));
+    props.setProperty("socketTimeout", Integer.toString(socketSeconds));
+    props.setProperty("tcpKeepAlive", "true");
+    props.setProperty("ApplicationName", applicationName);
+    Connection c;
+    try {
+      c = new org.postgresql.Driver().connect(url, props);
+      if (c == null) {
+        throw new SQLException("not a PostgreSQL JDBC URL: " + redactedUrl());
+      }
+      c.setAutoCommit(true);
+    } catch (SQLException e) {
+      gate.failed();
+      throw e;
+    }
+    gate.succeeded();
+    return c;
   }
 
   /** An error message from the driver, with any password in it hidden. */

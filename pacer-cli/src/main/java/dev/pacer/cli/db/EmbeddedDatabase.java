@@ -158,6 +158,10 @@ public final class EmbeddedDatabase {
         .setOutputRedirector(Redirect.appendTo(logFile.toFile()))
         .setErrorRedirector(Redirect.appendTo(logFile.toFile()))
         .start();
+    // zonky keeps a file lock on pgdata/epg-lock for this JVM's life, which would stop any other
+    // process from starting the server again after a stop while this one runs. Starts are already
+    // serialised by start.lock, so the file is unlinked: the lock stays on the unlinked file.
+    Files.deleteIfExists(pgData().resolve("epg-lock"));
     return jdbcUrl(port);
   }
 

@@ -36,6 +36,7 @@ public final class DispatchSlot implements AutoCloseable {
   public static Optional<DispatchSlot> acquire(Database db, String destination, int maxDispatches,
       BooleanSupplier giveUp) throws InterruptedException {
     boolean announced = false;
+    boolean unreachableAnnounced = false;
     while (true) {
       Connection c = null;
       try {
@@ -62,7 +63,10 @@ public final class DispatchSlot implements AutoCloseable {
           announced = true;
         }
       } catch (SQLException e) {
-        log.warn("Could not ask PostgreSQL for a dispatch slot ({}); retrying", db.describe(e));
+        if (!unreachableAnnounced) {
+          log.warn("Could not ask PostgreSQL for a dispatch slot ({}); retrying", db.describe(e));
+          unreachableAnnounced = true;
+        }
       } finally {
         closeQuietly(c);
       }
