@@ -314,7 +314,8 @@ public final class Worker {
       try {
         T value = call.call();
         if (outageWarned.compareAndSet(true, false)) {
-          log.info("PostgreSQL answers again; work state is being recorded again");
+          log.info("PostgreSQL answers again; work state is being recorded again ({} connection"
+              + " attempt(s) by this process so far)", database.gate().attempts());
         }
         return value;
       } catch (SQLException e) {
