@@ -50,6 +50,7 @@ import org.slf4j.LoggerFactory;
 public final class PostgresCursor implements Cursor, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresCursor.class);
+  private static final long NO_RETRY = Long.MIN_VALUE;
 
   private final PostgresCursorConfig config;
   private final CursorSql sql;
@@ -68,6 +69,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
   private long consecutiveFailures;
+  /** The wall-clock boundary (epoch ms) the latch waits for, or NO_RETRY when not latched. */
+  private long retryBoundaryMillis = NO_RETRY;
 
   public PostgresCursor(PostgresCursorConfig config) {
     this.config = config;
@@ -225,6 +228,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       consecutiveFailures = 0;
     }
     latched = false;
+    retryBoundaryMillis = NO_RETRY;
     return reservation;
   }
 
@@ -240,15 +244,28 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return Reservation.unavailable();
   }
 
+  /**
+   * Moves the retry to the next boundary of the grid of cooldown multiples on the wall clock: after
+   * a first failure, the first boundary at least half a cooldown away; after a failed retry, the
+   * boundary one cooldown after the one it was scheduled for, even if this retry ran late (all of
+   * a process's threads may have been asleep on local turns when its boundary passed). Skipping a
+   * boundary would put this process a cooldown out of step with the rest of the fleet.
+   */
   private long nanosUntilNextRetryBoundary() {
     long cooldown = config.failureCooldown().toMillis();
     if (cooldown == 0) {
       return 0;
     }
     long now = time.epochMillis();
-    long earliest = now + cooldown / 2;
-    long boundary = Math.floorDiv(earliest + cooldown - 1, cooldown) * cooldown;
-    return (boundary - now) * 1_000_000L;
+    long next = retryBoundaryMillis == NO_RETRY
+        ? ceilToMultiple(now + cooldown / 2, cooldown)
+        : Math.max(retryBoundaryMillis + cooldown, ceilToMultiple(now + 1, cooldown));
+    retryBoundaryMillis = next;
+    return (next - now) * 1_000_000L;
+  }
+
+  private static long ceilToMultiple(long value, long step) {
+    return Math.floorDiv(value + step - 1, step) * step;
   }
 
   private void ensureConnected() throws SQLException {

@@ -82,6 +82,27 @@ class DegradeTest {
     }
   }
 
+  @Test
+  void aLateRetryKeepsToTheGridOfBoundaries() throws Exception {
+    FakeTime time = new FakeTime();
+    try (PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + freePort() + "/postgres?user=postgres")
+            .timeSource(time).build())) {
+      long firstBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
+      assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
+      // Every thread of the process slept through the boundary; the retry happens 3 s late.
+      time.advance(Duration.ofMillis(firstBoundary + 3000 - time.epochMillis()));
+      assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
+      assertThat(cursor.connectionAttempts()).isEqualTo(2);
+      time.advance(Duration.ofMillis(1999));
+      assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
+      assertThat(cursor.connectionAttempts()).as("still latched 1 ms before the next boundary").isEqualTo(2);
+      time.advance(Duration.ofMillis(2));
+      assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
+      assertThat(cursor.connectionAttempts()).as("retried on the next boundary, not one later").isEqualTo(3);
+    }
+  }
+
   private static long warnings(ByteArrayOutputStream log) {
     return log.toString(StandardCharsets.UTF_8).lines()
         .filter(l -> l.contains("WARN") && l.contains("PostgreSQL cursor unavailable"))
