@@ -311,6 +311,20 @@ public final class JobStore implements AutoCloseable {
     });
   }
 
+  /** Whether the job has open (pending or leased) items: one index probe, however big the job. */
+  public synchronized boolean hasOpenItems(String job) throws SQLException {
+    return call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "SELECT EXISTS (SELECT 1 FROM pacer_item WHERE job = ? AND state IN ('pending', 'leased'))")) {
+        s.setString(1, job);
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          return r.getBoolean(1);
+        }
+      }
+    });
+  }
+
   /** Item counts of a job. {@code open} is pending + leased: work some worker may still do. */
   public record Counts(long total, long done, long failed, long deferred, long pending,
       long leased, long open) {}

@@ -290,7 +290,7 @@ public final class Worker {
 
   private boolean nothingLeft() {
     try {
-      return store.counts(settings.job()).open() == 0;
+      return !store.hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;
     }

@@ -97,10 +97,12 @@ class JobStoreTest {
     assertThat(store.counts(job).failed()).isZero();
     item = store.claim(job, "w1", 60_000).orElseThrow();
     assertThat(item.failures()).isEqualTo(1);
+    assertThat(store.hasOpenItems(job)).isTrue();
     assertThat(store.markFailed(item, null, "network error", 0, 2)).isTrue();
     JobStore.Counts counts = store.counts(job);
     assertThat(counts.failed()).isEqualTo(1);
     assertThat(counts.open()).isZero();
+    assertThat(store.hasOpenItems(job)).isFalse();
   }
 
   @Test
