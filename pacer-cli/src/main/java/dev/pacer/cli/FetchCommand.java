@@ -83,6 +83,15 @@ public final class FetchCommand implements Callable<Integer> {
   /** The run itself, on a connected store: shared with {@code pacer demo}. */
   int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
       boolean progress) throws Exception {
+    return fetch(store, urls, settings, out, err, progress, null);
+  }
+
+  /**
+   * The run itself. With a {@code timeLimit} (the demo's; conveyor only), workers still running
+   * then are stopped and the items left open stay for a later run.
+   */
+  int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
+      boolean progress, java.time.Duration timeLimit) throws Exception {
     Database database = store.database();
     String jobName = settings.job();
     Optional<JobStore.Trip> trip = store.openTrip(jobName);
@@ -111,7 +120,8 @@ public final class FetchCommand implements Callable<Integer> {
     String haltedBar;
     Progress bar = Progress.startIfInteractive(store, jobName, settings.runId(), out, progress);
     try {
-      haltedBar = processes > 0 ? conveyor(database, settings) : pooled(database, settings);
+      haltedBar = processes > 0 ? conveyor(database, settings, timeLimit)
+          : pooled(database, settings);
     } finally {
       if (bar != null) {
         bar.close();
@@ -156,6 +166,11 @@ public final class FetchCommand implements Callable<Integer> {
     if (haltedBar != null) {
       return Main.EXIT_HALTED;
     }
+    if (timedOut) {
+      err.println("pacer: time limit reached: workers stopped; " + counts.open() + " item(s) of job "
+          + jobName + " left open for a later run");
+      return Main.EXIT_OK;
+    }
     if (counts.open() > 0) {
       err.println("pacer: " + counts.open() + " item(s) of job " + jobName + " are still open"
           + " although every worker has exited; run the same command again to finish them");
@@ -170,19 +185,23 @@ public final class FetchCommand implements Callable<Integer> {
     return worker.run().haltedBar();
   }
 
-  private String conveyor(Database database, RunSettings settings)
+  private String conveyor(Database database, RunSettings settings, java.time.Duration timeLimit)
       throws IOException, InterruptedException, SQLException {
     Conveyor conveyor = new Conveyor(database, RunOptions.workerArgs(settings), processes);
     conveyor.start();
     List<Integer> codes;
     try {
-      codes = conveyor.await();
+      codes = conveyor.await(timeLimit);
     } catch (InterruptedException e) {
       conveyor.stop();
       throw e;
     }
+    timedOut = conveyor.timedOut();
     return codes.contains(Main.EXIT_HALTED) ? "HALTED" : null;
   }
+
+  /** Set when a time limit stopped the run. */
+  private boolean timedOut;
 
   private UrlList readInput(PrintWriter err) throws BadInputException, IOException {
     UrlList urls;

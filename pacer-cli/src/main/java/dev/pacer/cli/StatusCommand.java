@@ -51,7 +51,7 @@ public final class StatusCommand implements Callable<Integer> {
       }
       List<JobStore.WorkerRow> live = new ArrayList<>();
       for (JobStore.WorkerRow w : store.workers(null, LIVE_SECONDS)) {
-        if (!w.state().equals("finished") && !w.state().equals("halted")
+        if (w.state().equals("running") || w.state().equals("stopping")
             && (job == null || job.equals(w.job()))) {
           live.add(w);
         }

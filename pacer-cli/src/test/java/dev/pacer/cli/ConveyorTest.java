@@ -132,6 +132,36 @@ class ConveyorTest {
     }
   }
 
+  @Test
+  void aTerminatedWorkerGivesItsItemsBackAtOnce() throws Exception {
+    String name = "conveyor-term-" + ProcessHandle.current().pid();
+    Path input = Files.write(dir.resolve("urls.txt"), destination.items(30));
+    // A 90-s lease: if the terminated worker's items had to wait for it, the run would take
+    // longer than the 45 s this test allows.
+    CompletableFuture<Cli.Result> run = CompletableFuture.supplyAsync(() -> Cli.run(fetchArgs(
+        name, input, "--processes", "3", "--threads", "2", "--rate", "10", "--concurrency", "2",
+        "--lease-seconds", "90")));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    Optional<ProcessHandle> victim = Optional.empty();
+    while (victim.isEmpty() && System.nanoTime() < deadline) {
+      if (destination.arrivals().size() >= 6) {
+        for (ProcessHandle child : ProcessHandle.current().children().toList()) {
+          if (!leasedBy(name, child.pid()).isEmpty()) {
+            child.destroy(); // SIGTERM
+            victim = Optional.of(child);
+            break;
+          }
+        }
+      }
+      Thread.sleep(20);
+    }
+    assertThat(victim).as("a worker holding a lease was terminated").isPresent();
+    Cli.Result result = run.get(45, TimeUnit.SECONDS);
+
+    assertThat(result.code()).as(result.err()).isEqualTo(0);
+    assertThat(result.number("done")).isEqualTo(30);
+  }
+
   /** URLs of the job leased by the worker with this pid (its id is host:pid:suffix). */
   private static List<String> leasedBy(String job, long pid) throws SQLException {
     try (Connection c = TestDatabase.connect();

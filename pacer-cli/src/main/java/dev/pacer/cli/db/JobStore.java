@@ -325,6 +325,18 @@ public final class JobStore implements AutoCloseable {
     });
   }
 
+  /** Gives back every item {@code workerId} holds (it is shutting down). */
+  public synchronized int releaseAll(String workerId) throws SQLException {
+    return call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+              + " lease_until = NULL WHERE leased_by = ? AND state = 'leased'")) {
+        s.setString(1, workerId);
+        return s.executeUpdate();
+      }
+    });
+  }
+
   /** Item counts of a job. {@code open} is pending + leased: work some worker may still do. */
   public record Counts(long total, long done, long failed, long deferred, long pending,
       long leased, long open) {}

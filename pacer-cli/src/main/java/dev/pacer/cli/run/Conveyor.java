@@ -22,6 +22,7 @@ public final class Conveyor {
   private final List<String> workerArgs;
   private final int processes;
   private final List<Process> workers = new ArrayList<>();
+  private volatile boolean timedOut;
 
   public Conveyor(Database database, List<String> workerArgs, int processes) {
     this.database = database;
@@ -55,12 +56,29 @@ public final class Conveyor {
     return List.copyOf(workers);
   }
 
-  /** Waits for every worker and returns their exit codes, in start order. */
-  public List<Integer> await() throws InterruptedException {
+  /**
+   * Waits for every worker and returns their exit codes, in start order. With a {@code limit},
+   * workers still running when it is reached are terminated (they give their items back).
+   */
+  public List<Integer> await(java.time.Duration limit) throws InterruptedException {
+    if (limit != null) {
+      long deadline = System.nanoTime() + limit.toNanos();
+      for (Process worker : workers) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0 || !worker.waitFor(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+          timedOut = true;
+          break;
+        }
+      }
+      if (timedOut) {
+        log.info("Time limit of {} s reached: stopping the workers", limit.toSeconds());
+        stop();
+      }
+    }
     List<Integer> codes = new ArrayList<>();
     for (Process worker : workers) {
       int code = worker.waitFor();
-      if (code != 0 && code != 3) {
+      if (code != 0 && code != 3 && !timedOut) {
         log.warn("Worker pid {} exited with code {}; its leased items return to the job when"
             + " their leases expire", worker.pid(), code);
       }
@@ -68,6 +86,11 @@ public final class Conveyor {
     }
     Runtime.getRuntime().removeShutdownHook(stopOnExit);
     return codes;
+  }
+
+  /** Whether {@link #await} stopped the workers at its limit. */
+  public boolean timedOut() {
+    return timedOut;
   }
 
   /** Ends every worker still running (SIGTERM); used when this process is interrupted. */

@@ -106,6 +106,11 @@ public final class Worker {
       t.setDaemon(true);
       return t;
     });
+    // Terminated (SIGTERM, Ctrl-C) rather than finished: give the items back at once instead of
+    // letting their leases run out. A fetch that completes meanwhile is refused by its lease token
+    // and fetched again later: never counted twice.
+    Thread releaseOnExit = new Thread(this::releaseOnShutdown, "pacer-release");
+    Runtime.getRuntime().addShutdownHook(releaseOnExit);
     try {
       if (settings.maxDispatches() > 0) {
         slot = DispatchSlot.acquire(database, settings.destination().name(),
@@ -134,6 +139,11 @@ public final class Worker {
       }
       return result();
     } finally {
+      try {
+        Runtime.getRuntime().removeShutdownHook(releaseOnExit);
+      } catch (IllegalStateException shuttingDown) {
+        // The hook is running or about to: it gives the items back.
+      }
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
       report(haltedBar.get() != null ? "halted" : "finished");
@@ -253,6 +263,18 @@ public final class Worker {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  private void releaseOnShutdown() {
+    stop.set(true);
+    try {
+      int released = store.releaseAll(workerId);
+      log.info("Terminated: gave {} leased item(s) back to job {}", released, settings.job());
+      report("terminated");
+    } catch (SQLException | RuntimeException e) {
+      log.warn("Terminated: could not give leased items back ({}); their leases expire in {} s",
+          e.getMessage(), settings.leaseMillis() / 1000);
     }
   }
 
