@@ -28,7 +28,7 @@ class DemoTest {
     int refused = Integer.parseInt(find(demo.out(), "429 answers from the destination: (\\d+)"));
     assertThat(aggregate).isLessThanOrEqualTo(7 * 1.25);
     assertThat(peak).isLessThanOrEqualTo(9);
-    // The destination refuses above 7/s with a 2-request burst allowance: paced traffic passes.
+    // The destination refuses above 7/s with a 3-request burst allowance: paced traffic passes.
     assertThat(refused).isLessThanOrEqualTo(2);
     Path png = Path.of(find(demo.out(), "Timeline \\(PNG\\): (\\S+)"));
     assertThat(png).startsWith(dir);
