@@ -21,7 +21,7 @@ class DemoTest {
         "--data-dir", dir.toString());
 
     assertThat(demo.code()).as(demo.err()).isEqualTo(0);
-    assertThat(demo.out()).contains("\"done\":28", "Pacing: fleet-wide");
+    assertThat(demo.out()).contains("\"done\":28", "Pacing: fleet-wide", "28 of 28 items done");
     double aggregate = Double.parseDouble(find(demo.out(),
         "Aggregate rate at the destination: ([0-9.]+) requests/s"));
     int peak = Integer.parseInt(find(demo.out(), "Busiest 1-s window: (\\d+) requests"));
