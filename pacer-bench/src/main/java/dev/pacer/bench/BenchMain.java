@@ -150,7 +150,9 @@ public final class BenchMain {
       Database.Target target = db.target();
       String version = db.serverVersion();
       String serverSync = db.serverSynchronousCommit();
-      log.println("server: " + version + "; synchronous_commit default " + serverSync);
+      String fsync = db.serverFsync();
+      log.println("server: " + version + "; synchronous_commit default " + serverSync
+          + ", fsync " + fsync);
       db.createTables();
 
       r.latency = Latency.measure(target, s.latencyRounds(), s.latencySamples());
@@ -215,7 +217,7 @@ public final class BenchMain {
       }
       r.machine = new Machine(
           Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(), Machine.readCpuModel(),
-          Machine.readOs(), Machine.readJvm(), version, serverSync, db.isEmbedded(), loadAtStart,
+          Machine.readOs(), Machine.readJvm(), version, serverSync, fsync, db.isEmbedded(), loadAtStart,
           Machine.loadAverage());
     }
     Files.writeString(options.out().resolve("bench-results.json"), Json.write(r.toJson()),

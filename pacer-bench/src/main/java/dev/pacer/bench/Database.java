@@ -12,8 +12,9 @@ import java.util.Properties;
  * The one PostgreSQL server a run measures: a throwaway embedded one (zonky's binaries), or the
  * server of a JDBC URL given with {@code --db}.
  *
- * <p>The embedded server is started with {@code synchronous_commit = on}, PostgreSQL's own
- * default. zonky's builder turns it off server-wide unless told otherwise, which would silently
+ * <p>The embedded server is started with {@code fsync = on} and {@code synchronous_commit = on},
+ * PostgreSQL's own defaults. zonky starts its server with {@code -F} (no fsync) and {@code
+ * synchronous_commit = off} unless told otherwise, which would make every commit free and silently
  * give every peer the commit mode that Pacer chooses only for its own session.
  */
 final class Database implements AutoCloseable {
@@ -44,6 +45,7 @@ final class Database implements AutoCloseable {
 
   static Database embedded() throws IOException {
     EmbeddedPostgres pg = EmbeddedPostgres.builder()
+        .setServerConfig("fsync", "on")
         .setServerConfig("synchronous_commit", "on")
         .start();
     return new Database(pg, new Target(pg.getJdbcUrl("postgres", "postgres")));
@@ -69,6 +71,11 @@ final class Database implements AutoCloseable {
   /** The server's default commit mode, as a new session sees it. */
   String serverSynchronousCommit() throws SQLException {
     return queryString("SHOW synchronous_commit");
+  }
+
+  /** Whether the server flushes its WAL to disk at all. */
+  String serverFsync() throws SQLException {
+    return queryString("SHOW fsync");
   }
 
   /**

@@ -16,6 +16,7 @@ record Machine(
     String jvm,
     String postgresqlVersion,
     String serverSynchronousCommitDefault,
+    String serverFsync,
     boolean embeddedServer,
     double[] loadAverageAtStart,
     double[] loadAverageAtEnd) {
@@ -61,6 +62,7 @@ record Machine(
     m.put("jvm", jvm);
     m.put("postgresql_version", postgresqlVersion);
     m.put("server_synchronous_commit_default", serverSynchronousCommitDefault);
+    m.put("server_fsync", serverFsync);
     m.put("embedded_server", embeddedServer);
     m.put("load_average_at_start", List.of(loadAverageAtStart[0], loadAverageAtStart[1], loadAverageAtStart[2]));
     m.put("load_average_at_end", List.of(loadAverageAtEnd[0], loadAverageAtEnd[1], loadAverageAtEnd[2]));

@@ -50,7 +50,8 @@ final class Report {
     row(md, "JVM", m.jvm());
     row(md, "PostgreSQL", m.postgresqlVersion() + (m.embeddedServer()
         ? " (embedded, zonky binaries, on this machine)" : " (--db)"));
-    row(md, "server default synchronous_commit", m.serverSynchronousCommitDefault());
+    row(md, "server default synchronous_commit / fsync",
+        m.serverSynchronousCommitDefault() + " / " + m.serverFsync());
     row(md, "load average (1/5/15 min) at start", load(m.loadAverageAtStart()));
     row(md, "load average (1/5/15 min) at end", load(m.loadAverageAtEnd()));
     md.append('\n');
