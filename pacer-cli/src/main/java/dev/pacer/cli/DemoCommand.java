@@ -64,6 +64,10 @@ public final class DemoCommand implements Callable<Integer> {
   @Option(names = "--no-progress", description = "No progress bar, even on a terminal.")
   boolean noProgress;
 
+  @Option(names = "--max-load", paramLabel = "L",
+      description = "HOST_LOAD bar: 1-minute load average ceiling (default: 4 x CPU cores).")
+  Double maxLoad;
+
   @Mixin DbOptions dbOptions;
 
   @Override
@@ -86,6 +90,7 @@ public final class DemoCommand implements Callable<Integer> {
     options.maxAttempts = 3;
     options.maxThrottles = 50;
     options.maxRssMb = 2048;
+    options.maxLoad = maxLoad;
     options.maxBodyBytes = 1 << 20;
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",

@@ -18,7 +18,7 @@ class DemoTest {
   @Test
   void aShortDemoHoldsTheCeilingAndWritesItsTimeline() throws Exception {
     Cli.Result demo = Cli.run("demo", "--seconds", "4", "--db", TestDatabase.jdbcUrl(),
-        "--data-dir", dir.toString());
+        "--data-dir", dir.toString(), "--max-load", "1000");
 
     assertThat(demo.code()).as(demo.err()).isEqualTo(0);
     assertThat(demo.out()).contains("\"done\":28", "Pacing: fleet-wide", "28 of 28 items done");

@@ -224,7 +224,8 @@ class FetchTest {
         String.join("\n", destination.items(3)).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
     try {
       Cli.Result run = Cli.run("fetch", "-", "--destination", name, "--job", name,
-          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(), "--rate", "50");
+          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(), "--rate", "50",
+          "--max-load", "1000");
       assertThat(run.code()).as(run.err()).isEqualTo(0);
       assertThat(run.number("done")).isEqualTo(3);
     } finally {
@@ -300,7 +301,8 @@ class FetchTest {
     String secret = "s3cret-" + UNIQUE.incrementAndGet();
     String url = TestDatabase.jdbcUrl() + "&password=" + secret;
     Cli.Result run = Cli.run("fetch", input(destination.items(2)).toString(), "--job", name,
-        "--destination", name, "--db", url, "--out", dir.resolve("out").toString(), "--rate", "50");
+        "--destination", name, "--db", url, "--out", dir.resolve("out").toString(), "--rate", "50",
+        "--max-load", "1000");
     Cli.Result status = Cli.run("status", "--db", url);
     Cli.Result unreachable = Cli.run("status", "--db",
         "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&password=" + secret);
