@@ -5,7 +5,6 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
-import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -40,7 +39,7 @@ final class Overhead {
     double[] ratios = new double[runs];
     try (PostgresCursor cursor = new PostgresCursor(
         PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties()).build())) {
-      cursor.reserve("bench-overhead-warm", Duration.ZERO);
+      PacerOperation.awaitConnected(cursor);
       LimiterRegistry registry = new LimiterRegistry(cursor);
       long expectedNanos = Math.round((ACQUISITIONS - 1) / RATE * 1e9);
       for (int run = 0; run < runs; run++) {

@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -110,7 +109,7 @@ public final class Worker {
     try {
       if (cursor != null) {
         // Connect (and create the table) before the clock starts.
-        cursor.reserve("bench-warm-" + ProcessHandle.current().pid(), Duration.ZERO);
+        PacerOperation.awaitConnected(cursor);
       }
       LimiterRegistry registry = new LimiterRegistry(cursor != null ? cursor : new LocalCursor());
       DestinationLimiter limiter = registry.limiter(
