@@ -460,7 +460,7 @@ public final class JobStore implements AutoCloseable {
   /** What a worker process reports about itself each heartbeat. */
   public record WorkerRow(String id, String runId, String job, String destination, String host,
       long pid, String state, long requests, long throttled, boolean degraded, int backoff,
-      double rate, double secondsSinceSeen) {}
+      double rate) {}
 
   public synchronized void upsertWorker(WorkerRow w) throws SQLException {
     call(c -> {
@@ -493,7 +493,7 @@ public final class JobStore implements AutoCloseable {
     return call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "SELECT id, run_id, job, destination, host, pid, state, requests, throttled, degraded,"
-              + " backoff, rate, extract(epoch FROM now() - last_seen) FROM pacer_worker"
+              + " backoff, rate FROM pacer_worker"
               + " WHERE (?::text IS NULL OR run_id = ?)"
               + " AND (?::text IS NOT NULL OR last_seen > now() - ? * interval '1 second')"
               + " ORDER BY started_at, id")) {
@@ -506,7 +506,7 @@ public final class JobStore implements AutoCloseable {
           while (r.next()) {
             out.add(new WorkerRow(r.getString(1), r.getString(2), r.getString(3), r.getString(4),
                 r.getString(5), r.getLong(6), r.getString(7), r.getLong(8), r.getLong(9),
-                r.getBoolean(10), r.getInt(11), r.getDouble(12), r.getDouble(13)));
+                r.getBoolean(10), r.getInt(11), r.getDouble(12)));
           }
         }
         return out;

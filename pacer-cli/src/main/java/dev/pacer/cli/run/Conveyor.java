@@ -51,11 +51,6 @@ public final class Conveyor {
     }
   }
 
-  /** The worker processes, in start order. */
-  public List<Process> workers() {
-    return List.copyOf(workers);
-  }
-
   /**
    * Waits for every worker and returns their exit codes, in start order. With a {@code limit},
    * workers still running when it is reached are terminated (they give their items back).

@@ -22,11 +22,9 @@ public final class DispatchSlot implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DispatchSlot.class);
 
   private final Connection connection;
-  private final int slot;
 
-  private DispatchSlot(Connection connection, int slot) {
+  private DispatchSlot(Connection connection) {
     this.connection = connection;
-    this.slot = slot;
   }
 
   /**
@@ -50,7 +48,7 @@ public final class DispatchSlot implements AutoCloseable {
               if (r.getBoolean(1)) {
                 log.info("Holding dispatch slot {} of {} for destination {}", slot + 1,
                     maxDispatches, destination);
-                DispatchSlot taken = new DispatchSlot(c, slot);
+                DispatchSlot taken = new DispatchSlot(c);
                 c = null;
                 return Optional.of(taken);
               }
@@ -75,10 +73,6 @@ public final class DispatchSlot implements AutoCloseable {
       }
       Thread.sleep(1000);
     }
-  }
-
-  public int slot() {
-    return slot;
   }
 
   @Override

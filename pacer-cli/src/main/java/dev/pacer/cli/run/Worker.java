@@ -85,10 +85,6 @@ public final class Worker {
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
   }
 
-  public String id() {
-    return workerId;
-  }
-
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
     store = new JobStore(database);
@@ -304,7 +300,7 @@ public final class Worker {
       store.upsertWorker(new JobStore.WorkerRow(workerId, settings.runId(), settings.job(),
           settings.destination().name(), host, pid, state, fetcher.requestCount(),
           fetcher.throttledCount(), limiter.isDegraded(), limiter.backoffMultiplier(),
-          limiter.currentRate(), 0));
+          limiter.currentRate()));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
     }
