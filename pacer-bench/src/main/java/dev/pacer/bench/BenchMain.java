@@ -122,7 +122,7 @@ public final class BenchMain {
       settings = new BenchSettings(p, settings.warmupMillis(),
           measureMillis != null ? measureMillis : settings.measureMillis(), settings.repeats(),
           settings.spreadKeys(),
-          settings.latencyRounds(), settings.latencySamples(), p, settings.pgbenchSeconds(),
+          settings.latencySamples(), p, settings.pgbenchSeconds(),
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns());
     }
@@ -155,7 +155,7 @@ public final class BenchMain {
           + ", fsync " + fsync);
       db.createTables();
 
-      r.latency = Latency.measure(target, s.latencyRounds(), s.latencySamples());
+      r.latency = Latency.measure(target, s.latencySamples());
       log.printf(Locale.ROOT, "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
               + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs%n", r.latency.select1P50(),
           r.latency.select1P99(), r.latency.reserveP50(), r.latency.reserveP99(),

@@ -13,9 +13,8 @@ import java.util.List;
  * @param repeats throughput and pgbench: rounds over all contenders at each process count; the
  *     median of the rounds is reported
  * @param spreadKeys the number of keys for the "spread" throughput (processes rotate over them)
- * @param latencyRounds latency: rounds, each of {@code latencySamples} SELECT 1 then as many
- *     reservations, interleaved so that drift in the machine's load hits both alike
- * @param latencySamples latency: samples of each kind per round
+ * @param latencySamples latency: samples of each kind (SELECT 1, reservation, bare upsert),
+ *     taken call by call in turn
  * @param pgbenchClients pgbench client counts
  * @param pgbenchSeconds pgbench duration of each point ({@code -T})
  * @param accuracyProcesses accuracy: worker JVMs, each with its own limiter
@@ -30,7 +29,6 @@ public record BenchSettings(
     long measureMillis,
     int repeats,
     int spreadKeys,
-    int latencyRounds,
     int latencySamples,
     List<Integer> pgbenchClients,
     int pgbenchSeconds,
@@ -55,7 +53,7 @@ public record BenchSettings(
   public static BenchSettings full() {
     return new BenchSettings(
         List.of(1, 2, 4, 8), 500, 2_000, 3, 16,
-        10, 1_000,
+        10_000,
         List.of(1, 2, 4, 8), 2,
         4, 16, 200, 5_000,
         5);
@@ -65,7 +63,7 @@ public record BenchSettings(
   public static BenchSettings tiny() {
     return new BenchSettings(
         List.of(1, 2), 200, 300, 1, 4,
-        2, 100,
+        200,
         List.of(1, 2), 1,
         2, 4, 200, 1_000,
         1);

@@ -16,8 +16,8 @@ import org.postgresql.PGStatement;
  * server-side) against one Pacer reservation, the cursor being handed that same connection (and
  * so setting its session up as it always does). A third series, the smallest write there is on
  * the same table (a bare upsert of one row, no pacing arithmetic), tells the cost of any write
- * transaction apart from the cost of Pacer's statement. The three are measured in alternating
- * rounds so that a change in the machine's load during the measurement hits all alike.
+ * transaction apart from the cost of Pacer's statement. The three alternate call by call, so that
+ * a change in the machine's state during the measurement hits all alike.
  */
 final class Latency {
 
@@ -39,10 +39,10 @@ final class Latency {
 
   private Latency() {}
 
-  static Result measure(Database.Target db, int rounds, int samples) throws SQLException {
-    long[] select1 = new long[rounds * samples];
-    long[] reserve = new long[rounds * samples];
-    long[] upsert = new long[rounds * samples];
+  static Result measure(Database.Target db, int samples) throws SQLException {
+    long[] select1 = new long[samples];
+    long[] reserve = new long[samples];
+    long[] upsert = new long[samples];
     try (Connection c = db.connect();
         PostgresCursor cursor = new PostgresCursor(
             PostgresCursorConfig.forDataSource(new SingleConnectionDataSource(c)).build())) {
@@ -59,24 +59,19 @@ final class Latency {
           reserve(cursor, key);
           ping(bare);
         }
-        int k = 0;
-        for (int r = 0; r < rounds; r++) {
-          for (int i = 0; i < samples; i++) {
-            long t0 = System.nanoTime();
-            ping(ping);
-            select1[k + i] = System.nanoTime() - t0;
-          }
-          for (int i = 0; i < samples; i++) {
-            long t0 = System.nanoTime();
-            reserve(cursor, key);
-            reserve[k + i] = System.nanoTime() - t0;
-          }
-          for (int i = 0; i < samples; i++) {
-            long t0 = System.nanoTime();
-            ping(bare);
-            upsert[k + i] = System.nanoTime() - t0;
-          }
-          k += samples;
+        // Interleaved call by call: the machine's state (which core the backend and this thread
+        // run on, other processes' load) changes over milliseconds, and all three see the same.
+        for (int i = 0; i < select1.length; i++) {
+          long t0 = System.nanoTime();
+          ping(ping);
+          long t1 = System.nanoTime();
+          reserve(cursor, key);
+          long t2 = System.nanoTime();
+          ping(bare);
+          long t3 = System.nanoTime();
+          select1[i] = t1 - t0;
+          reserve[i] = t2 - t1;
+          upsert[i] = t3 - t2;
         }
       }
     }

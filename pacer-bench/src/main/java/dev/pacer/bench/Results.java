@@ -228,7 +228,7 @@ final class Results {
     s.put("warmup_ms", settings.warmupMillis());
     s.put("measure_ms", settings.measureMillis());
     s.put("rounds", settings.repeats());
-    s.put("latency_samples_each", settings.latencyRounds() * settings.latencySamples());
+    s.put("latency_samples_each", settings.latencySamples());
     s.put("pgbench_clients", settings.pgbenchClients());
     s.put("pgbench_seconds", settings.pgbenchSeconds());
     s.put("accuracy_processes", settings.accuracyProcesses());
