@@ -1,6 +1,5 @@
 package dev.pacer.cli;
 
-import dev.pacer.postgres.JdbcUrls;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;
@@ -36,17 +35,17 @@ public final class Main {
         commandLine.getErr().println("pacer: " + e.getMessage());
         return EXIT_USAGE;
       }
-      commandLine.getErr().println("pacer: unexpected error: " + JdbcUrls.redact(String.valueOf(e)));
+      commandLine.getErr().println("pacer: unexpected error: " + Secrets.redact(String.valueOf(e)));
       Throwable cause = e.getCause();
       while (cause != null) {
-        commandLine.getErr().println("  caused by: " + JdbcUrls.redact(String.valueOf(cause)));
+        commandLine.getErr().println("  caused by: " + Secrets.redact(String.valueOf(cause)));
         cause = cause.getCause();
       }
       return EXIT_ERROR;
     });
     cli.setParameterExceptionHandler((e, args2) -> {
       CommandLine commandLine = e.getCommandLine();
-      commandLine.getErr().println("pacer: " + JdbcUrls.redact(e.getMessage()));
+      commandLine.getErr().println("pacer: " + Secrets.redact(e.getMessage()));
       commandLine.getErr().println("Try '" + commandLine.getCommandSpec().qualifiedName()
           + " --help' for more information.");
       return EXIT_USAGE;

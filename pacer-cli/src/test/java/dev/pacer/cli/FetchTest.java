@@ -307,11 +307,15 @@ class FetchTest {
     Cli.Result unreachable = Cli.run("status", "--db",
         "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&password=" + secret);
 
+    Cli.Result notJdbc = Cli.run("status", "--db", "postgresql://user:" + secret + "@h/db");
+
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(status.code()).isEqualTo(0);
     assertThat(unreachable.code()).isEqualTo(2);
+    assertThat(notJdbc.code()).isEqualTo(2);
+    assertThat(notJdbc.err()).contains("postgresql://user:***@h/db");
     assertThat(unreachable.err()).contains("cannot use the database");
-    for (Cli.Result r : List.of(run, status, unreachable)) {
+    for (Cli.Result r : List.of(run, status, unreachable, notJdbc)) {
       assertThat(r.out() + r.err()).doesNotContain(secret);
     }
     assertThat(status.out()).contains("password=***");

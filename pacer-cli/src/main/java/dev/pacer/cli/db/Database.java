@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.postgres.JdbcUrls;
+import dev.pacer.cli.Secrets;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import java.sql.Connection;
@@ -20,7 +20,7 @@ public final class Database {
     if (url == null || !url.startsWith("jdbc:postgresql://")) {
       throw new IllegalArgumentException("--db must be a PostgreSQL JDBC URL such as"
           + " jdbc:postgresql://host:5432/dbname?user=NAME, got "
-          + (url == null ? "nothing" : "'" + JdbcUrls.redact(url) + "'"));
+          + (url == null ? "nothing" : "'" + Secrets.redact(url) + "'"));
     }
     this.url = url;
   }
@@ -31,7 +31,7 @@ public final class Database {
   }
 
   public String redactedUrl() {
-    return JdbcUrls.redact(url);
+    return Secrets.redact(url);
   }
 
   /** A new autocommit connection for work state; connecting and each read bounded. */
@@ -81,7 +81,7 @@ public final class Database {
   /** An error message from the driver, with any password in it hidden. */
   public String describe(SQLException e) {
     String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-    return JdbcUrls.redact(message.replace(url, redactedUrl()));
+    return Secrets.redact(message.replace(url, redactedUrl()));
   }
 
   @Override

@@ -36,24 +36,10 @@ public final class DispatchSlot implements AutoCloseable {
     boolean announced = false;
     boolean unreachableAnnounced = false;
     while (true) {
-      Connection c = null;
       try {
-        c = db.open();
-        try (PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), ?)")) {
-          for (int slot = 0; slot < maxDispatches; slot++) {
-            s.setString(1, "pacer-dispatch:" + destination);
-            s.setInt(2, slot);
-            try (ResultSet r = s.executeQuery()) {
-              r.next();
-              if (r.getBoolean(1)) {
-                log.info("Holding dispatch slot {} of {} for destination {}", slot + 1,
-                    maxDispatches, destination);
-                DispatchSlot taken = new DispatchSlot(c);
-                c = null;
-                return Optional.of(taken);
-              }
-            }
-          }
+        Optional<DispatchSlot> slot = tryAcquire(db, destination, maxDispatches);
+        if (slot.isPresent()) {
+          return slot;
         }
         if (!announced) {
           log.info("All {} dispatch slots of destination {} are taken; waiting for one",
@@ -65,13 +51,48 @@ public final class DispatchSlot implements AutoCloseable {
           log.warn("Could not ask PostgreSQL for a dispatch slot ({}); retrying", db.describe(e));
           unreachableAnnounced = true;
         }
-      } finally {
-        closeQuietly(c);
       }
       if (giveUp.getAsBoolean()) {
         return Optional.empty();
       }
       Thread.sleep(1000);
+    }
+  }
+
+  /** One pass over the slots: the first free one, or empty if all are held. */
+  public static Optional<DispatchSlot> tryAcquire(Database db, String destination,
+      int maxDispatches) throws SQLException {
+    Connection c = db.open();
+    try (PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), ?)")) {
+      for (int slot = 0; slot < maxDispatches; slot++) {
+        s.setString(1, "pacer-dispatch:" + destination);
+        s.setInt(2, slot);
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          if (r.getBoolean(1)) {
+            log.info("Holding dispatch slot {} of {} for destination {}", slot + 1,
+                maxDispatches, destination);
+            DispatchSlot taken = new DispatchSlot(c);
+            c = null;
+            return Optional.of(taken);
+          }
+        }
+      }
+      return Optional.empty();
+    } finally {
+      closeQuietly(c);
+    }
+  }
+
+  /**
+   * Whether the session holding the lock is still there. After a PostgreSQL restart it is not:
+   * the lock went with it, and the worker must take a slot again or stop.
+   */
+  public boolean isHeld() {
+    try {
+      return connection.isValid(2);
+    } catch (SQLException e) {
+      return false;
     }
   }
 

@@ -76,6 +76,11 @@ public final class Worker {
   private DestinationLimiter limiter;
   private DestinationFetcher fetcher;
   private BodyStore bodies;
+  /** The conveyor dispatch slot this worker holds; null for a pooled run. */
+  private volatile DispatchSlot slot;
+  /** Set when PostgreSQL failed us: the slot's session may have gone with it. */
+  private volatile boolean slotSuspect;
+  private int beats;
 
   public Worker(Database database, RunSettings settings, Envelope envelope) {
     this.database = database;
@@ -96,7 +101,7 @@ public final class Worker {
         .header("X-Pacer-Worker", Long.toString(pid))
         .build();
     bodies = new BodyStore(settings.out(), settings.job());
-    Optional<DispatchSlot> slot = Optional.empty();
+
     ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pacer-heartbeat");
       t.setDaemon(true);
@@ -109,12 +114,13 @@ public final class Worker {
     Runtime.getRuntime().addShutdownHook(releaseOnExit);
     try {
       if (settings.maxDispatches() > 0) {
-        slot = DispatchSlot.acquire(database, settings.destination().name(),
-            settings.maxDispatches(), this::nothingLeft);
-        if (slot.isEmpty()) {
+        Optional<DispatchSlot> taken = DispatchSlot.acquire(database,
+            settings.destination().name(), settings.maxDispatches(), this::nothingLeft);
+        if (taken.isEmpty()) {
           log.info("Job {} has no work left; this worker is not needed", settings.job());
           return result();
         }
+        slot = taken.get();
       }
       long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
       heartbeat.scheduleWithFixedDelay(this::heartbeat, 0, beat, TimeUnit.MILLISECONDS);
@@ -143,7 +149,10 @@ public final class Worker {
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
       report(haltedBar.get() != null ? "halted" : "finished");
-      slot.ifPresent(DispatchSlot::close);
+      DispatchSlot held = slot;
+      if (held != null) {
+        held.close();
+      }
       if (cursor instanceof PostgresCursor pg) {
         pg.close();
       }
@@ -175,6 +184,13 @@ public final class Worker {
           }
           Thread.sleep(IDLE_POLL_MILLIS);
           continue;
+        }
+        if (slotSuspect) {
+          keepDispatchSlot();
+          if (stop.get()) {
+            retrying("release an item", () -> store.release(item.get()), false);
+            return;
+          }
         }
         held.add(item.get().token());
         try {
@@ -274,8 +290,39 @@ public final class Worker {
     }
   }
 
+  /**
+   * After a PostgreSQL restart the dispatch slot's lock is gone: take a free slot again, or, if
+   * waiting workers have taken them all, stop (items in flight finish) so the cap holds.
+   */
+  private synchronized void keepDispatchSlot() {
+    DispatchSlot current = slot;
+    if (current == null || stop.get() || current.isHeld()) {
+      slotSuspect = false;
+      return;
+    }
+    current.close();
+    try {
+      Optional<DispatchSlot> again = DispatchSlot.tryAcquire(database,
+          settings.destination().name(), settings.maxDispatches());
+      slotSuspect = false;
+      if (again.isPresent()) {
+        slot = again.get();
+        log.info("Took a dispatch slot again after losing it (PostgreSQL restarted)");
+      } else {
+        log.warn("Lost the dispatch slot (PostgreSQL restarted) and all {} are held by other"
+            + " workers now; this worker stops taking items", settings.maxDispatches());
+        stop.set(true);
+      }
+    } catch (SQLException e) {
+      log.debug("Could not take a dispatch slot again yet: {}", database.describe(e));
+    }
+  }
+
   /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
   private void heartbeat() {
+    if (++beats % 5 == 0) {
+      keepDispatchSlot();
+    }
     try {
       store.extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
       report(stop.get() ? "stopping" : "running");
@@ -337,6 +384,7 @@ public final class Worker {
         }
         return value;
       } catch (SQLException e) {
+        slotSuspect = true;
         if (outageWarned.compareAndSet(false, true)) {
           log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
               + " fetched items (bodies already on disk) and retry until it answers; no new item"
