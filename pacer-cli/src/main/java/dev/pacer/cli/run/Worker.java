@@ -97,7 +97,7 @@ public final class Worker {
     limiter = new LimiterRegistry(cursor).limiter(settings.destination());
     fetcher = DestinationFetcher.builder(limiter)
         .maxBodyBytes(settings.maxBodyBytes())
-        .header("User-Agent", "pacer/0.1 (+https://pacer.dev)")
+        .header("User-Agent", "pacer/0.1")
         .header("X-Pacer-Worker", Long.toString(pid))
         .build();
     bodies = new BodyStore(settings.out(), settings.job());
