@@ -117,6 +117,38 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
+  /**
+   * Opens the dedicated connection now, allowing it {@code timeout} instead of the operation
+   * timeout. Call it at start-up, where a slow first connection (a cold JVM loading the driver on a
+   * busy host) costs nothing, rather than leave it to the first reservation, which would give up
+   * after the operation timeout and degrade until the next retry boundary. A failure here is
+   * logged and not latched.
+   *
+   * @return whether the cursor is connected
+   */
+  public boolean connect(Duration timeout) {
+    boolean locked = false;
+    try {
+      locked = connectionLock.tryLock(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      if (!locked) {
+        return false;
+      }
+      ensureConnected(timeout.toNanos());
+      return true;
+    } catch (SQLException e) {
+      log.warn("Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]", timeout,
+          e.getMessage(), e.getSQLState());
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } finally {
+      if (locked) {
+        connectionLock.unlock();
+      }
+    }
+  }
+
   /** Connection attempts made so far (each connect counts, successful or not). */
   public long connectionAttempts() {
     return connectionAttempts.get();
@@ -269,11 +301,15 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   private void ensureConnected() throws SQLException {
+    ensureConnected(timeoutNanos);
+  }
+
+  private void ensureConnected(long connectTimeoutNanos) throws SQLException {
     if (connection != null) {
       return;
     }
     connectionAttempts.incrementAndGet();
-    Connection fresh = openConnection();
+    Connection fresh = openConnection(connectTimeoutNanos);
     try {
       fresh.setAutoCommit(true);
       fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
@@ -315,13 +351,14 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     tableEnsured = true;
   }
 
-  private Connection openConnection() throws SQLException {
+  private Connection openConnection(long connectTimeoutNanos) throws SQLException {
     if (config.dataSource() != null) {
       return config.dataSource().getConnection();
     }
     Properties props = new Properties();
     props.putAll(config.properties());
-    String wholeSeconds = Long.toString(Math.max(1, TimeUnit.NANOSECONDS.toSeconds(timeoutNanos + 999_999_999L)));
+    String wholeSeconds = Long.toString(
+        Math.max(1, TimeUnit.NANOSECONDS.toSeconds(connectTimeoutNanos + 999_999_999L)));
     props.putIfAbsent("connectTimeout", wholeSeconds);
     props.putIfAbsent("loginTimeout", wholeSeconds);
     props.putIfAbsent("socketTimeout", wholeSeconds);

@@ -23,17 +23,15 @@ public final class FleetWorker {
     boolean shared = args[0].equals("shared");
     String jdbcUrl = args[1];
     Destination destination = Destination.builder(args[2])
-        .ratePerSecond(Double.parseDouble(args[3])).maxConcurrency(1).build();
+        .ratePerSecond(Double.parseDouble(args[3])).maxConcurrency(1).maxFetchingProcesses(3).build();
     int count = Integer.parseInt(args[4]);
 
     Cursor cursor = shared
         ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
         : new LocalCursor();
     DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
-    if (shared) {
-      // Connect (and create the table) before the start line, so start-up is not measured.
-      cursor.tryReserve("warm-up-" + ProcessHandle.current().pid(), destination.interval(),
-          java.time.Duration.ZERO);
+    if (shared && !((PostgresCursor) cursor).connect(java.time.Duration.ofSeconds(30))) {
+      throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
     System.out.println("READY");
     System.out.flush();

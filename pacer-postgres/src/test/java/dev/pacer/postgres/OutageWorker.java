@@ -30,7 +30,9 @@ public final class OutageWorker {
     long runNanos = Duration.ofSeconds(Long.parseLong(args[5])).toNanos();
     PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build());
     DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
-    cursor.tryReserve("warm-up-" + ProcessHandle.current().pid(), Duration.ofMillis(1), Duration.ZERO);
+    if (!cursor.connect(Duration.ofSeconds(30))) {
+      throw new IllegalStateException("could not connect to " + jdbcUrl);
+    }
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

@@ -50,6 +50,7 @@ public final class Worker {
 
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
   private static final long IDLE_POLL_MILLIS = 250;
+  private static final Duration STARTUP_CONNECT = Duration.ofSeconds(10);
   private static final long FAILURE_RETRY_MILLIS = 2000;
   private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
 
@@ -94,6 +95,11 @@ public final class Worker {
   public Result run() throws InterruptedException {
     store = new JobStore(database);
     Cursor cursor = settings.perProcessPacing() ? new LocalCursor() : database.cursor();
+    if (cursor instanceof PostgresCursor pg) {
+      // At start-up a slow first connection costs nothing; left to the first reservation, it
+      // would degrade this worker until the next retry boundary.
+      pg.connect(STARTUP_CONNECT);
+    }
     limiter = new LimiterRegistry(cursor).limiter(settings.destination());
     fetcher = DestinationFetcher.builder(limiter)
         .maxBodyBytes(settings.maxBodyBytes())
