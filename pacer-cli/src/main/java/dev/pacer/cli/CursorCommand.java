@@ -1,7 +1,6 @@
 package dev.pacer.cli;
 
 import dev.pacer.CursorStoreException;
-import dev.pacer.Destination;
 import dev.pacer.cli.db.JobStore;
 import dev.pacer.postgres.PostgresCursor;
 import java.util.concurrent.Callable;
@@ -38,11 +37,7 @@ public final class CursorCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      try {
-        Destination.validateName(name);
-      } catch (IllegalArgumentException e) {
-        throw new BadInputException("destination " + e.getMessage());
-      }
+      RunOptions.checkDestinationName(name);
       try (JobStore store = dbOptions.connect();
           PostgresCursor cursor = store.database().cursor()) {
         cursor.clear(name);

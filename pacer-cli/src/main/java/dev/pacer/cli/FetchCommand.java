@@ -9,6 +9,7 @@ import dev.pacer.cli.run.Summary;
 import dev.pacer.cli.run.UrlList;
 import dev.pacer.cli.run.Worker;
 import dev.pacer.cli.ui.Progress;
+import dev.pacer.internal.Printable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -242,7 +243,7 @@ public final class FetchCommand implements Callable<Integer> {
     }
     if (!JOB_NAME.matcher(name).matches()) {
       throw new BadInputException("job name must be 1-64 characters of letters, digits, '.', '_'"
-          + " or '-', starting with a letter or digit, got '" + name + "'");
+          + " or '-', starting with a letter or digit, got " + Printable.quote(name));
     }
     return name;
   }

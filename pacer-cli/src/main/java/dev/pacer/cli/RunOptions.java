@@ -2,10 +2,12 @@ package dev.pacer.cli;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
+import dev.pacer.internal.Printable;
 import dev.pacer.cli.run.RunSettings;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 import picocli.CommandLine.Option;
 
 /** The options of a run, shared by {@code fetch}, {@code demo} and the hidden {@code worker}. */
@@ -96,6 +98,7 @@ public final class RunOptions {
     require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
     require(maxRssMb >= 16, "--max-rss-mb must be >= 16, got " + maxRssMb);
     require(maxBodyBytes >= 0, "--max-body-bytes must be >= 0, got " + maxBodyBytes);
+    checkDestinationName(destinationName);
     Destination destination;
     try {
       destination = Destination.builder(destinationName)
@@ -134,6 +137,25 @@ public final class RunOptions {
         "--pacing", s.perProcessPacing() ? "PER_PROCESS" : "FLEET"));
     return args;
   }
+
+  /**
+   * The command line takes destination names from a narrower set than the library (any printable
+   * characters): letters, digits and {@code . _ : - [ ]}, which covers host names, host:port and
+   * IPv6 literals. A name is typed into shells and shown in logs and status tables, where quotes
+   * and the like only cause trouble.
+   */
+  static void checkDestinationName(String name) throws BadInputException {
+    try {
+      Destination.validateName(name);
+    } catch (IllegalArgumentException e) {
+      throw new BadInputException("destination " + e.getMessage());
+    }
+    require(DESTINATION_NAME.matcher(name).matches(),
+        "destination name may hold only letters, digits and . _ : - [ ], got "
+            + Printable.quote(name));
+  }
+
+  private static final Pattern DESTINATION_NAME = Pattern.compile("[A-Za-z0-9._:\\[\\]-]{1,64}");
 
   static void require(boolean ok, String message) throws BadInputException {
     if (!ok) {

@@ -1,0 +1,115 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A password given in {@code --db} or {@code PACER_DB} never appears in anything Pacer prints:
+ * logs, errors, {@code status}, the JSON summary, nor the output of its worker processes. The
+ * server here really checks passwords (scram-sha-256), so a wrong one is refused by PostgreSQL.
+ */
+class SecretsTest {
+
+  private static final String USER = "pacer_secret_user";
+  private static final String SECRET = "Pw-" + UUID.randomUUID().toString().substring(0, 12);
+  private static final String WRONG = "Wrong-" + UUID.randomUUID().toString().substring(0, 12);
+  private static EmbeddedPostgres postgres;
+
+  @TempDir Path dir;
+
+  @BeforeAll
+  static void startAPasswordCheckingServer() throws IOException, SQLException {
+    postgres = EmbeddedPostgres.builder()
+        .setDataDirectoryCustomizer(data -> {
+          try {
+            Files.writeString(data.toPath().resolve("pg_hba.conf"),
+                "host all " + USER + " 127.0.0.1/32 scram-sha-256\n"
+                    + "host all all 127.0.0.1/32 trust\n"
+                    + "local all all trust\n");
+          } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        })
+        .start();
+    try (Connection c = postgres.getPostgresDatabase().getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("SET password_encryption = 'scram-sha-256'");
+      s.execute("CREATE ROLE " + USER + " LOGIN PASSWORD '" + SECRET + "'");
+      s.execute("GRANT CREATE ON SCHEMA public TO " + USER);
+    }
+  }
+
+  @AfterAll
+  static void stop() throws IOException {
+    postgres.close();
+  }
+
+  private String url(String password) {
+    return "jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/postgres?user=" + USER
+        + "&password=" + password;
+  }
+
+  @Test
+  void noPasswordInAnyOutput() throws Exception {
+    List<Path> outputs = new ArrayList<>();
+    try (TestDestination destination = new TestDestination()) {
+      Path input = Files.write(dir.resolve("urls.txt"), destination.items(6));
+      String job = "secrets-" + ProcessHandle.current().pid();
+      String out = dir.resolve("out").toString();
+
+      assertThat(run(outputs, Map.of(), "fetch", input.toString(), "--job", job, "--destination", job,
+          "--rate", "50", "--processes", "2", "--threads", "2", "--db", url(SECRET), "--out", out,
+          "--max-load", "1000")).as("conveyor fetch with --db").isZero();
+      assertThat(run(outputs, Map.of("PACER_DB", url(SECRET)), "fetch", input.toString(),
+          "--job", job + "-env", "--destination", job, "--rate", "50", "--out", out, "--max-load", "1000"))
+          .as("pooled fetch with PACER_DB").isZero();
+      assertThat(run(outputs, Map.of(), "status", "--db", url(SECRET))).isZero();
+      assertThat(run(outputs, Map.of("PACER_DB", url(SECRET)), "status", "--job", job)).isZero();
+      assertThat(run(outputs, Map.of(), "trips", "--db", url(SECRET))).isZero();
+      assertThat(run(outputs, Map.of(), "cursor", "clear", job, "--db", url(SECRET))).isZero();
+      assertThat(run(outputs, Map.of(), "fetch", input.toString(), "--job", job + "-wrong",
+          "--db", url(WRONG), "--out", out)).as("wrong password").isEqualTo(2);
+      assertThat(run(outputs, Map.of("PACER_DB", url(WRONG)), "status")).as("wrong password").isEqualTo(2);
+      assertThat(run(outputs, Map.of(), "fetch", input.toString(), "--job", job + "-down",
+          "--db", "jdbc:postgresql://127.0.0.1:1/postgres?user=" + USER + "&password=" + SECRET,
+          "--out", out)).as("unreachable").isEqualTo(2);
+      assertThat(run(outputs, Map.of(), "fetch", input.toString(), "--job", job + "-nourl",
+          "--db", "postgresql://" + USER + ":" + SECRET + "@127.0.0.1/postgres", "--out", out))
+          .as("not a JDBC URL").isEqualTo(2);
+    }
+    StringBuilder everything = new StringBuilder();
+    for (Path p : outputs) {
+      everything.append(Files.readString(p, StandardCharsets.UTF_8));
+    }
+    String all = everything.toString();
+    assertThat(all).as("the runs said something").contains("\"job\"").contains("pacer");
+    assertThat(all).doesNotContain(SECRET).doesNotContain(WRONG);
+  }
+
+  private int run(List<Path> outputs, Map<String, String> env, String... args) throws Exception {
+    Path stdout = dir.resolve("stdout-" + outputs.size());
+    Path stderr = dir.resolve("stderr-" + outputs.size());
+    outputs.add(stdout);
+    outputs.add(stderr);
+    Process p = Cli.spawn(env, stdout, stderr, args);
+    assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("pacer %s finished", args[0]).isTrue();
+    return p.exitValue();
+  }
+}
