@@ -162,7 +162,7 @@ final class Charts {
           g.setColor(Color.DARK_GRAY);
           String label = d >= 100 ? String.format(Locale.ROOT, "%.0f", d)
               : String.format(Locale.ROOT, "%.1f", d);
-          if (fm.stringWidth(label) <= barW + 6) {
+          if (fm.stringWidth(label) <= barW - 2) {
             g.drawString(label, x0 + si * barW + (barW - 2 - fm.stringWidth(label)) / 2, yTop - 3);
           }
         }
