@@ -57,11 +57,21 @@ public final class ConnectionGate {
     probing = false;
   }
 
+  /**
+   * After a first failure the next boundary at least half a cooldown away; after a failed probe,
+   * the boundary one cooldown after the one it was let through at, even if it ran late, so that
+   * this process never skips a boundary and falls a cooldown out of step with the fleet.
+   */
   public synchronized void failed() {
     probing = false;
     long now = epochMillis.getAsLong();
-    long earliest = now + cooldownMillis / 2;
-    latchedUntil = Math.floorDiv(earliest + cooldownMillis - 1, cooldownMillis) * cooldownMillis;
+    latchedUntil = latchedUntil < 0
+        ? ceilToMultiple(now + cooldownMillis / 2)
+        : Math.max(latchedUntil + cooldownMillis, ceilToMultiple(now + 1));
+  }
+
+  private long ceilToMultiple(long value) {
+    return Math.floorDiv(value + cooldownMillis - 1, cooldownMillis) * cooldownMillis;
   }
 
   /** Connection attempts let through so far. */

@@ -5,6 +5,7 @@ import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Properties;
 
 /**
@@ -45,8 +46,20 @@ public final class Database {
    * cursor bounds its own statements).
    */
   public PostgresCursor cursor() {
-    return new PostgresCursor(PostgresCursorConfig.forDataSource(
-        new GatedDataSource(() -> connect(1, 1, "pacer-cursor"))).build());
+    return new PostgresCursor(cursorConfig().build());
+  }
+
+  /**
+   * The fleet-wide cursor for a fleet whose longest honest queue is known: a stored cursor
+   * further ahead than {@code resetBeyond} is reset instead of waited for.
+   */
+  public PostgresCursor cursor(Duration resetBeyond) {
+    return new PostgresCursor(cursorConfig().resetBeyond(resetBeyond).build());
+  }
+
+  private PostgresCursorConfig.Builder cursorConfig() {
+    return PostgresCursorConfig.forDataSource(
+        new GatedDataSource(() -> connect(1, 1, "pacer-cursor")));
   }
 
   /** The gate every connection of this process to this database goes through. */

@@ -1,6 +1,7 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.Cursor;
+import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FetchFailedException;
@@ -11,6 +12,7 @@ import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.JobStore;
+import dev.pacer.internal.Backoff;
 import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -94,10 +96,18 @@ public final class Worker {
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
     store = new JobStore(database);
-    Cursor cursor = settings.perProcessPacing() ? new LocalCursor() : database.cursor();
+    Cursor cursor = settings.perProcessPacing()
+        ? new LocalCursor()
+        : database.cursor(longestHonestQueue(settings.destination()).multipliedBy(2));
     if (cursor instanceof PostgresCursor pg) {
       // At start-up a slow first connection costs nothing; left to the first reservation, it
-      // would degrade this worker until the next retry boundary.
+      // would degrade this worker until the next retry boundary. The work-state connection goes
+      // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM.
+      try {
+        store.hasOpenItems(settings.job());
+      } catch (SQLException e) {
+        log.debug("Work state not reachable at start-up: {}", database.describe(e));
+      }
       pg.connect(STARTUP_CONNECT);
     }
     limiter = new LimiterRegistry(cursor).limiter(settings.destination());
@@ -164,6 +174,18 @@ public final class Worker {
       }
       store.close();
     }
+  }
+
+  /**
+   * The furthest ahead this fleet can honestly push the cursor: every process that may fetch,
+   * every request in flight, each at the widest backoff. At least a minute. A cursor further ahead
+   * than twice this (a clock step, a hand edit) is reset rather than stalling the run; the
+   * library's default bound, an hour, would stall it for up to an hour.
+   */
+  static Duration longestHonestQueue(Destination d) {
+    Duration queue = d.interval().multipliedBy(
+        (long) d.maxFetchingProcesses() * d.maxConcurrency() * Backoff.MAX_MULTIPLIER);
+    return queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue;
   }
 
   private Result result() {

@@ -46,6 +46,20 @@ class ConnectionGateTest {
   }
 
   @Test
+  void aLateProbeKeepsToTheGridOfBoundaries() throws Exception {
+    gate.beforeAttempt();
+    gate.failed(); // next boundary ...05.000
+    now.set(1_000_000_008_000L); // nobody asked at ...05.000; the probe runs 3 s late
+    gate.beforeAttempt();
+    gate.failed();
+    now.set(1_000_000_009_999L);
+    assertThatThrownBy(gate::beforeAttempt).isInstanceOf(SQLException.class);
+    now.set(1_000_000_010_000L);
+    gate.beforeAttempt(); // ...10.000, not ...15.000
+    assertThat(gate.attempts()).isEqualTo(3);
+  }
+
+  @Test
   void aRefusalCarriesAConnectionFailureState() {
     gate.failed();
     assertThatThrownBy(gate::beforeAttempt)
