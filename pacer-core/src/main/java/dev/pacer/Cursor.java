@@ -15,14 +15,33 @@ import java.time.Duration;
  */
 public interface Cursor {
 
-  /** Reserves the next turn for {@code name} at spacing {@code interval}. Never throws. */
-  Reservation reserve(String name, Duration interval);
+  /**
+   * Reserves the next turn for {@code name} at spacing {@code interval}, starting no earlier than
+   * {@code notBefore} from now. Never throws.
+   *
+   * <p>{@code notBefore} is what the caller knows of turns already granted: a limiter passes the
+   * distance to where the cursor stood after its own last reservation. While the stored cursor is
+   * intact it is already past that point and nothing changes; if it was lost or reset, the turns
+   * handed out before are still on their way, and this keeps new turns from overlapping them.
+   */
+  Reservation reserve(String name, Duration interval, Duration notBefore);
 
   /**
-   * Reserves the next turn only if it starts within {@code maxWait}; otherwise answers {@link
-   * Reservation#refused()} and leaves the cursor exactly as it was. Never throws.
+   * Like {@link #reserve(String, Duration, Duration)}, but only if the turn starts within {@code
+   * maxWait}; otherwise answers {@link Reservation#refused()} and leaves the cursor exactly as it
+   * was. Never throws.
    */
-  Reservation tryReserve(String name, Duration interval, Duration maxWait);
+  Reservation tryReserve(String name, Duration interval, Duration notBefore, Duration maxWait);
+
+  /** Reserves the next turn for {@code name} at spacing {@code interval}. Never throws. */
+  default Reservation reserve(String name, Duration interval) {
+    return reserve(name, interval, Duration.ZERO);
+  }
+
+  /** {@link #tryReserve(String, Duration, Duration, Duration)} with no lower bound. */
+  default Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+    return tryReserve(name, interval, Duration.ZERO, maxWait);
+  }
 
   /**
    * Forgets the cursor of {@code name}: the next reservation starts now.

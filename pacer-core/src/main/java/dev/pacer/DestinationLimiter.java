@@ -189,11 +189,16 @@ public final class DestinationLimiter {
 
   private Reservation reserveShared(Duration interval, long deadline) {
     long before = time.nanoTime();
+    long horizon = sharedHorizon.get();
+    // Every turn before where this process last saw the cursor is granted to someone: a lost or
+    // reset cursor must not hand them out again.
+    Duration notBefore = Duration.ofNanos(
+        horizon == Pacing.NO_CURSOR ? 0 : Math.max(0, horizon - before));
     Reservation turn;
     try {
       turn = deadline == NO_DEADLINE
-          ? shared.reserve(destination.name(), interval)
-          : shared.tryReserve(destination.name(), interval,
+          ? shared.reserve(destination.name(), interval, notBefore)
+          : shared.tryReserve(destination.name(), interval, notBefore,
               Duration.ofNanos(Math.max(0, deadline - before)));
     } catch (RuntimeException e) {
       // A cursor must not throw; if one does anyway, pacing degrades rather than stopping.

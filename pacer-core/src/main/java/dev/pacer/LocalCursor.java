@@ -25,19 +25,20 @@ public final class LocalCursor implements Cursor {
   }
 
   @Override
-  public synchronized Reservation reserve(String name, Duration interval) {
+  public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
     long now = time.nanoTime();
-    Pacing.Turn turn = Pacing.reserve(stored(name), now, interval.toNanos(), Long.MAX_VALUE);
+    Pacing.Turn turn = Pacing.reserve(
+        stored(name), now, now + notBefore.toNanos(), interval.toNanos(), Long.MAX_VALUE);
     cursors.put(name, turn.newCursor());
     return Reservation.grantedNanos(turn.waitNanos());
   }
 
   @Override
-  public synchronized Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+  public synchronized Reservation tryReserve(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
     long now = time.nanoTime();
-    Pacing.Turn turn =
-        Pacing.reserveWithin(
-            stored(name), now, interval.toNanos(), Long.MAX_VALUE, maxWait.toNanos());
+    Pacing.Turn turn = Pacing.reserveWithin(stored(name), now, now + notBefore.toNanos(),
+        interval.toNanos(), Long.MAX_VALUE, maxWait.toNanos());
     if (turn == null) {
       return Reservation.refused();
     }

@@ -48,7 +48,7 @@ class DestinationLimiterTest {
   void aCursorThatThrowsIsTreatedAsUnavailable() throws Exception {
     Cursor broken = new UnavailableCursor() {
       @Override
-      public Reservation reserve(String name, Duration interval) {
+      public Reservation reserve(String name, Duration interval, Duration notBefore) {
         throw new IllegalStateException("bug in a cursor");
       }
     };
@@ -94,6 +94,21 @@ class DestinationLimiterTest {
     limiter.acquire().close();
     assertThat(time.sleepsMillis()).as("local wait, then the shared one").containsExactly(0L, 200L);
     assertThat(limiter.isDegraded()).isFalse();
+  }
+
+  @Test
+  void aLostSharedCursorDoesNotHandOutTurnsThisProcessKnowsAreTaken() throws Exception {
+    DestinationLimiter limiter = limiter(10, 3, 1, shared);
+    Slot first = limiter.acquire(); // wait 0: the cursor is now at +100
+    time.duringNextSleep(() -> sharedStandIn.clear("dest")); // the row is lost during the wait
+    Slot second = limiter.acquire(); // granted +100, the cursor at +200, then lost
+    Slot third = limiter.acquire();
+    // Without the process's own knowledge the lost cursor would grant "now" (+100), a turn
+    // already taken; the third turn starts at +200.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 100L);
+    first.close();
+    second.close();
+    third.close();
   }
 
   @Test
@@ -230,15 +245,16 @@ class DestinationLimiterTest {
     }
 
     @Override
-    public synchronized Reservation reserve(String name, Duration interval) {
+    public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
       intervals.add(interval);
-      return delegate.reserve(name, interval);
+      return delegate.reserve(name, interval, notBefore);
     }
 
     @Override
-    public synchronized Reservation tryReserve(String name, Duration interval, Duration maxWait) {
+    public synchronized Reservation tryReserve(
+        String name, Duration interval, Duration notBefore, Duration maxWait) {
       intervals.add(interval);
-      return delegate.tryReserve(name, interval, maxWait);
+      return delegate.tryReserve(name, interval, notBefore, maxWait);
     }
 
     @Override
@@ -258,13 +274,16 @@ class DestinationLimiterTest {
     volatile Cursor delegate;
 
     @Override
-    public Reservation reserve(String name, Duration interval) {
-      return delegate == null ? Reservation.unavailable() : delegate.reserve(name, interval);
+    public Reservation reserve(String name, Duration interval, Duration notBefore) {
+      return delegate == null ? Reservation.unavailable() : delegate.reserve(name, interval, notBefore);
     }
 
     @Override
-    public Reservation tryReserve(String name, Duration interval, Duration maxWait) {
-      return delegate == null ? Reservation.unavailable() : delegate.tryReserve(name, interval, maxWait);
+    public Reservation tryReserve(
+        String name, Duration interval, Duration notBefore, Duration maxWait) {
+      return delegate == null
+          ? Reservation.unavailable()
+          : delegate.tryReserve(name, interval, notBefore, maxWait);
     }
 
     @Override

@@ -20,7 +20,8 @@ import java.util.stream.Stream;
  * settings as Pacer's connection (commit mode, plan cache mode, no sequential scans, timeouts),
  * through {@code PGOPTIONS}.
  * The key, gap and reset bound are pgbench variables, sent as the same bind parameters; the
- * fourth parameter, max_wait, is NULL for a plain reservation and is written as a literal NULL.
+ * fourth parameter, max_wait, is NULL for a plain reservation and is written as a literal NULL;
+ * the fifth, not_before, is 0 for a caller that knows of no earlier turn, also a literal.
  */
 final class Pgbench {
 
@@ -45,13 +46,14 @@ final class Pgbench {
   /** Pacer's reservation statement with pgbench variables in place of its JDBC parameters. */
   static String script() {
     String sql = CursorSql.pacerTable(Contender.PACER_TABLE).reserve();
-    String[] parameters = {":key", ":gap", ":reset_beyond", "NULL"};
+    String[] parameters = {":key", ":gap", ":reset_beyond", "NULL", "0"};
     StringBuilder out = new StringBuilder();
     int next = 0;
     for (char ch : sql.toCharArray()) {
       if (ch == '?') {
         if (next == parameters.length) {
-          throw new IllegalStateException("reservation SQL has more than 4 parameters");
+          throw new IllegalStateException(
+              "reservation SQL has more than " + parameters.length + " parameters");
         }
         out.append(parameters[next++]);
       } else {
@@ -59,7 +61,8 @@ final class Pgbench {
       }
     }
     if (next != parameters.length) {
-      throw new IllegalStateException("reservation SQL has " + next + " parameters, expected 4");
+      throw new IllegalStateException(
+          "reservation SQL has " + next + " parameters, expected " + parameters.length);
     }
     return out.append(";\n").toString();
   }

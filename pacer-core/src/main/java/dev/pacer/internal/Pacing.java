@@ -37,6 +37,15 @@ package dev.pacer.internal;
  * once, and the idle time is <em>not</em> banked: unlike a token bucket there is no burst after a
  * quiet period, which is what a third party's per-second quota wants.
  *
+ * <h2>Turns the caller already knows of</h2>
+ *
+ * A caller may say its turn must not start before some instant {@code earliest}: a process knows
+ * where the cursor stood after its own last reservation, and every turn before that point has
+ * been granted to someone. Normally the stored cursor is already past it and {@code earliest}
+ * changes nothing; but if the stored cursor was lost (a deleted row) or reset, the turns already
+ * handed out are still on their way, and without it the next turns would start at {@code now}
+ * and overlap them: a burst of as many turns as were queued.
+ *
  * <h2>Refusals and resets</h2>
  *
  * {@link #reserveWithin} refuses when the wait would exceed a bound, and then the cursor is left
@@ -58,7 +67,12 @@ public final class Pacing {
 
   /** Reserves a turn unconditionally. */
   public static Turn reserve(long cursor, long now, long interval, long resetBeyond) {
-    long start = startOfTurn(cursor, now, resetBeyond);
+    return reserve(cursor, now, now, interval, resetBeyond);
+  }
+
+  /** Reserves a turn that starts no earlier than {@code earliest}. */
+  public static Turn reserve(long cursor, long now, long earliest, long interval, long resetBeyond) {
+    long start = startOfTurn(cursor, now, earliest, resetBeyond);
     return new Turn(start + interval, start - now);
   }
 
@@ -68,7 +82,13 @@ public final class Pacing {
    */
   public static Turn reserveWithin(
       long cursor, long now, long interval, long resetBeyond, long maxWait) {
-    long start = startOfTurn(cursor, now, resetBeyond);
+    return reserveWithin(cursor, now, now, interval, resetBeyond, maxWait);
+  }
+
+  /** {@link #reserveWithin} for a turn that starts no earlier than {@code earliest}. */
+  public static Turn reserveWithin(
+      long cursor, long now, long earliest, long interval, long resetBeyond, long maxWait) {
+    long start = startOfTurn(cursor, now, earliest, resetBeyond);
     if (start - now > maxWait) {
       return null;
     }
@@ -80,10 +100,11 @@ public final class Pacing {
     return cursor != NO_CURSOR && cursor - now > resetBeyond;
   }
 
-  private static long startOfTurn(long cursor, long now, long resetBeyond) {
+  private static long startOfTurn(long cursor, long now, long earliest, long resetBeyond) {
+    long base = Math.max(now, earliest);
     if (cursor == NO_CURSOR || isImplausiblyAhead(cursor, now, resetBeyond)) {
-      return now;
+      return base;
     }
-    return Math.max(now, cursor);
+    return Math.max(base, cursor);
   }
 }

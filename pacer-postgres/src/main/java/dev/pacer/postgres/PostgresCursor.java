@@ -13,6 +13,8 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.Properties;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -65,6 +67,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private boolean tableEnsured;
 
   private volatile long latchedUntilNanos;
+  private volatile boolean closed;
+  /** A background reconnection is in flight: reservations answer "unavailable" meanwhile. */
+  private volatile boolean probing;
+  private ScheduledExecutorService prober;
   private volatile boolean latched;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
@@ -82,13 +88,14 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   @Override
-  public Reservation reserve(String name, Duration interval) {
-    return reserveOrRefuse(name, interval, null);
+  public Reservation reserve(String name, Duration interval, Duration notBefore) {
+    return reserveOrRefuse(name, interval, notBefore, null);
   }
 
   @Override
-  public Reservation tryReserve(String name, Duration interval, Duration maxWait) {
-    return reserveOrRefuse(name, interval, maxWait);
+  public Reservation tryReserve(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
+    return reserveOrRefuse(name, interval, notBefore, maxWait);
   }
 
   @Override
@@ -161,7 +168,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   /** True while the failure latch makes reservations answer "unavailable" without trying. */
   public boolean isLatched() {
-    return latched && time.nanoTime() - latchedUntilNanos < 0;
+    return latched && (probing || time.nanoTime() - latchedUntilNanos < 0);
   }
 
   public PostgresCursorConfig config() {
@@ -170,6 +177,12 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
+    synchronized (this) {
+      if (prober != null) {
+        prober.shutdownNow();
+      }
+    }
     connectionLock.lock();
     try {
       discardConnection();
@@ -178,7 +191,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  private Reservation reserveOrRefuse(String name, Duration interval, Duration maxWait) {
+  private Reservation reserveOrRefuse(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
     if (isLatched()) {
       return Reservation.unavailable();
     }
@@ -198,17 +212,18 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       if (isLatched()) {
         return Reservation.unavailable();
       }
-      return attempt(sql.key(name), ceilMicros(interval), maxWait == null ? null : maxWait.toNanos() / 1000);
+      return attempt(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
+          maxWait == null ? null : maxWait.toNanos() / 1000);
     } finally {
       connectionLock.unlock();
     }
   }
 
-  private Reservation attempt(String key, long gapMicros, Long maxWaitMicros) {
+  private Reservation attempt(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros) {
     long started = time.nanoTime();
     boolean reusedConnection = connection != null;
     try {
-      return succeeded(execute(key, gapMicros, maxWaitMicros));
+      return succeeded(execute(key, gapMicros, notBeforeMicros, maxWaitMicros));
     } catch (SQLException first) {
       discardConnection();
       boolean diedBetweenCalls =
@@ -217,7 +232,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         return failed(first);
       }
       try {
-        return succeeded(execute(key, gapMicros, maxWaitMicros));
+        return succeeded(execute(key, gapMicros, notBeforeMicros, maxWaitMicros));
       } catch (SQLException second) {
         discardConnection();
         return failed(second);
@@ -225,7 +240,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  private Reservation execute(String key, long gapMicros, Long maxWaitMicros) throws SQLException {
+  private Reservation execute(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros)
+      throws SQLException {
     ensureConnected();
     PreparedStatement statement = reserveStatement;
     statement.setString(1, key);
@@ -236,6 +252,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } else {
       statement.setLong(4, maxWaitMicros);
     }
+    statement.setLong(5, Math.max(0, notBeforeMicros));
     try (ResultSet row = statement.executeQuery()) {
       if (!row.next()) {
         return Reservation.refused();
@@ -267,13 +284,69 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private Reservation failed(SQLException cause) {
     long total = failures.incrementAndGet();
     consecutiveFailures++;
-    latchedUntilNanos = time.nanoTime() + nanosUntilNextRetryBoundary();
+    long untilRetry = nanosUntilNextRetryBoundary();
+    latchedUntilNanos = time.nanoTime() + untilRetry;
     latched = true;
+    scheduleProbe(untilRetry);
     log.warn("PostgreSQL cursor unavailable ({} failure(s) so far, {} in a row): {} [SQLState {}];"
             + " pacing locally for the next {}",
         total, consecutiveFailures, cause.getMessage(), cause.getSQLState(),
         config.failureCooldown());
     return Reservation.unavailable();
+  }
+
+  /**
+   * Reconnects at the retry boundary itself, on a background thread, rather than at whichever
+   * reservation comes first after it. Every process of a fleet then tries within milliseconds of
+   * the others (as far as their clocks agree), instead of whenever one of its threads next wakes
+   * from a local turn (up to a local interval later): if the database came back inside that
+   * spread, the processes that tried before it would otherwise return a whole cooldown after the
+   * others. It also keeps the reconnection off the fetch threads. Whoever comes first at a
+   * boundary, the probe or a reservation, makes the one attempt; the other finds the latch moved.
+   */
+  private void scheduleProbe(long delayNanos) {
+    if (!config.backgroundReconnect() || closed) {
+      return;
+    }
+    synchronized (this) {
+      if (prober == null) {
+        prober = Executors.newSingleThreadScheduledExecutor(r -> {
+          Thread t = new Thread(r, "pacer-cursor-reconnect");
+          t.setDaemon(true);
+          return t;
+        });
+      }
+      prober.schedule(this::probe, delayNanos, TimeUnit.NANOSECONDS);
+    }
+  }
+
+  private void probe() {
+    if (!latched || time.nanoTime() - latchedUntilNanos < 0) {
+      return;
+    }
+    boolean locked = false;
+    try {
+      locked = connectionLock.tryLock(timeoutNanos, TimeUnit.NANOSECONDS);
+      if (!locked || !latched || isLatched()) {
+        return;
+      }
+      probing = true;
+      try {
+        ensureConnected();
+        succeeded(null);
+      } catch (SQLException e) {
+        discardConnection();
+        failed(e);
+      } finally {
+        probing = false;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      if (locked) {
+        connectionLock.unlock();
+      }
+    }
   }
 
   /**

@@ -36,6 +36,7 @@ public final class PostgresCursorConfig {
   private final Duration failureCooldown;
   private final Duration resetBeyond;
   private final boolean synchronousCommit;
+  private final boolean backgroundReconnect;
   private final TimeSource time;
 
   private PostgresCursorConfig(Builder b) {
@@ -47,6 +48,7 @@ public final class PostgresCursorConfig {
     this.failureCooldown = b.failureCooldown;
     this.resetBeyond = b.resetBeyond;
     this.synchronousCommit = b.synchronousCommit;
+    this.backgroundReconnect = b.backgroundReconnect;
     this.time = b.time;
   }
 
@@ -112,6 +114,11 @@ public final class PostgresCursorConfig {
     return synchronousCommit;
   }
 
+  /** Whether a background thread reconnects at each retry boundary (default true). */
+  public boolean backgroundReconnect() {
+    return backgroundReconnect;
+  }
+
   TimeSource time() {
     return time;
   }
@@ -122,7 +129,8 @@ public final class PostgresCursorConfig {
         + (jdbcUrl != null ? "url=" + JdbcUrls.redact(jdbcUrl) : "dataSource=" + dataSource)
         + ", layout=" + layout + ", operationTimeout=" + operationTimeout
         + ", failureCooldown=" + failureCooldown + ", resetBeyond=" + resetBeyond
-        + ", synchronousCommit=" + synchronousCommit + "}";
+        + ", synchronousCommit=" + synchronousCommit + ", backgroundReconnect="
+        + backgroundReconnect + "}";
   }
 
   /** Builder for {@link PostgresCursorConfig}. */
@@ -135,6 +143,7 @@ public final class PostgresCursorConfig {
     private Duration failureCooldown = Duration.ofSeconds(5);
     private Duration resetBeyond = Duration.ofHours(1);
     private boolean synchronousCommit;
+    private boolean backgroundReconnect = true;
     private TimeSource time = TimeSource.SYSTEM;
 
     private Builder(String jdbcUrl, Properties properties, DataSource dataSource) {
@@ -168,6 +177,15 @@ public final class PostgresCursorConfig {
 
     public Builder synchronousCommit(boolean synchronousCommit) {
       this.synchronousCommit = synchronousCommit;
+      return this;
+    }
+
+    /**
+     * Whether a background thread reconnects exactly at each retry boundary (default true). Off,
+     * the first reservation after a boundary reconnects; tests on a fake clock turn it off.
+     */
+    public Builder backgroundReconnect(boolean backgroundReconnect) {
+      this.backgroundReconnect = backgroundReconnect;
       return this;
     }
 

@@ -35,7 +35,7 @@ class DegradeTest {
     System.setErr(new PrintStream(new Tee(originalErr, log), true, StandardCharsets.UTF_8));
     try (PostgresCursor cursor = new PostgresCursor(
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres")
-            .timeSource(time).build())) {
+            .timeSource(time).backgroundReconnect(false).build())) {
 
       long retryBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
       for (int i = 0; i < 25; i++) {
@@ -87,7 +87,7 @@ class DegradeTest {
     FakeTime time = new FakeTime();
     try (PostgresCursor cursor = new PostgresCursor(
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + freePort() + "/postgres?user=postgres")
-            .timeSource(time).build())) {
+            .timeSource(time).backgroundReconnect(false).build())) {
       long firstBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
       assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
       // Every thread of the process slept through the boundary; the retry happens 3 s late.

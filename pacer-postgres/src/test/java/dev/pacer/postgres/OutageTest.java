@@ -9,6 +9,8 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -44,12 +46,13 @@ class OutageTest {
       try {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         List<BufferedReader> readers = new ArrayList<>();
+        Path logs = Files.createTempDirectory("outage-test-logs");
         for (int i = 0; i < PROCESSES; i++) {
           Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
               System.getProperty("java.class.path"), OutageWorker.class.getName(), url, "outage",
               String.valueOf(RATE), String.valueOf(THREADS), String.valueOf(MAX_FETCHING_PROCESSES),
               String.valueOf(RUN_SECONDS))
-              .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+              .redirectError(logs.resolve("worker-" + i + ".log").toFile()).start();
           workers.add(p);
           readers.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
         }
@@ -100,6 +103,13 @@ class OutageTest {
             whole, outageSeconds, attemptsDuringOutage, beforeOutage, beforeOutage / 5.0,
             duringOutage, duringOutage / outageSeconds, recovered, recovered / 3.0);
         System.out.println("outage test: busiest windows " + busiestWindows(all, started));
+        for (int i = 0; i < PROCESSES; i++) {
+          for (String line : Files.readAllLines(logs.resolve("worker-" + i + ".log"))) {
+            if (line.contains("WARN") || line.contains("INFO")) {
+              System.out.println("outage test: worker " + i + ": " + line);
+            }
+          }
+        }
 
         assertThat(whole.peakOneSecondWindow()).as("never above the ceiling, %s", whole)
             .isLessThanOrEqualTo((int) RATE + 1);

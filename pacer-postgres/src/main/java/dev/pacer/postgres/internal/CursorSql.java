@@ -11,16 +11,18 @@ package dev.pacer.postgres.internal;
  * dev.pacer.internal.Pacing} term by term:
  *
  * <ul>
- *   <li>no row: insert {@code now + gap}, wait 0 (a lost row costs at most one immediate turn);
+ *   <li>{@code earliest = now + not_before}: the caller's own knowledge of turns already granted
+ *       (where it last saw the cursor); it matters only when the row was lost or reset;
+ *   <li>no row: the turn starts at {@code earliest}, and {@code earliest + gap} is inserted;
  *   <li>a value further ahead than {@code reset_beyond}, or (text layout) one that is not a
- *       decimal number: the turn starts now, overwriting it;
- *   <li>otherwise the turn starts at {@code GREATEST(now, cursor)};
+ *       decimal number: the turn starts at {@code earliest}, overwriting it;
+ *   <li>otherwise the turn starts at {@code GREATEST(earliest, cursor)};
  *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by the
  *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
  * </ul>
  *
- * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait (bigint microseconds; max_wait
- * NULL for an unconditional reservation). Result columns: {@code wait_micros}, {@code
+ * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait, not_before (bigint
+ * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}, {@code
  * prior_ahead_micros} (how far the previous value was ahead of now; NULL if there was no row or it
  * was unreadable) and {@code prior_existed}. The {@code prior} CTE reads the row from the
  * statement's snapshot, only so that resets and repairs can be logged. It compares the key with a
@@ -56,20 +58,22 @@ public final class CursorSql {
             + "  updated_at timestamptz NOT NULL\n"
             + ")";
     String start =
-        "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.now"
-            + " ELSE GREATEST(p.now, c.next_at) END";
+        "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
+            + " ELSE GREATEST(p.earliest, c.next_at) END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
             + "         ?::bigint * interval '1 microsecond' AS gap,\n"
             + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
             + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
-            + "         clock_timestamp() AS now),\n"
+            + "         clock.now,\n"
+            + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest\n"
+            + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
             + "prior AS (SELECT c.next_at FROM " + table + " c"
             + " WHERE c.name = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
-            + "  SELECT p.key, p.now + p.gap, p.now FROM p\n"
+            + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
             + "    SET next_at = (SELECT " + start + " + p.gap FROM p),\n"
             + "        updated_at = EXCLUDED.updated_at\n"
@@ -94,22 +98,24 @@ public final class CursorSql {
     String value = "c." + valueColumn;
     String readable = value + " ~ '" + DECIMAL_PATTERN + "'";
     String start =
-        "CASE WHEN NOT (" + readable + ") THEN p.now"
-            + " WHEN " + value + "::numeric > p.now + p.reset_beyond THEN p.now"
-            + " ELSE GREATEST(p.now, " + value + "::numeric) END";
+        "CASE WHEN NOT (" + readable + ") THEN p.earliest"
+            + " WHEN " + value + "::numeric > p.now + p.reset_beyond THEN p.earliest"
+            + " ELSE GREATEST(p.earliest, " + value + "::numeric) END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
             + "         ?::bigint / 1000000.0 AS gap,\n"
             + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
             + "         ?::bigint / 1000000.0 AS max_wait,\n"
-            + "         extract(epoch FROM clock_timestamp()) AS now),\n"
+            + "         clock.now,\n"
+            + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
+            + "  FROM (SELECT extract(epoch FROM clock_timestamp()) AS now) AS clock),\n"
             + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
             + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
             + expiresColumn + ")\n"
-            + "  SELECT p.key, round(p.now + p.gap, 6)::text,"
+            + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
             + " clock_timestamp() + interval '30 days' FROM p\n"
             + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
             + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
