@@ -64,8 +64,8 @@ public final class TcpProxy implements AutoCloseable {
           continue;
         }
         sockets.add(upstream);
-        pump(client.getInputStream(), upstream.getOutputStream());
-        pump(upstream.getInputStream(), client.getOutputStream());
+        pump(client, upstream);
+        pump(upstream, client);
       } catch (IOException e) {
         if (!closed) {
           continue;
@@ -75,10 +75,13 @@ public final class TcpProxy implements AutoCloseable {
     }
   }
 
-  private void pump(InputStream from, OutputStream to) {
+  /** Copies one direction; when either side ends, closes both, as a real connection would. */
+  private void pump(Socket fromSocket, Socket toSocket) {
     Thread t = new Thread(() -> {
       byte[] buffer = new byte[16384];
       try {
+        InputStream from = fromSocket.getInputStream();
+        OutputStream to = toSocket.getOutputStream();
         int n;
         while ((n = from.read(buffer)) >= 0) {
           if (!blackholed) {
@@ -87,11 +90,22 @@ public final class TcpProxy implements AutoCloseable {
           }
         }
       } catch (IOException ignored) {
-        // One side closed; the other is closed by the peer or by close().
+        // One side failed; both are closed below.
+      } finally {
+        closeQuietly(fromSocket);
+        closeQuietly(toSocket);
       }
     }, "tcp-proxy-pump");
     t.setDaemon(true);
     t.start();
+  }
+
+  private static void closeQuietly(Socket s) {
+    try {
+      s.close();
+    } catch (IOException ignored) {
+      // Already closed.
+    }
   }
 
   @Override

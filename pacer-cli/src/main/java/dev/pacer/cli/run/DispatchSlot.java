@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
@@ -22,9 +23,19 @@ public final class DispatchSlot implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DispatchSlot.class);
 
   private final Connection connection;
+  /** The server session holding the lock: its backend pid and start time identify it. */
+  private final int backendPid;
+  private final Timestamp backendStart;
 
-  private DispatchSlot(Connection connection) {
+  private DispatchSlot(Connection connection) throws SQLException {
     this.connection = connection;
+    try (PreparedStatement s = connection.prepareStatement(
+            "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()");
+        ResultSet r = s.executeQuery()) {
+      r.next();
+      this.backendPid = r.getInt(1);
+      this.backendStart = r.getTimestamp(2);
+    }
   }
 
   /**
@@ -93,6 +104,27 @@ public final class DispatchSlot implements AutoCloseable {
       return connection.isValid(2);
     } catch (SQLException e) {
       return false;
+    }
+  }
+
+  /**
+   * Ends this slot's server session if it is still there. When the network to PostgreSQL hangs
+   * (rather than the server restarting) the session outlives the worker's view of it and keeps
+   * the lock, so the worker would find every slot held, one of them by itself. Only this very
+   * session is ended: the same backend pid and start time.
+   */
+  public void endAbandonedSession(Database db) throws SQLException {
+    try (Connection c = db.open();
+        PreparedStatement s = c.prepareStatement("SELECT pg_terminate_backend(pid, 5000)"
+            + " FROM pg_stat_activity WHERE pid = ? AND backend_start = ?")) {
+      s.setInt(1, backendPid);
+      s.setTimestamp(2, backendStart);
+      try (ResultSet r = s.executeQuery()) {
+        if (r.next() && r.getBoolean(1)) {
+          log.info("Ended this worker's abandoned session (pid {}) that still held its dispatch"
+              + " slot", backendPid);
+        }
+      }
     }
   }
 

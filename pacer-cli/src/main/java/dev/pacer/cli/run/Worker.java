@@ -319,8 +319,9 @@ public final class Worker {
   }
 
   /**
-   * After a PostgreSQL restart the dispatch slot's lock is gone: take a free slot again, or, if
-   * waiting workers have taken them all, stop (items in flight finish) so the cap holds.
+   * After a PostgreSQL restart the dispatch slot's lock is gone; after a hung network its session
+   * may still hold it, and is ended. Then take a free slot again, or, if waiting workers have taken
+   * them all, stop (items in flight finish) so the cap holds.
    */
   private synchronized void keepDispatchSlot() {
     DispatchSlot current = slot;
@@ -330,6 +331,7 @@ public final class Worker {
     }
     current.close();
     try {
+      current.endAbandonedSession(database);
       Optional<DispatchSlot> again = DispatchSlot.tryAcquire(database,
           settings.destination().name(), settings.maxDispatches());
       slotSuspect = false;
