@@ -1,0 +1,226 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.postgres.RestartablePostgres;
+import dev.pacer.postgres.TcpProxy;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Faults injected under a real conveyor run (three worker JVMs x six threads, a 10/s fleet
+ * ceiling) against a destination that records every arrival, with PostgreSQL behind a TCP proxy
+ * that counts connection attempts and can turn into a black hole.
+ */
+class FaultTest {
+
+  private static final int RATE = 10;
+  private static final long SECOND = 1_000_000_000L;
+
+  @TempDir Path dir;
+  private RestartablePostgres postgres;
+  private TcpProxy proxy;
+  private TestDestination destination;
+
+  @BeforeEach
+  void start() throws IOException {
+    postgres = new RestartablePostgres();
+    proxy = new TcpProxy(postgres.port());
+    destination = new TestDestination();
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    destination.close();
+    proxy.close();
+    postgres.close();
+  }
+
+  private Process fetch(String job, int items) throws IOException {
+    Path input = Files.write(dir.resolve(job + ".txt"), destination.items(items));
+    return Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+        "fetch", input.toString(), "--job", job, "--destination", job,
+        "--db", "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres",
+        "--processes", "3", "--threads", "6", "--concurrency", "6", "--rate", String.valueOf(RATE),
+        "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
+        // An item whose last state change was lost in the crash (unflushed WAL) waits for its
+        // lease to expire before another worker takes it; a short lease keeps the test short.
+        "--lease-seconds", "20");
+  }
+
+  private String finish(Process run, String job, int items) throws Exception {
+    assertThat(run.waitFor(180, TimeUnit.SECONDS)).as("the run finished").isTrue();
+    String err = Files.readString(dir.resolve(job + ".err"));
+    err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO dev.pacer"))
+        .forEach(l -> System.out.println(job + " | " + l));
+    assertThat(run.exitValue()).as(err).isZero();
+    String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
+    assertThat(out[out.length - 1]).contains("\"done\":" + items, "\"pending\":0", "\"failed\":0");
+    assertThat(doneRows(job)).as("each item recorded done exactly once").isEqualTo(items);
+    Set<String> fetched = new HashSet<>();
+    destination.arrivals().forEach(a -> fetched.add(a.path()));
+    assertThat(fetched).as("no item lost").hasSize(items);
+    return err;
+  }
+
+  @Test
+  void postgresCrashedAndRestartedMidRun() throws Exception {
+    String job = "fault-crash";
+    int items = 220;
+    Process run = fetch(job, items);
+    awaitArrivals(50);
+    Set<String> workersBefore = workers(0, Long.MAX_VALUE);
+    long attemptsBefore = proxy.connectionsAccepted();
+    long down = System.nanoTime();
+    postgres.stopImmediately();
+    Thread.sleep(12_000);
+    long attemptsDuringOutage = proxy.connectionsAccepted() - attemptsBefore;
+    postgres.start();
+    long up = System.nanoTime();
+    String err = finish(run, job, items);
+
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    Fleet fleet = Fleet.of(arrivals);
+    double outage = (up - down) / 1e9;
+    int recovered = count(arrivals, up + 6 * SECOND, up + 9 * SECOND);
+    System.out.printf("crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
+            + " %d requests during it; %d in [return + 6 s, + 9 s]%n",
+        fleet, outage, attemptsDuringOutage, count(arrivals, down, up), recovered);
+    System.out.println("crash: requests per second from the outage on: " + perSecond(arrivals, down));
+    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(RATE + 1);
+    // The orchestrating process and three workers: at most one attempt per 5-s boundary each.
+    assertThat(attemptsDuringOutage).isLessThanOrEqualTo(4 * ((long) Math.floor(outage / 5) + 1));
+    assertThat(recovered / 3.0).as("full rate from 6 s after the return").isGreaterThanOrEqualTo(9.0);
+    assertThat(workers(up, Long.MAX_VALUE)).as("no worker exited").isEqualTo(workersBefore).hasSize(3);
+    assertThat(err).contains("PostgreSQL answers again");
+  }
+
+  @Test
+  void aHungDatabaseNeverHangsTheRun() throws Exception {
+    String job = "fault-hung";
+    int items = 150;
+    Process run = fetch(job, items);
+    awaitArrivals(40);
+    long hung = System.nanoTime();
+    proxy.blackhole();
+    Thread.sleep(8_000);
+    proxy.restore();
+    long restored = System.nanoTime();
+    finish(run, job, items);
+
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    Fleet fleet = Fleet.of(arrivals);
+    int during = count(arrivals, hung, restored);
+    int after = count(arrivals, restored + 6 * SECOND, restored + 8 * SECOND);
+    System.out.printf("hung: %s; %d requests during the 8 s hang, %d in [restore + 6 s, + 8 s]%n",
+        fleet, during, after);
+    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(RATE + 1);
+    assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
+    assertThat(after).as("fetching again after the hang").isPositive();
+  }
+
+  @Test
+  void theCursorRowTruncatedThenPushedAnHourAhead() throws Exception {
+    String job = "fault-cursor";
+    int items = 150;
+    Process run = fetch(job, items);
+    awaitArrivals(40);
+    long truncated = System.nanoTime();
+    sql("TRUNCATE pacer_cursor");
+    awaitArrivals(90);
+    long pushed = System.nanoTime();
+    sql("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 hour'");
+    String err = finish(run, job, items);
+
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    Fleet fleet = Fleet.of(arrivals);
+    long stalled = longestGap(arrivals, pushed);
+    System.out.printf("cursor: %s; %d requests in the second after the truncate;"
+            + " longest gap after the hour push %.2f s%n",
+        fleet, count(arrivals, truncated, truncated + SECOND), stalled / 1e9);
+    // A lost row costs at most one immediate turn: one above the ceiling's own bound.
+    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(RATE + 2);
+    assertThat(stalled).as("the hour-ahead cursor was reset, not waited for").isLessThan(5 * SECOND);
+    assertThat(err).contains("ahead of the database clock");
+  }
+
+  private void awaitArrivals(int n) throws InterruptedException {
+    long deadline = System.nanoTime() + 90 * SECOND;
+    while (destination.arrivals().size() < n) {
+      assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
+      Thread.sleep(20);
+    }
+  }
+
+  private static List<Integer> perSecond(List<TestDestination.Arrival> arrivals, long from) {
+    List<Integer> counts = new java.util.ArrayList<>();
+    for (TestDestination.Arrival a : arrivals) {
+      if (a.nanos() < from) {
+        continue;
+      }
+      int second = (int) ((a.nanos() - from) / SECOND);
+      while (counts.size() <= second) {
+        counts.add(0);
+      }
+      counts.set(second, counts.get(second) + 1);
+    }
+    return counts;
+  }
+
+  private Set<String> workers(long from, long to) {
+    Set<String> pids = new HashSet<>();
+    for (TestDestination.Arrival a : destination.arrivals()) {
+      if (a.nanos() >= from && a.nanos() < to) {
+        pids.add(a.worker());
+      }
+    }
+    return pids;
+  }
+
+  private static int count(List<TestDestination.Arrival> arrivals, long from, long to) {
+    return (int) arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to).count();
+  }
+
+  private static long longestGap(List<TestDestination.Arrival> arrivals, long from) {
+    long previous = from;
+    long longest = 0;
+    for (TestDestination.Arrival a : arrivals.stream()
+        .filter(a -> a.nanos() >= from).sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList()) {
+      longest = Math.max(longest, a.nanos() - previous);
+      previous = a.nanos();
+    }
+    return longest;
+  }
+
+  private long doneRows(String job) throws SQLException {
+    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT count(*) FROM pacer_item WHERE job = '" + job
+            + "' AND state = 'done' AND finished_at IS NOT NULL")) {
+      r.next();
+      return r.getLong(1);
+    }
+  }
+
+  private void sql(String statement) throws SQLException {
+    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
+        Statement s = c.createStatement()) {
+      s.execute(statement);
+    }
+  }
+}
