@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.Timeline;
 import dev.pacer.postgres.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -61,9 +62,9 @@ class ConveyorTest {
     Set<String> workers = new HashSet<>();
     arrivals.forEach(a -> workers.add(a.worker()));
     assertThat(workers).as("requests came from several worker processes").hasSizeGreaterThan(1);
-    Fleet fleet = Fleet.of(arrivals);
+    Timeline fleet = TestDestination.timeline(arrivals);
     assertThat(fleet.size()).isEqualTo(90);
-    assertThat(fleet.aggregateRate()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
+    assertThat(fleet.aggregateRatePerSecond()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
     assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(25);
     assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 89 / 20);
   }

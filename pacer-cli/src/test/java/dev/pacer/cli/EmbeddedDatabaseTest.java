@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.Timeline;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -74,9 +75,9 @@ class EmbeddedDatabaseTest {
           .mapToLong(TestDestination.Arrival::nanos).max().orElseThrow();
       assertThat((lastA - firstB) / 1e9).as("the two runs overlapped").isGreaterThan(1.0);
       assertThat(lastB).as("the second run went on after the first ended").isGreaterThan(lastA);
-      Fleet fleet = Fleet.of(arrivals);
+      Timeline fleet = TestDestination.timeline(arrivals);
       assertThat(fleet.size()).isEqualTo(45);
-      assertThat(fleet.aggregateRate()).as(fleet.toString()).isLessThanOrEqualTo(12.5);
+      assertThat(fleet.aggregateRatePerSecond()).as(fleet.toString()).isLessThanOrEqualTo(12.5);
       assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(12);
       assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 44 / 10);
     }

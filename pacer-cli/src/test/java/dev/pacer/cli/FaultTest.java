@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.Timeline;
 import dev.pacer.postgres.RestartablePostgres;
 import dev.pacer.postgres.TcpProxy;
 import java.io.IOException;
@@ -95,7 +96,7 @@ class FaultTest {
     String err = finish(run, job, items);
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
-    Fleet fleet = Fleet.of(arrivals);
+    Timeline fleet = TestDestination.timeline(arrivals);
     double outage = (up - down) / 1e9;
     int recovered = count(arrivals, up + 6 * SECOND, up + 9 * SECOND);
     System.out.printf("crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
@@ -124,7 +125,7 @@ class FaultTest {
     finish(run, job, items);
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
-    Fleet fleet = Fleet.of(arrivals);
+    Timeline fleet = TestDestination.timeline(arrivals);
     int during = count(arrivals, hung, restored);
     int after = count(arrivals, restored + 6 * SECOND, restored + 8 * SECOND);
     System.out.printf("hung: %s; %d requests during the 8 s hang, %d in [restore + 6 s, + 8 s]%n",
@@ -148,7 +149,7 @@ class FaultTest {
     String err = finish(run, job, items);
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
-    Fleet fleet = Fleet.of(arrivals);
+    Timeline fleet = TestDestination.timeline(arrivals);
     long stalled = longestGap(arrivals, pushed);
     System.out.printf("cursor: %s; %d requests in the second after the truncate;"
             + " longest gap after the hour push %.2f s%n",

@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.Timeline;
 import dev.pacer.cli.db.UrlKeys;
 import dev.pacer.postgres.TestDatabase;
 import java.io.IOException;
@@ -64,9 +65,9 @@ class FetchTest {
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(30);
     assertThat(run.text("haltedBar")).isEqualTo("null");
-    Fleet fleet = Fleet.of(destination.arrivals());
+    Timeline fleet = TestDestination.timeline(destination.arrivals());
     assertThat(fleet.size()).isEqualTo(30);
-    assertThat(fleet.aggregateRate()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
+    assertThat(fleet.aggregateRatePerSecond()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
     assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(25);
     assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 29 / 20);
     for (String url : destination.items(30)) {
@@ -102,9 +103,9 @@ class FetchTest {
         second429 = i;
       }
     }
-    Fleet after = Fleet.of(arrivals.subList(second429 + 1, arrivals.size()));
+    Timeline after = TestDestination.timeline(arrivals.subList(second429 + 1, arrivals.size()));
     assertThat(after.size()).isGreaterThanOrEqualTo(10);
-    assertThat(after.aggregateRate()).as(after.toString()).isLessThanOrEqualTo(10.0);
+    assertThat(after.aggregateRatePerSecond()).as(after.toString()).isLessThanOrEqualTo(10.0);
   }
 
   @Test
@@ -185,7 +186,7 @@ class FetchTest {
     assertThat(theirs.number("done")).isEqualTo(40);
     List<String> paths = destination.arrivals().stream().map(TestDestination.Arrival::path).toList();
     assertThat(paths).hasSize(40).doesNotHaveDuplicates();
-    Fleet fleet = Fleet.of(destination.arrivals());
+    Timeline fleet = TestDestination.timeline(destination.arrivals());
     assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(50);
 
     Cli.Result status = Cli.run("status", "--job", name, "--db", TestDatabase.jdbcUrl());

@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.Timeline;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -98,7 +99,7 @@ class RestartTest {
       Set<String> fetched = new HashSet<>();
       destination.arrivals().forEach(a -> fetched.add(a.path()));
       assertThat(fetched).hasSize(40);
-      Fleet fleet = Fleet.of(destination.arrivals());
+      Timeline fleet = TestDestination.timeline(destination.arrivals());
       assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(12);
     }
   }

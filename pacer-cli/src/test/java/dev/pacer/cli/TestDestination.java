@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.Timeline;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -75,6 +76,11 @@ final class TestDestination implements AutoCloseable {
     synchronized (arrivals) {
       return new ArrayList<>(arrivals);
     }
+  }
+
+  /** The arrivals as a timeline: the figures the fleet bounds are stated in. */
+  static Timeline timeline(List<Arrival> arrivals) {
+    return new Timeline(arrivals.stream().map(Arrival::nanos).toList());
   }
 
   long count(int status) {

@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  *       Reservation#unavailable()};
  *   <li>after a failure, reservations answer "unavailable" without touching the network until the
  *       next retry boundary, with one WARN per cooldown carrying a running failure count. Retry
- *       boundaries are the multiples of {@code failureCooldown} on the wall clock, at least half a
+ *       boundaries are the multiples of {@code failureCooldown} on the wall clock, at least a whole
  *       cooldown after the failure: every process of the fleet retries at the same instants, so
  *       after an outage they all return to the shared cursor together, instead of some pacing on
  *       the cursor at the full rate while others still pace locally (which would add up to more
@@ -351,7 +351,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   /**
    * Moves the retry to the next boundary of the grid of cooldown multiples on the wall clock: after
-   * a first failure, the first boundary at least half a cooldown away; after a failed retry, the
+   * a first failure, the first boundary at least a cooldown away; after a failed retry, the
    * boundary one cooldown after the one it was scheduled for, even if this retry ran late (all of
    * a process's threads may have been asleep on local turns when its boundary passed). Skipping a
    * boundary would put this process a cooldown out of step with the rest of the fleet.
@@ -363,7 +363,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
     long now = time.epochMillis();
     long next = retryBoundaryMillis == NO_RETRY
-        ? ceilToMultiple(now + cooldown / 2, cooldown)
+        ? ceilToMultiple(now + cooldown, cooldown)
         : Math.max(retryBoundaryMillis + cooldown, ceilToMultiple(now + 1, cooldown));
     retryBoundaryMillis = next;
     return (next - now) * 1_000_000L;

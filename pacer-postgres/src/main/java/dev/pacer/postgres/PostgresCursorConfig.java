@@ -17,7 +17,7 @@ import javax.sql.DataSource;
  *       fresh connection attempt is bounded by the timeout rounded up to a second.
  *   <li>{@code failureCooldown} (default 5 s): after a failure, reservations answer
  *       "unavailable" without touching the network until the next multiple of this period on the
- *       wall clock that is at least half a period away: an outage costs one connection attempt per
+ *       wall clock that is at least a whole period away: an outage costs one connection attempt per
  *       cooldown per process, and every process retries at the same instants.
  *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead of now than this is
  *       treated as corrupt (a clock step, a hand edit), reset and logged. It must exceed the

@@ -37,7 +37,7 @@ class DegradeTest {
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres")
             .timeSource(time).backgroundReconnect(false).build())) {
 
-      long retryBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
+      long retryBoundary = Math.floorDiv(time.epochMillis() + 5000 + 4999, 5000) * 5000;
       for (int i = 0; i < 25; i++) {
         Reservation r = cursor.reserve("outage", GAP);
         assertThat(r.isUnavailable()).as("reservation %d: %s", i, r).isTrue();
@@ -55,7 +55,7 @@ class DegradeTest {
       assertThat(limiter.isDegraded()).isTrue();
       assertThat(cursor.connectionAttempts()).isEqualTo(1);
 
-      // Retries happen at multiples of 5 s on the wall clock, at least 2.5 s after a failure.
+      // Retries happen at multiples of 5 s on the wall clock, at least 5 s after a failure.
       time.advance(Duration.ofMillis(retryBoundary - 1 - time.epochMillis()));
       assertThat(cursor.reserve("outage", GAP).isUnavailable()).isTrue();
       assertThat(cursor.connectionAttempts()).as("1 ms before the boundary").isEqualTo(1);
@@ -88,7 +88,7 @@ class DegradeTest {
     try (PostgresCursor cursor = new PostgresCursor(
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + freePort() + "/postgres?user=postgres")
             .timeSource(time).backgroundReconnect(false).build())) {
-      long firstBoundary = Math.floorDiv(time.epochMillis() + 2500 + 4999, 5000) * 5000;
+      long firstBoundary = Math.floorDiv(time.epochMillis() + 5000 + 4999, 5000) * 5000;
       assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
       // Every thread of the process slept through the boundary; the retry happens 3 s late.
       time.advance(Duration.ofMillis(firstBoundary + 3000 - time.epochMillis()));

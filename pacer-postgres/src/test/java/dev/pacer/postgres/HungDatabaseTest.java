@@ -35,10 +35,10 @@ class HungDatabaseTest {
       });
       assertThat(latched).as("25 latched reservations touch no network").isLessThan(0.2);
 
-      // At the next retry boundary (a multiple of 500 ms, at least 250 ms away) the background
+      // At the next retry boundary (a multiple of 500 ms, at least 500 ms away) the background
       // probe tries to connect and hangs on the silent server for its bound; reservations
       // meanwhile answer at once.
-      Thread.sleep(800);
+      Thread.sleep(1100);
       double duringProbe = secondsFor(() -> assertThat(cursor.reserve("hung", GAP).isUnavailable()).isTrue());
       assertThat(duringProbe).as("no reservation waits on a reconnection").isLessThan(0.2);
       Thread.sleep(1500);

@@ -11,7 +11,7 @@ import java.util.function.LongSupplier;
  * dispatch slot). An outage therefore costs this process one connection attempt per cooldown, not
  * one per component or per fetch thread.
  *
- * <p>Retry boundaries are the multiples of the cooldown on the wall clock, at least half a cooldown
+ * <p>Retry boundaries are the multiples of the cooldown on the wall clock, at least a whole cooldown
  * after the failure: the PostgreSQL cursor's own rule, so that the cursor's retry finds the gate
  * open and every process of the fleet returns at the same instants. At a boundary one attempt (a
  * probe) goes through; others are refused while it is in flight. While the database is up the gate
@@ -58,7 +58,7 @@ public final class ConnectionGate {
   }
 
   /**
-   * After a first failure the next boundary at least half a cooldown away; after a failed probe,
+   * After a first failure the next boundary at least a cooldown away; after a failed probe,
    * the boundary one cooldown after the one it was let through at, even if it ran late, so that
    * this process never skips a boundary and falls a cooldown out of step with the fleet.
    */
@@ -66,7 +66,7 @@ public final class ConnectionGate {
     probing = false;
     long now = epochMillis.getAsLong();
     latchedUntil = latchedUntil < 0
-        ? ceilToMultiple(now + cooldownMillis / 2)
+        ? ceilToMultiple(now + cooldownMillis)
         : Math.max(latchedUntil + cooldownMillis, ceilToMultiple(now + 1));
   }
 

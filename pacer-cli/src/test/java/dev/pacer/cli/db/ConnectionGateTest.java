@@ -25,19 +25,19 @@ class ConnectionGateTest {
   @Test
   void afterAFailureOneAttemptIsLetThroughPerRetryBoundary() throws Exception {
     gate.beforeAttempt();
-    gate.failed(); // at ...01.000: the next boundary at least 2.5 s later is ...05.000
-    for (long t = 0; t < 4000; t += 500) {
+    gate.failed(); // at ...01.000: the next boundary at least 5 s later is ...10.000
+    for (long t = 0; t < 9000; t += 500) {
       now.set(1_000_000_001_000L + t);
       assertThatThrownBy(gate::beforeAttempt).isInstanceOf(SQLException.class)
           .hasMessageContaining("next connection attempt at");
     }
-    now.set(1_000_000_005_000L);
+    now.set(1_000_000_010_000L);
     gate.beforeAttempt(); // the probe
     assertThatThrownBy(gate::beforeAttempt).as("one probe at a time").isInstanceOf(SQLException.class);
-    gate.failed(); // at ...05.000: next boundary ...10.000
-    now.set(1_000_000_009_999L);
+    gate.failed(); // at ...10.000: next boundary ...15.000
+    now.set(1_000_000_014_999L);
     assertThatThrownBy(gate::beforeAttempt).isInstanceOf(SQLException.class);
-    now.set(1_000_000_010_000L);
+    now.set(1_000_000_015_000L);
     gate.beforeAttempt();
     gate.succeeded();
     gate.beforeAttempt();
@@ -48,14 +48,14 @@ class ConnectionGateTest {
   @Test
   void aLateProbeKeepsToTheGridOfBoundaries() throws Exception {
     gate.beforeAttempt();
-    gate.failed(); // next boundary ...05.000
-    now.set(1_000_000_008_000L); // nobody asked at ...05.000; the probe runs 3 s late
+    gate.failed(); // next boundary ...10.000
+    now.set(1_000_000_013_000L); // nobody asked at ...10.000; the probe runs 3 s late
     gate.beforeAttempt();
     gate.failed();
-    now.set(1_000_000_009_999L);
+    now.set(1_000_000_014_999L);
     assertThatThrownBy(gate::beforeAttempt).isInstanceOf(SQLException.class);
-    now.set(1_000_000_010_000L);
-    gate.beforeAttempt(); // ...10.000, not ...15.000
+    now.set(1_000_000_015_000L);
+    gate.beforeAttempt(); // ...15.000, not ...20.000
     assertThat(gate.attempts()).isEqualTo(3);
   }
 
