@@ -16,13 +16,13 @@ import java.time.Duration;
 public interface Cursor {
 
   /**
-   * Reserves the next turn for {@code name} at spacing {@code interval}, starting no earlier than
-   * {@code notBefore} from now. Never throws.
+   * Reserves the next turn for {@code name} at spacing {@code interval}. Never throws.
    *
-   * <p>{@code notBefore} is what the caller knows of turns already granted: a limiter passes the
-   * distance to where the cursor stood after its own last reservation. While the stored cursor is
-   * intact it is already past that point and nothing changes; if it was lost or reset, the turns
-   * handed out before are still on their way, and this keeps new turns from overlapping them.
+   * <p>{@code notBefore}, from now, is where the turn starts if the stored cursor turns out to be
+   * missing or must be reset: the caller's estimate of how far ahead the turns already granted
+   * reach (a limiter passes where it last saw the cursor plus the most turns the rest of the fleet
+   * can hold beyond that). The turns handed out before are still on their way; restarting at now
+   * would overlap them. An intact cursor ignores it.
    */
   Reservation reserve(String name, Duration interval, Duration notBefore);
 

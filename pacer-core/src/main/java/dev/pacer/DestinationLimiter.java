@@ -190,10 +190,12 @@ public final class DestinationLimiter {
   private Reservation reserveShared(Duration interval, long deadline) {
     long before = time.nanoTime();
     long horizon = sharedHorizon.get();
-    // Every turn before where this process last saw the cursor is granted to someone: a lost or
-    // reset cursor must not hand them out again.
-    Duration notBefore = Duration.ofNanos(
-        horizon == Pacing.NO_CURSOR ? 0 : Math.max(0, horizon - before));
+    // If the cursor was lost or reset, the turns granted before are still on their way: up to
+    // where this process last saw the cursor, and at most the rest of the fleet's pending turns
+    // beyond that. A restarted cursor starts after them.
+    Duration notBefore = Duration.ofNanos(horizon == Pacing.NO_CURSOR
+        ? 0
+        : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurnsBound) - before));
     Reservation turn;
     try {
       turn = deadline == NO_DEADLINE

@@ -81,17 +81,17 @@ public abstract class CursorContract {
   }
 
   @Test
-  void aLowerBoundOnlyMattersWhenTheCursorIsBehindIt() {
+  void notBeforeOnlyPlacesACursorThatIsMissing() {
     String name = freshName();
     assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(500))))
-        .as("a fresh cursor starts at the bound").isBetween(500 - SLACK_MILLIS, 500L);
-    assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(300))))
-        .as("the stored cursor is past the bound").isBetween(600 - SLACK_MILLIS, 600L);
+        .as("a missing cursor starts at notBefore").isBetween(500 - SLACK_MILLIS, 500L);
+    assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(900))))
+        .as("an intact cursor ignores it").isBetween(600 - SLACK_MILLIS, 600L);
     cursor().clear(name);
     assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(700))))
-        .as("a lost cursor does not hand out turns before the bound").isBetween(700 - SLACK_MILLIS, 700L);
-    assertThat(cursor().tryReserve(name, GAP, Duration.ofSeconds(2), Duration.ofSeconds(1)).isRefused())
-        .as("the bound counts against maxWait").isTrue();
+        .as("a lost cursor does not hand out turns before it").isBetween(700 - SLACK_MILLIS, 700L);
+    assertThat(cursor().tryReserve(freshName(), GAP, Duration.ofSeconds(2), Duration.ofSeconds(1))
+        .isRefused()).as("it counts against maxWait").isTrue();
   }
 
   @Test

@@ -127,12 +127,15 @@ class FaultTest {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
     int during = count(arrivals, hung, restored);
-    int after = count(arrivals, restored + 6 * SECOND, restored + 8 * SECOND);
-    System.out.printf("hung: %s; %d requests during the 8 s hang, %d in [restore + 6 s, + 8 s]%n",
-        fleet, during, after);
+    long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
+        .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
+    System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
+        + " the restore%n", fleet, during, resumed / 1e9);
     assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(RATE + 1);
     assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
-    assertThat(after).as("fetching again after the hang").isPositive();
+    // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
+    // ending the abandoned slot sessions (up to 5 s each): well under 20 s.
+    assertThat(resumed).as("fetching resumed after the restore").isLessThan(20 * SECOND);
   }
 
   @Test

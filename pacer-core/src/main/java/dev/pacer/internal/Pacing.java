@@ -37,14 +37,13 @@ package dev.pacer.internal;
  * once, and the idle time is <em>not</em> banked: unlike a token bucket there is no burst after a
  * quiet period, which is what a third party's per-second quota wants.
  *
- * <h2>Turns the caller already knows of</h2>
+ * <h2>A lost cursor</h2>
  *
- * A caller may say its turn must not start before some instant {@code earliest}: a process knows
- * where the cursor stood after its own last reservation, and every turn before that point has
- * been granted to someone. Normally the stored cursor is already past it and {@code earliest}
- * changes nothing; but if the stored cursor was lost (a deleted row) or reset, the turns already
- * handed out are still on their way, and without it the next turns would start at {@code now}
- * and overlap them: a burst of as many turns as were queued.
+ * When there is no stored cursor (a deleted row) or it must be reset, the turns already handed out
+ * are still on their way; starting at {@code now} would overlap them, a burst of as many turns as
+ * were queued. So the caller says {@code earliest}: the soonest a turn may start if the cursor was
+ * lost, from what it knows (where it last saw the cursor, plus the most turns the rest of the
+ * fleet can hold beyond that). An intact cursor ignores it: it already orders every turn.
  *
  * <h2>Refusals and resets</h2>
  *
@@ -70,7 +69,7 @@ public final class Pacing {
     return reserve(cursor, now, now, interval, resetBeyond);
   }
 
-  /** Reserves a turn that starts no earlier than {@code earliest}. */
+  /** Reserves a turn; {@code earliest} is where a lost or reset cursor restarts. */
   public static Turn reserve(long cursor, long now, long earliest, long interval, long resetBeyond) {
     long start = startOfTurn(cursor, now, earliest, resetBeyond);
     return new Turn(start + interval, start - now);
@@ -85,7 +84,7 @@ public final class Pacing {
     return reserveWithin(cursor, now, now, interval, resetBeyond, maxWait);
   }
 
-  /** {@link #reserveWithin} for a turn that starts no earlier than {@code earliest}. */
+  /** {@link #reserveWithin}; {@code earliest} is where a lost or reset cursor restarts. */
   public static Turn reserveWithin(
       long cursor, long now, long earliest, long interval, long resetBeyond, long maxWait) {
     long start = startOfTurn(cursor, now, earliest, resetBeyond);
@@ -101,10 +100,9 @@ public final class Pacing {
   }
 
   private static long startOfTurn(long cursor, long now, long earliest, long resetBeyond) {
-    long base = Math.max(now, earliest);
     if (cursor == NO_CURSOR || isImplausiblyAhead(cursor, now, resetBeyond)) {
-      return base;
+      return Math.max(now, earliest);
     }
-    return Math.max(base, cursor);
+    return Math.max(now, cursor);
   }
 }

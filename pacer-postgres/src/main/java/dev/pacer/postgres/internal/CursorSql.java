@@ -11,12 +11,12 @@ package dev.pacer.postgres.internal;
  * dev.pacer.internal.Pacing} term by term:
  *
  * <ul>
- *   <li>{@code earliest = now + not_before}: the caller's own knowledge of turns already granted
- *       (where it last saw the cursor); it matters only when the row was lost or reset;
+ *   <li>{@code earliest = now + not_before}: where the caller knows the turns already granted
+ *       end; it is used only when the row was lost or must be reset;
  *   <li>no row: the turn starts at {@code earliest}, and {@code earliest + gap} is inserted;
  *   <li>a value further ahead than {@code reset_beyond}, or (text layout) one that is not a
  *       decimal number: the turn starts at {@code earliest}, overwriting it;
- *   <li>otherwise the turn starts at {@code GREATEST(earliest, cursor)};
+ *   <li>otherwise the turn starts at {@code GREATEST(now, cursor)};
  *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by the
  *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
  * </ul>
@@ -33,6 +33,14 @@ public final class CursorSql {
 
   /** Plain decimal, as PostgreSQL's numeric and Python's float print epoch seconds. */
   static final String DECIMAL_PATTERN = "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
+
+  /**
+   * A missing row is inserted at {@code earliest}, which may lie beyond a try-reservation's
+   * max_wait; then nothing is inserted and the reservation is refused. (When the row exists the
+   * ON CONFLICT branch decides, and the INSERT's own row never matters.)
+   */
+  private static final String INSERT_WITHIN_MAX_WAIT =
+      "(p.max_wait IS NULL OR p.earliest <= p.now + p.max_wait OR EXISTS (SELECT 1 FROM prior))";
 
   private final String description;
   private final String createTable;
@@ -59,7 +67,7 @@ public final class CursorSql {
             + ")";
     String start =
         "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
-            + " ELSE GREATEST(p.earliest, c.next_at) END";
+            + " ELSE GREATEST(p.now, c.next_at) END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
@@ -74,6 +82,7 @@ public final class CursorSql {
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
             + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
+            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + "\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
             + "    SET next_at = (SELECT " + start + " + p.gap FROM p),\n"
             + "        updated_at = EXCLUDED.updated_at\n"
@@ -100,7 +109,7 @@ public final class CursorSql {
     String start =
         "CASE WHEN NOT (" + readable + ") THEN p.earliest"
             + " WHEN " + value + "::numeric > p.now + p.reset_beyond THEN p.earliest"
-            + " ELSE GREATEST(p.earliest, " + value + "::numeric) END";
+            + " ELSE GREATEST(p.now, " + value + "::numeric) END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
@@ -117,6 +126,7 @@ public final class CursorSql {
             + expiresColumn + ")\n"
             + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
             + " clock_timestamp() + interval '30 days' FROM p\n"
+            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + "\n"
             + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
             + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
             + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
