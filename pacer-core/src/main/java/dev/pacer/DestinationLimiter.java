@@ -108,9 +108,11 @@ public final class DestinationLimiter {
   private Slot takeTurn(long deadline) throws InterruptedException {
     try {
       Duration interval = currentInterval();
-      Reservation turn = reserveShared(interval, deadline);
+      long asked = time.nanoTime();
+      Reservation turn = reserveShared(interval, deadline, asked);
       if (turn.isUnavailable()) {
-        long localWait = degradedWait(interval, deadline);
+        long localNow = time.nanoTime();
+        long localWait = degradedWait(interval, deadline, localNow);
         if (localWait < 0) {
           return refuse();
         }
@@ -118,17 +120,20 @@ public final class DestinationLimiter {
         checkNotLockedOut();
         // If the cursor answers again by now, this turn also takes a shared one, so that turns
         // granted locally never add to the fleet's once coordination is back.
-        turn = reserveShared(interval, deadline);
+        long localTurn = localNow + localWait;
+        asked = time.nanoTime();
+        turn = reserveShared(interval, deadline, asked);
         if (turn.isUnavailable()) {
-          return grant();
+          return grant(localTurn);
         }
       }
       if (turn.isRefused()) {
         return refuse();
       }
-      time.sleepNanos(turn.waitTime().toNanos());
+      long waitNanos = turn.waitTime().toNanos();
+      time.sleepNanos(waitNanos);
       checkNotLockedOut();
-      return grant();
+      return grant(asked + waitNanos);
     } catch (Throwable t) {
       permits.release();
       throw t;
@@ -183,12 +188,17 @@ public final class DestinationLimiter {
     return meter.perSecond(time.nanoTime());
   }
 
+  /** The clock this limiter paces on; a fetcher measures lateness on the same one. */
+  TimeSource time() {
+    return time;
+  }
+
   int availablePermits() {
     return permits.availablePermits();
   }
 
-  private Reservation reserveShared(Duration interval, long deadline) {
-    long before = time.nanoTime();
+  /** Reserves a turn on the shared cursor, asked at {@code before} on the local clock. */
+  private Reservation reserveShared(Duration interval, long deadline, long before) {
     long horizon = sharedHorizon.get();
     // If the cursor was lost or reset, the turns granted before are still on their way: up to
     // where this process last saw the cursor, and at most the rest of the fleet's pending turns
@@ -225,8 +235,7 @@ public final class DestinationLimiter {
    * start while the shared queue still drains, and the fleet would briefly run at twice the
    * ceiling.
    */
-  private long degradedWait(Duration interval, long deadline) {
-    long now = time.nanoTime();
+  private long degradedWait(Duration interval, long deadline, long now) {
     long intervalNanos = interval.toNanos();
     synchronized (degradedLock) {
       long horizon = sharedHorizon.get();
@@ -266,9 +275,9 @@ public final class DestinationLimiter {
     }
   }
 
-  private Slot grant() {
+  private Slot grant(long turnNanos) {
     meter.record(time.nanoTime());
-    return new Slot(permits);
+    return new Slot(permits, turnNanos);
   }
 
   private Slot refuse() {

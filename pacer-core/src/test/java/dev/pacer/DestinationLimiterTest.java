@@ -112,6 +112,58 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void aSharedTurnBeginsAtTheTimeBeforeTheReservationPlusItsWait() throws Exception {
+    // The reservation's round trip takes 7 ms on the local clock: the turn still began at the
+    // instant the cursor named (asked + wait), so a request sent after the sleep is 7 ms late.
+    Cursor slow = new UnavailableCursor() {
+      @Override
+      public Reservation reserve(String name, Duration interval, Duration notBefore) {
+        time.advance(Duration.ofMillis(7));
+        return sharedStandIn.reserve(name, interval, notBefore);
+      }
+    };
+    DestinationLimiter limiter = limiter(10, 1, 1, slow);
+    long start = time.nanoTime();
+    try (Slot first = limiter.acquire()) {
+      assertThat(first.turnNanos()).isEqualTo(start);
+    }
+    try (Slot second = limiter.acquire()) {
+      // Asked at +7 ms, answered at +14 ms with a wait of 93 ms (the cursor stood at +107): the
+      // turn began at +7 + 93 = +100, and the sleep ends 7 ms after it.
+      assertThat(time.sleepsMillis()).containsExactly(0L, 93L);
+      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(100).toNanos());
+      assertThat(time.nanoTime() - second.turnNanos()).isEqualTo(Duration.ofMillis(7).toNanos());
+    }
+  }
+
+  @Test
+  void aLocalTurnBeginsAtTheLocalCursorsInstant() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
+    long start = time.nanoTime();
+    try (Slot first = limiter.acquire()) {
+      assertThat(first.turnNanos()).isEqualTo(start);
+    }
+    time.advance(Duration.ofMillis(50));
+    try (Slot second = limiter.acquire()) {
+      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
+      assertThat(time.nanoTime()).isEqualTo(second.turnNanos());
+    }
+  }
+
+  @Test
+  void aLocalTurnThatAlsoTakesASharedTurnBeginsAtTheSharedOne() throws Exception {
+    sharedStandIn.reserve("dest", Duration.ofMillis(100));
+    sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn is 200 ms ahead
+    UnavailableCursor flaky = new UnavailableCursor();
+    DestinationLimiter limiter = limiter(10, 1, 3, flaky);
+    time.duringNextSleep(() -> flaky.delegate = sharedStandIn);
+    long start = time.nanoTime();
+    try (Slot slot = limiter.acquire()) {
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(200).toNanos());
+    }
+  }
+
+  @Test
   void backoffWidensTheIntervalSentToTheSharedCursorAndDecays() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 1, shared);
     limiter.acquire().close();
