@@ -1,22 +1,31 @@
 package dev.pacer;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Fetches URLs of one destination through its {@link DestinationLimiter}, with one reused {@link
- * HttpClient}, and feeds every response back into the limiter:
+ * HttpClient}, and feeds every answer back into the limiter:
  *
  * <ul>
  *   <li>a {@linkplain Destination#lockoutStatusCodes() lockout status} (403): the limiter locks out
@@ -24,41 +33,95 @@ import org.slf4j.LoggerFactory;
  *   <li>a {@linkplain Destination#backoffStatusCodes() backoff status} (429, 503): the limiter
  *       backs off and {@link ThrottledException} is thrown: defer the item, the run goes on slower;
  *   <li>anything else counts as a clean response ({@link DestinationLimiter#noteCleanResponse()});
- *       a 2xx is returned, any other status is a {@link FetchFailedException}.
+ *       a 2xx is returned, a redirect is followed (below), any other status is a {@link
+ *       FetchFailedException}.
  * </ul>
  *
- * <p>Network errors, timeouts and bodies over {@code maxBodyBytes} (default 32 MiB) are ordinary
- * failures ({@link FetchFailedException}), never throttles. Every 50 requests the achieved rate is
- * logged at INFO. Safe for concurrent use; the limiter bounds how many requests are in flight.
+ * <h2>Every request takes a turn, redirects too</h2>
+ *
+ * The client never follows redirects itself: a redirect it followed would be a second request to
+ * the destination inside one turn, and a chain of them would exceed the ceiling by its length. The
+ * fetcher follows 301, 302, 303, 307 and 308 itself, each hop with its own {@link
+ * DestinationLimiter#acquire()}, closing the previous hop's slot first (so a chain holds one
+ * concurrency permit, not one per hop). It follows at most {@code maxRedirects} (default 5), only
+ * within the requested URL's scheme, host and port, and never into an internal network from a
+ * public host ({@link Redirects}, {@link AddressPolicy}): another host has its own ceiling, which
+ * this limiter cannot hold. Since only the destination's own hops are followed, every answer
+ * classified above is the destination's; a 403 on the third hop locks out like one on the first.
+ *
+ * <h2>A whole answer within the deadline</h2>
+ *
+ * {@code requestTimeout} (default 60 s) bounds each request, body included, not only its headers:
+ * a body trickling one byte every few seconds would otherwise hold a fetching thread, and with it
+ * a concurrency permit, for as long as the server likes. The request is sent asynchronously and
+ * awaited for at most the timeout; past it the exchange is cancelled (which, since Java 16,
+ * closes its connection) and the item fails with "no complete response ... within 60 s". A test
+ * with a server trickling a byte every 100 ms checks that the thread returns within the deadline,
+ * the server sees its connection closed, and the next fetch succeeds.
+ *
+ * <h2>Bodies stream</h2>
+ *
+ * A 2xx body goes, as it arrives, to memory ({@link #fetch(URI)}) or to a file ({@link
+ * #fetchTo(URI, Path)}, forced to disk before it returns), and fails as soon as it passes {@code
+ * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers' bodies are read and
+ * discarded, so that the connection can be reused. Network errors, deadlines and oversized bodies
+ * are ordinary failures ({@link FetchFailedException}), never throttles.
+ *
+ * <h2>Lateness</h2>
+ *
+ * A request is late by the time between its turn's start ({@link Slot#turnNanos()}) and the moment
+ * it is handed to the client: the wake-up after the sleep, the reservation's round trip, and this
+ * class's own work. Every request sent, every hop, is reported as a {@link SentRequest} to the
+ * {@link Builder#onRequest listener}, on the fetching thread, once its status is known or it
+ * failed. Times come from the limiter's {@link TimeSource}.
+ *
+ * <h2>Warm-up</h2>
+ *
+ * In a cold JVM the first request costs far more than later ones: {@link #warmUp(URI)} pays that
+ * before the first turn, without sending anything to the destination. See its comment for what it
+ * does and what it saves.
+ *
+ * <p>Every 50 requests the achieved rate is logged at INFO. Safe for concurrent use; the limiter
+ * bounds how many requests are in flight.
  */
 public final class DestinationFetcher {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationFetcher.class);
 
   public static final long DEFAULT_MAX_BODY_BYTES = 32L * 1024 * 1024;
+  public static final int DEFAULT_MAX_REDIRECTS = 5;
   public static final int RATE_LOG_EVERY = 50;
+  /** The largest body {@link #fetch(URI)} can hold in one array. */
+  private static final long MAX_IN_MEMORY = Integer.MAX_VALUE - 8;
 
   private final DestinationLimiter limiter;
   private final Destination destination;
+  private final TimeSource time;
   private final HttpClient client;
   private final long maxBodyBytes;
   private final Duration requestTimeout;
+  private final Redirects redirects;
   private final Map<String, String> headers;
+  private final Consumer<SentRequest> listener;
+  private final AtomicBoolean listenerFailed = new AtomicBoolean();
   private final AtomicLong requests = new AtomicLong();
   private final AtomicLong throttled = new AtomicLong();
 
   private DestinationFetcher(Builder b) {
     this.limiter = b.limiter;
     this.destination = b.limiter.destination();
+    this.time = b.limiter.time();
     this.client = b.client != null ? b.client
         : HttpClient.newBuilder()
             .connectTimeout(b.connectTimeout)
-            .followRedirects(HttpClient.Redirect.NORMAL)
+            .followRedirects(HttpClient.Redirect.NEVER)
             .version(HttpClient.Version.HTTP_1_1)
             .build();
     this.maxBodyBytes = b.maxBodyBytes;
     this.requestTimeout = b.requestTimeout;
+    this.redirects = new Redirects(b.maxRedirects, b.addresses);
     this.headers = Map.copyOf(b.headers);
+    this.listener = b.listener;
   }
 
   /** A fetcher pacing through {@code limiter}. */
@@ -70,7 +133,7 @@ public final class DestinationFetcher {
     return limiter;
   }
 
-  /** Requests sent so far (each one took a turn from the limiter). */
+  /** Requests sent so far, redirect hops included (each one took a turn from the limiter). */
   public long requestCount() {
     return requests.get();
   }
@@ -81,70 +144,213 @@ public final class DestinationFetcher {
   }
 
   /**
-   * Takes a turn, sends a GET for {@code uri}, and classifies the answer.
+   * Takes a turn, sends a GET for {@code uri}, follows its redirects (a turn each), and classifies
+   * each answer; the body of the final 2xx is kept in memory.
    *
-   * @return the 2xx response with its whole body
+   * @return the 2xx answer, its body {@linkplain FetchResponse.Content.InMemory in memory}
    * @throws LockedOutException on a lockout status, or if the destination was already locked out
    * @throws ThrottledException on a backoff status; the limiter has backed off
-   * @throws FetchFailedException on any other failure
-   * @throws InterruptedException if interrupted while waiting for the turn or the response
+   * @throws FetchFailedException on any other failure, a refused redirect among them
+   * @throws InterruptedException if interrupted while waiting for a turn or an answer
    */
   public FetchResponse fetch(URI uri)
       throws InterruptedException, ThrottledException, FetchFailedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET().timeout(requestTimeout);
-    headers.forEach(request::header);
-    int status;
-    byte[] body;
-    try (Slot slot = limiter.acquire()) {
-      long n = requests.incrementAndGet();
-      if (n % RATE_LOG_EVERY == 0) {
-        logRate(n);
-      }
-      HttpResponse<InputStream> response;
-      try {
-        response = client.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
-      } catch (IOException e) {
-        throw new FetchFailedException("network error for " + uri + ": " + describe(e), e);
-      }
-      status = response.statusCode();
-      if (destination.lockoutStatusCodes().contains(status)) {
-        discard(response.body());
-        String reason = "HTTP " + status + " from " + uri;
-        limiter.lockOut(reason);
-        throw new LockedOutException(destination.name(), reason);
-      }
-      if (destination.backoffStatusCodes().contains(status)) {
-        discard(response.body());
-        limiter.backoff();
-        throttled.incrementAndGet();
-        throw new ThrottledException(destination.name(), status, uri.toString());
-      }
-      limiter.noteCleanResponse();
-      if (status < 200 || status > 299) {
-        discard(response.body());
-        throw new FetchFailedException("HTTP " + status + " from " + uri, status);
-      }
-      body = readCapped(uri, response);
-    }
-    return new FetchResponse(uri, status, body);
+    return fetch(uri, CappedBody.InMemory::new, Math.min(maxBodyBytes, MAX_IN_MEMORY));
   }
 
-  private byte[] readCapped(URI uri, HttpResponse<InputStream> response)
-      throws FetchFailedException {
-    long declared = response.headers().firstValueAsLong("Content-Length").orElse(-1L);
-    try (InputStream in = response.body()) {
-      if (declared > maxBodyBytes) {
-        throw new FetchFailedException("body of " + uri + " is " + declared
-            + " bytes, over the cap of " + maxBodyBytes + " bytes", response.statusCode());
+  /**
+   * As {@link #fetch(URI)}, but streams the body of the final 2xx to {@code bodyFile}, created or
+   * truncated when that body starts, and forced to the storage device before returning. The file
+   * is untouched if no 2xx arrives, and deleted if its body fails (over the cap, deadline, network
+   * error, interrupt).
+   *
+   * @return the 2xx answer, its body {@linkplain FetchResponse.Content.InFile in the file}
+   */
+  public FetchResponse fetchTo(URI uri, Path bodyFile)
+      throws InterruptedException, ThrottledException, FetchFailedException {
+    Objects.requireNonNull(bodyFile, "bodyFile");
+    return fetch(uri, () -> new CappedBody.ToFile(bodyFile), maxBodyBytes);
+  }
+
+  /**
+   * {@link #warmUp(URI)} without the destination-specific parts (TLS, name resolution).
+   */
+  public void warmUp() throws InterruptedException {
+    warmUpClient();
+  }
+
+  /**
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to the
+   * destination: one request through this fetcher's own client and body path (the asynchronous
+   * send, the deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
+   * https {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it
+   * once, before the first fetch (it takes no turn and counts no request). Failures are logged and
+   * ignored: a cold first request is slower, not wrong.
+   *
+   * <p>Why: left to the first turn, this work delays the first requests of every fetching thread,
+   * which were granted turns a few milliseconds apart, until all of them leave together.
+   * WARM-UP-FIGURES
+   */
+  public void warmUp(URI destinationUrl) throws InterruptedException {
+    warmUpClient();
+    String host = destinationUrl.getHost();
+    if (host == null) {
+      return;
+    }
+    if ("https".equalsIgnoreCase(destinationUrl.getScheme())) {
+      try {
+        WarmUp.tls(host, destinationUrl.getPort() == -1 ? 443 : destinationUrl.getPort());
+      } catch (Exception e) {
+        log.debug("Destination {}: TLS warm-up failed: {}", destination.name(), e.toString());
       }
-      byte[] body = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, maxBodyBytes + 1));
-      if (body.length > maxBodyBytes) {
-        throw new FetchFailedException("body of " + uri + " exceeds the cap of " + maxBodyBytes
-            + " bytes", response.statusCode());
-      }
-      return body;
+    }
+    try {
+      WarmUp.resolve(host);
     } catch (IOException e) {
-      throw new FetchFailedException("network error reading " + uri + ": " + describe(e), e);
+      log.debug("Destination {}: could not resolve {} ahead of the first turn: {}",
+          destination.name(), host, e.toString());
+    }
+  }
+
+  private void warmUpClient() throws InterruptedException {
+    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
+      exchange(server.uri(), new AtomicReference<>(), new AtomicReference<>(),
+          CappedBody.InMemory::new, 1024);
+    } catch (IOException | FetchFailedException e) {
+      log.debug("Destination {}: client warm-up failed: {}", destination.name(), e.toString());
+    }
+  }
+
+  private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)
+      throws InterruptedException, ThrottledException, FetchFailedException {
+    URI current = requested;
+    for (int hop = 0; ; hop++) {
+      Answer answer;
+      try (Slot slot = limiter.acquire()) {
+        long n = requests.incrementAndGet();
+        if (n % RATE_LOG_EVERY == 0) {
+          logRate(n);
+        }
+        answer = send(current, hop, slot.turnNanos(), sinks, cap);
+        classify(current, answer);
+        if (answer.status() / 100 == 2) {
+          CappedBody.Sink sink = answer.body().sink();
+          return new FetchResponse(current, answer.status(), answer.bytes(), sink.content());
+        }
+        if (!Redirects.isRedirect(answer.status())) {
+          throw new FetchFailedException("HTTP " + answer.status() + " from " + current,
+              answer.status());
+        }
+      }
+      Redirects.Next next = redirects.next(requested, current, answer.status(),
+          answer.headers().firstValue("Location"), hop);
+      if (next instanceof Redirects.Next.Refuse refuse) {
+        throw new FetchFailedException(refuse.reason(), answer.status());
+      }
+      current = ((Redirects.Next.Follow) next).uri();
+    }
+  }
+
+  /** A complete answer: its status, headers, and for a 2xx the body read into its sink. */
+  private record Answer(int status, HttpHeaders headers, long bytes, CappedBody body) {}
+
+  /**
+   * Sends one request and waits for its whole answer, at most {@code requestTimeout}; reports it
+   * to the listener either way.
+   */
+  private Answer send(URI uri, int hop, long turnNanos, Supplier<CappedBody.Sink> sinks, long cap)
+      throws InterruptedException, FetchFailedException {
+    AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
+    AtomicReference<CappedBody> body = new AtomicReference<>();
+    long sentNanos = time.nanoTime();
+    long sentMicros = time.epochMicros();
+    try {
+      return exchange(uri, info, body, sinks, cap);
+    } finally {
+      HttpResponse.ResponseInfo answered = info.get();
+      report(new SentRequest(uri, hop, turnNanos, sentNanos, sentMicros,
+          answered == null ? SentRequest.NO_STATUS : answered.statusCode()));
+    }
+  }
+
+  private Answer exchange(URI uri, AtomicReference<HttpResponse.ResponseInfo> info,
+      AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
+      throws InterruptedException, FetchFailedException {
+    HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
+    headers.forEach(request::header);
+    HttpResponse.BodyHandler<Long> handler = response -> {
+      info.set(response);
+      if (response.statusCode() / 100 != 2) {
+        return HttpResponse.BodySubscribers.replacing(0L);
+      }
+      CappedBody capped = new CappedBody(uri, cap,
+          response.headers().firstValueAsLong("Content-Length").orElse(-1L), sinks.get());
+      body.set(capped);
+      return capped;
+    };
+    CompletableFuture<HttpResponse<Long>> future = client.sendAsync(request.build(), handler);
+    try {
+      HttpResponse<Long> response = future.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
+      return new Answer(response.statusCode(), response.headers(), response.body(), body.get());
+    } catch (TimeoutException e) {
+      stop(future, body);
+      HttpResponse.ResponseInfo partial = info.get();
+      if (partial != null && partial.statusCode() / 100 != 2) {
+        // The status and headers arrived; only the body of an answer we discard is late. A 429
+        // is still a 429.
+        return new Answer(partial.statusCode(), partial.headers(), 0, null);
+      }
+      throw new FetchFailedException("no complete response from " + uri + " within "
+          + describe(requestTimeout), e);
+    } catch (ExecutionException e) {
+      stop(future, body);
+      Throwable cause = e.getCause();
+      HttpResponse.ResponseInfo partial = info.get();
+      if (cause instanceof CappedBody.BodyFailure && partial != null) {
+        throw new FetchFailedException(cause.getMessage(), partial.statusCode());
+      }
+      throw new FetchFailedException("network error for " + uri + ": " + describe(cause), cause);
+    } catch (InterruptedException e) {
+      stop(future, body);
+      throw e;
+    }
+  }
+
+  /** Cancels the exchange (closing its connection) and discards any body read so far. */
+  private static void stop(CompletableFuture<?> future, AtomicReference<CappedBody> body) {
+    future.cancel(true);
+    CappedBody started = body.get();
+    if (started != null) {
+      started.abandon();
+    }
+  }
+
+  private void classify(URI uri, Answer answer) throws ThrottledException {
+    int status = answer.status();
+    if (destination.lockoutStatusCodes().contains(status)) {
+      String reason = "HTTP " + status + " from " + uri;
+      limiter.lockOut(reason);
+      throw new LockedOutException(destination.name(), reason);
+    }
+    if (destination.backoffStatusCodes().contains(status)) {
+      limiter.backoff();
+      throttled.incrementAndGet();
+      throw new ThrottledException(destination.name(), status, uri.toString());
+    }
+    limiter.noteCleanResponse();
+  }
+
+  private void report(SentRequest sent) {
+    if (listener == null) {
+      return;
+    }
+    try {
+      listener.accept(sent);
+    } catch (RuntimeException e) {
+      if (listenerFailed.compareAndSet(false, true)) {
+        log.warn("Destination {}: the request listener threw; the fetch goes on, and later"
+            + " failures of the listener are not logged", destination.name(), e);
+      }
     }
   }
 
@@ -156,17 +362,13 @@ public final class DestinationFetcher {
         limiter.isDegraded() ? ", DEGRADED: pacing locally" : "");
   }
 
-  private static void discard(InputStream body) {
-    try (InputStream in = body) {
-      in.skip(Long.MAX_VALUE);
-    } catch (IOException ignored) {
-      // The body of an error answer is not needed; a broken stream only costs the connection.
-    }
-  }
-
-  private static String describe(IOException e) {
+  private static String describe(Throwable e) {
     String message = e.getMessage();
     return e.getClass().getSimpleName() + (message == null ? "" : " (" + message + ")");
+  }
+
+  private static String describe(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
   }
 
   /** Builder for {@link DestinationFetcher}. */
@@ -174,17 +376,27 @@ public final class DestinationFetcher {
     private final DestinationLimiter limiter;
     private HttpClient client;
     private long maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+    private int maxRedirects = DEFAULT_MAX_REDIRECTS;
     private Duration connectTimeout = Duration.ofSeconds(10);
     private Duration requestTimeout = Duration.ofSeconds(60);
     private final Map<String, String> headers = new LinkedHashMap<>();
+    private Consumer<SentRequest> listener;
+    private AddressPolicy addresses = AddressPolicy.SYSTEM;
 
     private Builder(DestinationLimiter limiter) {
       this.limiter = Objects.requireNonNull(limiter, "limiter");
     }
 
-    /** Use this client instead of building one (it should not be shared across destinations). */
+    /**
+     * Use this client instead of building one. It should not be shared across destinations, and
+     * must not follow redirects itself: a redirect it followed would take no turn.
+     */
     public Builder httpClient(HttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
+      if (client.followRedirects() != HttpClient.Redirect.NEVER) {
+        throw new IllegalArgumentException("the client must not follow redirects (it follows "
+            + client.followRedirects() + "): each redirect hop takes its own turn");
+      }
       return this;
     }
 
@@ -196,11 +408,21 @@ public final class DestinationFetcher {
       return this;
     }
 
+    /** The most redirects followed per fetch (0: none); one more fails the item. Default 5. */
+    public Builder maxRedirects(int maxRedirects) {
+      if (maxRedirects < 0) {
+        throw new IllegalArgumentException("maxRedirects must be >= 0, got " + maxRedirects);
+      }
+      this.maxRedirects = maxRedirects;
+      return this;
+    }
+
     public Builder connectTimeout(Duration timeout) {
       this.connectTimeout = positive("connectTimeout", timeout);
       return this;
     }
 
+    /** The deadline for each request's whole answer, body included. Default 60 s. */
     public Builder requestTimeout(Duration timeout) {
       this.requestTimeout = positive("requestTimeout", timeout);
       return this;
@@ -209,6 +431,21 @@ public final class DestinationFetcher {
     /** A header sent with every request (for example a User-Agent). */
     public Builder header(String name, String value) {
       headers.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /**
+     * Called with every request sent, redirect hops included, on the fetching thread, once its
+     * status is known or it failed. Keep it quick: the request's slot is still held. If it throws,
+     * the fetch goes on (logged once at WARN).
+     */
+    public Builder onRequest(Consumer<SentRequest> listener) {
+      this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    Builder addressPolicy(AddressPolicy addresses) {
+      this.addresses = Objects.requireNonNull(addresses, "addresses");
       return this;
     }
 

@@ -24,6 +24,15 @@ public interface TimeSource {
     return System.currentTimeMillis();
   }
 
+  /**
+   * Wall-clock microseconds since the epoch, from {@link java.time.Instant#now()}: used only to
+   * place events of several processes on one timeline.
+   */
+  default long epochMicros() {
+    java.time.Instant now = java.time.Instant.now();
+    return Math.addExact(Math.multiplyExact(now.getEpochSecond(), 1_000_000L), now.getNano() / 1_000L);
+  }
+
   /** The real clock and {@link Thread#sleep}. */
   TimeSource SYSTEM =
       new TimeSource() {

@@ -1,0 +1,34 @@
+package dev.pacer;
+
+import java.net.URI;
+import java.time.Duration;
+
+/**
+ * One request a {@link DestinationFetcher} sent, reported to its {@linkplain
+ * DestinationFetcher.Builder#onRequest listener} once the answer's status is known or the request
+ * failed.
+ *
+ * @param uri the URI requested
+ * @param hop 0 for the requested URI, 1 for the first redirect followed, and so on
+ * @param turnNanos when the request's turn began ({@link Slot#turnNanos()}), on the limiter's
+ *     {@link TimeSource}
+ * @param sentNanos when the request was handed to the HTTP client, on the same clock
+ * @param sentEpochMicros the same moment in wall-clock microseconds since the epoch, to line up the
+ *     requests of several processes or hosts on one timeline
+ * @param status the answer's status, or -1 if none arrived (network error, deadline)
+ */
+public record SentRequest(
+    URI uri, int hop, long turnNanos, long sentNanos, long sentEpochMicros, int status) {
+
+  /** No status arrived. */
+  public static final int NO_STATUS = -1;
+
+  /** How long after its turn began the request left: the wake-up, the reservation, the fetcher. */
+  public Duration lateness() {
+    return Duration.ofNanos(sentNanos - turnNanos);
+  }
+
+  public boolean answered() {
+    return status != NO_STATUS;
+  }
+}
