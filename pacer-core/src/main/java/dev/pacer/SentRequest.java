@@ -23,7 +23,12 @@ public record SentRequest(
   /** No status arrived. */
   public static final int NO_STATUS = -1;
 
-  /** How long after its turn began the request left: the wake-up, the reservation, the fetcher. */
+  /**
+   * How long after its turn began the request was handed to the client: the wake-up, the
+   * reservation's round trip, the fetcher's own work. What the client does after the hand-over
+   * (connecting, and in a cold JVM loading itself: see {@link DestinationFetcher#warmUp(URI)}) is
+   * not in it.
+   */
   public Duration lateness() {
     return Duration.ofNanos(sentNanos - turnNanos);
   }
