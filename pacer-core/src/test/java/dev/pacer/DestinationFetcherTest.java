@@ -396,6 +396,19 @@ class DestinationFetcherTest {
   }
 
   @Test
+  void warmUpSendsNothingToTheDestinationAndTakesNoTurn() throws Exception {
+    List<SentRequest> sent = new CopyOnWriteArrayList<>();
+    DestinationFetcher fetcher = DestinationFetcher.builder(limiter).onRequest(sent::add).build();
+    fetcher.warmUp(uri("/a"));
+    fetcher.warmUp(URI.create("https://127.0.0.1:" + server.getAddress().getPort() + "/a"));
+    assertThat(hits).isEmpty();
+    assertThat(time.sleepsMillis()).isEmpty();
+    assertThat(sent).isEmpty();
+    assertThat(fetcher.requestCount()).isZero();
+    assertThat(fetcher.fetch(uri("/a")).status()).isEqualTo(200);
+  }
+
+  @Test
   void invalidSettingsAreRefusedNamingTheValue() {
     assertThatThrownBy(() -> DestinationFetcher.builder(limiter).maxBodyBytes(-1))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");

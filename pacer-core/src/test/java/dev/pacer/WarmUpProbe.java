@@ -16,7 +16,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * run it in a new JVM each time, on the test classpath, as {@code java -cp ... dev.pacer.WarmUpProbe
  * cold|warm}. Prints the lateness of the first two requests (turn start to hand-over to the
  * client), when the destination received each (turn start to the request's arrival), and how many
- * classes the JVM loaded in the warm-up and in the first fetch. Not a test: the figures in {@link
+ * classes the JVM loaded in the warm-up and in the first fetch; with {@code -Xlog:class+load} the
+ * "-- first fetch" lines delimit the classes that fetch loaded. Not a test: the figures in {@link
  * DestinationFetcher#warmUp(URI)} come from it.
  */
 public final class WarmUpProbe {
