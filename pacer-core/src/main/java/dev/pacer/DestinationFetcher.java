@@ -260,7 +260,11 @@ public final class DestinationFetcher {
     }
   }
 
-  /** A complete answer: its status, headers, and for a 2xx the body read into its sink. */
+  /**
+   * A complete answer: its status, headers, and for a 2xx the body read into its sink. Other
+   * answers' bodies are discarded, so they have no reader ({@code body} is null): only a 2xx's
+   * is ever read.
+   */
   private record Answer(int status, HttpHeaders headers, long bytes, CappedBody body) {}
 
   /**
