@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;
@@ -18,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -108,7 +110,8 @@ public final class FetchCommand implements Callable<Integer> {
       throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
           + ", not " + settings.destination().name() + "; use another --job");
     }
-    int added = store.enqueue(jobName, settings.destination().name(), urls.urls());
+    int added = store.enqueue(jobName, settings.destination().name(),
+        settings.destination().ratePerSecond(), urls.urls());
     store.reviveDeferred(jobName);
     err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
         + added + " new; destination " + settings.destination().name() + " at "
@@ -119,49 +122,53 @@ public final class FetchCommand implements Callable<Integer> {
             : "; one process x " + settings.threads() + " thread(s)"));
     long started = System.nanoTime();
     String haltedBar;
-    Progress bar = Progress.startIfInteractive(store, jobName, settings.runId(), out, progress);
-    try {
-      haltedBar = processes > 0 ? conveyor(database, settings, timeLimit)
-          : pooled(database, settings);
-    } finally {
-      if (bar != null) {
-        bar.close();
-      }
-    }
-    double elapsed = (System.nanoTime() - started) / 1e9;
     JobStore.Counts counts = null;
-    long requests = 0;
+    RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
     Optional<JobStore.Trip> tripped = Optional.empty();
-    // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
-    // rather than end an hours-long run without its summary.
-    for (int attempt = 1; counts == null; attempt++) {
+    double elapsed;
+    try (RequestLog requestLog = new RequestLog(database)) {
+      Instant runStart = requestLog.databaseNow();
+      Progress bar = Progress.startIfInteractive(store, jobName, settings.runId(), out, progress);
       try {
-        counts = store.counts(jobName);
-        requests = 0;
-        for (JobStore.WorkerRow w : store.workers(settings.runId(), 0)) {
-          requests += w.requests();
+        haltedBar = processes > 0 ? conveyor(database, settings, timeLimit)
+            : pooled(database, settings);
+      } finally {
+        if (bar != null) {
+          bar.close();
         }
-        // A trip open now was recorded during this run (an open trip refuses a run at its
-        // start): by this process, one of its workers, or an invocation cooperating on the job.
-        tripped = store.openTrip(jobName);
-      } catch (SQLException e) {
-        counts = null;
-        if (attempt == 120) {
-          throw e;
+      }
+      elapsed = (System.nanoTime() - started) / 1e9;
+      // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
+      // rather than end an hours-long run without its summary.
+      for (int attempt = 1; counts == null; attempt++) {
+        try {
+          counts = store.counts(jobName);
+          door = requestLog.destinationSince(settings.destination().name(), runStart);
+          // A trip open now was recorded during this run (an open trip refuses a run at its
+          // start): by this process, one of its workers, or an invocation cooperating on the job.
+          tripped = store.openTrip(jobName);
+        } catch (SQLException e) {
+          counts = null;
+          if (attempt == 120) {
+            throw e;
+          }
+          if (attempt == 1) {
+            err.println("pacer: waiting for PostgreSQL to report the job's final state: "
+                + database.describe(e));
+          }
+          Thread.sleep(1000);
         }
-        if (attempt == 1) {
-          err.println("pacer: waiting for PostgreSQL to report the job's final state: "
-              + database.describe(e));
-        }
-        Thread.sleep(1000);
       }
     }
     if (tripped.isPresent()) {
       haltedBar = tripped.get().bar();
     }
+    double ceiling = settings.destination().ratePerSecond();
+    err.println("pacer: at destination " + settings.destination().name() + " during this run: "
+        + Summary.describe(door, ceiling));
     Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
-        counts.pending(), "DESTINATION_LOCKOUT".equals(haltedBar), haltedBar, elapsed,
-        elapsed > 0 ? requests / elapsed : 0);
+        counts.pending(), "DESTINATION_LOCKOUT".equals(haltedBar), haltedBar, elapsed, ceiling,
+        door);
     out.println(summary.toJson());
     out.flush();
     if (haltedBar != null) {

@@ -1,6 +1,8 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.run.Summary;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,7 +16,10 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code pacer status}: jobs, destinations (cursor, degraded), live workers, open trips. */
+/**
+ * {@code pacer status}: jobs (with what their destination saw while they sent: rate, busiest
+ * 1-s window, lateness), destinations (cursor, degraded), live workers, open trips.
+ */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Progress per job, cursor and degraded state per destination, open trips.")
 public final class StatusCommand implements Callable<Integer> {
@@ -32,7 +37,8 @@ public final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
-    try (JobStore store = dbOptions.connect()) {
+    try (JobStore store = dbOptions.connect();
+        RequestLog requestLog = new RequestLog(store.database())) {
       out.println("Database: " + store.database().redactedUrl());
       out.println();
       List<JobStore.JobRow> jobs = store.jobs(job);
@@ -48,6 +54,10 @@ public final class StatusCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "  %-24s destination %-20s %d/%d done  failed %d  deferred %d"
                 + "  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
             c.failed(), c.deferred(), c.pending(), c.leased());
+        RequestLog.DoorFigures door = requestLog.duringJob(j.name(), j.destination());
+        out.println("    at the door while it sent: " + (j.ceiling().isPresent()
+            ? Summary.describe(door, j.ceiling().getAsDouble())
+            : door.requests() + " request(s); no ceiling recorded"));
       }
       List<JobStore.WorkerRow> live = new ArrayList<>();
       for (JobStore.WorkerRow w : store.workers(null, LIVE_SECONDS)) {

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 
 /**
  * Jobs, their items, trips and live workers, in PostgreSQL. Every statement is parameterised; the
@@ -55,6 +56,17 @@ public final class JobStore implements AutoCloseable {
         + "  PRIMARY KEY (job, url_key))",
     "CREATE INDEX IF NOT EXISTS pacer_item_open ON pacer_item (job, seq)"
         + " WHERE state IN ('pending', 'leased')",
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS ceiling double precision",
+    "CREATE TABLE IF NOT EXISTS pacer_request (\n"
+        + "  destination text        NOT NULL,\n"
+        + "  job         text        NOT NULL,\n"
+        + "  worker      text        NOT NULL,\n"
+        + "  sent_at     timestamptz NOT NULL,  -- handed to the network, on PostgreSQL's clock\n"
+        + "  lateness_us bigint      NOT NULL,  -- from the turn's start to sent_at\n"
+        + "  hop         integer     NOT NULL,  -- 0: the item's URL; 1..: redirect hops\n"
+        + "  status      integer)               -- null: no answer",
+    "CREATE INDEX IF NOT EXISTS pacer_request_destination ON pacer_request (destination, sent_at)",
+    "CREATE INDEX IF NOT EXISTS pacer_request_job ON pacer_request (job, sent_at)",
     "CREATE TABLE IF NOT EXISTS pacer_trip (\n"
         + "  id         bigserial   PRIMARY KEY,\n"
         + "  job        text        NOT NULL,\n"
@@ -84,21 +96,19 @@ public final class JobStore implements AutoCloseable {
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
-  private final Database database;
-  private Connection connection;
+  private final StoreConnection connection;
 
   public JobStore(Database database) {
-    this.database = database;
+    this.connection = new StoreConnection(database);
   }
 
   public Database database() {
-    return database;
+    return connection.database();
   }
 
   /** Connects (or reconnects) and creates the schema if missing. */
   public synchronized void ensureSchema() throws SQLException {
-    Connection c = connection();
-    try {
+    call(c -> {
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
         s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
@@ -108,10 +118,8 @@ public final class JobStore implements AutoCloseable {
       }
       c.commit();
       c.setAutoCommit(true);
-    } catch (SQLException e) {
-      discard();
-      throw e;
-    }
+      return null;
+    });
   }
 
   // ---------------------------------------------------------------- jobs and items
@@ -133,15 +141,17 @@ public final class JobStore implements AutoCloseable {
    *
    * @return how many were new
    */
-  public synchronized int enqueue(String job, String destination, List<String> urls)
-      throws SQLException {
+  public synchronized int enqueue(String job, String destination, double ceiling,
+      List<String> urls) throws SQLException {
     return call(c -> {
       c.setAutoCommit(false);
       try {
         try (PreparedStatement s = c.prepareStatement(
-            "INSERT INTO pacer_job (name, destination) VALUES (?, ?) ON CONFLICT DO NOTHING")) {
+            "INSERT INTO pacer_job (name, destination, ceiling) VALUES (?, ?, ?)"
+                + " ON CONFLICT (name) DO UPDATE SET ceiling = excluded.ceiling")) {
           s.setString(1, job);
           s.setString(2, destination);
+          s.setDouble(3, ceiling);
           s.executeUpdate();
         }
         int added = 0;
@@ -325,6 +335,19 @@ public final class JobStore implements AutoCloseable {
     });
   }
 
+  /** The URL of the job's next open item, if any: a sample of what the job fetches. */
+  public synchronized Optional<String> nextOpenUrl(String job) throws SQLException {
+    return call(c -> {
+      try (PreparedStatement s = c.prepareStatement("SELECT url FROM pacer_item"
+          + " WHERE job = ? AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1")) {
+        s.setString(1, job);
+        try (ResultSet r = s.executeQuery()) {
+          return r.next() ? Optional.of(r.getString(1)) : Optional.<String>empty();
+        }
+      }
+    });
+  }
+
   /** Gives back every item {@code workerId} holds (it is shutting down). */
   public synchronized int releaseAll(String workerId) throws SQLException {
     return call(c -> {
@@ -364,27 +387,31 @@ public final class JobStore implements AutoCloseable {
   }
 
   /** A job's counts, for {@code pacer status}. */
-  public record JobRow(String name, String destination, Counts counts) {}
+  /** A job; {@code ceiling} is its latest run's fleet-wide ceiling, if one was recorded. */
+  public record JobRow(String name, String destination, OptionalDouble ceiling, Counts counts) {}
 
   public synchronized List<JobRow> jobs(String onlyJob) throws SQLException {
-    List<String[]> names = call(c -> {
+    record Named(String name, String destination, OptionalDouble ceiling) {}
+    List<Named> named = call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "SELECT name, destination FROM pacer_job WHERE (?::text IS NULL OR name = ?)"
+          "SELECT name, destination, ceiling FROM pacer_job WHERE (?::text IS NULL OR name = ?)"
               + " ORDER BY created_at, name")) {
         s.setString(1, onlyJob);
         s.setString(2, onlyJob);
-        List<String[]> out = new ArrayList<>();
+        List<Named> out = new ArrayList<>();
         try (ResultSet r = s.executeQuery()) {
           while (r.next()) {
-            out.add(new String[] {r.getString(1), r.getString(2)});
+            double ceiling = r.getDouble(3);
+            out.add(new Named(r.getString(1), r.getString(2),
+                r.wasNull() ? OptionalDouble.empty() : OptionalDouble.of(ceiling)));
           }
         }
         return out;
       }
     });
     List<JobRow> rows = new ArrayList<>();
-    for (String[] n : names) {
-      rows.add(new JobRow(n[0], n[1], counts(n[0])));
+    for (Named j : named) {
+      rows.add(new JobRow(j.name(), j.destination(), j.ceiling(), counts(j.name())));
     }
     return rows;
   }
@@ -541,39 +568,8 @@ public final class JobStore implements AutoCloseable {
 
   // ---------------------------------------------------------------- plumbing
 
-  @FunctionalInterface
-  private interface SqlCall<T> {
-    T apply(Connection c) throws SQLException;
-  }
-
-  /**
-   * Runs {@code body} on the store's connection. A kept connection that turns out to have died
-   * since its last use (a database restart) is replaced and {@code body} run once more; any other
-   * failure discards the connection and is thrown.
-   */
-  private <T> T call(SqlCall<T> body) throws SQLException {
-    boolean reused = connection != null;
-    Connection c = connection();
-    try {
-      return body.apply(c);
-    } catch (SQLException e) {
-      discard();
-      if (!reused || !isConnectionLoss(e)) {
-        throw e;
-      }
-    }
-    Connection fresh = connection();
-    try {
-      return body.apply(fresh);
-    } catch (SQLException e) {
-      discard();
-      throw e;
-    }
-  }
-
-  private static boolean isConnectionLoss(SQLException e) {
-    String state = e.getSQLState();
-    return state == null || state.startsWith("08") || state.startsWith("57P");
+  private <T> T call(StoreConnection.SqlCall<T> body) throws SQLException {
+    return connection.call(body);
   }
 
   private int update(String sql, String job) throws SQLException {
@@ -583,24 +579,6 @@ public final class JobStore implements AutoCloseable {
         return s.executeUpdate();
       }
     });
-  }
-
-  private Connection connection() throws SQLException {
-    if (connection == null) {
-      connection = database.open();
-    }
-    return connection;
-  }
-
-  private void discard() {
-    if (connection != null) {
-      try {
-        connection.close();
-      } catch (SQLException ignored) {
-        // Discarded because it failed; closing it may fail the same way.
-      }
-      connection = null;
-    }
   }
 
   private static void bindItem(PreparedStatement s, int from, Item item) throws SQLException {
@@ -618,7 +596,7 @@ public final class JobStore implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    discard();
+  public void close() {
+    connection.close();
   }
 }

@@ -1,10 +1,17 @@
 package dev.pacer.cli.run;
 
+import dev.pacer.cli.db.RequestLog;
 import java.util.Locale;
 
-/** The one-line JSON summary that ends the output of {@code pacer fetch}. */
+/**
+ * The one-line JSON summary that ends the output of {@code pacer fetch}: the job's counts, and
+ * what the destination saw during the run ({@code door}), judged against {@code ceilingPerSecond}.
+ * {@code achievedRatePerSecond} is the door's rate, from the first request to the last, not the
+ * run's wall time with its start-up.
+ */
 public record Summary(String job, long done, long failed, long deferred, long pending,
-    boolean lockedOut, String haltedBar, double elapsedSeconds, double achievedRatePerSecond) {
+    boolean lockedOut, String haltedBar, double elapsedSeconds, double ceilingPerSecond,
+    RequestLog.DoorFigures door) {
 
   public String toJson() {
     return "{\"job\":" + string(job)
@@ -15,8 +22,28 @@ public record Summary(String job, long done, long failed, long deferred, long pe
         + ",\"lockedOut\":" + lockedOut
         + ",\"haltedBar\":" + (haltedBar == null ? "null" : string(haltedBar))
         + ",\"elapsedSeconds\":" + number(elapsedSeconds)
-        + ",\"achievedRatePerSecond\":" + number(achievedRatePerSecond)
+        + ",\"ceilingPerSecond\":" + number(ceilingPerSecond)
+        + ",\"requestsAtDestination\":" + door.requests()
+        + ",\"achievedRatePerSecond\":" + number(door.achievedRatePerSecond())
+        + ",\"busiestOneSecondWindow\":" + door.busiestOneSecondWindow()
+        + ",\"latenessP50Millis\":" + number(door.latenessP50Millis())
+        + ",\"latenessP99Millis\":" + number(door.latenessP99Millis())
+        + ",\"latenessMaxMillis\":" + number(door.latenessMaxMillis())
         + "}";
+  }
+
+  /** The door figures in one line for people, with the verdict on the ceiling. */
+  public static String describe(RequestLog.DoorFigures door, double ceilingPerSecond) {
+    if (door.requests() == 0) {
+      return "no request sent";
+    }
+    boolean kept = door.busiestOneSecondWindow() <= Math.floor(ceilingPerSecond) + 1;
+    return String.format(Locale.ROOT, "%d request(s) at %.2f/s over %.1f s; busiest 1-s window %d"
+            + " (ceiling %s/s: %s); lateness after the turn p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+        door.requests(), door.achievedRatePerSecond(), door.spanSeconds(),
+        door.busiestOneSecondWindow(), number(ceilingPerSecond),
+        kept ? "kept" : "EXCEEDED", door.latenessP50Millis(), door.latenessP99Millis(),
+        door.latenessMaxMillis());
   }
 
   private static String number(double value) {

@@ -32,15 +32,15 @@ class JobStoreTest {
   @Test
   void enqueueingTheSameInputTwiceAddsNothing() throws Exception {
     List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
-    assertThat(store.enqueue(job, "a", urls)).isEqualTo(3);
-    assertThat(store.enqueue(job, "a", urls)).isZero();
-    assertThat(store.enqueue(job, "a", List.of("http://a/3", "http://a/4"))).isEqualTo(1);
+    assertThat(store.enqueue(job, "a", 1.0, urls)).isEqualTo(3);
+    assertThat(store.enqueue(job, "a", 1.0, urls)).isZero();
+    assertThat(store.enqueue(job, "a", 1.0, List.of("http://a/3", "http://a/4"))).isEqualTo(1);
     assertThat(store.counts(job).total()).isEqualTo(4);
   }
 
   @Test
   void aClaimedItemIsNotClaimedAgainUntilItsLeaseExpires() throws Exception {
-    store.enqueue(job, "a", List.of("http://a/1"));
+    store.enqueue(job, "a", 1.0, List.of("http://a/1"));
     JobStore.Item first = store.claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.claim(job, "w2", 60_000)).isEmpty();
     TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
@@ -58,8 +58,8 @@ class JobStoreTest {
 
   @Test
   void heartbeatsKeepALeaseAlive() throws Exception {
-    store.enqueue(job, "a", List.of("http://a/1"));
-    store.enqueue(job, "a", List.of("http://a/2"));
+    store.enqueue(job, "a", 1.0, List.of("http://a/1"));
+    store.enqueue(job, "a", 1.0, List.of("http://a/2"));
     JobStore.Item kept = store.claim(job, "w1", 60_000).orElseThrow();
     JobStore.Item lost = store.claim(job, "w1", 60_000).orElseThrow();
     TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
@@ -74,7 +74,7 @@ class JobStoreTest {
 
   @Test
   void throttledItemsWaitTheirRetryAndAreDeferredAfterTheLimit() throws Exception {
-    store.enqueue(job, "a", List.of("http://a/1"));
+    store.enqueue(job, "a", 1.0, List.of("http://a/1"));
     JobStore.Item item = store.claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.markThrottled(item, 429, 60_000, 2)).isTrue();
     assertThat(store.claim(job, "w1", 60_000)).as("not before its retry time").isEmpty();
@@ -91,7 +91,7 @@ class JobStoreTest {
 
   @Test
   void anItemFailsAfterItsLastAttemptWithItsStatus() throws Exception {
-    store.enqueue(job, "a", List.of("http://a/1"));
+    store.enqueue(job, "a", 1.0, List.of("http://a/1"));
     JobStore.Item item = store.claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.markFailed(item, 500, "HTTP 500", 0, 2)).isTrue();
     assertThat(store.counts(job).failed()).isZero();

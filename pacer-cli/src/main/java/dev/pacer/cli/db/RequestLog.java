@@ -1,0 +1,182 @@
+package dev.pacer.cli.db;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+
+/**
+ * Every request the fleet sent, one row per request (each redirect hop is one), stamped on
+ * PostgreSQL's clock: the clock the fleet's turns are computed on. From these rows {@code pacer
+ * status} and the run's summary judge the ceiling where the destination judges it, at its door,
+ * without a packet capture: how many requests, the rate they achieved, the busiest sliding 1-s
+ * window, and how late each request left after its turn.
+ *
+ * <p>Workers stamp a request with their own wall clock when it is handed to the network and
+ * convert it with {@link #clockOffsetMicros()}, measured against {@code clock_timestamp()}: on one
+ * host the offset is about zero, across hosts it removes their clock skew (to within half a round
+ * trip). Rows are appended in batches, so recording costs one statement per heartbeat, not one per
+ * request.
+ */
+public final class RequestLog implements AutoCloseable {
+
+  /** One request, stamped on the database's clock. */
+  public record Sent(String destination, String job, String worker, long sentEpochMicros,
+      long latenessMicros, int hop, int status) {}
+
+  /**
+   * What the destination saw in a stretch of time.
+   *
+   * @param requests requests sent, redirect hops included
+   * @param spanSeconds from the first to the last
+   * @param achievedRatePerSecond (requests - 1) ÷ span: the rate they were delivered at
+   * @param busiestOneSecondWindow the most requests in any window [t, t + 1 s)
+   * @param latenessP50Millis median time from a turn's start to its request leaving
+   * @param latenessP99Millis 99th percentile of the same
+   * @param latenessMaxMillis the latest request
+   */
+  public record DoorFigures(long requests, double spanSeconds, double achievedRatePerSecond,
+      int busiestOneSecondWindow, double latenessP50Millis, double latenessP99Millis,
+      double latenessMaxMillis) {
+
+    public static final DoorFigures NONE = new DoorFigures(0, 0, 0, 0, 0, 0, 0);
+  }
+
+  /**
+   * The figures of the requests selected by {@code where}, in one statement. The window is
+   * half-open, [t, t + 1 s): timestamps have microsecond precision, so it ends 999,999 µs after t.
+   */
+  private static final String FIGURES = "WITH r AS (SELECT sent_at, lateness_us FROM pacer_request"
+      + " WHERE %s)"
+      + " SELECT count(*), coalesce(extract(epoch FROM max(sent_at) - min(sent_at)), 0),"
+      + "   coalesce((SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY sent_at RANGE BETWEEN"
+      + "     CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM r) w), 0),"
+      + "   coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness_us), 0),"
+      + "   coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness_us), 0),"
+      + "   coalesce(max(lateness_us), 0)"
+      + " FROM r";
+
+  private final StoreConnection connection;
+
+  public RequestLog(Database database) {
+    this.connection = new StoreConnection(database);
+  }
+
+  /**
+   * How far the database's clock is ahead of this process's wall clock, in microseconds, taking
+   * the midpoint of the round trip as the instant the database read its clock.
+   */
+  public long clockOffsetMicros() throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()")) {
+        long before = epochMicros(Instant.now());
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          long after = epochMicros(Instant.now());
+          return epochMicros(r.getTimestamp(1).toInstant()) - (before + after) / 2;
+        }
+      }
+    });
+  }
+
+  /** The database's clock now. */
+  public Instant databaseNow() throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()");
+          ResultSet r = s.executeQuery()) {
+        r.next();
+        return r.getTimestamp(1).toInstant();
+      }
+    });
+  }
+
+  /** Appends the requests in one statement. */
+  public void append(List<Sent> requests) throws SQLException {
+    if (requests.isEmpty()) {
+      return;
+    }
+    int n = requests.size();
+    String[] destinations = new String[n];
+    String[] jobs = new String[n];
+    String[] workers = new String[n];
+    Timestamp[] sentAt = new Timestamp[n];
+    Long[] lateness = new Long[n];
+    Integer[] hops = new Integer[n];
+    Integer[] statuses = new Integer[n];
+    for (int i = 0; i < n; i++) {
+      Sent r = requests.get(i);
+      destinations[i] = r.destination();
+      jobs[i] = r.job();
+      workers[i] = r.worker();
+      sentAt[i] = Timestamp.from(Instant.EPOCH.plus(r.sentEpochMicros(), ChronoUnit.MICROS));
+      lateness[i] = r.latenessMicros();
+      hops[i] = r.hop();
+      statuses[i] = r.status() < 0 ? null : r.status();
+    }
+    connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("INSERT INTO pacer_request"
+          + " (destination, job, worker, sent_at, lateness_us, hop, status)"
+          + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"
+          + " ?::bigint[], ?::integer[], ?::integer[])")) {
+        s.setArray(1, c.createArrayOf("text", destinations));
+        s.setArray(2, c.createArrayOf("text", jobs));
+        s.setArray(3, c.createArrayOf("text", workers));
+        s.setArray(4, c.createArrayOf("timestamptz", sentAt));
+        s.setArray(5, c.createArrayOf("bigint", lateness));
+        s.setArray(6, c.createArrayOf("integer", hops));
+        s.setArray(7, c.createArrayOf("integer", statuses));
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Every request to {@code destination} from {@code from} on, by any job: the ceiling is the
+   * destination's, so a run is judged with whatever else reached the destination meanwhile.
+   */
+  public DoorFigures destinationSince(String destination, Instant from) throws SQLException {
+    return figures("destination = ? AND sent_at >= ?", destination, Timestamp.from(from));
+  }
+
+  /**
+   * Every request to the job's destination while the job was sending (from its first request to
+   * its last), by any job.
+   */
+  public DoorFigures duringJob(String job, String destination) throws SQLException {
+    return figures("destination = ? AND sent_at BETWEEN"
+        + " (SELECT min(sent_at) FROM pacer_request WHERE job = ?)"
+        + " AND (SELECT max(sent_at) FROM pacer_request WHERE job = ?)", destination, job, job);
+  }
+
+  private DoorFigures figures(String where, Object... parameters) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(String.format(FIGURES, where))) {
+        for (int i = 0; i < parameters.length; i++) {
+          s.setObject(i + 1, parameters[i]);
+        }
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          long requests = r.getLong(1);
+          if (requests == 0) {
+            return DoorFigures.NONE;
+          }
+          double span = r.getDouble(2);
+          return new DoorFigures(requests, span, span > 0 ? (requests - 1) / span : 0,
+              r.getInt(3), r.getLong(4) / 1000.0, r.getLong(5) / 1000.0, r.getLong(6) / 1000.0);
+        }
+      }
+    });
+  }
+
+  private static long epochMicros(Instant t) {
+    return t.getEpochSecond() * 1_000_000L + t.getNano() / 1000;
+  }
+
+  @Override
+  public void close() {
+    connection.close();
+  }
+}

@@ -1,0 +1,85 @@
+package dev.pacer.cli.db;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
+
+import dev.pacer.postgres.TestDatabase;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The door figures are computed in PostgreSQL from the request log: exact on known rows. */
+class RequestLogTest {
+
+  private static final AtomicInteger UNIQUE = new AtomicInteger();
+  private static final long T0 = 1_900_000_000_000_000L; // microseconds since the epoch
+  private RequestLog log;
+  private String destination;
+
+  @BeforeEach
+  void open() throws Exception {
+    Database database = new Database(TestDatabase.jdbcUrl());
+    try (JobStore store = new JobStore(database)) {
+      store.ensureSchema();
+    }
+    log = new RequestLog(database);
+    destination = "door-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
+  }
+
+  @AfterEach
+  void close() {
+    log.close();
+  }
+
+  private RequestLog.Sent sent(String job, long atMicros, long latenessMicros) {
+    return new RequestLog.Sent(destination, job, "w1", T0 + atMicros, latenessMicros, 0, 200);
+  }
+
+  @Test
+  void theBusiestWindowIsHalfOpenAndCountsEveryJobOfTheDestination() throws Exception {
+    List<RequestLog.Sent> rows = new ArrayList<>();
+    // 7/s for 2 s from job a: a window [t, t + 1 s) holds 7 of them.
+    for (int i = 0; i < 14; i++) {
+      rows.add(sent("a", i * 1_000_000L / 7, 1000 + i));
+    }
+    log.append(rows);
+    Instant from = Instant.ofEpochSecond(0, (T0 - 1) * 1000);
+    RequestLog.DoorFigures door = log.destinationSince(destination, from);
+    assertThat(door.requests()).isEqualTo(14);
+    assertThat(door.busiestOneSecondWindow()).isEqualTo(7);
+    assertThat(door.achievedRatePerSecond()).isCloseTo(7.0, offset(0.01));
+
+    // The 8th request of job a, exactly 1 s after the first, is outside the first's window;
+    // one 999,999 µs after it is inside.
+    log.append(List.of(sent("b", 999_999, 5000)));
+    door = log.destinationSince(destination, from);
+    assertThat(door.busiestOneSecondWindow()).isEqualTo(8);
+    assertThat(door.latenessMaxMillis()).isEqualTo(5.0);
+    assertThat(log.duringJob("b", destination).requests())
+        .as("during job b (one instant): only what was sent at that instant").isEqualTo(1);
+    assertThat(log.duringJob("a", destination).requests()).isEqualTo(15);
+  }
+
+  @Test
+  void latenessPercentilesAreTheRequestsOwn() throws Exception {
+    List<RequestLog.Sent> rows = new ArrayList<>();
+    for (int i = 1; i <= 100; i++) {
+      rows.add(sent("a", i * 200_000L, i * 1000L)); // 1..100 ms
+    }
+    log.append(rows);
+    RequestLog.DoorFigures door = log.duringJob("a", destination);
+    assertThat(door.latenessP50Millis()).isEqualTo(50.0);
+    assertThat(door.latenessP99Millis()).isEqualTo(99.0);
+    assertThat(door.latenessMaxMillis()).isEqualTo(100.0);
+    assertThat(door.busiestOneSecondWindow()).isEqualTo(5);
+  }
+
+  @Test
+  void theDatabaseClockOffsetIsSmallOnOneHost() throws Exception {
+    assertThat(Math.abs(log.clockOffsetMicros())).isLessThan(50_000);
+  }
+}
