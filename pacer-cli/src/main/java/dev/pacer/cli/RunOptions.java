@@ -5,6 +5,7 @@ import dev.pacer.DestinationFetcher;
 import dev.pacer.internal.Printable;
 import dev.pacer.cli.run.RunSettings;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -68,6 +69,16 @@ public final class RunOptions {
       description = "Body size cap; a larger body is an ordinary failure (default: 32 MiB).")
   long maxBodyBytes;
 
+  @Option(names = "--request-timeout", paramLabel = "S", defaultValue = "60",
+      description = "Deadline for a whole response, body included, per request; a slower one"
+          + " fails that item (default: ${DEFAULT-VALUE}).")
+  double requestTimeoutSeconds = 60;
+
+  @Option(names = "--max-redirects", paramLabel = "N", defaultValue = "5",
+      description = "Redirect hops followed per item, each taking its own turn; hops to another"
+          + " host are never followed (default: ${DEFAULT-VALUE}).")
+  int maxRedirects = 5;
+
   @Option(names = "--pacing", hidden = true, defaultValue = "FLEET",
       description = "FLEET (default) or PER_PROCESS (the N x defect, for demonstrations).")
   Pacing pacing;
@@ -98,6 +109,11 @@ public final class RunOptions {
     require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
     require(maxRssMb >= 16, "--max-rss-mb must be >= 16, got " + maxRssMb);
     require(maxBodyBytes >= 0, "--max-body-bytes must be >= 0, got " + maxBodyBytes);
+    require(Double.isFinite(requestTimeoutSeconds) && requestTimeoutSeconds >= 0.1
+        && requestTimeoutSeconds <= 86_400,
+        "--request-timeout must be 0.1-86400 seconds, got " + requestTimeoutSeconds);
+    require(maxRedirects >= 0 && maxRedirects <= 20,
+        "--max-redirects must be 0-20, got " + maxRedirects);
     checkDestinationName(destinationName);
     Destination destination;
     try {
@@ -114,7 +130,8 @@ public final class RunOptions {
     }
     return new RunSettings(runId, job, destination, threadCount, out.toAbsolutePath().normalize(),
         Math.round(leaseSeconds * 1000), maxAttempts, maxThrottles, load, maxRssMb << 20,
-        maxBodyBytes, pacing == Pacing.PER_PROCESS, takesDispatchSlot ? dispatches : 0);
+        maxBodyBytes, Duration.ofMillis(Math.round(requestTimeoutSeconds * 1000)), maxRedirects,
+        pacing == Pacing.PER_PROCESS, takesDispatchSlot ? dispatches : 0);
   }
 
   /** The same options, as arguments for a worker process. */
@@ -134,6 +151,8 @@ public final class RunOptions {
         "--max-load", Double.toString(s.maxLoad()),
         "--max-rss-mb", Long.toString(s.maxRssBytes() >> 20),
         "--max-body-bytes", Long.toString(s.maxBodyBytes()),
+        "--request-timeout", Double.toString(s.requestTimeout().toMillis() / 1000.0),
+        "--max-redirects", Integer.toString(s.maxRedirects()),
         "--pacing", s.perProcessPacing() ? "PER_PROCESS" : "FLEET"));
     return args;
   }

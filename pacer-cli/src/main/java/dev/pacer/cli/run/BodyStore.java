@@ -2,15 +2,20 @@ package dev.pacer.cli.run;
 
 import dev.pacer.cli.db.JobStore;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 
 /**
  * Where fetched bodies go: {@code OUT/<job>/<first two hex digits of the key>/<key>}, the key being
  * the SHA-256 of the URL (the item's key in PostgreSQL, where the URL and the path are recorded).
- * Each body is written to a temporary file in the same directory and renamed into place, so a
- * body file is either absent or whole.
+ *
+ * <p>A body streams into a temporary {@code .part} file in the same directory (never whole in
+ * memory), which the fetcher forces to disk; {@link #commit} renames it into place and forces the
+ * directory, so a body file recorded as done is whole and survives a power cut, and a body file
+ * is either absent or whole.
  */
 public final class BodyStore {
 
@@ -24,17 +29,33 @@ public final class BodyStore {
     return root.resolve(key.substring(0, 2)).resolve(key);
   }
 
-  /** Writes the body atomically and returns its path. */
-  public Path write(JobStore.Item item, byte[] body) throws IOException {
+  /** A new, empty temporary file beside the item's body file, for its body to stream into. */
+  public Path newPart(JobStore.Item item) throws IOException {
     Path target = pathOf(item.key());
     Files.createDirectories(target.getParent());
-    Path temp = Files.createTempFile(target.getParent(), "." + item.key(), ".part");
+    return Files.createTempFile(target.getParent(), "." + item.key(), ".part");
+  }
+
+  /** Moves a complete part file into place, durably, and returns the body's path. */
+  public Path commit(JobStore.Item item, Path part) throws IOException {
+    Path target = pathOf(item.key());
     try {
-      Files.write(temp, body);
-      Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     } finally {
-      Files.deleteIfExists(temp);
+      Files.deleteIfExists(part);
+    }
+    try (FileChannel directory = FileChannel.open(target.getParent(), StandardOpenOption.READ)) {
+      directory.force(true);
     }
     return target;
+  }
+
+  /** Deletes a part file whose fetch failed. */
+  public void discard(Path part) {
+    try {
+      Files.deleteIfExists(part);
+    } catch (IOException ignored) {
+      // A leftover .part file is never mistaken for a body: only commit names one.
+    }
   }
 }

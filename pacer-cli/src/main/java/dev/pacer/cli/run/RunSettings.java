@@ -2,6 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.Destination;
 import java.nio.file.Path;
+import java.time.Duration;
 
 /**
  * Everything a worker needs to know about a run, validated by the command that built it.
@@ -18,6 +19,8 @@ import java.nio.file.Path;
  * @param maxLoad the HOST_LOAD bar
  * @param maxRssBytes the RSS bar
  * @param maxBodyBytes the body size cap
+ * @param requestTimeout the deadline for a whole response, body included
+ * @param maxRedirects redirect hops followed per item
  * @param perProcessPacing pace with an in-memory cursor (the N x defect, for the demo) instead of
  *     the fleet-wide PostgreSQL cursor
  * @param maxDispatches how many conveyor workers may run at once fleet-wide; 0 for a pooled run,
@@ -35,5 +38,7 @@ public record RunSettings(
     double maxLoad,
     long maxRssBytes,
     long maxBodyBytes,
+    Duration requestTimeout,
+    int maxRedirects,
     boolean perProcessPacing,
     int maxDispatches) {}

@@ -12,6 +12,7 @@ import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.RequestLog;
 import dev.pacer.internal.Backoff;
 import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
@@ -55,6 +56,8 @@ public final class Worker {
   private static final Duration STARTUP_CONNECT = Duration.ofSeconds(10);
   private static final long FAILURE_RETRY_MILLIS = 2000;
   private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
+  /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
+  private static final int CALIBRATE_EVERY_BEATS = 60;
 
   /** What this worker did. {@code haltedBar} is null unless the run was halted. */
   public record Result(long requests, long throttled, long done, long failed, String haltedBar,
@@ -76,6 +79,8 @@ public final class Worker {
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
   private JobStore store;
+  private RequestLog requestLog;
+  private RequestRecorder recorder;
   private DestinationLimiter limiter;
   private DestinationFetcher fetcher;
   private BodyStore bodies;
@@ -99,23 +104,43 @@ public final class Worker {
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(longestHonestQueue(settings.destination()).multipliedBy(2));
+    // At start-up a slow first connection costs nothing; left to the first reservation, it
+    // would degrade this worker until the next retry boundary. The work-state connection goes
+    // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM. It also
+    // names a URL of the job, so the HTTP client's warm-up can prepare for that destination.
+    Optional<String> sampleUrl = Optional.empty();
+    try {
+      sampleUrl = store.nextOpenUrl(settings.job());
+    } catch (SQLException e) {
+      log.debug("Work state not reachable at start-up: {}", database.describe(e));
+    }
     if (cursor instanceof PostgresCursor pg) {
-      // At start-up a slow first connection costs nothing; left to the first reservation, it
-      // would degrade this worker until the next retry boundary. The work-state connection goes
-      // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM.
-      try {
-        store.hasOpenItems(settings.job());
-      } catch (SQLException e) {
-        log.debug("Work state not reachable at start-up: {}", database.describe(e));
-      }
       pg.connect(STARTUP_CONNECT);
+    }
+    requestLog = new RequestLog(database);
+    recorder = new RequestRecorder(requestLog, settings.destination().name(), settings.job(),
+        workerId);
+    try {
+      recorder.calibrate();
+    } catch (SQLException e) {
+      log.debug("Could not read the database clock at start-up: {}", database.describe(e));
     }
     limiter = new LimiterRegistry(cursor).limiter(settings.destination());
     fetcher = DestinationFetcher.builder(limiter)
         .maxBodyBytes(settings.maxBodyBytes())
+        .requestTimeout(settings.requestTimeout())
+        .maxRedirects(settings.maxRedirects())
         .header("User-Agent", "pacer/0.1")
         .header("X-Pacer-Worker", Long.toString(pid))
+        .onRequest(recorder)
         .build();
+    // Before the first turn, never after it: a cold client's first request would otherwise hold
+    // its turn (and the turns after it) while classes load, and they would leave together.
+    if (sampleUrl.isPresent()) {
+      fetcher.warmUp(URI.create(sampleUrl.get()));
+    } else {
+      fetcher.warmUp();
+    }
     bodies = new BodyStore(settings.out(), settings.job());
 
     ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -164,6 +189,10 @@ public final class Worker {
       }
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
+      retrying("record the requests sent", () -> {
+        recorder.flush();
+        return true;
+      }, false);
       report(haltedBar.get() != null ? "halted" : "finished");
       DispatchSlot held = slot;
       if (held != null) {
@@ -173,6 +202,7 @@ public final class Worker {
         pg.close();
       }
       store.close();
+      requestLog.close();
     }
   }
 
@@ -237,30 +267,42 @@ public final class Worker {
       retrying("release an item", () -> store.release(item), false);
       return;
     }
+    Path part;
+    try {
+      part = bodies.newPart(item);
+    } catch (IOException e) {
+      envelope.recordOutcome(true);
+      fail(item, null, "could not create a file for the body: " + e);
+      return;
+    }
     FetchResponse response;
     try {
-      response = fetcher.fetch(URI.create(item.url()));
+      response = fetcher.fetchTo(URI.create(item.url()), part);
     } catch (ThrottledException e) {
+      bodies.discard(part);
       long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
       retrying("record a throttled item",
           () -> store.markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
       return;
     } catch (LockedOutException e) {
+      bodies.discard(part);
       // Not an attempt: the item goes back untouched; the next envelope check halts the run.
       retrying("release an item", () -> store.release(item), false);
       return;
     } catch (FetchFailedException e) {
+      bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return;
     } catch (RuntimeException e) {
+      bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, null, "unexpected error: " + e);
       return;
     }
     Path path;
     try {
-      path = bodies.write(item, response.body());
+      path = bodies.commit(item, part);
     } catch (IOException e) {
       envelope.recordOutcome(true);
       fail(item, response.status(), "could not store the body: " + e);
@@ -268,7 +310,7 @@ public final class Worker {
     }
     envelope.recordOutcome(false);
     Boolean recorded = retrying("record a fetched item",
-        () -> store.markDone(item, response.status(), path.toString(), response.body().length),
+        () -> store.markDone(item, response.status(), path.toString(), response.bodyBytes()),
         false);
     if (Boolean.TRUE.equals(recorded)) {
       done.incrementAndGet();
@@ -369,6 +411,16 @@ public final class Worker {
       log.debug("Heartbeat could not reach PostgreSQL: {}", database.describe(e));
     } catch (RuntimeException e) {
       log.warn("Heartbeat failed", e);
+    }
+    try {
+      if (beats % CALIBRATE_EVERY_BEATS == 0) {
+        recorder.calibrate();
+      }
+      recorder.flush();
+    } catch (SQLException e) {
+      log.debug("Could not append to the request log: {}", database.describe(e));
+    } catch (RuntimeException e) {
+      log.warn("Appending to the request log failed", e);
     }
   }
 
