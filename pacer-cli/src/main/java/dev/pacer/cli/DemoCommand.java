@@ -96,9 +96,9 @@ public final class DemoCommand implements Callable<Integer> {
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
         processes, true);
 
-    // The destination tolerates a burst of 3 (two requests arriving up to one interval early),
-    // as real APIs do: paced requests reach it with scheduling jitter, more so on a loaded host.
-    try (JobStore store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 3)) {
+    // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
+    // slack, which is the bound Pacer's tests hold the fleet to at the door.
+    try (JobStore store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
       List<String> urls = new ArrayList<>();
       int items = (int) Math.round(seconds * rate);
       for (int i = 1; i <= items; i++) {

@@ -1,0 +1,60 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.Timeline;
+import dev.pacer.postgres.TestDatabase;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three cold worker JVMs started together keep the ceiling at the destination's door from the
+ * very first request. A cold JVM's first HTTP request is slow (class loading, the client's
+ * selector thread): if that happened after the first turn, the first few turns would wait in it
+ * together and then leave together, a burst in the first second.
+ */
+class ColdStartTest {
+
+  private static final int RUNS = 3;
+  private static final double RATE = 7;
+
+  @TempDir Path dir;
+
+  @Test
+  void threeColdWorkersKeepTheFirstSecondWithinTheCeilingPlusOne() throws Exception {
+    List<String> figures = new ArrayList<>();
+    for (int run = 1; run <= RUNS; run++) {
+      try (TestDestination destination = new TestDestination()) {
+        String job = "cold-start-" + ProcessHandle.current().pid() + "-" + run;
+        // 28 items at 7/s: 4 s, so all three workers are fetching at once in the first second.
+        Path input = Files.write(dir.resolve(job + ".txt"), destination.items(28));
+        Cli.Result result = Cli.run("fetch", input.toString(), "--job", job, "--destination", job,
+            "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
+            "--max-load", "1000", "--processes", "3", "--threads", "6", "--concurrency", "6",
+            "--rate", Double.toString(RATE));
+        assertThat(result.code()).as(result.err()).isEqualTo(0);
+        List<TestDestination.Arrival> arrivals = destination.arrivals();
+        Timeline door = TestDestination.timeline(arrivals);
+        long first = arrivals.stream().mapToLong(TestDestination.Arrival::nanos).min().orElseThrow();
+        long firstSecond = arrivals.stream()
+            .filter(a -> a.nanos() - first < 1_000_000_000L).count();
+        figures.add("run " + run + ": first second " + firstSecond + ", " + door
+            + ", workers " + arrivals.stream().map(TestDestination.Arrival::worker).distinct().count()
+            + ", summary " + result.summary());
+        assertThat(door.size()).as(figures.toString()).isEqualTo(28);
+        assertThat(firstSecond).as(figures.toString()).isLessThanOrEqualTo((long) RATE + 1);
+        assertThat(door.peakOneSecondWindow()).as(figures.toString())
+            .isLessThanOrEqualTo((int) RATE + 1);
+        // The run judges itself from the request log: it must agree with the door.
+        assertThat(result.number("requestsAtDestination")).isEqualTo(28);
+        assertThat(result.number("busiestOneSecondWindow")).as(figures.toString())
+            .isBetween((long) door.peakOneSecondWindow() - 1, (long) door.peakOneSecondWindow() + 1);
+      }
+    }
+    System.out.println("ColdStartTest: " + String.join("; ", figures));
+  }
+}
