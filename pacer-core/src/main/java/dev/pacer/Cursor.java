@@ -11,6 +11,10 @@ import java.time.Duration;
  * #reserve} or {@link #tryReserve}: when the store cannot be consulted they answer {@link
  * Reservation#unavailable()} and the caller decides how to pace without it.
  *
+ * <p>A granted turn's wait is measured from the moment the call returns: a cursor whose store is
+ * a round trip away accounts for the trip, so that its turn starts at the instant its store
+ * computed, not one round trip late.
+ *
  * <p>Implementations must be safe for concurrent use by many threads.
  */
 public interface Cursor {

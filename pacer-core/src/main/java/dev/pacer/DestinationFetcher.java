@@ -70,8 +70,7 @@ import org.slf4j.LoggerFactory;
  * <h2>Lateness</h2>
  *
  * A request is late by the time between its turn's start ({@link Slot#turnNanos()}) and the moment
- * it is handed to the client: the wake-up after the sleep, the reservation's round trip, and this
- * class's own work. Every request sent, every hop, is reported as a {@link SentRequest} to the
+ * it is handed to the client: the wake-up after the sleep and this class's own work. Every request sent, every hop, is reported as a {@link SentRequest} to the
  * {@link Builder#onRequest listener}, on the fetching thread, once its status is known or it
  * failed. Times come from the limiter's {@link TimeSource}.
  *

@@ -108,8 +108,7 @@ public final class DestinationLimiter {
   private Slot takeTurn(long deadline) throws InterruptedException {
     try {
       Duration interval = currentInterval();
-      long asked = time.nanoTime();
-      Reservation turn = reserveShared(interval, deadline, asked);
+      Reservation turn = reserveShared(interval, deadline);
       if (turn.isUnavailable()) {
         long localNow = time.nanoTime();
         long localWait = degradedWait(interval, deadline, localNow);
@@ -121,8 +120,7 @@ public final class DestinationLimiter {
         // If the cursor answers again by now, this turn also takes a shared one, so that turns
         // granted locally never add to the fleet's once coordination is back.
         long localTurn = localNow + localWait;
-        asked = time.nanoTime();
-        turn = reserveShared(interval, deadline, asked);
+        turn = reserveShared(interval, deadline);
         if (turn.isUnavailable()) {
           return grant(localTurn);
         }
@@ -130,10 +128,12 @@ public final class DestinationLimiter {
       if (turn.isRefused()) {
         return refuse();
       }
+      // The wait counts from the cursor's answer, which has just come back.
       long waitNanos = turn.waitTime().toNanos();
+      long turnStart = time.nanoTime() + waitNanos;
       time.sleepNanos(waitNanos);
       checkNotLockedOut();
-      return grant(asked + waitNanos);
+      return grant(turnStart);
     } catch (Throwable t) {
       permits.release();
       throw t;
@@ -197,8 +197,8 @@ public final class DestinationLimiter {
     return permits.availablePermits();
   }
 
-  /** Reserves a turn on the shared cursor, asked at {@code before} on the local clock. */
-  private Reservation reserveShared(Duration interval, long deadline, long before) {
+  private Reservation reserveShared(Duration interval, long deadline) {
+    long before = time.nanoTime();
     long horizon = sharedHorizon.get();
     // If the cursor was lost or reset, the turns granted before are still on their way: up to
     // where this process last saw the cursor, and at most the rest of the fleet's pending turns
@@ -218,7 +218,7 @@ public final class DestinationLimiter {
       turn = Reservation.unavailable();
     }
     if (turn.isGranted()) {
-      long cursorAfter = before + turn.waitTime().toNanos() + interval.toNanos();
+      long cursorAfter = time.nanoTime() + turn.waitTime().toNanos() + interval.toNanos();
       sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
     }
     noteDegraded(turn.isUnavailable());

@@ -24,8 +24,8 @@ public record SentRequest(
   public static final int NO_STATUS = -1;
 
   /**
-   * How long after its turn began the request was handed to the client: the wake-up, the
-   * reservation's round trip, the fetcher's own work. What the client does after the hand-over
+   * How long after its turn began the request was handed to the client: the wake-up and the
+   * fetcher's own work. What the client does after the hand-over
    * (connecting, and in a cold JVM loading itself: see {@link DestinationFetcher#warmUp(URI)}) is
    * not in it.
    */

@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * permits for the destination until {@link #close()}; closing twice releases once.
  *
  * <p>{@link #turnNanos()} is when the turn began, on the limiter's {@link TimeSource}: a request
- * sent later than that is late by the difference (the wake-up, the reservation's round trip, and
- * whatever the caller does before sending), which is what {@link SentRequest#lateness()} reports.
+ * sent later than that is late by the difference (the wake-up, and whatever the caller does before
+ * sending), which is what {@link SentRequest#lateness()} reports.
  */
 public final class Slot implements AutoCloseable {
 
@@ -24,8 +24,8 @@ public final class Slot implements AutoCloseable {
 
   /**
    * The {@link TimeSource#nanoTime()} instant at which this turn began: for a turn on the shared
-   * cursor, the local time just before the reservation plus the wait it returned; for a turn paced
-   * locally, the local turn's instant.
+   * cursor, the local time the cursor answered plus the wait it answered (a cursor's wait counts
+   * from its answer); for a turn paced locally, the local turn's instant.
    */
   public long turnNanos() {
     return turnNanos;

@@ -265,32 +265,24 @@ class DestinationFetcherTest {
 
   @Test
   void everyRequestIsReportedWithItsLatenessOnTheLimitersClock() throws Exception {
-    // The cursor's round trip takes 7 ms on the fake clock; nothing else moves it, so every
-    // request leaves exactly 7 ms after its turn began.
-    LocalCursor local = new LocalCursor(time);
-    Cursor slow = new Cursor() {
+    // Every sleep ends 7 ms late on the fake clock and nothing else moves it, so every request
+    // leaves exactly 7 ms after its turn began.
+    TimeSource wakingLate = new TimeSource() {
       @Override
-      public Reservation reserve(String name, Duration interval, Duration notBefore) {
-        time.advance(Duration.ofMillis(7));
-        return local.reserve(name, interval, notBefore);
+      public long nanoTime() {
+        return time.nanoTime();
       }
 
       @Override
-      public Reservation tryReserve(String name, Duration interval, Duration notBefore,
-          Duration maxWait) {
+      public void sleepNanos(long nanos) throws InterruptedException {
+        time.sleepNanos(nanos);
         time.advance(Duration.ofMillis(7));
-        return local.tryReserve(name, interval, notBefore, maxWait);
-      }
-
-      @Override
-      public void clear(String name) {
-        local.clear(name);
       }
     };
-    DestinationLimiter slowLimiter = new LimiterRegistry(slow, time)
-        .limiter(Destination.builder("slow-cursor").ratePerSecond(10).build());
+    DestinationLimiter lateLimiter = new LimiterRegistry(new LocalCursor(time), wakingLate)
+        .limiter(Destination.builder("late-waker").ratePerSecond(10).build());
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
-    DestinationFetcher fetcher = DestinationFetcher.builder(slowLimiter).onRequest(sent::add).build();
+    DestinationFetcher fetcher = DestinationFetcher.builder(lateLimiter).onRequest(sent::add).build();
     fetcher.fetch(uri("/hop/1/200"));
     assertThatThrownBy(() -> fetcher.fetch(uri("/status/404"))).isInstanceOf(FetchFailedException.class);
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1, 0);

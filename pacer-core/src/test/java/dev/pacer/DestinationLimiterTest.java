@@ -112,9 +112,10 @@ class DestinationLimiterTest {
   }
 
   @Test
-  void aSharedTurnBeginsAtTheTimeBeforeTheReservationPlusItsWait() throws Exception {
-    // The reservation's round trip takes 7 ms on the local clock: the turn still began at the
-    // instant the cursor named (asked + wait), so a request sent after the sleep is 7 ms late.
+  void aSharedTurnBeginsItsWaitAfterTheCursorAnswers() throws Exception {
+    // The reservation's round trip takes 7 ms on the local clock. A cursor's wait counts from its
+    // answer (a remote cursor has already accounted for the trip), so the turn begins at the
+    // answer plus the wait, and the sleep ends exactly at the turn.
     Cursor slow = new UnavailableCursor() {
       @Override
       public Reservation reserve(String name, Duration interval, Duration notBefore) {
@@ -125,14 +126,13 @@ class DestinationLimiterTest {
     DestinationLimiter limiter = limiter(10, 1, 1, slow);
     long start = time.nanoTime();
     try (Slot first = limiter.acquire()) {
-      assertThat(first.turnNanos()).isEqualTo(start);
+      assertThat(first.turnNanos()).isEqualTo(start + Duration.ofMillis(7).toNanos());
     }
     try (Slot second = limiter.acquire()) {
-      // Asked at +7 ms, answered at +14 ms with a wait of 93 ms (the cursor stood at +107): the
-      // turn began at +7 + 93 = +100, and the sleep ends 7 ms after it.
+      // Answered at +14 ms with a wait of 93 ms (the stand-in's cursor stood at +107).
       assertThat(time.sleepsMillis()).containsExactly(0L, 93L);
-      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(100).toNanos());
-      assertThat(time.nanoTime() - second.turnNanos()).isEqualTo(Duration.ofMillis(7).toNanos());
+      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(107).toNanos());
+      assertThat(time.nanoTime()).isEqualTo(second.turnNanos());
     }
   }
 

@@ -25,7 +25,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The fleet-wide cursor: each reservation is one atomic {@code INSERT … ON CONFLICT DO UPDATE …
  * RETURNING} on a row every process shares, computed on the database's clock (the SQL and its
- * reasoning are in {@code CursorSql}).
+ * reasoning are in {@code CursorSql}). The statement also returns the database's now, from which
+ * {@link DatabaseClock} maps the turn onto this process's clock: the wait it answers is measured
+ * from the moment the call returns, and the same turn starts at the same instant in every process
+ * however long each one's round trip took.
  *
  * <p>One dedicated autocommit connection per cursor, and so per process if the process makes one
  * cursor: never the caller's connection or transaction, because a reservation inside a caller's
@@ -57,6 +60,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final PostgresCursorConfig config;
   private final CursorSql sql;
   private final TimeSource time;
+  private final DatabaseClock databaseClock = new DatabaseClock();
   private final long timeoutNanos;
   private final int timeoutMillis;
   private final long resetBeyondMicros;
@@ -253,7 +257,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       statement.setLong(4, maxWaitMicros);
     }
     statement.setLong(5, Math.max(0, notBeforeMicros));
+    long asked = time.nanoTime();
     try (ResultSet row = statement.executeQuery()) {
+      long answered = time.nanoTime();
       if (!row.next()) {
         return Reservation.refused();
       }
@@ -267,7 +273,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
             key, priorAheadMicros / 1_000_000, config.resetBeyond());
       }
-      return Reservation.grantedNanos(Math.max(0, waitMicros) * 1000);
+      long databaseNowMicros = row.getLong(4);
+      return Reservation.grantedNanos(databaseClock.waitFromAnswer(asked, answered,
+          databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000));
     }
   }
 

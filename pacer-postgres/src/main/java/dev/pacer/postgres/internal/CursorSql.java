@@ -92,7 +92,8 @@ public final class CursorSql {
             + " AS wait_micros,\n"
             + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
             + " AS prior_ahead_micros,\n"
-            + "       prior.next_at IS NOT NULL AS prior_existed\n"
+            + "       prior.next_at IS NOT NULL AS prior_existed,\n"
+            + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros\n"
             + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
     String clear = "DELETE FROM " + table + " WHERE name = ?";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "");
@@ -135,7 +136,8 @@ public final class CursorSql {
             + "SELECT ((turn.value::numeric - p.gap - p.now) * 1000000)::bigint AS wait_micros,\n"
             + "       CASE WHEN prior.value ~ '" + DECIMAL_PATTERN + "'"
             + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
-            + "       prior.value IS NOT NULL AS prior_existed\n"
+            + "       prior.value IS NOT NULL AS prior_existed,\n"
+            + "       (p.now * 1000000)::bigint AS now_micros\n"
             + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
     String clear = "DELETE FROM " + table + " WHERE " + keyColumn + " = ?";
     return new CursorSql(
