@@ -29,10 +29,17 @@ public final class FleetWorker {
     Cursor cursor = shared
         ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
         : new LocalCursor();
-    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
+    LimiterRegistry registry = new LimiterRegistry(cursor);
+    DestinationLimiter limiter = registry.limiter(destination);
     if (shared && !((PostgresCursor) cursor).connect(java.time.Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
+    // One turn on a destination of its own, so that the measured turns run warm code (see
+    // FleetTest.STAMP_JITTER_SECONDS for what a cold first turn costs).
+    registry.limiter(Destination.builder(args[2] + "-warm-" + ProcessHandle.current().pid())
+        .ratePerSecond(1).build()).acquire().close();
+    Instant warm = Instant.now();
+    System.out.println("WARM " + (warm.getEpochSecond() * 1_000_000_000L + warm.getNano()));
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
