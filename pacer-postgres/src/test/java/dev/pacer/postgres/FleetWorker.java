@@ -11,7 +11,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 
 /**
- * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter, prints READY,
+ * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter, takes one
+ * turn on a destination of its own (printed as {@code WARM <epoch nanos>}), prints READY,
  * waits for GO on stdin (so that every process starts together), then acquires {@code count}
  * turns and prints each one's wall-clock instant as {@code ACQ <epoch nanos>}.
  *
