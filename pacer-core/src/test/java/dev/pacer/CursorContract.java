@@ -15,26 +15,54 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The behaviour every {@link Cursor} must have, run against each implementation (as Bucket4j runs
- * one suite against every backend). Real clock, no sleeping: reservations only compute waits.
+ * one suite against every backend). Nothing sleeps: reservations only compute waits.
+ *
+ * <p>Each backend names the clock its cursor's "now" moves with ({@link #clock()}), and every
+ * expected wait allows exactly the time that clock says passed since the sequence began: a
+ * reservation's wait is its turn minus the cursor's now, and that now can have moved on by no more
+ * than the caller saw. A local cursor on {@link FakeTime} sees none, so its waits are asserted
+ * exactly; a database's cursor reads the server's clock on the same host, and its waits may fall
+ * short of the ideal by the measured time of the calls, never by more, and never exceed it.
  */
 public abstract class CursorContract {
 
   private static final Duration GAP = Duration.ofMillis(100);
-  /** How much a wait may fall short of the ideal: the time the reservation itself took. */
-  private static final long SLACK_MILLIS = 30;
 
   protected abstract Cursor cursor();
+
+  /** The clock the cursor's "now" advances with, as this process can read it. */
+  protected abstract TimeSource clock();
 
   protected String freshName() {
     return "contract-" + UUID.randomUUID().toString().substring(0, 8);
   }
 
+  /** Where the current sequence of reservations began, on {@link #clock()}. */
+  private long sequenceStart;
+
+  private void startSequence() {
+    sequenceStart = clock().nanoTime();
+  }
+
+  /**
+   * The wait is {@code ideal} less at most the time passed since {@link #startSequence()}: the
+   * cursor's now cannot have moved further than that between the sequence's reservations.
+   */
+  private void assertWait(Reservation r, Duration ideal, String what) {
+    long elapsed = clock().nanoTime() - sequenceStart;
+    assertThat(r.isGranted()).as("%s granted: %s", what, r).isTrue();
+    Duration lowest = ideal.minusNanos(elapsed);
+    assertThat(r.waitTime()).as("%s (%d us passed)", what, elapsed / 1000)
+        .isBetween(lowest.isNegative() ? Duration.ZERO : lowest, ideal);
+  }
+
   @Test
   void freshCursorAnswersZeroThenTheGap() {
     String name = freshName();
-    assertThat(waitMillis(cursor().reserve(name, GAP))).isBetween(0L, 1L);
-    assertThat(waitMillis(cursor().reserve(name, GAP))).isBetween(100 - SLACK_MILLIS, 100L);
-    assertThat(waitMillis(cursor().reserve(name, GAP))).isBetween(200 - SLACK_MILLIS, 200L);
+    startSequence();
+    assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
+    assertWait(cursor().reserve(name, GAP), GAP, "second");
+    assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(2), "third");
   }
 
   @Test
@@ -43,7 +71,7 @@ public abstract class CursorContract {
     String b = freshName();
     cursor().reserve(a, GAP);
     cursor().reserve(a, GAP);
-    assertThat(waitMillis(cursor().reserve(b, GAP))).isBetween(0L, 1L);
+    assertThat(cursor().reserve(b, GAP).waitTime()).isZero();
   }
 
   @Test
@@ -51,64 +79,67 @@ public abstract class CursorContract {
     String name = freshName();
     cursor().reserve(name, Duration.ofSeconds(10));
     cursor().clear(name);
-    assertThat(waitMillis(cursor().reserve(name, GAP))).isBetween(0L, 1L);
+    assertThat(cursor().reserve(name, GAP).waitTime()).isZero();
   }
 
   @Test
   void aWidenedIntervalIsHonoured() {
     String name = freshName();
-    assertThat(waitMillis(cursor().reserve(name, Duration.ofMillis(100)))).isBetween(0L, 1L);
-    assertThat(waitMillis(cursor().reserve(name, Duration.ofMillis(800))))
-        .isBetween(100 - SLACK_MILLIS, 100L);
-    assertThat(waitMillis(cursor().reserve(name, Duration.ofMillis(100))))
-        .isBetween(900 - SLACK_MILLIS, 900L);
-    assertThat(waitMillis(cursor().reserve(name, Duration.ofMillis(100))))
-        .isBetween(1000 - SLACK_MILLIS, 1000L);
+    startSequence();
+    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ZERO, "first");
+    assertWait(cursor().reserve(name, Duration.ofMillis(800)), Duration.ofMillis(100), "widened");
+    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ofMillis(900), "after it");
+    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ofMillis(1000), "next");
   }
 
   @Test
   void tryReserveRefusesWithoutConsumingATurn() {
     String name = freshName();
+    startSequence();
     for (int i = 0; i < 3; i++) {
-      cursor().reserve(name, GAP); // the next turn starts ~300 ms ahead
+      cursor().reserve(name, GAP); // the next turn starts 300 ms ahead, less the time passed
     }
     Reservation refused = cursor().tryReserve(name, GAP, Duration.ofMillis(200));
     assertThat(refused.isRefused()).as("refused: %s", refused).isTrue();
     assertThat(cursor().tryReserve(name, GAP, Duration.ofMillis(200)).isRefused()).isTrue();
-    Reservation granted = cursor().tryReserve(name, GAP, Duration.ofSeconds(1));
-    assertThat(waitMillis(granted))
-        .as("the refusals left the cursor where it was").isBetween(300 - SLACK_MILLIS, 300L);
+    assertWait(cursor().tryReserve(name, GAP, Duration.ofSeconds(1)), Duration.ofMillis(300),
+        "the refusals left the cursor where it was");
   }
 
   @Test
   void notBeforeOnlyPlacesACursorThatIsMissing() {
     String name = freshName();
-    assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(500))))
-        .as("a missing cursor starts at notBefore").isBetween(500 - SLACK_MILLIS, 500L);
-    assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(900))))
-        .as("an intact cursor ignores it").isBetween(600 - SLACK_MILLIS, 600L);
+    startSequence();
+    assertThat(cursor().reserve(name, GAP, Duration.ofMillis(500)).waitTime())
+        .as("a missing cursor starts at notBefore, whatever the clock").isEqualTo(Duration.ofMillis(500));
+    assertWait(cursor().reserve(name, GAP, Duration.ofMillis(900)), Duration.ofMillis(600),
+        "an intact cursor ignores it");
     cursor().clear(name);
-    assertThat(waitMillis(cursor().reserve(name, GAP, Duration.ofMillis(700))))
-        .as("a lost cursor does not hand out turns before it").isBetween(700 - SLACK_MILLIS, 700L);
+    assertThat(cursor().reserve(name, GAP, Duration.ofMillis(700)).waitTime())
+        .as("a lost cursor does not hand out turns before it").isEqualTo(Duration.ofMillis(700));
     assertThat(cursor().tryReserve(freshName(), GAP, Duration.ofSeconds(2), Duration.ofSeconds(1))
         .isRefused()).as("it counts against maxWait").isTrue();
   }
 
   @Test
   void tryReserveOnAFreshCursorIsGrantedAtOnce() {
-    assertThat(waitMillis(cursor().tryReserve(freshName(), GAP, Duration.ZERO))).isBetween(0L, 1L);
+    Reservation r = cursor().tryReserve(freshName(), GAP, Duration.ZERO);
+    assertThat(r.isGranted()).as("granted: %s", r).isTrue();
+    assertThat(r.waitTime()).isZero();
   }
 
   @Test
   void concurrentReservationsNeverShareATurn() throws Exception {
     String name = freshName();
-    // A start is estimated as (time before the call + wait); a call may queue behind the other
-    // threads' calls first, so estimates can be early by a few round trips. A gap of 200 ms
-    // leaves room for that; a non-atomic cursor hands two callers the same turn (0 ms apart).
+    // A turn's start is estimated as (clock before the call + wait). The cursor read its now
+    // somewhere inside the call, so an estimate is early by at most that call's duration, and two
+    // consecutive estimates are at least the gap less the longest call apart. A non-atomic cursor
+    // hands two callers the same turn (0 apart).
     Duration gap = Duration.ofMillis(200);
     int threads = 4;
     int each = 10;
     List<Long> starts = Collections.synchronizedList(new ArrayList<>());
+    List<Long> calls = Collections.synchronizedList(new ArrayList<>());
     CountDownLatch go = new CountDownLatch(1);
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
@@ -117,8 +148,10 @@ public abstract class CursorContract {
         done.add(pool.submit(() -> {
           go.await();
           for (int i = 0; i < each; i++) {
-            long before = System.nanoTime();
-            starts.add(before + cursor().reserve(name, gap).waitTime().toNanos());
+            long before = clock().nanoTime();
+            Reservation r = cursor().reserve(name, gap);
+            calls.add(clock().nanoTime() - before);
+            starts.add(before + r.waitTime().toNanos());
           }
           return null;
         }));
@@ -131,16 +164,12 @@ public abstract class CursorContract {
       pool.shutdownNow();
     }
     Collections.sort(starts);
+    long longestCall = Collections.max(calls);
     assertThat(starts).hasSize(threads * each);
     for (int i = 1; i < starts.size(); i++) {
-      assertThat((starts.get(i) - starts.get(i - 1)) / 1_000_000.0)
-          .as("turn %d after turn %d", i, i - 1)
-          .isGreaterThan(100.0);
+      assertThat(starts.get(i) - starts.get(i - 1))
+          .as("turn %d after turn %d (longest call %d us)", i, i - 1, longestCall / 1000)
+          .isGreaterThanOrEqualTo(gap.toNanos() - longestCall);
     }
-  }
-
-  private static long waitMillis(Reservation r) {
-    assertThat(r.isGranted()).as("granted: %s", r).isTrue();
-    return Math.round(r.waitTime().toNanos() / 1e6);
   }
 }

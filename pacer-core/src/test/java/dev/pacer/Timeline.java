@@ -47,6 +47,24 @@ public final class Timeline {
     return peak;
   }
 
+  /**
+   * How far the events stray from a perfect grid at {@code ratePerSecond}, in seconds: the largest
+   * minus the smallest of (event i - first event - i intervals). A pacer that grants every turn on
+   * time shows only the spread of its wake-up and timestamp delays; a window of 1 s can then hold
+   * one event more than the ceiling, and two more only if this exceeds an interval.
+   */
+  public double gridSpreadSeconds(double ratePerSecond) {
+    double interval = SECOND / ratePerSecond;
+    double min = Double.MAX_VALUE;
+    double max = -Double.MAX_VALUE;
+    for (int i = 0; i < instants.size(); i++) {
+      double deviation = instants.get(i) - instants.get(0) - i * interval;
+      min = Math.min(min, deviation);
+      max = Math.max(max, deviation);
+    }
+    return instants.isEmpty() ? 0 : (max - min) / 1e9;
+  }
+
   @Override
   public String toString() {
     return String.format("%d events over %.3f s: aggregate %.2f/s, peak 1-s window %d",

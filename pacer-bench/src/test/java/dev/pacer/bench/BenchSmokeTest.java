@@ -1,6 +1,7 @@
 package dev.pacer.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
@@ -8,7 +9,11 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,12 +25,31 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class BenchSmokeTest {
 
-  /** The field names of issue 4, which runs of different versions are compared by. */
-  static final List<String> REQUIRED_FIELDS = List.of(
-      "select1_p50_us", "reserve_p50_us", "reserve_p99_us", "reserve_to_select1_ratio",
-      "hotkey_per_s", "pgbench_same_statement_per_s", "bucket4j_select_for_update_per_s",
-      "bucket4j_advisory_lock_per_s", "naive_advisory_per_s", "accuracy_delivered_ratio",
-      "accuracy_peak_window", "perprocess_delivered_ratio", "overhead_8_at_7_ratio", "machine");
+  /**
+   * The fields runs of different versions are compared by, each with the range a measured value
+   * can plausibly take (a keyed field's every value). Json writes NaN and infinities as null,
+   * which is not a number and fails here.
+   */
+  static final Map<String, double[]> REQUIRED_NUMBERS = new LinkedHashMap<>();
+
+  static {
+    REQUIRED_NUMBERS.put("select1_p50_us", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("reserve_p50_us", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("reserve_p99_us", new double[] {1, 1e7});
+    // A reservation is a round trip and a write: never cheaper than SELECT 1 on the same connection.
+    REQUIRED_NUMBERS.put("reserve_to_select1_ratio", new double[] {1, 100});
+    for (String perSecond : List.of("hotkey_per_s", "pgbench_same_statement_per_s",
+        "bucket4j_select_for_update_per_s", "bucket4j_advisory_lock_per_s", "naive_advisory_per_s")) {
+      REQUIRED_NUMBERS.put(perSecond, new double[] {1, 1e7});
+    }
+    REQUIRED_NUMBERS.put("accuracy_delivered_ratio", new double[] {0.5, 1.1});
+    REQUIRED_NUMBERS.put("accuracy_ceiling_per_s", new double[] {1, 1e5});
+    REQUIRED_NUMBERS.put("accuracy_peak_window", new double[] {1, 1e5});
+    REQUIRED_NUMBERS.put("perprocess_delivered_ratio", new double[] {1.5, 100});
+    REQUIRED_NUMBERS.put("overhead_8_at_7_ratio", new double[] {0.99, 1.5});
+  }
+
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
 
   @TempDir Path out;
 
@@ -37,10 +61,22 @@ class BenchSmokeTest {
     Results r = new BenchMain(options, new PrintStream(log, true, StandardCharsets.UTF_8)).run();
 
     String json = Files.readString(out.resolve("bench-results.json"));
-    for (String field : REQUIRED_FIELDS) {
-      assertThat(json).contains("\"" + field + "\":");
-    }
-    assertThat(json).contains("\"cores\":", "\"memory_bytes\":", "\"postgresql_version\": \"PostgreSQL",
+    REQUIRED_NUMBERS.forEach((field, range) -> {
+      List<Double> values = numbers(json, field);
+      assertThat(values).as(field).isNotEmpty();
+      assertThat(values).as(field).allSatisfy(v -> assertThat(v).isBetween(range[0], range[1]));
+    });
+    double ceiling = numbers(json, "accuracy_ceiling_per_s").get(0);
+    // A window holds the ceiling + 1 only while lateness differs by less than an interval.
+    assertThat(numbers(json, "accuracy_peak_window").get(0))
+        .as("busiest 1-s window of Pacer's fleet at %.0f/s (interval %.1f ms); lateness p50 %s ms,"
+                + " p99 %s ms, max %s ms", ceiling, 1000 / ceiling,
+            numbers(json, "accuracy_lateness_p50_ms").get(0),
+            numbers(json, "accuracy_lateness_p99_ms").get(0),
+            numbers(json, "accuracy_lateness_max_ms").get(0))
+        .isLessThanOrEqualTo(Math.floor(ceiling) + 1);
+    assertThat(numbers(json, "cores").get(0)).isBetween(1.0, 4096.0);
+    assertThat(json).contains("\"machine\":", "\"cores\":", "\"memory_bytes\":", "\"postgresql_version\": \"PostgreSQL",
         "\"jvm\":");
 
     for (int n : r.settings.processCounts()) {
@@ -68,6 +104,42 @@ class BenchSmokeTest {
       assertThat(image).as(png).isNotNull();
       assertThat(image.getWidth()).isGreaterThan(100);
     }
+  }
+
+  /**
+   * The value of {@code "field":} in the JSON, or every value of a flat object there; each must be
+   * a JSON number (a null or a string fails the test).
+   */
+  static List<Double> numbers(String json, String field) {
+    String key = "\"" + field + "\":";
+    int at = json.indexOf(key);
+    assertThat(at).as("field %s", field).isNotNegative();
+    String rest = json.substring(at + key.length()).strip();
+    List<String> tokens = new ArrayList<>();
+    if (rest.startsWith("{")) {
+      for (String entry : rest.substring(1, rest.indexOf('}')).split(",")) {
+        tokens.add(entry.substring(entry.indexOf(':') + 1).strip());
+      }
+    } else {
+      tokens.add(rest.split("[,}\\n]", 2)[0].strip());
+    }
+    List<Double> values = new ArrayList<>();
+    for (String token : tokens) {
+      assertThat(token).as("%s is a number", field).matches(NUMBER);
+      double v = Double.parseDouble(token);
+      assertThat(Double.isFinite(v)).as("%s is finite: %s", field, token).isTrue();
+      values.add(v);
+    }
+    return values;
+  }
+
+  @Test
+  void theJsonCheckRefusesNullsAndStrings() {
+    String json = "{\"a\": null,\n\"b\": \"12\",\n\"c\": {\"1\": 5, \"2\": null},\n\"d\": {\"1\": 5, \"2\": 7.5}}";
+    for (String field : List.of("a", "b", "c")) {
+      assertThatThrownBy(() -> numbers(json, field)).as(field).isInstanceOf(AssertionError.class);
+    }
+    assertThat(numbers(json, "d")).containsExactly(5.0, 7.5);
   }
 
   @Test

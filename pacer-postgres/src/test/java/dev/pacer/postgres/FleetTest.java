@@ -35,35 +35,41 @@ import org.junit.jupiter.api.Test;
  */
 class FleetTest {
 
-  /** Three processes at 20/s, 10 turns each. */
+  /** Three processes at 20/s, 27 turns each: 81 events, 4.0 s at the ceiling. */
   private static final double PROCESS_RATE = 20;
   private static final int PROCESSES = 3;
-  private static final int PROCESS_TURNS = 10;
-  /** Four independent limiters at 25/s, 8 turns each. */
+  private static final int PROCESS_TURNS = 27;
+  /** Four independent limiters at 25/s, 26 turns each: 104 events, 4.12 s at the ceiling. */
   private static final double INSTANCE_RATE = 25;
   private static final int INSTANCES = 4;
-  private static final int INSTANCE_TURNS = 8;
+  private static final int INSTANCE_TURNS = 26;
   /**
-   * Headroom for timestamp jitter (a turn's instant is taken after an oversleep of up to a few ms,
-   * so even a perfect pacer shows 26 turns in some 1-s window at 25/s): the upper bounds sit 25 %
-   * above the ceiling, the lower bound on the span at 75 % of the ideal. At 20/s that is the
-   * issue's 25/s, 25 per window and 0.75 x 29/20 s; the four-limiter scenario scales the same way.
-   * Per-process pacing lands at 3x and 4x, far outside both.
+   * How much later than its turn an event may be stamped: a turn's instant is taken after its
+   * sleep ends, and the thread may wake late. A perfect pacer's span can fall short of (events - 1)
+   * intervals by no more than this, its aggregate rate exceed the ceiling only by as much, and its
+   * busiest 1-s window hold the ceiling + 1 (+ 2 would need jitter above an interval, 40-50 ms).
+   * Measured as the spread of the events about a perfect grid ({@link Timeline#gridSpreadSeconds}),
+   * on the 2-core build machine shared with other builds (load average 6-9): 3.6-11.3 ms.
+   *
+   * <p>Each member first takes a turn on a destination of its own. A member's first turn on cold
+   * code is released 15-25 ms after the cursor granted it (the spread measured 41-49 ms without
+   * the warm-up, all of it in each member's first turn, and a busiest window of 27 at 25/s): the
+   * first turns of the fleet, granted an interval apart, then leave together. That is start-up
+   * cost in the member, before and after the reservation, not pacing; the bounds are about pacing.
    */
-  private static final double UPPER_SLACK = 1.25;
-  private static final double LOWER_SLACK = 0.75;
+  private static final double STAMP_JITTER_SECONDS = 0.030;
 
   @Test
   void threeProcessesShareOneCeiling() throws Exception {
     Timeline t = runProcesses("shared");
-    System.out.println("three processes, shared cursor: " + t);
+    print("three processes, shared cursor", t, PROCESS_RATE);
     assertWithinCeiling(t, PROCESS_RATE, PROCESSES * PROCESS_TURNS);
   }
 
   @Test
   void threeProcessesPacingPerProcessBreakTheCeiling() throws Exception {
     Timeline t = runProcesses("local");
-    System.out.println("three processes, per-process pacing: " + t);
+    print("three processes, per-process pacing", t, PROCESS_RATE);
     assertBreaksCeiling(t, PROCESS_RATE, PROCESSES * PROCESS_TURNS);
   }
 
@@ -76,7 +82,7 @@ class FleetTest {
         cursors.add(c);
         return c;
       });
-      System.out.println("four limiters, shared cursor: " + t);
+      print("four limiters, shared cursor", t, INSTANCE_RATE);
       assertWithinCeiling(t, INSTANCE_RATE, INSTANCES * INSTANCE_TURNS);
     } finally {
       cursors.forEach(PostgresCursor::close);
@@ -86,28 +92,44 @@ class FleetTest {
   @Test
   void fourIndependentLimitersPacingPerProcessBreakTheCeiling() throws Exception {
     Timeline t = runInstances(LocalCursor::new);
-    System.out.println("four limiters, per-process pacing: " + t);
+    print("four limiters, per-process pacing", t, INSTANCE_RATE);
     assertBreaksCeiling(t, INSTANCE_RATE, INSTANCES * INSTANCE_TURNS);
   }
 
   private static void assertWithinCeiling(Timeline t, double ceiling, int events) {
     assertThat(t.size()).isEqualTo(events);
     assertThat(t.aggregateRatePerSecond()).as("aggregate rate, %s", t)
-        .isLessThanOrEqualTo(ceiling * UPPER_SLACK);
-    assertThat(t.peakOneSecondWindow()).as("busiest 1-s window, %s", t)
-        .isLessThanOrEqualTo((int) Math.floor(ceiling * UPPER_SLACK));
-    assertThat(t.spanSeconds()).as("span, %s", t)
-        .isGreaterThanOrEqualTo(LOWER_SLACK * (events - 1) / ceiling);
+        .isLessThanOrEqualTo(maxAggregate(ceiling, events));
+    assertThat(t.peakOneSecondWindow())
+        .as("busiest 1-s window, %s; spread about the grid %.1f ms (above one interval, %.0f ms, a"
+            + " late wake-up lands in the next window)", t, t.gridSpreadSeconds(ceiling) * 1000,
+            1000 / ceiling)
+        .isLessThanOrEqualTo((int) ceiling + 1);
+    assertThat(t.spanSeconds()).as("span, %s", t).isGreaterThanOrEqualTo(minSpan(ceiling, events));
   }
 
-  /** The per-process pacer must fail both the upper and the lower bound, or the test proves nothing. */
+  /** The per-process pacer must fail every bound, or the test proves nothing. */
   private static void assertBreaksCeiling(Timeline t, double ceiling, int events) {
     assertThat(t.size()).isEqualTo(events);
     assertThat(t.aggregateRatePerSecond()).as("aggregate rate, %s", t)
-        .isGreaterThan(ceiling * UPPER_SLACK);
+        .isGreaterThan(maxAggregate(ceiling, events));
     assertThat(t.peakOneSecondWindow()).as("busiest 1-s window, %s", t)
-        .isGreaterThan((int) Math.floor(ceiling * UPPER_SLACK));
-    assertThat(t.spanSeconds()).as("span, %s", t).isLessThan(LOWER_SLACK * (events - 1) / ceiling);
+        .isGreaterThan((int) ceiling + 1);
+    assertThat(t.spanSeconds()).as("span, %s", t).isLessThan(minSpan(ceiling, events));
+  }
+
+  private static double minSpan(double ceiling, int events) {
+    return (events - 1) / ceiling - STAMP_JITTER_SECONDS;
+  }
+
+  private static double maxAggregate(double ceiling, int events) {
+    return (events - 1) / minSpan(ceiling, events);
+  }
+
+  private static void print(String what, Timeline t, double ceiling) {
+    System.out.printf("%s: %s; spread about the grid %.1f ms (bounds: aggregate <= %.2f/s,"
+            + " window <= %d)%n", what, t, t.gridSpreadSeconds(ceiling) * 1000,
+        maxAggregate(ceiling, t.size()), (int) ceiling + 1);
   }
 
   private static Timeline runProcesses(String mode) throws Exception {
@@ -127,8 +149,8 @@ class FleetTest {
         outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
       }
       for (BufferedReader out : outputs) {
-        String line = out.readLine();
-        assertThat(line).as("worker start-up").isEqualTo("READY");
+        assertThat(out.readLine()).as("worker warm-up").startsWith("WARM ");
+        assertThat(out.readLine()).as("worker start-up").isEqualTo("READY");
       }
       for (Process p : processes) {
         Writer in = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
@@ -159,7 +181,11 @@ class FleetTest {
     List<DestinationLimiter> limiters = new ArrayList<>();
     for (int i = 0; i < INSTANCES; i++) {
       Destination d = Destination.builder(destination).ratePerSecond(INSTANCE_RATE).maxConcurrency(1).build();
-      limiters.add(new LimiterRegistry(cursors.get()).limiter(d));
+      LimiterRegistry registry = new LimiterRegistry(cursors.get());
+      limiters.add(registry.limiter(d));
+      // One turn on a destination of its own, so that the measured turns run warm code.
+      registry.limiter(Destination.builder(destination + "-warm-" + i).ratePerSecond(1).build())
+          .acquire().close();
     }
     List<Long> instants = Collections.synchronizedList(new ArrayList<>());
     CountDownLatch go = new CountDownLatch(1);

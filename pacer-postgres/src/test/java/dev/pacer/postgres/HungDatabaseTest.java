@@ -36,12 +36,18 @@ class HungDatabaseTest {
       assertThat(latched).as("25 latched reservations touch no network").isLessThan(0.2);
 
       // At the next retry boundary (a multiple of 500 ms, at least 500 ms away) the background
-      // probe tries to connect and hangs on the silent server for its bound; reservations
-      // meanwhile answer at once.
-      Thread.sleep(1100);
+      // probe tries to connect and hangs on the silent server for its bound. A reservation timed
+      // while that attempt is held open must answer at once; timed with no probe running it would
+      // prove nothing, so the attempt is watched at the proxy.
+      long probe = proxy.connectionsAccepted() + 1;
+      assertThat(proxy.awaitConnectionsAccepted(probe, Duration.ofSeconds(2)))
+          .as("the probe's connection attempt reached the proxy").isTrue();
       double duringProbe = secondsFor(() -> assertThat(cursor.reserve("hung", GAP).isUnavailable()).isTrue());
+      assertThat(proxy.isOpen(probe)).as("the probe was still stuck connecting after the reservation")
+          .isTrue();
       assertThat(duringProbe).as("no reservation waits on a reconnection").isLessThan(0.2);
       Thread.sleep(1500);
+      assertThat(proxy.isOpen(probe)).as("the probe gave up within its bound").isFalse();
       assertThat(cursor.connectionAttempts()).as("the probe's attempt, bounded").isBetween(2L, 4L);
 
       Destination d = Destination.builder("hung").ratePerSecond(10).maxConcurrency(1)

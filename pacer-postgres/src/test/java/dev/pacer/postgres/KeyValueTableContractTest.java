@@ -2,6 +2,7 @@ package dev.pacer.postgres;
 
 import dev.pacer.Cursor;
 import dev.pacer.CursorContract;
+import dev.pacer.TimeSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -13,6 +14,12 @@ class KeyValueTableContractTest extends CursorContract {
   static void createDjangoCacheTable() {
     TestDatabase.createDjangoCacheTable("contract_cache");
     cursor = TestDatabase.cursor(TableLayout.djangoCache("contract_cache"));
+  }
+
+  /** The server's clock_timestamp() runs on this host's clock. */
+  @Override
+  protected TimeSource clock() {
+    return TimeSource.SYSTEM;
   }
 
   @Override

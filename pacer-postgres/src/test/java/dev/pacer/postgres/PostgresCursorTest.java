@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.UUID;
@@ -158,18 +157,34 @@ class PostgresCursorTest {
     assertThat(readNextAt(name)).isEqualTo(before);
   }
 
+  /**
+   * A pool configured with autocommit off (HikariCP's {@code autoCommit=false}, common where every
+   * unit of work is a transaction) hands the cursor a connection in a transaction. Left so, the
+   * first reservation would hold the cursor row's lock until that transaction ended, and no other
+   * process would ever see the turn. Seen from another session, the reservation is committed.
+   */
   @Test
-  void theReservationIsNotPartOfTheCallersTransaction() throws SQLException {
-    String name = freshName();
-    try (Connection caller = TestDatabase.connect()) {
-      caller.setAutoCommit(false);
-      try (Statement s = caller.createStatement()) {
-        s.execute("SELECT 1");
+  void aReservationIsCommittedEvenOnAConnectionHandedOutWithoutAutocommit() throws SQLException {
+    DataSourceAdapter transactional = new DataSourceAdapter() {
+      @Override
+      public Connection getConnection() throws SQLException {
+        Connection c = TestDatabase.connect();
+        c.setAutoCommit(false);
+        return c;
       }
-      pacerTable.reserve(name, Duration.ofSeconds(10));
-      caller.rollback();
+    };
+    try (PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forDataSource(transactional).build())) {
+      pacerTable.reserve(freshName(), GAP); // the table exists, whatever this cursor does
+      String name = freshName();
+      assertThat(cursor.reserve(name, Duration.ofSeconds(10)).isGranted()).isTrue();
+      assertThat(readNextAt(name)).as("visible to another session while the cursor stays open")
+          .isNotNull();
+      Reservation second = pacerTable.reserve(name, Duration.ofSeconds(10));
+      assertThat(second.isGranted()).as("another cursor queues behind it, no row lock kept: %s", second)
+          .isTrue();
+      assertThat(second.waitTime()).isBetween(Duration.ofSeconds(9), Duration.ofSeconds(10));
     }
-    assertThat(readNextAt(name)).as("committed on the cursor's own connection").isNotNull();
   }
 
   @Test

@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -19,6 +20,8 @@ public final class TcpProxy implements AutoCloseable {
   private final ServerSocket server;
   private final int upstreamPort;
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+  /** The client side of every accepted connection, in the order accepted. */
+  private final List<Socket> clients = new CopyOnWriteArrayList<>();
   private volatile boolean blackholed;
   private volatile boolean closed;
   private final java.util.concurrent.atomic.AtomicLong accepted = new java.util.concurrent.atomic.AtomicLong();
@@ -40,6 +43,31 @@ public final class TcpProxy implements AutoCloseable {
     return accepted.get();
   }
 
+  /**
+   * Waits until at least {@code count} client connections have been accepted, for at most {@code
+   * timeout}; returns whether they were.
+   */
+  public synchronized boolean awaitConnectionsAccepted(long count, Duration timeout)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (accepted.get() < count) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      wait(Math.max(1, left / 1_000_000L));
+    }
+    return true;
+  }
+
+  /**
+   * Whether the {@code n}-th accepted client connection (from 1) is still open: its client has not
+   * closed it or given up on it, whether or not anything was forwarded.
+   */
+  public boolean isOpen(long n) {
+    return !clients.get((int) (n - 1)).isClosed();
+  }
+
   /** Stop forwarding; sockets stay open and silent. */
   public void blackhole() {
     blackholed = true;
@@ -54,8 +82,12 @@ public final class TcpProxy implements AutoCloseable {
     while (!closed) {
       try {
         Socket client = server.accept();
-        accepted.incrementAndGet();
         sockets.add(client);
+        clients.add(client);
+        synchronized (this) {
+          accepted.incrementAndGet();
+          notifyAll();
+        }
         Socket upstream;
         try {
           upstream = new Socket(InetAddress.getLoopbackAddress(), upstreamPort);
