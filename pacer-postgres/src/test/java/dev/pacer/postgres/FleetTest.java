@@ -51,11 +51,11 @@ class FleetTest {
    * Measured as the spread of the events about a perfect grid ({@link Timeline#gridSpreadSeconds}),
    * on the 2-core build machine shared with other builds (load average 6-9): 3.6-11.3 ms.
    *
-   * <p>Each member first takes a turn on a destination of its own. A member's first turn on cold
-   * code is released 15-25 ms after the cursor granted it (the spread measured 41-49 ms without
-   * the warm-up, all of it in each member's first turn, and a busiest window of 27 at 25/s): the
-   * first turns of the fleet, granted an interval apart, then leave together. That is start-up
-   * cost in the member, before and after the reservation, not pacing; the bounds are about pacing.
+   * <p>Members start cold and take no turn before GO. A cold member's first turn used to leave
+   * 15-25 ms after the cursor granted it (a spread of 41-49 ms, a busiest window of 27 at 25/s):
+   * its first reservation was the slow one. {@code PostgresCursor.connect} now rehearses the
+   * statement, and turns are placed on the database's clock, so the bounds hold from the first
+   * turn.
    */
   private static final double STAMP_JITTER_SECONDS = 0.030;
 
@@ -149,7 +149,6 @@ class FleetTest {
         outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
       }
       for (BufferedReader out : outputs) {
-        assertThat(out.readLine()).as("worker warm-up").startsWith("WARM ");
         assertThat(out.readLine()).as("worker start-up").isEqualTo("READY");
       }
       for (Process p : processes) {

@@ -11,8 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 
 /**
- * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter, takes one
- * turn on a destination of its own (printed as {@code WARM <epoch nanos>}), prints READY,
+ * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter, prints READY,
  * waits for GO on stdin (so that every process starts together), then acquires {@code count}
  * turns and prints each one's wall-clock instant as {@code ACQ <epoch nanos>}.
  *
@@ -35,12 +34,6 @@ public final class FleetWorker {
     if (shared && !((PostgresCursor) cursor).connect(java.time.Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
-    // One turn on a destination of its own, so that the measured turns run warm code (see
-    // FleetTest.STAMP_JITTER_SECONDS for what a cold first turn costs).
-    registry.limiter(Destination.builder(args[2] + "-warm-" + ProcessHandle.current().pid())
-        .ratePerSecond(1).build()).acquire().close();
-    Instant warm = Instant.now();
-    System.out.println("WARM " + (warm.getEpochSecond() * 1_000_000_000L + warm.getNano()));
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
