@@ -5,6 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -51,14 +57,33 @@ class DemoTest {
     assertThat(peak(demo)).as(demo.out()).isGreaterThan(RATE + 1);
   }
 
-  private Cli.Result demo(String... extra) {
+  private Cli.Result demo(String... extra) throws SQLException {
     String[] args = {"demo", "--seconds", "4", "--db", TestDatabase.jdbcUrl(),
         "--data-dir", dir.toString(), "--max-load", "1000", "--no-progress"};
     String[] all = java.util.Arrays.copyOf(args, args.length + extra.length);
     System.arraycopy(extra, 0, all, args.length, extra.length);
     Cli.Result demo = Cli.run(all);
     System.out.println(demo.out());
+    System.out.println("recorded done (database clock, a proxy for the arrivals the demo counts): "
+        + TestDestination.describe(recordedDone(find(demo.out(), "\"job\":\"([^\"]+)\""))));
     return demo;
+  }
+
+  /** When each item of the job was recorded done: the demo's own arrivals stay in the demo. */
+  private static List<TestDestination.Arrival> recordedDone(String job) throws SQLException {
+    List<TestDestination.Arrival> done = new ArrayList<>();
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement("SELECT url, extract(epoch FROM finished_at)"
+            + " FROM pacer_item WHERE job = ? AND state = 'done'")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          done.add(new TestDestination.Arrival(
+              r.getBigDecimal(2).movePointRight(9).longValue(), r.getString(1), "?", 200));
+        }
+      }
+    }
+    return done;
   }
 
   private static int peak(Cli.Result demo) {

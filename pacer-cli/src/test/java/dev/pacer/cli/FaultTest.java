@@ -156,6 +156,9 @@ class FaultTest {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
     long stalled = longestGap(arrivals, pushed);
+    System.out.println("cursor: around the truncate: " + TestDestination.describe(arrivals.stream()
+        .filter(a -> a.nanos() >= truncated - 2 * SECOND && a.nanos() < truncated + 3 * SECOND)
+        .toList()));
     System.out.printf("cursor: %s; %d requests in the second after the truncate;"
             + " longest gap after the hour push %.2f s%n",
         fleet, count(arrivals, truncated, truncated + SECOND), stalled / 1e9);

@@ -29,9 +29,19 @@ final class TestDestination implements AutoCloseable {
 
   record Arrival(long nanos, String path, String worker, int status) {}
 
-  /** See {@link #assertHeldCeiling}: measured, see the constant's comment. */
-  static final double RATE_TOLERANCE = 0.03;
-  static final double SPAN_TOLERANCE_SECONDS = 0.1;
+  /**
+   * The aggregate rate's tolerance in {@link #assertHeldCeiling}. Runs whose busiest window held
+   * were within 0.25 % of the ceiling (pooled 20.03/s, two invocations 20.05/s, conveyor 19.96/s
+   * at 20/s); 2 % leaves room for a 50-ms span shortfall on a 4-s run and none for a burst.
+   */
+  static final double RATE_TOLERANCE = 0.02;
+  /**
+   * The span's tolerance in {@link #assertHeldCeiling}. After the first second, the offsets of
+   * the arrivals from the ideal grid {@code first + k / rate} (printed by every fleet test) spread
+   * over at most 28 ms in the conveyor, pooled and two-invocation runs measured at 10/s and 20/s,
+   * on two cores shared with other builds; 50 ms is nearly twice that.
+   */
+  static final double SPAN_TOLERANCE_SECONDS = 0.05;
   private static final long SECOND = 1_000_000_000L;
 
   private final HttpServer server;
