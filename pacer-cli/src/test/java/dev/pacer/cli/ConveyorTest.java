@@ -184,13 +184,15 @@ class ConveyorTest {
     long kill = killedAt;
     for (String url : heldAtKill) {
       String path = url.substring(url.indexOf("/item/"));
+      List<String> itsArrivals = arrivals.stream()
+          .filter(a -> a.path().equals(path))
+          .map(a -> String.format(Locale.ROOT, "pid %s at %+.3f s from the kill", a.worker(),
+              (a.nanos() - kill) / 1e9))
+          .toList();
+      System.out.println("kill -9: " + path + " held by pid " + victimPid + ": " + itsArrivals);
       assertThat(arrivals)
           .as("%s, held by pid %s when it was killed, fetched after the kill by another worker;"
-              + " its arrivals: %s", path, victimPid, arrivals.stream()
-                  .filter(a -> a.path().equals(path))
-                  .map(a -> String.format(Locale.ROOT, "pid %s at %+.3f s from the kill",
-                      a.worker(), (a.nanos() - kill) / 1e9))
-                  .toList())
+              + " its arrivals: %s", path, victimPid, itsArrivals)
           .anyMatch(a -> a.path().equals(path) && !a.worker().equals(victimPid)
               && a.nanos() > kill);
     }
