@@ -32,7 +32,7 @@ final class TestDestination implements AutoCloseable {
   /**
    * The aggregate rate's tolerance in {@link #assertHeldCeiling}. Runs whose busiest window held
    * were within 0.25 % of the ceiling (pooled 20.03/s, two invocations 20.05/s, conveyor 19.96/s
-   * at 20/s); 2 % leaves room for a 50-ms span shortfall on a 4-s run and none for a burst.
+   * at 20/s); 2 % leaves room for a 50-ms span shortfall on a 4-s run.
    */
   static final double RATE_TOLERANCE = 0.02;
   /**
@@ -106,8 +106,10 @@ final class TestDestination implements AutoCloseable {
 
   /**
    * The timeline's figures, where its busiest 1-s window starts (seconds after the first arrival)
-   * and the arrivals per whole second from the first: enough to tell a burst in the first second
-   * (turns that left together from a cold JVM) from an excess later in the run.
+   * and the arrivals per whole second from the first, each worker's first and last arrival, and
+   * the arrivals of the busiest window with their workers: enough to tell a burst of turns that
+   * left together from a cold JVM (in the fleet's first second, or when a worker that started
+   * later sends its first requests) from an excess later in the run.
    */
   static String describe(List<Arrival> arrivals) {
     List<Long> instants = arrivals.stream().map(Arrival::nanos).sorted().toList();
