@@ -2,7 +2,6 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
 import dev.pacer.postgres.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -13,8 +12,12 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
+import java.util.LongSummaryStatistics;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -24,6 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The conveyor: {@code pacer fetch --processes P} with real worker JVMs. */
 class ConveyorTest {
+
+  private static final int RATE = 20;
 
   @TempDir Path dir;
   private TestDestination destination;
@@ -49,24 +54,66 @@ class ConveyorTest {
   @Test
   void threeWorkerProcessesHoldOneCeilingBetweenThem() throws Exception {
     String name = "conveyor-" + ProcessHandle.current().pid();
-    // The library's fleet bounds at 20/s, over 90 items: long enough (4.5 s) that the three
-    // workers, which start a little apart, overlap for most of the run, so per-process pacing
-    // would show as ~60 requests in one second.
-    Path input = Files.write(dir.resolve("urls.txt"), destination.items(90));
+    List<TestDestination.Arrival> arrivals = threeWorkers(name, "FLEET");
+
+    TestDestination.assertHeldCeiling(arrivals, RATE);
+    assertOverlapped(arrivals);
+  }
+
+  /**
+   * The same run with each worker pacing alone: three overlapping workers at the full rate each
+   * break the ceiling that {@link #threeWorkerProcessesHoldOneCeilingBetweenThem} asserts.
+   */
+  @Test
+  void perProcessPacingBreaksTheCeilingTheFleetHolds() throws Exception {
+    String name = "conveyor-per-process-" + ProcessHandle.current().pid();
+    List<TestDestination.Arrival> arrivals = threeWorkers(name, "PER_PROCESS");
+
+    TestDestination.assertBrokeCeiling(arrivals, RATE);
+  }
+
+  /**
+   * 120 items at the library's fleet rate of 20/s, 3 workers x 3 threads: 6 s paced fleet-wide,
+   * long enough that the workers, which start up to a second apart, overlap for most of it.
+   */
+  private List<TestDestination.Arrival> threeWorkers(String name, String pacing) throws Exception {
+    Path input = Files.write(dir.resolve("urls.txt"), destination.items(120));
     Cli.Result run = Cli.run(fetchArgs(name, input, "--processes", "3", "--threads", "3",
-        "--rate", "20", "--concurrency", "3"));
+        "--rate", Integer.toString(RATE), "--concurrency", "3", "--pacing", pacing));
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
-    assertThat(run.number("done")).isEqualTo(90);
+    assertThat(run.number("done")).isEqualTo(120);
     List<TestDestination.Arrival> arrivals = destination.arrivals();
-    Set<String> workers = new HashSet<>();
-    arrivals.forEach(a -> workers.add(a.worker()));
-    assertThat(workers).as("requests came from several worker processes").hasSizeGreaterThan(1);
-    Timeline fleet = TestDestination.timeline(arrivals);
-    assertThat(fleet.size()).isEqualTo(90);
-    assertThat(fleet.aggregateRatePerSecond()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
-    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(25);
-    assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 89 / 20);
+    assertThat(arrivals).hasSize(120);
+    return arrivals;
+  }
+
+  /**
+   * Every worker sent its first request at least a second before every other worker sent its
+   * last: the ceiling was shared by workers fetching at the same time, not held by one worker
+   * after another.
+   */
+  private static void assertOverlapped(List<TestDestination.Arrival> arrivals) {
+    Map<String, LongSummaryStatistics> byWorker = new TreeMap<>();
+    arrivals.forEach(a -> byWorker.computeIfAbsent(a.worker(), w -> new LongSummaryStatistics())
+        .accept(a.nanos()));
+    long origin = arrivals.stream().mapToLong(TestDestination.Arrival::nanos).min().orElseThrow();
+    StringBuilder intervals = new StringBuilder();
+    byWorker.forEach((w, s) -> intervals.append(String.format(Locale.ROOT,
+        " pid %s: %d requests in [%.3f, %.3f] s;", w, s.getCount(), (s.getMin() - origin) / 1e9,
+        (s.getMax() - origin) / 1e9)));
+    System.out.println("conveyor workers:" + intervals);
+    assertThat(byWorker).as("workers that fetched:" + intervals).hasSize(3);
+    for (Map.Entry<String, LongSummaryStatistics> a : byWorker.entrySet()) {
+      for (Map.Entry<String, LongSummaryStatistics> b : byWorker.entrySet()) {
+        if (!a.getKey().equals(b.getKey())) {
+          assertThat((b.getValue().getMax() - a.getValue().getMin()) / 1e9)
+              .as("pid %s started a second before pid %s ended:%s", a.getKey(), b.getKey(),
+                  intervals)
+              .isGreaterThanOrEqualTo(1.0);
+        }
+      }
+    }
   }
 
   @Test
@@ -94,15 +141,14 @@ class ConveyorTest {
     // Wait until the workers are fetching, then SIGKILL one that holds leased items.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     Optional<ProcessHandle> victim = Optional.empty();
-    List<String> heldAtKill = List.of();
+    long killedAt = 0;
     while (victim.isEmpty() && System.nanoTime() < deadline) {
       if (destination.arrivals().size() >= 8) {
         for (ProcessHandle child : ProcessHandle.current().children().toList()) {
-          List<String> held = leasedBy(name, child.pid());
-          if (!held.isEmpty()) {
+          if (!leasedBy(name, child.pid()).isEmpty()) {
+            killedAt = System.nanoTime();
             child.destroyForcibly();
             victim = Optional.of(child);
-            heldAtKill = held;
             break;
           }
         }
@@ -111,6 +157,10 @@ class ConveyorTest {
     }
     assertThat(victim).as("a worker holding a lease was killed").isPresent();
     victim.get().onExit().get(10, TimeUnit.SECONDS);
+    // Read once the victim is dead and well within its 3-s lease, which no other worker can take
+    // over before it lapses: the items it held at the kill and had not recorded.
+    List<String> heldAtKill = leasedBy(name, victim.get().pid());
+    assertThat(heldAtKill).as("the victim held items when it died").isNotEmpty();
     Cli.Result result = run.get(120, TimeUnit.SECONDS);
 
     assertThat(result.code()).as(result.err()).isEqualTo(0);
@@ -126,11 +176,25 @@ class ConveyorTest {
         assertThat(r.getLong(2)).isEqualTo(40);
       }
     }
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
     Set<String> fetched = new HashSet<>();
-    destination.arrivals().forEach(a -> fetched.add(a.path()));
+    arrivals.forEach(a -> fetched.add(a.path()));
     assertThat(fetched).hasSize(40);
+    String victimPid = Long.toString(victim.get().pid());
+    long kill = killedAt;
     for (String url : heldAtKill) {
-      assertThat(fetched).contains(url.substring(url.indexOf("/item/")));
+      String path = url.substring(url.indexOf("/item/"));
+      List<String> itsArrivals = arrivals.stream()
+          .filter(a -> a.path().equals(path))
+          .map(a -> String.format(Locale.ROOT, "pid %s at %+.3f s from the kill", a.worker(),
+              (a.nanos() - kill) / 1e9))
+          .toList();
+      System.out.println("kill -9: " + path + " held by pid " + victimPid + ": " + itsArrivals);
+      assertThat(arrivals)
+          .as("%s, held by pid %s when it was killed, fetched after the kill by another worker;"
+              + " its arrivals: %s", path, victimPid, itsArrivals)
+          .anyMatch(a -> a.path().equals(path) && !a.worker().equals(victimPid)
+              && a.nanos() > kill);
     }
   }
 

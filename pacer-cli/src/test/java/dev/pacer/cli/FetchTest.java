@@ -27,6 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 class FetchTest {
 
   private static final AtomicInteger UNIQUE = new AtomicInteger();
+  private static final int SHARED_RATE = 20;
+  private static final int ITEMS = 80;
 
   @TempDir Path dir;
   private TestDestination destination;
@@ -65,11 +67,8 @@ class FetchTest {
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(30);
     assertThat(run.text("haltedBar")).isEqualTo("null");
-    Timeline fleet = TestDestination.timeline(destination.arrivals());
-    assertThat(fleet.size()).isEqualTo(30);
-    assertThat(fleet.aggregateRatePerSecond()).as(fleet.toString()).isLessThanOrEqualTo(25.0);
-    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(25);
-    assertThat(fleet.spanSeconds()).as(fleet.toString()).isGreaterThanOrEqualTo(0.75 * 29 / 20);
+    assertThat(destination.arrivals()).hasSize(30);
+    TestDestination.assertHeldCeiling(destination.arrivals(), 20);
     for (String url : destination.items(30)) {
       String key = UrlKeys.key(url);
       Path body = dir.resolve("out").resolve(name).resolve(key.substring(0, 2)).resolve(key);
@@ -173,25 +172,13 @@ class FetchTest {
 
   @Test
   void twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce() throws Exception {
-    Path input = input(destination.items(40));
-    java.util.concurrent.CompletableFuture<Cli.Result> other =
-        java.util.concurrent.CompletableFuture.supplyAsync(
-            () -> fetch(input, "--rate", "40", "--concurrency", "2"));
-    Cli.Result mine = fetch(input, "--rate", "40", "--concurrency", "2");
-    Cli.Result theirs = other.get(60, java.util.concurrent.TimeUnit.SECONDS);
+    List<TestDestination.Arrival> arrivals = twoInvocations("FLEET");
 
-    assertThat(mine.code()).as(mine.err()).isEqualTo(0);
-    assertThat(theirs.code()).as(theirs.err()).isEqualTo(0);
-    assertThat(mine.number("done")).isEqualTo(40);
-    assertThat(theirs.number("done")).isEqualTo(40);
-    List<String> paths = destination.arrivals().stream().map(TestDestination.Arrival::path).toList();
-    assertThat(paths).hasSize(40).doesNotHaveDuplicates();
-    Timeline fleet = TestDestination.timeline(destination.arrivals());
-    assertThat(fleet.peakOneSecondWindow()).as(fleet.toString()).isLessThanOrEqualTo(50);
+    TestDestination.assertHeldCeiling(arrivals, SHARED_RATE);
 
     Cli.Result status = Cli.run("status", "--job", name, "--db", TestDatabase.jdbcUrl());
     assertThat(status.code()).as(status.err()).isEqualTo(0);
-    assertThat(status.out()).contains(name, "40/40 done", "failed 0", "Open trips");
+    assertThat(status.out()).contains(name, ITEMS + "/" + ITEMS + " done", "failed 0", "Open trips");
     java.util.regex.Pattern cursorLine =
         java.util.regex.Pattern.compile("\\n  " + name + " +next turn");
     assertThat(status.out()).containsPattern(cursorLine);
@@ -199,6 +186,38 @@ class FetchTest {
     assertThat(cleared.code()).as(cleared.err()).isEqualTo(0);
     assertThat(Cli.run("status", "--db", TestDatabase.jdbcUrl()).out())
         .doesNotContainPattern(cursorLine);
+  }
+
+  /**
+   * The same two invocations, each pacing alone at the full rate: together they break the
+   * ceiling that {@link #twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce} asserts.
+   */
+  @Test
+  void twoInvocationsPacingAloneBreakTheCeilingTheyShouldShare() throws Exception {
+    TestDestination.assertBrokeCeiling(twoInvocations("PER_PROCESS"), SHARED_RATE);
+  }
+
+  /**
+   * Two invocations of one job, 2 threads each, sharing 80 items at 20/s: 4 s, so that each
+   * sliding second of the run is bounded, not only the run as a whole.
+   */
+  private List<TestDestination.Arrival> twoInvocations(String pacing) throws Exception {
+    Path input = input(destination.items(ITEMS));
+    String[] options = {"--rate", Integer.toString(SHARED_RATE), "--concurrency", "2",
+        "--pacing", pacing};
+    java.util.concurrent.CompletableFuture<Cli.Result> other =
+        java.util.concurrent.CompletableFuture.supplyAsync(() -> fetch(input, options));
+    Cli.Result mine = fetch(input, options);
+    Cli.Result theirs = other.get(60, java.util.concurrent.TimeUnit.SECONDS);
+
+    assertThat(mine.code()).as(mine.err()).isEqualTo(0);
+    assertThat(theirs.code()).as(theirs.err()).isEqualTo(0);
+    assertThat(mine.number("done")).isEqualTo(ITEMS);
+    assertThat(theirs.number("done")).isEqualTo(ITEMS);
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    assertThat(arrivals.stream().map(TestDestination.Arrival::path).toList())
+        .hasSize(ITEMS).doesNotHaveDuplicates();
+    return arrivals;
   }
 
   @Test
