@@ -9,7 +9,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -61,16 +63,19 @@ public final class StatusCommand implements Callable<Integer> {
       }
       List<JobStore.WorkerRow> live = new ArrayList<>();
       for (JobStore.WorkerRow w : store.workers(null, LIVE_SECONDS)) {
-        if (w.state().equals("running") || w.state().equals("stopping")
-            && (job == null || job.equals(w.job()))) {
+        boolean active = w.state().equals("running") || w.state().equals("stopping");
+        if (active && (job == null || job.equals(w.job()))) {
           live.add(w);
         }
       }
       out.println();
       out.println("Destinations (fleet-wide cursor)");
       Map<String, JobStore.CursorRow> cursors = new LinkedHashMap<>();
+      Set<String> shown = jobs.stream().map(JobStore.JobRow::destination).collect(Collectors.toSet());
       for (JobStore.CursorRow c : store.cursors()) {
-        cursors.put(c.name(), c);
+        if (job == null || shown.contains(c.name())) {
+          cursors.put(c.name(), c);
+        }
       }
       if (cursors.isEmpty()) {
         out.println("  (no reservation made yet)");

@@ -43,6 +43,7 @@ class ColdStartTest {
         long firstSecond = arrivals.stream()
             .filter(a -> a.nanos() - first < 1_000_000_000L).count();
         figures.add("run " + run + ": first second " + firstSecond + ", " + door
+            + ", " + gridDeviation(arrivals)
             + ", workers " + arrivals.stream().map(TestDestination.Arrival::worker).distinct().count()
             + ", summary " + result.summary());
         assertThat(door.size()).as(figures.toString()).isEqualTo(28);
@@ -56,5 +57,24 @@ class ColdStartTest {
       }
     }
     System.out.println("ColdStartTest: " + String.join("; ", figures));
+  }
+
+  /**
+   * With every thread waiting, the shared cursor hands out turns exactly one interval apart, so
+   * the k-th arrival would be k intervals after the first if nothing delayed a request after its
+   * turn. How far arrivals stray from that grid is their lateness at the door, relative to the
+   * first; a spread over one interval is what puts an extra request in a 1-s window.
+   */
+  private static String gridDeviation(List<TestDestination.Arrival> arrivals) {
+    List<Long> sorted = arrivals.stream().map(TestDestination.Arrival::nanos).sorted().toList();
+    double min = 0;
+    double max = 0;
+    for (int k = 0; k < sorted.size(); k++) {
+      double deviation = (sorted.get(k) - sorted.get(0)) / 1e6 - k * 1000 / RATE;
+      min = Math.min(min, deviation);
+      max = Math.max(max, deviation);
+    }
+    return String.format(java.util.Locale.ROOT, "door deviation from the turn grid %.1f..%.1f ms",
+        min, max);
   }
 }

@@ -209,6 +209,13 @@ class DocumentedBehaviourTest {
 
     assertThat(whileLocked).containsPattern(degraded).contains("  DEGRADED");
     assertThat(afterwards).containsPattern(paced).doesNotContain("DEGRADED");
+    // --job narrows every section to the job: earlier tests left other destinations' cursors.
+    String destinations = afterwards.substring(afterwards.indexOf("Destinations"));
+    destinations = destinations.substring(destinations.indexOf('\n') + 1,
+        destinations.indexOf("\n\n"));
+    assertThat(destinations.lines()).isNotEmpty().allSatisfy(line -> assertThat(line)
+        .startsWith("  " + job + " "));
+    assertThat(afterwards).contains("at the door while it sent: ");
     assertThat(result.code()).as(result.err()).isEqualTo(0);
   }
 
