@@ -112,6 +112,7 @@ class RedirectAndDeadlineTest {
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(15);
     Timeline door = timeline();
+    System.out.println("redirects at the door: " + door);
     // 30 requests at 10/s: followed inside one turn, the hops would arrive at twice the rate.
     assertThat(door.size()).isEqualTo(30);
     assertThat(door.peakOneSecondWindow()).as(door.toString()).isLessThanOrEqualTo(11);
