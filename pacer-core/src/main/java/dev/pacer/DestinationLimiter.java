@@ -30,7 +30,10 @@ import org.slf4j.LoggerFactory;
  * times {@code maxFetchingProcesses}: with every process degraded at once the fleet still stays
  * under the ceiling, and no process stops (neither fail open nor fail closed). The two hand-overs
  * are guarded too: the first local turn waits for the turns the fleet may still hold on the shared
- * cursor, and a locally paced turn that ends after the cursor came back also takes a shared turn.
+ * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and
+ * a shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
+ * boundary after the return, when another process may still pace locally) waits for the later of
+ * the shared and the local turn.
  *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
@@ -111,7 +114,7 @@ public final class DestinationLimiter {
       Reservation turn = reserveShared(interval, deadline);
       if (turn.isUnavailable()) {
         long localNow = time.nanoTime();
-        long localWait = degradedWait(interval, deadline, localNow);
+        long localWait = degradedWait(interval, deadline, localNow, true);
         if (localWait < 0) {
           return refuse();
         }
@@ -130,6 +133,11 @@ public final class DestinationLimiter {
       }
       // The wait counts from the cursor's answer, which has just come back.
       long waitNanos = turn.waitTime().toNanos();
+      if (turn.isHandOver()) {
+        // Another process may still pace locally until the next retry boundary: this one paces
+        // no faster than locally too, so the fleet's sum stays under the ceiling meanwhile.
+        waitNanos = Math.max(waitNanos, degradedWait(interval, NO_DEADLINE, time.nanoTime(), false));
+      }
       long turnStart = time.nanoTime() + waitNanos;
       time.sleepNanos(waitNanos);
       checkNotLockedOut();
@@ -233,13 +241,14 @@ public final class DestinationLimiter {
    * cursor has passed: other processes hold at most (maxFetchingProcesses - 1) x maxConcurrency of
    * them, queued after the last cursor position this process saw. Without that, local turns would
    * start while the shared queue still drains, and the fleet would briefly run at twice the
-   * ceiling.
+   * ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false) holds a shared turn
+   * as well, so it only keeps to the local spacing.
    */
-  private long degradedWait(Duration interval, long deadline, long now) {
+  private long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
     long intervalNanos = interval.toNanos();
     synchronized (degradedLock) {
       long horizon = sharedHorizon.get();
-      long fleetQueueEnd = horizon == Pacing.NO_CURSOR
+      long fleetQueueEnd = horizon == Pacing.NO_CURSOR || !afterFleetQueue
           ? Pacing.NO_CURSOR
           : horizon + saturatedProduct(intervalNanos, fleetPendingTurnsBound);
       long stored = Math.max(degradedCursor, fleetQueueEnd);

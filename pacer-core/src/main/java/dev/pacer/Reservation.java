@@ -18,15 +18,17 @@ public final class Reservation {
     UNAVAILABLE
   }
 
-  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null);
-  private static final Reservation UNAVAILABLE = new Reservation(Outcome.UNAVAILABLE, null);
+  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null, false);
+  private static final Reservation UNAVAILABLE = new Reservation(Outcome.UNAVAILABLE, null, false);
 
   private final Outcome outcome;
   private final Duration wait;
+  private final boolean handOver;
 
-  private Reservation(Outcome outcome, Duration wait) {
+  private Reservation(Outcome outcome, Duration wait, boolean handOver) {
     this.outcome = outcome;
     this.wait = wait;
+    this.handOver = handOver;
   }
 
   /** A turn that starts after {@code wait} (zero or positive). */
@@ -35,7 +37,7 @@ public final class Reservation {
     if (wait.isNegative()) {
       throw new IllegalArgumentException("wait must not be negative: " + wait);
     }
-    return new Reservation(Outcome.GRANTED, wait);
+    return new Reservation(Outcome.GRANTED, wait, false);
   }
 
   /** Granted with a wait in nanoseconds. */
@@ -51,6 +53,23 @@ public final class Reservation {
   /** The cursor's store could not be consulted. */
   public static Reservation unavailable() {
     return UNAVAILABLE;
+  }
+
+  /**
+   * This granted turn, taken while the fleet hands over from local pacing back to the shared
+   * cursor: some process may still pace locally, so the caller should also pace this turn as it
+   * would locally, and wait for the later of the two.
+   */
+  public Reservation duringHandOver() {
+    if (outcome != Outcome.GRANTED) {
+      throw new IllegalStateException("only a granted turn is handed over: " + outcome);
+    }
+    return new Reservation(outcome, wait, true);
+  }
+
+  /** Whether this turn was granted during a hand-over (see {@link #duringHandOver()}). */
+  public boolean isHandOver() {
+    return handOver;
   }
 
   public Outcome outcome() {
@@ -83,16 +102,18 @@ public final class Reservation {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait);
+    return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait)
+        && r.handOver == handOver;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(outcome, wait);
+    return Objects.hash(outcome, wait, handOver);
   }
 
   @Override
   public String toString() {
-    return outcome == Outcome.GRANTED ? "GRANTED(wait=" + wait + ")" : outcome.name();
+    return outcome == Outcome.GRANTED
+        ? "GRANTED(wait=" + wait + (handOver ? ", hand-over" : "") + ")" : outcome.name();
   }
 }

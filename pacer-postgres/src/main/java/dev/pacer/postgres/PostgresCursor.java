@@ -13,8 +13,6 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.Properties;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -35,27 +33,39 @@ import org.slf4j.LoggerFactory;
  * transaction would hold the cursor row's lock until that transaction commits and stall the whole
  * fleet. Threads take turns on the connection; a reservation holds it for one round trip.
  *
- * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator:
+ * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator, is
+ * the database's {@link OutagePolicy} (one per database per process, shared with whatever else the
+ * process keeps there; the cursor makes its own if the config names none):
  *
  * <ul>
  *   <li>every database operation is bounded by {@code operationTimeout} (connect, socket reads and
- *       the server's {@code statement_timeout});
- *   <li>a connection that died between calls (a restart, a terminated backend) is replaced and the
- *       statement retried once in the same call; a second failure, or a timeout, answers {@link
- *       Reservation#unavailable()};
- *   <li>after a failure, reservations answer "unavailable" without touching the network until the
- *       next retry boundary, with one WARN per cooldown carrying a running failure count. Retry
- *       boundaries are the multiples of {@code failureCooldown} on the wall clock, at least a whole
- *       cooldown after the failure: every process of the fleet retries at the same instants, so
- *       after an outage they all return to the shared cursor together, instead of some pacing on
- *       the cursor at the full rate while others still pace locally (which would add up to more
- *       than the ceiling). An outage costs one connection attempt per cooldown per process.
+ *       the server's {@code statement_timeout} and {@code lock_timeout});
+ *   <li>a connection that died between calls is replaced and the statement retried once in the
+ *       same call ({@link KeptConnection}); a second failure, or a timeout, answers {@link
+ *       Reservation#unavailable()} and tells the policy, which then holds the database down until
+ *       a retry boundary: reservations answer "unavailable" without touching the network;
+ *   <li>during a hand-over (a return, until the next boundary has passed) granted turns are marked
+ *       {@link Reservation#isHandOver()}, so that a limiter also paces them locally.
  * </ul>
+ *
+ * <p><b>Busy is not unavailable.</b> A reservation waits for the connection behind other threads
+ * without a bound of its own: each holder is bounded by {@code operationTimeout}, and after a
+ * failure the holders behind it find the policy down and answer at once, so the wait is bounded by
+ * the queue's progress, never by a hung database. A bounded wait would count a busy process (many
+ * threads, one connection) as a database outage and pace it locally on top of its shared turns.
+ *
+ * <p><b>What goes back to a pool goes back clean.</b> With {@link
+ * PostgresCursorConfig#forDataSource} the cursor borrows one connection and sets session
+ * parameters on it ({@code synchronous_commit}, timeouts, planner settings); whenever it gives the
+ * connection back (closed, or discarded after a failed statement), it runs {@code RESET ALL} first,
+ * or aborts the connection if that fails, so no other borrower inherits them.
+ *
+ * <p>A dropped cursor table is created again by the reservation that finds it missing, and a
+ * closed cursor stays closed: it answers "unavailable" and never reconnects.
  */
 public final class PostgresCursor implements Cursor, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresCursor.class);
-  private static final long NO_RETRY = Long.MIN_VALUE;
   static final int REHEARSALS = 5;
   /** Not a valid destination name (those hold no whitespace), so never a real cursor. */
   private static final String REHEARSAL_KEY = " pacer rehearsal ";
@@ -67,23 +77,21 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final long timeoutNanos;
   private final int timeoutMillis;
   private final long resetBeyondMicros;
+  private final OutagePolicy policy;
+  /** The scheduler of a policy this cursor made for itself, closed with it. */
+  private final OutagePolicy.DaemonScheduler ownScheduler;
 
   private final ReentrantLock connectionLock = new ReentrantLock();
-  private Connection connection;
+  private final KeptConnection session;
+  /** The reservation statement, prepared on {@link #statementConnection}. */
   private PreparedStatement reserveStatement;
+  private Connection statementConnection;
   private boolean tableEnsured;
+  private long openTimeoutNanos;
 
-  private volatile long latchedUntilNanos;
   private volatile boolean closed;
-  /** A background reconnection is in flight: reservations answer "unavailable" meanwhile. */
-  private volatile boolean probing;
-  private ScheduledExecutorService prober;
-  private volatile boolean latched;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
-  private long consecutiveFailures;
-  /** The wall-clock boundary (epoch ms) the latch waits for, or NO_RETRY when not latched. */
-  private long retryBoundaryMillis = NO_RETRY;
 
   public PostgresCursor(PostgresCursorConfig config) {
     this.config = config;
@@ -92,6 +100,20 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     this.timeoutNanos = config.operationTimeout().toNanos();
     this.timeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, config.operationTimeout().toMillis()));
     this.resetBeyondMicros = ceilMicros(config.resetBeyond());
+    this.openTimeoutNanos = timeoutNanos;
+    if (config.outagePolicy().isPresent()) {
+      this.ownScheduler = null;
+      this.policy = config.outagePolicy().get();
+    } else {
+      this.ownScheduler = config.backgroundReconnect()
+          ? OutagePolicy.Scheduler.daemonThread("pacer-cursor-reconnect") : null;
+      this.policy = new OutagePolicy("cursor " + sql, config.failureCooldown(), time,
+          ownScheduler != null ? ownScheduler : OutagePolicy.Scheduler.none(), this::reconnect);
+    }
+    // Every failure of the reservation statement means the fleet cannot be coordinated through
+    // this database: a lost connection, a timeout, a row lock held by a stuck transaction.
+    this.session = new KeptConnection(policy, this::openSession, e -> true,
+        config.dataSource() != null, config.operationTimeout().dividedBy(2));
   }
 
   @Override
@@ -113,13 +135,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       if (!locked) {
         throw new CursorStoreException("cursor connection busy; could not clear " + name, null);
       }
-      ensureConnected();
-      try (PreparedStatement delete = connection.prepareStatement(sql.clear())) {
-        delete.setString(1, sql.key(name));
-        delete.executeUpdate();
+      if (closed) {
+        throw new CursorStoreException("cursor closed; could not clear " + name, null);
       }
+      session.call(c -> {
+        try (PreparedStatement delete = c.prepareStatement(sql.clear())) {
+          delete.setString(1, sql.key(name));
+          return delete.executeUpdate();
+        }
+      });
     } catch (SQLException e) {
-      discardConnection();
       throw new CursorStoreException("could not clear cursor " + name + ": " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -135,8 +160,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * Opens the dedicated connection now, allowing it {@code timeout} instead of the operation
    * timeout. Call it at start-up, where a slow first connection (a cold JVM loading the driver on a
    * busy host) costs nothing, rather than leave it to the first reservation, which would give up
-   * after the operation timeout and degrade until the next retry boundary. A failure here is
-   * logged and not latched.
+   * after the operation timeout and degrade until the next retry boundary. A failure to connect
+   * here is logged and not counted as an outage.
    *
    * <p>It then rehearses: runs the reservation statement {@value #REHEARSALS} times on a key of
    * its own, in a transaction it rolls back, so nothing is reserved or kept. The statement is
@@ -151,11 +176,19 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     boolean locked = false;
     try {
       locked = connectionLock.tryLock(timeout.toNanos(), TimeUnit.NANOSECONDS);
-      if (!locked) {
+      if (!locked || closed) {
         return false;
       }
-      ensureConnected(timeout.toNanos());
-      rehearse();
+      openTimeoutNanos = timeout.toNanos();
+      try {
+        session.open();
+      } finally {
+        openTimeoutNanos = timeoutNanos;
+      }
+      session.call(c -> {
+        rehearse(c);
+        return null;
+      });
       return true;
     } catch (SQLException e) {
       log.warn("Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]", timeout,
@@ -181,26 +214,32 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return failures.get();
   }
 
-  /** True while the failure latch makes reservations answer "unavailable" without trying. */
+  /** True while the outage policy holds the database down: reservations answer "unavailable". */
   public boolean isLatched() {
-    return latched && (probing || time.nanoTime() - latchedUntilNanos < 0);
+    return policy.isDown();
+  }
+
+  /** The outage policy this cursor answers to. */
+  public OutagePolicy outagePolicy() {
+    return policy;
   }
 
   public PostgresCursorConfig config() {
     return config;
   }
 
+  /** Gives the connection back (reset, if borrowed from a pool); later reservations answer unavailable. */
   @Override
   public void close() {
     closed = true;
-    synchronized (this) {
-      if (prober != null) {
-        prober.shutdownNow();
-      }
+    if (ownScheduler != null) {
+      ownScheduler.close();
     }
     connectionLock.lock();
     try {
-      discardConnection();
+      session.close();
+      reserveStatement = null;
+      statementConnection = null;
     } finally {
       connectionLock.unlock();
     }
@@ -208,57 +247,55 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   private Reservation reserveOrRefuse(
       String name, Duration interval, Duration notBefore, Duration maxWait) {
-    if (isLatched()) {
+    if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
-    boolean locked;
     try {
-      // Another thread may be stuck on a hung database; waiting longer than one bound for it
-      // would make this thread hang too.
-      locked = connectionLock.tryLock(timeoutNanos, TimeUnit.NANOSECONDS);
+      connectionLock.lockInterruptibly();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Reservation.unavailable();
     }
-    if (!locked) {
-      return Reservation.unavailable();
-    }
     try {
-      if (isLatched()) {
+      if (closed) {
         return Reservation.unavailable();
       }
-      return attempt(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
-          maxWait == null ? null : maxWait.toNanos() / 1000);
+      String key = sql.key(name);
+      long gapMicros = ceilMicros(interval);
+      long notBeforeMicros = notBefore.toNanos() / 1000;
+      Long maxWaitMicros = maxWait == null ? null : maxWait.toNanos() / 1000;
+      Reservation turn = session.call(c -> reserveCreatingTable(c, key, gapMicros, notBeforeMicros, maxWaitMicros));
+      return turn.isGranted() && policy.isHandingOver() ? turn.duringHandOver() : turn;
+    } catch (SQLException e) {
+      failures.incrementAndGet();
+      log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(), e.getSQLState());
+      return Reservation.unavailable();
     } finally {
       connectionLock.unlock();
     }
   }
 
-  private Reservation attempt(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros) {
-    long started = time.nanoTime();
-    boolean reusedConnection = connection != null;
+  /** A dropped table (SQLState 42P01) is created again and the reservation made once more. */
+  private Reservation reserveCreatingTable(Connection c, String key, long gapMicros,
+      long notBeforeMicros, Long maxWaitMicros) throws SQLException {
     try {
-      return succeeded(execute(key, gapMicros, notBeforeMicros, maxWaitMicros));
-    } catch (SQLException first) {
-      discardConnection();
-      boolean diedBetweenCalls =
-          reusedConnection && isConnectionLoss(first) && time.nanoTime() - started < timeoutNanos / 2;
-      if (!diedBetweenCalls) {
-        return failed(first);
+      return execute(c, key, gapMicros, notBeforeMicros, maxWaitMicros);
+    } catch (SQLException e) {
+      if (!"42P01".equals(e.getSQLState()) || sql.createTable() == null) {
+        throw e;
       }
-      try {
-        return succeeded(execute(key, gapMicros, notBeforeMicros, maxWaitMicros));
-      } catch (SQLException second) {
-        discardConnection();
-        return failed(second);
+      log.warn("Cursor table missing ({}); creating it again", e.getMessage());
+      tableEnsured = false;
+      try (Statement session = c.createStatement()) {
+        createTable(session);
       }
+      return execute(c, key, gapMicros, notBeforeMicros, maxWaitMicros);
     }
   }
 
-  private Reservation execute(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros)
-      throws SQLException {
-    ensureConnected();
-    PreparedStatement statement = reserveStatement;
+  private Reservation execute(Connection c, String key, long gapMicros, long notBeforeMicros,
+      Long maxWaitMicros) throws SQLException {
+    PreparedStatement statement = reserveStatement(c);
     statement.setString(1, key);
     statement.setLong(2, gapMicros);
     statement.setLong(3, resetBeyondMicros);
@@ -290,118 +327,37 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  private Reservation succeeded(Reservation reservation) {
-    if (consecutiveFailures > 0) {
-      log.info("PostgreSQL cursor available again after {} failed attempt(s)", consecutiveFailures);
-      consecutiveFailures = 0;
+  /** The statement prepared once per connection, planned for the primary key (see openSession). */
+  private PreparedStatement reserveStatement(Connection c) throws SQLException {
+    if (statementConnection != c) {
+      PreparedStatement statement = c.prepareStatement(sql.reserve());
+      statement.unwrap(PGStatement.class).setPrepareThreshold(1);
+      reserveStatement = statement;
+      statementConnection = c;
     }
-    latched = false;
-    retryBoundaryMillis = NO_RETRY;
-    return reservation;
-  }
-
-  private Reservation failed(SQLException cause) {
-    long total = failures.incrementAndGet();
-    consecutiveFailures++;
-    long untilRetry = nanosUntilNextRetryBoundary();
-    latchedUntilNanos = time.nanoTime() + untilRetry;
-    latched = true;
-    scheduleProbe(untilRetry);
-    log.warn("PostgreSQL cursor unavailable ({} failure(s) so far, {} in a row): {} [SQLState {}];"
-            + " pacing locally for the next {}",
-        total, consecutiveFailures, cause.getMessage(), cause.getSQLState(),
-        config.failureCooldown());
-    return Reservation.unavailable();
+    return reserveStatement;
   }
 
   /**
-   * Reconnects at the retry boundary itself, on a background thread, rather than at whichever
-   * reservation comes first after it. Every process of a fleet then tries within milliseconds of
-   * the others (as far as their clocks agree), instead of whenever one of its threads next wakes
-   * from a local turn (up to a local interval later): if the database came back inside that
-   * spread, the processes that tried before it would otherwise return a whole cooldown after the
-   * others. It also keeps the reconnection off the fetch threads. Whoever comes first at a
-   * boundary, the probe or a reservation, makes the one attempt; the other finds the latch moved.
+   * The probe of a policy this cursor made for itself: reconnects at the retry boundary on the
+   * policy's background thread rather than at whichever reservation comes first after it, so that
+   * every process of a fleet tries within milliseconds of the others, and the reconnection stays
+   * off the fetch threads. A closed cursor's probe does nothing.
    */
-  private void scheduleProbe(long delayNanos) {
-    if (!config.backgroundReconnect() || closed) {
-      return;
-    }
-    synchronized (this) {
-      if (prober == null) {
-        prober = Executors.newSingleThreadScheduledExecutor(r -> {
-          Thread t = new Thread(r, "pacer-cursor-reconnect");
-          t.setDaemon(true);
-          return t;
-        });
-      }
-      prober.schedule(this::probe, delayNanos, TimeUnit.NANOSECONDS);
-    }
-  }
-
-  private void probe() {
-    if (!latched || time.nanoTime() - latchedUntilNanos < 0) {
-      return;
-    }
-    boolean locked = false;
+  private void reconnect() throws SQLException {
+    connectionLock.lock();
     try {
-      locked = connectionLock.tryLock(timeoutNanos, TimeUnit.NANOSECONDS);
-      if (!locked || !latched || isLatched()) {
-        return;
+      if (!closed) {
+        session.open();
       }
-      probing = true;
-      try {
-        ensureConnected();
-        succeeded(null);
-      } catch (SQLException e) {
-        discardConnection();
-        failed(e);
-      } finally {
-        probing = false;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     } finally {
-      if (locked) {
-        connectionLock.unlock();
-      }
+      connectionLock.unlock();
     }
   }
 
-  /**
-   * Moves the retry to the next boundary of the grid of cooldown multiples on the wall clock: after
-   * a first failure, the first boundary at least a cooldown away; after a failed retry, the
-   * boundary one cooldown after the one it was scheduled for, even if this retry ran late (all of
-   * a process's threads may have been asleep on local turns when its boundary passed). Skipping a
-   * boundary would put this process a cooldown out of step with the rest of the fleet.
-   */
-  private long nanosUntilNextRetryBoundary() {
-    long cooldown = config.failureCooldown().toMillis();
-    if (cooldown == 0) {
-      return 0;
-    }
-    long now = time.epochMillis();
-    long next = retryBoundaryMillis == NO_RETRY
-        ? ceilToMultiple(now + cooldown, cooldown)
-        : Math.max(retryBoundaryMillis + cooldown, ceilToMultiple(now + 1, cooldown));
-    retryBoundaryMillis = next;
-    return (next - now) * 1_000_000L;
-  }
-
-  private static long ceilToMultiple(long value, long step) {
-    return Math.floorDiv(value + step - 1, step) * step;
-  }
-
-  private void ensureConnected() throws SQLException {
-    ensureConnected(timeoutNanos);
-  }
-
-  private void ensureConnected(long connectTimeoutNanos) throws SQLException {
-    if (connection != null) {
-      return;
-    }
+  private Connection openSession() throws SQLException {
     connectionAttempts.incrementAndGet();
-    Connection fresh = openConnection(connectTimeoutNanos);
+    Connection fresh = openConnection(openTimeoutNanos);
     try {
       fresh.setAutoCommit(true);
       fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
@@ -421,27 +377,32 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
           createTable(session);
         }
       }
-      PreparedStatement statement = fresh.prepareStatement(sql.reserve());
-      statement.unwrap(PGStatement.class).setPrepareThreshold(1);
-      connection = fresh;
-      reserveStatement = statement;
+      return fresh;
     } catch (SQLException e) {
+      if (config.dataSource() != null) {
+        // Borrowed: whatever was set must not go back to the pool.
+        try {
+          fresh.abort(Runnable::run);
+        } catch (SQLException | RuntimeException ignored) {
+          // Closing it below is the last word.
+        }
+      }
       closeQuietly(fresh);
       throw e;
     }
   }
 
-  private void rehearse() throws SQLException {
-    connection.setAutoCommit(false);
+  private void rehearse(Connection c) throws SQLException {
+    c.setAutoCommit(false);
     try {
       for (int i = 0; i < REHEARSALS; i++) {
-        execute(sql.key(REHEARSAL_KEY), 1, 0, null);
+        execute(c, sql.key(REHEARSAL_KEY), 1, 0, null);
       }
     } finally {
       try {
-        connection.rollback();
+        c.rollback();
       } finally {
-        connection.setAutoCommit(true);
+        c.setAutoCommit(true);
       }
     }
   }
@@ -478,21 +439,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return c;
   }
 
-  private void discardConnection() {
-    closeQuietly(connection);
-    connection = null;
-    reserveStatement = null;
-  }
-
-  private static boolean isConnectionLoss(SQLException e) {
-    String state = e.getSQLState();
-    return state == null || state.startsWith("08") || state.startsWith("57P");
-  }
-
   private static void closeQuietly(Connection c) {
-    if (c == null) {
-      return;
-    }
     try {
       c.close();
     } catch (SQLException | RuntimeException ignored) {

@@ -3,6 +3,7 @@ package dev.pacer.postgres;
 import dev.pacer.TimeSource;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Properties;
 import javax.sql.DataSource;
 
@@ -15,10 +16,13 @@ import javax.sql.DataSource;
  *       before it answers "unavailable": it bounds connecting, each socket read, and the server's
  *       {@code statement_timeout}. pgjdbc counts connect and login timeouts in whole seconds, so a
  *       fresh connection attempt is bounded by the timeout rounded up to a second.
+ *   <li>{@code outagePolicy}: the database's {@link OutagePolicy}, when the process shares one with
+ *       other users of the database; otherwise the cursor makes its own from {@code
+ *       failureCooldown} and {@code backgroundReconnect}.
  *   <li>{@code failureCooldown} (default 5 s): after a failure, reservations answer
  *       "unavailable" without touching the network until the next multiple of this period on the
- *       wall clock that is at least a whole period away: an outage costs one connection attempt per
- *       cooldown per process, and every process retries at the same instants.
+ *       wall clock: an outage costs one connection attempt per boundary per process, and every
+ *       process retries at the same instants.
  *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead of now than this is
  *       treated as corrupt (a clock step, a hand edit), reset and logged. It must exceed the
  *       longest honest queue: (processes × concurrency) × interval × 16 at full backoff.
@@ -38,6 +42,7 @@ public final class PostgresCursorConfig {
   private final boolean synchronousCommit;
   private final boolean backgroundReconnect;
   private final TimeSource time;
+  private final OutagePolicy outagePolicy;
 
   private PostgresCursorConfig(Builder b) {
     this.jdbcUrl = b.jdbcUrl;
@@ -50,6 +55,7 @@ public final class PostgresCursorConfig {
     this.synchronousCommit = b.synchronousCommit;
     this.backgroundReconnect = b.backgroundReconnect;
     this.time = b.time;
+    this.outagePolicy = b.outagePolicy;
   }
 
   /**
@@ -123,6 +129,11 @@ public final class PostgresCursorConfig {
     return time;
   }
 
+  /** The shared outage policy, if one was given. */
+  public Optional<OutagePolicy> outagePolicy() {
+    return Optional.ofNullable(outagePolicy);
+  }
+
   @Override
   public String toString() {
     return "PostgresCursorConfig{"
@@ -145,6 +156,7 @@ public final class PostgresCursorConfig {
     private boolean synchronousCommit;
     private boolean backgroundReconnect = true;
     private TimeSource time = TimeSource.SYSTEM;
+    private OutagePolicy outagePolicy;
 
     private Builder(String jdbcUrl, Properties properties, DataSource dataSource) {
       this.jdbcUrl = jdbcUrl;
@@ -192,6 +204,16 @@ public final class PostgresCursorConfig {
     /** The local clock used for the failure latch (tests substitute a fake). */
     public Builder timeSource(TimeSource time) {
       this.time = Objects.requireNonNull(time, "time");
+      return this;
+    }
+
+    /**
+     * The outage policy of the database, shared with everything else this process keeps there
+     * (its time source and cooldown then apply, not {@link #failureCooldown}, {@link
+     * #backgroundReconnect} or {@link #timeSource}'s for the latch).
+     */
+    public Builder outagePolicy(OutagePolicy policy) {
+      this.outagePolicy = Objects.requireNonNull(policy, "policy");
       return this;
     }
 

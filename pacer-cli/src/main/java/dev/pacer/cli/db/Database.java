@@ -1,21 +1,34 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.TimeSource;
 import dev.pacer.cli.Secrets;
+import dev.pacer.postgres.KeptConnection;
+import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Where Pacer's state lives: a PostgreSQL JDBC URL, which may carry a password. The URL itself is
  * never printed; {@link #toString()} and {@link #redactedUrl()} hide the password.
+ *
+ * <p>One {@link OutagePolicy} per database per process, here: the cursor, the work stores and the
+ * dispatch slots all connect under it, so an outage costs this process one connection attempt per
+ * 5-s boundary (the policy's probe), whichever component noticed it, and every process of the fleet
+ * returns on the same boundary.
  */
 public final class Database {
 
+  private static final Duration STORE_READ_TIMEOUT = Duration.ofSeconds(10);
+
   private final String url;
-  private final ConnectionGate gate = ConnectionGate.standard();
+  private final AtomicLong connectionAttempts = new AtomicLong();
+  private final OutagePolicy policy = new OutagePolicy("Pacer's database", Duration.ofSeconds(5),
+      TimeSource.SYSTEM, OutagePolicy.Scheduler.daemonThread("pacer-db-probe"), this::probe);
 
   public Database(String url) {
     if (url == null || !url.startsWith("jdbc:postgresql://")) {
@@ -35,15 +48,22 @@ public final class Database {
     return Secrets.redact(url);
   }
 
-  /** A new autocommit connection for work state; connecting and each read bounded. */
+  /**
+   * A new autocommit connection for work state, under the outage policy (refused while the
+   * database is down); connecting and each read bounded.
+   */
   public Connection open() throws SQLException {
-    return connect(5, 10, "pacer");
+    return policy.open(this::openForWork);
+  }
+
+  /** A kept work-state connection under the outage policy. */
+  KeptConnection keptConnection() {
+    return KeptConnection.onConnectionLoss(policy, this::openForWork, STORE_READ_TIMEOUT);
   }
 
   /**
-   * The fleet-wide cursor on this database (its own dedicated connection, default layout). It
-   * connects through this database's {@link ConnectionGate}, with a 1-s connect bound (the
-   * cursor bounds its own statements).
+   * The fleet-wide cursor on this database (its own dedicated connection, default layout), under
+   * this database's outage policy, with a 1-s connect bound (the cursor bounds its own statements).
    */
   public PostgresCursor cursor() {
     return new PostgresCursor(cursorConfig().build());
@@ -58,36 +78,44 @@ public final class Database {
   }
 
   private PostgresCursorConfig.Builder cursorConfig() {
-    return PostgresCursorConfig.forDataSource(
-        new GatedDataSource(() -> connect(1, 1, "pacer-cursor")));
+    Properties props = new Properties();
+    props.setProperty("ApplicationName", "pacer-cursor");
+    return PostgresCursorConfig.forUrl(url, props).outagePolicy(policy);
   }
 
-  /** The gate every connection of this process to this database goes through. */
-  public ConnectionGate gate() {
-    return gate;
+  /** The outage policy every connection of this process to this database answers to. */
+  public OutagePolicy outagePolicy() {
+    return policy;
+  }
+
+  /** Connection attempts this process made for work state, slots and probes (the cursor counts its own). */
+  public long connectionAttempts() {
+    return connectionAttempts.get();
+  }
+
+  private Connection openForWork() throws SQLException {
+    return connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer");
+  }
+
+  /** The policy's attempt at a retry boundary: can this process connect at all? */
+  private void probe() throws SQLException {
+    connect(1, 1, "pacer-probe").close();
   }
 
   private Connection connect(int connectSeconds, int socketSeconds, String applicationName)
       throws SQLException {
-    gate.beforeAttempt();
+    connectionAttempts.incrementAndGet();
     Properties props = new Properties();
     props.setProperty("connectTimeout", Integer.toString(connectSeconds));
     props.setProperty("loginTimeout", Integer.toString(connectSeconds));
     props.setProperty("socketTimeout", Integer.toString(socketSeconds));
     props.setProperty("tcpKeepAlive", "true");
     props.setProperty("ApplicationName", applicationName);
-    Connection c;
-    try {
-      c = new org.postgresql.Driver().connect(url, props);
-      if (c == null) {
-        throw new SQLException("not a PostgreSQL JDBC URL: " + redactedUrl());
-      }
-      c.setAutoCommit(true);
-    } catch (SQLException e) {
-      gate.failed();
-      throw e;
+    Connection c = new org.postgresql.Driver().connect(url, props);
+    if (c == null) {
+      throw new SQLException("not a PostgreSQL JDBC URL: " + redactedUrl());
     }
-    gate.succeeded();
+    c.setAutoCommit(true);
     return c;
   }
 

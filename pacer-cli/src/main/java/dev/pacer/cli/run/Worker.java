@@ -462,7 +462,7 @@ public final class Worker {
         T value = call.call();
         if (outageWarned.compareAndSet(true, false)) {
           log.info("PostgreSQL answers again; work state is being recorded again ({} connection"
-              + " attempt(s) by this process so far)", database.gate().attempts());
+              + " attempt(s) by this process so far)", database.connectionAttempts());
         }
         return value;
       } catch (SQLException e) {
