@@ -96,6 +96,32 @@ class DestinationLimiterTest {
     assertThat(limiter.isDegraded()).isFalse();
   }
 
+  /**
+   * Until the retry boundary after a return, another process may still pace locally: a turn
+   * granted meanwhile waits for the later of the shared and the local turn, so this process goes
+   * no faster than locally; once the cursor stops marking turns, the shared spacing alone applies.
+   */
+  @Test
+  void aTurnGrantedDuringAHandOverWaitsForTheLaterOfTheSharedAndTheLocalTurn() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    DestinationLimiter limiter = limiter(10, 1, 3, flaky);
+    limiter.acquire().close(); // local turn at now, the next local one 300 ms later
+    Cursor handingOver = new UnavailableCursor() {
+      @Override
+      public Reservation reserve(String name, Duration interval, Duration notBefore) {
+        return sharedStandIn.reserve(name, interval, notBefore).duringHandOver();
+      }
+    };
+    flaky.delegate = handingOver;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    flaky.delegate = sharedStandIn;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).as("local, hand-over x2 at the local spacing, then shared")
+        .containsExactly(0L, 300L, 300L, 0L, 100L);
+  }
+
   @Test
   void aLostSharedCursorDoesNotHandOutTurnsThisProcessKnowsAreTaken() throws Exception {
     DestinationLimiter limiter = limiter(10, 3, 1, shared);
