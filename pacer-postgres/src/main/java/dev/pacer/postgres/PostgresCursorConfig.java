@@ -201,7 +201,7 @@ public final class PostgresCursorConfig {
       return this;
     }
 
-    /** The local clock used for the failure latch (tests substitute a fake). */
+    /** The clock of the cursor's own outage policy and its database clock (tests substitute a fake). */
     public Builder timeSource(TimeSource time) {
       this.time = Objects.requireNonNull(time, "time");
       return this;
@@ -210,7 +210,7 @@ public final class PostgresCursorConfig {
     /**
      * The outage policy of the database, shared with everything else this process keeps there
      * (its time source and cooldown then apply, not {@link #failureCooldown}, {@link
-     * #backgroundReconnect} or {@link #timeSource}'s for the latch).
+     * #backgroundReconnect} or {@link #timeSource} for its retry grid).
      */
     public Builder outagePolicy(OutagePolicy policy) {
       this.outagePolicy = Objects.requireNonNull(policy, "policy");

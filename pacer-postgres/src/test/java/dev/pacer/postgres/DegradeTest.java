@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  * The coordinator is unreachable: reservations answer "unavailable" without throwing, the limiter
  * paces at the divided rate, the outage policy keeps an outage to one connection attempt per retry
  * boundary and one WARN, retries fall on shared boundaries, and the cursor reconnects once the database is
- * there again. The latch runs on a fake clock, so nothing here waits 5 s.
+ * there again. The policy runs on a fake clock, so nothing here waits 5 s.
  */
 class DegradeTest {
 

@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * advisory lock {@code (hashtext('pacer-dispatch:' || destination), slot)} held on a dedicated
  * connection for as long as the worker runs. Every host using the same database sees the same
  * locks, so the cap holds across hosts; a worker that dies (even by kill -9) loses its connection
- * and with it the slot.
+ * and with it the slot. Its connections are opened by {@link Database#open()}, under the database's
+ * outage policy: while PostgreSQL is down a slot is not asked for, and costs no connection attempt.
  */
 public final class DispatchSlot implements AutoCloseable {
 
