@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * are guarded too: the first local turn waits for the turns the fleet may still hold on the shared
  * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and
  * a shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
- * boundary after the return, when another process may still pace locally) waits for the later of
- * the shared and the local turn.
+ * boundary after the return, when another process may still pace locally) waits for its local
+ * turn first and then takes its shared turn again, so it starts at the later of the two.
  *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
@@ -128,16 +128,24 @@ public final class DestinationLimiter {
           return grant(localTurn);
         }
       }
+      if (turn.isGranted() && turn.isHandOver()) {
+        // Another process may still pace locally until the next retry boundary: this one paces
+        // no faster than locally too. The shared turn is taken again after the local one, so that
+        // it holds the instant the request leaves: a shared turn held from before the local wait
+        // would be in the past by then, and once the hand-over ends the turns still waiting
+        // locally would add to the new shared ones.
+        time.sleepNanos(degradedWait(interval, NO_DEADLINE, time.nanoTime(), false));
+        checkNotLockedOut();
+        turn = reserveShared(interval, deadline);
+        if (turn.isUnavailable()) {
+          return grant(time.nanoTime());
+        }
+      }
       if (turn.isRefused()) {
         return refuse();
       }
       // The wait counts from the cursor's answer, which has just come back.
       long waitNanos = turn.waitTime().toNanos();
-      if (turn.isHandOver()) {
-        // Another process may still pace locally until the next retry boundary: this one paces
-        // no faster than locally too, so the fleet's sum stays under the ceiling meanwhile.
-        waitNanos = Math.max(waitNanos, degradedWait(interval, NO_DEADLINE, time.nanoTime(), false));
-      }
       long turnStart = time.nanoTime() + waitNanos;
       time.sleepNanos(waitNanos);
       checkNotLockedOut();

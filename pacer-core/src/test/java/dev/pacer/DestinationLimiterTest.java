@@ -98,8 +98,9 @@ class DestinationLimiterTest {
 
   /**
    * Until the retry boundary after a return, another process may still pace locally: a turn
-   * granted meanwhile waits for the later of the shared and the local turn, so this process goes
-   * no faster than locally; once the cursor stops marking turns, the shared spacing alone applies.
+   * granted meanwhile waits for its local turn, then takes the shared turn at that instant, so this
+   * process goes no faster than locally; once the cursor stops marking turns, the shared spacing
+   * alone applies.
    */
   @Test
   void aTurnGrantedDuringAHandOverWaitsForTheLaterOfTheSharedAndTheLocalTurn() throws Exception {
@@ -118,8 +119,9 @@ class DestinationLimiterTest {
     flaky.delegate = sharedStandIn;
     limiter.acquire().close();
     limiter.acquire().close();
+    // Each hand-over turn: the local wait, then the shared turn taken again at that instant.
     assertThat(time.sleepsMillis()).as("local, hand-over x2 at the local spacing, then shared")
-        .containsExactly(0L, 300L, 300L, 0L, 100L);
+        .containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 100L);
   }
 
   @Test
