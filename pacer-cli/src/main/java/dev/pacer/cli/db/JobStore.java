@@ -34,7 +34,17 @@ public final class JobStore implements AutoCloseable {
     "CREATE TABLE IF NOT EXISTS pacer_job (\n"
         + "  name        text        PRIMARY KEY,\n"
         + "  destination text        NOT NULL,\n"
-        + "  created_at  timestamptz NOT NULL DEFAULT now())",
+        + "  created_at  timestamptz NOT NULL DEFAULT now(),\n"
+        + "  ceiling     double precision)  -- the latest run's --rate",
+    // A schema from before the ceiling was kept gains it. Only then: ALTER TABLE takes an
+    // exclusive lock even when the column exists, and two invocations starting together (one
+    // here, one enqueueing) would deadlock on it.
+    "DO $$ BEGIN\n"
+        + "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'pacer_job'::regclass\n"
+        + "                 AND attname = 'ceiling' AND NOT attisdropped) THEN\n"
+        + "    ALTER TABLE pacer_job ADD COLUMN ceiling double precision;\n"
+        + "  END IF;\n"
+        + "END $$",
     "CREATE TABLE IF NOT EXISTS pacer_item (\n"
         + "  job         text        NOT NULL REFERENCES pacer_job (name),\n"
         + "  url_key     text        NOT NULL,  -- SHA-256 of the URL: the idempotency key\n"
@@ -56,7 +66,6 @@ public final class JobStore implements AutoCloseable {
         + "  PRIMARY KEY (job, url_key))",
     "CREATE INDEX IF NOT EXISTS pacer_item_open ON pacer_item (job, seq)"
         + " WHERE state IN ('pending', 'leased')",
-    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS ceiling double precision",
     "CREATE TABLE IF NOT EXISTS pacer_request (\n"
         + "  destination text        NOT NULL,\n"
         + "  job         text        NOT NULL,\n"
