@@ -6,6 +6,7 @@ import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;
+import dev.pacer.cli.run.StartLine;
 import dev.pacer.cli.run.Summary;
 import dev.pacer.cli.run.UrlList;
 import dev.pacer.cli.run.Worker;
@@ -189,7 +190,7 @@ public final class FetchCommand implements Callable<Integer> {
 
   private String pooled(Database database, RunSettings settings) throws InterruptedException {
     Worker worker = new Worker(database, settings,
-        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()));
+        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()), StartLine.NONE);
     return worker.run().haltedBar();
   }
 

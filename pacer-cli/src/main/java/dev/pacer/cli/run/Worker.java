@@ -78,6 +78,7 @@ public final class Worker {
   /** Lease tokens of the items this worker's threads hold right now. */
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
+  private final StartLine startLine;
   private JobStore store;
   private RequestLog requestLog;
   private RequestRecorder recorder;
@@ -90,10 +91,11 @@ public final class Worker {
   private volatile boolean slotSuspect;
   private int beats;
 
-  public Worker(Database database, RunSettings settings, Envelope envelope) {
+  public Worker(Database database, RunSettings settings, Envelope envelope, StartLine startLine) {
     this.database = database;
     this.settings = settings;
     this.envelope = envelope;
+    this.startLine = startLine;
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
   }
@@ -142,6 +144,7 @@ public final class Worker {
       fetcher.warmUp();
     }
     bodies = new BodyStore(settings.out(), settings.job());
+    startLine.await();
 
     ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pacer-heartbeat");
