@@ -84,9 +84,25 @@ public final class DestinationLimiter {
    * @throws InterruptedException if interrupted while waiting; no permit is kept
    */
   public Slot acquire() throws InterruptedException {
+    return acquire(1);
+  }
+
+  /**
+   * Like {@link #acquire()}, for a request that takes {@code intervals} turns: it goes at the
+   * first, and the next request anywhere in the fleet comes {@code intervals} intervals later.
+   * For a request that may leave late for a reason no warm-up removes, such as this process's
+   * first connection to the destination: its lateness then falls into its own margin instead of
+   * onto the next turn.
+   *
+   * @throws IllegalArgumentException if {@code intervals} is not 1 to 16
+   */
+  public Slot acquire(int intervals) throws InterruptedException {
+    if (intervals < 1 || intervals > 16) {
+      throw new IllegalArgumentException("intervals must be 1-16, got " + intervals);
+    }
     checkNotLockedOut();
     permits.acquire();
-    return takeTurn(NO_DEADLINE);
+    return takeTurn(NO_DEADLINE, intervals);
   }
 
   /**
@@ -101,7 +117,7 @@ public final class DestinationLimiter {
     if (!permits.tryAcquire(maxWait.toNanos(), TimeUnit.NANOSECONDS)) {
       return Optional.empty();
     }
-    return Optional.ofNullable(takeTurn(deadline));
+    return Optional.ofNullable(takeTurn(deadline, 1));
   }
 
   /**
@@ -116,11 +132,11 @@ public final class DestinationLimiter {
    * busy that sleeps end an interval late (measured: 56 and 64 ms late, three worker JVMs starting
    * on two cores), a skipped turn costs the run one interval, never the ceiling.
    */
-  private Slot takeTurn(long deadline) throws InterruptedException {
+  private Slot takeTurn(long deadline, int intervals) throws InterruptedException {
     try {
       while (true) {
         Duration interval = currentInterval();
-        long turnStart = waitForTurn(interval, deadline);
+        long turnStart = waitForTurn(interval.multipliedBy(intervals), deadline);
         if (turnStart == NO_TURN) {
           return refuse();
         }
