@@ -1,7 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.EmbeddedDatabase;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.TimelinePlot;
 import dev.pacer.cli.run.RunSettings;
@@ -98,7 +98,7 @@ public final class DemoCommand implements Callable<Integer> {
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
-    try (JobStore store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
+    try (WorkState store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
       List<String> urls = new ArrayList<>();
       int items = (int) Math.round(seconds * rate);
       for (int i = 1; i <= items; i++) {
@@ -151,7 +151,7 @@ public final class DemoCommand implements Callable<Integer> {
               + " items done in %5$.0f s. Compare with ./pacer demo.%n"
           : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x the"
               + " ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
-          rate, peak, peak / rate, refused, span, processes, items, store.counts(job).done());
+          rate, peak, peak / rate, refused, span, processes, items, store.items().counts(job).done());
       return code;
     }
   }

@@ -1,7 +1,9 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
@@ -78,13 +80,13 @@ public final class FetchCommand implements Callable<Integer> {
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     String runId = UUID.randomUUID().toString();
     RunSettings settings = run.settings(runId, jobName, destinationName, processes, processes > 0);
-    try (JobStore store = dbOptions.connect()) {
+    try (WorkState store = dbOptions.connect()) {
       return fetch(store, urls, settings, out, err, !noProgress);
     }
   }
 
   /** The run itself, on a connected store: shared with {@code pacer demo}. */
-  int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
+  int fetch(WorkState store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
       boolean progress) throws Exception {
     return fetch(store, urls, settings, out, err, progress, null);
   }
@@ -93,26 +95,26 @@ public final class FetchCommand implements Callable<Integer> {
    * The run itself. With a {@code timeLimit} (the demo's; conveyor only), workers still running
    * then are stopped and the items left open stay for a later run.
    */
-  int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
+  int fetch(WorkState store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
       boolean progress, java.time.Duration timeLimit) throws Exception {
     Database database = store.database();
     String jobName = settings.job();
-    Optional<JobStore.Trip> trip = store.openTrip(jobName);
+    Optional<TripStore.Trip> trip = store.trips().openTrip(jobName);
     if (trip.isPresent()) {
-      JobStore.Trip t = trip.get();
+      TripStore.Trip t = trip.get();
       err.println("pacer: job " + jobName + " is halted by trip #" + t.id() + " (" + t.bar() + ": "
           + t.figures() + ", " + t.trippedAt() + " on " + t.host() + " pid " + t.pid()
           + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
       return Main.EXIT_HALTED;
     }
-    Optional<String> existing = store.jobDestination(jobName);
+    Optional<String> existing = store.jobs().jobDestination(jobName);
     if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
       throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
           + ", not " + settings.destination().name() + "; use another --job");
     }
-    int added = store.enqueue(jobName, settings.destination().name(),
+    int added = store.jobs().enqueue(jobName, settings.destination().name(),
         settings.destination().ratePerSecond(), urls.urls());
-    store.reviveDeferred(jobName);
+    store.items().reviveDeferred(jobName);
     err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
         + added + " new; destination " + settings.destination().name() + " at "
         + settings.destination().ratePerSecond()
@@ -122,9 +124,9 @@ public final class FetchCommand implements Callable<Integer> {
             : "; one process x " + settings.threads() + " thread(s)"));
     long started = System.nanoTime();
     String haltedBar;
-    JobStore.Counts counts = null;
+    ItemStore.Counts counts = null;
     RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
-    Optional<JobStore.Trip> tripped = Optional.empty();
+    Optional<TripStore.Trip> tripped = Optional.empty();
     double elapsed;
     try (RequestLog requestLog = new RequestLog(database)) {
       Instant runStart = requestLog.databaseNow();
@@ -142,11 +144,11 @@ public final class FetchCommand implements Callable<Integer> {
       // rather than end an hours-long run without its summary.
       for (int attempt = 1; counts == null; attempt++) {
         try {
-          counts = store.counts(jobName);
+          counts = store.items().counts(jobName);
           door = requestLog.destinationSince(settings.destination().name(), runStart);
           // A trip open now was recorded during this run (an open trip refuses a run at its
           // start): by this process, one of its workers, or an invocation cooperating on the job.
-          tripped = store.openTrip(jobName);
+          tripped = store.trips().openTrip(jobName);
         } catch (SQLException e) {
           counts = null;
           if (attempt == 120) {

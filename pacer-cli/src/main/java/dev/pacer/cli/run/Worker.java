@@ -11,7 +11,10 @@ import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.cli.db.Database;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.internal.Backoff;
 import dev.pacer.postgres.PostgresCursor;
@@ -78,7 +81,7 @@ public final class Worker {
   /** Lease tokens of the items this worker's threads hold right now. */
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
-  private JobStore store;
+  private WorkState store;
   private RequestLog requestLog;
   private RequestRecorder recorder;
   private DestinationLimiter limiter;
@@ -100,7 +103,7 @@ public final class Worker {
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = new JobStore(database);
+    store = new WorkState(database);
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(longestHonestQueue(settings.destination()).multipliedBy(2));
@@ -110,7 +113,7 @@ public final class Worker {
     // names a URL of the job, so the HTTP client's warm-up can prepare for that destination.
     Optional<String> sampleUrl = Optional.empty();
     try {
-      sampleUrl = store.nextOpenUrl(settings.job());
+      sampleUrl = store.items().nextOpenUrl(settings.job());
     } catch (SQLException e) {
       log.debug("Work state not reachable at start-up: {}", database.describe(e));
     }
@@ -231,8 +234,8 @@ public final class Worker {
           halt(breach.get());
           return;
         }
-        Optional<JobStore.Item> item = retrying("claim an item",
-            () -> store.claim(settings.job(), workerId, settings.leaseMillis()), true);
+        Optional<ItemStore.Item> item = retrying("claim an item",
+            () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
         if (item == null) {
           return; // stopped while PostgreSQL was away
         }
@@ -246,7 +249,7 @@ public final class Worker {
         if (slotSuspect) {
           keepDispatchSlot();
           if (stop.get()) {
-            retrying("release an item", () -> store.release(item.get()), false);
+            retrying("release an item", () -> store.items().release(item.get()), false);
             return;
           }
         }
@@ -262,9 +265,9 @@ public final class Worker {
     }
   }
 
-  private void process(JobStore.Item item) throws InterruptedException {
+  private void process(ItemStore.Item item) throws InterruptedException {
     if (stop.get()) {
-      retrying("release an item", () -> store.release(item), false);
+      retrying("release an item", () -> store.items().release(item), false);
       return;
     }
     Path part;
@@ -282,12 +285,12 @@ public final class Worker {
       bodies.discard(part);
       long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
       retrying("record a throttled item",
-          () -> store.markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
+          () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
       return;
     } catch (LockedOutException e) {
       bodies.discard(part);
       // Not an attempt: the item goes back untouched; the next envelope check halts the run.
-      retrying("release an item", () -> store.release(item), false);
+      retrying("release an item", () -> store.items().release(item), false);
       return;
     } catch (FetchFailedException e) {
       bodies.discard(part);
@@ -310,7 +313,7 @@ public final class Worker {
     }
     envelope.recordOutcome(false);
     Boolean recorded = retrying("record a fetched item",
-        () -> store.markDone(item, response.status(), path.toString(), response.bodyBytes()),
+        () -> store.items().markDone(item, response.status(), path.toString(), response.bodyBytes()),
         false);
     if (Boolean.TRUE.equals(recorded)) {
       done.incrementAndGet();
@@ -320,9 +323,9 @@ public final class Worker {
     }
   }
 
-  private void fail(JobStore.Item item, Integer status, String error) throws InterruptedException {
+  private void fail(ItemStore.Item item, Integer status, String error) throws InterruptedException {
     Boolean recorded = retrying("record a failed item",
-        () -> store.markFailed(item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()),
+        () -> store.items().markFailed(item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()),
         false);
     if (Boolean.TRUE.equals(recorded) && item.failures() + 1 >= settings.maxAttempts()) {
       failed.incrementAndGet();
@@ -337,7 +340,7 @@ public final class Worker {
     stop.set(true);
     if (tripRecorded.compareAndSet(false, true)) {
       try {
-        Long id = retrying("record the trip", () -> store.recordTrip(settings.job(), breach.bar(),
+        Long id = retrying("record the trip", () -> store.trips().recordTrip(settings.job(), breach.bar(),
             breach.figures(), host, pid), false);
         log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
                 + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack {}"
@@ -351,7 +354,7 @@ public final class Worker {
   private void releaseOnShutdown() {
     stop.set(true);
     try {
-      int released = store.releaseAll(workerId);
+      int released = store.items().releaseAll(workerId);
       log.info("Terminated: gave {} leased item(s) back to job {}", released, settings.job());
       report("terminated");
     } catch (SQLException | RuntimeException e) {
@@ -396,10 +399,10 @@ public final class Worker {
       keepDispatchSlot();
     }
     try {
-      store.extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
+      store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
-        Optional<JobStore.Trip> trip = store.openTrip(settings.job());
+        Optional<TripStore.Trip> trip = store.trips().openTrip(settings.job());
         if (trip.isPresent() && haltedBar.compareAndSet(null, trip.get().bar())) {
           log.error("Job {} was halted by trip #{} ({}: {}) on {} pid {}; stopping",
               settings.job(), trip.get().id(), trip.get().bar(), trip.get().figures(),
@@ -426,7 +429,7 @@ public final class Worker {
 
   private void report(String state) {
     try {
-      store.upsertWorker(new JobStore.WorkerRow(workerId, settings.runId(), settings.job(),
+      store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(), settings.job(),
           settings.destination().name(), host, pid, state, fetcher.requestCount(),
           fetcher.throttledCount(), limiter.isDegraded(), limiter.backoffMultiplier(),
           limiter.currentRate()));
@@ -437,7 +440,7 @@ public final class Worker {
 
   private boolean nothingLeft() {
     try {
-      return !store.hasOpenItems(settings.job());
+      return !store.items().hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;
     }
