@@ -10,6 +10,7 @@ import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
+import dev.pacer.TimeSource;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.TripStore;
@@ -76,11 +77,10 @@ public final class Worker {
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
-  /** One WARN per PostgreSQL outage for the whole process, not one per thread or call. */
-  private final AtomicBoolean outageWarned = new AtomicBoolean();
   /** Lease tokens of the items this worker's threads hold right now. */
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
+  private final Retrying retrying;
   private WorkState store;
   private RequestLog requestLog;
   private RequestRecorder recorder;
@@ -99,6 +99,8 @@ public final class Worker {
     this.envelope = envelope;
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
+    this.retrying = new Retrying(TimeSource.SYSTEM, RECORD_GIVE_UP, stop::get,
+        () -> slotSuspect = true, database::describe, () -> database.gate().attempts());
   }
 
   /** Runs until the job has no open item, or the run halts. */
@@ -192,7 +194,7 @@ public final class Worker {
       }
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
-      retrying("record the requests sent", () -> {
+      retrying.call("record the requests sent", () -> {
         recorder.flush();
         return true;
       }, false);
@@ -234,11 +236,12 @@ public final class Worker {
           halt(breach.get());
           return;
         }
-        Optional<ItemStore.Item> item = retrying("claim an item",
+        Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
             () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
-        if (item == null) {
+        if (!(claimed instanceof Retrying.Attempt.Answered<Optional<ItemStore.Item>> answered)) {
           return; // stopped while PostgreSQL was away
         }
+        Optional<ItemStore.Item> item = answered.value();
         if (item.isEmpty()) {
           if (nothingLeft()) {
             return;
@@ -249,7 +252,7 @@ public final class Worker {
         if (slotSuspect) {
           keepDispatchSlot();
           if (stop.get()) {
-            retrying("release an item", () -> store.items().release(item.get()), false);
+            retrying.record("release an item", () -> store.items().release(item.get()));
             return;
           }
         }
@@ -267,7 +270,7 @@ public final class Worker {
 
   private void process(ItemStore.Item item) throws InterruptedException {
     if (stop.get()) {
-      retrying("release an item", () -> store.items().release(item), false);
+      retrying.record("release an item", () -> store.items().release(item));
       return;
     }
     Path part;
@@ -284,13 +287,13 @@ public final class Worker {
     } catch (ThrottledException e) {
       bodies.discard(part);
       long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
-      retrying("record a throttled item",
-          () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
+      retrying.record("record a throttled item",
+          () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()));
       return;
     } catch (LockedOutException e) {
       bodies.discard(part);
       // Not an attempt: the item goes back untouched; the next envelope check halts the run.
-      retrying("release an item", () -> store.items().release(item), false);
+      retrying.record("release an item", () -> store.items().release(item));
       return;
     } catch (FetchFailedException e) {
       bodies.discard(part);
@@ -312,22 +315,21 @@ public final class Worker {
       return;
     }
     envelope.recordOutcome(false);
-    Boolean recorded = retrying("record a fetched item",
-        () -> store.items().markDone(item, response.status(), path.toString(), response.bodyBytes()),
-        false);
-    if (Boolean.TRUE.equals(recorded)) {
-      done.incrementAndGet();
-    } else if (Boolean.FALSE.equals(recorded)) {
-      log.warn("Lease on {} was lost before it could be recorded; its current holder records it",
-          item.url());
+    Retrying.Recorded recorded = retrying.record("record a fetched item",
+        () -> store.items().markDone(item, response.status(), path.toString(), response.bodyBytes()));
+    switch (recorded) {
+      case RECORDED -> done.incrementAndGet();
+      case LEASE_LOST -> log.warn("Lease on {} was lost before it could be recorded; its current"
+          + " holder records it", item.url());
+      case GAVE_UP -> { } // the lease lapses and the item is fetched again
     }
   }
 
   private void fail(ItemStore.Item item, Integer status, String error) throws InterruptedException {
-    Boolean recorded = retrying("record a failed item",
-        () -> store.items().markFailed(item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()),
-        false);
-    if (Boolean.TRUE.equals(recorded) && item.failures() + 1 >= settings.maxAttempts()) {
+    Retrying.Recorded recorded = retrying.record("record a failed item",
+        () -> store.items().markFailed(item, status, error, FAILURE_RETRY_MILLIS,
+            settings.maxAttempts()));
+    if (recorded == Retrying.Recorded.RECORDED && item.failures() + 1 >= settings.maxAttempts()) {
       failed.incrementAndGet();
     }
     log.debug("Fetch failed for {}: {}", item.url(), error);
@@ -340,11 +342,18 @@ public final class Worker {
     stop.set(true);
     if (tripRecorded.compareAndSet(false, true)) {
       try {
-        Long id = retrying("record the trip", () -> store.trips().recordTrip(settings.job(), breach.bar(),
-            breach.figures(), host, pid), false);
-        log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
-                + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack {}"
-                + " --note TEXT", breach.bar(), breach.figures(), settings.job(), id, id);
+        Retrying.Attempt<Long> trip = retrying.call("record the trip", () -> store.trips()
+            .recordTrip(settings.job(), breach.bar(), breach.figures(), host, pid), false);
+        if (trip instanceof Retrying.Attempt.Answered<Long> recorded) {
+          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+                  + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack"
+                  + " {} --note TEXT", breach.bar(), breach.figures(), settings.job(),
+              recorded.value(), recorded.value());
+        } else {
+          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+              + " flight finish. The trip could not be recorded: other workers of the job are not"
+              + " halted by it", breach.bar(), breach.figures(), settings.job());
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -443,47 +452,6 @@ public final class Worker {
       return !store.items().hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;
-    }
-  }
-
-  @FunctionalInterface
-  private interface SqlCall<T> {
-    T call() throws SQLException;
-  }
-
-  /**
-   * Runs {@code call} until PostgreSQL answers. Returns null if it gives up: when the run stops
-   * (only if {@code giveUpOnStop}), or after {@link #RECORD_GIVE_UP} (the item's lease then lapses
-   * and it is fetched again; it is never counted twice).
-   */
-  private <T> T retrying(String what, SqlCall<T> call, boolean giveUpOnStop)
-      throws InterruptedException {
-    long started = System.nanoTime();
-    long delay = 250;
-    while (true) {
-      try {
-        T value = call.call();
-        if (outageWarned.compareAndSet(true, false)) {
-          log.info("PostgreSQL answers again; work state is being recorded again ({} connection"
-              + " attempt(s) by this process so far)", database.gate().attempts());
-        }
-        return value;
-      } catch (SQLException e) {
-        slotSuspect = true;
-        if (outageWarned.compareAndSet(false, true)) {
-          log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
-              + " fetched items (bodies already on disk) and retry until it answers; no new item"
-              + " is claimed meanwhile", what, database.describe(e));
-        }
-      }
-      if ((giveUpOnStop && stop.get())
-          || System.nanoTime() - started > RECORD_GIVE_UP.toNanos()) {
-        log.error("Gave up trying to {} after {} s", what,
-            (System.nanoTime() - started) / 1_000_000_000L);
-        return null;
-      }
-      Thread.sleep(delay);
-      delay = Math.min(5000, delay * 2);
     }
   }
 
