@@ -7,6 +7,7 @@ import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
+import dev.pacer.cli.run.HaltReason;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.Summary;
 import dev.pacer.cli.run.UrlList;
@@ -123,7 +124,7 @@ public final class FetchCommand implements Callable<Integer> {
             ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
             : "; one process x " + settings.threads() + " thread(s)"));
     long started = System.nanoTime();
-    String haltedBar;
+    Optional<HaltReason> halted;
     ItemStore.Counts counts = null;
     RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
     Optional<TripStore.Trip> tripped = Optional.empty();
@@ -132,7 +133,7 @@ public final class FetchCommand implements Callable<Integer> {
       Instant runStart = requestLog.databaseNow();
       Progress bar = Progress.startIfInteractive(store, jobName, settings.runId(), out, progress);
       try {
-        haltedBar = processes > 0 ? conveyor(database, settings, timeLimit)
+        halted = processes > 0 ? conveyor(database, settings, timeLimit)
             : pooled(database, settings);
       } finally {
         if (bar != null) {
@@ -163,17 +164,17 @@ public final class FetchCommand implements Callable<Integer> {
       }
     }
     if (tripped.isPresent()) {
-      haltedBar = tripped.get().bar();
+      halted = Optional.of(tripped.get().bar());
     }
     double ceiling = settings.destination().ratePerSecond();
     err.println("pacer: at destination " + settings.destination().name() + " during this run: "
         + Summary.describe(door, ceiling));
     Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
-        counts.pending(), "DESTINATION_LOCKOUT".equals(haltedBar), haltedBar, elapsed, ceiling,
+        counts.pending(), halted, elapsed, ceiling,
         door);
     out.println(summary.toJson());
     out.flush();
-    if (haltedBar != null) {
+    if (halted.isPresent()) {
       return Main.EXIT_HALTED;
     }
     if (timedOut) {
@@ -189,13 +190,13 @@ public final class FetchCommand implements Callable<Integer> {
     return Main.EXIT_OK;
   }
 
-  private String pooled(Database database, RunSettings settings) throws InterruptedException {
+  private Optional<HaltReason> pooled(Database database, RunSettings settings) throws InterruptedException {
     Worker worker = new Worker(database, settings,
         Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()));
-    return worker.run().haltedBar();
+    return worker.run().halted();
   }
 
-  private String conveyor(Database database, RunSettings settings, java.time.Duration timeLimit)
+  private Optional<HaltReason> conveyor(Database database, RunSettings settings, java.time.Duration timeLimit)
       throws IOException, InterruptedException, SQLException {
     Conveyor conveyor = new Conveyor(database, RunOptions.workerArgs(settings), processes);
     conveyor.start();
@@ -207,7 +208,8 @@ public final class FetchCommand implements Callable<Integer> {
       throw e;
     }
     timedOut = conveyor.timedOut();
-    return codes.contains(Main.EXIT_HALTED) ? "HALTED" : null;
+    return codes.contains(Main.EXIT_HALTED) ? Optional.of(HaltReason.HALTED)
+        : Optional.empty();
   }
 
   /** Set when a time limit stopped the run. */

@@ -39,6 +39,6 @@ public final class WorkerCommand implements Callable<Integer> {
     RunSettings settings = run.settings(runId, job, destination, dispatches, true);
     Worker.Result result = new Worker(database, settings,
         Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes())).run();
-    return result.haltedBar() != null ? Main.EXIT_HALTED : Main.EXIT_OK;
+    return result.halted().isPresent() ? Main.EXIT_HALTED : Main.EXIT_OK;
   }
 }

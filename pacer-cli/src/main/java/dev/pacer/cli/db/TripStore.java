@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.run.HaltReason;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -19,17 +20,17 @@ public final class TripStore {
   }
 
   /** A recorded envelope breach. */
-  public record Trip(long id, String job, String bar, String figures, String host, long pid,
+  public record Trip(long id, String job, HaltReason bar, String figures, String host, long pid,
       Instant trippedAt, Instant ackedAt, String ackNote) {}
 
-  public long recordTrip(String job, String bar, String figures, String host,
+  public long recordTrip(String job, HaltReason bar, String figures, String host,
       long pid) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "INSERT INTO pacer_trip (job, bar, figures, host, pid) VALUES (?, ?, ?, ?, ?)"
               + " RETURNING id")) {
         s.setString(1, job);
-        s.setString(2, bar);
+        s.setString(2, bar.name());
         s.setString(3, figures);
         s.setString(4, host);
         s.setLong(5, pid);
@@ -60,7 +61,7 @@ public final class TripStore {
         try (ResultSet r = s.executeQuery()) {
           while (r.next()) {
             Timestamp acked = r.getTimestamp(8);
-            out.add(new Trip(r.getLong(1), r.getString(2), r.getString(3), r.getString(4),
+            out.add(new Trip(r.getLong(1), r.getString(2), HaltReason.valueOf(r.getString(3)), r.getString(4),
                 r.getString(5), r.getLong(6), r.getTimestamp(7).toInstant(),
                 acked == null ? null : acked.toInstant(), r.getString(9)));
           }

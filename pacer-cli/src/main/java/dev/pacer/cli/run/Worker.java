@@ -63,8 +63,9 @@ public final class Worker {
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
 
-  /** What this worker did. {@code haltedBar} is null unless the run was halted. */
-  public record Result(long requests, long throttled, long done, long failed, String haltedBar,
+  /** What this worker did; {@code halted} says why, if the run was halted. */
+  public record Result(long requests, long throttled, long done, long failed,
+      Optional<HaltReason> halted,
       boolean lockedOut) {}
 
   private final Database database;
@@ -73,7 +74,7 @@ public final class Worker {
   private final String host;
   private final long pid = ProcessHandle.current().pid();
   private final AtomicBoolean stop = new AtomicBoolean();
-  private final AtomicReference<String> haltedBar = new AtomicReference<>();
+  private final AtomicReference<HaltReason> haltedBar = new AtomicReference<>();
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
@@ -225,7 +226,7 @@ public final class Worker {
 
   private Result result() {
     return new Result(fetcher.requestCount(), fetcher.throttledCount(), done.get(), failed.get(),
-        haltedBar.get(), limiter.isLockedOut());
+        Optional.ofNullable(haltedBar.get()), limiter.isLockedOut());
   }
 
   private void fetchLoop() {

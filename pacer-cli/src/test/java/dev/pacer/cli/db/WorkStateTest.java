@@ -2,6 +2,7 @@ package dev.pacer.cli.db;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.cli.run.HaltReason;
 import dev.pacer.postgres.TestDatabase;
 import java.util.List;
 import java.util.Optional;
@@ -107,7 +108,7 @@ class WorkStateTest {
 
   @Test
   void tripsStayOpenUntilAcknowledged() throws Exception {
-    long id = store.trips().recordTrip(job, "RSS", "resident memory 3000 MiB above 2048 MiB", "h", 42);
+    long id = store.trips().recordTrip(job, HaltReason.RSS, "resident memory 3000 MiB above 2048 MiB", "h", 42);
     Optional<TripStore.Trip> open = store.trips().openTrip(job);
     assertThat(open).hasValueSatisfying(t -> assertThat(t.id()).isEqualTo(id));
     assertThat(store.trips().ackTrip(id, "raised the ceiling")).isTrue();
