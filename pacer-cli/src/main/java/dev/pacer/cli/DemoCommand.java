@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -108,12 +109,11 @@ public final class DemoCommand implements Callable<Integer> {
               + " %.1f/s %s; the destination (%s) answers 429 above %.1f/s%n", items, processes,
           threads, rate, perProcess ? "PER PROCESS (each process paces alone)" : "for the whole fleet",
           server.baseUrl(), rate);
-      FetchCommand fetch = new FetchCommand();
-      fetch.processes = processes;
       // Per-process pacing draws 429s, and the backoff that follows (x16 per process) would
       // drag the run on for minutes: the demo stops it 15 s after its nominal length.
       Duration limit = Duration.ofSeconds(seconds + 15L);
-      int code = fetch.fetch(store, UrlList.of(urls), settings, out, err, !noProgress, limit);
+      int code = new JobRun(store, out, err, !noProgress).run(UrlList.of(urls), settings,
+          processes, Optional.of(limit));
 
       List<DemoServer.Arrival> arrivals = server.arrivals();
       if (arrivals.size() < 2) {

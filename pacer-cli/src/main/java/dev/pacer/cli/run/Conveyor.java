@@ -3,8 +3,10 @@ package dev.pacer.cli.run;
 import dev.pacer.cli.db.Database;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,9 +57,9 @@ public final class Conveyor {
    * Waits for every worker and returns their exit codes, in start order. With a {@code limit},
    * workers still running when it is reached are terminated (they give their items back).
    */
-  public List<Integer> await(java.time.Duration limit) throws InterruptedException {
-    if (limit != null) {
-      long deadline = System.nanoTime() + limit.toNanos();
+  public List<Integer> await(Optional<Duration> limit) throws InterruptedException {
+    if (limit.isPresent()) {
+      long deadline = System.nanoTime() + limit.get().toNanos();
       for (Process worker : workers) {
         long left = deadline - System.nanoTime();
         if (left <= 0 || !worker.waitFor(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
@@ -66,7 +68,7 @@ public final class Conveyor {
         }
       }
       if (timedOut) {
-        log.info("Time limit of {} s reached: stopping the workers", limit.toSeconds());
+        log.info("Time limit of {} s reached: stopping the workers", limit.get().toSeconds());
         stop();
       }
     }
