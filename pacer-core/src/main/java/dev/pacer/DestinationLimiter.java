@@ -66,8 +66,8 @@ public final class DestinationLimiter {
     this.time = time;
     this.permits = new Semaphore(destination.maxConcurrency(), true);
     this.baseIntervalNanos = destination.interval().toNanos();
-    this.fleetPendingTurnsBound =
-        (long) (destination.maxFetchingProcesses() - 1) * destination.maxConcurrency();
+    // The fleet's turns less this process's own: what other processes may hold queued.
+    this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
   }
 
   public Destination destination() {

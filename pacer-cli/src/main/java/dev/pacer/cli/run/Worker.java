@@ -17,7 +17,6 @@ import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
-import dev.pacer.internal.Backoff;
 import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -109,7 +108,7 @@ public final class Worker {
     store = new WorkState(database);
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
-        : database.cursor(longestHonestQueue(settings.destination()).multipliedBy(2));
+        : database.cursor(resetBeyond(settings.destination()));
     // At start-up a slow first connection costs nothing; left to the first reservation, it
     // would degrade this worker until the next retry boundary. The work-state connection goes
     // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM. It also
@@ -213,15 +212,14 @@ public final class Worker {
   }
 
   /**
-   * The furthest ahead this fleet can honestly push the cursor: every process that may fetch,
-   * every request in flight, each at the widest backoff. At least a minute. A cursor further ahead
-   * than twice this (a clock step, a hand edit) is reset rather than stalling the run; the
-   * library's default bound, an hour, would stall it for up to an hour.
+   * A stored cursor further ahead than this is reset rather than waited for: twice the
+   * destination's {@linkplain Destination#longestHonestQueue() longest honest queue}, and at least
+   * two minutes. The library's default bound, an hour, would stall a run for up to an hour.
    */
-  static Duration longestHonestQueue(Destination d) {
-    Duration queue = d.interval().multipliedBy(
-        (long) d.maxFetchingProcesses() * d.maxConcurrency() * Backoff.MAX_MULTIPLIER);
-    return queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue;
+  static Duration resetBeyond(Destination d) {
+    Duration queue = d.longestHonestQueue();
+    return (queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue)
+        .multipliedBy(2);
   }
 
   private Result result() {
