@@ -245,8 +245,8 @@ public final class DestinationLimiter {
       long stored = Math.max(degradedCursor, fleetQueueEnd);
       long localInterval = saturatedProduct(intervalNanos, destination.maxFetchingProcesses());
       Pacing.Turn turn = deadline == NO_DEADLINE
-          ? Pacing.reserve(stored, now, localInterval, Long.MAX_VALUE)
-          : Pacing.reserveWithin(stored, now, localInterval, Long.MAX_VALUE, Math.max(0, deadline - now));
+          ? Pacing.reserve(stored, now, localInterval)
+          : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
       if (turn == null) {
         return -1;
       }
