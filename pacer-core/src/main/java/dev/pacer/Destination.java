@@ -1,7 +1,6 @@
 package dev.pacer;
 
 import dev.pacer.internal.Backoff;
-import dev.pacer.internal.Printable;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;

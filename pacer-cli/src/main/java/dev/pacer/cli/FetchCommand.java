@@ -3,7 +3,7 @@ package dev.pacer.cli;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.UrlList;
-import dev.pacer.internal.Printable;
+import dev.pacer.Printable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;

@@ -2,7 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
-import dev.pacer.internal.Printable;
+import dev.pacer.Printable;
 import dev.pacer.cli.run.RunSettings;
 import java.nio.file.Path;
 import java.time.Duration;
