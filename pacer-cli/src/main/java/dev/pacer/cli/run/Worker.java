@@ -169,7 +169,7 @@ public final class Worker {
         slot = taken.get();
       }
       long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
-      heartbeat.scheduleWithFixedDelay(this::heartbeat, 0, beat, TimeUnit.MILLISECONDS);
+      scheduleHeartbeat(heartbeat, this::heartbeat, beat);
       List<Thread> threads = new ArrayList<>();
       for (int i = 0; i < settings.threads(); i++) {
         Thread t = new Thread(this::fetchLoop, "pacer-fetch-" + (i + 1));
@@ -227,44 +227,68 @@ public final class Worker {
         Optional.ofNullable(haltedBar.get()), limiter.isLockedOut());
   }
 
+  /**
+   * A fetch thread: one item after another until the job or the run ends. Whatever an item throws,
+   * an {@link Error} included, ends that item, not the thread: a thread that died would leave its
+   * share of the job undone with nothing said.
+   */
   private void fetchLoop() {
-    try {
-      while (!stop.get()) {
-        Optional<Envelope.Breach> breach = envelope.check(limiter);
-        if (breach.isPresent()) {
-          halt(breach.get());
+    while (!stop.get()) {
+      try {
+        if (!nextItem()) {
           return;
         }
-        Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
-            () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
-        if (!(claimed instanceof Retrying.Attempt.Answered<Optional<ItemStore.Item>> answered)) {
-          return; // stopped while PostgreSQL was away
-        }
-        Optional<ItemStore.Item> item = answered.value();
-        if (item.isEmpty()) {
-          if (nothingLeft()) {
-            return;
-          }
-          Thread.sleep(IDLE_POLL_MILLIS);
-          continue;
-        }
-        if (slotSuspect) {
-          keepDispatchSlot();
-          if (stop.get()) {
-            retrying.record("release an item", () -> store.items().release(item.get()));
-            return;
-          }
-        }
-        held.add(item.get().token());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (Throwable t) {
+        log.error("Fetch thread {} met an unexpected error and goes on with the next item (an item"
+            + " it held returns to the job when its lease lapses)", Thread.currentThread().getName(),
+            t);
         try {
-          process(item.get());
-        } finally {
-          held.remove(item.get().token());
+          Thread.sleep(IDLE_POLL_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
         }
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
+  }
+
+  /** Checks the envelope, then claims and processes one item. False when the thread is done. */
+  private boolean nextItem() throws InterruptedException {
+    Optional<Envelope.Breach> breach = envelope.check(limiter);
+    if (breach.isPresent()) {
+      halt(breach.get());
+      return false;
+    }
+    Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
+        () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
+    if (!(claimed instanceof Retrying.Attempt.Answered<Optional<ItemStore.Item>> answered)) {
+      return false; // stopped while PostgreSQL was away
+    }
+    Optional<ItemStore.Item> item = answered.value();
+    if (item.isEmpty()) {
+      if (nothingLeft()) {
+        return false;
+      }
+      Thread.sleep(IDLE_POLL_MILLIS);
+      return true;
+    }
+    if (slotSuspect) {
+      keepDispatchSlot();
+      if (stop.get()) {
+        retrying.record("release an item", () -> store.items().release(item.get()));
+        return false;
+      }
+    }
+    held.add(item.get().token());
+    try {
+      process(item.get());
+    } finally {
+      held.remove(item.get().token());
+    }
+    return true;
   }
 
   private void process(ItemStore.Item item) throws InterruptedException {
@@ -299,7 +323,7 @@ public final class Worker {
       envelope.recordOutcome(true);
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, null, "unexpected error: " + e);
@@ -399,6 +423,21 @@ public final class Worker {
     } catch (SQLException e) {
       log.debug("Could not take a dispatch slot again yet: {}", database.describe(e));
     }
+  }
+
+  /**
+   * Schedules the heartbeat so that nothing it throws, an {@link Error} included, ends it: a
+   * scheduled task that throws is never run again, and this worker's leases would lapse unsaid.
+   */
+  static void scheduleHeartbeat(ScheduledExecutorService executor, Runnable beat,
+      long periodMillis) {
+    executor.scheduleWithFixedDelay(() -> {
+      try {
+        beat.run();
+      } catch (Throwable t) {
+        log.error("Heartbeat failed; it beats again in {} ms", periodMillis, t);
+      }
+    }, 0, periodMillis, TimeUnit.MILLISECONDS);
   }
 
   /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
