@@ -69,7 +69,7 @@ final class JobRun {
       throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
           + ", not " + settings.destination().name() + "; use another --job");
     }
-    int added = state.jobs().enqueue(jobName, settings.destination().name(),
+    int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
         settings.destination().ratePerSecond(), urls.urls());
     state.items().reviveDeferred(jobName);
     err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "

@@ -33,14 +33,28 @@ public final class JobStore {
 
   /**
    * Adds the URLs to the job, creating the job if needed; URLs already in it are skipped.
+   * Idempotent under {@code key}: run again with the same key (a retry whose first answer was
+   * lost with the connection) it adds nothing and answers what the first run added.
    *
+   * @param key names this enqueue (a run's id), for the whole job's life
    * @return how many were new
    */
-  public int enqueue(String job, String destination, double ceiling,
+  public int enqueue(String key, String job, String destination, double ceiling,
       List<String> urls) throws SQLException {
     return connection.call(c -> {
       c.setAutoCommit(false);
       try {
+        try (PreparedStatement s = c.prepareStatement(
+            "SELECT enqueued FROM pacer_job WHERE name = ? AND enqueue_key = ?")) {
+          s.setString(1, job);
+          s.setString(2, key);
+          try (ResultSet r = s.executeQuery()) {
+            if (r.next()) {
+              c.commit();
+              return r.getInt(1);
+            }
+          }
+        }
         try (PreparedStatement s = c.prepareStatement(
             "INSERT INTO pacer_job (name, destination, ceiling) VALUES (?, ?, ?)"
                 + " ON CONFLICT (name) DO UPDATE SET ceiling = excluded.ceiling")) {
@@ -66,6 +80,13 @@ public final class JobStore {
           if (batched > 0) {
             added += sum(s.executeBatch());
           }
+        }
+        try (PreparedStatement s = c.prepareStatement(
+            "UPDATE pacer_job SET enqueue_key = ?, enqueued = ? WHERE name = ?")) {
+          s.setString(1, key);
+          s.setInt(2, added);
+          s.setString(3, job);
+          s.executeUpdate();
         }
         c.commit();
         return added;

@@ -23,19 +23,32 @@ public final class TripStore {
   public record Trip(long id, String job, HaltReason bar, String figures, String host, long pid,
       Instant trippedAt, Instant ackedAt, String ackNote) {}
 
-  public long recordTrip(String job, HaltReason bar, String figures, String host,
+  /**
+   * Records a trip and answers its id. Idempotent under {@code key}: run again with the same key
+   * (a retry whose first answer was lost with the connection) it answers the same trip's id.
+   *
+   * @param key names this breach, as its recorder made it
+   */
+  public long recordTrip(String key, String job, HaltReason bar, String figures, String host,
       long pid) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "INSERT INTO pacer_trip (job, bar, figures, host, pid) VALUES (?, ?, ?, ?, ?)"
-              + " RETURNING id")) {
-        s.setString(1, job);
-        s.setString(2, bar.name());
-        s.setString(3, figures);
-        s.setString(4, host);
-        s.setLong(5, pid);
+          "WITH inserted AS (INSERT INTO pacer_trip (trip_key, job, bar, figures, host, pid)"
+              + "   VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trip_key) DO NOTHING RETURNING id)"
+              + " SELECT id FROM inserted UNION ALL SELECT id FROM pacer_trip WHERE trip_key = ?"
+              + " LIMIT 1")) {
+        s.setString(1, key);
+        s.setString(2, job);
+        s.setString(3, bar.name());
+        s.setString(4, figures);
+        s.setString(5, host);
+        s.setLong(6, pid);
+        s.setString(7, key);
         try (ResultSet r = s.executeQuery()) {
-          r.next();
+          if (!r.next()) {
+            // Only while another session's insert of the same key is still uncommitted.
+            throw new SQLException("trip " + key + " is being recorded by another session");
+          }
           return r.getLong(1);
         }
       }

@@ -79,6 +79,12 @@ public final class WorkState implements AutoCloseable {
         + "  degraded    boolean     NOT NULL DEFAULT false,\n"
         + "  backoff     integer     NOT NULL DEFAULT 1,\n"
         + "  rate        double precision NOT NULL DEFAULT 0)",
+    // A retried enqueue (its answer lost with the connection) finds its own, committed, count.
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS enqueue_key text",
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS enqueued integer",
+    // A retried trip record finds the trip its first attempt committed.
+    "ALTER TABLE pacer_trip ADD COLUMN IF NOT EXISTS trip_key text",
+    "CREATE UNIQUE INDEX IF NOT EXISTS pacer_trip_key ON pacer_trip (trip_key)",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"

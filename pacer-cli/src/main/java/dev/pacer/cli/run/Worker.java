@@ -365,8 +365,9 @@ public final class Worker {
     stop.set(true);
     if (tripRecorded.compareAndSet(false, true)) {
       try {
+        String key = UUID.randomUUID().toString();
         Retrying.Attempt<Long> trip = retrying.call("record the trip", () -> store.trips()
-            .recordTrip(settings.job(), breach.bar(), breach.figures(), host, pid), false);
+            .recordTrip(key, settings.job(), breach.bar(), breach.figures(), host, pid), false);
         if (trip instanceof Retrying.Attempt.Answered<Long> recorded) {
           log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
                   + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack"

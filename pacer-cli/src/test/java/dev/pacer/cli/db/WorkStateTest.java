@@ -6,6 +6,8 @@ import dev.pacer.cli.run.HaltReason;
 import dev.pacer.postgres.TestDatabase;
 import java.util.List;
 import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,6 +27,11 @@ class WorkStateTest {
     job = "store-test-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
   }
 
+  /** A new enqueue's or trip's key. */
+  private static String fresh() {
+    return UUID.randomUUID().toString();
+  }
+
   @AfterEach
   void close() {
     store.close();
@@ -33,15 +40,16 @@ class WorkStateTest {
   @Test
   void enqueueingTheSameInputTwiceAddsNothing() throws Exception {
     List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
-    assertThat(store.jobs().enqueue(job, "a", 1.0, urls)).isEqualTo(3);
-    assertThat(store.jobs().enqueue(job, "a", 1.0, urls)).isZero();
-    assertThat(store.jobs().enqueue(job, "a", 1.0, List.of("http://a/3", "http://a/4"))).isEqualTo(1);
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).isEqualTo(3);
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).isZero();
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/3", "http://a/4")))
+        .isEqualTo(1);
     assertThat(store.items().counts(job).total()).isEqualTo(4);
   }
 
   @Test
   void aClaimedItemIsNotClaimedAgainUntilItsLeaseExpires() throws Exception {
-    store.jobs().enqueue(job, "a", 1.0, List.of("http://a/1"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
     TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
@@ -59,8 +67,8 @@ class WorkStateTest {
 
   @Test
   void heartbeatsKeepALeaseAlive() throws Exception {
-    store.jobs().enqueue(job, "a", 1.0, List.of("http://a/1"));
-    store.jobs().enqueue(job, "a", 1.0, List.of("http://a/2"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/2"));
     ItemStore.Item kept = store.items().claim(job, "w1", 60_000).orElseThrow();
     ItemStore.Item lost = store.items().claim(job, "w1", 60_000).orElseThrow();
     TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
@@ -75,7 +83,7 @@ class WorkStateTest {
 
   @Test
   void throttledItemsWaitTheirRetryAndAreDeferredAfterTheLimit() throws Exception {
-    store.jobs().enqueue(job, "a", 1.0, List.of("http://a/1"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.items().markThrottled(item, 429, 60_000, 2)).isTrue();
     assertThat(store.items().claim(job, "w1", 60_000)).as("not before its retry time").isEmpty();
@@ -92,7 +100,7 @@ class WorkStateTest {
 
   @Test
   void anItemFailsAfterItsLastAttemptWithItsStatus() throws Exception {
-    store.jobs().enqueue(job, "a", 1.0, List.of("http://a/1"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.items().markFailed(item, 500, "HTTP 500", 0, 2)).isTrue();
     assertThat(store.items().counts(job).failed()).isZero();
@@ -107,8 +115,31 @@ class WorkStateTest {
   }
 
   @Test
+  void aTripRecordRetriedAfterItsAnswerWasLostRecordsOneTrip() throws Exception {
+    // What a worker retries when the connection drops after the commit, before the answer.
+    String key = UUID.randomUUID().toString();
+    Callable<Long> record =
+        () -> store.trips().recordTrip(key, job, HaltReason.RSS, "figures", "h", 42);
+    long id = record.call();
+    assertThat(record.call()).as("the retry's answer").isEqualTo(id);
+    assertThat(store.trips().trips(job, false)).hasSize(1);
+  }
+
+  @Test
+  void anEnqueueRetriedAfterItsAnswerWasLostReportsWhatItAdded() throws Exception {
+    List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
+    String key = UUID.randomUUID().toString();
+    Callable<Integer> enqueue = () -> store.jobs().enqueue(key, job, "a", 1.0, urls);
+    assertThat(enqueue.call()).isEqualTo(3);
+    assertThat(enqueue.call()).as("the retry's answer").isEqualTo(3);
+    assertThat(store.items().counts(job).total()).isEqualTo(3);
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).as("a new enqueue").isZero();
+  }
+
+  @Test
   void tripsStayOpenUntilAcknowledged() throws Exception {
-    long id = store.trips().recordTrip(job, HaltReason.RSS, "resident memory 3000 MiB above 2048 MiB", "h", 42);
+    long id = store.trips().recordTrip(fresh(), job, HaltReason.RSS,
+        "resident memory 3000 MiB above 2048 MiB", "h", 42);
     Optional<TripStore.Trip> open = store.trips().openTrip(job);
     assertThat(open).hasValueSatisfying(t -> assertThat(t.id()).isEqualTo(id));
     assertThat(store.trips().ackTrip(id, "raised the ceiling")).isTrue();

@@ -31,7 +31,7 @@ class WorkerTest {
       }
       Destination destination = Destination.builder(job).ratePerSecond(100).maxConcurrency(1)
           .build();
-      state.jobs().enqueue(job, destination.name(), 100, urls);
+      state.jobs().enqueue("enqueue-" + job, job, destination.name(), 100, urls);
       AtomicBoolean thrown = new AtomicBoolean();
       // The envelope's first look at the host runs out of memory: the one fetch thread meets an
       // Error between items.
