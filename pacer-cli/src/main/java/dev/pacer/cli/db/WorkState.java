@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 
@@ -89,6 +90,9 @@ public final class WorkState implements AutoCloseable {
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
+  /** What the last statement of {@link #SCHEMA} creates. */
+  static final String LAST_OBJECT = "pacer_trip_key";
+
   private final StoreConnection connection;
   private final ItemStore items;
   private final JobStore jobs;
@@ -109,14 +113,26 @@ public final class WorkState implements AutoCloseable {
     return connection.database();
   }
 
-  /** Connects (or reconnects) and creates the schema if missing. */
+  /**
+   * Connects (or reconnects) and creates the schema if missing. A complete schema is left alone:
+   * {@code ALTER TABLE … IF NOT EXISTS} takes the table's strongest lock even when it changes
+   * nothing, and another run enqueueing into that table meanwhile would deadlock with it. The
+   * schema's last object stands for the whole of it, since all of it commits at once.
+   */
   public void ensureSchema() throws SQLException {
     connection.call(c -> {
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
         s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
-        for (String ddl : SCHEMA) {
-          s.execute(ddl);
+        boolean complete;
+        try (ResultSet r = s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
+          r.next();
+          complete = r.getBoolean(1);
+        }
+        if (!complete) {
+          for (String ddl : SCHEMA) {
+            s.execute(ddl);
+          }
         }
       }
       c.commit();

@@ -38,6 +38,12 @@ class WorkStateTest {
   }
 
   @Test
+  void theSchemasLastStatementCreatesTheObjectThatStandsForIt() {
+    assertThat(WorkState.SCHEMA[WorkState.SCHEMA.length - 1])
+        .contains(" " + WorkState.LAST_OBJECT + " ");
+  }
+
+  @Test
   void enqueueingTheSameInputTwiceAddsNothing() throws Exception {
     List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
     assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).isEqualTo(3);
