@@ -95,7 +95,7 @@ public final class DemoCommand implements Callable<Integer> {
     options.maxBodyBytes = 1 << 20;
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
-        processes, true);
+        processes);
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.

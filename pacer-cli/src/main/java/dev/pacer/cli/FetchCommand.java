@@ -67,7 +67,7 @@ public final class FetchCommand implements Callable<Integer> {
     String destinationName = destinationName(urls);
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     String runId = UUID.randomUUID().toString();
-    RunSettings settings = run.settings(runId, jobName, destinationName, processes, processes > 0);
+    RunSettings settings = run.settings(runId, jobName, destinationName, processes);
     try (WorkState state = dbOptions.connect()) {
       return new JobRun(state, out, err, !noProgress).run(urls, settings, processes,
           Optional.empty());

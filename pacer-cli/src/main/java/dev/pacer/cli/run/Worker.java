@@ -87,7 +87,7 @@ public final class Worker {
   private DestinationLimiter limiter;
   private DestinationFetcher fetcher;
   private BodyStore bodies;
-  /** The conveyor dispatch slot this worker holds; null for a pooled run. */
+  /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
   private volatile DispatchSlot slot;
   /** Set when PostgreSQL failed us: the slot's session may have gone with it. */
   private volatile boolean slotSuspect;
