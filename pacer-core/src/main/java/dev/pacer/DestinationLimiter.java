@@ -69,8 +69,8 @@ public final class DestinationLimiter {
     this.time = time;
     this.permits = new Semaphore(destination.maxConcurrency(), true);
     this.baseIntervalNanos = destination.interval().toNanos();
-    this.fleetPendingTurnsBound =
-        (long) (destination.maxFetchingProcesses() - 1) * destination.maxConcurrency();
+    // The fleet's turns less this process's own: what other processes may hold queued.
+    this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
   }
 
   public Destination destination() {
@@ -309,8 +309,8 @@ public final class DestinationLimiter {
       long stored = Math.max(degradedCursor, fleetQueueEnd);
       long localInterval = saturatedProduct(intervalNanos, destination.maxFetchingProcesses());
       Pacing.Turn turn = deadline == NO_DEADLINE
-          ? Pacing.reserve(stored, now, localInterval, Long.MAX_VALUE)
-          : Pacing.reserveWithin(stored, now, localInterval, Long.MAX_VALUE, Math.max(0, deadline - now));
+          ? Pacing.reserve(stored, now, localInterval)
+          : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
       if (turn == null) {
         return -1;
       }

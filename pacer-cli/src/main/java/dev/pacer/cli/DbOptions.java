@@ -2,7 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.EmbeddedDatabase;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.WorkState;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -87,17 +87,17 @@ public final class DbOptions {
     }
   }
 
-  /** A connected job store with the schema in place; an unreachable database is bad input. */
-  JobStore connect() throws BadInputException {
+  /** The connected work state with the schema in place; an unreachable database is bad input. */
+  WorkState connect() throws BadInputException {
     Database database = resolve();
-    JobStore store = new JobStore(database);
+    WorkState state = new WorkState(database);
     try {
-      store.ensureSchema();
+      state.ensureSchema();
     } catch (SQLException e) {
-      store.close();
+      state.close();
       throw new BadInputException("cannot use the database " + database.redactedUrl() + ": "
           + database.describe(e));
     }
-    return store;
+    return state;
   }
 }

@@ -38,10 +38,10 @@ public final class WorkerCommand implements Callable<Integer> {
       throw new BadInputException(e.getMessage());
     }
     int dispatches = run.effectiveMaxDispatches(1);
-    RunSettings settings = run.settings(runId, job, destination, dispatches, true);
+    RunSettings settings = run.settings(runId, job, destination, dispatches);
     Worker.Result result = new Worker(database, settings,
         Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()),
         StartLine.fromParent(System.in, System.out, Conveyor.START_LINE_BOUND)).run();
-    return result.haltedBar() != null ? Main.EXIT_HALTED : Main.EXIT_OK;
+    return result.halted().isPresent() ? Main.EXIT_HALTED : Main.EXIT_OK;
   }
 }

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -113,9 +114,9 @@ public final class Conveyor {
    * Waits for every worker and returns their exit codes, in start order. With a {@code limit},
    * workers still running when it is reached are terminated (they give their items back).
    */
-  public List<Integer> await(Duration limit) throws InterruptedException {
-    if (limit != null) {
-      long deadline = System.nanoTime() + limit.toNanos();
+  public List<Integer> await(Optional<Duration> limit) throws InterruptedException {
+    if (limit.isPresent()) {
+      long deadline = System.nanoTime() + limit.get().toNanos();
       for (Process worker : workers) {
         long left = deadline - System.nanoTime();
         if (left <= 0 || !worker.waitFor(left, TimeUnit.NANOSECONDS)) {
@@ -124,7 +125,7 @@ public final class Conveyor {
         }
       }
       if (timedOut) {
-        log.info("Time limit of {} s reached: stopping the workers", limit.toSeconds());
+        log.info("Time limit of {} s reached: stopping the workers", limit.get().toSeconds());
         stop();
       }
     }
