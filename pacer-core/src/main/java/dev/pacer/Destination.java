@@ -1,6 +1,6 @@
 package dev.pacer;
 
-import dev.pacer.internal.Printable;
+import dev.pacer.internal.Backoff;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;
@@ -72,6 +72,32 @@ public final class Destination {
 
   public int maxFetchingProcesses() {
     return maxFetchingProcesses;
+  }
+
+  /**
+   * The most turns the fleet can hold at once: every process that may fetch, each with every
+   * request in flight, {@code maxFetchingProcesses × maxConcurrency}. A caller takes its turn only
+   * while it holds one of its process's {@code maxConcurrency} permits, so no process ever has more
+   * turns queued than that.
+   */
+  public long maxQueuedTurns() {
+    return (long) maxFetchingProcesses * maxConcurrency;
+  }
+
+  /**
+   * The furthest ahead of now this destination's fleet can honestly push a shared cursor:
+   * {@link #maxQueuedTurns()} turns, each at the widest backoff ({@code interval ×}
+   * {@value dev.pacer.internal.Backoff#MAX_MULTIPLIER}). For 7/s, 3 processes × 6 requests in
+   * flight: 18 turns × 143 ms × 16 = 41 s. A cursor further ahead than this came from something
+   * else (a clock step, a hand-edited row), and waiting for it would stall the fleet.
+   */
+  public Duration longestHonestQueue() {
+    try {
+      return Duration.ofNanos(Math.multiplyExact(
+          Math.multiplyExact(maxQueuedTurns(), (long) Backoff.MAX_MULTIPLIER), interval.toNanos()));
+    } catch (ArithmeticException beyondAnyClock) {
+      return Duration.ofNanos(Long.MAX_VALUE);
+    }
   }
 
   public Set<Integer> lockoutStatusCodes() {

@@ -27,8 +27,8 @@ public final class LocalCursor implements Cursor {
   @Override
   public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
     long now = time.nanoTime();
-    Pacing.Turn turn = Pacing.reserve(
-        stored(name), now, now + notBefore.toNanos(), interval.toNanos(), Long.MAX_VALUE);
+    Pacing.Turn turn =
+        Pacing.reserve(stored(name), now, now + notBefore.toNanos(), interval.toNanos());
     cursors.put(name, turn.newCursor());
     return Reservation.grantedNanos(turn.waitNanos());
   }
@@ -38,7 +38,7 @@ public final class LocalCursor implements Cursor {
       String name, Duration interval, Duration notBefore, Duration maxWait) {
     long now = time.nanoTime();
     Pacing.Turn turn = Pacing.reserveWithin(stored(name), now, now + notBefore.toNanos(),
-        interval.toNanos(), Long.MAX_VALUE, maxWait.toNanos());
+        interval.toNanos(), maxWait.toNanos());
     if (turn == null) {
       return Reservation.refused();
     }

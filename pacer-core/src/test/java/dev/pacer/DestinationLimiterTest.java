@@ -35,6 +35,46 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void aTurnWokenForTooLateIsGivenUpAndTheNextOneTaken() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    long start = time.nanoTime();
+    limiter.acquire().close(); // the turn at 0; the cursor moves to +100
+    time.duringNextSleep(() -> time.advance(Duration.ofMillis(60)));
+    try (Slot slot = limiter.acquire()) {
+      // The sleep to +100 ended at +160: 60 ms late, over half the interval. A request sent now
+      // would arrive 40 ms before the next turn's; the turn is given up and the one at +200 taken.
+      assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 40L);
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(200).toNanos());
+    }
+    assertThat(limiter.lateTurnsSkipped()).isEqualTo(1);
+  }
+
+  @Test
+  void aTurnWokenForLessThanHalfAnIntervalLateIsUsed() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    long start = time.nanoTime();
+    limiter.acquire().close();
+    time.duringNextSleep(() -> time.advance(Duration.ofMillis(50)));
+    try (Slot slot = limiter.acquire()) {
+      assertThat(time.sleepsMillis()).containsExactly(0L, 100L);
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(100).toNanos());
+    }
+    assertThat(limiter.lateTurnsSkipped()).isZero();
+  }
+
+  @Test
+  void aLateLocalTurnIsGivenUpToo() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
+    long start = time.nanoTime();
+    limiter.acquire().close(); // local turns 300 ms apart
+    time.duringNextSleep(() -> time.advance(Duration.ofMillis(200)));
+    try (Slot slot = limiter.acquire()) {
+      assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 100L);
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(600).toNanos());
+    }
+  }
+
+  @Test
   void unavailableCursorDegradesToTheDividedRateWithoutThrowing() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
     for (int i = 0; i < 4; i++) {

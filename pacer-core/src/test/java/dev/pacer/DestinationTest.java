@@ -31,6 +31,19 @@ class DestinationTest {
   }
 
   @Test
+  void theLongestHonestQueueIsTheFleetsTurnsAtTheWidestBackoff() {
+    Destination d = Destination.builder("x").ratePerSecond(7).maxConcurrency(6)
+        .maxFetchingProcesses(3).build();
+    assertThat(d.maxQueuedTurns()).isEqualTo(18);
+    // The doc comment's example: 18 turns x 143 ms x 16 = 41 s.
+    assertThat(d.longestHonestQueue()).isEqualTo(Duration.ofNanos(142_857_143L * 18 * 16));
+    assertThat(d.longestHonestQueue().toSeconds()).isEqualTo(41);
+    Destination huge = Destination.builder("x").ratePerSecond(0.000001)
+        .maxConcurrency(Integer.MAX_VALUE).maxFetchingProcesses(Integer.MAX_VALUE).build();
+    assertThat(huge.longestHonestQueue()).as("saturates").isEqualTo(Duration.ofNanos(Long.MAX_VALUE));
+  }
+
+  @Test
   void acceptsTheRateBounds() {
     assertThat(Destination.builder("x").ratePerSecond(1_000_000).build().interval())
         .isEqualTo(Duration.ofNanos(1000));

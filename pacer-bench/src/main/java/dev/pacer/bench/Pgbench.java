@@ -1,6 +1,6 @@
 package dev.pacer.bench;
 
-import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.TableLayout;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,7 +16,7 @@ import java.util.stream.Stream;
 
 /**
  * The server's own ceiling for Pacer's statement: {@code pgbench} (C, libpq, prepared protocol)
- * running exactly the reservation SQL of {@code CursorSql} on one hot key, with the same session
+ * running exactly Pacer's reservation SQL ({@link TableLayout#reservationSql()}) on one hot key, with the same session
  * settings as Pacer's connection (commit mode, plan cache mode, no sequential scans, timeouts),
  * through {@code PGOPTIONS}.
  * The key, gap and reset bound are pgbench variables, sent as the same bind parameters; the
@@ -45,7 +45,7 @@ final class Pgbench {
 
   /** Pacer's reservation statement with pgbench variables in place of its JDBC parameters. */
   static String script() {
-    String sql = CursorSql.pacerTable(Contender.PACER_TABLE).reserve();
+    String sql = TableLayout.pacerTable(Contender.PACER_TABLE).reservationSql();
     String[] parameters = {":key", ":gap", ":reset_beyond", "NULL", "0"};
     StringBuilder out = new StringBuilder();
     int next = 0;

@@ -1,7 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.CursorStoreException;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.WorkState;
 import dev.pacer.postgres.PostgresCursor;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -38,7 +38,7 @@ public final class CursorCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       RunOptions.checkDestinationName(name);
-      try (JobStore store = dbOptions.connect();
+      try (WorkState store = dbOptions.connect();
           PostgresCursor cursor = store.database().cursor()) {
         cursor.clear(name);
       } catch (CursorStoreException e) {

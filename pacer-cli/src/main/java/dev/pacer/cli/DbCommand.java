@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.EmbeddedDatabase;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.OptionalInt;
 import java.util.concurrent.Callable;
@@ -39,7 +40,14 @@ public final class DbCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       EmbeddedDatabase db = embedded(dataDir);
-      spec.commandLine().getOut().println("The " + db + " is running: " + db.ensureRunning());
+      String url;
+      try {
+        url = db.ensureRunning();
+      } catch (IOException e) {
+        throw new BadInputException("could not start the " + db + ": " + e.getMessage());
+      }
+      spec.commandLine().getOut().println("The " + db + " is running: " + Secrets.redact(url)
+          + " (password in " + db.secretFile() + ")");
       return Main.EXIT_OK;
     }
   }
@@ -57,10 +65,14 @@ public final class DbCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       EmbeddedDatabase db = embedded(dataDir);
-      boolean stopped = db.stop();
-      spec.commandLine().getOut().println(stopped
-          ? "Stopped the " + db + "."
-          : "The " + db + " is not running.");
+      EmbeddedDatabase.StopResult result = db.stop();
+      spec.commandLine().getOut().println(switch (result.outcome()) {
+        case STOPPED -> "Stopped the " + db + ".";
+        case NOT_RUNNING -> "The " + db + " is not running.";
+        case STALE_PID_FILE -> "The " + db + " is not running: " + result.detail()
+            + ". Nothing was signalled (the file is stale; PostgreSQL replaces it at its next"
+            + " start).";
+      });
       return Main.EXIT_OK;
     }
   }
@@ -76,11 +88,12 @@ public final class DbCommand implements Runnable {
     Path dataDir;
 
     @Override
-    public Integer call() {
+    public Integer call() throws IOException {
       EmbeddedDatabase db = embedded(dataDir);
       OptionalInt port = db.runningPort();
       spec.commandLine().getOut().println(port.isPresent()
-          ? "The " + db + " is running: " + EmbeddedDatabase.jdbcUrl(port.getAsInt())
+          ? "The " + db + " is running: " + Secrets.redact(db.jdbcUrl(port.getAsInt()))
+              + " (password in " + db.secretFile() + ")"
           : "The " + db + " is not running.");
       return Main.EXIT_OK;
     }

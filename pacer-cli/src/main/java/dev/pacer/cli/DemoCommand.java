@@ -1,7 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.EmbeddedDatabase;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.TimelinePlot;
 import dev.pacer.cli.run.RunSettings;
@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -94,11 +95,11 @@ public final class DemoCommand implements Callable<Integer> {
     options.maxBodyBytes = 1 << 20;
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
-        processes, true);
+        processes);
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
-    try (JobStore store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
+    try (WorkState store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
       List<String> urls = new ArrayList<>();
       int items = (int) Math.round(seconds * rate);
       for (int i = 1; i <= items; i++) {
@@ -108,12 +109,11 @@ public final class DemoCommand implements Callable<Integer> {
               + " %.1f/s %s; the destination (%s) answers 429 above %.1f/s%n", items, processes,
           threads, rate, perProcess ? "PER PROCESS (each process paces alone)" : "for the whole fleet",
           server.baseUrl(), rate);
-      FetchCommand fetch = new FetchCommand();
-      fetch.processes = processes;
       // Per-process pacing draws 429s, and the backoff that follows (x16 per process) would
       // drag the run on for minutes: the demo stops it 15 s after its nominal length.
       Duration limit = Duration.ofSeconds(seconds + 15L);
-      int code = fetch.fetch(store, UrlList.of(urls), settings, out, err, !noProgress, limit);
+      int code = new JobRun(store, out, err, !noProgress).run(UrlList.of(urls), settings,
+          processes, Optional.of(limit));
 
       List<DemoServer.Arrival> arrivals = server.arrivals();
       if (arrivals.size() < 2) {
@@ -151,7 +151,7 @@ public final class DemoCommand implements Callable<Integer> {
               + " items done in %5$.0f s. Compare with ./pacer demo.%n"
           : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x the"
               + " ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
-          rate, peak, peak / rate, refused, span, processes, items, store.counts(job).done());
+          rate, peak, peak / rate, refused, span, processes, items, store.items().counts(job).done());
       return code;
     }
   }

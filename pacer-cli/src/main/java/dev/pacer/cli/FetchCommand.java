@@ -1,16 +1,9 @@
 package dev.pacer.cli;
 
-import dev.pacer.cli.db.Database;
-import dev.pacer.cli.db.JobStore;
-import dev.pacer.cli.db.RequestLog;
-import dev.pacer.cli.run.Conveyor;
-import dev.pacer.cli.run.Envelope;
+import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.run.RunSettings;
-import dev.pacer.cli.run.Summary;
 import dev.pacer.cli.run.UrlList;
-import dev.pacer.cli.run.Worker;
-import dev.pacer.cli.ui.Progress;
-import dev.pacer.internal.Printable;
+import dev.pacer.Printable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -18,9 +11,6 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.sql.SQLException;
-import java.time.Instant;
-import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -77,139 +67,12 @@ public final class FetchCommand implements Callable<Integer> {
     String destinationName = destinationName(urls);
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     String runId = UUID.randomUUID().toString();
-    RunSettings settings = run.settings(runId, jobName, destinationName, processes, processes > 0);
-    try (JobStore store = dbOptions.connect()) {
-      return fetch(store, urls, settings, out, err, !noProgress);
+    RunSettings settings = run.settings(runId, jobName, destinationName, processes);
+    try (WorkState state = dbOptions.connect()) {
+      return new JobRun(state, out, err, !noProgress).run(urls, settings, processes,
+          Optional.empty());
     }
   }
-
-  /** The run itself, on a connected store: shared with {@code pacer demo}. */
-  int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
-      boolean progress) throws Exception {
-    return fetch(store, urls, settings, out, err, progress, null);
-  }
-
-  /**
-   * The run itself. With a {@code timeLimit} (the demo's; conveyor only), workers still running
-   * then are stopped and the items left open stay for a later run.
-   */
-  int fetch(JobStore store, UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err,
-      boolean progress, java.time.Duration timeLimit) throws Exception {
-    Database database = store.database();
-    String jobName = settings.job();
-    Optional<JobStore.Trip> trip = store.openTrip(jobName);
-    if (trip.isPresent()) {
-      JobStore.Trip t = trip.get();
-      err.println("pacer: job " + jobName + " is halted by trip #" + t.id() + " (" + t.bar() + ": "
-          + t.figures() + ", " + t.trippedAt() + " on " + t.host() + " pid " + t.pid()
-          + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
-      return Main.EXIT_HALTED;
-    }
-    Optional<String> existing = store.jobDestination(jobName);
-    if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
-      throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
-          + ", not " + settings.destination().name() + "; use another --job");
-    }
-    int added = store.enqueue(jobName, settings.destination().name(),
-        settings.destination().ratePerSecond(), urls.urls());
-    store.reviveDeferred(jobName);
-    err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
-        + added + " new; destination " + settings.destination().name() + " at "
-        + settings.destination().ratePerSecond()
-        + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide") + "; database "
-        + database.redactedUrl() + (processes > 0
-            ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
-            : "; one process x " + settings.threads() + " thread(s)"));
-    long started = System.nanoTime();
-    String haltedBar;
-    JobStore.Counts counts = null;
-    RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
-    Optional<JobStore.Trip> tripped = Optional.empty();
-    double elapsed;
-    try (RequestLog requestLog = new RequestLog(database)) {
-      Instant runStart = requestLog.databaseNow();
-      Progress bar = Progress.startIfInteractive(store, jobName, settings.runId(), out, progress);
-      try {
-        haltedBar = processes > 0 ? conveyor(database, settings, timeLimit)
-            : pooled(database, settings);
-      } finally {
-        if (bar != null) {
-          bar.close();
-        }
-      }
-      elapsed = (System.nanoTime() - started) / 1e9;
-      // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
-      // rather than end an hours-long run without its summary.
-      for (int attempt = 1; counts == null; attempt++) {
-        try {
-          counts = store.counts(jobName);
-          door = requestLog.destinationSince(settings.destination().name(), runStart);
-          // A trip open now was recorded during this run (an open trip refuses a run at its
-          // start): by this process, one of its workers, or an invocation cooperating on the job.
-          tripped = store.openTrip(jobName);
-        } catch (SQLException e) {
-          counts = null;
-          if (attempt == 120) {
-            throw e;
-          }
-          if (attempt == 1) {
-            err.println("pacer: waiting for PostgreSQL to report the job's final state: "
-                + database.describe(e));
-          }
-          Thread.sleep(1000);
-        }
-      }
-    }
-    if (tripped.isPresent()) {
-      haltedBar = tripped.get().bar();
-    }
-    double ceiling = settings.destination().ratePerSecond();
-    err.println("pacer: at destination " + settings.destination().name() + " during this run: "
-        + Summary.describe(door, ceiling));
-    Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
-        counts.pending(), "DESTINATION_LOCKOUT".equals(haltedBar), haltedBar, elapsed, ceiling,
-        door);
-    out.println(summary.toJson());
-    out.flush();
-    if (haltedBar != null) {
-      return Main.EXIT_HALTED;
-    }
-    if (timedOut) {
-      err.println("pacer: time limit reached: workers stopped; " + counts.open() + " item(s) of job "
-          + jobName + " left open for a later run");
-      return Main.EXIT_OK;
-    }
-    if (counts.open() > 0) {
-      err.println("pacer: " + counts.open() + " item(s) of job " + jobName + " are still open"
-          + " although every worker has exited; run the same command again to finish them");
-      return Main.EXIT_ERROR;
-    }
-    return Main.EXIT_OK;
-  }
-
-  private String pooled(Database database, RunSettings settings) throws InterruptedException {
-    Worker worker = new Worker(database, settings,
-        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()));
-    return worker.run().haltedBar();
-  }
-
-  private String conveyor(Database database, RunSettings settings, java.time.Duration timeLimit)
-      throws IOException, InterruptedException, SQLException {
-    Conveyor conveyor = new Conveyor(database, RunOptions.workerArgs(settings), processes);
-    conveyor.start();
-    List<Integer> codes;
-    try {
-      codes = conveyor.await(timeLimit);
-    } catch (InterruptedException e) {
-      conveyor.stop();
-      throw e;
-    }
-    timedOut = conveyor.timedOut();
-    return codes.contains(Main.EXIT_HALTED) ? "HALTED" : null;
-  }
-
-  /** Set when a time limit stopped the run. */
-  private boolean timedOut;
 
   private UrlList readInput(PrintWriter err) throws BadInputException, IOException {
     UrlList urls;

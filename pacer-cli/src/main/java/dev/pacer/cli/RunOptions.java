@@ -2,7 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
-import dev.pacer.internal.Printable;
+import dev.pacer.Printable;
 import dev.pacer.cli.run.RunSettings;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,8 +35,9 @@ public final class RunOptions {
   Integer threads;
 
   @Option(names = "--max-dispatches", paramLabel = "N",
-      description = "Fleet-wide cap on conveyor workers running at once for the destination"
-          + " (default: --processes, or 2). The degraded-mode divisor is this + 1.")
+      description = "Fleet-wide cap on runners (pooled runs, conveyor workers) fetching the"
+          + " destination at once (default: --processes, or 2). The degraded-mode divisor is"
+          + " this + 1.")
   Integer maxDispatches;
 
   @Option(names = "--out", paramLabel = "DIR", defaultValue = "pacer-out",
@@ -91,8 +92,8 @@ public final class RunOptions {
   }
 
   /** Validates every value; the message of the exception names the bad one. */
-  RunSettings settings(String runId, String job, String destinationName, int processes,
-      boolean takesDispatchSlot) throws BadInputException {
+  RunSettings settings(String runId, String job, String destinationName, int processes)
+      throws BadInputException {
     int dispatches = effectiveMaxDispatches(processes);
     require(dispatches >= 1, "--max-dispatches must be >= 1, got " + dispatches);
     if (processes > 0) {
@@ -131,7 +132,7 @@ public final class RunOptions {
     return new RunSettings(runId, job, destination, threadCount, out.toAbsolutePath().normalize(),
         Math.round(leaseSeconds * 1000), maxAttempts, maxThrottles, load, maxRssMb << 20,
         maxBodyBytes, Duration.ofMillis(Math.round(requestTimeoutSeconds * 1000)), maxRedirects,
-        pacing == Pacing.PER_PROCESS, takesDispatchSlot ? dispatches : 0);
+        pacing == Pacing.PER_PROCESS, dispatches);
   }
 
   /** The same options, as arguments for a worker process. */

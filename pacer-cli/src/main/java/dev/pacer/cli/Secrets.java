@@ -3,7 +3,11 @@ package dev.pacer.cli;
 import dev.pacer.postgres.JdbcUrls;
 import java.util.regex.Pattern;
 
-/** Hides passwords in anything the CLI prints, whatever form of URL they came in. */
+/**
+ * Hides secrets in anything the CLI prints, whatever form they came in: every secret-bearing
+ * parameter ({@code password}, {@code sslpassword}, {@code sslkey}, {@code sslfactoryarg} and
+ * alike; see {@link JdbcUrls#redact}) and the password of any URL's user-info.
+ */
 public final class Secrets {
 
   /** {@code scheme://user:password@} in any URL, JDBC or not. */
@@ -12,7 +16,7 @@ public final class Secrets {
 
   private Secrets() {}
 
-  /** The text with every password (query parameter or user-info) replaced by {@code ***}. */
+  /** The text with every secret (parameter or user-info password) replaced by {@code ***}. */
   public static String redact(String text) {
     if (text == null) {
       return null;

@@ -1,6 +1,11 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.CursorStatus;
+import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Summary;
 import java.io.PrintWriter;
@@ -39,11 +44,11 @@ public final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
-    try (JobStore store = dbOptions.connect();
+    try (WorkState store = dbOptions.connect();
         RequestLog requestLog = new RequestLog(store.database())) {
       out.println("Database: " + store.database().redactedUrl());
       out.println();
-      List<JobStore.JobRow> jobs = store.jobs(job);
+      List<JobStore.JobRow> jobs = store.jobs().jobs(job);
       if (job != null && jobs.isEmpty()) {
         throw new BadInputException("no job named '" + job + "'");
       }
@@ -52,7 +57,7 @@ public final class StatusCommand implements Callable<Integer> {
         out.println("  (none)");
       }
       for (JobStore.JobRow j : jobs) {
-        JobStore.Counts c = j.counts();
+        ItemStore.Counts c = j.counts();
         out.printf(Locale.ROOT, "  %-24s destination %-20s %d/%d done  failed %d  deferred %d"
                 + "  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
             c.failed(), c.deferred(), c.pending(), c.leased());
@@ -61,8 +66,8 @@ public final class StatusCommand implements Callable<Integer> {
             ? Summary.describe(door, j.ceiling().getAsDouble())
             : door.requests() + " request(s); no ceiling recorded"));
       }
-      List<JobStore.WorkerRow> live = new ArrayList<>();
-      for (JobStore.WorkerRow w : store.workers(null, LIVE_SECONDS)) {
+      List<WorkerStore.WorkerRow> live = new ArrayList<>();
+      for (WorkerStore.WorkerRow w : store.workers().workers(null, LIVE_SECONDS)) {
         boolean active = w.state().equals("running") || w.state().equals("stopping");
         if (active && (job == null || job.equals(w.job()))) {
           live.add(w);
@@ -70,9 +75,9 @@ public final class StatusCommand implements Callable<Integer> {
       }
       out.println();
       out.println("Destinations (fleet-wide cursor)");
-      Map<String, JobStore.CursorRow> cursors = new LinkedHashMap<>();
+      Map<String, CursorStatus.CursorRow> cursors = new LinkedHashMap<>();
       Set<String> shown = jobs.stream().map(JobStore.JobRow::destination).collect(Collectors.toSet());
-      for (JobStore.CursorRow c : store.cursors()) {
+      for (CursorStatus.CursorRow c : store.cursors().all()) {
         if (job == null || shown.contains(c.name())) {
           cursors.put(c.name(), c);
         }
@@ -80,7 +85,7 @@ public final class StatusCommand implements Callable<Integer> {
       if (cursors.isEmpty()) {
         out.println("  (no reservation made yet)");
       }
-      for (JobStore.CursorRow c : cursors.values()) {
+      for (CursorStatus.CursorRow c : cursors.values()) {
         long workers = live.stream().filter(w -> w.destination().equals(c.name())).count();
         long degraded = live.stream()
             .filter(w -> w.destination().equals(c.name()) && w.degraded()).count();
@@ -95,18 +100,18 @@ public final class StatusCommand implements Callable<Integer> {
       if (live.isEmpty()) {
         out.println("  (none)");
       }
-      for (JobStore.WorkerRow w : live) {
+      for (WorkerStore.WorkerRow w : live) {
         out.printf(Locale.ROOT, "  %s pid %d  job %s  %s  requests %d  throttled %d  backoff x%d"
                 + "  %.2f/s%s%n", w.host(), w.pid(), w.job(), w.state(), w.requests(),
             w.throttled(), w.backoff(), w.rate(), w.degraded() ? "  DEGRADED" : "");
       }
       out.println();
       out.println("Open trips");
-      List<JobStore.Trip> trips = store.trips(job, true);
+      List<TripStore.Trip> trips = store.trips().trips(job, true);
       if (trips.isEmpty()) {
         out.println("  (none)");
       }
-      for (JobStore.Trip t : trips) {
+      for (TripStore.Trip t : trips) {
         out.println("  " + TripsCommand.describe(t));
       }
     }

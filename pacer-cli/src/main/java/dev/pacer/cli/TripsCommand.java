@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -27,19 +28,19 @@ public final class TripsCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
-    try (JobStore store = dbOptions.connect()) {
-      List<JobStore.Trip> trips = store.trips(job, false);
+    try (WorkState state = dbOptions.connect()) {
+      List<TripStore.Trip> trips = state.trips().trips(job, false);
       if (trips.isEmpty()) {
         out.println("No trips.");
       }
-      for (JobStore.Trip t : trips) {
+      for (TripStore.Trip t : trips) {
         out.println(describe(t));
       }
     }
     return Main.EXIT_OK;
   }
 
-  static String describe(JobStore.Trip t) {
+  static String describe(TripStore.Trip t) {
     return "#" + t.id() + "  job " + t.job() + "  " + t.bar() + "  " + t.trippedAt() + "  on "
         + t.host() + " pid " + t.pid() + "  " + t.figures()
         + (t.ackedAt() == null ? "  OPEN: pacer trips ack " + t.id() + " --note TEXT"
@@ -68,8 +69,8 @@ public final class TripsCommand implements Callable<Integer> {
         throw new BadInputException("--note must say what was done about the trip; got an empty"
             + " note");
       }
-      try (JobStore store = dbOptions.connect()) {
-        if (!store.ackTrip(id, note.strip())) {
+      try (WorkState state = dbOptions.connect()) {
+        if (!state.trips().ackTrip(id, note.strip())) {
           throw new BadInputException("no open trip #" + id + " (see pacer trips)");
         }
         spec.commandLine().getOut().println("Trip #" + id + " acknowledged.");

@@ -1,8 +1,10 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
+import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;
+import dev.pacer.cli.run.StartLine;
 import dev.pacer.cli.run.Worker;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -36,9 +38,10 @@ public final class WorkerCommand implements Callable<Integer> {
       throw new BadInputException(e.getMessage());
     }
     int dispatches = run.effectiveMaxDispatches(1);
-    RunSettings settings = run.settings(runId, job, destination, dispatches, true);
+    RunSettings settings = run.settings(runId, job, destination, dispatches);
     Worker.Result result = new Worker(database, settings,
-        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes())).run();
-    return result.haltedBar() != null ? Main.EXIT_HALTED : Main.EXIT_OK;
+        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()),
+        StartLine.fromParent(System.in, System.out, Conveyor.START_LINE_BOUND)).run();
+    return result.halted().isPresent() ? Main.EXIT_HALTED : Main.EXIT_OK;
   }
 }

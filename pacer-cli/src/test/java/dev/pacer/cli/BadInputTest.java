@@ -181,4 +181,24 @@ class BadInputTest {
       }
     }
   }
+
+  @Test
+  void aMissingOrEmptyDbFileIsNamed() throws Exception {
+    Path missing = dir.resolve("no-such-db-url");
+    Cli.Result r = Cli.run("status", "--db-file", missing.toString());
+    assertThat(r.code()).as(r.err()).isEqualTo(2);
+    assertThat(r.err()).startsWith("pacer: ").contains("--db-file").contains(missing.toString());
+    Path empty = Files.writeString(dir.resolve("empty-db-url"), "\n");
+    r = Cli.run("status", "--db-file", empty.toString());
+    assertThat(r.code()).isEqualTo(2);
+    assertThat(r.err()).contains(empty.toString()).contains("empty");
+  }
+
+  @Test
+  void dbAndDbFileTogetherAreRefused() throws Exception {
+    Path file = Files.writeString(dir.resolve("db-url"), TestDatabase.jdbcUrl() + "\n");
+    Cli.Result r = Cli.run("status", "--db", TestDatabase.jdbcUrl(), "--db-file", file.toString());
+    assertThat(r.code()).isEqualTo(2);
+    assertThat(r.err()).contains("--db and --db-file");
+  }
 }

@@ -221,6 +221,30 @@ class FetchTest {
   }
 
   @Test
+  void aPooledRunHoldsADispatchSlotWhileItFetches() throws Exception {
+    Path input = input(destination.items(40));
+    java.util.concurrent.CompletableFuture<Cli.Result> run = java.util.concurrent.CompletableFuture
+        .supplyAsync(() -> fetch(input, "--rate", "10", "--max-dispatches", "1"));
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (destination.arrivals().size() < 3 && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    assertThat(destination.arrivals()).as("the run has started fetching").hasSizeGreaterThan(2);
+    try (java.sql.Connection c = new dev.pacer.cli.db.Database(TestDatabase.jdbcUrl()).open();
+        java.sql.PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), 0)")) {
+      s.setString(1, "pacer-dispatch:" + name);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        r.next();
+        assertThat(r.getBoolean(1)).as("the only dispatch slot is free while a pooled run fetches")
+            .isFalse();
+      }
+    }
+    Cli.Result result = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(result.code()).as(result.err()).isEqualTo(0);
+    assertThat(result.number("done")).isEqualTo(40);
+  }
+
+  @Test
   void anItemThrottledMaxThrottlesTimesIsDeferredToTheNextRun() throws Exception {
     destination.answering((path, attempt) -> path.equals("/item/2") && attempt <= 2 ? 503 : 200);
     Path input = input(destination.items(3));

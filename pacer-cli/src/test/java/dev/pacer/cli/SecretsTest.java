@@ -103,6 +103,34 @@ class SecretsTest {
     assertThat(all).doesNotContain(SECRET).doesNotContain(WRONG);
   }
 
+  @Test
+  void everySecretBearingParameterIsRedacted() {
+    String url = "jdbc:postgresql://db:5432/app?user=u&password=" + SECRET + "&sslpassword=" + SECRET
+        + "&sslkey=/keys/" + SECRET + ".pk8&sslfactoryarg=" + SECRET + ";PassWord=" + SECRET
+        + "&ApplicationName=pacer";
+    assertThat(Secrets.redact("cannot use " + url + ": refused"))
+        .doesNotContain(SECRET)
+        .contains("password=***").contains("sslpassword=***").contains("sslkey=***")
+        .contains("sslfactoryarg=***").contains("PassWord=***").contains("ApplicationName=pacer");
+    assertThat(Secrets.redact("postgresql://u:" + SECRET + "@db/app")).isEqualTo("postgresql://u:***@db/app");
+    assertThat(Secrets.redact("host=db password=" + SECRET + " sslpassword=" + SECRET + " user=u"))
+        .isEqualTo("host=db password=*** sslpassword=*** user=u");
+  }
+
+  @Test
+  void theUrlCanComeFromAFileAndTheHelpSaysSo() throws Exception {
+    Path file = dir.resolve("db-url");
+    Files.writeString(file, url(SECRET) + "\n");
+    List<Path> outputs = new ArrayList<>();
+    assertThat(run(outputs, Map.of(), "status", "--db-file", file.toString())).isZero();
+    String out = Files.readString(outputs.get(0));
+    assertThat(out).contains("Database: jdbc:postgresql://").contains("password=***")
+        .doesNotContain(SECRET);
+    Cli.Result help = Cli.run("fetch", "--help");
+    assertThat(help.out()).contains("--db=JDBC_URL").contains("ps").contains("$PACER_DB")
+        .contains("--db-file=PATH");
+  }
+
   private int run(List<Path> outputs, Map<String, String> env, String... args) throws Exception {
     Path stdout = dir.resolve("stdout-" + outputs.size());
     Path stderr = dir.resolve("stderr-" + outputs.size());

@@ -49,8 +49,10 @@ package dev.pacer.internal;
  *
  * {@link #reserveWithin} refuses when the wait would exceed a bound, and then the cursor is left
  * exactly as it was: a refused caller has consumed nothing. A cursor further ahead of now than
- * {@code resetBeyond} cannot come from honest queueing (a clock step, a hand-edited row); it is
- * treated as lost and the caller starts now, which costs at most one early turn.
+ * {@code resetBeyond} cannot come from honest queueing (a clock step, a hand-edited row); a store
+ * that can hold one reads it through {@link #plausible}, which treats it as lost, and the caller
+ * starts at {@code earliest}, which costs at most one early turn. A cursor held in memory on the
+ * clock it is read with never jumps ahead, and skips that step.
  *
  * <p>All values are nanoseconds on one clock; a missing cursor is {@link #NO_CURSOR}.
  */
@@ -65,13 +67,13 @@ public final class Pacing {
   private Pacing() {}
 
   /** Reserves a turn unconditionally. */
-  public static Turn reserve(long cursor, long now, long interval, long resetBeyond) {
-    return reserve(cursor, now, now, interval, resetBeyond);
+  public static Turn reserve(long cursor, long now, long interval) {
+    return reserve(cursor, now, now, interval);
   }
 
-  /** Reserves a turn; {@code earliest} is where a lost or reset cursor restarts. */
-  public static Turn reserve(long cursor, long now, long earliest, long interval, long resetBeyond) {
-    long start = startOfTurn(cursor, now, earliest, resetBeyond);
+  /** Reserves a turn; {@code earliest} is where a lost cursor restarts. */
+  public static Turn reserve(long cursor, long now, long earliest, long interval) {
+    long start = startOfTurn(cursor, now, earliest);
     return new Turn(start + interval, start - now);
   }
 
@@ -79,28 +81,30 @@ public final class Pacing {
    * Reserves a turn only if it starts within {@code maxWait} of now; otherwise returns {@code null}
    * and the caller must leave the cursor untouched.
    */
-  public static Turn reserveWithin(
-      long cursor, long now, long interval, long resetBeyond, long maxWait) {
-    return reserveWithin(cursor, now, now, interval, resetBeyond, maxWait);
+  public static Turn reserveWithin(long cursor, long now, long interval, long maxWait) {
+    return reserveWithin(cursor, now, now, interval, maxWait);
   }
 
-  /** {@link #reserveWithin}; {@code earliest} is where a lost or reset cursor restarts. */
+  /** {@link #reserveWithin}; {@code earliest} is where a lost cursor restarts. */
   public static Turn reserveWithin(
-      long cursor, long now, long earliest, long interval, long resetBeyond, long maxWait) {
-    long start = startOfTurn(cursor, now, earliest, resetBeyond);
+      long cursor, long now, long earliest, long interval, long maxWait) {
+    long start = startOfTurn(cursor, now, earliest);
     if (start - now > maxWait) {
       return null;
     }
     return new Turn(start + interval, start - now);
   }
 
-  /** True when a stored cursor is so far ahead that it must be reset rather than queued behind. */
-  public static boolean isImplausiblyAhead(long cursor, long now, long resetBeyond) {
-    return cursor != NO_CURSOR && cursor - now > resetBeyond;
+  /**
+   * The stored cursor as a reservation reads it: {@link #NO_CURSOR} (lost) when it is further ahead
+   * of now than {@code resetBeyond}, so that it is reset rather than queued behind.
+   */
+  public static long plausible(long cursor, long now, long resetBeyond) {
+    return cursor != NO_CURSOR && cursor - now > resetBeyond ? NO_CURSOR : cursor;
   }
 
-  private static long startOfTurn(long cursor, long now, long earliest, long resetBeyond) {
-    if (cursor == NO_CURSOR || isImplausiblyAhead(cursor, now, resetBeyond)) {
+  private static long startOfTurn(long cursor, long now, long earliest) {
+    if (cursor == NO_CURSOR) {
       return Math.max(now, earliest);
     }
     return Math.max(now, cursor);

@@ -8,20 +8,19 @@ class PacingTest {
 
   private static final long MS = 1_000_000L;
   private static final long INTERVAL = 142_857_143L; // 7 per second
-  private static final long NO_RESET = Long.MAX_VALUE;
 
   @Test
   void workedExampleFromTheClassComment() {
-    Pacing.Turn first = Pacing.reserve(Pacing.NO_CURSOR, 1000 * MS, INTERVAL, NO_RESET);
+    Pacing.Turn first = Pacing.reserve(Pacing.NO_CURSOR, 1000 * MS, INTERVAL);
     assertThat(first.waitNanos()).isZero();
     assertThat(first.newCursor()).isEqualTo(1000 * MS + INTERVAL);
 
-    Pacing.Turn second = Pacing.reserve(first.newCursor(), 1001 * MS, INTERVAL, NO_RESET);
+    Pacing.Turn second = Pacing.reserve(first.newCursor(), 1001 * MS, INTERVAL);
     assertThat(second.waitNanos()).isEqualTo(INTERVAL - MS);
-    Pacing.Turn third = Pacing.reserve(second.newCursor(), 1002 * MS, INTERVAL, NO_RESET);
+    Pacing.Turn third = Pacing.reserve(second.newCursor(), 1002 * MS, INTERVAL);
     assertThat(third.waitNanos()).isEqualTo(2 * INTERVAL - 2 * MS);
 
-    Pacing.Turn afterIdle = Pacing.reserve(third.newCursor(), 2000 * MS, INTERVAL, NO_RESET);
+    Pacing.Turn afterIdle = Pacing.reserve(third.newCursor(), 2000 * MS, INTERVAL);
     assertThat(afterIdle.waitNanos()).as("idle time is not banked").isZero();
     assertThat(afterIdle.newCursor()).isEqualTo(2000 * MS + INTERVAL);
   }
@@ -29,20 +28,21 @@ class PacingTest {
   @Test
   void refusalLeavesNothingToStoreAndAcceptanceMatchesReserve() {
     long cursor = 1500 * MS;
-    assertThat(Pacing.reserveWithin(cursor, 1000 * MS, INTERVAL, NO_RESET, 499 * MS)).isNull();
-    assertThat(Pacing.reserveWithin(cursor, 1000 * MS, INTERVAL, NO_RESET, 500 * MS))
-        .isEqualTo(Pacing.reserve(cursor, 1000 * MS, INTERVAL, NO_RESET));
+    assertThat(Pacing.reserveWithin(cursor, 1000 * MS, INTERVAL, 499 * MS)).isNull();
+    assertThat(Pacing.reserveWithin(cursor, 1000 * MS, INTERVAL, 500 * MS))
+        .isEqualTo(Pacing.reserve(cursor, 1000 * MS, INTERVAL));
   }
 
   @Test
   void cursorImplausiblyFarAheadIsResetToNow() {
     long hour = 3_600_000 * MS;
     long now = 10 * hour;
-    Pacing.Turn reset = Pacing.reserve(now + hour + 1, now, INTERVAL, hour);
+    assertThat(Pacing.plausible(now + hour + 1, now, hour)).isEqualTo(Pacing.NO_CURSOR);
+    Pacing.Turn reset = Pacing.reserve(Pacing.plausible(now + hour + 1, now, hour), now, INTERVAL);
     assertThat(reset.waitNanos()).isZero();
     assertThat(reset.newCursor()).isEqualTo(now + INTERVAL);
 
-    Pacing.Turn queued = Pacing.reserve(now + hour, now, INTERVAL, hour);
+    Pacing.Turn queued = Pacing.reserve(Pacing.plausible(now + hour, now, hour), now, INTERVAL);
     assertThat(queued.waitNanos()).as("exactly at the bound is still an honest queue").isEqualTo(hour);
   }
 }

@@ -25,7 +25,7 @@ import javax.sql.DataSource;
  *       process retries at the same instants.
  *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead of now than this is
  *       treated as corrupt (a clock step, a hand edit), reset and logged. It must exceed the
- *       longest honest queue: (processes × concurrency) × interval × 16 at full backoff.
+ *       longest honest queue, {@link dev.pacer.Destination#longestHonestQueue()}.
  *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
  *       synchronous_commit = off}; see docs/operations.md for the measurement.
  * </ul>

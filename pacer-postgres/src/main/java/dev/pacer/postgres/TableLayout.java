@@ -72,6 +72,16 @@ public final class TableLayout {
             keyPrefix));
   }
 
+  /**
+   * This layout's reservation statement, with JDBC {@code ?} parameters in order: key (text), gap,
+   * reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an unconditional
+   * reservation). For tools that run exactly Pacer's statement outside it, such as the
+   * benchmark's {@code pgbench} script.
+   */
+  public String reservationSql() {
+    return sql.reserve();
+  }
+
   CursorSql sql() {
     return sql;
   }

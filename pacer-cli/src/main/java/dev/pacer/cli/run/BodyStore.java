@@ -1,6 +1,6 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.ItemStore;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -30,14 +30,14 @@ public final class BodyStore {
   }
 
   /** A new, empty temporary file beside the item's body file, for its body to stream into. */
-  public Path newPart(JobStore.Item item) throws IOException {
+  public Path newPart(ItemStore.Item item) throws IOException {
     Path target = pathOf(item.key());
     Files.createDirectories(target.getParent());
     return Files.createTempFile(target.getParent(), "." + item.key(), ".part");
   }
 
   /** Moves a complete part file into place, durably, and returns the body's path. */
-  public Path commit(JobStore.Item item, Path part) throws IOException {
+  public Path commit(ItemStore.Item item, Path part) throws IOException {
     Path target = pathOf(item.key());
     try {
       Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

@@ -1,10 +1,18 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.cli.db.Database;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -12,11 +20,15 @@ import org.slf4j.LoggerFactory;
  * The conveyor runner: P worker JVMs that share the job and the ceiling. Each worker is this same
  * program's hidden {@code worker} command, started with this JVM's classpath; it receives the
  * database URL in its environment ({@code PACER_DB}), never on its command line, where {@code ps}
- * would show a password. Workers log to this process's stderr.
+ * would show a password. Workers log to this process's stderr. Workers start behind a {@link
+ * StartLine}: each says when it is ready on its standard output, and they are all told to go at
+ * once.
  */
 public final class Conveyor {
 
   private static final Logger log = LoggerFactory.getLogger(Conveyor.class);
+  /** How long workers wait for each other at the start line, at most. */
+  public static final Duration START_LINE_BOUND = Duration.ofSeconds(60);
 
   private final Database database;
   private final List<String> workerArgs;
@@ -42,12 +54,59 @@ public final class Conveyor {
           "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main", "worker"));
       command.addAll(workerArgs);
       ProcessBuilder builder = new ProcessBuilder(command)
-          .redirectOutput(ProcessBuilder.Redirect.DISCARD)
           .redirectError(ProcessBuilder.Redirect.INHERIT);
       builder.environment().put("PACER_DB", database.url());
       Process worker = builder.start();
       workers.add(worker);
       log.info("Started worker {} of {} (pid {})", i + 1, processes, worker.pid());
+    }
+    Thread starter = new Thread(this::releaseWhenReady, "pacer-start-line");
+    starter.setDaemon(true);
+    starter.start();
+  }
+
+  /**
+   * The {@link StartLine}'s other end: once every worker has said it is ready (or has exited), or
+   * {@link #START_LINE_BOUND} has passed, tells them all to go.
+   */
+  private void releaseWhenReady() {
+    CountDownLatch ready = new CountDownLatch(workers.size());
+    for (Process worker : workers) {
+      Thread reader = new Thread(() -> {
+        boolean counted = false;
+        try (BufferedReader out = new BufferedReader(
+            new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8))) {
+          for (String line; (line = out.readLine()) != null; ) {
+            if (!counted && line.equals(StartLine.READY)) {
+              ready.countDown();
+              counted = true;
+            }
+          }
+        } catch (IOException e) {
+          log.debug("Worker pid {}: standard output unreadable: {}", worker.pid(), e.toString());
+        } finally {
+          if (!counted) {
+            ready.countDown();
+          }
+        }
+      }, "pacer-worker-output-" + worker.pid());
+      reader.setDaemon(true);
+      reader.start();
+    }
+    try {
+      if (!ready.await(START_LINE_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.warn("Not every worker was ready within {} s; starting those that are",
+            START_LINE_BOUND.toSeconds());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (Process worker : workers) {
+      try (OutputStream in = worker.getOutputStream()) {
+        in.write((StartLine.GO + "\n").getBytes(StandardCharsets.UTF_8));
+      } catch (IOException e) {
+        log.debug("Worker pid {} has exited before the start", worker.pid());
+      }
     }
   }
 
@@ -55,18 +114,18 @@ public final class Conveyor {
    * Waits for every worker and returns their exit codes, in start order. With a {@code limit},
    * workers still running when it is reached are terminated (they give their items back).
    */
-  public List<Integer> await(java.time.Duration limit) throws InterruptedException {
-    if (limit != null) {
-      long deadline = System.nanoTime() + limit.toNanos();
+  public List<Integer> await(Optional<Duration> limit) throws InterruptedException {
+    if (limit.isPresent()) {
+      long deadline = System.nanoTime() + limit.get().toNanos();
       for (Process worker : workers) {
         long left = deadline - System.nanoTime();
-        if (left <= 0 || !worker.waitFor(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+        if (left <= 0 || !worker.waitFor(left, TimeUnit.NANOSECONDS)) {
           timedOut = true;
           break;
         }
       }
       if (timedOut) {
-        log.info("Time limit of {} s reached: stopping the workers", limit.toSeconds());
+        log.info("Time limit of {} s reached: stopping the workers", limit.get().toSeconds());
         stop();
       }
     }

@@ -31,7 +31,7 @@ public final class Envelope {
   static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
 
   /** A crossed bar and the figures that crossed it. */
-  public record Breach(String bar, String figures) {}
+  public record Breach(HaltReason bar, String figures) {}
 
   private final double maxLoad;
   private final long maxRssBytes;
@@ -72,23 +72,23 @@ public final class Envelope {
   /** The first bar crossed, if any. */
   public Optional<Breach> check(DestinationLimiter limiter) {
     if (limiter.isLockedOut()) {
-      return Optional.of(new Breach("DESTINATION_LOCKOUT", limiter.lockoutReason()));
+      return Optional.of(new Breach(HaltReason.DESTINATION_LOCKOUT, limiter.lockoutReason()));
     }
     synchronized (this) {
       if (failuresInWindow >= MAX_FAILURES) {
-        return Optional.of(new Breach("FETCH_FAILURES", failuresInWindow
+        return Optional.of(new Breach(HaltReason.FETCH_FAILURES, failuresInWindow
             + " ordinary fetch failures in the last " + recorded + " items (bar: "
             + MAX_FAILURES + " of " + FAILURE_WINDOW + ", 1%)"));
       }
     }
     double loadNow = load.getAsDouble();
     if (loadNow > maxLoad) {
-      return Optional.of(new Breach("HOST_LOAD", String.format(
+      return Optional.of(new Breach(HaltReason.HOST_LOAD, String.format(
           "load average %.2f above the ceiling %.2f", loadNow, maxLoad)));
     }
     long rssNow = rss.getAsLong();
     if (rssNow > maxRssBytes) {
-      return Optional.of(new Breach("RSS", String.format(
+      return Optional.of(new Breach(HaltReason.RSS, String.format(
           "resident memory %d MiB above the ceiling %d MiB", rssNow >> 20, maxRssBytes >> 20)));
     }
     return Optional.empty();

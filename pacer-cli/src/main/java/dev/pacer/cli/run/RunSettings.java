@@ -23,8 +23,9 @@ import java.time.Duration;
  * @param maxRedirects redirect hops followed per item
  * @param perProcessPacing pace with an in-memory cursor (the N x defect, for the demo) instead of
  *     the fleet-wide PostgreSQL cursor
- * @param maxDispatches how many conveyor workers may run at once fleet-wide; 0 for a pooled run,
- *     which takes no dispatch slot
+ * @param maxDispatches how many runners (pooled runs and conveyor workers) may fetch the
+ *     destination at once, fleet-wide: each holds one dispatch slot while it fetches; 0 takes no
+ *     slot
  */
 public record RunSettings(
     String runId,

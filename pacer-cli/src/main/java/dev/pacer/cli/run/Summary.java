@@ -2,6 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.cli.db.RequestLog;
 import java.util.Locale;
+import java.util.Optional;
 
 /**
  * The one-line JSON summary that ends the output of {@code pacer fetch}: the job's counts, and
@@ -10,8 +11,13 @@ import java.util.Locale;
  * run's wall time with its start-up.
  */
 public record Summary(String job, long done, long failed, long deferred, long pending,
-    boolean lockedOut, String haltedBar, double elapsedSeconds, double ceilingPerSecond,
+    Optional<HaltReason> halted, double elapsedSeconds, double ceilingPerSecond,
     RequestLog.DoorFigures door) {
+
+  /** Whether the destination locked the run out (a 403): the bar most runs need told apart. */
+  public boolean lockedOut() {
+    return halted.equals(Optional.of(HaltReason.DESTINATION_LOCKOUT));
+  }
 
   public String toJson() {
     return "{\"job\":" + string(job)
@@ -19,8 +25,8 @@ public record Summary(String job, long done, long failed, long deferred, long pe
         + ",\"failed\":" + failed
         + ",\"deferred\":" + deferred
         + ",\"pending\":" + pending
-        + ",\"lockedOut\":" + lockedOut
-        + ",\"haltedBar\":" + (haltedBar == null ? "null" : string(haltedBar))
+        + ",\"lockedOut\":" + lockedOut()
+        + ",\"haltedBar\":" + halted.map(h -> string(h.name())).orElse("null")
         + ",\"elapsedSeconds\":" + number(elapsedSeconds)
         + ",\"ceilingPerSecond\":" + number(ceilingPerSecond)
         + ",\"requestsAtDestination\":" + door.requests()

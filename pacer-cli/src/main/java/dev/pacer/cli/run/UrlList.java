@@ -26,6 +26,9 @@ public final class UrlList {
   /** Longer lines are reported as malformed rather than stored. */
   public static final int MAX_URL_LENGTH = 8192;
 
+  /** A longer line refuses the whole input: such a file is not a list of URLs. */
+  public static final int MAX_LINE_LENGTH = 1 << 20;
+
   private final List<String> urls;
   private final List<String> problems;
   private final Set<String> hosts;
@@ -76,7 +79,7 @@ public final class UrlList {
     int lineNumber = 0;
     try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, decoder))) {
       String line;
-      while ((line = reader.readLine()) != null) {
+      while ((line = readLine(reader, source, lineNumber + 1)) != null) {
         lineNumber++;
         if (line.indexOf('\0') >= 0) {
           throw new BadInputException(source + " looks binary (a NUL byte on line " + lineNumber
@@ -106,6 +109,37 @@ public final class UrlList {
           + ")");
     }
     return new UrlList(List.copyOf(seen), List.copyOf(problems), hosts);
+  }
+
+  /**
+   * The next line without its terminator ({@code \n}, {@code \r} or {@code \r\n}, as
+   * {@link BufferedReader#readLine}), or null at the end. Never holds more than
+   * {@link #MAX_LINE_LENGTH} characters of it: a file with one endless line is refused, not read
+   * into memory.
+   */
+  private static String readLine(BufferedReader reader, String source, int lineNumber)
+      throws IOException, BadInputException {
+    StringBuilder line = new StringBuilder();
+    int c;
+    while ((c = reader.read()) != -1) {
+      if (c == '\n') {
+        return line.toString();
+      }
+      if (c == '\r') {
+        reader.mark(1);
+        if (reader.read() != '\n') {
+          reader.reset();
+        }
+        return line.toString();
+      }
+      if (line.length() == MAX_LINE_LENGTH) {
+        throw new BadInputException(source + ": line " + lineNumber + " is longer than "
+            + MAX_LINE_LENGTH + " characters (" + shown(line.toString())
+            + "); expected a text file of URLs, one per line");
+      }
+      line.append((char) c);
+    }
+    return line.length() == 0 ? null : line.toString();
   }
 
   private static String check(String text) {

@@ -10,10 +10,13 @@ import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
+import dev.pacer.TimeSource;
 import dev.pacer.cli.db.Database;
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
-import dev.pacer.internal.Backoff;
 import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -59,8 +62,9 @@ public final class Worker {
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
 
-  /** What this worker did. {@code haltedBar} is null unless the run was halted. */
-  public record Result(long requests, long throttled, long done, long failed, String haltedBar,
+  /** What this worker did; {@code halted} says why, if the run was halted. */
+  public record Result(long requests, long throttled, long done, long failed,
+      Optional<HaltReason> halted,
       boolean lockedOut) {}
 
   private final Database database;
@@ -69,48 +73,51 @@ public final class Worker {
   private final String host;
   private final long pid = ProcessHandle.current().pid();
   private final AtomicBoolean stop = new AtomicBoolean();
-  private final AtomicReference<String> haltedBar = new AtomicReference<>();
+  private final AtomicReference<HaltReason> haltedBar = new AtomicReference<>();
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
-  /** One WARN per PostgreSQL outage for the whole process, not one per thread or call. */
-  private final AtomicBoolean outageWarned = new AtomicBoolean();
   /** Lease tokens of the items this worker's threads hold right now. */
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
-  private JobStore store;
+  private final StartLine startLine;
+  private final Retrying retrying;
+  private WorkState store;
   private RequestLog requestLog;
   private RequestRecorder recorder;
   private DestinationLimiter limiter;
   private DestinationFetcher fetcher;
   private BodyStore bodies;
-  /** The conveyor dispatch slot this worker holds; null for a pooled run. */
+  /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
   private volatile DispatchSlot slot;
   /** Set when PostgreSQL failed us: the slot's session may have gone with it. */
   private volatile boolean slotSuspect;
   private int beats;
 
-  public Worker(Database database, RunSettings settings, Envelope envelope) {
+  public Worker(Database database, RunSettings settings, Envelope envelope, StartLine startLine) {
     this.database = database;
     this.settings = settings;
     this.envelope = envelope;
+    this.startLine = startLine;
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
+    this.retrying = new Retrying(TimeSource.SYSTEM, RECORD_GIVE_UP, stop::get,
+        () -> slotSuspect = true, database::describe, database::connectionAttempts);
   }
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = new JobStore(database);
+    store = new WorkState(database);
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
-        : database.cursor(longestHonestQueue(settings.destination()).multipliedBy(2));
+        : database.cursor(resetBeyond(settings.destination()));
     // At start-up a slow first connection costs nothing; left to the first reservation, it
     // would degrade this worker until the next retry boundary. The work-state connection goes
     // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM. It also
     // names a URL of the job, so the HTTP client's warm-up can prepare for that destination.
     Optional<String> sampleUrl = Optional.empty();
     try {
-      sampleUrl = store.nextOpenUrl(settings.job());
+      sampleUrl = store.items().nextOpenUrl(settings.job());
     } catch (SQLException e) {
       log.debug("Work state not reachable at start-up: {}", database.describe(e));
     }
@@ -142,6 +149,7 @@ public final class Worker {
       fetcher.warmUp();
     }
     bodies = new BodyStore(settings.out(), settings.job());
+    startLine.await();
 
     ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pacer-heartbeat");
@@ -164,7 +172,7 @@ public final class Worker {
         slot = taken.get();
       }
       long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
-      heartbeat.scheduleWithFixedDelay(this::heartbeat, 0, beat, TimeUnit.MILLISECONDS);
+      scheduleHeartbeat(heartbeat, this::heartbeat, beat);
       List<Thread> threads = new ArrayList<>();
       for (int i = 0; i < settings.threads(); i++) {
         Thread t = new Thread(this::fetchLoop, "pacer-fetch-" + (i + 1));
@@ -189,7 +197,7 @@ public final class Worker {
       }
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
-      retrying("record the requests sent", () -> {
+      retrying.call("record the requests sent", () -> {
         recorder.flush();
         return true;
       }, false);
@@ -207,64 +215,88 @@ public final class Worker {
   }
 
   /**
-   * The furthest ahead this fleet can honestly push the cursor: every process that may fetch,
-   * every request in flight, each at the widest backoff. At least a minute. A cursor further ahead
-   * than twice this (a clock step, a hand edit) is reset rather than stalling the run; the
-   * library's default bound, an hour, would stall it for up to an hour.
+   * A stored cursor further ahead than this is reset rather than waited for: twice the
+   * destination's {@linkplain Destination#longestHonestQueue() longest honest queue}, and at least
+   * two minutes. The library's default bound, an hour, would stall a run for up to an hour.
    */
-  static Duration longestHonestQueue(Destination d) {
-    Duration queue = d.interval().multipliedBy(
-        (long) d.maxFetchingProcesses() * d.maxConcurrency() * Backoff.MAX_MULTIPLIER);
-    return queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue;
+  static Duration resetBeyond(Destination d) {
+    Duration queue = d.longestHonestQueue();
+    return (queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue)
+        .multipliedBy(2);
   }
 
   private Result result() {
     return new Result(fetcher.requestCount(), fetcher.throttledCount(), done.get(), failed.get(),
-        haltedBar.get(), limiter.isLockedOut());
+        Optional.ofNullable(haltedBar.get()), limiter.isLockedOut());
   }
 
+  /**
+   * A fetch thread: one item after another until the job or the run ends. Whatever an item throws,
+   * an {@link Error} included, ends that item, not the thread: a thread that died would leave its
+   * share of the job undone with nothing said.
+   */
   private void fetchLoop() {
-    try {
-      while (!stop.get()) {
-        Optional<Envelope.Breach> breach = envelope.check(limiter);
-        if (breach.isPresent()) {
-          halt(breach.get());
+    while (!stop.get()) {
+      try {
+        if (!nextItem()) {
           return;
         }
-        Optional<JobStore.Item> item = retrying("claim an item",
-            () -> store.claim(settings.job(), workerId, settings.leaseMillis()), true);
-        if (item == null) {
-          return; // stopped while PostgreSQL was away
-        }
-        if (item.isEmpty()) {
-          if (nothingLeft()) {
-            return;
-          }
-          Thread.sleep(IDLE_POLL_MILLIS);
-          continue;
-        }
-        if (slotSuspect) {
-          keepDispatchSlot();
-          if (stop.get()) {
-            retrying("release an item", () -> store.release(item.get()), false);
-            return;
-          }
-        }
-        held.add(item.get().token());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (Throwable t) {
+        log.error("Fetch thread {} met an unexpected error and goes on with the next item (an item"
+            + " it held returns to the job when its lease lapses)", Thread.currentThread().getName(),
+            t);
         try {
-          process(item.get());
-        } finally {
-          held.remove(item.get().token());
+          Thread.sleep(IDLE_POLL_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
         }
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 
-  private void process(JobStore.Item item) throws InterruptedException {
+  /** Checks the envelope, then claims and processes one item. False when the thread is done. */
+  private boolean nextItem() throws InterruptedException {
+    Optional<Envelope.Breach> breach = envelope.check(limiter);
+    if (breach.isPresent()) {
+      halt(breach.get());
+      return false;
+    }
+    Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
+        () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
+    if (!(claimed instanceof Retrying.Attempt.Answered<Optional<ItemStore.Item>> answered)) {
+      return false; // stopped while PostgreSQL was away
+    }
+    Optional<ItemStore.Item> item = answered.value();
+    if (item.isEmpty()) {
+      if (nothingLeft()) {
+        return false;
+      }
+      Thread.sleep(IDLE_POLL_MILLIS);
+      return true;
+    }
+    if (slotSuspect) {
+      keepDispatchSlot();
+      if (stop.get()) {
+        retrying.record("release an item", () -> store.items().release(item.get()));
+        return false;
+      }
+    }
+    held.add(item.get().token());
+    try {
+      process(item.get());
+    } finally {
+      held.remove(item.get().token());
+    }
+    return true;
+  }
+
+  private void process(ItemStore.Item item) throws InterruptedException {
     if (stop.get()) {
-      retrying("release an item", () -> store.release(item), false);
+      retrying.record("release an item", () -> store.items().release(item));
       return;
     }
     Path part;
@@ -281,20 +313,20 @@ public final class Worker {
     } catch (ThrottledException e) {
       bodies.discard(part);
       long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
-      retrying("record a throttled item",
-          () -> store.markThrottled(item, e.status(), retry, settings.maxThrottles()), false);
+      retrying.record("record a throttled item",
+          () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()));
       return;
     } catch (LockedOutException e) {
       bodies.discard(part);
       // Not an attempt: the item goes back untouched; the next envelope check halts the run.
-      retrying("release an item", () -> store.release(item), false);
+      retrying.record("release an item", () -> store.items().release(item));
       return;
     } catch (FetchFailedException e) {
       bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, null, "unexpected error: " + e);
@@ -309,22 +341,21 @@ public final class Worker {
       return;
     }
     envelope.recordOutcome(false);
-    Boolean recorded = retrying("record a fetched item",
-        () -> store.markDone(item, response.status(), path.toString(), response.bodyBytes()),
-        false);
-    if (Boolean.TRUE.equals(recorded)) {
-      done.incrementAndGet();
-    } else if (Boolean.FALSE.equals(recorded)) {
-      log.warn("Lease on {} was lost before it could be recorded; its current holder records it",
-          item.url());
+    Retrying.Recorded recorded = retrying.record("record a fetched item",
+        () -> store.items().markDone(item, response.status(), path.toString(), response.bodyBytes()));
+    switch (recorded) {
+      case RECORDED -> done.incrementAndGet();
+      case LEASE_LOST -> log.warn("Lease on {} was lost before it could be recorded; its current"
+          + " holder records it", item.url());
+      case GAVE_UP -> { } // the lease lapses and the item is fetched again
     }
   }
 
-  private void fail(JobStore.Item item, Integer status, String error) throws InterruptedException {
-    Boolean recorded = retrying("record a failed item",
-        () -> store.markFailed(item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()),
-        false);
-    if (Boolean.TRUE.equals(recorded) && item.failures() + 1 >= settings.maxAttempts()) {
+  private void fail(ItemStore.Item item, Integer status, String error) throws InterruptedException {
+    Retrying.Recorded recorded = retrying.record("record a failed item",
+        () -> store.items().markFailed(item, status, error, FAILURE_RETRY_MILLIS,
+            settings.maxAttempts()));
+    if (recorded == Retrying.Recorded.RECORDED && item.failures() + 1 >= settings.maxAttempts()) {
       failed.incrementAndGet();
     }
     log.debug("Fetch failed for {}: {}", item.url(), error);
@@ -337,11 +368,19 @@ public final class Worker {
     stop.set(true);
     if (tripRecorded.compareAndSet(false, true)) {
       try {
-        Long id = retrying("record the trip", () -> store.recordTrip(settings.job(), breach.bar(),
-            breach.figures(), host, pid), false);
-        log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
-                + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack {}"
-                + " --note TEXT", breach.bar(), breach.figures(), settings.job(), id, id);
+        String key = UUID.randomUUID().toString();
+        Retrying.Attempt<Long> trip = retrying.call("record the trip", () -> store.trips()
+            .recordTrip(key, settings.job(), breach.bar(), breach.figures(), host, pid), false);
+        if (trip instanceof Retrying.Attempt.Answered<Long> recorded) {
+          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+                  + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack"
+                  + " {} --note TEXT", breach.bar(), breach.figures(), settings.job(),
+              recorded.value(), recorded.value());
+        } else {
+          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+              + " flight finish. The trip could not be recorded: other workers of the job are not"
+              + " halted by it", breach.bar(), breach.figures(), settings.job());
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -351,7 +390,7 @@ public final class Worker {
   private void releaseOnShutdown() {
     stop.set(true);
     try {
-      int released = store.releaseAll(workerId);
+      int released = store.items().releaseAll(workerId);
       log.info("Terminated: gave {} leased item(s) back to job {}", released, settings.job());
       report("terminated");
     } catch (SQLException | RuntimeException e) {
@@ -390,16 +429,31 @@ public final class Worker {
     }
   }
 
+  /**
+   * Schedules the heartbeat so that nothing it throws, an {@link Error} included, ends it: a
+   * scheduled task that throws is never run again, and this worker's leases would lapse unsaid.
+   */
+  static void scheduleHeartbeat(ScheduledExecutorService executor, Runnable beat,
+      long periodMillis) {
+    executor.scheduleWithFixedDelay(() -> {
+      try {
+        beat.run();
+      } catch (Throwable t) {
+        log.error("Heartbeat failed; it beats again in {} ms", periodMillis, t);
+      }
+    }, 0, periodMillis, TimeUnit.MILLISECONDS);
+  }
+
   /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
   private void heartbeat() {
     if (++beats % 5 == 0) {
       keepDispatchSlot();
     }
     try {
-      store.extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
+      store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
-        Optional<JobStore.Trip> trip = store.openTrip(settings.job());
+        Optional<TripStore.Trip> trip = store.trips().openTrip(settings.job());
         if (trip.isPresent() && haltedBar.compareAndSet(null, trip.get().bar())) {
           log.error("Job {} was halted by trip #{} ({}: {}) on {} pid {}; stopping",
               settings.job(), trip.get().id(), trip.get().bar(), trip.get().figures(),
@@ -426,7 +480,7 @@ public final class Worker {
 
   private void report(String state) {
     try {
-      store.upsertWorker(new JobStore.WorkerRow(workerId, settings.runId(), settings.job(),
+      store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(), settings.job(),
           settings.destination().name(), host, pid, state, fetcher.requestCount(),
           fetcher.throttledCount(), limiter.isDegraded(), limiter.backoffMultiplier(),
           limiter.currentRate()));
@@ -437,50 +491,9 @@ public final class Worker {
 
   private boolean nothingLeft() {
     try {
-      return !store.hasOpenItems(settings.job());
+      return !store.items().hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;
-    }
-  }
-
-  @FunctionalInterface
-  private interface SqlCall<T> {
-    T call() throws SQLException;
-  }
-
-  /**
-   * Runs {@code call} until PostgreSQL answers. Returns null if it gives up: when the run stops
-   * (only if {@code giveUpOnStop}), or after {@link #RECORD_GIVE_UP} (the item's lease then lapses
-   * and it is fetched again; it is never counted twice).
-   */
-  private <T> T retrying(String what, SqlCall<T> call, boolean giveUpOnStop)
-      throws InterruptedException {
-    long started = System.nanoTime();
-    long delay = 250;
-    while (true) {
-      try {
-        T value = call.call();
-        if (outageWarned.compareAndSet(true, false)) {
-          log.info("PostgreSQL answers again; work state is being recorded again ({} connection"
-              + " attempt(s) by this process so far)", database.connectionAttempts());
-        }
-        return value;
-      } catch (SQLException e) {
-        slotSuspect = true;
-        if (outageWarned.compareAndSet(false, true)) {
-          log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
-              + " fetched items (bodies already on disk) and retry until it answers; no new item"
-              + " is claimed meanwhile", what, database.describe(e));
-        }
-      }
-      if ((giveUpOnStop && stop.get())
-          || System.nanoTime() - started > RECORD_GIVE_UP.toNanos()) {
-        log.error("Gave up trying to {} after {} s", what,
-            (System.nanoTime() - started) / 1_000_000_000L);
-        return null;
-      }
-      Thread.sleep(delay);
-      delay = Math.min(5000, delay * 2);
     }
   }
 

@@ -1,6 +1,8 @@
 package dev.pacer.cli.ui;
 
-import dev.pacer.cli.db.JobStore;
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.db.WorkerStore;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.util.ArrayDeque;
@@ -19,7 +21,7 @@ public final class Progress implements AutoCloseable {
   private static final int WIDTH = 28;
   private static final long RATE_WINDOW_NANOS = 10_000_000_000L;
 
-  private final JobStore store;
+  private final WorkState store;
   private final String job;
   private final String runId;
   private final PrintWriter out;
@@ -28,7 +30,7 @@ public final class Progress implements AutoCloseable {
   private volatile boolean running = true;
   private int lastLength;
 
-  private Progress(JobStore store, String job, String runId, PrintWriter out) {
+  private Progress(WorkState store, String job, String runId, PrintWriter out) {
     this.store = store;
     this.job = job;
     this.runId = runId;
@@ -38,7 +40,7 @@ public final class Progress implements AutoCloseable {
   }
 
   /** Starts drawing, or returns null when not on a terminal or not wanted. */
-  public static Progress startIfInteractive(JobStore store, String job, String runId,
+  public static Progress startIfInteractive(WorkState store, String job, String runId,
       PrintWriter out, boolean wanted) {
     if (!wanted || System.console() == null) {
       return null;
@@ -62,12 +64,12 @@ public final class Progress implements AutoCloseable {
   }
 
   private void draw() throws SQLException {
-    JobStore.Counts counts = store.counts(job);
-    List<JobStore.WorkerRow> workers = store.workers(runId, 0);
+    ItemStore.Counts counts = store.items().counts(job);
+    List<WorkerStore.WorkerRow> workers = store.workers().workers(runId, 0);
     long requests = 0;
     long throttled = 0;
     boolean degraded = false;
-    for (JobStore.WorkerRow w : workers) {
+    for (WorkerStore.WorkerRow w : workers) {
       requests += w.requests();
       throttled += w.throttled();
       degraded |= w.degraded() && !w.state().equals("finished");

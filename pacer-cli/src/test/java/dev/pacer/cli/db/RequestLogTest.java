@@ -23,7 +23,7 @@ class RequestLogTest {
   @BeforeEach
   void open() throws Exception {
     Database database = new Database(TestDatabase.jdbcUrl());
-    try (JobStore store = new JobStore(database)) {
+    try (WorkState store = new WorkState(database)) {
       store.ensureSchema();
     }
     log = new RequestLog(database);

@@ -38,7 +38,7 @@ class EnvelopeTest {
     assertThat(envelope.check(limiter)).isEmpty();
     envelope.recordOutcome(true);
     assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo("FETCH_FAILURES");
+      assertThat(b.bar()).isEqualTo(HaltReason.FETCH_FAILURES);
       assertThat(b.figures()).startsWith("5 ordinary fetch failures in the last 500 items");
     });
   }
@@ -59,7 +59,7 @@ class EnvelopeTest {
   void hostLoadAboveTheCeilingHalts() {
     load.set(4.5);
     assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo("HOST_LOAD");
+      assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD);
       assertThat(b.figures()).contains("4.50", "4.00");
     });
   }
@@ -68,7 +68,7 @@ class EnvelopeTest {
   void residentMemoryAboveTheCeilingHalts() {
     rss.set(2048L << 20);
     assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo("RSS");
+      assertThat(b.bar()).isEqualTo(HaltReason.RSS);
       assertThat(b.figures()).contains("2048 MiB", "1024 MiB");
     });
   }
@@ -78,7 +78,7 @@ class EnvelopeTest {
     load.set(99.0);
     limiter.lockOut("HTTP 403 from http://x/");
     assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo("DESTINATION_LOCKOUT");
+      assertThat(b.bar()).isEqualTo(HaltReason.DESTINATION_LOCKOUT);
       assertThat(b.figures()).isEqualTo("HTTP 403 from http://x/");
     });
   }

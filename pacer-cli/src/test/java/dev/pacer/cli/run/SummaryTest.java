@@ -3,6 +3,7 @@ package dev.pacer.cli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.RequestLog;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class SummaryTest {
@@ -12,7 +13,7 @@ class SummaryTest {
 
   @Test
   void isOneLineOfJsonWithEveryField() {
-    String json = new Summary("job-1", 10, 2, 3, 4, false, null, 12.3456, 7, DOOR).toJson();
+    String json = new Summary("job-1", 10, 2, 3, 4, Optional.empty(), 12.3456, 7, DOOR).toJson();
     assertThat(json).isEqualTo("{\"job\":\"job-1\",\"done\":10,\"failed\":2,\"deferred\":3,"
         + "\"pending\":4,\"lockedOut\":false,\"haltedBar\":null,\"elapsedSeconds\":12.346,"
         + "\"ceilingPerSecond\":7.000,\"requestsAtDestination\":70,"
@@ -22,7 +23,8 @@ class SummaryTest {
 
   @Test
   void escapesStringsAndNamesTheBar() {
-    String json = new Summary("a\"b\\c\n", 0, 0, 0, 0, true, "DESTINATION_LOCKOUT", 1, 7,
+    String json = new Summary("a\"b\\c\n", 0, 0, 0, 0,
+        Optional.of(HaltReason.DESTINATION_LOCKOUT), 1, 7,
         RequestLog.DoorFigures.NONE).toJson();
     assertThat(json).contains("\"job\":\"a\\\"b\\\\c\\n\"", "\"lockedOut\":true",
         "\"haltedBar\":\"DESTINATION_LOCKOUT\"");

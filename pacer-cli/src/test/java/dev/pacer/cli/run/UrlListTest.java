@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.cli.BadInputException;
 import java.io.ByteArrayInputStream;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
@@ -35,6 +36,37 @@ class UrlListTest {
     assertThat(list.problems().get(3)).startsWith("line 5: longer than 8192 characters").endsWith("...");
     assertThat(list.problems().get(4)).startsWith("line 6: not a URL");
     assertThat(list.problems().get(5)).startsWith("line 7: ").contains("\\u0001");
+  }
+
+  /** Reads as much of the input as it holds: a line of 'h's that ends only after 64 MiB. */
+  private static final class EndlessLine extends InputStream {
+    static final long LENGTH = 64L << 20;
+    long read;
+
+    @Override
+    public int read() {
+      return read++ < LENGTH ? 'h' : -1;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) {
+      if (read >= LENGTH) {
+        return -1;
+      }
+      int n = (int) Math.min(len, LENGTH - read);
+      java.util.Arrays.fill(b, off, off + n, (byte) 'h');
+      read += n;
+      return n;
+    }
+  }
+
+  @Test
+  void refusesAnEndlessLineWithoutReadingItWhole() {
+    EndlessLine in = new EndlessLine();
+    assertThatThrownBy(() -> UrlList.read(in, "input urls.txt"))
+        .isInstanceOf(BadInputException.class)
+        .hasMessageContaining("urls.txt: line 1 is longer than " + UrlList.MAX_LINE_LENGTH);
+    assertThat(in.read).as("bytes read before refusing").isLessThan(2L * UrlList.MAX_LINE_LENGTH);
   }
 
   @Test

@@ -102,6 +102,11 @@ public final class CursorSql {
   /**
    * An existing key/value table: the cursor is epoch seconds as decimal text, {@code expires} is
    * pushed to now + 30 days at each reservation.
+   *
+   * <p>All of the arithmetic is numeric, so that {@code round(numeric, 6)} exists on every
+   * supported release: {@code extract} returns numeric from PostgreSQL 14 on, where the cast costs
+   * nothing, but double precision up to 13, where {@code round(double precision, int)} does not
+   * exist. There the cast keeps float8's 15 significant digits, so {@code now} is read to 10 µs.
    */
   public static CursorSql keyValueTable(
       String table, String keyColumn, String valueColumn, String expiresColumn, String keyPrefix) {
@@ -119,7 +124,7 @@ public final class CursorSql {
             + "         ?::bigint / 1000000.0 AS max_wait,\n"
             + "         clock.now,\n"
             + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
-            + "  FROM (SELECT extract(epoch FROM clock_timestamp()) AS now) AS clock),\n"
+            + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
             + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
             + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"

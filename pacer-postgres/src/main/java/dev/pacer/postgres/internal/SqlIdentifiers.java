@@ -1,6 +1,6 @@
 package dev.pacer.postgres.internal;
 
-import dev.pacer.internal.Printable;
+import dev.pacer.Printable;
 import java.util.regex.Pattern;
 
 /** Validation of the SQL identifiers that cannot be bound as parameters (tables, columns). */

@@ -1,9 +1,10 @@
-package dev.pacer.internal;
+package dev.pacer;
 
 /**
  * Renders a user-supplied value for an error message: quoted, control characters escaped as
  * {@code \\uXXXX} (so a message can never move a terminal's cursor or forge a log line), and cut
- * at 80 characters.
+ * at 80 characters. Pacer's own messages use it for every value a caller supplied; it is API so
+ * that programs built on Pacer (its command line among them) show such values the same way.
  */
 public final class Printable {
 

@@ -1,0 +1,174 @@
+package dev.pacer.cli;
+
+import dev.pacer.cli.db.Database;
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.db.TripStore;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.run.Conveyor;
+import dev.pacer.cli.run.Envelope;
+import dev.pacer.cli.run.HaltReason;
+import dev.pacer.cli.run.RunSettings;
+import dev.pacer.cli.run.StartLine;
+import dev.pacer.cli.run.Summary;
+import dev.pacer.cli.run.UrlList;
+import dev.pacer.cli.run.Worker;
+import dev.pacer.cli.ui.Progress;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * One run of a job, whichever command asked for it ({@code pacer fetch}, {@code pacer demo}):
+ * refuse it while the job has an open trip, enqueue the URL list, work the job (in this process,
+ * or by a conveyor of worker processes), then report what the destination saw and end with the
+ * one-line JSON summary on {@code out}. Returns the process's exit code.
+ */
+final class JobRun {
+
+  /** How the workers ended: halted (and why), or stopped at the time limit. */
+  private record Ended(Optional<HaltReason> halted, boolean timedOut) {}
+
+  private final WorkState state;
+  private final PrintWriter out;
+  private final PrintWriter err;
+  private final boolean progress;
+
+  /**
+   * @param progress draw the progress bar when {@code out} is a terminal
+   */
+  JobRun(WorkState state, PrintWriter out, PrintWriter err, boolean progress) {
+    this.state = state;
+    this.out = out;
+    this.err = err;
+    this.progress = progress;
+  }
+
+  /**
+   * Runs the job. {@code processes} worker processes (the conveyor), or one pooled process if 0.
+   * With a {@code timeLimit} (conveyor only), workers still running then are stopped and the items
+   * left open stay for a later run.
+   */
+  int run(UrlList urls, RunSettings settings, int processes, Optional<Duration> timeLimit)
+      throws Exception {
+    Database database = state.database();
+    String jobName = settings.job();
+    Optional<TripStore.Trip> trip = state.trips().openTrip(jobName);
+    if (trip.isPresent()) {
+      TripStore.Trip t = trip.get();
+      err.println("pacer: job " + jobName + " is halted by trip #" + t.id() + " (" + t.bar() + ": "
+          + t.figures() + ", " + t.trippedAt() + " on " + t.host() + " pid " + t.pid()
+          + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
+      return Main.EXIT_HALTED;
+    }
+    Optional<String> existing = state.jobs().jobDestination(jobName);
+    if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
+      throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
+          + ", not " + settings.destination().name() + "; use another --job");
+    }
+    int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
+        settings.destination().ratePerSecond(), urls.urls());
+    state.items().reviveDeferred(jobName);
+    err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
+        + added + " new; destination " + settings.destination().name() + " at "
+        + settings.destination().ratePerSecond()
+        + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide") + "; database "
+        + database.redactedUrl() + (processes > 0
+            ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
+            : "; one process x " + settings.threads() + " thread(s)"));
+    long started = System.nanoTime();
+    Optional<HaltReason> halted;
+    boolean timedOut;
+    ItemStore.Counts counts = null;
+    RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
+    Optional<TripStore.Trip> tripped = Optional.empty();
+    double elapsed;
+    try (RequestLog requestLog = new RequestLog(database)) {
+      Instant runStart = requestLog.databaseNow();
+      Progress bar = Progress.startIfInteractive(state, jobName, settings.runId(), out, progress);
+      try {
+        Ended ended = processes > 0 ? conveyor(database, settings, processes, timeLimit)
+            : pooled(database, settings);
+        halted = ended.halted();
+        timedOut = ended.timedOut();
+      } finally {
+        if (bar != null) {
+          bar.close();
+        }
+      }
+      elapsed = (System.nanoTime() - started) / 1e9;
+      // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
+      // rather than end an hours-long run without its summary.
+      for (int attempt = 1; counts == null; attempt++) {
+        try {
+          counts = state.items().counts(jobName);
+          door = requestLog.destinationSince(settings.destination().name(), runStart);
+          // A trip open now was recorded during this run (an open trip refuses a run at its
+          // start): by this process, one of its workers, or an invocation cooperating on the job.
+          tripped = state.trips().openTrip(jobName);
+        } catch (SQLException e) {
+          counts = null;
+          if (attempt == 120) {
+            throw e;
+          }
+          if (attempt == 1) {
+            err.println("pacer: waiting for PostgreSQL to report the job's final state: "
+                + database.describe(e));
+          }
+          Thread.sleep(1000);
+        }
+      }
+    }
+    if (tripped.isPresent()) {
+      halted = Optional.of(tripped.get().bar());
+    }
+    double ceiling = settings.destination().ratePerSecond();
+    err.println("pacer: at destination " + settings.destination().name() + " during this run: "
+        + Summary.describe(door, ceiling));
+    Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
+        counts.pending(), halted, elapsed, ceiling,
+        door);
+    out.println(summary.toJson());
+    out.flush();
+    if (halted.isPresent()) {
+      return Main.EXIT_HALTED;
+    }
+    if (timedOut) {
+      err.println("pacer: time limit reached: workers stopped; " + counts.open() + " item(s) of job "
+          + jobName + " left open for a later run");
+      return Main.EXIT_OK;
+    }
+    if (counts.open() > 0) {
+      err.println("pacer: " + counts.open() + " item(s) of job " + jobName + " are still open"
+          + " although every worker has exited; run the same command again to finish them");
+      return Main.EXIT_ERROR;
+    }
+    return Main.EXIT_OK;
+  }
+
+  private static Ended pooled(Database database, RunSettings settings)
+      throws InterruptedException {
+    Worker worker = new Worker(database, settings,
+        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()), StartLine.NONE);
+    return new Ended(worker.run().halted(), false);
+  }
+
+  private static Ended conveyor(Database database, RunSettings settings, int processes,
+      Optional<Duration> timeLimit) throws IOException, InterruptedException, SQLException {
+    Conveyor conveyor = new Conveyor(database, RunOptions.workerArgs(settings), processes);
+    conveyor.start();
+    List<Integer> codes;
+    try {
+      codes = conveyor.await(timeLimit);
+    } catch (InterruptedException e) {
+      conveyor.stop();
+      throw e;
+    }
+    return new Ended(codes.contains(Main.EXIT_HALTED) ? Optional.of(HaltReason.HALTED)
+        : Optional.empty(), conveyor.timedOut());
+  }
+}

@@ -1,0 +1,240 @@
+package dev.pacer.cli.db;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.util.Collection;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The items of jobs and their leases. An item moves
+ * {@code pending → leased → done | failed | pending (retry) | deferred}. A claim is
+ * {@code FOR UPDATE SKIP LOCKED} with a lease that the claiming worker keeps extending while it
+ * lives; an item whose lease has expired (its worker died) is claimable again. Every transition
+ * out of {@code leased} names the claim's lease token, so a worker whose lease was taken over
+ * cannot record the item a second time.
+ */
+public final class ItemStore {
+
+  private final StoreConnection connection;
+
+  ItemStore(StoreConnection connection) {
+    this.connection = connection;
+  }
+
+  /** Deferred items of an earlier run become pending again. */
+  public int reviveDeferred(String job) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'pending',"
+          + " throttles = 0, not_before = now() WHERE job = ? AND state = 'deferred'")) {
+        s.setString(1, job);
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  /** A leased item. */
+  public record Item(String job, String key, String url, int failures, int throttles, String token) {}
+
+  /** Claims the next claimable item of the job for {@code workerId}, if any. */
+  public Optional<Item> claim(String job, String workerId, long leaseMillis)
+      throws SQLException {
+    String token = UUID.randomUUID().toString();
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,"
+              + " lease_until = now() + ? * interval '1 millisecond'"
+              + " WHERE (i.job, i.url_key) IN ("
+              + "   SELECT job, url_key FROM pacer_item"
+              + "   WHERE job = ? AND ((state = 'pending' AND not_before <= now())"
+              + "                   OR (state = 'leased' AND lease_until < now()))"
+              + "   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
+              + " RETURNING i.url_key, i.url, i.failures, i.throttles")) {
+        s.setString(1, workerId);
+        s.setString(2, token);
+        s.setLong(3, leaseMillis);
+        s.setString(4, job);
+        try (ResultSet r = s.executeQuery()) {
+          if (!r.next()) {
+            return Optional.<Item>empty();
+          }
+          return Optional.of(new Item(job, r.getString(1), r.getString(2), r.getInt(3),
+              r.getInt(4), token));
+        }
+      }
+    });
+  }
+
+  /**
+   * Extends the leases of the given claims of {@code workerId}: only those its threads still work
+   * on, so that a claim whose answer was lost on the way lapses and returns to the job.
+   */
+  public int extendLeases(String workerId, Collection<String> tokens,
+      long leaseMillis) throws SQLException {
+    if (tokens.isEmpty()) {
+      return 0;
+    }
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
+              + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)")) {
+        s.setLong(1, leaseMillis);
+        s.setString(2, workerId);
+        s.setArray(3, c.createArrayOf("text", tokens.toArray()));
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  /** Records a fetched item. False if the lease was lost: another worker owns it now. */
+  public boolean markDone(Item item, int status, String bodyPath, long bytes)
+      throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET state = 'done', last_status = ?, last_error = NULL,"
+              + " body_path = ?, bytes = ?, finished_at = now(), leased_by = NULL,"
+              + " lease_token = NULL, lease_until = NULL"
+              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
+        s.setInt(1, status);
+        s.setString(2, bodyPath);
+        s.setLong(3, bytes);
+        bindItem(s, 4, item);
+        return s.executeUpdate() == 1;
+      }
+    });
+  }
+
+  /**
+   * Records a throttled attempt: retried after {@code retryMillis}, or left deferred for the next
+   * run once it has been throttled {@code maxThrottles} times.
+   */
+  public boolean markThrottled(Item item, int status, long retryMillis,
+      int maxThrottles) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET throttles = throttles + 1,"
+              + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
+              + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
+              + " last_error = 'throttled', leased_by = NULL, lease_token = NULL, lease_until = NULL"
+              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
+        s.setInt(1, maxThrottles);
+        s.setLong(2, retryMillis);
+        s.setInt(3, status);
+        bindItem(s, 4, item);
+        return s.executeUpdate() == 1;
+      }
+    });
+  }
+
+  /** Records an ordinary failure: retried after {@code retryMillis}, failed after maxAttempts. */
+  public boolean markFailed(Item item, Integer status, String error,
+      long retryMillis, int maxAttempts) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET failures = failures + 1,"
+              + " state = CASE WHEN failures + 1 >= ? THEN 'failed' ELSE 'pending' END,"
+              + " finished_at = CASE WHEN failures + 1 >= ? THEN now() END,"
+              + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
+              + " last_error = ?, leased_by = NULL, lease_token = NULL, lease_until = NULL"
+              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
+        s.setInt(1, maxAttempts);
+        s.setInt(2, maxAttempts);
+        s.setLong(3, retryMillis);
+        if (status == null) {
+          s.setNull(4, Types.INTEGER);
+        } else {
+          s.setInt(4, status);
+        }
+        s.setString(5, error);
+        bindItem(s, 6, item);
+        return s.executeUpdate() == 1;
+      }
+    });
+  }
+
+  /** Gives a claimed item back untouched (a halt or lockout stopped it before it was fetched). */
+  public boolean release(Item item) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+              + " lease_until = NULL WHERE job = ? AND url_key = ? AND state = 'leased'"
+              + " AND lease_token = ?")) {
+        bindItem(s, 1, item);
+        return s.executeUpdate() == 1;
+      }
+    });
+  }
+
+  /** Whether the job has open (pending or leased) items: one index probe, however big the job. */
+  public boolean hasOpenItems(String job) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "SELECT EXISTS (SELECT 1 FROM pacer_item WHERE job = ? AND state IN ('pending', 'leased'))")) {
+        s.setString(1, job);
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          return r.getBoolean(1);
+        }
+      }
+    });
+  }
+
+  /** The URL of the job's next open item, if any: a sample of what the job fetches. */
+  public Optional<String> nextOpenUrl(String job) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("SELECT url FROM pacer_item"
+          + " WHERE job = ? AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1")) {
+        s.setString(1, job);
+        try (ResultSet r = s.executeQuery()) {
+          return r.next() ? Optional.of(r.getString(1)) : Optional.<String>empty();
+        }
+      }
+    });
+  }
+
+  /** Gives back every item {@code workerId} holds (it is shutting down). */
+  public int releaseAll(String workerId) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+              + " lease_until = NULL WHERE leased_by = ? AND state = 'leased'")) {
+        s.setString(1, workerId);
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  /** Item counts of a job. {@code open} is pending + leased: work some worker may still do. */
+  public record Counts(long total, long done, long failed, long deferred, long pending,
+      long leased, long open) {}
+
+  public Counts counts(String job) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "SELECT count(*),"
+              + " count(*) FILTER (WHERE state = 'done'),"
+              + " count(*) FILTER (WHERE state = 'failed'),"
+              + " count(*) FILTER (WHERE state = 'deferred'"
+              + "   OR (state IN ('pending', 'leased') AND throttles > 0)),"
+              + " count(*) FILTER (WHERE state IN ('pending', 'leased') AND throttles = 0),"
+              + " count(*) FILTER (WHERE state = 'leased'),"
+              + " count(*) FILTER (WHERE state IN ('pending', 'leased'))"
+              + " FROM pacer_item WHERE job = ?")) {
+        s.setString(1, job);
+        try (ResultSet r = s.executeQuery()) {
+          r.next();
+          return new Counts(r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4), r.getLong(5),
+              r.getLong(6), r.getLong(7));
+        }
+      }
+    });
+  }
+
+  private static void bindItem(PreparedStatement s, int from, Item item) throws SQLException {
+    s.setString(from, item.job());
+    s.setString(from + 1, item.key());
+    s.setString(from + 2, item.token());
+  }
+}

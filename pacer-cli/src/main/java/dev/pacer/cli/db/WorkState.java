@@ -1,0 +1,168 @@
+package dev.pacer.cli.db;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * Pacer's work state in PostgreSQL: one connection (see {@link StoreConnection}) and the schema,
+ * shared by four stores, one per thing stored: {@link ItemStore items and their leases},
+ * {@link JobStore jobs}, {@link TripStore trips} and {@link WorkerStore workers}, plus the
+ * {@link CursorStatus} read for {@code pacer status}. Every statement is parameterised; the only
+ * identifiers are the stores' own constant table names.
+ *
+ * <p>The stores share the connection rather than opening one each, so that a worker process holds
+ * one work-state connection whatever it records. Failures are thrown as {@link SQLException}:
+ * callers decide whether to retry.
+ */
+public final class WorkState implements AutoCloseable {
+
+  /** The schema, created idempotently under an advisory lock (concurrent creators serialise). */
+  static final String[] SCHEMA = {
+    "CREATE TABLE IF NOT EXISTS pacer_job (\n"
+        + "  name        text        PRIMARY KEY,\n"
+        + "  destination text        NOT NULL,\n"
+        + "  created_at  timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS pacer_item (\n"
+        + "  job         text        NOT NULL REFERENCES pacer_job (name),\n"
+        + "  url_key     text        NOT NULL,  -- SHA-256 of the URL: the idempotency key\n"
+        + "  url         text        NOT NULL,\n"
+        + "  seq         bigserial   NOT NULL,  -- claim order: input order\n"
+        + "  state       text        NOT NULL DEFAULT 'pending'\n"
+        + "              CHECK (state IN ('pending', 'leased', 'done', 'failed', 'deferred')),\n"
+        + "  not_before  timestamptz NOT NULL DEFAULT now(),\n"
+        + "  leased_by   text,\n"
+        + "  lease_token text,\n"
+        + "  lease_until timestamptz,\n"
+        + "  failures    integer     NOT NULL DEFAULT 0,\n"
+        + "  throttles   integer     NOT NULL DEFAULT 0,\n"
+        + "  last_status integer,\n"
+        + "  last_error  text,\n"
+        + "  body_path   text,\n"
+        + "  bytes       bigint,\n"
+        + "  finished_at timestamptz,\n"
+        + "  PRIMARY KEY (job, url_key))",
+    "CREATE INDEX IF NOT EXISTS pacer_item_open ON pacer_item (job, seq)"
+        + " WHERE state IN ('pending', 'leased')",
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS ceiling double precision",
+    "CREATE TABLE IF NOT EXISTS pacer_request (\n"
+        + "  destination text        NOT NULL,\n"
+        + "  job         text        NOT NULL,\n"
+        + "  worker      text        NOT NULL,\n"
+        + "  sent_at     timestamptz NOT NULL,  -- handed to the network, on PostgreSQL's clock\n"
+        + "  lateness_us bigint      NOT NULL,  -- from the turn's start to sent_at\n"
+        + "  hop         integer     NOT NULL,  -- 0: the item's URL; 1..: redirect hops\n"
+        + "  status      integer)               -- null: no answer",
+    "CREATE INDEX IF NOT EXISTS pacer_request_destination ON pacer_request (destination, sent_at)",
+    "CREATE INDEX IF NOT EXISTS pacer_request_job ON pacer_request (job, sent_at)",
+    "CREATE TABLE IF NOT EXISTS pacer_trip (\n"
+        + "  id         bigserial   PRIMARY KEY,\n"
+        + "  job        text        NOT NULL,\n"
+        + "  bar        text        NOT NULL,\n"
+        + "  figures    text        NOT NULL,\n"
+        + "  host       text        NOT NULL,\n"
+        + "  pid        bigint      NOT NULL,\n"
+        + "  tripped_at timestamptz NOT NULL DEFAULT now(),\n"
+        + "  acked_at   timestamptz,\n"
+        + "  ack_note   text)",
+    "CREATE TABLE IF NOT EXISTS pacer_worker (\n"
+        + "  id          text        PRIMARY KEY,\n"
+        + "  run_id      text        NOT NULL,\n"
+        + "  job         text        NOT NULL,\n"
+        + "  destination text        NOT NULL,\n"
+        + "  host        text        NOT NULL,\n"
+        + "  pid         bigint      NOT NULL,\n"
+        + "  started_at  timestamptz NOT NULL DEFAULT now(),\n"
+        + "  last_seen   timestamptz NOT NULL DEFAULT now(),\n"
+        + "  state       text        NOT NULL,\n"
+        + "  requests    bigint      NOT NULL DEFAULT 0,\n"
+        + "  throttled   bigint      NOT NULL DEFAULT 0,\n"
+        + "  degraded    boolean     NOT NULL DEFAULT false,\n"
+        + "  backoff     integer     NOT NULL DEFAULT 1,\n"
+        + "  rate        double precision NOT NULL DEFAULT 0)",
+    // A retried enqueue (its answer lost with the connection) finds its own, committed, count.
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS enqueue_key text",
+    "ALTER TABLE pacer_job ADD COLUMN IF NOT EXISTS enqueued integer",
+    // A retried trip record finds the trip its first attempt committed.
+    "ALTER TABLE pacer_trip ADD COLUMN IF NOT EXISTS trip_key text",
+    "CREATE UNIQUE INDEX IF NOT EXISTS pacer_trip_key ON pacer_trip (trip_key)",
+  };
+
+  private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
+
+  /** What the last statement of {@link #SCHEMA} creates. */
+  static final String LAST_OBJECT = "pacer_trip_key";
+
+  private final StoreConnection connection;
+  private final ItemStore items;
+  private final JobStore jobs;
+  private final TripStore trips;
+  private final WorkerStore workers;
+  private final CursorStatus cursors;
+
+  public WorkState(Database database) {
+    this.connection = new StoreConnection(database);
+    this.items = new ItemStore(connection);
+    this.jobs = new JobStore(connection, items);
+    this.trips = new TripStore(connection);
+    this.workers = new WorkerStore(connection);
+    this.cursors = new CursorStatus(connection);
+  }
+
+  public Database database() {
+    return connection.database();
+  }
+
+  /**
+   * Connects (or reconnects) and creates the schema if missing. A complete schema is left alone:
+   * {@code ALTER TABLE … IF NOT EXISTS} takes the table's strongest lock even when it changes
+   * nothing, and another run enqueueing into that table meanwhile would deadlock with it. The
+   * schema's last object stands for the whole of it, since all of it commits at once.
+   */
+  public void ensureSchema() throws SQLException {
+    connection.call(c -> {
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
+        boolean complete;
+        try (ResultSet r = s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
+          r.next();
+          complete = r.getBoolean(1);
+        }
+        if (!complete) {
+          for (String ddl : SCHEMA) {
+            s.execute(ddl);
+          }
+        }
+      }
+      c.commit();
+      c.setAutoCommit(true);
+      return null;
+    });
+  }
+
+  public ItemStore items() {
+    return items;
+  }
+
+  public JobStore jobs() {
+    return jobs;
+  }
+
+  public TripStore trips() {
+    return trips;
+  }
+
+  public WorkerStore workers() {
+    return workers;
+  }
+
+  public CursorStatus cursors() {
+    return cursors;
+  }
+
+  @Override
+  public void close() {
+    connection.close();
+  }
+}

@@ -1,0 +1,157 @@
+package dev.pacer.cli.db;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.cli.run.HaltReason;
+import dev.pacer.postgres.TestDatabase;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The work queue's invariants on a real PostgreSQL. */
+class WorkStateTest {
+
+  private static final AtomicInteger UNIQUE = new AtomicInteger();
+  private WorkState store;
+  private String job;
+
+  @BeforeEach
+  void open() throws Exception {
+    store = new WorkState(new Database(TestDatabase.jdbcUrl()));
+    store.ensureSchema();
+    job = "store-test-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
+  }
+
+  /** A new enqueue's or trip's key. */
+  private static String fresh() {
+    return UUID.randomUUID().toString();
+  }
+
+  @AfterEach
+  void close() {
+    store.close();
+  }
+
+  @Test
+  void theSchemasLastStatementCreatesTheObjectThatStandsForIt() {
+    assertThat(WorkState.SCHEMA[WorkState.SCHEMA.length - 1])
+        .contains(" " + WorkState.LAST_OBJECT + " ");
+  }
+
+  @Test
+  void enqueueingTheSameInputTwiceAddsNothing() throws Exception {
+    List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).isEqualTo(3);
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).isZero();
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/3", "http://a/4")))
+        .isEqualTo(1);
+    assertThat(store.items().counts(job).total()).isEqualTo(4);
+  }
+
+  @Test
+  void aClaimedItemIsNotClaimedAgainUntilItsLeaseExpires() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
+    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+        + " WHERE job = '" + job + "'");
+    ItemStore.Item taken = store.items().claim(job, "w2", 60_000).orElseThrow();
+    assertThat(taken.url()).isEqualTo(first.url());
+    assertThat(taken.token()).isNotEqualTo(first.token());
+
+    // The first worker's lease was taken over: its record is refused, the item counted once.
+    assertThat(store.items().markDone(first, 200, "/x", 1)).isFalse();
+    assertThat(store.items().markDone(taken, 200, "/x", 1)).isTrue();
+    assertThat(store.items().markDone(taken, 200, "/x", 1)).isFalse();
+    assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  @Test
+  void heartbeatsKeepALeaseAlive() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/2"));
+    ItemStore.Item kept = store.items().claim(job, "w1", 60_000).orElseThrow();
+    ItemStore.Item lost = store.items().claim(job, "w1", 60_000).orElseThrow();
+    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+        + " WHERE job = '" + job + "'");
+    // Only claims a thread still works on are extended; one whose answer was lost lapses.
+    assertThat(store.items().extendLeases("w1", List.of(kept.token()), 60_000)).isEqualTo(1);
+    assertThat(store.items().extendLeases("w2", List.of(kept.token()), 60_000)).isZero();
+    assertThat(store.items().claim(job, "w2", 60_000)).hasValueSatisfying(
+        item -> assertThat(item.url()).isEqualTo(lost.url()));
+    assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
+  }
+
+  @Test
+  void throttledItemsWaitTheirRetryAndAreDeferredAfterTheLimit() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().markThrottled(item, 429, 60_000, 2)).isTrue();
+    assertThat(store.items().claim(job, "w1", 60_000)).as("not before its retry time").isEmpty();
+    assertThat(store.items().counts(job).deferred()).isEqualTo(1);
+    TestDatabase.execute("UPDATE pacer_item SET not_before = now() WHERE job = '" + job + "'");
+    item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().markThrottled(item, 429, 0, 2)).isTrue();
+    ItemStore.Counts counts = store.items().counts(job);
+    assertThat(counts.open()).isZero();
+    assertThat(counts.deferred()).isEqualTo(1);
+    assertThat(store.items().reviveDeferred(job)).isEqualTo(1);
+    assertThat(store.items().claim(job, "w1", 60_000)).isPresent();
+  }
+
+  @Test
+  void anItemFailsAfterItsLastAttemptWithItsStatus() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().markFailed(item, 500, "HTTP 500", 0, 2)).isTrue();
+    assertThat(store.items().counts(job).failed()).isZero();
+    item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(item.failures()).isEqualTo(1);
+    assertThat(store.items().hasOpenItems(job)).isTrue();
+    assertThat(store.items().markFailed(item, null, "network error", 0, 2)).isTrue();
+    ItemStore.Counts counts = store.items().counts(job);
+    assertThat(counts.failed()).isEqualTo(1);
+    assertThat(counts.open()).isZero();
+    assertThat(store.items().hasOpenItems(job)).isFalse();
+  }
+
+  @Test
+  void aTripRecordRetriedAfterItsAnswerWasLostRecordsOneTrip() throws Exception {
+    // What a worker retries when the connection drops after the commit, before the answer.
+    String key = UUID.randomUUID().toString();
+    Callable<Long> record =
+        () -> store.trips().recordTrip(key, job, HaltReason.RSS, "figures", "h", 42);
+    long id = record.call();
+    assertThat(record.call()).as("the retry's answer").isEqualTo(id);
+    assertThat(store.trips().trips(job, false)).hasSize(1);
+  }
+
+  @Test
+  void anEnqueueRetriedAfterItsAnswerWasLostReportsWhatItAdded() throws Exception {
+    List<String> urls = List.of("http://a/1", "http://a/2", "http://a/3");
+    String key = UUID.randomUUID().toString();
+    Callable<Integer> enqueue = () -> store.jobs().enqueue(key, job, "a", 1.0, urls);
+    assertThat(enqueue.call()).isEqualTo(3);
+    assertThat(enqueue.call()).as("the retry's answer").isEqualTo(3);
+    assertThat(store.items().counts(job).total()).isEqualTo(3);
+    assertThat(store.jobs().enqueue(fresh(), job, "a", 1.0, urls)).as("a new enqueue").isZero();
+  }
+
+  @Test
+  void tripsStayOpenUntilAcknowledged() throws Exception {
+    long id = store.trips().recordTrip(fresh(), job, HaltReason.RSS,
+        "resident memory 3000 MiB above 2048 MiB", "h", 42);
+    Optional<TripStore.Trip> open = store.trips().openTrip(job);
+    assertThat(open).hasValueSatisfying(t -> assertThat(t.id()).isEqualTo(id));
+    assertThat(store.trips().ackTrip(id, "raised the ceiling")).isTrue();
+    assertThat(store.trips().ackTrip(id, "again")).isFalse();
+    assertThat(store.trips().openTrip(job)).isEmpty();
+    assertThat(store.trips().trips(job, false)).singleElement()
+        .satisfies(t -> assertThat(t.ackNote()).isEqualTo("raised the ceiling"));
+  }
+}
