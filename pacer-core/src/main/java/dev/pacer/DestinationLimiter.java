@@ -33,7 +33,9 @@ import org.slf4j.LoggerFactory;
  * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and
  * a shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
  * boundary after the return, when another process may still pace locally) waits for its local
- * turn first and then takes its shared turn again, so it starts at the later of the two.
+ * turn first and then takes its shared turn again, so it starts at the later of the two. Until the
+ * hand-over's end, later turns pace locally first and take one shared turn; a local wait never
+ * outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
  *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
@@ -47,6 +49,7 @@ public final class DestinationLimiter {
   private final Destination destination;
   private static final long NO_DEADLINE = Long.MIN_VALUE;
   private static final long NO_TURN = Long.MIN_VALUE;
+  private static final long NO_HAND_OVER = Long.MIN_VALUE;
   private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
 
   private final Cursor shared;
@@ -62,6 +65,8 @@ public final class DestinationLimiter {
   /** The local cursor used while the shared one is unavailable. */
   private long degradedCursor = Pacing.NO_CURSOR;
 
+  /** Where the last hand-over the cursor reported ends, on the local clock. */
+  private volatile long handOverEnds = NO_HAND_OVER;
   private final AtomicLong lateTurnsSkipped = new AtomicLong();
   private volatile String lockoutReason;
   private volatile boolean degraded;
@@ -174,6 +179,9 @@ public final class DestinationLimiter {
 
   /** Sleeps until a turn that starts by {@code deadline} and returns its start, or NO_TURN. */
   private long waitForTurn(Duration interval, long deadline) throws InterruptedException {
+    // During a hand-over this process already knows of, the local turn comes first and the shared
+    // turn is taken once, at the instant the request leaves.
+    boolean pacedLocally = paceLocallyDuringHandOver(interval);
     Reservation turn = reserveShared(interval, deadline);
     if (turn.isUnavailable()) {
       long localNow = time.nanoTime();
@@ -190,15 +198,14 @@ public final class DestinationLimiter {
       if (turn.isUnavailable()) {
         return localTurn;
       }
+      pacedLocally = true;
     }
-    if (turn.isGranted() && turn.isHandOver()) {
-      // Another process may still pace locally until the next retry boundary: this one paces
-      // no faster than locally too. The shared turn is taken again after the local one, so that
-      // it holds the instant the request leaves: a shared turn held from before the local wait
-      // would be in the past by then, and once the hand-over ends the turns still waiting
+    if (turn.isGranted() && turn.isHandOver() && !pacedLocally) {
+      // The first news of a hand-over: the shared turn is taken again after the local one, so
+      // that it holds the instant the request leaves. A shared turn held from before the local
+      // wait would be in the past by then, and once the hand-over ends the turns still waiting
       // locally would add to the new shared ones.
-      time.sleepNanos(degradedWait(interval, NO_DEADLINE, time.nanoTime(), false));
-      checkNotLockedOut();
+      paceLocallyDuringHandOver(interval);
       turn = reserveShared(interval, deadline);
       if (turn.isUnavailable()) {
         return time.nanoTime();
@@ -213,6 +220,24 @@ public final class DestinationLimiter {
     time.sleepNanos(waitNanos);
     checkNotLockedOut();
     return turnStart;
+  }
+
+  /**
+   * While a hand-over lasts, sleeps until this process's next local turn, but no later than the
+   * hand-over's end: until then another process may still pace locally, so this one paces no
+   * faster than locally too; after it, every process is back on the shared cursor, and a turn
+   * still waiting locally would only hold the fleet below the ceiling. Returns whether it paced.
+   */
+  private boolean paceLocallyDuringHandOver(Duration interval) throws InterruptedException {
+    long end = handOverEnds;
+    long now = time.nanoTime();
+    if (end == NO_HAND_OVER || end - now <= 0) {
+      return false;
+    }
+    long left = end - now;
+    time.sleepNanos(Math.min(left, degradedWait(interval, NO_DEADLINE, now, false)));
+    checkNotLockedOut();
+    return true;
   }
 
   /** Turns given up because this process woke too late for them. */
@@ -298,8 +323,12 @@ public final class DestinationLimiter {
       turn = Reservation.unavailable();
     }
     if (turn.isGranted()) {
-      long cursorAfter = time.nanoTime() + turn.waitTime().toNanos() + interval.toNanos();
+      long answered = time.nanoTime();
+      long cursorAfter = answered + turn.waitTime().toNanos() + interval.toNanos();
       sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
+      if (turn.isHandOver()) {
+        handOverEnds = answered + turn.handOverLeft().toNanos();
+      }
     }
     noteDegraded(turn.isUnavailable());
     return turn;

@@ -18,17 +18,18 @@ public final class Reservation {
     UNAVAILABLE
   }
 
-  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null, false);
-  private static final Reservation UNAVAILABLE = new Reservation(Outcome.UNAVAILABLE, null, false);
+  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null, Duration.ZERO);
+  private static final Reservation UNAVAILABLE =
+      new Reservation(Outcome.UNAVAILABLE, null, Duration.ZERO);
 
   private final Outcome outcome;
   private final Duration wait;
-  private final boolean handOver;
+  private final Duration handOverLeft;
 
-  private Reservation(Outcome outcome, Duration wait, boolean handOver) {
+  private Reservation(Outcome outcome, Duration wait, Duration handOverLeft) {
     this.outcome = outcome;
     this.wait = wait;
-    this.handOver = handOver;
+    this.handOverLeft = handOverLeft;
   }
 
   /** A turn that starts after {@code wait} (zero or positive). */
@@ -37,7 +38,7 @@ public final class Reservation {
     if (wait.isNegative()) {
       throw new IllegalArgumentException("wait must not be negative: " + wait);
     }
-    return new Reservation(Outcome.GRANTED, wait, false);
+    return new Reservation(Outcome.GRANTED, wait, Duration.ZERO);
   }
 
   /** Granted with a wait in nanoseconds. */
@@ -57,19 +58,29 @@ public final class Reservation {
 
   /**
    * This granted turn, taken while the fleet hands over from local pacing back to the shared
-   * cursor: some process may still pace locally, so the caller should also pace this turn as it
-   * would locally, and wait for the later of the two.
+   * cursor, a hand-over that ends {@code left} from the answer: until then some process may still
+   * pace locally, so the caller should also pace this turn as it would locally, and wait for the
+   * later of the two.
    */
-  public Reservation duringHandOver() {
+  public Reservation duringHandOver(Duration left) {
     if (outcome != Outcome.GRANTED) {
       throw new IllegalStateException("only a granted turn is handed over: " + outcome);
     }
-    return new Reservation(outcome, wait, true);
+    Objects.requireNonNull(left, "left");
+    if (left.isNegative() || left.isZero()) {
+      throw new IllegalArgumentException("a hand-over must have time left: " + left);
+    }
+    return new Reservation(outcome, wait, left);
   }
 
-  /** Whether this turn was granted during a hand-over (see {@link #duringHandOver()}). */
+  /** Whether this turn was granted during a hand-over (see {@link #duringHandOver}). */
   public boolean isHandOver() {
-    return handOver;
+    return !handOverLeft.isZero();
+  }
+
+  /** How long after the answer the hand-over ends; zero when this turn was not handed over. */
+  public Duration handOverLeft() {
+    return handOverLeft;
   }
 
   public Outcome outcome() {
@@ -103,17 +114,17 @@ public final class Reservation {
   @Override
   public boolean equals(Object o) {
     return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait)
-        && r.handOver == handOver;
+        && r.handOverLeft.equals(handOverLeft);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(outcome, wait, handOver);
+    return Objects.hash(outcome, wait, handOverLeft);
   }
 
   @Override
   public String toString() {
     return outcome == Outcome.GRANTED
-        ? "GRANTED(wait=" + wait + (handOver ? ", hand-over" : "") + ")" : outcome.name();
+        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "") + ")" : outcome.name();
   }
 }

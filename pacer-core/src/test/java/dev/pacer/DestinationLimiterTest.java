@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -139,29 +140,34 @@ class DestinationLimiterTest {
   /**
    * Until the retry boundary after a return, another process may still pace locally: a turn
    * granted meanwhile waits for its local turn, then takes the shared turn at that instant, so this
-   * process goes no faster than locally; once the cursor stops marking turns, the shared spacing
-   * alone applies.
+   * process goes no faster than locally. Once it knows of the hand-over, a turn paces locally first
+   * and takes one shared turn, not two. A local wait never outlasts the hand-over, and after it the
+   * shared spacing alone applies.
    */
   @Test
   void aTurnGrantedDuringAHandOverWaitsForTheLaterOfTheSharedAndTheLocalTurn() throws Exception {
     UnavailableCursor flaky = new UnavailableCursor();
     DestinationLimiter limiter = limiter(10, 1, 3, flaky);
-    limiter.acquire().close(); // local turn at now, the next local one 300 ms later
-    Cursor handingOver = new UnavailableCursor() {
+    limiter.acquire().close(); // local turn at 0, the next local one at 300
+    long handOverEndsMillis = time.epochMillis() + 700;
+    AtomicInteger sharedReservations = new AtomicInteger();
+    flaky.delegate = new UnavailableCursor() {
       @Override
       public Reservation reserve(String name, Duration interval, Duration notBefore) {
-        return sharedStandIn.reserve(name, interval, notBefore).duringHandOver();
+        sharedReservations.incrementAndGet();
+        Reservation turn = sharedStandIn.reserve(name, interval, notBefore);
+        long left = handOverEndsMillis - time.epochMillis();
+        return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
       }
     };
-    flaky.delegate = handingOver;
-    limiter.acquire().close();
-    limiter.acquire().close();
-    flaky.delegate = sharedStandIn;
-    limiter.acquire().close();
-    limiter.acquire().close();
-    // Each hand-over turn: the local wait, then the shared turn taken again at that instant.
-    assertThat(time.sleepsMillis()).as("local, hand-over x2 at the local spacing, then shared")
-        .containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 100L);
+    limiter.acquire().close(); // news of the hand-over at 0: local wait to 300, shared again
+    assertThat(sharedReservations).as("the first hand-over turn reserves twice").hasValue(2);
+    limiter.acquire().close(); // known hand-over: local wait to 600, one shared turn
+    assertThat(sharedReservations).as("a known hand-over reserves once").hasValue(3);
+    limiter.acquire().close(); // the local turn would be at 900; the hand-over ends at 700
+    limiter.acquire().close(); // the shared spacing alone: 800
+    assertThat(time.sleepsMillis()).as("local; hand-over x3 at the local spacing, cut at its end;"
+            + " then shared").containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 0L, 100L);
   }
 
   @Test

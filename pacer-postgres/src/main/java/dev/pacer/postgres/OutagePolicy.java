@@ -270,8 +270,13 @@ public final class OutagePolicy {
    * return only then (see the class comment), so turns taken meanwhile are paced locally as well.
    */
   public boolean isHandingOver() {
+    return !handOverLeft().isZero();
+  }
+
+  /** How long the hand-over still lasts (see {@link #isHandingOver()}); zero when there is none. */
+  public Duration handOverLeft() {
     long until = handOverUntilMillis;
-    return until != UP && time.epochMillis() < until;
+    return until == UP ? Duration.ZERO : Duration.ofMillis(Math.max(0, until - time.epochMillis()));
   }
 
   /** Failed attempts so far, every outage together. */

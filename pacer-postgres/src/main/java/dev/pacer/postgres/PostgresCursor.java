@@ -265,7 +265,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       long notBeforeMicros = notBefore.toNanos() / 1000;
       Long maxWaitMicros = maxWait == null ? null : maxWait.toNanos() / 1000;
       Reservation turn = session.call(c -> reserveCreatingTable(c, key, gapMicros, notBeforeMicros, maxWaitMicros));
-      return turn.isGranted() && policy.isHandingOver() ? turn.duringHandOver() : turn;
+      Duration handOverLeft = policy.handOverLeft();
+      return turn.isGranted() && !handOverLeft.isZero() ? turn.duringHandOver(handOverLeft) : turn;
     } catch (SQLException e) {
       failures.incrementAndGet();
       log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(), e.getSQLState());

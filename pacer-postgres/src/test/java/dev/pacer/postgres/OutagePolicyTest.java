@@ -212,11 +212,13 @@ class OutagePolicyTest {
     advanceTo(time, BOUNDARY_5);
     assertThat(policy.tryAttempt()).isTrue();
     policy.succeeded();
-    assertThat(policy.isHandingOver()).isTrue();
+    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofSeconds(5));
     advanceTo(time, BOUNDARY_5 + 4_999);
     assertThat(policy.isHandingOver()).isTrue();
+    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofMillis(1));
     advanceTo(time, BOUNDARY_5 + 5_000);
     assertThat(policy.isHandingOver()).as("one more boundary has passed").isFalse();
+    assertThat(policy.handOverLeft()).isEqualTo(Duration.ZERO);
   }
 
   @Test
