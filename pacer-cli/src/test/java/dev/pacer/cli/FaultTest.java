@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Timeline;
 import dev.pacer.postgres.RestartablePostgres;
+import dev.pacer.postgres.RetryGrid;
 import dev.pacer.postgres.TcpProxy;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -101,7 +102,8 @@ class FaultTest {
     Timeline fleet = TestDestination.timeline(arrivals);
     double outage = (up - down) / 1e9;
     // Back on the first 5-s boundary after the return; paced locally as well until the next.
-    long handOverEnds = boundaryAfter(boundaryAfter(up + wallOffset)) - wallOffset;
+    long handOverEnds =
+        RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up + wallOffset)) - wallOffset;
     int recovered = count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
     System.out.printf("crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
             + " %d requests during it; %d in [hand-over end + 1 s, + 4 s]%n",
@@ -112,7 +114,7 @@ class FaultTest {
     // The orchestrating process and three workers: each the attempt that noticed the outage, then
     // at most one per 5-s boundary.
     assertThat(attemptsDuringOutage).isLessThanOrEqualTo(
-        4 * (boundariesBetween(down + wallOffset, attemptsWindowEnd + wallOffset) + 1));
+        4 * (RetryGrid.boundariesBetween(down + wallOffset, attemptsWindowEnd + wallOffset) + 1));
     assertThat(recovered / 3.0).as("full rate after the hand-over").isGreaterThanOrEqualTo(9.0);
     assertThat(workers(up, Long.MAX_VALUE)).as("no worker exited").isEqualTo(workersBefore).hasSize(3);
     assertThat(err).contains("PostgreSQL answers again");
@@ -240,16 +242,5 @@ class FaultTest {
         Statement s = c.createStatement()) {
       s.execute(statement);
     }
-  }
-
-  /** The first multiple of the 5-s retry grid after {@code epochNanos}. */
-  private static long boundaryAfter(long epochNanos) {
-    long grid = 5 * SECOND;
-    return Math.floorDiv(epochNanos, grid) * grid + grid;
-  }
-
-  private static long boundariesBetween(long fromEpochNanos, long toEpochNanos) {
-    long grid = 5 * SECOND;
-    return Math.floorDiv(toEpochNanos, grid) - Math.floorDiv(fromEpochNanos, grid);
   }
 }

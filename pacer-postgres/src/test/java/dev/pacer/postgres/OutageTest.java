@@ -98,7 +98,7 @@ class OutageTest {
         double outageSeconds = (up - down) / 1e9;
         int beforeOutage = count(all, down - 5 * SECOND, down);
         int duringOutage = count(all, down, up);
-        long handOverEnds = boundaryAfter(boundaryAfter(up));
+        long handOverEnds = RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up));
         int recovered = count(all, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
         System.out.printf("outage test: %s; %.1f s outage, %d connection attempts during it;"
                 + " turns: %d in the 5 s before (%.1f/s), %d during (%.1f/s),"
@@ -123,7 +123,7 @@ class OutageTest {
         // Degraded, the fleet paces at 3 x 10/4 = 7.5/s after the shared queue drains (<= 1.8 s).
         assertThat(duringOutage / outageSeconds).as("fleet rate during the outage").isGreaterThan(0.5 * 7.5);
         assertThat(attemptsDuringOutage).as("connection attempts during a %.1f s outage", outageSeconds)
-            .isLessThanOrEqualTo(PROCESSES * (boundariesBetween(down, down + attemptsWindow) + 1));
+            .isLessThanOrEqualTo(PROCESSES * (RetryGrid.boundariesBetween(down, down + attemptsWindow) + 1));
         // Coordinated full rate is 10/s; still degraded (or handing over) would be 7.5/s.
         assertThat(recovered / 3.0).as("rate after the hand-over").isGreaterThanOrEqualTo(9.0);
       } finally {
@@ -155,17 +155,6 @@ class OutageTest {
       perSecond.set(second, perSecond.get(second) + 1);
     }
     return perSecond;
-  }
-
-  /** The first multiple of the 5-s retry grid after {@code epochNanos}. */
-  private static long boundaryAfter(long epochNanos) {
-    long grid = 5 * SECOND;
-    return Math.floorDiv(epochNanos, grid) * grid + grid;
-  }
-
-  private static long boundariesBetween(long fromEpochNanos, long toEpochNanos) {
-    long grid = 5 * SECOND;
-    return Math.floorDiv(toEpochNanos, grid) - Math.floorDiv(fromEpochNanos, grid);
   }
 
   private static long epochNanos() {
