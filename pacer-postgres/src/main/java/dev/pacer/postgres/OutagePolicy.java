@@ -185,6 +185,22 @@ public final class OutagePolicy {
   }
 
   /**
+   * How long until the policy lets the next attempt through: zero while up, else the time to the
+   * next boundary. A caller that retries on its own waits this long (and a little more, so that the
+   * boundary's probe goes first) instead of keeping a schedule of its own.
+   */
+  public Duration untilNextAttempt() {
+    if (!down) {
+      return Duration.ZERO;
+    }
+    synchronized (this) {
+      return boundaryMillis == UP
+          ? Duration.ZERO
+          : Duration.ofMillis(Math.max(0, boundaryMillis - time.epochMillis()));
+    }
+  }
+
+  /**
    * Opens a connection under the policy, for a user that holds it itself (a lock session): refused
    * while down without touching the network, and the outcome reported.
    *

@@ -209,9 +209,12 @@ class OutagePolicyTest {
         OutagePolicy.Scheduler.none(), () -> { });
     assertThat(policy.isHandingOver()).as("no return yet").isFalse();
     policy.failed(REFUSED);
+    assertThat(policy.untilNextAttempt())
+        .isEqualTo(Duration.ofMillis(BOUNDARY_5 - time.epochMillis())).isPositive();
     advanceTo(time, BOUNDARY_5);
     assertThat(policy.tryAttempt()).isTrue();
     policy.succeeded();
+    assertThat(policy.untilNextAttempt()).isEqualTo(Duration.ZERO);
     assertThat(policy.handOverLeft()).isEqualTo(Duration.ofSeconds(5));
     advanceTo(time, BOUNDARY_5 + 4_999);
     assertThat(policy.isHandingOver()).isTrue();

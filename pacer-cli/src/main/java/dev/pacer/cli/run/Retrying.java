@@ -7,13 +7,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * How a worker talks to the work state while PostgreSQL may be away: each call is retried until
- * PostgreSQL answers, waiting 250 ms, then twice as long each time up to 5 s. A fetch thread never
- * drops an outcome it already has (the body is on disk) because the database blinked.
+ * PostgreSQL answers. While the database's {@code OutagePolicy} holds it down, a retry waits for the
+ * policy's next boundary, just after its probe, so every thread of the fleet is back on the boundary
+ * the database returned by; other failures (a statement timeout, a connection the policy has not
+ * yet judged) are retried after 250 ms, then twice as long each time up to 5 s. A fetch thread
+ * never drops an outcome it already has (the body is on disk) because the database blinked.
  *
  * <p>A call gives up only when the run stops (if the caller asked for that: a claim is not worth
  * waiting for once the run is over, a fetched outcome is) or after {@code giveUpAfter}; then the
@@ -29,6 +33,8 @@ final class Retrying {
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
   private static final long FIRST_DELAY_MILLIS = 250;
   private static final long MAX_DELAY_MILLIS = 5000;
+  /** After a boundary, the policy's probe goes first; a retry then finds the verdict. */
+  private static final long AFTER_BOUNDARY_MILLIS = 100;
 
   /** A unit of work against the work state. */
   @FunctionalInterface
@@ -59,6 +65,7 @@ final class Retrying {
   private final Runnable onFailure;
   private final Function<SQLException, String> describe;
   private final LongSupplier connectionAttempts;
+  private final Supplier<Duration> untilDatabaseRetry;
   private final AtomicBoolean outageWarned = new AtomicBoolean();
 
   /**
@@ -66,15 +73,18 @@ final class Retrying {
    * @param onFailure run on every failed call (the worker then checks its dispatch slot)
    * @param describe a failure in words, with secrets redacted
    * @param connectionAttempts connection attempts by this process so far, for the INFO line
+   * @param untilDatabaseRetry the outage policy's time to its next attempt; zero while it is up
    */
   Retrying(TimeSource time, Duration giveUpAfter, BooleanSupplier stopped, Runnable onFailure,
-      Function<SQLException, String> describe, LongSupplier connectionAttempts) {
+      Function<SQLException, String> describe, LongSupplier connectionAttempts,
+      Supplier<Duration> untilDatabaseRetry) {
     this.time = time;
     this.giveUpAfter = giveUpAfter;
     this.stopped = stopped;
     this.onFailure = onFailure;
     this.describe = describe;
     this.connectionAttempts = connectionAttempts;
+    this.untilDatabaseRetry = untilDatabaseRetry;
   }
 
   /** Runs {@code call} until PostgreSQL answers, or the run stops (if {@code giveUpOnStop}). */
@@ -103,8 +113,14 @@ final class Retrying {
         log.error("Gave up trying to {} after {} s", what, waited / 1_000_000_000L);
         return new Attempt.GaveUp<>();
       }
-      time.sleepNanos(Duration.ofMillis(delay).toNanos());
-      delay = Math.min(MAX_DELAY_MILLIS, delay * 2);
+      Duration untilBoundary = untilDatabaseRetry.get();
+      if (untilBoundary.isZero()) {
+        time.sleepNanos(Duration.ofMillis(delay).toNanos());
+        delay = Math.min(MAX_DELAY_MILLIS, delay * 2);
+      } else {
+        time.sleepNanos(untilBoundary.plusMillis(AFTER_BOUNDARY_MILLIS).toNanos());
+        delay = FIRST_DELAY_MILLIS;
+      }
     }
   }
 

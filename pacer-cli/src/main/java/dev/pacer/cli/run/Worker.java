@@ -102,7 +102,8 @@ public final class Worker {
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
     this.retrying = new Retrying(TimeSource.SYSTEM, RECORD_GIVE_UP, stop::get,
-        () -> slotSuspect = true, database::describe, database::connectionAttempts);
+        () -> slotSuspect = true, database::describe, database::connectionAttempts,
+        database.outagePolicy()::untilNextAttempt);
   }
 
   /** Runs until the job has no open item, or the run halts. */

@@ -15,8 +15,10 @@ class RetryingTest {
   private final FakeTime time = new FakeTime();
   private final AtomicBoolean stopped = new AtomicBoolean();
   private final AtomicInteger failures = new AtomicInteger();
+  /** The outage policy's time to its next attempt, as the test sets it. */
+  private volatile Duration untilBoundary = Duration.ZERO;
   private final Retrying retrying = new Retrying(time, Duration.ofMinutes(10), stopped::get,
-      failures::incrementAndGet, SQLException::getMessage, () -> 1L);
+      failures::incrementAndGet, SQLException::getMessage, () -> 1L, () -> untilBoundary);
 
   /** Fails {@code times} times, then answers {@code value}. */
   private static <T> Retrying.SqlCall<T> failing(int times, T value) {
@@ -43,6 +45,22 @@ class RetryingTest {
         .isEqualTo(new Retrying.Attempt.Answered<>("ok"));
     assertThat(time.sleepsMillis()).containsExactly(250L, 500L, 1000L, 2000L, 4000L, 5000L, 5000L);
     assertThat(failures).as("each failure marks the dispatch slot suspect").hasValue(7);
+  }
+
+  @Test
+  void whileThePolicyHoldsTheDatabaseDownARetryWaitsForItsBoundary() throws Exception {
+    untilBoundary = Duration.ofMillis(3700);
+    AtomicInteger calls = new AtomicInteger();
+    Retrying.SqlCall<String> backAtTheBoundary = () -> {
+      if (calls.incrementAndGet() == 1) {
+        throw new SQLException("connection refused", "08001");
+      }
+      return "ok";
+    };
+    assertThat(retrying.call("claim", backAtTheBoundary, true))
+        .isEqualTo(new Retrying.Attempt.Answered<>("ok"));
+    assertThat(time.sleepsMillis()).as("to the boundary, just after its probe, not 250 ms")
+        .containsExactly(3800L);
   }
 
   @Test
