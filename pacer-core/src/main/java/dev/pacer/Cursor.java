@@ -48,6 +48,52 @@ public interface Cursor {
   }
 
   /**
+   * Holds every turn of {@code name} until {@code delay} from now, in every process that shares
+   * this cursor: the destination answered with {@code Retry-After}. The stored cursor becomes
+   * {@code max(cursor, now + delay)}, so later reservations wait without being told, and the
+   * cursor's {@linkplain #listen listeners} hear of it at once, so that turns granted before and
+   * still waiting wait too. Never throws.
+   *
+   * @return whether the store recorded the pause (false: only this process knows of it)
+   */
+  default boolean pause(String name, Duration delay) {
+    return false;
+  }
+
+  /**
+   * Records a lockout of {@code name} for every process that shares this cursor: later
+   * reservations answer {@link Reservation#lockedOut}, until {@link #clearLockout}, and the
+   * cursor's listeners hear of it at once. The first reason recorded is kept. Never throws.
+   *
+   * @return whether the store recorded the lockout (false: only this process knows of it)
+   */
+  default boolean lockOut(String name, String reason) {
+    return false;
+  }
+
+  /**
+   * Clears a recorded lockout of {@code name}: an operator's acknowledgement.
+   *
+   * @throws CursorStoreException if the store cannot be reached
+   */
+  default void clearLockout(String name) {}
+
+  /**
+   * Tells {@code listener} of the pauses and lockouts of {@code name} that any process records,
+   * as they happen, and of those already in force. A cursor that cannot tell ignores it.
+   */
+  default void listen(String name, Listener listener) {}
+
+  /** Hears what a destination told any process of the fleet. Called on the cursor's thread. */
+  interface Listener {
+    /** A pause ({@code Retry-After}) is in force for {@code left} from now. */
+    void paused(Duration left);
+
+    /** The destination is locked out, for {@code reason}. */
+    void lockedOut(String reason);
+  }
+
+  /**
    * Forgets the cursor of {@code name}: the next reservation starts now.
    *
    * @throws CursorStoreException if the store cannot be reached (an operator action, so failing

@@ -23,6 +23,9 @@ import java.util.TreeSet;
  *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
+ *   <li>{@code maxRetryAfter}: the longest pause a {@code Retry-After} may impose on the fleet
+ *       (default 10 minutes, at most a day): a destination that answers "come back in a week"
+ *       pauses the fleet for this long, then is asked again.
  * </ul>
  */
 public final class Destination {
@@ -37,6 +40,7 @@ public final class Destination {
   private final Set<Integer> lockoutStatusCodes;
   private final Set<Integer> backoffStatusCodes;
   private final Duration interval;
+  private final Duration maxRetryAfter;
 
   private Destination(Builder b) {
     this.name = b.name;
@@ -46,6 +50,7 @@ public final class Destination {
     this.lockoutStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.lockoutStatusCodes));
     this.backoffStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.backoffStatusCodes));
     this.interval = Duration.ofNanos(Math.round(1e9 / ratePerSecond));
+    this.maxRetryAfter = b.maxRetryAfter;
   }
 
   /** Starts a builder; {@code ratePerSecond} must be set before {@link Builder#build()}. */
@@ -108,6 +113,10 @@ public final class Destination {
     return backoffStatusCodes;
   }
 
+  public Duration maxRetryAfter() {
+    return maxRetryAfter;
+  }
+
   /** A builder with this destination's values, to derive a variant. */
   public Builder toBuilder() {
     return new Builder(name)
@@ -115,7 +124,8 @@ public final class Destination {
         .maxConcurrency(maxConcurrency)
         .maxFetchingProcesses(maxFetchingProcesses)
         .lockoutStatusCodes(lockoutStatusCodes)
-        .backoffStatusCodes(backoffStatusCodes);
+        .backoffStatusCodes(backoffStatusCodes)
+        .maxRetryAfter(maxRetryAfter);
   }
 
   /** Checks a destination name without building anything; throws naming the bad value. */
@@ -150,14 +160,15 @@ public final class Destination {
         && maxConcurrency == d.maxConcurrency
         && maxFetchingProcesses == d.maxFetchingProcesses
         && lockoutStatusCodes.equals(d.lockoutStatusCodes)
-        && backoffStatusCodes.equals(d.backoffStatusCodes);
+        && backoffStatusCodes.equals(d.backoffStatusCodes)
+        && maxRetryAfter.equals(d.maxRetryAfter);
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(
         name, ratePerSecond, maxConcurrency, maxFetchingProcesses, lockoutStatusCodes,
-        backoffStatusCodes);
+        backoffStatusCodes, maxRetryAfter);
   }
 
   @Override
@@ -165,7 +176,7 @@ public final class Destination {
     return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
         + ", maxConcurrency=" + maxConcurrency + ", maxFetchingProcesses=" + maxFetchingProcesses
         + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
-        + backoffStatusCodes + "}";
+        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter + "}";
   }
 
   /** Validating builder for {@link Destination}. Each setter checks its value at once. */
@@ -176,6 +187,7 @@ public final class Destination {
     private int maxFetchingProcesses = 1;
     private Set<Integer> lockoutStatusCodes = Set.of(403);
     private Set<Integer> backoffStatusCodes = Set.of(429, 503);
+    private Duration maxRetryAfter = Duration.ofMinutes(10);
 
     private Builder(String name) {
       this.name = validateName(name);
@@ -214,6 +226,16 @@ public final class Destination {
 
     public Builder backoffStatusCodes(Set<Integer> codes) {
       this.backoffStatusCodes = validStatusCodes("backoffStatusCodes", codes);
+      return this;
+    }
+
+    public Builder maxRetryAfter(Duration maxRetryAfter) {
+      if (maxRetryAfter == null || maxRetryAfter.isNegative() || maxRetryAfter.isZero()
+          || maxRetryAfter.compareTo(Duration.ofDays(1)) > 0) {
+        throw new IllegalArgumentException(
+            "maxRetryAfter must be > 0 and at most a day, got " + maxRetryAfter);
+      }
+      this.maxRetryAfter = maxRetryAfter;
       return this;
     }
 

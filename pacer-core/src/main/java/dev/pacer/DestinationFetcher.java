@@ -8,9 +8,11 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -31,7 +33,9 @@ import org.slf4j.LoggerFactory;
  *   <li>a {@linkplain Destination#lockoutStatusCodes() lockout status} (403): the limiter locks out
  *       and {@link LockedOutException} is thrown, a hard stop;
  *   <li>a {@linkplain Destination#backoffStatusCodes() backoff status} (429, 503): the limiter
- *       backs off and {@link ThrottledException} is thrown: defer the item, the run goes on slower;
+ *       backs off and {@link ThrottledException} is thrown: defer the item, the run goes on slower.
+ *       With a {@code Retry-After} (delta-seconds or an HTTP-date) the whole fleet also pauses
+ *       for that long ({@link DestinationLimiter#backoff(Duration)});
  *   <li>anything else counts as a clean response ({@link DestinationLimiter#noteCleanResponse()});
  *       a 2xx is returned, a redirect is followed (below), any other status is a {@link
  *       FetchFailedException}.
@@ -354,7 +358,13 @@ public final class DestinationFetcher {
       throw new LockedOutException(destination.name(), reason);
     }
     if (destination.backoffStatusCodes().contains(status)) {
-      limiter.backoff();
+      Optional<Duration> retryAfter = RetryAfter.parse(
+          answer.headers().firstValue("Retry-After").orElse(null), Instant.now());
+      if (retryAfter.isPresent()) {
+        limiter.backoff(retryAfter.get());
+      } else {
+        limiter.backoff();
+      }
       throttled.incrementAndGet();
       throw new ThrottledException(destination.name(), status, uri.toString());
     }

@@ -50,6 +50,7 @@ public final class DestinationLimiter {
   private static final long NO_DEADLINE = Long.MIN_VALUE;
   private static final long NO_TURN = Long.MIN_VALUE;
   private static final long NO_HAND_OVER = Long.MIN_VALUE;
+  private static final long NO_PAUSE = Long.MIN_VALUE;
   private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
 
   private final Cursor shared;
@@ -68,6 +69,10 @@ public final class DestinationLimiter {
   /** Where the last hand-over the cursor reported ends, on the local clock. */
   private volatile long handOverEnds = NO_HAND_OVER;
   private final AtomicLong lateTurnsSkipped = new AtomicLong();
+  /** Until when (local clock) the destination asked the fleet to pause; NO_PAUSE if never. */
+  private final AtomicLong pausedUntil = new AtomicLong(NO_PAUSE);
+  private final AtomicLong turnsHeldForPause = new AtomicLong();
+  private final Object lockoutLock = new Object();
   private volatile String lockoutReason;
   private volatile boolean degraded;
 
@@ -79,6 +84,17 @@ public final class DestinationLimiter {
     this.baseIntervalNanos = destination.interval().toNanos();
     // The fleet's turns less this process's own: what other processes may hold queued.
     this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
+    shared.listen(destination.name(), new Cursor.Listener() {
+      @Override
+      public void paused(Duration left) {
+        holdUntil(time.nanoTime() + left.toNanos());
+      }
+
+      @Override
+      public void lockedOut(String reason) {
+        noteLockout(reason);
+      }
+    });
   }
 
   public Destination destination() {
@@ -148,6 +164,9 @@ public final class DestinationLimiter {
         if (turnStart == NO_TURN) {
           return refuse();
         }
+        if (heldForPause(turnStart)) {
+          continue;
+        }
         long late = time.nanoTime() - turnStart;
         if (late <= lateLimitNanos(interval)) {
           return grant(turnStart);
@@ -183,6 +202,10 @@ public final class DestinationLimiter {
     // turn is taken once, at the instant the request leaves.
     boolean pacedLocally = paceLocallyDuringHandOver(interval);
     Reservation turn = reserveShared(interval, deadline);
+    if (turn.isLockedOut()) {
+      noteLockout(turn.lockoutReason());
+      checkNotLockedOut();
+    }
     if (turn.isUnavailable()) {
       long localNow = time.nanoTime();
       long localWait = degradedWait(interval, deadline, localNow, true);
@@ -210,6 +233,10 @@ public final class DestinationLimiter {
       if (turn.isUnavailable()) {
         return time.nanoTime();
       }
+    }
+    if (turn.isLockedOut()) {
+      noteLockout(turn.lockoutReason());
+      checkNotLockedOut();
     }
     if (turn.isRefused()) {
       return NO_TURN;
@@ -255,13 +282,97 @@ public final class DestinationLimiter {
     backoff.onCleanResponse();
   }
 
-  /** A lockout response (403): every later {@link #acquire()} throws. Irreversible. */
-  public void lockOut(String reason) {
-    if (lockoutReason == null) {
-      log.error("Destination {} locked out: {}. No further requests will be made.",
-          destination.name(), reason);
+  /**
+   * A rate-pressure response that says how long to wait ({@code Retry-After}): doubles the
+   * interval as {@link #backoff()} does, and pauses the fleet for {@code retryAfter} (see {@link
+   * #pause}).
+   */
+  public void backoff(Duration retryAfter) {
+    backoff.onRatePressure();
+    pause(retryAfter);
+  }
+
+  /**
+   * Holds every turn to this destination, in every process that shares the cursor, for {@code
+   * delay} from now (at most {@link Destination#maxRetryAfter()}): this process at once, a turn
+   * already granted but not yet begun included; the others as soon as the cursor tells them.
+   * Requests already sent are not recalled.
+   */
+  public void pause(Duration delay) {
+    Duration capped = delay.compareTo(destination.maxRetryAfter()) > 0
+        ? destination.maxRetryAfter() : delay;
+    if (capped.isNegative() || capped.isZero()) {
+      return;
     }
-    lockoutReason = reason == null ? "locked out" : reason;
+    holdUntil(time.nanoTime() + capped.toNanos());
+    boolean shared = this.shared.pause(destination.name(), capped);
+    log.warn("Destination {} asked for a pause of {} ms{}; {}", destination.name(),
+        capped.toMillis(), capped.equals(delay) ? "" : " (capped from " + delay.toMillis() + " ms)",
+        shared ? "every process sharing the cursor holds its turns until it ends"
+            : "only this process knows of it (the cursor could not record it)");
+  }
+
+  /**
+   * A lockout response (403): every later {@link #acquire()} throws, here at once and in every
+   * process that shares the cursor, and new limiters for the destination refuse from their first
+   * reservation until an operator clears it ({@link Cursor#clearLockout}). Irreversible in this
+   * limiter.
+   */
+  public void lockOut(String reason) {
+    String recorded = reason == null ? "locked out" : reason;
+    if (noteLockout(recorded) && !shared.lockOut(destination.name(), recorded)) {
+      log.error("Destination {}: the cursor did not record the lockout; processes started later"
+          + " will not know of it", destination.name());
+    }
+  }
+
+  /** Records a lockout in this limiter; returns whether it is new. */
+  private boolean noteLockout(String reason) {
+    synchronized (lockoutLock) {
+      if (lockoutReason != null) {
+        return false;
+      }
+      lockoutReason = reason;
+    }
+    log.error("Destination {} locked out: {}. No further requests will be made.",
+        destination.name(), reason);
+    return true;
+  }
+
+  private void holdUntil(long localNanos) {
+    pausedUntil.accumulateAndGet(localNanos,
+        (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
+  }
+
+  /**
+   * Whether a turn starting at {@code turnStart} falls inside a pause the destination asked for
+   * after it was granted: then it is not taken, the thread sleeps until the pause ends, and asks
+   * for a turn again (the cursor's own turns already lie after the pause).
+   */
+  private boolean heldForPause(long turnStart) throws InterruptedException {
+    long until = pausedUntil.get();
+    if (until == NO_PAUSE || until - turnStart <= 0) {
+      return false;
+    }
+    turnsHeldForPause.incrementAndGet();
+    long left = until - time.nanoTime();
+    if (left > 0) {
+      time.sleepNanos(left);
+    }
+    checkNotLockedOut();
+    return true;
+  }
+
+  /** Turns granted before a pause and not taken because of it. */
+  public long turnsHeldForPause() {
+    return turnsHeldForPause.get();
+  }
+
+  /** How long the pause the destination asked for still lasts; zero if none is in force. */
+  public Duration pauseLeft() {
+    long until = pausedUntil.get();
+    long left = until == NO_PAUSE ? 0 : until - time.nanoTime();
+    return Duration.ofNanos(Math.max(0, left));
   }
 
   public boolean isLockedOut() {

@@ -2,7 +2,9 @@ package dev.pacer;
 
 import dev.pacer.internal.Pacing;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -15,6 +17,8 @@ public final class LocalCursor implements Cursor {
 
   private final TimeSource time;
   private final Map<String, Long> cursors = new HashMap<>();
+  private final Map<String, String> lockouts = new HashMap<>();
+  private final Map<String, List<Listener>> listeners = new HashMap<>();
 
   public LocalCursor(TimeSource time) {
     this.time = time;
@@ -26,6 +30,9 @@ public final class LocalCursor implements Cursor {
 
   @Override
   public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
+    if (lockouts.containsKey(name)) {
+      return Reservation.lockedOut(lockouts.get(name));
+    }
     long now = time.nanoTime();
     Pacing.Turn turn =
         Pacing.reserve(stored(name), now, now + notBefore.toNanos(), interval.toNanos());
@@ -36,6 +43,9 @@ public final class LocalCursor implements Cursor {
   @Override
   public synchronized Reservation tryReserve(
       String name, Duration interval, Duration notBefore, Duration maxWait) {
+    if (lockouts.containsKey(name)) {
+      return Reservation.lockedOut(lockouts.get(name));
+    }
     long now = time.nanoTime();
     Pacing.Turn turn = Pacing.reserveWithin(stored(name), now, now + notBefore.toNanos(),
         interval.toNanos(), maxWait.toNanos());
@@ -44,6 +54,40 @@ public final class LocalCursor implements Cursor {
     }
     cursors.put(name, turn.newCursor());
     return Reservation.grantedNanos(turn.waitNanos());
+  }
+
+  @Override
+  public boolean pause(String name, Duration delay) {
+    List<Listener> told;
+    synchronized (this) {
+      long until = time.nanoTime() + delay.toNanos();
+      cursors.merge(name, until, Math::max);
+      told = List.copyOf(listeners.getOrDefault(name, List.of()));
+    }
+    told.forEach(l -> l.paused(delay));
+    return true;
+  }
+
+  @Override
+  public boolean lockOut(String name, String reason) {
+    List<Listener> told;
+    String kept;
+    synchronized (this) {
+      kept = lockouts.computeIfAbsent(name, n -> reason);
+      told = List.copyOf(listeners.getOrDefault(name, List.of()));
+    }
+    told.forEach(l -> l.lockedOut(kept));
+    return true;
+  }
+
+  @Override
+  public synchronized void clearLockout(String name) {
+    lockouts.remove(name);
+  }
+
+  @Override
+  public synchronized void listen(String name, Listener listener) {
+    listeners.computeIfAbsent(name, n -> new ArrayList<>()).add(listener);
   }
 
   @Override

@@ -5,9 +5,10 @@ import java.util.Objects;
 
 /**
  * What a {@link Cursor} answers to a reservation: a granted turn and its wait, a refusal (for
- * {@link Cursor#tryReserve}, the turn would start too late and nothing was consumed), or
- * "unavailable" (the cursor's store could not be asked). Unavailable is a value, never an
- * exception, and never confused with a zero wait.
+ * {@link Cursor#tryReserve}, the turn would start too late and nothing was consumed), a lockout
+ * recorded for the destination (no turn, with the recorded reason), or "unavailable" (the cursor's
+ * store could not be asked). Unavailable is a value, never an exception, and never confused with a
+ * zero wait.
  */
 public final class Reservation {
 
@@ -15,21 +16,25 @@ public final class Reservation {
   public enum Outcome {
     GRANTED,
     REFUSED,
+    LOCKED_OUT,
     UNAVAILABLE
   }
 
-  private static final Reservation REFUSED = new Reservation(Outcome.REFUSED, null, Duration.ZERO);
+  private static final Reservation REFUSED =
+      new Reservation(Outcome.REFUSED, null, Duration.ZERO, null);
   private static final Reservation UNAVAILABLE =
-      new Reservation(Outcome.UNAVAILABLE, null, Duration.ZERO);
+      new Reservation(Outcome.UNAVAILABLE, null, Duration.ZERO, null);
 
   private final Outcome outcome;
   private final Duration wait;
   private final Duration handOverLeft;
+  private final String lockoutReason;
 
-  private Reservation(Outcome outcome, Duration wait, Duration handOverLeft) {
+  private Reservation(Outcome outcome, Duration wait, Duration handOverLeft, String lockoutReason) {
     this.outcome = outcome;
     this.wait = wait;
     this.handOverLeft = handOverLeft;
+    this.lockoutReason = lockoutReason;
   }
 
   /** A turn that starts after {@code wait} (zero or positive). */
@@ -38,7 +43,7 @@ public final class Reservation {
     if (wait.isNegative()) {
       throw new IllegalArgumentException("wait must not be negative: " + wait);
     }
-    return new Reservation(Outcome.GRANTED, wait, Duration.ZERO);
+    return new Reservation(Outcome.GRANTED, wait, Duration.ZERO, null);
   }
 
   /** Granted with a wait in nanoseconds. */
@@ -49,6 +54,15 @@ public final class Reservation {
   /** The turn would start later than the caller accepts; the cursor was not advanced. */
   public static Reservation refused() {
     return REFUSED;
+  }
+
+  /**
+   * The destination is locked out fleet-wide ({@link Cursor#lockOut}): no turn, and nothing
+   * consumed, until an operator clears it.
+   */
+  public static Reservation lockedOut(String reason) {
+    Objects.requireNonNull(reason, "reason");
+    return new Reservation(Outcome.LOCKED_OUT, null, Duration.ZERO, reason);
   }
 
   /** The cursor's store could not be consulted. */
@@ -70,7 +84,7 @@ public final class Reservation {
     if (left.isNegative() || left.isZero()) {
       throw new IllegalArgumentException("a hand-over must have time left: " + left);
     }
-    return new Reservation(outcome, wait, left);
+    return new Reservation(outcome, wait, left, null);
   }
 
   /** Whether this turn was granted during a hand-over (see {@link #duringHandOver}). */
@@ -95,6 +109,22 @@ public final class Reservation {
     return outcome == Outcome.REFUSED;
   }
 
+  public boolean isLockedOut() {
+    return outcome == Outcome.LOCKED_OUT;
+  }
+
+  /**
+   * Why the destination is locked out, as recorded.
+   *
+   * @throws IllegalStateException unless locked out
+   */
+  public String lockoutReason() {
+    if (outcome != Outcome.LOCKED_OUT) {
+      throw new IllegalStateException("not locked out: reservation was " + outcome);
+    }
+    return lockoutReason;
+  }
+
   public boolean isUnavailable() {
     return outcome == Outcome.UNAVAILABLE;
   }
@@ -114,17 +144,18 @@ public final class Reservation {
   @Override
   public boolean equals(Object o) {
     return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait)
-        && r.handOverLeft.equals(handOverLeft);
+        && r.handOverLeft.equals(handOverLeft) && Objects.equals(r.lockoutReason, lockoutReason);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(outcome, wait, handOverLeft);
+    return Objects.hash(outcome, wait, handOverLeft, lockoutReason);
   }
 
   @Override
   public String toString() {
     return outcome == Outcome.GRANTED
-        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "") + ")" : outcome.name();
+        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "") + ")"
+        : outcome == Outcome.LOCKED_OUT ? "LOCKED_OUT(" + lockoutReason + ")" : outcome.name();
   }
 }

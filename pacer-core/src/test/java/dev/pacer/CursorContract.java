@@ -92,6 +92,91 @@ public abstract class CursorContract {
     assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ofMillis(1000), "next");
   }
 
+  /** Whether this cursor's store records lockouts (the key/value layout has nowhere to). */
+  protected boolean recordsLockouts() {
+    return true;
+  }
+
+  @Test
+  void aPauseHoldsTheNextTurnsUntilItEnds() {
+    String name = freshName();
+    startSequence();
+    assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
+    assertThat(cursor().pause(name, Duration.ofSeconds(2))).as("recorded").isTrue();
+    assertWait(cursor().reserve(name, GAP), Duration.ofSeconds(2), "the first after the pause");
+    assertWait(cursor().reserve(name, GAP), Duration.ofMillis(2100), "the next");
+  }
+
+  @Test
+  void aPauseShorterThanTheQueueLeavesItAlone() {
+    String name = freshName();
+    startSequence();
+    for (int i = 0; i < 3; i++) {
+      cursor().reserve(name, GAP);
+    }
+    cursor().pause(name, Duration.ofMillis(100));
+    assertWait(cursor().reserve(name, GAP), Duration.ofMillis(300), "the queue's next turn");
+  }
+
+  @Test
+  void aPauseOfAFreshCursorStartsItAfterThePause() {
+    String name = freshName();
+    startSequence();
+    cursor().pause(name, Duration.ofSeconds(1));
+    assertWait(cursor().reserve(name, GAP), Duration.ofSeconds(1), "first");
+  }
+
+  @Test
+  void aLockoutRefusesEveryReservationUntilCleared() {
+    String name = freshName();
+    cursor().reserve(name, GAP);
+    boolean recorded = cursor().lockOut(name, "HTTP 403 from https://example.org/a");
+    assertThat(recorded).isEqualTo(recordsLockouts());
+    if (!recorded) {
+      assertThat(cursor().reserve(name, GAP).isGranted()).as("nothing recorded").isTrue();
+      return;
+    }
+    cursor().lockOut(name, "a later reason");
+    Reservation refused = cursor().reserve(name, GAP);
+    assertThat(refused.isLockedOut()).as("%s", refused).isTrue();
+    assertThat(refused.lockoutReason()).as("the first reason is kept")
+        .isEqualTo("HTTP 403 from https://example.org/a");
+    assertThat(cursor().tryReserve(name, GAP, Duration.ofSeconds(5)).isLockedOut()).isTrue();
+    assertThat(cursor().reserve(freshName(), GAP).isGranted()).as("another destination").isTrue();
+    cursor().clearLockout(name);
+    assertThat(cursor().reserve(name, GAP).isGranted()).as("after the ack").isTrue();
+  }
+
+  @Test
+  void aListenerHearsPausesAndLockouts() throws Exception {
+    String name = freshName();
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch lockedOut = new CountDownLatch(1);
+    List<Duration> pauses = Collections.synchronizedList(new ArrayList<>());
+    cursor().listen(name, new Cursor.Listener() {
+      @Override
+      public void paused(Duration left) {
+        pauses.add(left);
+        paused.countDown();
+      }
+
+      @Override
+      public void lockedOut(String reason) {
+        if (reason.equals("HTTP 403")) {
+          lockedOut.countDown();
+        }
+      }
+    });
+    cursor().reserve(name, GAP);
+    cursor().pause(name, Duration.ofSeconds(3));
+    assertThat(paused.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("pause heard").isTrue();
+    assertThat(pauses.get(0)).isBetween(Duration.ofSeconds(2), Duration.ofSeconds(3));
+    cursor().lockOut(name, "HTTP 403");
+    assertThat(lockedOut.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("lockout heard")
+        .isTrue();
+    cursor().clearLockout(name);
+  }
+
   @Test
   void tryReserveRefusesWithoutConsumingATurn() {
     String name = freshName();

@@ -92,6 +92,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private volatile boolean closed;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
+  private HoldListener holdListener;
 
   public PostgresCursor(PostgresCursorConfig config) {
     this.config = config;
@@ -149,6 +150,109 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new CursorStoreException("interrupted while clearing cursor " + name, e);
+    } finally {
+      if (locked) {
+        connectionLock.unlock();
+      }
+    }
+  }
+
+  /**
+   * Pushes the destination's cursor to at least now + {@code delay} on the database's clock, in one
+   * statement that also announces the pause to every process listening ({@link #listen}).
+   */
+  @Override
+  public boolean pause(String name, Duration delay) {
+    CursorSql.Holds holds = sql.holds();
+    return onSession("pause " + name, c -> {
+      try (PreparedStatement pause = c.prepareStatement(holds.pause())) {
+        pause.setString(1, sql.key(name));
+        pause.setLong(2, ceilMicros(delay));
+        pause.setString(3, holds.channel());
+        pause.executeQuery().close();
+        return true;
+      }
+    });
+  }
+
+  /**
+   * Records the lockout (Pacer's table layout; the key/value layout has nowhere to keep it, and
+   * only announces it) and announces it to every process listening, in one statement.
+   */
+  @Override
+  public boolean lockOut(String name, String reason) {
+    CursorSql.Holds holds = sql.holds();
+    return onSession("lock out " + name, c -> {
+      try (PreparedStatement lockOut = c.prepareStatement(holds.lockOut())) {
+        lockOut.setString(1, sql.key(name));
+        lockOut.setString(2, reason);
+        lockOut.setString(3, holds.channel());
+        lockOut.executeQuery().close();
+        return holds.recordsLockouts();
+      }
+    });
+  }
+
+  @Override
+  public void clearLockout(String name) {
+    String clearLockout = sql.holds().clearLockout();
+    if (clearLockout == null) {
+      return;
+    }
+    if (!onSession("clear the lockout of " + name, c -> {
+      try (PreparedStatement clear = c.prepareStatement(clearLockout)) {
+        clear.setString(1, sql.key(name));
+        clear.executeUpdate();
+        return true;
+      }
+    })) {
+      throw new CursorStoreException("could not clear the lockout of " + name, null);
+    }
+  }
+
+  /**
+   * Starts, at the first call, this cursor's listener: a connection of its own that waits for the
+   * pauses and lockouts any process announces, and hands each to the listeners of its destination
+   * within milliseconds. See {@link HoldListener}.
+   */
+  @Override
+  public void listen(String name, Cursor.Listener listener) {
+    HoldListener started;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      if (holdListener == null) {
+        holdListener = new HoldListener(sql, policy, () -> openConnection(openTimeoutNanos),
+            time);
+        holdListener.add(sql.key(name), listener);
+        holdListener.start(config.operationTimeout());
+        return;
+      }
+      started = holdListener;
+    }
+    started.add(sql.key(name), listener);
+  }
+
+  /** Runs {@code work} on the cursor's connection; false if it failed or the cursor is closed. */
+  private boolean onSession(String what, KeptConnection.Work<Boolean> work) {
+    if (closed || policy.refusesNow()) {
+      return false;
+    }
+    boolean locked = false;
+    try {
+      locked = connectionLock.tryLock(timeoutNanos * 2, TimeUnit.NANOSECONDS);
+      if (!locked || closed) {
+        return false;
+      }
+      return session.call(work);
+    } catch (SQLException e) {
+      log.warn("Could not {} in PostgreSQL: {} [SQLState {}]", what, e.getMessage(),
+          e.getSQLState());
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     } finally {
       if (locked) {
         connectionLock.unlock();
@@ -232,6 +336,13 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   @Override
   public void close() {
     closed = true;
+    HoldListener listener;
+    synchronized (this) {
+      listener = holdListener;
+    }
+    if (listener != null) {
+      listener.close();
+    }
     if (ownScheduler != null) {
       ownScheduler.close();
     }
@@ -313,6 +424,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         return Reservation.refused();
       }
       long waitMicros = row.getLong(1);
+      if (row.wasNull()) {
+        String lockout = row.getString(5);
+        return lockout == null ? Reservation.refused() : Reservation.lockedOut(lockout);
+      }
       long priorAheadMicros = row.getLong(2);
       boolean priorReadable = !row.wasNull();
       boolean priorExisted = row.getBoolean(3);

@@ -82,6 +82,15 @@ public final class TableLayout {
     return sql.reserve();
   }
 
+  /**
+   * Whether a lockout is recorded for processes started later: in Pacer's table layout, in a
+   * logged table beside the cursors ({@code <table>_lockout}). The key/value layout keeps only
+   * the cursor; there a lockout reaches the processes running when it happens.
+   */
+  public boolean recordsLockouts() {
+    return sql.holds().recordsLockouts();
+  }
+
   CursorSql sql() {
     return sql;
   }

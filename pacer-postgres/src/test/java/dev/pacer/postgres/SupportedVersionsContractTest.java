@@ -39,6 +39,11 @@ class SupportedVersionsContractTest {
     abstract TableLayout layout();
 
     @Override
+    protected boolean recordsLockouts() {
+      return layout().recordsLockouts();
+    }
+
+    @Override
     protected TimeSource clock() {
       return TimeSource.SYSTEM;
     }

@@ -21,10 +21,16 @@ package dev.pacer.postgres.internal;
  *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
  * </ul>
  *
+ * <p>Pacer's table also keeps lockouts, in a logged table beside it ({@code <table>_lockout}): a
+ * destination with a row there gets no turn, and the statement still returns its one row, with a
+ * NULL wait and the lockout's reason. A pause ({@code Retry-After}) needs no check of its own: it
+ * moves the cursor itself.
+ *
  * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait, not_before (bigint
- * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}, {@code
- * prior_ahead_micros} (how far the previous value was ahead of now; NULL if there was no row or it
- * was unreadable) and {@code prior_existed}. The {@code prior} CTE reads the row from the
+ * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}
+ * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
+ * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
+ * now_micros} and {@code lockout_reason}. The {@code prior} CTE reads the row from the
  * statement's snapshot, only so that resets and repairs can be logged. It compares the key with a
  * scalar subquery (a plan parameter) rather than joining {@code p}, so that the primary key's index
  * can answer it: a join condition would leave it a filter over a whole scan of the table.
@@ -47,23 +53,62 @@ public final class CursorSql {
   private final String reserve;
   private final String clear;
   private final String keyPrefix;
+  private final Holds holds;
 
-  private CursorSql(
-      String description, String createTable, String reserve, String clear, String keyPrefix) {
+  /**
+   * The statements of a destination's holds: a pause ({@code Retry-After}) and a lockout, and the
+   * notification channel every process listens on. Parameters: pause (key, delay micros, channel),
+   * lockOut (key, reason, channel), clearLockout (key), read (key, key): the pause's micros left
+   * (NULL if none) and the lockout's reason (NULL if none). {@code lockOut} and {@code read} return
+   * nothing and clearLockout is null where the layout has nowhere to record a lockout; the lockout is
+   * then only announced.
+   */
+  public record Holds(String channel, String pause, String lockOut, String clearLockout,
+      String read, boolean recordsLockouts) {}
+
+  private CursorSql(String description, String createTable, String reserve, String clear,
+      String keyPrefix, Holds holds) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
     this.clear = clear;
     this.keyPrefix = keyPrefix;
+    this.holds = holds;
+  }
+
+  /** A pause or lockout announced on {@code channel}: kind, key and value, tab-separated. */
+  private static String notify(String kind, String keyExpression, String valueExpression) {
+    return "pg_notify(?, '" + kind + "' || chr(9) || " + keyExpression + " || chr(9) || "
+        + valueExpression + ")";
+  }
+
+  /** A channel name from a table's unqualified name (identifiers are at most 63 bytes). */
+  private static String channel(String table) {
+    String bare = table.substring(table.lastIndexOf('.') + 1);
+    String name = bare + "_holds";
+    return name.length() > 63 ? name.substring(0, 63) : name;
   }
 
   /** Pacer's own table: a typed timestamptz cursor per destination name. */
   public static CursorSql pacerTable(String table) {
+    String lockouts = table + "_lockout";
     String createTable =
         "CREATE UNLOGGED TABLE IF NOT EXISTS " + table + " (\n"
-            + "  name       text        PRIMARY KEY,\n"
-            + "  next_at    timestamptz NOT NULL,\n"
-            + "  updated_at timestamptz NOT NULL\n"
+            + "  name         text        PRIMARY KEY,\n"
+            + "  next_at      timestamptz NOT NULL,\n"
+            + "  updated_at   timestamptz NOT NULL,\n"
+            + "  paused_until timestamptz\n"
+            + ");\n"
+            // A table from before pauses gains the column; looked up first, because ALTER TABLE
+            // would queue behind every reservation in flight even when there is nothing to add.
+            + "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '" + table
+            + "'::regclass AND attname = 'paused_until' AND NOT attisdropped) THEN ALTER TABLE "
+            + table + " ADD COLUMN paused_until timestamptz; END IF; END $$;\n"
+            // Logged, unlike the cursors: a lockout must outlive a crash.
+            + "CREATE TABLE IF NOT EXISTS " + lockouts + " (\n"
+            + "  name      text        PRIMARY KEY,\n"
+            + "  reason    text        NOT NULL,\n"
+            + "  locked_at timestamptz NOT NULL\n"
             + ")";
     String start =
         "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
@@ -79,24 +124,57 @@ public final class CursorSql {
             + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
             + "prior AS (SELECT c.next_at FROM " + table + " c"
             + " WHERE c.name = (SELECT p.key FROM p)),\n"
+            + "held AS (SELECT l.reason FROM " + lockouts + " l"
+            + " WHERE l.name = (SELECT p.key FROM p)),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
             + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
-            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + "\n"
+            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + " AND NOT EXISTS (SELECT 1 FROM held)\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
             + "    SET next_at = (SELECT " + start + " + p.gap FROM p),\n"
             + "        updated_at = EXCLUDED.updated_at\n"
             + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
+            + "      AND NOT EXISTS (SELECT 1 FROM held)\n"
             + "  RETURNING c.next_at)\n"
             + "SELECT (extract(epoch FROM turn.next_at - p.gap - p.now) * 1000000)::bigint"
             + " AS wait_micros,\n"
             + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
             + " AS prior_ahead_micros,\n"
             + "       prior.next_at IS NOT NULL AS prior_existed,\n"
-            + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros\n"
-            + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
+            + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
+            + "       held.reason AS lockout_reason\n"
+            + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true LEFT JOIN held ON true";
     String clear = "DELETE FROM " + table + " WHERE name = ?";
-    return new CursorSql("pacer table " + table, createTable, reserve, clear, "");
+    String pause =
+        "WITH p AS MATERIALIZED (\n"
+            + "  SELECT ?::text AS key, clock.now,"
+            + " clock.now + ?::bigint * interval '1 microsecond' AS until\n"
+            + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
+            + "held AS (\n"
+            + "  INSERT INTO " + table + " AS c (name, next_at, updated_at, paused_until)\n"
+            + "  SELECT p.key, p.until, p.now, p.until FROM p\n"
+            + "  ON CONFLICT (name) DO UPDATE\n"
+            + "    SET next_at = GREATEST(c.next_at, EXCLUDED.next_at),\n"
+            + "        updated_at = EXCLUDED.updated_at,\n"
+            + "        paused_until = GREATEST(c.paused_until, EXCLUDED.paused_until)\n"
+            + "  RETURNING c.paused_until)\n"
+            + "SELECT " + notify("P", "p.key",
+                "(extract(epoch FROM held.paused_until - p.now) * 1000000)::bigint::text")
+            + " FROM p CROSS JOIN held";
+    String lockOut =
+        "WITH l AS (\n"
+            + "  INSERT INTO " + lockouts + " AS l (name, reason, locked_at)"
+            + " VALUES (?, ?, clock_timestamp())\n"
+            + "  ON CONFLICT (name) DO UPDATE SET reason = l.reason\n"
+            + "  RETURNING l.name, l.reason)\n"
+            + "SELECT " + notify("L", "l.name", "left(l.reason, 4000)") + " FROM l";
+    String clearLockout = "DELETE FROM " + lockouts + " WHERE name = ?";
+    String read =
+        "SELECT (SELECT (extract(epoch FROM c.paused_until - clock_timestamp()) * 1000000)::bigint"
+            + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
+            + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
+    return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
+        new Holds(channel(table), pause, lockOut, clearLockout, read, true));
   }
 
   /**
@@ -142,13 +220,36 @@ public final class CursorSql {
             + "       CASE WHEN prior.value ~ '" + DECIMAL_PATTERN + "'"
             + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
             + "       prior.value IS NOT NULL AS prior_existed,\n"
-            + "       (p.now * 1000000)::bigint AS now_micros\n"
-            + "FROM turn CROSS JOIN p LEFT JOIN prior ON true";
+            + "       (p.now * 1000000)::bigint AS now_micros,\n"
+            + "       NULL::text AS lockout_reason\n"
+            + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true";
     String clear = "DELETE FROM " + table + " WHERE " + keyColumn + " = ?";
+    // The pause is the cursor itself, as a Python fleet on the same rows reads it.
+    String pause =
+        "WITH p AS MATERIALIZED (\n"
+            + "  SELECT ?::text AS key, clock.now, ?::bigint / 1000000.0 AS delay\n"
+            + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
+            + "held AS (\n"
+            + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
+            + expiresColumn + ")\n"
+            + "  SELECT p.key, round(p.now + p.delay, 6)::text,"
+            + " clock_timestamp() + interval '30 days' FROM p\n"
+            + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
+            + "    SET " + valueColumn + " = (SELECT round(GREATEST(CASE WHEN " + readable
+            + " THEN " + value + "::numeric ELSE 0 END, p.now + p.delay), 6)::text FROM p),\n"
+            + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
+            + "  RETURNING 1)\n"
+            + "SELECT " + notify("P", "p.key", "(p.delay * 1000000)::bigint::text")
+            + " FROM p CROSS JOIN held";
+    String lockOut =
+        "WITH l AS (SELECT ?::text AS name, ?::text AS reason)\n"
+            + "SELECT " + notify("L", "l.name", "left(l.reason, 4000)") + " FROM l";
+    String read = "SELECT NULL::bigint, NULL::text WHERE ?::text IS NULL AND ?::text IS NULL";
     return new CursorSql(
         "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
             + ") under prefix '" + keyPrefix + "'",
-        null, reserve, clear, keyPrefix);
+        null, reserve, clear, keyPrefix,
+        new Holds(channel(table), pause, lockOut, null, read, false));
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
@@ -162,6 +263,10 @@ public final class CursorSql {
 
   public String clear() {
     return clear;
+  }
+
+  public Holds holds() {
+    return holds;
   }
 
   /** The row key of a destination. */
