@@ -51,6 +51,69 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void aPauseAnnouncedWhileATurnSleepsHoldsItUntilThePauseEnds() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    long start = time.nanoTime();
+    limiter.acquire().close(); // the turn at 0; the cursor moves to +100
+    // Another process hears "Retry-After: 3" just as this thread's sleep towards its turn at +100
+    // ends, the last instant before its request would go.
+    time.duringNextSleep(() -> sharedStandIn.pause("dest", Duration.ofSeconds(3)));
+    try (Slot slot = limiter.acquire()) {
+      // The turn at +100 lies inside the pause: not taken; the thread sleeps to the pause's end
+      // (+3100) and takes the cursor's next turn, which the pause placed there.
+      assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 3000L, 0L);
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(3100).toNanos());
+    }
+    assertThat(limiter.turnsHeldForPause()).isEqualTo(1);
+    assertThat(limiter.pauseLeft()).isZero();
+  }
+
+  @Test
+  void retryAfterPausesThisProcessAtOnceAndTheFleetThroughTheCursor() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    limiter.acquire().close();
+    limiter.backoff(Duration.ofSeconds(2));
+    assertThat(limiter.backoffMultiplier()).isEqualTo(2);
+    assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(sharedStandIn.reserve("dest", Duration.ofMillis(100)).waitTime())
+        .as("another process's next turn").isEqualTo(Duration.ofSeconds(2));
+  }
+
+  @Test
+  void retryAfterIsCappedByTheDestination() throws Exception {
+    Destination d = Destination.builder("dest").ratePerSecond(10).maxConcurrency(1)
+        .maxRetryAfter(Duration.ofSeconds(30)).build();
+    DestinationLimiter limiter = new LimiterRegistry(shared, time).limiter(d);
+    limiter.backoff(Duration.ofDays(7));
+    assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(30));
+  }
+
+  @Test
+  void aLockoutRecordedByAnotherProcessStopsATurnAlreadyGranted() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    limiter.acquire().close();
+    time.duringNextSleep(() -> sharedStandIn.lockOut("dest", "HTTP 403 from elsewhere"));
+    assertThatThrownBy(limiter::acquire).isInstanceOf(LockedOutException.class)
+        .hasMessageContaining("HTTP 403 from elsewhere");
+    assertThat(limiter.availablePermits()).as("the permit went back").isEqualTo(1);
+  }
+
+  @Test
+  void aNewLimiterRefusesADestinationTheCursorHasLockedOut() {
+    sharedStandIn.lockOut("dest", "HTTP 403 yesterday");
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    assertThatThrownBy(limiter::acquire).isInstanceOf(LockedOutException.class)
+        .hasMessageContaining("HTTP 403 yesterday");
+  }
+
+  @Test
+  void aLockoutHeardHereIsRecordedForTheFleet() {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    limiter.lockOut("HTTP 403 from https://example.org/x");
+    assertThat(sharedStandIn.reserve("dest", Duration.ofMillis(100)).isLockedOut()).isTrue();
+  }
+
+  @Test
   void aTurnWokenForLessThanHalfAnIntervalLateIsUsed() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, shared);
     long start = time.nanoTime();
@@ -386,6 +449,21 @@ class DestinationLimiterTest {
     @Override
     public void clear(String name) {
       delegate.clear(name);
+    }
+
+    @Override
+    public boolean pause(String name, Duration delay) {
+      return delegate.pause(name, delay);
+    }
+
+    @Override
+    public boolean lockOut(String name, String reason) {
+      return delegate.lockOut(name, reason);
+    }
+
+    @Override
+    public void listen(String name, Listener listener) {
+      delegate.listen(name, listener);
     }
 
     synchronized List<Long> intervalsMillis() {
