@@ -308,7 +308,7 @@ public final class DestinationLimiter {
     boolean shared = this.shared.pause(destination.name(), capped);
     log.warn("Destination {} asked for a pause of {} ms{}; {}", destination.name(),
         capped.toMillis(), capped.equals(delay) ? "" : " (capped from " + delay.toMillis() + " ms)",
-        shared ? "every process sharing the cursor holds its turns until it ends"
+        shared ? "every limiter sharing the cursor holds its turns until it ends"
             : "only this process knows of it (the cursor could not record it)");
   }
 

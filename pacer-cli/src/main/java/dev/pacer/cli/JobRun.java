@@ -14,6 +14,8 @@ import dev.pacer.cli.run.Summary;
 import dev.pacer.cli.run.UrlList;
 import dev.pacer.cli.run.Worker;
 import dev.pacer.cli.ui.Progress;
+import dev.pacer.postgres.DestinationHolds;
+import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.sql.SQLException;
@@ -64,6 +66,22 @@ final class JobRun {
           + t.figures() + ", " + t.trippedAt() + " on " + t.host() + " pid " + t.pid()
           + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
       return Main.EXIT_HALTED;
+    }
+    if (!settings.perProcessPacing()) {
+      String name = settings.destination().name();
+      DestinationHolds holds;
+      try (PostgresCursor cursor = database.cursor()) {
+        holds = cursor.holdsInForce(name);
+      }
+      if (holds.isLockedOut()) {
+        List<Long> trips = state.trips().openTripsOfDestination(name,
+            HaltReason.DESTINATION_LOCKOUT);
+        err.println("pacer: destination " + name + " is locked out (" + holds.lockoutReason().get()
+            + "): no run for it starts until the lockout is acknowledged: " + (trips.isEmpty()
+                ? "pacer trips ack --destination " + name + " --note TEXT"
+                : "pacer trips ack " + trips.get(0) + " --note TEXT"));
+        return Main.EXIT_HALTED;
+      }
     }
     Optional<String> existing = state.jobs().jobDestination(jobName);
     if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {

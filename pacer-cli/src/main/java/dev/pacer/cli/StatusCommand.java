@@ -94,6 +94,12 @@ public final class StatusCommand implements Callable<Integer> {
             c.aheadSeconds() > 0 ? String.format(Locale.ROOT, "in %.3f s", c.aheadSeconds()) : "now",
             c.idleSeconds(), workers,
             degraded == 0 ? "no" : "YES (" + degraded + " of " + workers + " pacing locally)");
+        if (c.pauseSeconds() > 0) {
+          out.printf(Locale.ROOT, "  %-24s PAUSED for %.1f s more (the destination's"
+              + " Retry-After)%n", "", c.pauseSeconds());
+        }
+        c.lockout().ifPresent(reason -> out.printf(Locale.ROOT, "  %-24s LOCKED OUT: %s; no run"
+            + " starts until: pacer trips ack%n", "", reason));
       }
       out.println();
       out.println("Live workers (heard from in the last " + (int) LIVE_SECONDS + " s)");

@@ -1,7 +1,10 @@
 package dev.pacer.cli;
 
+import dev.pacer.Destination;
 import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.run.HaltReason;
+import dev.pacer.postgres.PostgresCursor;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -47,15 +50,26 @@ public final class TripsCommand implements Callable<Integer> {
             : "  acknowledged " + t.ackedAt() + ": " + t.ackNote());
   }
 
-  /** {@code pacer trips ack ID --note TEXT}. */
+  /**
+   * {@code pacer trips ack ID --note TEXT}, or {@code pacer trips ack --destination NAME --note
+   * TEXT}. Acknowledging a destination-lockout trip also clears the lockout recorded beside the
+   * destination's cursor, which refuses every run for that destination, of any job, until then;
+   * {@code --destination} clears a lockout that no trip of this tool recorded (a library user's).
+   */
   @Command(name = "ack", mixinStandardHelpOptions = true,
-      description = "Acknowledge a trip, with a note, so its job may run again.")
+      description = "Acknowledge a trip, with a note, so its job may run again. A destination"
+          + " lockout trip also clears the destination's lockout; --destination clears a"
+          + " destination's lockout that no trip recorded.")
   public static final class Ack implements Callable<Integer> {
 
     @Spec CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "ID", description = "The trip's id.")
-    long id;
+    @Parameters(index = "0", arity = "0..1", paramLabel = "ID", description = "The trip's id.")
+    Long id;
+
+    @Option(names = "--destination", paramLabel = "NAME",
+        description = "Clear this destination's recorded lockout (instead of a trip ID).")
+    String destination;
 
     @Option(names = "--note", required = true, paramLabel = "TEXT",
         description = "What was done about it (required).")
@@ -69,11 +83,28 @@ public final class TripsCommand implements Callable<Integer> {
         throw new BadInputException("--note must say what was done about the trip; got an empty"
             + " note");
       }
+      if ((id == null) == (destination == null)) {
+        throw new BadInputException("give either a trip ID or --destination NAME, not "
+            + (id == null ? "neither" : "both"));
+      }
+      PrintWriter out = spec.commandLine().getOut();
       try (WorkState state = dbOptions.connect()) {
-        if (!state.trips().ackTrip(id, note.strip())) {
-          throw new BadInputException("no open trip #" + id + " (see pacer trips)");
+        String lockedDestination = destination;
+        if (id != null) {
+          TripStore.Acked acked = state.trips().ackTrip(id, note.strip()).orElseThrow(
+              () -> new BadInputException("no open trip #" + id + " (see pacer trips)"));
+          out.println("Trip #" + id + " acknowledged.");
+          if (acked.bar() == HaltReason.DESTINATION_LOCKOUT) {
+            lockedDestination = state.jobs().jobDestination(acked.job()).orElse(null);
+          }
         }
-        spec.commandLine().getOut().println("Trip #" + id + " acknowledged.");
+        if (lockedDestination != null) {
+          try (PostgresCursor cursor = state.database().cursor()) {
+            cursor.clearLockout(Destination.validateName(lockedDestination));
+          }
+          out.println("Destination " + lockedDestination + ": lockout cleared; runs for it may"
+              + " start again.");
+        }
       }
       return Main.EXIT_OK;
     }

@@ -48,6 +48,7 @@ final class TestDestination implements AutoCloseable {
   private final List<Arrival> arrivals = new ArrayList<>();
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (path, attempt) -> 200;
+  private volatile String retryAfter;
 
   TestDestination() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
@@ -66,6 +67,9 @@ final class TestDestination implements AutoCloseable {
             exchange.getRequestHeaders().getFirst("X-Pacer-Worker"), status));
       }
       byte[] body = ("body of " + path).getBytes(StandardCharsets.UTF_8);
+      if (retryAfter != null && (status == 429 || status == 503)) {
+        exchange.getResponseHeaders().add("Retry-After", retryAfter);
+      }
       exchange.sendResponseHeaders(status, body.length);
       try (OutputStream out = exchange.getResponseBody()) {
         out.write(body);
@@ -80,15 +84,26 @@ final class TestDestination implements AutoCloseable {
     return this;
   }
 
+  /** Sends {@code Retry-After: value} with every 429 and 503 from now on. */
+  TestDestination withRetryAfter(String value) {
+    this.retryAfter = value;
+    return this;
+  }
+
   String url(String path) {
     return "http://127.0.0.1:" + server.getAddress().getPort() + path;
   }
 
   /** {@code count} URLs: /item/1 .. /item/count. */
   List<String> items(int count) {
+    return items("/item/", count);
+  }
+
+  /** {@code count} URLs: {@code prefix}1 .. {@code prefix}count. */
+  List<String> items(String prefix, int count) {
     List<String> urls = new ArrayList<>();
     for (int i = 1; i <= count; i++) {
-      urls.add(url("/item/" + i));
+      urls.add(url(prefix + i));
     }
     return urls;
   }

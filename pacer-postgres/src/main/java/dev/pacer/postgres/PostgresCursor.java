@@ -12,6 +12,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -232,6 +233,35 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       started = holdListener;
     }
     started.add(sql.key(name), listener);
+  }
+
+  /**
+   * The pause and lockout recorded for {@code name} now: for an operator's tools, which must not
+   * start a run against a locked-out destination. (The key/value layout records neither apart from
+   * the cursor itself, and answers {@link DestinationHolds#NONE}.)
+   *
+   * @throws CursorStoreException if PostgreSQL cannot be asked
+   */
+  public DestinationHolds holdsInForce(String name) {
+    DestinationHolds[] read = {DestinationHolds.NONE};
+    boolean answered = onSession("read the holds of " + name, c -> {
+      try (PreparedStatement s = c.prepareStatement(sql.holds().read())) {
+        s.setString(1, sql.key(name));
+        s.setString(2, sql.key(name));
+        try (ResultSet row = s.executeQuery()) {
+          if (row.next()) {
+            long pauseMicros = Math.max(0, row.getLong(1));
+            read[0] = new DestinationHolds(Duration.ofNanos(pauseMicros * 1000),
+                Optional.ofNullable(row.getString(2)));
+          }
+        }
+        return true;
+      }
+    });
+    if (!answered) {
+      throw new CursorStoreException("could not read the holds of " + name, null);
+    }
+    return read[0];
   }
 
   /** Runs {@code work} on the cursor's connection; false if it failed or the cursor is closed. */

@@ -84,14 +84,42 @@ public final class TripStore {
     });
   }
 
-  /** Acknowledges an open trip. False if there is no open trip with that id. */
-  public boolean ackTrip(long id, String note) throws SQLException {
+  /** An acknowledged trip: its job and the bar it recorded. */
+  public record Acked(String job, HaltReason bar) {}
+
+  /** Acknowledges an open trip; empty if there is no open trip with that id. */
+  public Optional<Acked> ackTrip(long id, String note) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_trip SET acked_at = now(), ack_note = ? WHERE id = ? AND acked_at IS NULL")) {
+          "UPDATE pacer_trip SET acked_at = now(), ack_note = ? WHERE id = ? AND acked_at IS NULL"
+              + " RETURNING job, bar")) {
         s.setString(1, note);
         s.setLong(2, id);
-        return s.executeUpdate() == 1;
+        try (ResultSet r = s.executeQuery()) {
+          return r.next()
+              ? Optional.of(new Acked(r.getString(1), HaltReason.valueOf(r.getString(2))))
+              : Optional.<Acked>empty();
+        }
+      }
+    });
+  }
+
+  /** Open trips of a bar recorded by any job of {@code destination}, oldest first. */
+  public List<Long> openTripsOfDestination(String destination, HaltReason bar)
+      throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "SELECT t.id FROM pacer_trip t JOIN pacer_job j ON j.name = t.job"
+              + " WHERE j.destination = ? AND t.bar = ? AND t.acked_at IS NULL ORDER BY t.id")) {
+        s.setString(1, destination);
+        s.setString(2, bar.name());
+        List<Long> ids = new ArrayList<>();
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            ids.add(r.getLong(1));
+          }
+        }
+        return ids;
       }
     });
   }

@@ -148,8 +148,8 @@ class WorkStateTest {
         "resident memory 3000 MiB above 2048 MiB", "h", 42);
     Optional<TripStore.Trip> open = store.trips().openTrip(job);
     assertThat(open).hasValueSatisfying(t -> assertThat(t.id()).isEqualTo(id));
-    assertThat(store.trips().ackTrip(id, "raised the ceiling")).isTrue();
-    assertThat(store.trips().ackTrip(id, "again")).isFalse();
+    assertThat(store.trips().ackTrip(id, "raised the ceiling")).isPresent();
+    assertThat(store.trips().ackTrip(id, "again")).isEmpty();
     assertThat(store.trips().openTrip(job)).isEmpty();
     assertThat(store.trips().trips(job, false)).singleElement()
         .satisfies(t -> assertThat(t.ackNote()).isEqualTo("raised the ceiling"));

@@ -1,0 +1,181 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.postgres.TestDatabase;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What the destination answers reaches every process, with real worker JVMs and the arrivals
+ * measured at the destination: a {@code Retry-After} pauses the whole fleet, and a lockout stops
+ * every job on the destination. Each has a per-process twin ({@code --pacing PER_PROCESS}, an
+ * in-memory cursor per process) that fails the same assertion: only the process that heard the
+ * answer obeys it.
+ */
+class FleetAnswersTest {
+
+  private static final int RATE = 7;
+  private static final long SECOND = 1_000_000_000L;
+  /**
+   * Requests another process sent before it heard the answer arrive within milliseconds of it;
+   * 100 ms is less than one turn at 7/s (143 ms), so a turn taken after the answer is still caught.
+   */
+  private static final long ON_THE_WIRE = 100_000_000L;
+
+  @TempDir Path dir;
+  private TestDestination destination;
+
+  @BeforeEach
+  void start() throws Exception {
+    destination = new TestDestination();
+  }
+
+  @AfterEach
+  void stop() {
+    destination.close();
+  }
+
+  private String[] fetchArgs(String job, String destinationName, Path input, String pacing,
+      String... extra) {
+    List<String> args = new ArrayList<>(List.of("fetch", input.toString(),
+        "--job", job, "--destination", destinationName, "--db", TestDatabase.jdbcUrl(),
+        "--out", dir.resolve("out-" + job).toString(), "--max-load", "1000", "--no-progress",
+        "--rate", Integer.toString(RATE), "--pacing", pacing));
+    args.addAll(List.of(extra));
+    return args.toArray(String[]::new);
+  }
+
+  @Test
+  void retryAfterPausesEveryProcessOfTheFleet() throws Exception {
+    List<TestDestination.Arrival> arrivals = retryAfterRun("FLEET");
+    long answered = answerAt(arrivals, 429);
+    long resumed = firstAfter(arrivals, answered + ON_THE_WIRE);
+    assertThat(count(arrivals, answered + ON_THE_WIRE, answered + 3 * SECOND))
+        .as("requests in the 3 s of Retry-After: %s", TestDestination.describe(arrivals))
+        .isZero();
+    assertThat((resumed - answered) / 1e9).as("the fleet resumed when the pause ended")
+        .isBetween(3.0, 3.5);
+    assertThat(TestDestination.timeline(arrivals).peakOneSecondWindow())
+        .isLessThanOrEqualTo(RATE + 1);
+  }
+
+  @Test
+  void perProcessPacingPausesOnlyTheProcessThatHeardTheRetryAfter() throws Exception {
+    List<TestDestination.Arrival> arrivals = retryAfterRun("PER_PROCESS");
+    long answered = answerAt(arrivals, 429);
+    assertThat(count(arrivals, answered + ON_THE_WIRE, answered + 3 * SECOND))
+        .as("the other processes kept sending").isGreaterThan(0);
+  }
+
+  /** 3 worker JVMs x 6 threads; the 30th item is answered 429 with Retry-After: 3, once. */
+  private List<TestDestination.Arrival> retryAfterRun(String pacing) throws Exception {
+    String name = "retry-after-" + pacing.toLowerCase() + "-" + ProcessHandle.current().pid();
+    destination.withRetryAfter("3")
+        .answering((path, attempt) -> path.equals("/item/30") && attempt == 1 ? 429 : 200);
+    Path input = Files.write(dir.resolve(name + ".txt"), destination.items(90));
+    Cli.Result run = Cli.run(fetchArgs(name, name, input, pacing,
+        "--processes", "3", "--threads", "6", "--concurrency", "6"));
+    assertThat(run.code()).as(run.err()).isZero();
+    assertThat(run.number("done")).isEqualTo(90);
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    long answered = answerAt(arrivals, 429);
+    System.out.printf("retry-after %s: %s; %d requests in the 3 s after the 429 (beyond %d ms on"
+            + " the wire); first request after it %.3f s later%n", pacing,
+        TestDestination.timeline(arrivals), count(arrivals, answered + ON_THE_WIRE,
+            answered + 3 * SECOND), ON_THE_WIRE / 1_000_000,
+        (firstAfter(arrivals, answered + ON_THE_WIRE) - answered) / 1e9);
+    return arrivals;
+  }
+
+  @Test
+  void aLockoutInOneJobStopsAnotherJobOnTheSameDestination() throws Exception {
+    String name = "lockout-" + ProcessHandle.current().pid();
+    List<TestDestination.Arrival> arrivals = lockoutRun(name, "FLEET");
+    long answered = answerAt(arrivals, 403);
+    assertThat(arrivals.stream().filter(a -> a.nanos() > answered + ON_THE_WIRE).toList())
+        .as("requests after the 403, either job").isEmpty();
+
+    Path later = Files.write(dir.resolve("later.txt"), destination.items("/c/", 5));
+    Cli.Result refused = Cli.run(fetchArgs(name + "-c", name, later, "FLEET"));
+    assertThat(refused.code()).as(refused.err()).isEqualTo(Main.EXIT_HALTED);
+    assertThat(refused.err()).contains("is locked out", "pacer trips ack");
+    assertThat(destination.arrivals()).as("the refused run sent nothing").hasSize(arrivals.size());
+
+    Cli.Result ack = Cli.run("trips", "ack", "--destination", name, "--note", "asked the host",
+        "--db", TestDatabase.jdbcUrl());
+    assertThat(ack.code()).as(ack.err()).isZero();
+    Cli.Result after = Cli.run(fetchArgs(name + "-c", name, later, "FLEET"));
+    assertThat(after.code()).as(after.err()).isZero();
+    assertThat(after.number("done")).isEqualTo(5);
+  }
+
+  @Test
+  void perProcessPacingLetsAnotherJobGoOnAfterALockout() throws Exception {
+    String name = "lockout-per-process-" + ProcessHandle.current().pid();
+    List<TestDestination.Arrival> arrivals = lockoutRun(name, "PER_PROCESS");
+    long answered = answerAt(arrivals, 403);
+    assertThat(arrivals.stream().filter(a -> a.nanos() > answered + ON_THE_WIRE
+        && a.path().startsWith("/b/")).count()).as("job b kept sending").isGreaterThan(0);
+  }
+
+  /**
+   * Job a (2 worker JVMs x 3 threads) and job b (one worker JVM x 3 threads) on one destination
+   * at once; a's 25th item is answered 403.
+   */
+  private List<TestDestination.Arrival> lockoutRun(String name, String pacing) throws Exception {
+    destination.answering((path, attempt) -> path.equals("/a/25") ? 403 : 200);
+    Path a = Files.write(dir.resolve("a.txt"), destination.items("/a/", 80));
+    Path b = Files.write(dir.resolve("b.txt"), destination.items("/b/", 80));
+    Process jobA = Cli.spawn(Map.of(), dir.resolve("a.out"), dir.resolve("a.err"),
+        fetchArgs(name + "-a", name, a, pacing, "--processes", "2", "--threads", "3",
+            "--concurrency", "3"));
+    Process jobB = Cli.spawn(Map.of(), dir.resolve("b.out"), dir.resolve("b.err"),
+        fetchArgs(name + "-b", name, b, pacing, "--processes", "1", "--threads", "3",
+            "--concurrency", "3"));
+    assertThat(jobA.waitFor(120, TimeUnit.SECONDS)).as("job a finished").isTrue();
+    assertThat(jobB.waitFor(120, TimeUnit.SECONDS)).as("job b finished").isTrue();
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    long answered = answerAt(arrivals, 403);
+    long bBefore = arrivals.stream()
+        .filter(x -> x.nanos() < answered && x.path().startsWith("/b/")).count();
+    System.out.printf("lockout %s: job a exit %d, job b exit %d; job b sent %d before the 403;"
+            + " after it (beyond %d ms on the wire): %d from a, %d from b%n", pacing,
+        jobA.exitValue(), jobB.exitValue(), bBefore, ON_THE_WIRE / 1_000_000,
+        arrivals.stream().filter(x -> x.nanos() > answered + ON_THE_WIRE
+            && x.path().startsWith("/a/")).count(),
+        arrivals.stream().filter(x -> x.nanos() > answered + ON_THE_WIRE
+            && x.path().startsWith("/b/")).count());
+    assertThat(bBefore).as("job b was fetching when the 403 came").isGreaterThan(0);
+    if (pacing.equals("FLEET")) {
+      assertThat(jobA.exitValue()).as(Files.readString(dir.resolve("a.err")))
+          .isEqualTo(Main.EXIT_HALTED);
+      assertThat(jobB.exitValue()).as(Files.readString(dir.resolve("b.err")))
+          .isEqualTo(Main.EXIT_HALTED);
+    }
+    return arrivals;
+  }
+
+  private static long answerAt(List<TestDestination.Arrival> arrivals, int status) {
+    return arrivals.stream().filter(a -> a.status() == status)
+        .mapToLong(TestDestination.Arrival::nanos).min()
+        .orElseThrow(() -> new AssertionError("no " + status + " was answered"));
+  }
+
+  private static long firstAfter(List<TestDestination.Arrival> arrivals, long from) {
+    return arrivals.stream().mapToLong(TestDestination.Arrival::nanos).filter(t -> t > from)
+        .min().orElseThrow(() -> new AssertionError("nothing arrived after the answer"));
+  }
+
+  private static long count(List<TestDestination.Arrival> arrivals, long from, long to) {
+    return arrivals.stream().filter(a -> a.nanos() > from && a.nanos() < to).count();
+  }
+}
