@@ -1,6 +1,7 @@
 package dev.pacer;
 
 import java.time.Duration;
+import java.util.OptionalInt;
 
 /**
  * Where the pacing cursor of each destination lives: in this process ({@link LocalCursor}) or in
@@ -45,6 +46,36 @@ public interface Cursor {
   /** {@link #tryReserve(String, Duration, Duration, Duration)} with no lower bound. */
   default Reservation tryReserve(String name, Duration interval, Duration maxWait) {
     return tryReserve(name, interval, Duration.ZERO, maxWait);
+  }
+
+  /** Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}). */
+  default boolean keepsFleetBackoff() {
+    return false;
+  }
+
+  /**
+   * A reservation under the fleet's backoff ({@link BackoffScope#FLEET}): the turn is spaced by
+   * {@code interval} times the multiplier the cursor keeps for {@code name}, and {@code
+   * cleanAnswers} (clean answers the caller heard since its last such reservation) count towards
+   * halving it: 100 anywhere in the fleet since the last rate-pressure answer halve it, never below
+   * 1. {@code maxWait} null reserves unconditionally. A granted answer carries the multiplier
+   * ({@link Reservation#fleetBackoff()}). Never throws.
+   *
+   * @throws UnsupportedOperationException unless {@link #keepsFleetBackoff()}
+   */
+  default Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
+      Duration maxWait, int cleanAnswers) {
+    throw new UnsupportedOperationException(this + " keeps no fleet backoff");
+  }
+
+  /**
+   * A rate-pressure answer (429, 503) under the fleet's backoff: the multiplier kept for {@code
+   * name} doubles, up to 16, and the count of clean answers starts again. Never throws.
+   *
+   * @return the new multiplier, or empty if the cursor could not record it
+   */
+  default OptionalInt throttled(String name) {
+    return OptionalInt.empty();
   }
 
   /**

@@ -23,6 +23,8 @@ import java.util.TreeSet;
  *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
+ *   <li>{@code backoffScope}: whether a 429 or 503 slows the process that heard it ({@link
+ *       BackoffScope#PROCESS}, the default) or the whole fleet ({@link BackoffScope#FLEET}).
  *   <li>{@code maxRetryAfter}: the longest pause a {@code Retry-After} may impose on the fleet
  *       (default 10 minutes, at most a day): a destination that answers "come back in a week"
  *       pauses the fleet for this long, then is asked again.
@@ -41,6 +43,7 @@ public final class Destination {
   private final Set<Integer> backoffStatusCodes;
   private final Duration interval;
   private final Duration maxRetryAfter;
+  private final BackoffScope backoffScope;
 
   private Destination(Builder b) {
     this.name = b.name;
@@ -51,6 +54,7 @@ public final class Destination {
     this.backoffStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.backoffStatusCodes));
     this.interval = Duration.ofNanos(Math.round(1e9 / ratePerSecond));
     this.maxRetryAfter = b.maxRetryAfter;
+    this.backoffScope = b.backoffScope;
   }
 
   /** Starts a builder; {@code ratePerSecond} must be set before {@link Builder#build()}. */
@@ -117,6 +121,10 @@ public final class Destination {
     return maxRetryAfter;
   }
 
+  public BackoffScope backoffScope() {
+    return backoffScope;
+  }
+
   /** A builder with this destination's values, to derive a variant. */
   public Builder toBuilder() {
     return new Builder(name)
@@ -125,7 +133,8 @@ public final class Destination {
         .maxFetchingProcesses(maxFetchingProcesses)
         .lockoutStatusCodes(lockoutStatusCodes)
         .backoffStatusCodes(backoffStatusCodes)
-        .maxRetryAfter(maxRetryAfter);
+        .maxRetryAfter(maxRetryAfter)
+        .backoffScope(backoffScope);
   }
 
   /** Checks a destination name without building anything; throws naming the bad value. */
@@ -161,14 +170,15 @@ public final class Destination {
         && maxFetchingProcesses == d.maxFetchingProcesses
         && lockoutStatusCodes.equals(d.lockoutStatusCodes)
         && backoffStatusCodes.equals(d.backoffStatusCodes)
-        && maxRetryAfter.equals(d.maxRetryAfter);
+        && maxRetryAfter.equals(d.maxRetryAfter)
+        && backoffScope == d.backoffScope;
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(
         name, ratePerSecond, maxConcurrency, maxFetchingProcesses, lockoutStatusCodes,
-        backoffStatusCodes, maxRetryAfter);
+        backoffStatusCodes, maxRetryAfter, backoffScope);
   }
 
   @Override
@@ -176,7 +186,7 @@ public final class Destination {
     return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
         + ", maxConcurrency=" + maxConcurrency + ", maxFetchingProcesses=" + maxFetchingProcesses
         + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
-        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter + "}";
+        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter + ", backoffScope=" + backoffScope + "}";
   }
 
   /** Validating builder for {@link Destination}. Each setter checks its value at once. */
@@ -188,6 +198,7 @@ public final class Destination {
     private Set<Integer> lockoutStatusCodes = Set.of(403);
     private Set<Integer> backoffStatusCodes = Set.of(429, 503);
     private Duration maxRetryAfter = Duration.ofMinutes(10);
+    private BackoffScope backoffScope = BackoffScope.PROCESS;
 
     private Builder(String name) {
       this.name = validateName(name);
@@ -236,6 +247,14 @@ public final class Destination {
             "maxRetryAfter must be > 0 and at most a day, got " + maxRetryAfter);
       }
       this.maxRetryAfter = maxRetryAfter;
+      return this;
+    }
+
+    public Builder backoffScope(BackoffScope backoffScope) {
+      if (backoffScope == null) {
+        throw new IllegalArgumentException("backoffScope must not be null");
+      }
+      this.backoffScope = backoffScope;
       return this;
     }
 

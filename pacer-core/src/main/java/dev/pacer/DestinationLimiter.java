@@ -5,8 +5,10 @@ import dev.pacer.internal.Pacing;
 import dev.pacer.internal.RateMeter;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,6 +59,11 @@ public final class DestinationLimiter {
   private final TimeSource time;
   private final Semaphore permits;
   private final Backoff backoff = new Backoff();
+  private final boolean fleetScope;
+  /** Under {@link BackoffScope#FLEET}: the fleet's multiplier as the cursor last answered it. */
+  private final AtomicInteger fleetMultiplier = new AtomicInteger(1);
+  /** Under {@link BackoffScope#FLEET}: clean answers not yet reported with a reservation. */
+  private final AtomicInteger cleanSinceReservation = new AtomicInteger();
   private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
   private final long baseIntervalNanos;
   private final long fleetPendingTurnsBound;
@@ -82,6 +89,13 @@ public final class DestinationLimiter {
     this.time = time;
     this.permits = new Semaphore(destination.maxConcurrency(), true);
     this.baseIntervalNanos = destination.interval().toNanos();
+    this.fleetScope = destination.backoffScope() == BackoffScope.FLEET;
+    if (fleetScope && !shared.keepsFleetBackoff()) {
+      throw new IllegalArgumentException("destination " + destination.name() + ": backoffScope"
+          + " FLEET needs a cursor that keeps the fleet's backoff multiplier, and " + shared
+          + " keeps none (the key/value table layout has nowhere to keep it without changing"
+          + " the row format); use Pacer's own table, or backoffScope PROCESS");
+    }
     // The fleet's turns less this process's own: what other processes may hold queued.
     this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
     shared.listen(destination.name(), new Cursor.Listener() {
@@ -160,7 +174,8 @@ public final class DestinationLimiter {
     try {
       while (true) {
         Duration interval = currentInterval();
-        long turnStart = waitForTurn(interval.multipliedBy(intervals), deadline);
+        long turnStart = waitForTurn(interval.multipliedBy(intervals),
+            Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline);
         if (turnStart == NO_TURN) {
           return refuse();
         }
@@ -196,12 +211,17 @@ public final class DestinationLimiter {
     return Math.max(interval.toNanos() / 2, MIN_LATE_LIMIT_NANOS);
   }
 
-  /** Sleeps until a turn that starts by {@code deadline} and returns its start, or NO_TURN. */
-  private long waitForTurn(Duration interval, long deadline) throws InterruptedException {
+  /**
+   * Sleeps until a turn that starts by {@code deadline} and returns its start, or NO_TURN. {@code
+   * interval} is the spacing at the backoff this process knows; {@code base}, the spacing without
+   * backoff, is what a cursor that keeps the fleet's backoff is asked for.
+   */
+  private long waitForTurn(Duration interval, Duration base, long deadline)
+      throws InterruptedException {
     // During a hand-over this process already knows of, the local turn comes first and the shared
     // turn is taken once, at the instant the request leaves.
     boolean pacedLocally = paceLocallyDuringHandOver(interval);
-    Reservation turn = reserveShared(interval, deadline);
+    Reservation turn = reserveShared(interval, base, deadline);
     if (turn.isLockedOut()) {
       noteLockout(turn.lockoutReason());
       checkNotLockedOut();
@@ -217,7 +237,7 @@ public final class DestinationLimiter {
       // If the cursor answers again by now, this turn also takes a shared one, so that turns
       // granted locally never add to the fleet's once coordination is back.
       long localTurn = localNow + localWait;
-      turn = reserveShared(interval, deadline);
+      turn = reserveShared(interval, base, deadline);
       if (turn.isUnavailable()) {
         return localTurn;
       }
@@ -229,7 +249,7 @@ public final class DestinationLimiter {
       // wait would be in the past by then, and once the hand-over ends the turns still waiting
       // locally would add to the new shared ones.
       paceLocallyDuringHandOver(interval);
-      turn = reserveShared(interval, deadline);
+      turn = reserveShared(interval, base, deadline);
       if (turn.isUnavailable()) {
         return time.nanoTime();
       }
@@ -272,14 +292,34 @@ public final class DestinationLimiter {
     return lateTurnsSkipped.get();
   }
 
-  /** A rate-pressure response (429, 503): double the interval, up to 16 times the base. */
+  /**
+   * A rate-pressure response (429, 503): double the interval, up to 16 times the base: this
+   * process's ({@link BackoffScope#PROCESS}), or the whole fleet's through the cursor ({@link
+   * BackoffScope#FLEET}; while the cursor is unavailable, the last multiplier seen doubles here).
+   */
   public void backoff() {
-    backoff.onRatePressure();
+    if (!fleetScope) {
+      backoff.onRatePressure();
+      return;
+    }
+    OptionalInt recorded = shared.throttled(destination.name());
+    if (recorded.isPresent()) {
+      fleetMultiplier.set(recorded.getAsInt());
+    } else {
+      fleetMultiplier.accumulateAndGet(2, (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
+    }
   }
 
-  /** A clean response: after 100 in a row the backoff multiplier halves, never below 1. */
+  /**
+   * A clean response: after 100 in a row the backoff multiplier halves, never below 1 (under
+   * {@link BackoffScope#FLEET}, 100 anywhere in the fleet: counted with the next reservation).
+   */
   public void noteCleanResponse() {
-    backoff.onCleanResponse();
+    if (fleetScope) {
+      cleanSinceReservation.incrementAndGet();
+    } else {
+      backoff.onCleanResponse();
+    }
   }
 
   /**
@@ -288,7 +328,7 @@ public final class DestinationLimiter {
    * #pause}).
    */
   public void backoff(Duration retryAfter) {
-    backoff.onRatePressure();
+    backoff();
     pause(retryAfter);
   }
 
@@ -386,12 +426,15 @@ public final class DestinationLimiter {
 
   /** The current backoff multiplier on the interval: 1, 2, 4, 8 or 16. */
   public int backoffMultiplier() {
-    return backoff.multiplier();
+    return fleetScope ? fleetMultiplier.get() : backoff.multiplier();
   }
 
-  /** The interval this process currently asks the shared cursor for: base × backoff. */
+  /**
+   * The spacing of this process's turns: base × backoff (under {@link BackoffScope#FLEET}, the
+   * fleet's multiplier as last seen).
+   */
   public Duration currentInterval() {
-    return Duration.ofNanos(baseIntervalNanos * backoff.multiplier());
+    return Duration.ofNanos(baseIntervalNanos * backoffMultiplier());
   }
 
   /** True while the last reservation had to be paced locally because the cursor was unavailable. */
@@ -413,7 +456,7 @@ public final class DestinationLimiter {
     return permits.availablePermits();
   }
 
-  private Reservation reserveShared(Duration interval, long deadline) {
+  private Reservation reserveShared(Duration interval, Duration base, long deadline) {
     long before = time.nanoTime();
     long horizon = sharedHorizon.get();
     // If the cursor was lost or reset, the turns granted before are still on their way: up to
@@ -423,19 +466,34 @@ public final class DestinationLimiter {
         ? 0
         : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurnsBound) - before));
     Reservation turn;
+    Duration maxWait =
+        deadline == NO_DEADLINE ? null : Duration.ofNanos(Math.max(0, deadline - before));
+    int clean = 0;
     try {
-      turn = deadline == NO_DEADLINE
-          ? shared.reserve(destination.name(), interval, notBefore)
-          : shared.tryReserve(destination.name(), interval, notBefore,
-              Duration.ofNanos(Math.max(0, deadline - before)));
+      if (fleetScope) {
+        clean = cleanSinceReservation.getAndSet(0);
+        turn = shared.reserveUnderFleetBackoff(destination.name(), base, notBefore, maxWait, clean);
+      } else {
+        turn = maxWait == null
+            ? shared.reserve(destination.name(), interval, notBefore)
+            : shared.tryReserve(destination.name(), interval, notBefore, maxWait);
+      }
     } catch (RuntimeException e) {
       // A cursor must not throw; if one does anyway, pacing degrades rather than stopping.
       log.warn("Cursor {} threw instead of answering; treating it as unavailable", shared, e);
       turn = Reservation.unavailable();
     }
+    if (fleetScope && !turn.isGranted()) {
+      cleanSinceReservation.addAndGet(clean);
+    }
     if (turn.isGranted()) {
       long answered = time.nanoTime();
-      long cursorAfter = answered + turn.waitTime().toNanos() + interval.toNanos();
+      Duration spaced = interval;
+      if (turn.fleetBackoff().isPresent()) {
+        fleetMultiplier.set(turn.fleetBackoff().getAsInt());
+        spaced = base.multipliedBy(turn.fleetBackoff().getAsInt());
+      }
+      long cursorAfter = answered + turn.waitTime().toNanos() + spaced.toNanos();
       sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
       if (turn.isHandOver()) {
         handOverEnds = answered + turn.handOverLeft().toNanos();

@@ -1,11 +1,13 @@
 package dev.pacer;
 
+import dev.pacer.internal.Backoff;
 import dev.pacer.internal.Pacing;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * A cursor held in this process's memory: a true ceiling for one process and all its threads, and
@@ -18,6 +20,7 @@ public final class LocalCursor implements Cursor {
   private final TimeSource time;
   private final Map<String, Long> cursors = new HashMap<>();
   private final Map<String, String> lockouts = new HashMap<>();
+  private final Map<String, Backoff> backoffs = new HashMap<>();
   private final Map<String, List<Listener>> listeners = new HashMap<>();
 
   public LocalCursor(TimeSource time) {
@@ -54,6 +57,35 @@ public final class LocalCursor implements Cursor {
     }
     cursors.put(name, turn.newCursor());
     return Reservation.grantedNanos(turn.waitNanos());
+  }
+
+  @Override
+  public boolean keepsFleetBackoff() {
+    return true;
+  }
+
+  @Override
+  public synchronized Reservation reserveUnderFleetBackoff(String name, Duration interval,
+      Duration notBefore, Duration maxWait, int cleanAnswers) {
+    Backoff backoff = backoffs.computeIfAbsent(name, n -> new Backoff());
+    int multiplier = backoff.multiplier();
+    Duration spaced = interval.multipliedBy(multiplier);
+    Reservation turn = maxWait == null
+        ? reserve(name, spaced, notBefore) : tryReserve(name, spaced, notBefore, maxWait);
+    if (!turn.isGranted()) {
+      return turn;
+    }
+    for (int i = 0; i < cleanAnswers; i++) {
+      backoff.onCleanResponse();
+    }
+    return turn.withFleetBackoff(multiplier);
+  }
+
+  @Override
+  public synchronized OptionalInt throttled(String name) {
+    Backoff backoff = backoffs.computeIfAbsent(name, n -> new Backoff());
+    backoff.onRatePressure();
+    return OptionalInt.of(backoff.multiplier());
   }
 
   @Override

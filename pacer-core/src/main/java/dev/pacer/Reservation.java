@@ -2,6 +2,7 @@ package dev.pacer;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.OptionalInt;
 
 /**
  * What a {@link Cursor} answers to a reservation: a granted turn and its wait, a refusal (for
@@ -29,12 +30,20 @@ public final class Reservation {
   private final Duration wait;
   private final Duration handOverLeft;
   private final String lockoutReason;
+  /** The fleet's backoff multiplier the cursor applied; 0 when it keeps none. */
+  private final int fleetBackoff;
 
   private Reservation(Outcome outcome, Duration wait, Duration handOverLeft, String lockoutReason) {
+    this(outcome, wait, handOverLeft, lockoutReason, 0);
+  }
+
+  private Reservation(Outcome outcome, Duration wait, Duration handOverLeft, String lockoutReason,
+      int fleetBackoff) {
     this.outcome = outcome;
     this.wait = wait;
     this.handOverLeft = handOverLeft;
     this.lockoutReason = lockoutReason;
+    this.fleetBackoff = fleetBackoff;
   }
 
   /** A turn that starts after {@code wait} (zero or positive). */
@@ -84,7 +93,26 @@ public final class Reservation {
     if (left.isNegative() || left.isZero()) {
       throw new IllegalArgumentException("a hand-over must have time left: " + left);
     }
-    return new Reservation(outcome, wait, left, null);
+    return new Reservation(outcome, wait, left, null, fleetBackoff);
+  }
+
+  /**
+   * This granted turn, spaced by the fleet's backoff {@code multiplier} that the cursor keeps
+   * ({@link BackoffScope#FLEET}).
+   */
+  public Reservation withFleetBackoff(int multiplier) {
+    if (outcome != Outcome.GRANTED) {
+      throw new IllegalStateException("only a granted turn has a backoff: " + outcome);
+    }
+    if (multiplier < 1 || multiplier > 16) {
+      throw new IllegalArgumentException("multiplier must be 1-16, got " + multiplier);
+    }
+    return new Reservation(outcome, wait, handOverLeft, null, multiplier);
+  }
+
+  /** The fleet's backoff multiplier this turn was spaced by, if the cursor keeps one. */
+  public OptionalInt fleetBackoff() {
+    return fleetBackoff == 0 ? OptionalInt.empty() : OptionalInt.of(fleetBackoff);
   }
 
   /** Whether this turn was granted during a hand-over (see {@link #duringHandOver}). */
@@ -144,18 +172,20 @@ public final class Reservation {
   @Override
   public boolean equals(Object o) {
     return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait)
-        && r.handOverLeft.equals(handOverLeft) && Objects.equals(r.lockoutReason, lockoutReason);
+        && r.handOverLeft.equals(handOverLeft) && Objects.equals(r.lockoutReason, lockoutReason)
+        && r.fleetBackoff == fleetBackoff;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(outcome, wait, handOverLeft, lockoutReason);
+    return Objects.hash(outcome, wait, handOverLeft, lockoutReason, fleetBackoff);
   }
 
   @Override
   public String toString() {
     return outcome == Outcome.GRANTED
-        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "") + ")"
+        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "")
+            + (fleetBackoff == 0 ? "" : ", fleet backoff x" + fleetBackoff) + ")"
         : outcome == Outcome.LOCKED_OUT ? "LOCKED_OUT(" + lockoutReason + ")" : outcome.name();
   }
 }

@@ -114,6 +114,50 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void underFleetBackoffARateAnswerInOneProcessWidensTheOthersTurns() throws Exception {
+    Destination d = Destination.builder("dest").ratePerSecond(10).maxConcurrency(1)
+        .maxFetchingProcesses(2).backoffScope(BackoffScope.FLEET).build();
+    DestinationLimiter heard = new LimiterRegistry(sharedStandIn, time).limiter(d);
+    DestinationLimiter other = new LimiterRegistry(sharedStandIn, time).limiter(d);
+    other.acquire().close(); // turn at 0, the next at +100
+    heard.backoff();
+    assertThat(heard.backoffMultiplier()).isEqualTo(2);
+    other.acquire().close(); // at +100, spaced 200: the next at +300
+    other.acquire().close();
+    assertThat(other.backoffMultiplier()).as("learnt from the cursor").isEqualTo(2);
+    assertThat(time.sleepsMillis()).containsExactly(0L, 100L, 200L);
+  }
+
+  @Test
+  void underFleetBackoffCleanAnswersAnywhereHalveIt() throws Exception {
+    Destination d = Destination.builder("dest").ratePerSecond(1000).maxConcurrency(1)
+        .maxFetchingProcesses(2).backoffScope(BackoffScope.FLEET).build();
+    DestinationLimiter a = new LimiterRegistry(sharedStandIn, time).limiter(d);
+    DestinationLimiter b = new LimiterRegistry(sharedStandIn, time).limiter(d);
+    a.backoff();
+    a.backoff();
+    for (int i = 0; i < 50; i++) {
+      a.noteCleanResponse();
+      b.noteCleanResponse();
+    }
+    a.acquire().close(); // reports a's 50
+    b.acquire().close(); // reports b's 50: 100 in the fleet
+    a.acquire().close();
+    assertThat(a.backoffMultiplier()).isEqualTo(2);
+    assertThat(b.backoffMultiplier()).as("b has not reserved since the halving").isEqualTo(4);
+  }
+
+  @Test
+  void fleetBackoffOnACursorThatCannotKeepItIsRefusedAtConfiguration() {
+    Destination d = Destination.builder("dest").ratePerSecond(10)
+        .backoffScope(BackoffScope.FLEET).build();
+    Cursor keepsNone = new UnavailableCursor();
+    assertThatThrownBy(() -> new LimiterRegistry(keepsNone, time).limiter(d))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("backoffScope FLEET").hasMessageContaining("dest");
+  }
+
+  @Test
   void aTurnWokenForLessThanHalfAnIntervalLateIsUsed() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, shared);
     long start = time.nanoTime();
