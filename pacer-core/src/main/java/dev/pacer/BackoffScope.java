@@ -16,5 +16,10 @@ package dev.pacer;
  */
 public enum BackoffScope {
   PROCESS,
-  FLEET
+  FLEET;
+
+  /** The most a backoff widens the interval. */
+  public static final int MAX_MULTIPLIER = 16;
+  /** Clean answers in a row (in its scope) that halve the multiplier. */
+  public static final int CLEAN_ANSWERS_TO_HALVE = 100;
 }

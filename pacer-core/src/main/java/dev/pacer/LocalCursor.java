@@ -1,6 +1,5 @@
 package dev.pacer;
 
-import dev.pacer.internal.Backoff;
 import dev.pacer.internal.Pacing;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,7 +19,7 @@ public final class LocalCursor implements Cursor {
   private final TimeSource time;
   private final Map<String, Long> cursors = new HashMap<>();
   private final Map<String, String> lockouts = new HashMap<>();
-  private final Map<String, Backoff> backoffs = new HashMap<>();
+  private final Map<String, FleetBackoff> backoffs = new HashMap<>();
   private final Map<String, List<Listener>> listeners = new HashMap<>();
 
   public LocalCursor(TimeSource time) {
@@ -67,25 +66,43 @@ public final class LocalCursor implements Cursor {
   @Override
   public synchronized Reservation reserveUnderFleetBackoff(String name, Duration interval,
       Duration notBefore, Duration maxWait, int cleanAnswers) {
-    Backoff backoff = backoffs.computeIfAbsent(name, n -> new Backoff());
-    int multiplier = backoff.multiplier();
-    Duration spaced = interval.multipliedBy(multiplier);
+    FleetBackoff kept = backoffs.getOrDefault(name, FleetBackoff.NONE);
+    FleetBackoff after = kept.counting(cleanAnswers);
+    Duration spaced = interval.multipliedBy(after.multiplier());
     Reservation turn = maxWait == null
         ? reserve(name, spaced, notBefore) : tryReserve(name, spaced, notBefore, maxWait);
     if (!turn.isGranted()) {
       return turn;
     }
-    for (int i = 0; i < cleanAnswers; i++) {
-      backoff.onCleanResponse();
-    }
-    return turn.withFleetBackoff(multiplier);
+    backoffs.put(name, after);
+    return turn.withFleetBackoff(after.multiplier());
   }
 
   @Override
   public synchronized OptionalInt throttled(String name) {
-    Backoff backoff = backoffs.computeIfAbsent(name, n -> new Backoff());
-    backoff.onRatePressure();
-    return OptionalInt.of(backoff.multiplier());
+    FleetBackoff after = backoffs.getOrDefault(name, FleetBackoff.NONE).throttled();
+    backoffs.put(name, after);
+    return OptionalInt.of(after.multiplier());
+  }
+
+  /**
+   * The fleet's backoff as Pacer's table keeps it: the multiplier, and the clean answers counted
+   * since the last rate-pressure answer. Clean answers are counted before the turn is spaced, so
+   * the turn that completes 100 is already spaced by the halved multiplier.
+   */
+  private record FleetBackoff(int multiplier, int clean) {
+    static final FleetBackoff NONE = new FleetBackoff(1, 0);
+
+    FleetBackoff counting(int cleanAnswers) {
+      int counted = clean + cleanAnswers;
+      return counted >= BackoffScope.CLEAN_ANSWERS_TO_HALVE
+          ? new FleetBackoff(Math.max(1, multiplier / 2), 0)
+          : new FleetBackoff(multiplier, counted);
+    }
+
+    FleetBackoff throttled() {
+      return new FleetBackoff(Math.min(BackoffScope.MAX_MULTIPLIER, multiplier * 2), 0);
+    }
   }
 
   @Override

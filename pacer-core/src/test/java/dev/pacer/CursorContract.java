@@ -178,6 +178,48 @@ public abstract class CursorContract {
   }
 
   @Test
+  void theFleetsBackoffSpacesEveryTurnFromTheNextOn() {
+    if (!cursor().keepsFleetBackoff()) {
+      return;
+    }
+    String name = freshName();
+    startSequence();
+    Reservation first = cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0);
+    assertWait(first, Duration.ZERO, "first");
+    assertThat(first.fleetBackoff()).hasValue(1);
+    assertThat(cursor().throttled(name)).hasValue(2);
+    assertThat(cursor().throttled(name)).hasValue(4);
+    Reservation widened = cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0);
+    assertWait(widened, GAP, "spaced by the gap the first turn used");
+    assertThat(widened.fleetBackoff()).hasValue(4);
+    assertWait(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0),
+        GAP.multipliedBy(5), "then by four gaps");
+    assertThat(cursor().reserve(name, GAP).isGranted()).as("a plain reservation still works")
+        .isTrue();
+  }
+
+  @Test
+  void aHundredCleanAnswersAnywhereHalveTheFleetsBackoff() {
+    if (!cursor().keepsFleetBackoff()) {
+      return;
+    }
+    String name = freshName();
+    cursor().throttled(name);
+    cursor().throttled(name);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 60)
+        .fleetBackoff()).hasValue(4);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, Duration.ZERO, 50)
+        .isRefused()).as("a refused try counts nothing").isTrue();
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 40)
+        .fleetBackoff()).as("100 counted").hasValue(2);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 99)
+        .fleetBackoff()).hasValue(2);
+    assertThat(cursor().throttled(name)).as("a rate answer restarts the count").hasValue(4);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 1)
+        .fleetBackoff()).hasValue(4);
+  }
+
+  @Test
   void tryReserveRefusesWithoutConsumingATurn() {
     String name = freshName();
     startSequence();

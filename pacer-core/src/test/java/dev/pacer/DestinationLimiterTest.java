@@ -141,10 +141,12 @@ class DestinationLimiterTest {
       b.noteCleanResponse();
     }
     a.acquire().close(); // reports a's 50
-    b.acquire().close(); // reports b's 50: 100 in the fleet
+    assertThat(a.backoffMultiplier()).isEqualTo(4);
+    b.acquire().close(); // reports b's 50: 100 in the fleet, and this turn is spaced by 2
+    assertThat(b.backoffMultiplier()).isEqualTo(2);
+    assertThat(a.backoffMultiplier()).as("a learns at its next reservation").isEqualTo(4);
     a.acquire().close();
     assertThat(a.backoffMultiplier()).isEqualTo(2);
-    assertThat(b.backoffMultiplier()).as("b has not reserved since the halving").isEqualTo(4);
   }
 
   @Test

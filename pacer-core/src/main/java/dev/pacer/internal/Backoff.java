@@ -1,5 +1,7 @@
 package dev.pacer.internal;
 
+import dev.pacer.BackoffScope;
+
 /**
  * The per-process throttle multiplier on a destination's interval: "throttle, don't halt".
  *
@@ -11,8 +13,8 @@ package dev.pacer.internal;
  */
 public final class Backoff {
 
-  public static final int MAX_MULTIPLIER = 16;
-  public static final int CLEAN_STREAK_TO_DECAY = 100;
+  public static final int MAX_MULTIPLIER = BackoffScope.MAX_MULTIPLIER;
+  public static final int CLEAN_STREAK_TO_DECAY = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
 
   private int multiplier = 1;
   private int cleanStreak;

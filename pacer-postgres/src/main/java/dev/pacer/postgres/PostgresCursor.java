@@ -13,6 +13,7 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -120,13 +121,13 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public Reservation reserve(String name, Duration interval, Duration notBefore) {
-    return reserveOrRefuse(name, interval, notBefore, null);
+    return reserveOrRefuse(name, interval, notBefore, null, false, 0);
   }
 
   @Override
   public Reservation tryReserve(
       String name, Duration interval, Duration notBefore, Duration maxWait) {
-    return reserveOrRefuse(name, interval, notBefore, maxWait);
+    return reserveOrRefuse(name, interval, notBefore, maxWait, false, 0);
   }
 
   @Override
@@ -386,8 +387,43 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  private Reservation reserveOrRefuse(
-      String name, Duration interval, Duration notBefore, Duration maxWait) {
+  /** Pacer's own table keeps the fleet's backoff beside each cursor; a key/value table cannot. */
+  @Override
+  public boolean keepsFleetBackoff() {
+    return sql.throttled() != null;
+  }
+
+  @Override
+  public Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
+      Duration maxWait, int cleanAnswers) {
+    if (!keepsFleetBackoff()) {
+      throw new UnsupportedOperationException(this + " keeps no fleet backoff");
+    }
+    return reserveOrRefuse(name, interval, notBefore, maxWait, true, cleanAnswers);
+  }
+
+  @Override
+  public OptionalInt throttled(String name) {
+    String throttled = sql.throttled();
+    if (throttled == null) {
+      return OptionalInt.empty();
+    }
+    int[] multiplier = {0};
+    boolean recorded = onSession("record a rate answer for " + name, c -> {
+      try (PreparedStatement s = c.prepareStatement(throttled)) {
+        s.setString(1, sql.key(name));
+        try (ResultSet row = s.executeQuery()) {
+          row.next();
+          multiplier[0] = row.getInt(1);
+        }
+        return true;
+      }
+    });
+    return recorded ? OptionalInt.of(multiplier[0]) : OptionalInt.empty();
+  }
+
+  private Reservation reserveOrRefuse(String name, Duration interval, Duration notBefore,
+      Duration maxWait, boolean fleet, int cleanAnswers) {
     if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
@@ -401,11 +437,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       if (closed) {
         return Reservation.unavailable();
       }
-      String key = sql.key(name);
-      long gapMicros = ceilMicros(interval);
-      long notBeforeMicros = notBefore.toNanos() / 1000;
-      Long maxWaitMicros = maxWait == null ? null : maxWait.toNanos() / 1000;
-      Reservation turn = session.call(c -> reserveCreatingTable(c, key, gapMicros, notBeforeMicros, maxWaitMicros));
+      Ask ask = new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
+          maxWait == null ? null : maxWait.toNanos() / 1000, fleet, cleanAnswers);
+      Reservation turn = session.call(c -> reserveCreatingTable(c, ask));
       Duration handOverLeft = policy.handOverLeft();
       return turn.isGranted() && !handOverLeft.isZero() ? turn.duringHandOver(handOverLeft) : turn;
     } catch (SQLException e) {
@@ -418,10 +452,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   /** A dropped table (SQLState 42P01) is created again and the reservation made once more. */
-  private Reservation reserveCreatingTable(Connection c, String key, long gapMicros,
-      long notBeforeMicros, Long maxWaitMicros) throws SQLException {
+  private Reservation reserveCreatingTable(Connection c, Ask ask) throws SQLException {
     try {
-      return execute(c, key, gapMicros, notBeforeMicros, maxWaitMicros);
+      return execute(c, ask);
     } catch (SQLException e) {
       if (!"42P01".equals(e.getSQLState()) || sql.createTable() == null) {
         throw e;
@@ -431,22 +464,27 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       try (Statement session = c.createStatement()) {
         createTable(session);
       }
-      return execute(c, key, gapMicros, notBeforeMicros, maxWaitMicros);
+      return execute(c, ask);
     }
   }
 
-  private Reservation execute(Connection c, String key, long gapMicros, long notBeforeMicros,
-      Long maxWaitMicros) throws SQLException {
+  /** One reservation's parameters (see {@link CursorSql}). */
+  private record Ask(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros,
+      boolean fleet, int cleanAnswers) {}
+
+  private Reservation execute(Connection c, Ask ask) throws SQLException {
     PreparedStatement statement = reserveStatement(c);
-    statement.setString(1, key);
-    statement.setLong(2, gapMicros);
+    statement.setString(1, ask.key());
+    statement.setLong(2, ask.gapMicros());
     statement.setLong(3, resetBeyondMicros);
-    if (maxWaitMicros == null) {
+    if (ask.maxWaitMicros() == null) {
       statement.setNull(4, Types.BIGINT);
     } else {
-      statement.setLong(4, maxWaitMicros);
+      statement.setLong(4, ask.maxWaitMicros());
     }
-    statement.setLong(5, Math.max(0, notBeforeMicros));
+    statement.setLong(5, Math.max(0, ask.notBeforeMicros()));
+    statement.setBoolean(6, ask.fleet());
+    statement.setInt(7, ask.cleanAnswers());
     long asked = time.nanoTime();
     try (ResultSet row = statement.executeQuery()) {
       long answered = time.nanoTime();
@@ -462,14 +500,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       boolean priorReadable = !row.wasNull();
       boolean priorExisted = row.getBoolean(3);
       if (priorExisted && !priorReadable) {
-        log.warn("Cursor {} held an unreadable value; overwritten with now", key);
+        log.warn("Cursor {} held an unreadable value; overwritten with now", ask.key());
       } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
         log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
-            key, priorAheadMicros / 1_000_000, config.resetBeyond());
+            ask.key(), priorAheadMicros / 1_000_000, config.resetBeyond());
       }
       long databaseNowMicros = row.getLong(4);
-      return Reservation.grantedNanos(databaseClock.waitFromAnswer(asked, answered,
+      Reservation turn = Reservation.grantedNanos(databaseClock.waitFromAnswer(asked, answered,
           databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000));
+      int fleetBackoff = row.getInt(6);
+      return row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff);
     }
   }
 
@@ -542,7 +582,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     c.setAutoCommit(false);
     try {
       for (int i = 0; i < REHEARSALS; i++) {
-        execute(c, sql.key(REHEARSAL_KEY), 1, 0, null);
+        execute(c, new Ask(sql.key(REHEARSAL_KEY), 1, 0, null, false, 0));
       }
     } finally {
       try {

@@ -75,7 +75,8 @@ public final class TableLayout {
   /**
    * This layout's reservation statement, with JDBC {@code ?} parameters in order: key (text), gap,
    * reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an unconditional
-   * reservation). For tools that run exactly Pacer's statement outside it, such as the
+   * reservation), fleet (boolean: under the fleet's backoff), clean (integer: clean answers since
+   * the caller's last reservation). For tools that run exactly Pacer's statement outside it, such as the
    * benchmark's {@code pgbench} script.
    */
   public String reservationSql() {

@@ -1,10 +1,16 @@
 package dev.pacer.postgres;
 
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.pacer.BackoffScope;
 import dev.pacer.Cursor;
 import dev.pacer.CursorContract;
+import dev.pacer.Destination;
+import dev.pacer.LimiterRegistry;
 import dev.pacer.TimeSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 class KeyValueTableContractTest extends CursorContract {
 
@@ -31,6 +37,15 @@ class KeyValueTableContractTest extends CursorContract {
   @Override
   protected Cursor cursor() {
     return cursor;
+  }
+
+  @Test
+  void aFleetBackoffIsRefusedWhenItsLimiterIsCreated() {
+    Destination fleet = Destination.builder("kv-fleet").ratePerSecond(5)
+        .backoffScope(BackoffScope.FLEET).build();
+    assertThatThrownBy(() -> new LimiterRegistry(cursor).limiter(fleet))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("kv-fleet").hasMessageContaining("key/value table layout");
   }
 
   @AfterAll

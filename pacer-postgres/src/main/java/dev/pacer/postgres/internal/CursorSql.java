@@ -1,5 +1,7 @@
 package dev.pacer.postgres.internal;
 
+import dev.pacer.BackoffScope;
+
 /**
  * The SQL of one table layout, built once from validated identifiers.
  *
@@ -26,16 +28,26 @@ package dev.pacer.postgres.internal;
  * NULL wait and the lockout's reason. A pause ({@code Retry-After}) needs no check of its own: it
  * moves the cursor itself.
  *
+ * <p>Under the fleet's backoff ({@code fleet} true; Pacer's table only) the row also keeps the
+ * backoff multiplier and the clean answers counted since the last rate-pressure answer: the turn is
+ * spaced by {@code gap × multiplier}, the caller's clean answers are added, and at 100 the
+ * multiplier halves, all under the same row lock.
+ *
  * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait, not_before (bigint
- * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}
+ * microseconds; max_wait NULL for an unconditional reservation), fleet (boolean), clean (integer:
+ * clean answers since the caller's last reservation). Result columns: {@code wait_micros}
  * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
  * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
- * now_micros} and {@code lockout_reason}. The {@code prior} CTE reads the row from the
+ * now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced the
+ * turn; NULL unless {@code fleet}). The {@code prior} CTE reads the row from the
  * statement's snapshot, only so that resets and repairs can be logged. It compares the key with a
  * scalar subquery (a plan parameter) rather than joining {@code p}, so that the primary key's index
  * can answer it: a join condition would leave it a filter over a whole scan of the table.
  */
 public final class CursorSql {
+
+  private static final int CLEAN_ANSWERS_TO_HALVE = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
+  private static final int MAX_BACKOFF = BackoffScope.MAX_MULTIPLIER;
 
   /** Plain decimal, as PostgreSQL's numeric and Python's float print epoch seconds. */
   static final String DECIMAL_PATTERN = "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
@@ -54,6 +66,7 @@ public final class CursorSql {
   private final String clear;
   private final String keyPrefix;
   private final Holds holds;
+  private final String throttled;
 
   /**
    * The statements of a destination's holds: a pause ({@code Retry-After}) and a lockout, and the
@@ -67,13 +80,24 @@ public final class CursorSql {
       String read, boolean recordsLockouts) {}
 
   private CursorSql(String description, String createTable, String reserve, String clear,
-      String keyPrefix, Holds holds) {
+      String keyPrefix, Holds holds, String throttled) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
     this.clear = clear;
     this.keyPrefix = keyPrefix;
     this.holds = holds;
+    this.throttled = throttled;
+  }
+
+  /**
+   * Adds a column to a table from an earlier release; looked up first, because ALTER TABLE would
+   * queue behind every reservation in flight even when there is nothing to add.
+   */
+  private static String addColumnIfMissing(String table, String column, String definition) {
+    return "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '" + table
+        + "'::regclass AND attname = '" + column + "' AND NOT attisdropped) THEN ALTER TABLE "
+        + table + " ADD COLUMN " + column + " " + definition + "; END IF; END $$;\n";
   }
 
   /** A pause or lockout announced on {@code channel}: kind, key and value, tab-separated. */
@@ -97,13 +121,13 @@ public final class CursorSql {
             + "  name         text        PRIMARY KEY,\n"
             + "  next_at      timestamptz NOT NULL,\n"
             + "  updated_at   timestamptz NOT NULL,\n"
-            + "  paused_until timestamptz\n"
+            + "  paused_until timestamptz,\n"
+            + "  backoff      smallint    NOT NULL DEFAULT 1,\n"
+            + "  clean        integer     NOT NULL DEFAULT 0\n"
             + ");\n"
-            // A table from before pauses gains the column; looked up first, because ALTER TABLE
-            // would queue behind every reservation in flight even when there is nothing to add.
-            + "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '" + table
-            + "'::regclass AND attname = 'paused_until' AND NOT attisdropped) THEN ALTER TABLE "
-            + table + " ADD COLUMN paused_until timestamptz; END IF; END $$;\n"
+            + addColumnIfMissing(table, "paused_until", "timestamptz")
+            + addColumnIfMissing(table, "backoff", "smallint NOT NULL DEFAULT 1")
+            + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
             // Logged, unlike the cursors: a lockout must outlive a crash.
             + "CREATE TABLE IF NOT EXISTS " + lockouts + " (\n"
             + "  name      text        PRIMARY KEY,\n"
@@ -113,6 +137,11 @@ public final class CursorSql {
     String start =
         "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
             + " ELSE GREATEST(p.now, c.next_at) END";
+    // Under the fleet's backoff: the multiplier after this reservation's clean answers are counted,
+    // which also spaces this turn, so that the answer's multiplier is the one its wait used.
+    String halves = "p.fleet AND c.clean + p.clean >= " + CLEAN_ANSWERS_TO_HALVE;
+    String backoff = "CASE WHEN " + halves + " THEN GREATEST(1, c.backoff / 2) ELSE c.backoff END";
+    String spacing = "CASE WHEN p.fleet THEN " + backoff + " ELSE 1 END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
@@ -120,7 +149,9 @@ public final class CursorSql {
             + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
             + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
             + "         clock.now,\n"
-            + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest\n"
+            + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest,\n"
+            + "         ?::boolean AS fleet,\n"
+            + "         ?::integer AS clean\n"
             + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
             + "prior AS (SELECT c.next_at FROM " + table + " c"
             + " WHERE c.name = (SELECT p.key FROM p)),\n"
@@ -131,19 +162,30 @@ public final class CursorSql {
             + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
             + "  WHERE " + INSERT_WITHIN_MAX_WAIT + " AND NOT EXISTS (SELECT 1 FROM held)\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
-            + "    SET next_at = (SELECT " + start + " + p.gap FROM p),\n"
-            + "        updated_at = EXCLUDED.updated_at\n"
+            + "    SET next_at = (SELECT " + start + " + p.gap * (" + spacing + ") FROM p),\n"
+            + "        updated_at = EXCLUDED.updated_at,\n"
+            + "        backoff = (SELECT " + backoff + " FROM p),\n"
+            + "        clean = (SELECT CASE WHEN NOT p.fleet THEN c.clean WHEN " + halves
+            + " THEN 0 ELSE c.clean + p.clean END FROM p)\n"
             + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
             + "      AND NOT EXISTS (SELECT 1 FROM held)\n"
-            + "  RETURNING c.next_at)\n"
-            + "SELECT (extract(epoch FROM turn.next_at - p.gap - p.now) * 1000000)::bigint"
+            + "  RETURNING c.next_at, c.backoff)\n"
+            + "SELECT (extract(epoch FROM turn.next_at"
+            + " - p.gap * (CASE WHEN p.fleet THEN turn.backoff ELSE 1 END) - p.now) * 1000000)::bigint"
             + " AS wait_micros,\n"
             + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
             + " AS prior_ahead_micros,\n"
             + "       prior.next_at IS NOT NULL AS prior_existed,\n"
             + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
-            + "       held.reason AS lockout_reason\n"
+            + "       held.reason AS lockout_reason,\n"
+            + "       CASE WHEN p.fleet THEN turn.backoff END AS fleet_backoff\n"
             + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true LEFT JOIN held ON true";
+    String throttled =
+        "INSERT INTO " + table + " AS c (name, next_at, updated_at, backoff)"
+            + " VALUES (?, clock_timestamp(), clock_timestamp(), 2)\n"
+            + "ON CONFLICT (name) DO UPDATE SET backoff = LEAST(" + MAX_BACKOFF
+            + ", c.backoff * 2), clean = 0\n"
+            + "RETURNING c.backoff";
     String clear = "DELETE FROM " + table + " WHERE name = ?";
     String pause =
         "WITH p AS MATERIALIZED (\n"
@@ -174,7 +216,7 @@ public final class CursorSql {
             + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
-        new Holds(channel(table), pause, lockOut, clearLockout, read, true));
+        new Holds(channel(table), pause, lockOut, clearLockout, read, true), throttled);
   }
 
   /**
@@ -201,7 +243,10 @@ public final class CursorSql {
             + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
             + "         ?::bigint / 1000000.0 AS max_wait,\n"
             + "         clock.now,\n"
-            + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
+            + "         clock.now + ?::bigint / 1000000.0 AS earliest,\n"
+            // The fleet's backoff has nowhere to live in this row format: accepted, never asked.
+            + "         ?::boolean AS fleet,\n"
+            + "         ?::integer AS clean\n"
             + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
             + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
             + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
@@ -221,7 +266,8 @@ public final class CursorSql {
             + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
             + "       prior.value IS NOT NULL AS prior_existed,\n"
             + "       (p.now * 1000000)::bigint AS now_micros,\n"
-            + "       NULL::text AS lockout_reason\n"
+            + "       NULL::text AS lockout_reason,\n"
+            + "       NULL::smallint AS fleet_backoff\n"
             + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true";
     String clear = "DELETE FROM " + table + " WHERE " + keyColumn + " = ?";
     // The pause is the cursor itself, as a Python fleet on the same rows reads it.
@@ -249,7 +295,7 @@ public final class CursorSql {
         "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
             + ") under prefix '" + keyPrefix + "'",
         null, reserve, clear, keyPrefix,
-        new Holds(channel(table), pause, lockOut, null, read, false));
+        new Holds(channel(table), pause, lockOut, null, read, false), null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
@@ -267,6 +313,14 @@ public final class CursorSql {
 
   public Holds holds() {
     return holds;
+  }
+
+  /**
+   * Doubles the fleet's backoff multiplier of a key (up to 16) and restarts its clean count;
+   * returns the new multiplier. Parameter: key. Null where the layout cannot keep it.
+   */
+  public String throttled() {
+    return throttled;
   }
 
   /** The row key of a destination. */
