@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.Printable;
@@ -80,6 +81,16 @@ public final class RunOptions {
           + " host are never followed (default: ${DEFAULT-VALUE}).")
   int maxRedirects = 5;
 
+  @Option(names = "--backoff-scope", paramLabel = "SCOPE", defaultValue = "PROCESS",
+      description = "What a 429 or 503 slows: PROCESS, the process that heard it (default), or"
+          + " FLEET, every process, through a multiplier kept beside the shared cursor.")
+  BackoffScope backoffScope = BackoffScope.PROCESS;
+
+  @Option(names = "--max-retry-after", paramLabel = "S", defaultValue = "600",
+      description = "The longest pause a Retry-After may impose on the whole fleet, in seconds"
+          + " (default: ${DEFAULT-VALUE}).")
+  double maxRetryAfterSeconds = 600;
+
   @Option(names = "--pacing", hidden = true, defaultValue = "FLEET",
       description = "FLEET (default) or PER_PROCESS (the N x defect, for demonstrations).")
   Pacing pacing;
@@ -115,6 +126,9 @@ public final class RunOptions {
         "--request-timeout must be 0.1-86400 seconds, got " + requestTimeoutSeconds);
     require(maxRedirects >= 0 && maxRedirects <= 20,
         "--max-redirects must be 0-20, got " + maxRedirects);
+    require(Double.isFinite(maxRetryAfterSeconds) && maxRetryAfterSeconds >= 1
+        && maxRetryAfterSeconds <= 86_400,
+        "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
     checkDestinationName(destinationName);
     Destination destination;
     try {
@@ -122,6 +136,8 @@ public final class RunOptions {
           .ratePerSecond(rate)
           .maxConcurrency(concurrency)
           .maxFetchingProcesses(dispatches + 1)
+          .backoffScope(backoffScope)
+          .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)))
           .build();
     } catch (IllegalArgumentException e) {
       throw new BadInputException(e.getMessage()
@@ -154,7 +170,10 @@ public final class RunOptions {
         "--max-body-bytes", Long.toString(s.maxBodyBytes()),
         "--request-timeout", Double.toString(s.requestTimeout().toMillis() / 1000.0),
         "--max-redirects", Integer.toString(s.maxRedirects()),
-        "--pacing", s.perProcessPacing() ? "PER_PROCESS" : "FLEET"));
+        "--pacing", s.perProcessPacing() ? "PER_PROCESS" : "FLEET",
+        "--backoff-scope", s.destination().backoffScope().name(),
+        "--max-retry-after",
+        Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
     return args;
   }
 

@@ -96,6 +96,58 @@ class FleetAnswersTest {
     return arrivals;
   }
 
+  /**
+   * Under FLEET every turn is spaced twice as wide after the 429: three processes taking turns in
+   * a cycle of 6 gaps instead of 3, the two that did not hear it go at half their rate (ratio 0.5).
+   */
+  @Test
+  void fleetBackoffHalvesTheRateOfTheProcessesThatDidNotHearThe429() throws Exception {
+    double ratio = othersRateAfterA429("FLEET");
+    assertThat(ratio).as("the other processes' rate after / before").isBetween(0.35, 0.65);
+  }
+
+  /**
+   * The twin: under PROCESS only the process that heard it asks for double gaps; a cycle is 4 gaps,
+   * and the other two keep 2 turns in 4 instead of 2 in 3 (ratio 0.75): the bound above fails.
+   */
+  @Test
+  void processBackoffDoesNotHalveTheOthers() throws Exception {
+    double ratio = othersRateAfterA429("PROCESS");
+    assertThat(ratio).as("the other processes' rate after / before").isGreaterThan(0.65);
+  }
+
+  /**
+   * 3 worker JVMs x 3 threads at 12/s; /item/50 is answered 429 once, without Retry-After. The
+   * processes that did not hear it: their rate in the 4 s from 0.5 s after the 429, over their rate
+   * in the 3 s before it.
+   */
+  private double othersRateAfterA429(String scope) throws Exception {
+    String name = "backoff-" + scope.toLowerCase() + "-" + ProcessHandle.current().pid();
+    int rate = 12;
+    destination.answering((path, attempt) -> path.equals("/item/50") && attempt == 1 ? 429 : 200);
+    Path input = Files.write(dir.resolve(name + ".txt"), destination.items(110));
+    List<String> args = new ArrayList<>(List.of(fetchArgs(name, name, input, "FLEET",
+        "--processes", "3", "--threads", "3", "--concurrency", "3", "--backoff-scope", scope)));
+    args.set(args.indexOf("--rate") + 1, Integer.toString(rate));
+    Cli.Result run = Cli.run(args.toArray(String[]::new));
+    assertThat(run.code()).as(run.err()).isZero();
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    TestDestination.Arrival answer = arrivals.stream().filter(a -> a.status() == 429)
+        .findFirst().orElseThrow();
+    long t = answer.nanos();
+    List<TestDestination.Arrival> others = arrivals.stream()
+        .filter(a -> !a.worker().equals(answer.worker())).toList();
+    double before = count(others, t - 3 * SECOND, t - SECOND / 5) / 2.8;
+    double after = count(others, t + SECOND / 2, t + 9 * SECOND / 2) / 4.0;
+    System.out.printf("backoff %s: %s; the other processes %.2f/s before the 429, %.2f/s after"
+            + " (ratio %.2f); the whole fleet %.2f/s after%n", scope,
+        TestDestination.timeline(arrivals), before, after, after / before,
+        count(arrivals, t + SECOND / 2, t + 9 * SECOND / 2) / 4.0);
+    assertThat(TestDestination.timeline(arrivals).peakOneSecondWindow())
+        .isLessThanOrEqualTo(rate + 1);
+    return after / before;
+  }
+
   @Test
   void aLockoutInOneJobStopsAnotherJobOnTheSameDestination() throws Exception {
     String name = "lockout-" + ProcessHandle.current().pid();
