@@ -180,18 +180,22 @@ class FleetAnswersTest {
   }
 
   /**
-   * Job a (2 worker JVMs x 3 threads) and job b (one worker JVM x 3 threads) on one destination
-   * at once; a's 25th item is answered 403.
+   * Job b (one worker JVM x 3 threads), then, once b is fetching, job a (2 worker JVMs x 3
+   * threads), on one destination; a's 25th item is answered 403.
    */
   private List<TestDestination.Arrival> lockoutRun(String name, String pacing) throws Exception {
     destination.answering((path, attempt) -> path.equals("/a/25") ? 403 : 200);
     Path a = Files.write(dir.resolve("a.txt"), destination.items("/a/", 80));
     Path b = Files.write(dir.resolve("b.txt"), destination.items("/b/", 80));
-    Process jobA = Cli.spawn(Map.of(), dir.resolve("a.out"), dir.resolve("a.err"),
-        fetchArgs(name + "-a", name, a, pacing, "--processes", "2", "--threads", "3",
-            "--concurrency", "3"));
     Process jobB = Cli.spawn(Map.of(), dir.resolve("b.out"), dir.resolve("b.err"),
         fetchArgs(name + "-b", name, b, pacing, "--processes", "1", "--threads", "3",
+            "--concurrency", "3"));
+    long deadline = System.nanoTime() + 60 * SECOND;
+    while (destination.arrivals().isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    Process jobA = Cli.spawn(Map.of(), dir.resolve("a.out"), dir.resolve("a.err"),
+        fetchArgs(name + "-a", name, a, pacing, "--processes", "2", "--threads", "3",
             "--concurrency", "3"));
     assertThat(jobA.waitFor(120, TimeUnit.SECONDS)).as("job a finished").isTrue();
     assertThat(jobB.waitFor(120, TimeUnit.SECONDS)).as("job b finished").isTrue();
