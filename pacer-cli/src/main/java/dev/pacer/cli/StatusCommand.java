@@ -94,6 +94,10 @@ public final class StatusCommand implements Callable<Integer> {
             c.aheadSeconds() > 0 ? String.format(Locale.ROOT, "in %.3f s", c.aheadSeconds()) : "now",
             c.idleSeconds(), workers,
             degraded == 0 ? "no" : "YES (" + degraded + " of " + workers + " pacing locally)");
+        if (c.fleetBackoff() > 1) {
+          out.printf(Locale.ROOT, "  %-24s fleet backoff x%d (every process's turns are spaced"
+              + " %d times wider)%n", "", c.fleetBackoff(), c.fleetBackoff());
+        }
         if (c.pauseSeconds() > 0) {
           out.printf(Locale.ROOT, "  %-24s PAUSED for %.1f s more (the destination's"
               + " Retry-After)%n", "", c.pauseSeconds());

@@ -21,10 +21,11 @@ public final class CursorStatus {
 
   /**
    * A destination's cursor: how far its next turn is ahead of the database clock, how long a pause
-   * the destination asked for ({@code Retry-After}) still lasts (0 if none), and its lockout.
+   * the destination asked for ({@code Retry-After}) still lasts (0 if none), its lockout, and the
+   * fleet's backoff multiplier kept beside it (1 unless a FLEET-scope run was throttled).
    */
   public record CursorRow(String name, double aheadSeconds, double idleSeconds,
-      double pauseSeconds, Optional<String> lockout) {}
+      double pauseSeconds, Optional<String> lockout, int fleetBackoff) {}
 
   public List<CursorRow> all() throws SQLException {
     return connection.call(c -> {
@@ -35,12 +36,13 @@ public final class CursorStatus {
           "SELECT name, extract(epoch FROM next_at - clock_timestamp()),"
               + " extract(epoch FROM clock_timestamp() - updated_at),"
               + " extract(epoch FROM (to_jsonb(c) ->> 'paused_until')::timestamptz"
-              + " - clock_timestamp()) FROM pacer_cursor c ORDER BY name");
+              + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1)"
+              + " FROM pacer_cursor c ORDER BY name");
           ResultSet r = s.executeQuery()) {
         while (r.next()) {
           String name = r.getString(1);
           out.add(new CursorRow(name, r.getDouble(2), r.getDouble(3), Math.max(0, r.getDouble(4)),
-              Optional.ofNullable(lockouts.remove(name))));
+              Optional.ofNullable(lockouts.remove(name)), r.getInt(5)));
         }
       } catch (SQLException e) {
         if (!"42P01".equals(e.getSQLState())) {
@@ -49,7 +51,7 @@ public final class CursorStatus {
         // No reservation was ever made: the table does not exist yet.
       }
       lockouts.forEach((name, reason) ->
-          out.add(new CursorRow(name, 0, 0, 0, Optional.of(reason))));
+          out.add(new CursorRow(name, 0, 0, 0, Optional.of(reason), 1)));
       return out;
     });
   }
