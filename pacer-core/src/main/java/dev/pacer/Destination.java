@@ -4,6 +4,7 @@ import dev.pacer.internal.Backoff;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -18,9 +19,15 @@ import java.util.TreeSet;
  *   <li>{@code ratePerSecond}: the fleet-wide ceiling (finite, &gt; 0, &le; 1,000,000).
  *   <li>{@code maxConcurrency}: requests in flight at once <em>per process</em>. It shares the
  *       budget out; it never enlarges it.
+ *   <li>{@code maxConcurrencyFleetWide} (optional, none by default): requests in flight at once
+ *       <em>across the fleet</em>, held as {@link FleetSlots} leases. Opt-in per destination: it
+ *       costs a capped request two round trips to the slots' store (take, give back), and an
+ *       uncapped one nothing.
  *   <li>{@code maxFetchingProcesses}: the most processes that can fetch this destination at once.
  *       While the shared cursor is unreachable each process paces alone at {@code ratePerSecond ÷
- *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling.
+ *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling; while the
+ *       fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
+ *       maxFetchingProcesses} (at least 1) in flight.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
  * </ul>
@@ -33,6 +40,8 @@ public final class Destination {
   private final String name;
   private final double ratePerSecond;
   private final int maxConcurrency;
+  /** 0 when the destination has no fleet-wide cap. */
+  private final int maxConcurrencyFleetWide;
   private final int maxFetchingProcesses;
   private final Set<Integer> lockoutStatusCodes;
   private final Set<Integer> backoffStatusCodes;
@@ -42,6 +51,7 @@ public final class Destination {
     this.name = b.name;
     this.ratePerSecond = b.ratePerSecond;
     this.maxConcurrency = b.maxConcurrency;
+    this.maxConcurrencyFleetWide = b.maxConcurrencyFleetWide;
     this.maxFetchingProcesses = b.maxFetchingProcesses;
     this.lockoutStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.lockoutStatusCodes));
     this.backoffStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.backoffStatusCodes));
@@ -68,6 +78,11 @@ public final class Destination {
 
   public int maxConcurrency() {
     return maxConcurrency;
+  }
+
+  /** Requests in flight at once across the fleet, if the destination caps them; empty if not. */
+  public OptionalInt maxConcurrencyFleetWide() {
+    return maxConcurrencyFleetWide == 0 ? OptionalInt.empty() : OptionalInt.of(maxConcurrencyFleetWide);
   }
 
   public int maxFetchingProcesses() {
@@ -110,12 +125,14 @@ public final class Destination {
 
   /** A builder with this destination's values, to derive a variant. */
   public Builder toBuilder() {
-    return new Builder(name)
+    Builder b = new Builder(name)
         .ratePerSecond(ratePerSecond)
         .maxConcurrency(maxConcurrency)
         .maxFetchingProcesses(maxFetchingProcesses)
         .lockoutStatusCodes(lockoutStatusCodes)
         .backoffStatusCodes(backoffStatusCodes);
+    b.maxConcurrencyFleetWide = maxConcurrencyFleetWide;
+    return b;
   }
 
   /** Checks a destination name without building anything; throws naming the bad value. */
@@ -148,6 +165,7 @@ public final class Destination {
     return name.equals(d.name)
         && Double.compare(ratePerSecond, d.ratePerSecond) == 0
         && maxConcurrency == d.maxConcurrency
+        && maxConcurrencyFleetWide == d.maxConcurrencyFleetWide
         && maxFetchingProcesses == d.maxFetchingProcesses
         && lockoutStatusCodes.equals(d.lockoutStatusCodes)
         && backoffStatusCodes.equals(d.backoffStatusCodes);
@@ -156,14 +174,16 @@ public final class Destination {
   @Override
   public int hashCode() {
     return Objects.hash(
-        name, ratePerSecond, maxConcurrency, maxFetchingProcesses, lockoutStatusCodes,
-        backoffStatusCodes);
+        name, ratePerSecond, maxConcurrency, maxConcurrencyFleetWide, maxFetchingProcesses,
+        lockoutStatusCodes, backoffStatusCodes);
   }
 
   @Override
   public String toString() {
     return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
-        + ", maxConcurrency=" + maxConcurrency + ", maxFetchingProcesses=" + maxFetchingProcesses
+        + ", maxConcurrency=" + maxConcurrency
+        + (maxConcurrencyFleetWide == 0 ? "" : ", maxConcurrencyFleetWide=" + maxConcurrencyFleetWide)
+        + ", maxFetchingProcesses=" + maxFetchingProcesses
         + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
         + backoffStatusCodes + "}";
   }
@@ -173,6 +193,7 @@ public final class Destination {
     private final String name;
     private double ratePerSecond = Double.NaN;
     private int maxConcurrency = 4;
+    private int maxConcurrencyFleetWide;
     private int maxFetchingProcesses = 1;
     private Set<Integer> lockoutStatusCodes = Set.of(403);
     private Set<Integer> backoffStatusCodes = Set.of(429, 503);
@@ -195,6 +216,18 @@ public final class Destination {
         throw new IllegalArgumentException("maxConcurrency must be >= 1, got " + maxConcurrency);
       }
       this.maxConcurrency = maxConcurrency;
+      return this;
+    }
+
+    /**
+     * Caps the requests in flight at once across the whole fleet at {@code n}; see {@link
+     * FleetSlots}. The registry the destination's limiter comes from must then have fleet slots.
+     */
+    public Builder maxConcurrencyFleetWide(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("maxConcurrencyFleetWide must be >= 1, got " + n);
+      }
+      this.maxConcurrencyFleetWide = n;
       return this;
     }
 
