@@ -1,12 +1,16 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The fleet-wide cursors as {@code pacer status} shows them: read only, never reserved from. */
+/**
+ * The fleet-wide cursors and concurrency slots as {@code pacer status} shows them: read only,
+ * never reserved from or taken.
+ */
 public final class CursorStatus {
 
   private final StoreConnection connection;
@@ -17,6 +21,11 @@ public final class CursorStatus {
 
   /** A destination's cursor: how far its next turn is ahead of the database clock. */
   public record CursorRow(String name, double aheadSeconds, double idleSeconds) {}
+
+  /** Slots held under live leases, per destination that caps its concurrency fleet-wide. */
+  public List<PostgresFleetSlots.Holding> fleetSlots() throws SQLException {
+    return connection.call(PostgresFleetSlots::holdings);
+  }
 
   public List<CursorRow> all() throws SQLException {
     return connection.call(c -> {
