@@ -4,6 +4,7 @@ import dev.pacer.internal.Backoff;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -18,9 +19,15 @@ import java.util.TreeSet;
  *   <li>{@code ratePerSecond}: the fleet-wide ceiling (finite, &gt; 0, &le; 1,000,000).
  *   <li>{@code maxConcurrency}: requests in flight at once <em>per process</em>. It shares the
  *       budget out; it never enlarges it.
+ *   <li>{@code maxConcurrencyFleetWide} (optional, none by default): requests in flight at once
+ *       <em>across the fleet</em>, held as {@link FleetSlots} leases. Opt-in per destination: it
+ *       costs a capped request two round trips to the slots' store (take, give back), and an
+ *       uncapped one nothing.
  *   <li>{@code maxFetchingProcesses}: the most processes that can fetch this destination at once.
  *       While the shared cursor is unreachable each process paces alone at {@code ratePerSecond ÷
- *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling.
+ *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling; while the
+ *       fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
+ *       maxFetchingProcesses} (at least 1) in flight.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
  *   <li>{@code backoffScope}: whether a 429 or 503 slows the process that heard it ({@link
@@ -38,6 +45,8 @@ public final class Destination {
   private final String name;
   private final double ratePerSecond;
   private final int maxConcurrency;
+  /** 0 when the destination has no fleet-wide cap. */
+  private final int maxConcurrencyFleetWide;
   private final int maxFetchingProcesses;
   private final Set<Integer> lockoutStatusCodes;
   private final Set<Integer> backoffStatusCodes;
@@ -49,6 +58,7 @@ public final class Destination {
     this.name = b.name;
     this.ratePerSecond = b.ratePerSecond;
     this.maxConcurrency = b.maxConcurrency;
+    this.maxConcurrencyFleetWide = b.maxConcurrencyFleetWide;
     this.maxFetchingProcesses = b.maxFetchingProcesses;
     this.lockoutStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.lockoutStatusCodes));
     this.backoffStatusCodes = Collections.unmodifiableSet(new TreeSet<>(b.backoffStatusCodes));
@@ -77,6 +87,11 @@ public final class Destination {
 
   public int maxConcurrency() {
     return maxConcurrency;
+  }
+
+  /** Requests in flight at once across the fleet, if the destination caps them; empty if not. */
+  public OptionalInt maxConcurrencyFleetWide() {
+    return maxConcurrencyFleetWide == 0 ? OptionalInt.empty() : OptionalInt.of(maxConcurrencyFleetWide);
   }
 
   public int maxFetchingProcesses() {
@@ -127,7 +142,7 @@ public final class Destination {
 
   /** A builder with this destination's values, to derive a variant. */
   public Builder toBuilder() {
-    return new Builder(name)
+    Builder b = new Builder(name)
         .ratePerSecond(ratePerSecond)
         .maxConcurrency(maxConcurrency)
         .maxFetchingProcesses(maxFetchingProcesses)
@@ -135,6 +150,8 @@ public final class Destination {
         .backoffStatusCodes(backoffStatusCodes)
         .maxRetryAfter(maxRetryAfter)
         .backoffScope(backoffScope);
+    b.maxConcurrencyFleetWide = maxConcurrencyFleetWide;
+    return b;
   }
 
   /** Checks a destination name without building anything; throws naming the bad value. */
@@ -167,6 +184,7 @@ public final class Destination {
     return name.equals(d.name)
         && Double.compare(ratePerSecond, d.ratePerSecond) == 0
         && maxConcurrency == d.maxConcurrency
+        && maxConcurrencyFleetWide == d.maxConcurrencyFleetWide
         && maxFetchingProcesses == d.maxFetchingProcesses
         && lockoutStatusCodes.equals(d.lockoutStatusCodes)
         && backoffStatusCodes.equals(d.backoffStatusCodes)
@@ -177,14 +195,16 @@ public final class Destination {
   @Override
   public int hashCode() {
     return Objects.hash(
-        name, ratePerSecond, maxConcurrency, maxFetchingProcesses, lockoutStatusCodes,
-        backoffStatusCodes, maxRetryAfter, backoffScope);
+        name, ratePerSecond, maxConcurrency, maxConcurrencyFleetWide, maxFetchingProcesses,
+        lockoutStatusCodes, backoffStatusCodes, maxRetryAfter, backoffScope);
   }
 
   @Override
   public String toString() {
     return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
-        + ", maxConcurrency=" + maxConcurrency + ", maxFetchingProcesses=" + maxFetchingProcesses
+        + ", maxConcurrency=" + maxConcurrency
+        + (maxConcurrencyFleetWide == 0 ? "" : ", maxConcurrencyFleetWide=" + maxConcurrencyFleetWide)
+        + ", maxFetchingProcesses=" + maxFetchingProcesses
         + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
         + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter + ", backoffScope=" + backoffScope + "}";
   }
@@ -194,6 +214,7 @@ public final class Destination {
     private final String name;
     private double ratePerSecond = Double.NaN;
     private int maxConcurrency = 4;
+    private int maxConcurrencyFleetWide;
     private int maxFetchingProcesses = 1;
     private Set<Integer> lockoutStatusCodes = Set.of(403);
     private Set<Integer> backoffStatusCodes = Set.of(429, 503);
@@ -218,6 +239,18 @@ public final class Destination {
         throw new IllegalArgumentException("maxConcurrency must be >= 1, got " + maxConcurrency);
       }
       this.maxConcurrency = maxConcurrency;
+      return this;
+    }
+
+    /**
+     * Caps the requests in flight at once across the whole fleet at {@code n}; see {@link
+     * FleetSlots}. The registry the destination's limiter comes from must then have fleet slots.
+     */
+    public Builder maxConcurrencyFleetWide(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("maxConcurrencyFleetWide must be >= 1, got " + n);
+      }
+      this.maxConcurrencyFleetWide = n;
       return this;
     }
 

@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>{@link #acquire()} first takes one of the process's {@code maxConcurrency} permits, then
+ * <p>{@link #acquire()} first takes one of the process's {@code maxConcurrency} permits, then,
+ * for a destination with {@code maxConcurrencyFleetWide}, one of the fleet's slots (see {@code
+ * FleetCap}: before the turn, because a turn held while waiting for a slot would go stale), then
  * reserves a turn from the shared {@link Cursor} at the destination's interval times the current
  * backoff multiplier, sleeps until that turn (holding no lock and no connection), and returns the
  * slot. If the shared cursor is unavailable, the turn comes from a local cursor at the interval
@@ -56,6 +58,7 @@ public final class DestinationLimiter {
   private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
 
   private final Cursor shared;
+  private final FleetCap fleetCap;
   private final TimeSource time;
   private final Semaphore permits;
   private final Backoff backoff = new Backoff();
@@ -84,8 +87,13 @@ public final class DestinationLimiter {
   private volatile boolean degraded;
 
   DestinationLimiter(Destination destination, Cursor shared, TimeSource time) {
+    this(destination, shared, FleetCap.UNCAPPED, time);
+  }
+
+  DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time) {
     this.destination = destination;
     this.shared = shared;
+    this.fleetCap = fleetCap;
     this.time = time;
     this.permits = new Semaphore(destination.maxConcurrency(), true);
     this.baseIntervalNanos = destination.interval().toNanos();
@@ -140,12 +148,19 @@ public final class DestinationLimiter {
     }
     checkNotLockedOut();
     permits.acquire();
-    return takeTurn(NO_DEADLINE, intervals);
+    FleetCap.Held fleetSlot;
+    try {
+      fleetSlot = fleetCap.take();
+    } catch (Throwable t) {
+      permits.release();
+      throw t;
+    }
+    return turnHolding(fleetSlot, NO_DEADLINE, intervals);
   }
 
   /**
    * Takes a turn only if it starts within {@code maxWait}; otherwise returns empty and consumes
-   * nothing, neither a permit nor a turn on the shared cursor.
+   * nothing, neither a permit, a fleet slot, nor a turn on the shared cursor.
    *
    * @throws LockedOutException if the destination is locked out
    */
@@ -155,7 +170,35 @@ public final class DestinationLimiter {
     if (!permits.tryAcquire(maxWait.toNanos(), TimeUnit.NANOSECONDS)) {
       return Optional.empty();
     }
-    return Optional.ofNullable(takeTurn(deadline, 1));
+    Optional<FleetCap.Held> fleetSlot;
+    try {
+      fleetSlot = fleetCap.takeBy(deadline);
+    } catch (Throwable t) {
+      permits.release();
+      throw t;
+    }
+    if (fleetSlot.isEmpty()) {
+      permits.release();
+      return Optional.empty();
+    }
+    return Optional.ofNullable(turnHolding(fleetSlot.get(), deadline, 1));
+  }
+
+  /** {@link #takeTurn}, with {@code fleetSlot} given back unless it goes out with the slot. */
+  private Slot turnHolding(FleetCap.Held fleetSlot, long deadline, int intervals)
+      throws InterruptedException {
+    Slot slot;
+    try {
+      slot = takeTurn(deadline, intervals);
+    } catch (Throwable t) {
+      fleetSlot.release();
+      throw t;
+    }
+    if (slot == null) {
+      fleetSlot.release();
+      return null;
+    }
+    return slot.holding(fleetSlot);
   }
 
   /**

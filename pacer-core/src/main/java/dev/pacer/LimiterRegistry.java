@@ -1,12 +1,14 @@
 package dev.pacer;
 
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 
 /**
  * Hands out one {@link DestinationLimiter} per destination name for this process, all pacing
- * against one shared {@link Cursor}. Asking twice for the same destination returns the same
+ * against one shared {@link Cursor}, and holding the fleet-wide concurrency caps of the
+ * destinations that have one in one {@link FleetSlots}. Asking twice for the same destination returns the same
  * limiter; asking for a name already registered with a different configuration is an error, since
  * two limiters for one destination in one process would each take a share of its permits and
  * backoff.
@@ -14,6 +16,7 @@ import java.util.concurrent.ConcurrentMap;
 public final class LimiterRegistry {
 
   private final Cursor shared;
+  private final Optional<FleetSlots> fleetSlots;
   private final TimeSource time;
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
 
@@ -24,19 +27,39 @@ public final class LimiterRegistry {
 
   /** A registry pacing against {@code shared}, with local time (degraded pacing, sleeps) from {@code time}. */
   public LimiterRegistry(Cursor shared, TimeSource time) {
+    this(shared, Optional.empty(), time);
+  }
+
+  /**
+   * A registry pacing against {@code shared} and holding fleet-wide concurrency caps in {@code
+   * fleetSlots}, on the system clock. Destinations without a cap never touch {@code fleetSlots}.
+   */
+  public LimiterRegistry(Cursor shared, FleetSlots fleetSlots) {
+    this(shared, fleetSlots, TimeSource.SYSTEM);
+  }
+
+  /** As {@link #LimiterRegistry(Cursor, FleetSlots)}, with local time from {@code time}. */
+  public LimiterRegistry(Cursor shared, FleetSlots fleetSlots, TimeSource time) {
+    this(shared, Optional.of(Objects.requireNonNull(fleetSlots, "fleet slots")), time);
+  }
+
+  private LimiterRegistry(Cursor shared, Optional<FleetSlots> fleetSlots, TimeSource time) {
     this.shared = Objects.requireNonNull(shared, "shared cursor");
+    this.fleetSlots = fleetSlots;
     this.time = Objects.requireNonNull(time, "time");
   }
 
   /**
    * The limiter for {@code destination}, created on first use.
    *
-   * @throws IllegalArgumentException if a different configuration is registered under its name
+   * @throws IllegalArgumentException if a different configuration is registered under its name,
+   *     or the destination caps its concurrency fleet-wide and this registry has no fleet slots
    */
   public DestinationLimiter limiter(Destination destination) {
     DestinationLimiter limiter =
         limiters.computeIfAbsent(
-            destination.name(), name -> new DestinationLimiter(destination, shared, time));
+            destination.name(), name -> new DestinationLimiter(destination, shared,
+                FleetCap.of(destination, fleetSlots, time), time));
     if (!limiter.destination().equals(destination)) {
       throw new IllegalArgumentException(
           "destination " + destination.name() + " is already registered with a different"

@@ -5,7 +5,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A granted turn: the caller may send its request now. Holds one of the process's concurrency
- * permits for the destination until {@link #close()}; closing twice releases once.
+ * permits for the destination until {@link #close()}, and for a destination with a fleet-wide
+ * concurrency cap one of the fleet's slots too (closing gives it back: one round trip to its
+ * store); closing twice releases once.
  *
  * <p>{@link #turnNanos()} is when the turn began, on the limiter's {@link TimeSource}: a request
  * sent later than that is late by the difference (the wake-up, and whatever the caller does before
@@ -14,12 +16,23 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Slot implements AutoCloseable {
 
   private final Semaphore permits;
+  private final FleetCap.Held fleetSlot;
   private final long turnNanos;
   private final AtomicBoolean released = new AtomicBoolean();
 
   Slot(Semaphore permits, long turnNanos) {
+    this(permits, FleetCap.UNCAPPED_HELD, turnNanos);
+  }
+
+  private Slot(Semaphore permits, FleetCap.Held fleetSlot, long turnNanos) {
     this.permits = permits;
+    this.fleetSlot = fleetSlot;
     this.turnNanos = turnNanos;
+  }
+
+  /** This turn, also holding {@code fleetSlot}: for a slot not yet handed to the caller. */
+  Slot holding(FleetCap.Held fleetSlot) {
+    return new Slot(permits, fleetSlot, turnNanos);
   }
 
   /**
@@ -34,7 +47,11 @@ public final class Slot implements AutoCloseable {
   @Override
   public void close() {
     if (released.compareAndSet(false, true)) {
-      permits.release();
+      try {
+        fleetSlot.release();
+      } finally {
+        permits.release();
+      }
     }
   }
 }

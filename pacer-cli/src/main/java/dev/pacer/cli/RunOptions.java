@@ -31,6 +31,12 @@ public final class RunOptions {
       description = "Requests in flight at once per process (default: ${DEFAULT-VALUE}).")
   int concurrency;
 
+  @Option(names = "--fleet-concurrency", paramLabel = "N",
+      description = "Fleet-wide cap on requests in flight to the destination, across every"
+          + " process (default: none). Each request holds a slot leased in PostgreSQL; a killed"
+          + " process's slots are free within 10 s.")
+  Integer fleetConcurrency;
+
   @Option(names = "--threads", paramLabel = "T",
       description = "Fetch threads per process (default: the concurrency).")
   Integer threads;
@@ -111,6 +117,8 @@ public final class RunOptions {
       require(processes <= 64, "--processes must be 1-64, got " + processes);
     }
     require(concurrency >= 1, "--concurrency must be >= 1, got " + concurrency);
+    require(fleetConcurrency == null || fleetConcurrency >= 1,
+        "--fleet-concurrency must be >= 1, got " + fleetConcurrency);
     int threadCount = threads != null ? threads : concurrency;
     require(threadCount >= 1 && threadCount <= 256, "--threads must be 1-256, got " + threadCount);
     require(Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,
@@ -132,13 +140,16 @@ public final class RunOptions {
     checkDestinationName(destinationName);
     Destination destination;
     try {
-      destination = Destination.builder(destinationName)
+      Destination.Builder builder = Destination.builder(destinationName)
           .ratePerSecond(rate)
           .maxConcurrency(concurrency)
           .maxFetchingProcesses(dispatches + 1)
           .backoffScope(backoffScope)
-          .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)))
-          .build();
+          .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)));
+      if (fleetConcurrency != null) {
+        builder.maxConcurrencyFleetWide(fleetConcurrency);
+      }
+      destination = builder.build();
     } catch (IllegalArgumentException e) {
       throw new BadInputException(e.getMessage()
           .replace("ratePerSecond", "--rate")
@@ -174,6 +185,8 @@ public final class RunOptions {
         "--backoff-scope", s.destination().backoffScope().name(),
         "--max-retry-after",
         Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
+    s.destination().maxConcurrencyFleetWide().ifPresent(n -> args.addAll(
+        List.of("--fleet-concurrency", Integer.toString(n))));
     return args;
   }
 

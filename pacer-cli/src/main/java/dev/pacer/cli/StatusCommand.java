@@ -8,6 +8,7 @@ import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.run.Summary;
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -85,6 +86,10 @@ public final class StatusCommand implements Callable<Integer> {
       if (cursors.isEmpty()) {
         out.println("  (no reservation made yet)");
       }
+      Map<String, PostgresFleetSlots.Holding> slots = new LinkedHashMap<>();
+      for (PostgresFleetSlots.Holding h : store.cursors().fleetSlots()) {
+        slots.put(h.destination(), h);
+      }
       for (CursorStatus.CursorRow c : cursors.values()) {
         long workers = live.stream().filter(w -> w.destination().equals(c.name())).count();
         long degraded = live.stream()
@@ -104,6 +109,11 @@ public final class StatusCommand implements Callable<Integer> {
         }
         c.lockout().ifPresent(reason -> out.printf(Locale.ROOT, "  %-24s LOCKED OUT: %s; no run"
             + " starts until: pacer trips ack%n", "", reason));
+        PostgresFleetSlots.Holding held = slots.get(c.name());
+        if (held != null) {
+          out.printf(Locale.ROOT, "    fleet slots held %d, by %d process(es)%n", held.slotsHeld(),
+              held.holders());
+        }
       }
       out.println();
       out.println("Live workers (heard from in the last " + (int) LIVE_SECONDS + " s)");

@@ -23,7 +23,10 @@ import java.util.function.BiFunction;
 /**
  * A local HTTP destination for end-to-end tests: records every arrival (when, which path, which
  * worker, what it answered) and answers what the test's rule says for (path, attempt number of
- * that path, starting at 1): 200 by default, or 429, 503, 403, 500 on demand.
+ * that path, starting at 1): 200 by default, or 429, 503, 403, 500 on demand. It can take its time
+ * over each answer ({@link #answeringAfter}), and counts the requests it has open at once, from
+ * the moment its handler starts to the moment before it answers: a request counted open here was
+ * certainly in flight at the client too.
  */
 final class TestDestination implements AutoCloseable {
 
@@ -49,30 +52,49 @@ final class TestDestination implements AutoCloseable {
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (path, attempt) -> 200;
   private volatile String retryAfter;
+  private volatile long delayMillis;
+  private final AtomicInteger open = new AtomicInteger();
+  private final AtomicInteger mostOpen = new AtomicInteger();
 
   TestDestination() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
-    server.setExecutor(Executors.newFixedThreadPool(16, r -> {
+    server.setExecutor(Executors.newFixedThreadPool(32, r -> {
       Thread t = new Thread(r, "test-destination");
       t.setDaemon(true);
       return t;
     }));
     server.createContext("/", exchange -> {
       long now = System.nanoTime();
-      String path = exchange.getRequestURI().getPath();
-      int attempt = attempts.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
-      int status = rule.apply(path, attempt);
-      synchronized (arrivals) {
-        arrivals.add(new Arrival(now, path,
-            exchange.getRequestHeaders().getFirst("X-Pacer-Worker"), status));
-      }
-      byte[] body = ("body of " + path).getBytes(StandardCharsets.UTF_8);
-      if (retryAfter != null && (status == 429 || status == 503)) {
-        exchange.getResponseHeaders().add("Retry-After", retryAfter);
-      }
-      exchange.sendResponseHeaders(status, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
+      mostOpen.accumulateAndGet(open.incrementAndGet(), Math::max);
+      boolean counted = true;
+      try {
+        if (delayMillis > 0) {
+          Thread.sleep(delayMillis);
+        }
+        String path = exchange.getRequestURI().getPath();
+        int attempt = attempts.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
+        int status = rule.apply(path, attempt);
+        synchronized (arrivals) {
+          arrivals.add(new Arrival(now, path,
+              exchange.getRequestHeaders().getFirst("X-Pacer-Worker"), status));
+        }
+        byte[] body = ("body of " + path).getBytes(StandardCharsets.UTF_8);
+        if (retryAfter != null && (status == 429 || status == 503)) {
+          exchange.getResponseHeaders().add("Retry-After", retryAfter);
+        }
+        // No longer open once the answer may reach the client, which may then start another.
+        counted = false;
+        open.decrementAndGet();
+        exchange.sendResponseHeaders(status, body.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(body);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        if (counted) {
+          open.decrementAndGet();
+        }
       }
     });
     server.start();
@@ -88,6 +110,17 @@ final class TestDestination implements AutoCloseable {
   TestDestination withRetryAfter(String value) {
     this.retryAfter = value;
     return this;
+  }
+
+  /** Answers each request {@code millis} after it arrived, from now on. */
+  TestDestination answeringAfter(long millis) {
+    this.delayMillis = millis;
+    return this;
+  }
+
+  /** The most requests this destination has had open at once. */
+  int mostOpenAtOnce() {
+    return mostOpen.get();
   }
 
   String url(String path) {

@@ -606,23 +606,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   private Connection openConnection(long connectTimeoutNanos) throws SQLException {
-    if (config.dataSource() != null) {
-      return config.dataSource().getConnection();
-    }
-    Properties props = new Properties();
-    props.putAll(config.properties());
-    String wholeSeconds = Long.toString(
-        Math.max(1, TimeUnit.NANOSECONDS.toSeconds(connectTimeoutNanos + 999_999_999L)));
-    props.putIfAbsent("connectTimeout", wholeSeconds);
-    props.putIfAbsent("loginTimeout", wholeSeconds);
-    props.putIfAbsent("socketTimeout", wholeSeconds);
-    props.putIfAbsent("tcpKeepAlive", "true");
-    props.putIfAbsent("ApplicationName", "pacer");
-    Connection c = new org.postgresql.Driver().connect(config.jdbcUrl(), props);
-    if (c == null) {
-      throw new SQLException("not a PostgreSQL JDBC URL: " + JdbcUrls.redact(config.jdbcUrl()));
-    }
-    return c;
+    return config.openConnection(connectTimeoutNanos);
   }
 
   private static void closeQuietly(Connection c) {

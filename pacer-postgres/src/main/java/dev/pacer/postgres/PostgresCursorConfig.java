@@ -1,10 +1,13 @@
 package dev.pacer.postgres;
 
 import dev.pacer.TimeSource;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 /**
@@ -98,6 +101,31 @@ public final class PostgresCursorConfig {
 
   DataSource dataSource() {
     return dataSource;
+  }
+
+  /**
+   * A new connection to the configured database (or one borrowed from its data source), with
+   * connecting, logging in and each socket read bounded by {@code connectTimeoutNanos} unless the
+   * properties say otherwise: the cursor's session and the fleet slots' session open theirs here.
+   */
+  Connection openConnection(long connectTimeoutNanos) throws SQLException {
+    if (dataSource != null) {
+      return dataSource.getConnection();
+    }
+    Properties props = new Properties();
+    props.putAll(properties);
+    String wholeSeconds = Long.toString(
+        Math.max(1, TimeUnit.NANOSECONDS.toSeconds(connectTimeoutNanos + 999_999_999L)));
+    props.putIfAbsent("connectTimeout", wholeSeconds);
+    props.putIfAbsent("loginTimeout", wholeSeconds);
+    props.putIfAbsent("socketTimeout", wholeSeconds);
+    props.putIfAbsent("tcpKeepAlive", "true");
+    props.putIfAbsent("ApplicationName", "pacer");
+    Connection c = new org.postgresql.Driver().connect(jdbcUrl, props);
+    if (c == null) {
+      throw new SQLException("not a PostgreSQL JDBC URL: " + JdbcUrls.redact(jdbcUrl));
+    }
+    return c;
   }
 
   public TableLayout layout() {

@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -10,7 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
-/** The fleet-wide cursors as {@code pacer status} shows them: read only, never reserved from. */
+/**
+ * The fleet-wide cursors and concurrency slots as {@code pacer status} shows them: read only,
+ * never reserved from or taken.
+ */
 public final class CursorStatus {
 
   private final StoreConnection connection;
@@ -26,6 +30,11 @@ public final class CursorStatus {
    */
   public record CursorRow(String name, double aheadSeconds, double idleSeconds,
       double pauseSeconds, Optional<String> lockout, int fleetBackoff) {}
+
+  /** Slots held under live leases, per destination that caps its concurrency fleet-wide. */
+  public List<PostgresFleetSlots.Holding> fleetSlots() throws SQLException {
+    return connection.call(PostgresFleetSlots::holdings);
+  }
 
   public List<CursorRow> all() throws SQLException {
     return connection.call(c -> {

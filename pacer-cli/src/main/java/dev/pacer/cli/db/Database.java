@@ -6,6 +6,7 @@ import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -16,8 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Where Pacer's state lives: a PostgreSQL JDBC URL, which may carry a password. The URL itself is
  * never printed; {@link #toString()} and {@link #redactedUrl()} hide the password.
  *
- * <p>One {@link OutagePolicy} per database per process, here: the cursor, the work stores and the
- * dispatch slots all connect under it, so an outage costs this process one connection attempt per
+ * <p>One {@link OutagePolicy} per database per process, here: the cursor, the fleet slots, the
+ * work stores and the dispatch slots all connect under it, so an outage costs this process one connection attempt per
  * 5-s boundary (the policy's probe), whichever component noticed it, and every process of the fleet
  * returns on the same boundary.
  */
@@ -75,6 +76,16 @@ public final class Database {
    */
   public PostgresCursor cursor(Duration resetBeyond) {
     return new PostgresCursor(cursorConfig().resetBeyond(resetBeyond).build());
+  }
+
+  /**
+   * The fleet-wide concurrency slots on this database (their own connection, opened at the first
+   * take), under this database's outage policy, with the default lease; {@code holder} is what
+   * the table says of this process.
+   */
+  public PostgresFleetSlots fleetSlots(String holder) {
+    return new PostgresFleetSlots(cursorConfig().build(), policy, holder,
+        PostgresFleetSlots.DEFAULT_LEASE);
   }
 
   private PostgresCursorConfig.Builder cursorConfig() {

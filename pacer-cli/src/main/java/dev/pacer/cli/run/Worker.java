@@ -18,6 +18,7 @@ import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.URI;
@@ -133,7 +134,11 @@ public final class Worker {
     } catch (SQLException e) {
       log.debug("Could not read the database clock at start-up: {}", database.describe(e));
     }
-    limiter = new LimiterRegistry(cursor).limiter(settings.destination());
+    // Only a capped destination opens the slots' connection and asks them anything.
+    Optional<PostgresFleetSlots> fleetSlots = settings.destination().maxConcurrencyFleetWide()
+        .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
+    limiter = (fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
+        : new LimiterRegistry(cursor)).limiter(settings.destination());
     fetcher = DestinationFetcher.builder(limiter)
         .maxBodyBytes(settings.maxBodyBytes())
         .requestTimeout(settings.requestTimeout())
@@ -210,6 +215,7 @@ public final class Worker {
       if (cursor instanceof PostgresCursor pg) {
         pg.close();
       }
+      fleetSlots.ifPresent(PostgresFleetSlots::close);
       store.close();
       requestLog.close();
     }

@@ -1,0 +1,337 @@
+package dev.pacer.postgres;
+
+import dev.pacer.FleetSlots;
+import dev.pacer.postgres.internal.FleetSlotSql;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Fleet-wide concurrency slots as expiring leases in a PostgreSQL table ({@code pacer_fleet_slot};
+ * the statements and their reasoning are in {@code FleetSlotSql}). A take is one statement, a give
+ * back another: a capped request costs two round trips on top of its turn.
+ *
+ * <p><b>Leases, not session locks.</b> A slot is a row holding its holder's token and an expiry
+ * on the database's clock, {@link #lease()} ahead (10 s by default). While this process holds
+ * slots, one daemon thread renews all of them in one statement every quarter lease. A process
+ * killed with {@code -9} renews nothing more, so each of its slots is free at most one lease after
+ * its last renewal, and so <em>at most one lease after the kill</em>; a waiter takes it at its next
+ * poll (every 40 ms at most). A session advisory lock would be held for as long as the server
+ * believes the session alive, which a hung network or a half-open TCP connection can stretch to the
+ * kernel's keepalive timeouts. The other side of a lease: a holder that cannot renew for a whole
+ * lease (its database away while its request still runs) loses the slot, and another process may
+ * take it while that request is still in flight.
+ *
+ * <p><b>Its own connection.</b> The slots keep one connection of their own ({@link
+ * KeptConnection}), under the database's {@link OutagePolicy}, shared with the cursor. Polls for a
+ * slot come from every waiting thread at up to 200 a second each; on the cursor's connection they
+ * would queue in front of reservations and make turns late. One more connection per process is
+ * the price, and only for a process that has a capped destination.
+ *
+ * <p>Failures: while the policy holds the database down, {@link #tryTake} answers {@link
+ * Claim#unavailable()} without touching the network (the limiter then keeps its local share in
+ * flight); a statement that fails answers unavailable too, and a lost connection tells the policy.
+ * A give back or renewal that fails is logged at DEBUG: the lease runs out by itself.
+ */
+public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(PostgresFleetSlots.class);
+  public static final Duration DEFAULT_LEASE = Duration.ofSeconds(10);
+
+  private final PostgresCursorConfig config;
+  private final FleetSlotSql sql = new FleetSlotSql(FleetSlotSql.DEFAULT_TABLE);
+  private final OutagePolicy policy;
+  private final String holder;
+  private final long leaseMillis;
+  private final int timeoutMillis;
+  private final KeptConnection session;
+  private final ReentrantLock connectionLock = new ReentrantLock();
+  private final Set<PgLease> held = ConcurrentHashMap.newKeySet();
+  private ScheduledExecutorService renewal;
+  private boolean tableEnsured;
+  private volatile boolean closed;
+
+  /**
+   * @param config where the database is and how long an operation may take (its layout and
+   *     outage policy are the cursor's business and ignored here)
+   * @param policy the database's outage policy, the one the cursor answers to
+   * @param holder what {@code pacer_fleet_slot.holder} says of this process (host and pid, say)
+   * @param lease how long a slot outlives its last renewal: the bound on a dead holder's slots
+   */
+  public PostgresFleetSlots(PostgresCursorConfig config, OutagePolicy policy, String holder,
+      Duration lease) {
+    if (lease == null || lease.compareTo(Duration.ofMillis(400)) < 0) {
+      throw new IllegalArgumentException("lease must be >= 400 ms, got " + lease);
+    }
+    this.config = Objects.requireNonNull(config, "config");
+    this.policy = Objects.requireNonNull(policy, "policy");
+    this.holder = Objects.requireNonNull(holder, "holder");
+    this.leaseMillis = lease.toMillis();
+    this.timeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE,
+        config.operationTimeout().toMillis()));
+    this.session = new KeptConnection(policy, this::openSession, e -> false,
+        config.dataSource() != null, config.operationTimeout().dividedBy(2));
+  }
+
+  /** Slots on the cursor's database, under the cursor's outage policy, with the default lease. */
+  public static PostgresFleetSlots sharing(PostgresCursor cursor, String holder) {
+    return new PostgresFleetSlots(cursor.config(), cursor.outagePolicy(), holder, DEFAULT_LEASE);
+  }
+
+  @Override
+  public Claim tryTake(String destination, int slots) {
+    if (closed || policy.refusesNow()) {
+      return Claim.unavailable();
+    }
+    try {
+      connectionLock.lockInterruptibly();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Claim.unavailable();
+    }
+    try {
+      if (closed) {
+        return Claim.unavailable();
+      }
+      UUID token = UUID.randomUUID();
+      Integer slot = session.call(c -> take(c, destination, slots, token));
+      if (slot == null) {
+        return Claim.full();
+      }
+      PgLease lease = new PgLease(destination, slot, token);
+      held.add(lease);
+      startRenewal();
+      return Claim.taken(lease);
+    } catch (SQLException e) {
+      log.debug("Taking a fleet slot of {} failed: {} [SQLState {}]", destination, e.getMessage(),
+          e.getSQLState());
+      return Claim.unavailable();
+    } finally {
+      connectionLock.unlock();
+    }
+  }
+
+  /** How long a slot outlives its holder's last renewal. */
+  public Duration lease() {
+    return Duration.ofMillis(leaseMillis);
+  }
+
+  /** Slots this process holds now. */
+  public int heldByThisProcess() {
+    return held.size();
+  }
+
+  /** Live leases per destination, read on {@code c} (for a status display); none if no table. */
+  public static List<Holding> holdings(Connection c) throws SQLException {
+    List<Holding> out = new ArrayList<>();
+    try (PreparedStatement s = c.prepareStatement(
+        new FleetSlotSql(FleetSlotSql.DEFAULT_TABLE).holdings()); ResultSet r = s.executeQuery()) {
+      while (r.next()) {
+        out.add(new Holding(r.getString(1), r.getInt(2), r.getInt(3)));
+      }
+    } catch (SQLException e) {
+      if (!"42P01".equals(e.getSQLState())) {
+        throw e;
+      }
+    }
+    return out;
+  }
+
+  /** A destination's slots held under live leases, by how many distinct holders. */
+  public record Holding(String destination, int slotsHeld, int holders) {}
+
+  /**
+   * Gives back every slot still held, stops renewing and closes the connection. Later takes answer
+   * unavailable.
+   */
+  @Override
+  public void close() {
+    closed = true;
+    synchronized (this) {
+      if (renewal != null) {
+        renewal.shutdownNow();
+      }
+    }
+    connectionLock.lock();
+    try {
+      List<PgLease> left = new ArrayList<>(held);
+      held.clear();
+      if (!left.isEmpty() && !policy.refusesNow()) {
+        try {
+          session.call(c -> {
+            for (PgLease lease : left) {
+              giveBack(c, lease);
+            }
+            return null;
+          });
+        } catch (SQLException e) {
+          log.debug("Could not give back {} fleet slot(s) at close; their leases run out: {}",
+              left.size(), e.getMessage());
+        }
+      }
+      session.close();
+    } finally {
+      connectionLock.unlock();
+    }
+  }
+
+  private Integer take(Connection c, String destination, int slots, UUID token)
+      throws SQLException {
+    try (PreparedStatement s = c.prepareStatement(sql.take())) {
+      s.setString(1, destination);
+      s.setInt(2, slots);
+      s.setString(3, holder);
+      s.setObject(4, token);
+      s.setLong(5, leaseMillis);
+      try (ResultSet r = s.executeQuery()) {
+        return r.next() ? r.getInt(1) : null;
+      }
+    }
+  }
+
+  private void giveBack(Connection c, PgLease lease) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement(sql.giveBack())) {
+      s.setString(1, lease.destination);
+      s.setInt(2, lease.slot);
+      s.setObject(3, lease.token);
+      s.executeUpdate();
+    }
+  }
+
+  private synchronized void startRenewal() {
+    if (renewal != null || closed) {
+      return;
+    }
+    renewal = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "pacer-fleet-slot-renewal");
+      t.setDaemon(true);
+      return t;
+    });
+    long every = Math.max(100, leaseMillis / 4);
+    renewal.scheduleWithFixedDelay(this::renew, every, every, TimeUnit.MILLISECONDS);
+  }
+
+  /** Extends every held slot's lease by one lease from now, in one statement. */
+  private void renew() {
+    List<UUID> tokens = held.stream().map(l -> l.token).toList();
+    if (tokens.isEmpty() || closed || policy.refusesNow()) {
+      return;
+    }
+    connectionLock.lock();
+    try {
+      session.call(c -> {
+        try (PreparedStatement s = c.prepareStatement(sql.renew())) {
+          Array array = c.createArrayOf("uuid", tokens.toArray());
+          s.setLong(1, leaseMillis);
+          s.setArray(2, array);
+          return s.executeUpdate();
+        }
+      });
+    } catch (SQLException e) {
+      log.debug("Renewing {} fleet slot lease(s) failed: {}", tokens.size(), e.getMessage());
+    } catch (RuntimeException e) {
+      // The renewal thread must survive anything: a dead one would let every lease run out.
+      log.warn("Renewing fleet slot leases threw", e);
+    } finally {
+      connectionLock.unlock();
+    }
+  }
+
+  private Connection openSession() throws SQLException {
+    Connection fresh = config.openConnection(config.operationTimeout().toNanos());
+    try {
+      fresh.setAutoCommit(true);
+      fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
+      try (Statement s = fresh.createStatement()) {
+        s.execute("SET statement_timeout = " + timeoutMillis + "; SET lock_timeout = "
+            + timeoutMillis + "; SET synchronous_commit = "
+            + (config.synchronousCommit() ? "on" : "off"));
+        if (!tableEnsured) {
+          createTable(s);
+        }
+      }
+      return fresh;
+    } catch (SQLException e) {
+      try {
+        fresh.close();
+      } catch (SQLException ignored) {
+        // Thrown away because it failed; its close may fail the same way.
+      }
+      throw e;
+    }
+  }
+
+  private void createTable(Statement s) throws SQLException {
+    try {
+      s.execute(sql.createTable());
+    } catch (SQLException e) {
+      // Two processes creating the table at once: the loser sees a duplicate, which is success.
+      if (!"23505".equals(e.getSQLState()) && !"42P07".equals(e.getSQLState())) {
+        throw e;
+      }
+    }
+    tableEnsured = true;
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresFleetSlots{" + sql + ", lease " + leaseMillis + " ms}";
+  }
+
+  private final class PgLease implements Lease {
+    private final String destination;
+    private final int slot;
+    private final UUID token;
+    private final AtomicBoolean given = new AtomicBoolean();
+
+    PgLease(String destination, int slot, UUID token) {
+      this.destination = destination;
+      this.slot = slot;
+      this.token = token;
+    }
+
+    @Override
+    public int slot() {
+      return slot;
+    }
+
+    @Override
+    public void giveBack() {
+      if (!given.compareAndSet(false, true) || !held.remove(this)) {
+        return;
+      }
+      if (closed || policy.refusesNow()) {
+        return;
+      }
+      connectionLock.lock();
+      try {
+        session.call(c -> {
+          PostgresFleetSlots.this.giveBack(c, this);
+          return null;
+        });
+      } catch (SQLException e) {
+        log.debug("Giving back fleet slot {} of {} failed; its lease runs out: {}", slot,
+            destination, e.getMessage());
+      } finally {
+        connectionLock.unlock();
+      }
+    }
+  }
+}

@@ -1,0 +1,201 @@
+package dev.pacer.postgres;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.FleetSlots;
+import dev.pacer.FleetSlots.Claim;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.TimeSource;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The fleet slots in PostgreSQL: taking, giving back, renewal, expiry after a kill -9, cost. */
+class PostgresFleetSlotsTest {
+
+  private final List<PostgresFleetSlots> opened = new ArrayList<>();
+
+  @AfterEach
+  void close() {
+    opened.forEach(PostgresFleetSlots::close);
+  }
+
+  private PostgresFleetSlots slots(Duration lease) {
+    PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl())
+        .build(), policy(), "test:" + opened.size(), lease);
+    opened.add(s);
+    return s;
+  }
+
+  private static OutagePolicy policy() {
+    return new OutagePolicy("test", Duration.ofSeconds(5), TimeSource.SYSTEM,
+        OutagePolicy.Scheduler.none(), () -> { });
+  }
+
+  private static String fresh() {
+    return "slots-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Test
+  void nSlotsAreTakenAcrossHoldersThenTheSetIsFullUntilOneIsGivenBack() {
+    PostgresFleetSlots a = slots(PostgresFleetSlots.DEFAULT_LEASE);
+    PostgresFleetSlots b = slots(PostgresFleetSlots.DEFAULT_LEASE);
+    String d = fresh();
+    List<FleetSlots.Lease> leases = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      leases.add((i % 2 == 0 ? a : b).tryTake(d, 3).lease());
+    }
+    assertThat(leases).extracting(FleetSlots.Lease::slot).containsExactlyInAnyOrder(0, 1, 2);
+    assertThat(a.tryTake(d, 3).outcome()).isEqualTo(Claim.Outcome.FULL);
+    assertThat(b.tryTake(d, 3).outcome()).isEqualTo(Claim.Outcome.FULL);
+    leases.get(1).giveBack();
+    leases.get(1).giveBack();
+    Claim again = a.tryTake(d, 3);
+    assertThat(again.lease().slot()).isEqualTo(leases.get(1).slot());
+    assertThat(b.tryTake(d, 3).outcome()).isEqualTo(Claim.Outcome.FULL);
+    assertThat(a.tryTake(d, 4).outcome()).as("a larger cap creates the next slot")
+        .isEqualTo(Claim.Outcome.TAKEN);
+  }
+
+  @Test
+  void aHeldSlotIsRenewedPastItsLease() throws Exception {
+    PostgresFleetSlots holder = slots(Duration.ofMillis(600));
+    PostgresFleetSlots other = slots(Duration.ofMillis(600));
+    String d = fresh();
+    FleetSlots.Lease lease = holder.tryTake(d, 1).lease();
+    for (int i = 0; i < 12; i++) {
+      Thread.sleep(200);
+      assertThat(other.tryTake(d, 1).outcome()).as("after %d ms", (i + 1) * 200)
+          .isEqualTo(Claim.Outcome.FULL);
+    }
+    lease.giveBack();
+    assertThat(other.tryTake(d, 1).outcome()).isEqualTo(Claim.Outcome.TAKEN);
+  }
+
+  @Test
+  void whileTheDatabaseIsDownTakesAnswerUnavailableWithoutTheNetwork() {
+    OutagePolicy down = policy();
+    down.failed(new SQLException("gone", "08006"));
+    PostgresFleetSlots s = new PostgresFleetSlots(
+        PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:1/none").build(), down, "t",
+        PostgresFleetSlots.DEFAULT_LEASE);
+    opened.add(s);
+    assertThat(s.tryTake(fresh(), 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
+    assertThat(down.failureCount()).isEqualTo(1);
+  }
+
+  /**
+   * A holder killed with SIGKILL renews nothing more: its slots are free at most one lease after
+   * the kill (here 2 s), and not before its last renewal's lease has run out (at least 3/4 of it).
+   */
+  @Test
+  void slotsOfAProcessKilledWithSigkillAreFreeWithinOneLease() throws Exception {
+    long leaseMillis = 2000;
+    String d = fresh();
+    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
+        System.getProperty("java.class.path"), FleetSlotHolder.class.getName(),
+        TestDatabase.jdbcUrl(), d, "2", "2", Long.toString(leaseMillis))
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    try {
+      BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(),
+          StandardCharsets.UTF_8));
+      String line;
+      while (!"HOLDING".equals(line = out.readLine())) {
+        assertThat(line).as("holder output").isNotNull().startsWith("TAKEN");
+      }
+      // Past a renewal or two, so that the kill falls at a random point of the renewal cycle.
+      Thread.sleep(leaseMillis + 300);
+      PostgresFleetSlots waiter = slots(PostgresFleetSlots.DEFAULT_LEASE);
+      assertThat(waiter.tryTake(d, 2).outcome()).isEqualTo(Claim.Outcome.FULL);
+      p.destroyForcibly().waitFor();
+      long killed = System.nanoTime();
+      int freed = 0;
+      long firstFree = 0;
+      while (freed < 2 && System.nanoTime() - killed < 3 * leaseMillis * 1_000_000L) {
+        if (waiter.tryTake(d, 2).outcome() == Claim.Outcome.TAKEN) {
+          freed++;
+          firstFree = firstFree == 0 ? System.nanoTime() : firstFree;
+        } else {
+          Thread.sleep(20);
+        }
+      }
+      double seconds = (System.nanoTime() - killed) / 1e9;
+      System.out.printf(Locale.ROOT, "kill -9 of a holder of 2 slots (lease %d ms): first free"
+          + " %.2f s, both %.2f s after the kill%n", leaseMillis, (firstFree - killed) / 1e9, seconds);
+      assertThat(freed).as("slots freed").isEqualTo(2);
+      assertThat(seconds).as("seconds until both were free").isLessThanOrEqualTo(
+          leaseMillis / 1000.0 + 0.3);
+      assertThat((firstFree - killed) / 1e9).as("not before a renewal's lease ran out")
+          .isGreaterThanOrEqualTo(leaseMillis * 0.75 / 1000.0 - 0.5);
+    } finally {
+      p.destroyForcibly();
+    }
+  }
+
+  /**
+   * What the cap costs a request: the median time of a take and a give back (the two extra round
+   * trips), and of a whole capped acquire and close against an uncapped one on the same cursor
+   * (at a rate so high that no turn waits), printed for docs/operations.md.
+   */
+  @Test
+  void whatTheCapCostsARequest() throws Exception {
+    PostgresFleetSlots s = slots(PostgresFleetSlots.DEFAULT_LEASE);
+    String d = fresh();
+    int n = 2000;
+    long[] pair = new long[n];
+    for (int i = 0; i < n; i++) {
+      long t0 = System.nanoTime();
+      s.tryTake(d, 4).lease().giveBack();
+      pair[i] = System.nanoTime() - t0;
+    }
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
+      assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
+      LimiterRegistry registry = new LimiterRegistry(cursor, s);
+      DestinationLimiter capped = registry.limiter(Destination.builder(fresh())
+          .ratePerSecond(1_000_000).maxConcurrencyFleetWide(4).build());
+      DestinationLimiter uncapped = registry.limiter(Destination.builder(fresh())
+          .ratePerSecond(1_000_000).build());
+      long[] withCap = new long[n];
+      long[] withoutCap = new long[n];
+      for (int i = 0; i < n; i++) {
+        long t0 = System.nanoTime();
+        capped.acquire().close();
+        long t1 = System.nanoTime();
+        uncapped.acquire().close();
+        withCap[i] = t1 - t0;
+        withoutCap[i] = System.nanoTime() - t1;
+      }
+      double pairMedian = median(pair);
+      System.out.printf(Locale.ROOT, "fleet cap cost per request (%d of each, capped and"
+              + " uncapped interleaved): take + give back median %.3f ms, p90 %.3f ms; acquire + close capped"
+              + " median %.3f ms, uncapped %.3f ms%n", n, pairMedian / 1e6, percentile(pair, 0.9) / 1e6,
+          median(withCap) / 1e6, median(withoutCap) / 1e6);
+      assertThat(median(withCap)).as("a capped request does more work")
+          .isGreaterThan(median(withoutCap));
+      assertThat(pairMedian).as("two round trips on a local database").isLessThan(50e6);
+    }
+  }
+
+  private static double median(long[] values) {
+    return percentile(values, 0.5);
+  }
+
+  private static double percentile(long[] values, double q) {
+    long[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[(int) Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  }
+}
