@@ -161,6 +161,8 @@ class FleetAnswersTest {
     assertThat(refused.code()).as(refused.err()).isEqualTo(Main.EXIT_HALTED);
     assertThat(refused.err()).contains("is locked out", "pacer trips ack");
     assertThat(destination.arrivals()).as("the refused run sent nothing").hasSize(arrivals.size());
+    Cli.Result status = Cli.run("status", "--db", TestDatabase.jdbcUrl());
+    assertThat(status.out()).contains(name, "LOCKED OUT: HTTP 403 from " + destination.url("/a/25"));
 
     Cli.Result ack = Cli.run("trips", "ack", "--destination", name, "--note", "asked the host",
         "--db", TestDatabase.jdbcUrl());

@@ -1,7 +1,6 @@
 package dev.pacer.postgres;
 
 import dev.pacer.Cursor;
-import dev.pacer.TimeSource;
 import dev.pacer.postgres.internal.CursorSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -49,19 +48,16 @@ final class HoldListener implements AutoCloseable {
   private final CursorSql sql;
   private final OutagePolicy policy;
   private final KeptConnection.Opener opener;
-  private final TimeSource time;
   private final Map<String, List<Cursor.Listener>> listeners = new ConcurrentHashMap<>();
   private final Queue<String> unread = new ConcurrentLinkedQueue<>();
   private final Thread thread;
   private final CountDownLatch firstAttempt = new CountDownLatch(1);
   private volatile boolean closed;
 
-  HoldListener(CursorSql sql, OutagePolicy policy, KeptConnection.Opener opener,
-      TimeSource time) {
+  HoldListener(CursorSql sql, OutagePolicy policy, KeptConnection.Opener opener) {
     this.sql = sql;
     this.policy = policy;
     this.opener = opener;
-    this.time = time;
     this.thread = new Thread(this::run, "pacer-hold-listener");
     thread.setDaemon(true);
   }
@@ -140,9 +136,13 @@ final class HoldListener implements AutoCloseable {
     closeQuietly(connection);
   }
 
+  /**
+   * Waits on the wall clock, not the cursor's {@code TimeSource}: this is a background thread, and a
+   * test's fake clock must move only when the test moves it.
+   */
   private boolean pause(long millis) {
     try {
-      time.sleepNanos(Duration.ofMillis(Math.max(millis, WAIT_MILLIS)).toNanos());
+      Thread.sleep(Math.max(millis, WAIT_MILLIS));
       return true;
     } catch (InterruptedException e) {
       return false;

@@ -225,8 +225,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         return;
       }
       if (holdListener == null) {
-        holdListener = new HoldListener(sql, policy, () -> openConnection(openTimeoutNanos),
-            time);
+        holdListener = new HoldListener(sql, policy, () -> openConnection(openTimeoutNanos));
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
         return;

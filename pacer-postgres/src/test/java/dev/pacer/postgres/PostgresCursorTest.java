@@ -134,6 +134,52 @@ class PostgresCursorTest {
         .isBetween(1300L, 2000L);
   }
 
+  /**
+   * A Retry-After heard by a Java process pauses a Python fleet on the original row format too:
+   * the pause is the cursor value itself, so the original statement's next turn lies after it.
+   */
+  @Test
+  void aPythonFleetUsingTheOriginalStatementPausesForARetryAfter() throws SQLException {
+    String name = freshName();
+    String key = "harvest-rate-cursor:" + name;
+    String original =
+        "INSERT INTO " + CACHE + " (cache_key, value, expires)"
+            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
+            + " ON CONFLICT (cache_key) DO UPDATE"
+            + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
+            + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
+    cacheTable.reserve(name, GAP);
+    assertThat(cacheTable.pause(name, Duration.ofSeconds(3))).isTrue();
+    try (Connection c = TestDatabase.connect(); PreparedStatement python = c.prepareStatement(original)) {
+      python.setString(1, key);
+      for (int i = 2; i <= 5; i++) {
+        python.setBigDecimal(i, new BigDecimal("0.1"));
+      }
+      try (ResultSet row = python.executeQuery()) {
+        row.next();
+        assertThat(row.getDouble(1)).as("Python's next turn waits out the pause")
+            .isBetween(2.8, 3.0);
+      }
+    }
+    assertThat(waitMillis(cacheTable.reserve(name, GAP))).as("and Pacer's after Python's")
+        .isBetween(2900L, 3100L);
+  }
+
+  @Test
+  void theHoldsInForceAreReadForOperators() {
+    String name = freshName();
+    assertThat(pacerTable.holdsInForce(name)).isEqualTo(DestinationHolds.NONE);
+    pacerTable.pause(name, Duration.ofSeconds(5));
+    pacerTable.lockOut(name, "HTTP 403 from https://example.org/");
+    DestinationHolds holds = pacerTable.holdsInForce(name);
+    assertThat(holds.pauseLeft()).isBetween(Duration.ofMillis(4500), Duration.ofSeconds(5));
+    assertThat(holds.lockoutReason()).contains("HTTP 403 from https://example.org/");
+    pacerTable.clearLockout(name);
+    assertThat(pacerTable.holdsInForce(name).isLockedOut()).isFalse();
+    assertThat(cacheTable.holdsInForce(name)).as("the key/value layout records none")
+        .isEqualTo(DestinationHolds.NONE);
+  }
+
   @Test
   void aCorruptValueIsOverwrittenAtTheNextReservation() {
     String name = freshName();
