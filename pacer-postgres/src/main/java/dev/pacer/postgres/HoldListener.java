@@ -32,8 +32,10 @@ import org.slf4j.LoggerFactory;
  * a turn whose thread was asleep when the pause began; a notification costs nothing until one is
  * sent, and the limiter then checks each waking turn against the pause in memory.
  *
- * <p>The listener follows the database's {@link OutagePolicy}: while the database is down it does
- * not connect, and it comes back at the policy's next boundary. Whenever it (re)connects it reads
+ * <p>The listener follows the database's {@link OutagePolicy} but never decides it: while the policy
+ * holds the database down it does not connect, and it comes back after the policy's next boundary;
+ * its own failures (a slow first connection on a busy host, a dropped session) are not reported as
+ * an outage, because the reservations, which the fleet's pacing depends on, already do that. Whenever it (re)connects it reads
  * the holds in force for every destination it serves, so that nothing announced while it was away
  * is missed; a destination added later is read at the listener's next wake-up. The cursor's
  * reservation statement refuses a locked-out destination on its own, so a lockout never depends
@@ -44,6 +46,8 @@ final class HoldListener implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HoldListener.class);
   /** How long one wait for notifications lasts: also how soon a closed listener stops. */
   private static final int WAIT_MILLIS = 250;
+  /** How soon a listener whose connection failed tries again while the database is up. */
+  private static final long RETRY_MILLIS = 1000;
 
   private final CursorSql sql;
   private final OutagePolicy policy;
@@ -92,7 +96,14 @@ final class HoldListener implements AutoCloseable {
     while (!closed) {
       try {
         if (connection == null) {
-          connection = policy.open(opener);
+          if (policy.refusesNow()) {
+            firstAttempt.countDown();
+            if (!pause(policy.untilNextAttempt().plusMillis(100).toMillis())) {
+              break;
+            }
+            continue;
+          }
+          connection = opener.open();
           connection.setAutoCommit(true);
           try (Statement listen = connection.createStatement()) {
             listen.execute("LISTEN " + sql.holds().channel());
@@ -115,12 +126,8 @@ final class HoldListener implements AutoCloseable {
         if (closed) {
           break;
         }
-        if (OutagePolicy.isConnectionLoss(e)) {
-          policy.failed(e);
-        } else {
-          log.debug("Hold listener: {} [SQLState {}]", e.getMessage(), e.getSQLState());
-        }
-        if (!pause(policy.untilNextAttempt().plusMillis(100).toMillis())) {
+        log.debug("Hold listener: {} [SQLState {}]", e.getMessage(), e.getSQLState());
+        if (!pause(Math.max(RETRY_MILLIS, policy.untilNextAttempt().plusMillis(100).toMillis()))) {
           break;
         }
       } catch (RuntimeException e) {

@@ -95,6 +95,11 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
   private HoldListener holdListener;
+  /**
+   * The listener's connection is opened in the background, where nobody waits for it: it may take
+   * as long as a cold start on a busy host needs.
+   */
+  private static final Duration LISTENER_CONNECT_TIMEOUT = Duration.ofSeconds(10);
 
   public PostgresCursor(PostgresCursorConfig config) {
     this.config = config;
@@ -225,7 +230,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         return;
       }
       if (holdListener == null) {
-        holdListener = new HoldListener(sql, policy, () -> openConnection(openTimeoutNanos));
+        holdListener = new HoldListener(sql, policy,
+            () -> config.openConnection(LISTENER_CONNECT_TIMEOUT.toNanos()));
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
         return;
