@@ -160,9 +160,10 @@ public final class BenchMain {
 
       r.latency = Latency.measure(target, s.latencySamples());
       log.printf(Locale.ROOT, "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
-              + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs%n", r.latency.select1P50(),
-          r.latency.select1P99(), r.latency.reserveP50(), r.latency.reserveP99(),
-          r.latency.ratio(), r.latency.bareUpsertP50());
+              + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs (reservation ÷ bare upsert %.2f)%n",
+          r.latency.select1P50(), r.latency.select1P99(), r.latency.reserveP50(),
+          r.latency.reserveP99(), r.latency.ratio(), r.latency.bareUpsertP50(),
+          r.latency.bareUpsertRatio());
 
       r.overhead = Overhead.measure(target, s.overheadRuns());
       log.printf(Locale.ROOT, "overhead, 8 at 7/s: %s%n", Arrays.toString(r.overhead.ratios()));

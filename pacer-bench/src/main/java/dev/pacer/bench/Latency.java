@@ -28,9 +28,17 @@ final class Latency {
     double ratio() {
       return reserveP50 / select1P50;
     }
+
+    /** Reservation p50 ÷ the bare upsert's p50: what Pacer's statement costs beyond any write. */
+    double bareUpsertRatio() {
+      return reserveP50 / bareUpsertP50;
+    }
   }
 
-  /** The smallest write on Pacer's table: one upsert of one row, nothing computed. */
+  /**
+   * The smallest write on Pacer's table, the latency floor of any reservation: one upsert of one
+   * row, nothing computed, run on the cursor's own connection and so with its session settings.
+   */
   static final String BARE_UPSERT =
       "INSERT INTO " + Contender.PACER_TABLE + " AS c (name, next_at, updated_at)"
           + " VALUES (?, clock_timestamp(), clock_timestamp())"

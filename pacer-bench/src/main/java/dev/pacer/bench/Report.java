@@ -143,6 +143,8 @@ final class Report {
         .append(" | ").append(fmt(l.bareUpsertP99(), 1)).append(" |\n");
     md.append("| reservation ÷ SELECT 1 | ").append(fmt(l.ratio(), 2)).append(" | ")
         .append(fmt(l.reserveP99() / l.select1P99(), 2)).append(" |\n");
+    md.append("| reservation ÷ bare upsert | ").append(fmt(l.bareUpsertRatio(), 2)).append(" | ")
+        .append(fmt(l.reserveP99() / l.bareUpsertP99(), 2)).append(" |\n");
     md.append("| bare upsert ÷ SELECT 1 | ").append(fmt(l.bareUpsertP50() / l.select1P50(), 2))
         .append(" | ").append(fmt(l.bareUpsertP99() / l.select1P99(), 2)).append(" |\n");
     md.append("\n![latency](").append(Charts.LATENCY).append(")\n\n");

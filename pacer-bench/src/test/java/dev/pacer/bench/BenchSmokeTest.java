@@ -38,6 +38,9 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("reserve_p99_us", new double[] {1, 1e7});
     // A reservation is a round trip and a write: never cheaper than SELECT 1 on the same connection.
     REQUIRED_NUMBERS.put("reserve_to_select1_ratio", new double[] {1, 100});
+    REQUIRED_NUMBERS.put("bare_upsert_p50_us", new double[] {1, 1e6});
+    // Pacer's statement is a write on the same table: never much cheaper than the bare upsert.
+    REQUIRED_NUMBERS.put("reserve_to_bare_upsert_ratio", new double[] {0.5, 100});
     for (String perSecond : List.of("hotkey_per_s", "pgbench_same_statement_per_s",
         "bucket4j_select_for_update_per_s", "bucket4j_advisory_lock_per_s", "naive_advisory_per_s")) {
       REQUIRED_NUMBERS.put(perSecond, new double[] {1, 1e7});

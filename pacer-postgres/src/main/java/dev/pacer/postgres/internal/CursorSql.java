@@ -39,10 +39,20 @@ import dev.pacer.BackoffScope;
  * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
  * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
  * now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced the
- * turn; NULL unless {@code fleet}). The {@code prior} CTE reads the row from the
- * statement's snapshot, only so that resets and repairs can be logged. It compares the key with a
- * scalar subquery (a plan parameter) rather than joining {@code p}, so that the primary key's index
- * can answer it: a join condition would leave it a filter over a whole scan of the table.
+ * turn; NULL unless {@code fleet}). The prior value is read from the statement's snapshot, only so
+ * that resets and repairs can be logged. The key/value layout reads it always (a {@code prior} CTE,
+ * which compares the key with a scalar subquery, a plan parameter, rather than joining {@code p},
+ * so that the primary key's index can answer it: a join condition would leave it a filter over a
+ * whole scan of the table). Pacer's table, whose value is always readable, reads it only when the
+ * turn started at {@code earliest}, the one case in which the cursor can have been reset; otherwise
+ * {@code prior_ahead_micros} is NULL and {@code prior_existed} false.
+ *
+ * <p>Pacer's table's statement is kept lean, because it is the reservation's whole server cost
+ * (measured per variant in docs/benchmarks.md): the lockout probe is a column of {@code p}, read
+ * once; the ON CONFLICT branch reads {@code p} in one sub-select for all four columns it sets and
+ * one for its WHERE; besides the prior read above, the cursor table is read only for the max_wait
+ * edge ({@link #insertWithinMaxWait}), when a try-reservation's {@code earliest} lies beyond its
+ * max_wait.
  */
 public final class CursorSql {
 
@@ -55,10 +65,12 @@ public final class CursorSql {
   /**
    * A missing row is inserted at {@code earliest}, which may lie beyond a try-reservation's
    * max_wait; then nothing is inserted and the reservation is refused. (When the row exists the
-   * ON CONFLICT branch decides, and the INSERT's own row never matters.)
+   * ON CONFLICT branch decides, and the INSERT's own row never matters.) {@code rowExists} reads
+   * the statement's snapshot; it runs only in that case, after the cheap tests have failed.
    */
-  private static final String INSERT_WITHIN_MAX_WAIT =
-      "(p.max_wait IS NULL OR p.earliest <= p.now + p.max_wait OR EXISTS (SELECT 1 FROM prior))";
+  private static String insertWithinMaxWait(String rowExists) {
+    return "(p.max_wait IS NULL OR p.earliest <= p.now + p.max_wait OR " + rowExists + ")";
+  }
 
   private final String description;
   private final String createTable;
@@ -142,9 +154,13 @@ public final class CursorSql {
     String halves = "p.fleet AND c.clean + p.clean >= " + CLEAN_ANSWERS_TO_HALVE;
     String backoff = "CASE WHEN " + halves + " THEN GREATEST(1, c.backoff / 2) ELSE c.backoff END";
     String spacing = "CASE WHEN p.fleet THEN " + backoff + " ELSE 1 END";
+    // The multiplier that spaced the turn just taken, read back from the row it wrote.
+    String spaced = "CASE WHEN p.fleet THEN turn.backoff ELSE 1 END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
-            + "  SELECT ?::text AS key,\n"
+            + "  SELECT ask.*, (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ask.key)"
+            + " AS lockout\n"
+            + "  FROM (SELECT ?::text AS key,\n"
             + "         ?::bigint * interval '1 microsecond' AS gap,\n"
             + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
             + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
@@ -152,34 +168,35 @@ public final class CursorSql {
             + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest,\n"
             + "         ?::boolean AS fleet,\n"
             + "         ?::integer AS clean\n"
-            + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
-            + "prior AS (SELECT c.next_at FROM " + table + " c"
-            + " WHERE c.name = (SELECT p.key FROM p)),\n"
-            + "held AS (SELECT l.reason FROM " + lockouts + " l"
-            + " WHERE l.name = (SELECT p.key FROM p)),\n"
+            + "    FROM (SELECT clock_timestamp() AS now) AS clock) AS ask),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
             + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
-            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + " AND NOT EXISTS (SELECT 1 FROM held)\n"
+            + "  WHERE p.lockout IS NULL AND " + insertWithinMaxWait(
+                "EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)") + "\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
-            + "    SET next_at = (SELECT " + start + " + p.gap * (" + spacing + ") FROM p),\n"
-            + "        updated_at = EXCLUDED.updated_at,\n"
-            + "        backoff = (SELECT " + backoff + " FROM p),\n"
-            + "        clean = (SELECT CASE WHEN NOT p.fleet THEN c.clean WHEN " + halves
-            + " THEN 0 ELSE c.clean + p.clean END FROM p)\n"
+            + "    SET (next_at, updated_at, backoff, clean) = (SELECT\n"
+            + "          " + start + " + p.gap * (" + spacing + "),\n"
+            + "          p.now,\n"
+            + "          " + backoff + ",\n"
+            + "          CASE WHEN NOT p.fleet THEN c.clean WHEN " + halves
+            + " THEN 0 ELSE c.clean + p.clean END\n"
+            + "        FROM p)\n"
             + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
-            + "      AND NOT EXISTS (SELECT 1 FROM held)\n"
             + "  RETURNING c.next_at, c.backoff)\n"
-            + "SELECT (extract(epoch FROM turn.next_at"
-            + " - p.gap * (CASE WHEN p.fleet THEN turn.backoff ELSE 1 END) - p.now) * 1000000)::bigint"
-            + " AS wait_micros,\n"
+            + "SELECT (extract(epoch FROM turn.next_at - p.gap * (" + spaced + ") - p.now)"
+            + " * 1000000)::bigint AS wait_micros,\n"
             + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
             + " AS prior_ahead_micros,\n"
             + "       prior.next_at IS NOT NULL AS prior_existed,\n"
             + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
-            + "       held.reason AS lockout_reason,\n"
+            + "       p.lockout AS lockout_reason,\n"
             + "       CASE WHEN p.fleet THEN turn.backoff END AS fleet_backoff\n"
-            + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true LEFT JOIN held ON true";
+            + "FROM p LEFT JOIN turn ON true\n"
+            // Read only when the turn started at earliest, the one case in which a reset may have
+            // happened; the statement's snapshot still holds the value before this reservation.
+            + "LEFT JOIN LATERAL (SELECT x.next_at FROM " + table + " x WHERE x.name = p.key"
+            + " AND turn.next_at - p.gap * (" + spaced + ") = p.earliest) AS prior ON true";
     String throttled =
         "INSERT INTO " + table + " AS c (name, next_at, updated_at, backoff)"
             + " VALUES (?, clock_timestamp(), clock_timestamp(), 2)\n"
@@ -255,7 +272,7 @@ public final class CursorSql {
             + expiresColumn + ")\n"
             + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
             + " clock_timestamp() + interval '30 days' FROM p\n"
-            + "  WHERE " + INSERT_WITHIN_MAX_WAIT + "\n"
+            + "  WHERE " + insertWithinMaxWait("EXISTS (SELECT 1 FROM prior)") + "\n"
             + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
             + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
             + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
