@@ -46,7 +46,7 @@ final class Pgbench {
   /** Pacer's reservation statement with pgbench variables in place of its JDBC parameters. */
   static String script() {
     String sql = TableLayout.pacerTable(Contender.PACER_TABLE).reservationSql();
-    String[] parameters = {":key", ":gap", ":reset_beyond", "NULL", "0", "false", "0"};
+    String[] parameters = {":key", ":gap", ":reset_beyond", "NULL", "0"};
     StringBuilder out = new StringBuilder();
     int next = 0;
     for (char ch : sql.toCharArray()) {

@@ -85,8 +85,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   private final ReentrantLock connectionLock = new ReentrantLock();
   private final KeptConnection session;
-  /** The reservation statement, prepared on {@link #statementConnection}. */
+  /** The reservation statements, plain and under the fleet's backoff, on {@link #statementConnection}. */
   private PreparedStatement reserveStatement;
+  private PreparedStatement fleetReserveStatement;
   private Connection statementConnection;
   private boolean tableEnsured;
   private long openTimeoutNanos;
@@ -386,6 +387,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     try {
       session.close();
       reserveStatement = null;
+      fleetReserveStatement = null;
       statementConnection = null;
     } finally {
       connectionLock.unlock();
@@ -395,7 +397,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /** Pacer's own table keeps the fleet's backoff beside each cursor; a key/value table cannot. */
   @Override
   public boolean keepsFleetBackoff() {
-    return sql.throttled() != null;
+    return sql.fleetBackoff() != null;
   }
 
   @Override
@@ -409,10 +411,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public OptionalInt throttled(String name) {
-    String throttled = sql.throttled();
-    if (throttled == null) {
+    if (!keepsFleetBackoff()) {
       return OptionalInt.empty();
     }
+    String throttled = sql.fleetBackoff().throttled();
     int[] multiplier = {0};
     boolean recorded = onSession("record a rate answer for " + name, c -> {
       try (PreparedStatement s = c.prepareStatement(throttled)) {
@@ -478,7 +480,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       boolean fleet, int cleanAnswers) {}
 
   private Reservation execute(Connection c, Ask ask) throws SQLException {
-    PreparedStatement statement = reserveStatement(c);
+    PreparedStatement statement = reserveStatement(c, ask.fleet());
     statement.setString(1, ask.key());
     statement.setLong(2, ask.gapMicros());
     statement.setLong(3, resetBeyondMicros);
@@ -488,8 +490,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       statement.setLong(4, ask.maxWaitMicros());
     }
     statement.setLong(5, Math.max(0, ask.notBeforeMicros()));
-    statement.setBoolean(6, ask.fleet());
-    statement.setInt(7, ask.cleanAnswers());
+    if (ask.fleet()) {
+      statement.setInt(6, ask.cleanAnswers());
+    }
     long asked = time.nanoTime();
     try (ResultSet row = statement.executeQuery()) {
       long answered = time.nanoTime();
@@ -518,15 +521,29 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  /** The statement prepared once per connection, planned for the primary key (see openSession). */
-  private PreparedStatement reserveStatement(Connection c) throws SQLException {
+  /** The statements prepared once per connection, planned for the primary key (see openSession). */
+  private PreparedStatement reserveStatement(Connection c, boolean fleet) throws SQLException {
     if (statementConnection != c) {
-      PreparedStatement statement = c.prepareStatement(sql.reserve());
-      statement.unwrap(PGStatement.class).setPrepareThreshold(1);
-      reserveStatement = statement;
+      reserveStatement = null;
+      fleetReserveStatement = null;
       statementConnection = c;
     }
+    if (fleet) {
+      if (fleetReserveStatement == null) {
+        fleetReserveStatement = prepare(c, sql.fleetBackoff().reserve());
+      }
+      return fleetReserveStatement;
+    }
+    if (reserveStatement == null) {
+      reserveStatement = prepare(c, sql.reserve());
+    }
     return reserveStatement;
+  }
+
+  private static PreparedStatement prepare(Connection c, String statementSql) throws SQLException {
+    PreparedStatement statement = c.prepareStatement(statementSql);
+    statement.unwrap(PGStatement.class).setPrepareThreshold(1);
+    return statement;
   }
 
   /**

@@ -75,9 +75,8 @@ public final class TableLayout {
   /**
    * This layout's reservation statement, with JDBC {@code ?} parameters in order: key (text), gap,
    * reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an unconditional
-   * reservation), fleet (boolean: under the fleet's backoff), clean (integer: clean answers since
-   * the caller's last reservation). For tools that run exactly Pacer's statement outside it, such as the
-   * benchmark's {@code pgbench} script.
+   * reservation). For tools that run exactly Pacer's statement outside it, such as the benchmark's
+   * {@code pgbench} script. (A destination under the fleet's backoff uses a variant of its own.)
    */
   public String reservationSql() {
     return sql.reserve();

@@ -28,18 +28,17 @@ import dev.pacer.BackoffScope;
  * NULL wait and the lockout's reason. A pause ({@code Retry-After}) needs no check of its own: it
  * moves the cursor itself.
  *
- * <p>Under the fleet's backoff ({@code fleet} true; Pacer's table only) the row also keeps the
- * backoff multiplier and the clean answers counted since the last rate-pressure answer: the turn is
- * spaced by {@code gap × multiplier}, the caller's clean answers are added, and at 100 the
- * multiplier halves, all under the same row lock.
+ * <p>Under the fleet's backoff (Pacer's table only, a variant of the statement of its own: see
+ * {@link FleetBackoff}) the row also keeps the backoff multiplier and the clean answers counted
+ * since the last rate-pressure answer: the turn is spaced by {@code gap × multiplier}, the caller's
+ * clean answers are added, and at 100 the multiplier halves, all under the same row lock.
  *
  * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait, not_before (bigint
- * microseconds; max_wait NULL for an unconditional reservation), fleet (boolean), clean (integer:
- * clean answers since the caller's last reservation). Result columns: {@code wait_micros}
+ * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}
  * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
  * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
  * now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced the
- * turn; NULL unless {@code fleet}). The prior value is read from the statement's snapshot, only so
+ * turn; NULL outside the fleet's backoff). The prior value is read from the statement's snapshot, only so
  * that resets and repairs can be logged. The key/value layout reads it always (a {@code prior} CTE,
  * which compares the key with a scalar subquery, a plan parameter, rather than joining {@code p},
  * so that the primary key's index can answer it: a join condition would leave it a filter over a
@@ -78,7 +77,15 @@ public final class CursorSql {
   private final String clear;
   private final String keyPrefix;
   private final Holds holds;
-  private final String throttled;
+  private final FleetBackoff fleetBackoff;
+
+  /**
+   * The statements of the fleet's backoff ({@code BackoffScope.FLEET}): the reservation under it
+   * (the plain reservation's parameters, then clean: integer, clean answers since the caller's
+   * last reservation), and the rate-pressure answer that doubles it (parameter: key; returns the
+   * new multiplier).
+   */
+  public record FleetBackoff(String reserve, String throttled) {}
 
   /**
    * The statements of a destination's holds: a pause ({@code Retry-After}) and a lockout, and the
@@ -92,14 +99,14 @@ public final class CursorSql {
       String read, boolean recordsLockouts) {}
 
   private CursorSql(String description, String createTable, String reserve, String clear,
-      String keyPrefix, Holds holds, String throttled) {
+      String keyPrefix, Holds holds, FleetBackoff fleetBackoff) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
     this.clear = clear;
     this.keyPrefix = keyPrefix;
     this.holds = holds;
-    this.throttled = throttled;
+    this.fleetBackoff = fleetBackoff;
   }
 
   /**
@@ -149,54 +156,8 @@ public final class CursorSql {
     String start =
         "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
             + " ELSE GREATEST(p.now, c.next_at) END";
-    // Under the fleet's backoff: the multiplier after this reservation's clean answers are counted,
-    // which also spaces this turn, so that the answer's multiplier is the one its wait used.
-    String halves = "p.fleet AND c.clean + p.clean >= " + CLEAN_ANSWERS_TO_HALVE;
-    String backoff = "CASE WHEN " + halves + " THEN GREATEST(1, c.backoff / 2) ELSE c.backoff END";
-    String spacing = "CASE WHEN p.fleet THEN " + backoff + " ELSE 1 END";
-    // The multiplier that spaced the turn just taken, read back from the row it wrote.
-    String spaced = "CASE WHEN p.fleet THEN turn.backoff ELSE 1 END";
-    String reserve =
-        "WITH p AS MATERIALIZED (\n"
-            + "  SELECT ask.*, (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ask.key)"
-            + " AS lockout\n"
-            + "  FROM (SELECT ?::text AS key,\n"
-            + "         ?::bigint * interval '1 microsecond' AS gap,\n"
-            + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
-            + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
-            + "         clock.now,\n"
-            + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest,\n"
-            + "         ?::boolean AS fleet,\n"
-            + "         ?::integer AS clean\n"
-            + "    FROM (SELECT clock_timestamp() AS now) AS clock) AS ask),\n"
-            + "turn AS (\n"
-            + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
-            + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
-            + "  WHERE p.lockout IS NULL AND " + insertWithinMaxWait(
-                "EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)") + "\n"
-            + "  ON CONFLICT (name) DO UPDATE\n"
-            + "    SET (next_at, updated_at, backoff, clean) = (SELECT\n"
-            + "          " + start + " + p.gap * (" + spacing + "),\n"
-            + "          p.now,\n"
-            + "          " + backoff + ",\n"
-            + "          CASE WHEN NOT p.fleet THEN c.clean WHEN " + halves
-            + " THEN 0 ELSE c.clean + p.clean END\n"
-            + "        FROM p)\n"
-            + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
-            + "  RETURNING c.next_at, c.backoff)\n"
-            + "SELECT (extract(epoch FROM turn.next_at - p.gap * (" + spaced + ") - p.now)"
-            + " * 1000000)::bigint AS wait_micros,\n"
-            + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
-            + " AS prior_ahead_micros,\n"
-            + "       prior.next_at IS NOT NULL AS prior_existed,\n"
-            + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
-            + "       p.lockout AS lockout_reason,\n"
-            + "       CASE WHEN p.fleet THEN turn.backoff END AS fleet_backoff\n"
-            + "FROM p LEFT JOIN turn ON true\n"
-            // Read only when the turn started at earliest, the one case in which a reset may have
-            // happened; the statement's snapshot still holds the value before this reservation.
-            + "LEFT JOIN LATERAL (SELECT x.next_at FROM " + table + " x WHERE x.name = p.key"
-            + " AND turn.next_at - p.gap * (" + spaced + ") = p.earliest) AS prior ON true";
+    String reserve = pacerReservation(table, lockouts, start, false);
+    String reserveUnderFleetBackoff = pacerReservation(table, lockouts, start, true);
     String throttled =
         "INSERT INTO " + table + " AS c (name, next_at, updated_at, backoff)"
             + " VALUES (?, clock_timestamp(), clock_timestamp(), 2)\n"
@@ -233,7 +194,65 @@ public final class CursorSql {
             + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
-        new Holds(channel(table), pause, lockOut, clearLockout, read, true), throttled);
+        new Holds(channel(table), pause, lockOut, clearLockout, read, true),
+        new FleetBackoff(reserveUnderFleetBackoff, throttled));
+  }
+
+  /**
+   * Pacer's reservation, in two variants: without the fleet's backoff (the default, and the hot
+   * path of nearly every destination, which must not pay for what it does not use) and with it.
+   * Only the second reads and writes {@code backoff} and {@code clean}, and takes the parameter
+   * {@code clean}.
+   */
+  private static String pacerReservation(String table, String lockouts, String start,
+      boolean fleet) {
+    // Under the fleet's backoff: the multiplier after this reservation's clean answers are counted,
+    // which also spaces this turn, so that the answer's multiplier is the one its wait used.
+    String halves = "c.clean + p.clean >= " + CLEAN_ANSWERS_TO_HALVE;
+    String backoff = "CASE WHEN " + halves + " THEN GREATEST(1, c.backoff / 2) ELSE c.backoff END";
+    String gap = fleet ? "p.gap * (" + backoff + ")" : "p.gap";
+    // The gap that spaced the turn just taken (under the fleet's backoff, read back from the row).
+    String spaced = fleet ? "p.gap * turn.backoff" : "p.gap";
+    return "WITH p AS MATERIALIZED (\n"
+        + "  SELECT ask.*, (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ask.key)"
+        + " AS lockout\n"
+        + "  FROM (SELECT ?::text AS key,\n"
+        + "         ?::bigint * interval '1 microsecond' AS gap,\n"
+        + "         ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
+        + "         ?::bigint * interval '1 microsecond' AS max_wait,\n"
+        + "         clock.now,\n"
+        + "         clock.now + ?::bigint * interval '1 microsecond' AS earliest"
+        + (fleet ? ",\n         ?::integer AS clean\n" : "\n")
+        + "    FROM (SELECT clock_timestamp() AS now) AS clock) AS ask),\n"
+        + "turn AS (\n"
+        + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
+        + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
+        + "  WHERE p.lockout IS NULL AND " + insertWithinMaxWait(
+            "EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)") + "\n"
+        + "  ON CONFLICT (name) DO UPDATE\n"
+        + (fleet
+            ? "    SET (next_at, updated_at, backoff, clean) = (SELECT\n"
+                + "          " + start + " + " + gap + ",\n"
+                + "          p.now,\n"
+                + "          " + backoff + ",\n"
+                + "          CASE WHEN " + halves + " THEN 0 ELSE c.clean + p.clean END\n"
+                + "        FROM p)\n"
+            : "    SET (next_at, updated_at) = (SELECT " + start + " + p.gap, p.now FROM p)\n")
+        + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
+        + "  RETURNING c.next_at" + (fleet ? ", c.backoff" : "") + ")\n"
+        + "SELECT (extract(epoch FROM turn.next_at - " + spaced + " - p.now)"
+        + " * 1000000)::bigint AS wait_micros,\n"
+        + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
+        + " AS prior_ahead_micros,\n"
+        + "       prior.next_at IS NOT NULL AS prior_existed,\n"
+        + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
+        + "       p.lockout AS lockout_reason,\n"
+        + "       " + (fleet ? "turn.backoff" : "NULL::smallint") + " AS fleet_backoff\n"
+        + "FROM p LEFT JOIN turn ON true\n"
+        // Read only when the turn started at earliest, the one case in which a reset may have
+        // happened; the statement's snapshot still holds the value before this reservation.
+        + "LEFT JOIN LATERAL (SELECT x.next_at FROM " + table + " x WHERE x.name = p.key"
+        + " AND turn.next_at - " + spaced + " = p.earliest) AS prior ON true";
   }
 
   /**
@@ -260,10 +279,7 @@ public final class CursorSql {
             + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
             + "         ?::bigint / 1000000.0 AS max_wait,\n"
             + "         clock.now,\n"
-            + "         clock.now + ?::bigint / 1000000.0 AS earliest,\n"
-            // The fleet's backoff has nowhere to live in this row format: accepted, never asked.
-            + "         ?::boolean AS fleet,\n"
-            + "         ?::integer AS clean\n"
+            + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
             + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
             + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
             + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
@@ -332,12 +348,9 @@ public final class CursorSql {
     return holds;
   }
 
-  /**
-   * Doubles the fleet's backoff multiplier of a key (up to 16) and restarts its clean count;
-   * returns the new multiplier. Parameter: key. Null where the layout cannot keep it.
-   */
-  public String throttled() {
-    return throttled;
+  /** The fleet's backoff statements, or null where the layout has nowhere to keep it. */
+  public FleetBackoff fleetBackoff() {
+    return fleetBackoff;
   }
 
   /** The row key of a destination. */
