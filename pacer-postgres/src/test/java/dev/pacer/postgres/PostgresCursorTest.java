@@ -104,6 +104,14 @@ class PostgresCursorTest {
     }
   }
 
+  /** The original (Python) design's reservation, on its key/value row; parameters: key, gap x 4. */
+  private static final String ORIGINAL_DESIGN_STATEMENT =
+      "INSERT INTO " + CACHE + " (cache_key, value, expires)"
+          + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
+          + " ON CONFLICT (cache_key) DO UPDATE"
+          + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
+          + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
+
   /**
    * The statement of the original (Python) design, run beside Pacer on the same row: the two
    * fleets queue behind each other, so they share one ceiling.
@@ -112,15 +120,10 @@ class PostgresCursorTest {
   void aPythonFleetUsingTheOriginalStatementSharesTheCeiling() throws SQLException {
     String name = freshName();
     String key = "harvest-rate-cursor:" + name;
-    String original =
-        "INSERT INTO " + CACHE + " (cache_key, value, expires)"
-            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
-            + " ON CONFLICT (cache_key) DO UPDATE"
-            + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
-            + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
     Duration second = Duration.ofSeconds(1);
     assertThat(waitMillis(cacheTable.reserve(name, second))).isBetween(0L, 1L);
-    try (Connection c = TestDatabase.connect(); PreparedStatement python = c.prepareStatement(original)) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement python = c.prepareStatement(ORIGINAL_DESIGN_STATEMENT)) {
       python.setString(1, key);
       for (int i = 2; i <= 5; i++) {
         python.setBigDecimal(i, BigDecimal.ONE);
@@ -142,15 +145,10 @@ class PostgresCursorTest {
   void aPythonFleetUsingTheOriginalStatementPausesForARetryAfter() throws SQLException {
     String name = freshName();
     String key = "harvest-rate-cursor:" + name;
-    String original =
-        "INSERT INTO " + CACHE + " (cache_key, value, expires)"
-            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
-            + " ON CONFLICT (cache_key) DO UPDATE"
-            + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
-            + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
     cacheTable.reserve(name, GAP);
     assertThat(cacheTable.pause(name, Duration.ofSeconds(3))).isTrue();
-    try (Connection c = TestDatabase.connect(); PreparedStatement python = c.prepareStatement(original)) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement python = c.prepareStatement(ORIGINAL_DESIGN_STATEMENT)) {
       python.setString(1, key);
       for (int i = 2; i <= 5; i++) {
         python.setBigDecimal(i, new BigDecimal("0.1"));
