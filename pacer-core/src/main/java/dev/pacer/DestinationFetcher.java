@@ -8,7 +8,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -242,7 +241,7 @@ public final class DestinationFetcher {
       throws InterruptedException, ThrottledException, FetchFailedException {
     URI current = requested;
     for (int hop = 0; ; hop++) {
-      Answer answer;
+      Exchange answer;
       // The first request opens the first connection to the destination, which no warm-up can
       // do without sending it something: it takes two turns, so that if it leaves late it does
       // not leave close behind the next request of the fleet.
@@ -277,13 +276,13 @@ public final class DestinationFetcher {
    * answers' bodies are discarded, so they have no reader ({@code body} is null): only a 2xx's
    * is ever read.
    */
-  private record Answer(int status, HttpHeaders headers, long bytes, CappedBody body) {}
+  private record Exchange(int status, HttpHeaders headers, long bytes, CappedBody body) {}
 
   /**
    * Sends one request and waits for its whole answer, at most {@code requestTimeout}; reports it
    * to the listener either way.
    */
-  private Answer send(URI uri, int hop, long turnNanos, Supplier<CappedBody.Sink> sinks, long cap)
+  private Exchange send(URI uri, int hop, long turnNanos, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, FetchFailedException {
     AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
     AtomicReference<CappedBody> body = new AtomicReference<>();
@@ -298,7 +297,7 @@ public final class DestinationFetcher {
     }
   }
 
-  private Answer exchange(URI uri, AtomicReference<HttpResponse.ResponseInfo> info,
+  private Exchange exchange(URI uri, AtomicReference<HttpResponse.ResponseInfo> info,
       AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, FetchFailedException {
     HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
@@ -316,14 +315,14 @@ public final class DestinationFetcher {
     CompletableFuture<HttpResponse<Long>> future = client.sendAsync(request.build(), handler);
     try {
       HttpResponse<Long> response = future.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
-      return new Answer(response.statusCode(), response.headers(), response.body(), body.get());
+      return new Exchange(response.statusCode(), response.headers(), response.body(), body.get());
     } catch (TimeoutException e) {
       stop(future, body);
       HttpResponse.ResponseInfo partial = info.get();
       if (partial != null && partial.statusCode() / 100 != 2) {
         // The status and headers arrived; only the body of an answer we discard is late. A 429
         // is still a 429.
-        return new Answer(partial.statusCode(), partial.headers(), 0, null);
+        return new Exchange(partial.statusCode(), partial.headers(), 0, null);
       }
       throw new FetchFailedException("no complete response from " + uri + " within "
           + describe(requestTimeout), e);
@@ -350,25 +349,17 @@ public final class DestinationFetcher {
     }
   }
 
-  private void classify(URI uri, Answer answer) throws ThrottledException {
-    int status = answer.status();
-    if (destination.lockoutStatusCodes().contains(status)) {
-      String reason = "HTTP " + status + " from " + uri;
-      limiter.lockOut(reason);
-      throw new LockedOutException(destination.name(), reason);
-    }
-    if (destination.backoffStatusCodes().contains(status)) {
-      Optional<Duration> retryAfter = RetryAfter.parse(
-          answer.headers().firstValue("Retry-After").orElse(null), Instant.now());
-      if (retryAfter.isPresent()) {
-        limiter.backoff(retryAfter.get());
-      } else {
-        limiter.backoff();
+  private void classify(URI uri, Exchange answer) throws ThrottledException {
+    switch (limiter.noteAnswer(answer.status(),
+        answer.headers().firstValue("Retry-After").orElse(null), uri)) {
+      case LOCKED_OUT -> throw new LockedOutException(destination.name(),
+          "HTTP " + answer.status() + " from " + uri);
+      case THROTTLED -> {
+        throttled.incrementAndGet();
+        throw new ThrottledException(destination.name(), answer.status(), uri.toString());
       }
-      throttled.incrementAndGet();
-      throw new ThrottledException(destination.name(), status, uri.toString());
+      case CLEAN -> { }
     }
-    limiter.noteCleanResponse();
   }
 
   private void report(SentRequest sent) {

@@ -4,6 +4,7 @@ import dev.pacer.internal.Backoff;
 import dev.pacer.internal.Pacing;
 import dev.pacer.internal.RateMeter;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.Semaphore;
@@ -333,6 +334,37 @@ public final class DestinationLimiter {
   /** Turns given up because this process woke too late for them. */
   public long lateTurnsSkipped() {
     return lateTurnsSkipped.get();
+  }
+
+  /**
+   * Feeds one answer from the destination back into its pacing, and says what it was: a
+   * {@linkplain Destination#lockoutStatusCodes() lockout status} locks the destination out
+   * ({@link #lockOut}, with the reason "HTTP status from {@code source}"); a {@linkplain
+   * Destination#backoffStatusCodes() backoff status} backs off, and with a {@code Retry-After}
+   * (delta-seconds or an HTTP-date, read against this limiter's wall clock) pauses the fleet
+   * ({@link #backoff(Duration)}); any other status is a clean response ({@link
+   * #noteCleanResponse()}).
+   *
+   * @param retryAfter the answer's {@code Retry-After} header, or null if it has none; a value
+   *     that is neither form is ignored and the status's own backoff still applies
+   * @param source what was asked for (a URL), named in the lockout's reason
+   */
+  public Answer noteAnswer(int status, String retryAfter, Object source) {
+    if (destination.lockoutStatusCodes().contains(status)) {
+      lockOut("HTTP " + status + " from " + source);
+      return Answer.LOCKED_OUT;
+    }
+    if (destination.backoffStatusCodes().contains(status)) {
+      Optional<Duration> pause = RetryAfter.parse(retryAfter, Instant.ofEpochMilli(time.epochMillis()));
+      if (pause.isPresent()) {
+        backoff(pause.get());
+      } else {
+        backoff();
+      }
+      return Answer.THROTTLED;
+    }
+    noteCleanResponse();
+    return Answer.CLEAN;
   }
 
   /**

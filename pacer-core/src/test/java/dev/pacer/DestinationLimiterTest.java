@@ -80,6 +80,32 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void anAnswerIsClassifiedOnceForEveryClient() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, shared);
+    assertThat(limiter.noteAnswer(200, null, "u")).isEqualTo(Answer.CLEAN);
+    assertThat(limiter.noteAnswer(302, null, "u")).isEqualTo(Answer.CLEAN);
+    assertThat(limiter.noteAnswer(404, null, "u")).isEqualTo(Answer.CLEAN);
+    assertThat(limiter.backoffMultiplier()).isEqualTo(1);
+
+    assertThat(limiter.noteAnswer(503, "not a date", "u")).isEqualTo(Answer.THROTTLED);
+    assertThat(limiter.backoffMultiplier()).isEqualTo(2);
+    assertThat(limiter.pauseLeft()).as("a malformed Retry-After pauses nothing").isZero();
+
+    String twoSecondsOn = java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.format(
+        java.time.Instant.ofEpochMilli(time.epochMillis()).plusSeconds(2)
+            .atZone(java.time.ZoneOffset.UTC));
+    assertThat(limiter.noteAnswer(429, twoSecondsOn, "u")).isEqualTo(Answer.THROTTLED);
+    assertThat(limiter.backoffMultiplier()).isEqualTo(4);
+    assertThat(limiter.pauseLeft()).as("an HTTP-date, read on the limiter's clock")
+        .isEqualTo(Duration.ofSeconds(2));
+
+    assertThat(limiter.noteAnswer(403, null, "https://x/y")).isEqualTo(Answer.LOCKED_OUT);
+    assertThat(limiter.lockoutReason()).isEqualTo("HTTP 403 from https://x/y");
+    assertThat(sharedStandIn.reserve("dest", Duration.ofMillis(100)).isLockedOut())
+        .as("the lockout reached the cursor").isTrue();
+  }
+
+  @Test
   void retryAfterIsCappedByTheDestination() throws Exception {
     Destination d = Destination.builder("dest").ratePerSecond(10).maxConcurrency(1)
         .maxRetryAfter(Duration.ofSeconds(30)).build();
