@@ -87,8 +87,8 @@ import org.slf4j.LoggerFactory;
  *
  * {@link #newWebSocketBuilder()} is refused: a WebSocket opened past the limiter would not be
  * paced; open it on the delegate. Closing this client (Java 21+) does not close the delegate:
- * whoever built the delegate owns it. {@link #sendAsync} waits for its turn without blocking a
- * thread (see its comment).
+ * whoever built the delegate owns it. {@link #sendAsync} is not supported yet: it must wait for
+ * its turn without blocking a thread, which needs {@code DestinationLimiter.acquireAsync()}.
  */
 public final class PacedHttpClient extends HttpClient {
 
@@ -312,7 +312,8 @@ public final class PacedHttpClient extends HttpClient {
   @Override
   public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
       HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushPromises) {
-    throw new UnsupportedOperationException("sendAsync waits for DestinationLimiter.acquireAsync");
+    throw new UnsupportedOperationException("PacedHttpClient.sendAsync is not supported yet (it"
+        + " must wait for its turn without blocking a thread); use send");
   }
 
   /** This client's redirect policy (the delegate's is always {@code NEVER}). */
