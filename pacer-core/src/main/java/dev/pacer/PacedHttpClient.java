@@ -55,10 +55,11 @@ import org.slf4j.LoggerFactory;
  *       every later request to the destination throws {@link LockedOutException} before it is
  *       sent.
  *   <li>The slot (the destination's concurrency permit) is released when the response's body
- *       ends: read in full, failed, or cancelled. For a body read into memory or a file, that is
- *       before {@code send} returns; for a streamed body ({@code BodyHandlers.ofInputStream()}),
- *       when the stream is read to its end or closed. A streamed body never closed holds its
- *       permit, as it holds its connection. A request that fails releases it at once.
+ *       ends: received in full, failed, or cancelled. For a body read into memory or a file, that
+ *       is before {@code send} returns; a streamed body ({@code BodyHandlers.ofInputStream()}) is
+ *       received about as fast as it is read, and closing the stream cancels it. A streamed body
+ *       neither read nor closed holds its permit, as it holds its connection. A request that
+ *       fails releases it at once.
  * </ol>
  *
  * <h2>Redirects: followed here, a turn per hop</h2>

@@ -9,8 +9,8 @@ import java.util.concurrent.Flow;
 /**
  * A response body that closes its request's {@link Slot} when it ends: received in full, failed,
  * or cancelled by its reader (closing the stream of {@code BodyHandlers.ofInputStream()} cancels
- * it). For a body read into memory or a file that is when {@code send} returns; for a streamed one,
- * when the caller is done with it, so the concurrency permit covers the whole transfer.
+ * it). For a body read into memory or a file that is before {@code send} returns; a streamed one
+ * is received about as fast as the caller reads it, so the concurrency permit covers the transfer.
  */
 final class SlotReleasingBody<T> implements HttpResponse.BodySubscriber<T> {
 
