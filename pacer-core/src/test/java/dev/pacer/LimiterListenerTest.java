@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.LimiterListener.Outcome;
 import dev.pacer.LimiterListener.Turn;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -109,11 +112,22 @@ class LimiterListenerTest {
     Recording heard = new Recording();
     registry.addListener(broken);
     registry.addListener(heard);
-    DestinationLimiter limiter = registry.limiter(destination("a"));
-    limiter.acquire().close();
-    limiter.acquire().close();
-    limiter.backoff();
-    limiter.lockOut("HTTP 403");
+    DestinationLimiter limiter;
+    ByteArrayOutputStream log = new ByteArrayOutputStream();
+    PrintStream originalErr = System.err;
+    System.setErr(new PrintStream(log, true, StandardCharsets.UTF_8));
+    try {
+      limiter = registry.limiter(destination("a"));
+      limiter.acquire().close();
+      limiter.acquire().close();
+      limiter.backoff();
+      limiter.lockOut("HTTP 403");
+    } finally {
+      System.setErr(originalErr);
+    }
+    assertThat(log.toString(StandardCharsets.UTF_8).lines()
+        .filter(l -> l.contains("WARN") && l.contains("listener") && l.contains("threw")))
+        .as("five failures, one WARN").hasSize(1);
     assertThat(time.sleepsMillis()).containsExactly(0L, 100L);
     assertThat(heard.turns).hasSize(2);
     assertThat(heard.throttled).containsExactly("a x2");
