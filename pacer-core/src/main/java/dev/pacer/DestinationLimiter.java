@@ -608,6 +608,11 @@ public final class DestinationLimiter {
     return permits.available();
   }
 
+  /** Callers queued for a permit, blocked or asynchronous. */
+  int permitsWaiting() {
+    return permits.waiting();
+  }
+
   private Reservation reserveShared(Duration interval, Duration base, long deadline) {
     long before = time.nanoTime();
     long horizon = sharedHorizon.get();
