@@ -1,0 +1,64 @@
+package dev.pacer.postgres;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.pacer.Timeline;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.Executors;
+
+/**
+ * A local HTTP destination that records when each request arrives (its handler's first instant,
+ * {@link System#nanoTime()}) and answers 200 with an empty body: where a ceiling is judged.
+ */
+final class Arrivals implements AutoCloseable {
+
+  private final HttpServer server;
+  private final ThreadPoolExecutor handlers;
+  private final List<Long> instants = new ArrayList<>();
+
+  Arrivals() throws IOException {
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 512);
+    handlers = (ThreadPoolExecutor) Executors.newFixedThreadPool(8, r -> {
+      Thread t = new Thread(r, "arrivals");
+      t.setDaemon(true);
+      return t;
+    });
+    // Started now, so that a test counting the threads it adds does not count these.
+    handlers.prestartAllCoreThreads();
+    server.setExecutor(handlers);
+    server.createContext("/", exchange -> {
+      long now = System.nanoTime();
+      synchronized (instants) {
+        instants.add(now);
+      }
+      exchange.getRequestBody().readAllBytes();
+      exchange.sendResponseHeaders(200, -1);
+      try (OutputStream ignored = exchange.getResponseBody()) {
+        // no body
+      }
+    });
+    server.start();
+  }
+
+  URI uri() {
+    return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/");
+  }
+
+  /** The arrivals so far. */
+  Timeline timeline() {
+    synchronized (instants) {
+      return new Timeline(instants);
+    }
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    handlers.shutdownNow();
+  }
+}
