@@ -20,6 +20,7 @@ final class Arrivals implements AutoCloseable {
   private final HttpServer server;
   private final ThreadPoolExecutor handlers;
   private final List<Long> instants = new ArrayList<>();
+  private final List<String> paths = new ArrayList<>();
 
   Arrivals() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 512);
@@ -35,6 +36,7 @@ final class Arrivals implements AutoCloseable {
       long now = System.nanoTime();
       synchronized (instants) {
         instants.add(now);
+        paths.add(exchange.getRequestURI().getPath());
       }
       exchange.getRequestBody().readAllBytes();
       exchange.sendResponseHeaders(200, -1);
@@ -54,6 +56,19 @@ final class Arrivals implements AutoCloseable {
     synchronized (instants) {
       return new Timeline(instants);
     }
+  }
+
+  /** The arrivals so far, but for those of {@code path} (a warm-up request's, say). */
+  Timeline timelineWithout(String path) {
+    List<Long> kept = new ArrayList<>();
+    synchronized (instants) {
+      for (int i = 0; i < instants.size(); i++) {
+        if (!paths.get(i).equals(path)) {
+          kept.add(instants.get(i));
+        }
+      }
+    }
+    return new Timeline(kept);
   }
 
   @Override

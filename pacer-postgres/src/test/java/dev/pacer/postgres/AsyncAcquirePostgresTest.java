@@ -112,9 +112,10 @@ class AsyncAcquirePostgresTest {
       }
       Timeline arrivals = door.timeline();
       Timeline measured = new Timeline(arrivals.instantsFrom(warm));
-      System.out.printf("acquireAsync on PostgreSQL: %s; threads %d before, at most %d while %d"
-              + " futures waited (%d still waiting at the end; added: %s)%n", measured, baseline,
-          mostThreads, FUTURES, waiting, added);
+      long skipped = limiter.lateTurnsSkipped();
+      System.out.printf("acquireAsync on PostgreSQL: %s; %d turns given up as late; threads %d"
+              + " before, at most %d while %d futures waited (%d still waiting at the end; added:"
+              + " %s)%n", measured, skipped, baseline, mostThreads, FUTURES, waiting, added);
 
       assertThat(waiting).as("futures still waiting when the run ended").isGreaterThan(100);
       assertThat(mostThreads - baseline).as("threads added while the futures waited")
