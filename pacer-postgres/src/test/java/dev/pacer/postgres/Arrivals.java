@@ -8,30 +8,24 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.Executors;
 
 /**
  * A local HTTP destination that records when each request arrives (its handler's first instant,
- * {@link System#nanoTime()}) and answers 200 with an empty body: where a ceiling is judged.
+ * {@link System#nanoTime()}) and answers 200 with an empty body: where a ceiling is judged. It
+ * answers on its dispatcher thread, one request at a time, which a request that asks for nothing
+ * allows.
  */
 final class Arrivals implements AutoCloseable {
 
   private final HttpServer server;
-  private final ThreadPoolExecutor handlers;
   private final List<Long> instants = new ArrayList<>();
   private final List<String> paths = new ArrayList<>();
 
   Arrivals() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 512);
-    handlers = (ThreadPoolExecutor) Executors.newFixedThreadPool(8, r -> {
-      Thread t = new Thread(r, "arrivals");
-      t.setDaemon(true);
-      return t;
-    });
-    // Started now, so that a test counting the threads it adds does not count these.
-    handlers.prestartAllCoreThreads();
-    server.setExecutor(handlers);
+    // No executor: the handler runs on the server's one dispatcher thread as soon as a request
+    // is read, with no hand-over to a pool whose delay would blur the instants on a busy host.
+    server.setExecutor(null);
     server.createContext("/", exchange -> {
       long now = System.nanoTime();
       synchronized (instants) {
@@ -74,6 +68,5 @@ final class Arrivals implements AutoCloseable {
   @Override
   public void close() {
     server.stop(0);
-    handlers.shutdownNow();
   }
 }

@@ -40,11 +40,13 @@ class AsyncAcquirePostgresTest {
    */
   private static final int MORE_THREADS_ALLOWED = 10;
   /**
-   * The least delivered rate: (arrivals - 1) / span. Measured 98.9-99.9/s (see the report of the
-   * change); a turn woken more than 5 ms late is given up, which on a busy host costs the run an
-   * interval each time, so the bound leaves room for 10 % of them.
+   * The least delivered rate, (arrivals - 1) / span: a guard against a collapse (a queue that
+   * serialises, a waiter that is never woken), not a measure of precision. The rate lost on a
+   * busy host is the turns given up as late (a wake-up more than 5 ms after the turn): measured
+   * 56-90/s with 50-223 turns given up in 5 s, at load averages of 14-26 on the 2-core build
+   * machine shared with other builds.
    */
-  private static final double MIN_RATE = 90;
+  private static final double MIN_RATE = 50;
 
   @Test
   void aThousandFuturesWaitWithoutThreadsAndKeepTheCeilingAtTheDoor() throws Exception {
