@@ -66,10 +66,13 @@ import org.slf4j.LoggerFactory;
  * synchronized}). The {@code synchronized} blocks of this class ({@code degradedLock}, {@code
  * lockoutLock}), of the rate meter and of the permit queue hold only arithmetic, never a wait: on
  * JDK 21 to 23, where a virtual thread blocked inside {@code synchronized} pins its carrier, none
- * can block there. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at
- * 100/s on a real cursor, on the oldest JDK of 21 or later it finds, and counts JFR's {@code
+ * can block there. From JDK 24 a virtual thread blocked in {@code synchronized} no longer pins at
+ * all. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at 100/s on a real
+ * cursor, on the oldest JDK of 21 or later it finds, and counts JFR's {@code
  * jdk.VirtualThreadPinned} events: none, once the classes on the path are loaded (a virtual thread
- * meeting a class that another is loading pins for that once, a JDK matter).
+ * meeting a class that another is loading pins for that once, a JDK matter). Where that JDK is 24
+ * or later (Temurin 25 in CI), the test cannot see a {@code synchronized} block that blocks, and
+ * the paragraph above is what rules one out on 21 to 23.
  */
 public final class DestinationLimiter {
 

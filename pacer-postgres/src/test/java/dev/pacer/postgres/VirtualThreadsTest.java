@@ -62,10 +62,14 @@ class VirtualThreadsTest {
           .redirectError(ProcessBuilder.Redirect.INHERIT)
           .start();
       Map<String, String> result = new HashMap<>();
+      List<Long> sendInstants = new ArrayList<>();
       try (BufferedReader out = new BufferedReader(
           new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
         while ((line = out.readLine()) != null) {
+          if (line.startsWith("SENT ")) {
+            sendInstants.add(Long.parseLong(line.substring(5)));
+          }
           if (line.startsWith("RESULT ")) {
             for (String pair : line.substring(7).split(" ")) {
               String[] kv = pair.split("=", 2);
@@ -79,7 +83,9 @@ class VirtualThreadsTest {
         }
       }
       Timeline arrivals = door.timelineWithout(VirtualThreadWorker.WARM_UP_PATH);
-      System.out.printf("10,000 virtual threads on %s: %s; %s%n", jdk, arrivals, result);
+      Timeline sends = new Timeline(sendInstants);
+      System.out.printf("10,000 virtual threads on %s: at the door %s; as sent %s; %s%n", jdk,
+          arrivals, sends, result);
 
       assertThat(child.exitValue()).as("child exit").isZero();
       assertThat(result).as("the child's report").containsKeys("pinned", "control", "sent");
