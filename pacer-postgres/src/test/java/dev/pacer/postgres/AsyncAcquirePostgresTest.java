@@ -8,8 +8,6 @@ import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.Slot;
 import dev.pacer.Timeline;
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -32,6 +30,13 @@ class AsyncAcquirePostgresTest {
 
   private static final double RATE = 100;
   private static final int FUTURES = 1_000;
+  /**
+   * Permits: a tenth of the futures hold one and wait on the scheduler for their turns (the next
+   * second's), the rest wait in the permit queue. With a permit each, all thousand reservations
+   * would be made at once, and on a busy host the run measured how fast one connection answers
+   * a thousand statements rather than the pacing.
+   */
+  private static final int CONCURRENCY = 100;
   private static final Duration RUN = Duration.ofSeconds(5);
   /**
    * Threads the JVM may gain while the futures wait: the default scheduler's one and the four
@@ -59,29 +64,32 @@ class AsyncAcquirePostgresTest {
         });
     clientThreads.prestartAllCoreThreads();
     HttpClient client = HttpClient.newBuilder().executor(clientThreads).build();
-    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     try (Arrivals door = new Arrivals();
         PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
       assertThat(cursor.connect(Duration.ofSeconds(30))).isTrue();
       DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
-          .ratePerSecond(RATE).maxConcurrency(FUTURES).maxFetchingProcesses(1).build());
+          .ratePerSecond(RATE).maxConcurrency(CONCURRENCY).maxFetchingProcesses(1).build());
       HttpRequest request = HttpRequest.newBuilder(door.uri()).build();
       // One request first, so that the pools, the client and the statement are warm.
       limiter.acquireAsync().thenCompose(slot -> send(client, request, slot)).get(30, TimeUnit.SECONDS);
       Thread.sleep(200);
       long warm = System.nanoTime();
-      int baseline = threads.getThreadCount();
       List<String> before = threadNames();
+      int baseline = before.size();
 
       List<CompletableFuture<Slot>> turns = Collections.synchronizedList(new ArrayList<>());
       List<CompletableFuture<?>> sent = Collections.synchronizedList(new ArrayList<>());
+      List<Long> sendInstants = Collections.synchronizedList(new ArrayList<>());
       List<Thread> askers = new ArrayList<>();
       for (int a = 0; a < 2; a++) {
         Thread asker = new Thread(() -> {
           for (int i = 0; i < FUTURES / 2; i++) {
             CompletableFuture<Slot> turn = limiter.acquireAsync();
             turns.add(turn);
-            sent.add(turn.thenCompose(slot -> send(client, request, slot)));
+            sent.add(turn.thenCompose(slot -> {
+              sendInstants.add(System.nanoTime());
+              return send(client, request, slot);
+            }));
           }
         });
         asker.start();
@@ -94,11 +102,11 @@ class AsyncAcquirePostgresTest {
       List<String> added = List.of();
       long end = System.nanoTime() + RUN.toNanos();
       while (System.nanoTime() < end) {
-        int now = threads.getThreadCount();
-        if (now > mostThreads) {
-          mostThreads = now;
-          added = threadNames();
-          added.removeAll(before);
+        List<String> names = threadNames();
+        if (names.size() > mostThreads) {
+          mostThreads = names.size();
+          added = names;
+          before.forEach(added::remove);
         }
         Thread.sleep(50);
       }
@@ -115,9 +123,14 @@ class AsyncAcquirePostgresTest {
       Timeline arrivals = door.timeline();
       Timeline measured = new Timeline(arrivals.instantsFrom(warm));
       long skipped = limiter.lateTurnsSkipped();
-      System.out.printf("acquireAsync on PostgreSQL: %s; %d turns given up as late; threads %d"
-              + " before, at most %d while %d futures waited (%d still waiting at the end; added:"
-              + " %s)%n", measured, skipped, baseline, mostThreads, FUTURES, waiting, added);
+      Timeline sends;
+      synchronized (sendInstants) {
+        sends = new Timeline(sendInstants);
+      }
+      System.out.printf("acquireAsync on PostgreSQL: at the door %s; as sent %s; %d turns given up"
+              + " as late; threads %d before, at most %d while %d futures waited (%d still waiting"
+              + " at the end; added: %s)%n", measured, sends, skipped, baseline, mostThreads,
+          FUTURES, waiting, added);
 
       assertThat(waiting).as("futures still waiting when the run ended").isGreaterThan(100);
       assertThat(mostThreads - baseline).as("threads added while the futures waited")
@@ -130,15 +143,20 @@ class AsyncAcquirePostgresTest {
       assertThat(measured.size()).as("arrivals in the run").isGreaterThanOrEqualTo(
           (int) (MIN_RATE * (RUN.toMillis() / 1000.0 - 0.5)));
       assertThat(LimiterProbe.availablePermits(limiter)).as("every permit back after the cancel")
-          .isEqualTo(FUTURES);
+          .isEqualTo(CONCURRENCY);
     } finally {
       clientThreads.shutdownNow();
     }
   }
 
+  /**
+   * The live threads' names, but for the door's: it is the measuring instrument, in this JVM only
+   * for convenience, and keeps a thread per connection the HTTP client opens.
+   */
   private static List<String> threadNames() {
     List<String> names = new ArrayList<>();
     Thread.getAllStackTraces().keySet().forEach(t -> names.add(t.getName()));
+    names.removeIf(name -> name.startsWith("arrivals"));
     return names;
   }
 
