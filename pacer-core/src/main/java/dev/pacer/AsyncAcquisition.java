@@ -17,7 +17,7 @@ import java.util.function.Function;
  *
  * <p>What the acquisition holds (the permit, then the fleet slot) goes either into the granted
  * {@link Slot} or back, exactly once: {@code settled} is claimed by whichever comes first of the
- * grant, a failure, and the caller's cancel. A cancel claims it while a step is running on
+ * grant, a failure, and the caller's cancel (or completion). A cancel claims it while a step is running on
  * another thread (a reservation in flight, say); that step's outcome is then dropped, and a turn
  * it reserved on the cursor stays reserved: the cursor has no way to take a turn back.
  */
@@ -47,11 +47,9 @@ final class AsyncAcquisition {
   static CompletableFuture<Slot> start(Permits permits, AsyncPools pools,
       Function<Consumer<FleetCap.Held>, TurnStep> steps) {
     AsyncAcquisition acquisition = new AsyncAcquisition(permits, pools);
-    acquisition.result.whenComplete((slot, failure) -> {
-      if (acquisition.result.isCancelled()) {
-        acquisition.abandon();
-      }
-    });
+    // Completed by anyone but this acquisition (cancelled, or completed by the caller): it is
+    // abandoned. Completed by this acquisition, it is settled already and abandon() does nothing.
+    acquisition.result.whenComplete((slot, failure) -> acquisition.abandon());
     acquisition.permit.whenComplete((granted, failure) -> {
       if (failure == null) {
         acquisition.resume(() -> steps.apply(acquisition::tookFleetSlot), false);
@@ -120,7 +118,10 @@ final class AsyncAcquisition {
     }
   }
 
-  /** The caller cancelled: whatever this acquisition holds goes back, and its wait is dropped. */
+  /**
+   * The caller cancelled, or completed the future itself: whatever this acquisition holds goes
+   * back, and its wait is dropped.
+   */
   private void abandon() {
     if (settled.compareAndSet(false, true)) {
       pendingWait.cancel(false);

@@ -130,6 +130,17 @@ class AsyncAcquireTest {
   }
 
   @Test
+  void aFutureTheCallerCompletesItselfGivesBackWhatItHeld() throws Exception {
+    DestinationLimiter limiter = rig.limiter(10, 1, 1, rig.standIn);
+    rig.takeAsync(limiter).close();
+    CompletableFuture<Slot> waiting = limiter.acquireAsync();
+    rig.scheduler.runDue();
+    waiting.completeExceptionally(new IllegalStateException("the caller gave up its own way"));
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+    assertThat(rig.scheduler.pending()).as("the wait was dropped").isZero();
+  }
+
+  @Test
   void cancellingDuringTheWaitGivesThePermitBackButNotTheTurn() throws Exception {
     DestinationLimiter limiter = rig.limiter(10, 1, 1, rig.standIn);
     rig.takeAsync(limiter).close(); // the turn at 0; the cursor moves to +100
