@@ -87,10 +87,11 @@ class AsyncAcquirePostgresTest {
           for (int i = 0; i < FUTURES / 2; i++) {
             CompletableFuture<Slot> turn = limiter.acquireAsync();
             turns.add(turn);
-            sent.add(turn.thenCompose(slot -> {
+            // Sent on the client's threads, not the scheduler's (see AsyncPools).
+            sent.add(turn.thenComposeAsync(slot -> {
               sendInstants.add(System.nanoTime());
               return send(client, request, slot);
-            }));
+            }, clientThreads));
           }
         });
         asker.start();
