@@ -47,10 +47,10 @@ class AsyncAcquirePostgresTest {
   /**
    * The least delivered rate, (arrivals - 1) / span: a guard against a collapse (a queue that
    * serialises, a waiter that is never woken), not a measure of precision. On a busy host the rate
-   * lost is the turns given up as late (a wake-up more than 5 ms after the turn): measured 51-74/s
-   * with 120-242 of about 500 turns given up, at load averages of 21-24 on the 2-core build
-   * machine shared with other builds; pinned to one core at load 24-27, 24/s, under this bound
-   * (the permits then cycle no faster than the HTTP client's answers come back).
+   * lost is the turns given up as late (a wake-up more than 5 ms after the turn): measured
+   * 81-83/s with 87-96 of about 500 turns given up, at load averages of 14-16 on the 2-core build
+   * machine shared with other builds (45-74/s at load 16-24 while the requests were sent on the
+   * scheduler's thread, and 24/s pinned to one core at load 24-27).
    */
   private static final double MIN_RATE = 50;
 
