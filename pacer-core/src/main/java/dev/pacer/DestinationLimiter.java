@@ -7,10 +7,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.concurrent.Semaphore;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,6 +50,32 @@ import org.slf4j.LoggerFactory;
  *
  * <p>What the limiter does is told to the {@link LimiterListener}s of its registry: each turn
  * (shared, degraded or refused) and how long it took, each rate-pressure answer, a lockout.
+ *
+ * <p><b>Without a thread per waiter.</b> {@link #acquireAsync()} takes the same turn with no
+ * thread waiting for it. The turn-taking above is written once, as a chain of {@link TurnStep}s,
+ * each a wait of so many nanoseconds, a round trip to the cursor or the fleet's slots, or the
+ * outcome; {@link #acquire()} sleeps through the waits on the {@link TimeSource}, and {@link
+ * #acquireAsync()} schedules them on the registry's {@link AsyncPools}, making the round trips on
+ * its small executor. The permits are one first-come-first-served queue for both kinds of caller.
+ * A fleet slot is claimed by the same attempts {@code FleetCap} makes for a blocked caller, each
+ * on the executor, with the poll's spacing scheduled between them rather than slept: a full fleet
+ * ties up no thread, and a claim that blocks on JDBC blocks an executor thread for one round trip,
+ * as a reservation does.
+ *
+ * <p><b>Virtual threads.</b> {@link #acquire()} on a virtual thread leaves its carrier whenever it
+ * waits: for a permit it parks on a future (no monitor held), for its turn it sleeps, and the
+ * round trips go through {@code PostgresCursor}, which guards its connection with a {@code
+ * ReentrantLock}, and pgjdbc (42.6 and later guard the connection with locks, not {@code
+ * synchronized}). The {@code synchronized} blocks of this class ({@code degradedLock}, {@code
+ * lockoutLock}), of the rate meter and of the permit queue hold only arithmetic, never a wait: on
+ * JDK 21 to 23, where a virtual thread blocked inside {@code synchronized} pins its carrier, none
+ * can block there. From JDK 24 a virtual thread blocked in {@code synchronized} no longer pins at
+ * all. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at 100/s on a real
+ * cursor, on the oldest JDK of 21 or later it finds, and counts JFR's {@code
+ * jdk.VirtualThreadPinned} events: none, once the classes on the path are loaded (a virtual thread
+ * meeting a class that another is loading pins for that once, a JDK matter). Where that JDK is 24
+ * or later (Temurin 25 in CI), the test cannot see a {@code synchronized} block that blocks, and
+ * the paragraph above is what rules one out on 21 to 23.
  */
 public final class DestinationLimiter {
 
@@ -56,7 +84,8 @@ public final class DestinationLimiter {
 
   private final Destination destination;
   private static final long NO_DEADLINE = Long.MIN_VALUE;
-  private static final PacedTurn NO_TURN = new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
+  private static final PacedTurn NO_TURN =
+      new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
   private static final long NO_HAND_OVER = Long.MIN_VALUE;
   private static final long NO_PAUSE = Long.MIN_VALUE;
   private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
@@ -65,7 +94,8 @@ public final class DestinationLimiter {
   private final FleetCap fleetCap;
   private final LimiterListener listener;
   private final TimeSource time;
-  private final Semaphore permits;
+  private final AsyncPools pools;
+  private final Permits permits;
   private final Backoff backoff = new Backoff();
   private final boolean fleetScope;
   /** Under {@link BackoffScope#FLEET}: the fleet's multiplier as the cursor last answered it. */
@@ -91,22 +121,15 @@ public final class DestinationLimiter {
   private volatile String lockoutReason;
   private volatile boolean degraded;
 
-  DestinationLimiter(Destination destination, Cursor shared, TimeSource time) {
-    this(destination, shared, FleetCap.UNCAPPED, time);
-  }
-
-  DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time) {
-    this(destination, shared, fleetCap, time, new LimiterListener() {});
-  }
-
   DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time,
-      LimiterListener listener) {
+      AsyncPools pools, LimiterListener listener) {
     this.destination = destination;
     this.listener = listener;
     this.shared = shared;
     this.fleetCap = fleetCap;
     this.time = time;
-    this.permits = new Semaphore(destination.maxConcurrency(), true);
+    this.pools = pools;
+    this.permits = new Permits(destination.maxConcurrency());
     this.baseIntervalNanos = destination.interval().toNanos();
     this.fleetScope = destination.backoffScope() == BackoffScope.FLEET;
     if (fleetScope && !shared.keepsFleetBackoff()) {
@@ -171,6 +194,54 @@ public final class DestinationLimiter {
   }
 
   /**
+   * {@link #acquire()} without a thread waiting: the future completes with the slot at the turn
+   * (close the slot when the request is done, as with {@link #acquire()}). The permit is queued
+   * with the blocked callers', first come first served. The round trips (the reservation on the
+   * cursor, a fleet slot's claim) run on the registry's {@link AsyncPools round-trip executor},
+   * and every wait (for the turn, for a pause's end, between polls for a fleet slot) is a task on
+   * its scheduler, whose thread completes the future: see {@link AsyncPools} for what a dependent
+   * stage may do there. The turn is the one {@link #acquire()} would have had, by the same steps
+   * (degraded pacing, hand-overs, a pause holding a granted turn, a late turn given up, backoff).
+   *
+   * <p>Cancelling the future before the turn gives back the permit, or the place in its queue,
+   * and a fleet slot already taken. A turn already reserved on the shared cursor cannot be given
+   * back: the cursor has moved past it, and the fleet's next turn comes an interval after it
+   * whether or not a request uses it (as for a caller of {@link #acquire()} interrupted in its
+   * wait).
+   *
+   * @return a future that completes with the slot; exceptionally with {@link LockedOutException}
+   *     if the destination is locked out, before or during the wait, and with whatever the pools
+   *     throw if they refuse work (shut down); in every such case nothing is kept
+   */
+  public CompletableFuture<Slot> acquireAsync() {
+    String reason = lockoutReason;
+    if (reason != null) {
+      return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
+    }
+    long called = time.nanoTime();
+    return AsyncAcquisition.start(permits, pools,
+        took -> fleetSlotThenTurn(called, FleetCap.firstPollNanos(), took));
+  }
+
+  /**
+   * The asynchronous path's fleet slot, claimed by the attempts {@link FleetCap#take} makes, at
+   * its poll spacing but with no thread asleep between them; then the turn.
+   */
+  private TurnStep fleetSlotThenTurn(long called, long pollNanos,
+      Consumer<FleetCap.Held> took) {
+    return TurnStep.roundTrip(() -> {
+      checkNotLockedOut();
+      Optional<FleetCap.Held> held = fleetCap.tryTakeNow();
+      if (held.isEmpty()) {
+        return TurnStep.waitThen(pollNanos,
+            () -> fleetSlotThenTurn(called, FleetCap.nextPollNanos(pollNanos), took));
+      }
+      took.accept(held.get());
+      return nextTurn(called, NO_DEADLINE, 1);
+    });
+  }
+
+  /**
    * Takes a turn only if it starts within {@code maxWait}; otherwise returns empty and consumes
    * nothing, neither a permit, a fleet slot, nor a turn on the shared cursor.
    *
@@ -180,7 +251,7 @@ public final class DestinationLimiter {
     checkNotLockedOut();
     long called = time.nanoTime();
     long deadline = called + maxWait.toNanos();
-    if (!permits.tryAcquire(maxWait.toNanos(), TimeUnit.NANOSECONDS)) {
+    if (!permits.tryAcquire(maxWait.toNanos())) {
       return refused(called);
     }
     Optional<FleetCap.Held> fleetSlot;
@@ -217,45 +288,67 @@ public final class DestinationLimiter {
   /**
    * With a permit held, waits for a turn that starts by {@code deadline} and returns its slot, or
    * releases the permit and returns null if there is none. The permit is released on any throw.
+   */
+  private Slot takeTurn(long called, long deadline, int intervals) throws InterruptedException {
+    try {
+      Slot slot = TurnStep.runBlocking(() -> nextTurn(called, deadline, intervals), time);
+      return slot == null ? refuse(called) : slot;
+    } catch (Throwable t) {
+      permits.release();
+      throw t;
+    }
+  }
+
+  /**
+   * The steps to one turn that starts by {@code deadline}, for both {@link #acquire} (which sleeps
+   * through them) and {@link #acquireAsync} (which schedules them): see {@link TurnStep}.
    *
-   * <p>A turn this thread wakes for later than {@link #lateLimitNanos} after its start is given up
-   * and another one taken: a request sent late would leave close behind the next turn's, and the
-   * destination would see two requests where the ceiling allows one. Kept to less than an
+   * <p>A turn this caller wakes for later than {@link #lateLimitNanos} after its start is given
+   * up and another one taken: a request sent late would leave close behind the next turn's, and
+   * the destination would see two requests where the ceiling allows one. Kept to less than an
    * interval late, no 1-s window at the destination holds more than the ceiling + 1 (a window
    * then covers turns from at most 1 s + the limit, under ceiling + 1 intervals). On a machine so
    * busy that sleeps end an interval late (measured: 56 and 64 ms late, three worker JVMs starting
    * on two cores), a skipped turn costs the run one interval, never the ceiling.
    */
-  private Slot takeTurn(long called, long deadline, int intervals) throws InterruptedException {
-    try {
-      while (true) {
-        Duration interval = currentInterval();
-        PacedTurn turn = waitForTurn(interval.multipliedBy(intervals),
-            Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline);
-        if (turn == NO_TURN) {
-          return refuse(called);
-        }
-        long turnStart = turn.start();
-        if (heldForPause(turnStart)) {
-          continue;
-        }
-        long late = time.nanoTime() - turnStart;
-        if (late <= lateLimitNanos(interval)) {
-          return grant(turn, called);
-        }
-        long skipped = lateTurnsSkipped.incrementAndGet();
-        if (Long.bitCount(skipped) == 1) {
-          log.warn("Destination {}: a turn was given up because this process woke {} ms after it"
-                  + " began (limit {} ms): a late request would arrive close behind the next one."
-                  + " {} turn(s) given up so far; a busy host slows the run, not the ceiling",
-              destination.name(), late / 1_000_000, lateLimitNanos(interval) / 1_000_000,
-              skipped);
-        }
-      }
-    } catch (Throwable t) {
-      permits.release();
-      throw t;
+  private TurnStep nextTurn(long called, long deadline, int intervals) {
+    Duration interval = currentInterval();
+    return waitForTurn(interval.multipliedBy(intervals),
+        Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline,
+        turn -> takeOrRetry(turn, called, interval, deadline, intervals));
+  }
+
+  private TurnStep takeOrRetry(PacedTurn turn, long called, Duration interval, long deadline,
+      int intervals) {
+    if (turn == NO_TURN) {
+      return new TurnStep.Refused();
     }
+    long turnStart = turn.start();
+    long pauseEnds = pausedUntil.get();
+    if (pauseEnds != NO_PAUSE && pauseEnds - turnStart > 0) {
+      // The destination asked for a pause after this turn was granted: it is not taken, the caller
+      // waits until the pause ends and asks again (the cursor's own turns already lie after it).
+      turnsHeldForPause.incrementAndGet();
+      long left = pauseEnds - time.nanoTime();
+      TurnStep.Next again = () -> {
+        checkNotLockedOut();
+        return nextTurn(called, deadline, intervals);
+      };
+      return left > 0 ? TurnStep.waitThen(left, again) : again.run();
+    }
+    long late = time.nanoTime() - turnStart;
+    if (late <= lateLimitNanos(interval)) {
+      return new TurnStep.Granted(grant(turn, called));
+    }
+    long skipped = lateTurnsSkipped.incrementAndGet();
+    if (Long.bitCount(skipped) == 1) {
+      log.warn("Destination {}: a turn was given up because this process woke {} ms after it"
+              + " began (limit {} ms): a late request would arrive close behind the next one."
+              + " {} turn(s) given up so far; a busy host slows the run, not the ceiling",
+          destination.name(), late / 1_000_000, lateLimitNanos(interval) / 1_000_000,
+          skipped);
+    }
+    return nextTurn(called, deadline, intervals);
   }
 
   /**
@@ -271,80 +364,108 @@ public final class DestinationLimiter {
   /** A turn's start (local clock), and whether it was shared or paced locally. */
   private record PacedTurn(long start, LimiterListener.Outcome outcome) {}
 
+  /** What follows the wait for a turn: the turn, or NO_TURN. */
+  @FunctionalInterface
+  private interface AtTurn {
+    TurnStep at(PacedTurn turn);
+  }
+
   /**
-   * Sleeps until a turn that starts by {@code deadline} and returns it, or NO_TURN. {@code
-   * interval} is the spacing at the backoff this process knows; {@code base}, the spacing without
-   * backoff, is what a cursor that keeps the fleet's backoff is asked for.
+   * Waits until a turn that starts by {@code deadline} and goes on {@code then} with its start, or
+   * NO_TURN. {@code interval} is the spacing at the backoff this process knows; {@code base}, the
+   * spacing without backoff, is what a cursor that keeps the fleet's backoff is asked for.
    */
-  private PacedTurn waitForTurn(Duration interval, Duration base, long deadline)
-      throws InterruptedException {
+  private TurnStep waitForTurn(Duration interval, Duration base, long deadline, AtTurn then) {
     // During a hand-over this process already knows of, the local turn comes first and the shared
     // turn is taken once, at the instant the request leaves.
-    boolean pacedLocally = paceLocallyDuringHandOver(interval);
-    Reservation turn = reserveShared(interval, base, deadline);
-    if (turn.isLockedOut()) {
-      noteLockout(turn.lockoutReason());
-      checkNotLockedOut();
-    }
-    if (turn.isUnavailable()) {
-      long localNow = time.nanoTime();
-      long localWait = degradedWait(interval, deadline, localNow, true);
-      if (localWait < 0) {
-        return NO_TURN;
-      }
-      time.sleepNanos(localWait);
-      checkNotLockedOut();
-      // If the cursor answers again by now, this turn also takes a shared one, so that turns
-      // granted locally never add to the fleet's once coordination is back.
-      long localTurn = localNow + localWait;
-      turn = reserveShared(interval, base, deadline);
-      if (turn.isUnavailable()) {
-        return new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED);
-      }
-      pacedLocally = true;
-    }
+    return paceLocallyDuringHandOver(interval, pacedLocally -> reserving(interval, base, deadline,
+        turn -> {
+          if (turn.isLockedOut()) {
+            noteLockout(turn.lockoutReason());
+            checkNotLockedOut();
+          }
+          if (!turn.isUnavailable()) {
+            return afterSharedAnswer(turn, pacedLocally, interval, base, deadline, then);
+          }
+          long localNow = time.nanoTime();
+          long localWait = degradedWait(interval, deadline, localNow, true);
+          if (localWait < 0) {
+            return then.at(NO_TURN);
+          }
+          return TurnStep.waitThen(localWait, () -> {
+            checkNotLockedOut();
+            // If the cursor answers again by now, this turn also takes a shared one, so that turns
+            // granted locally never add to the fleet's once coordination is back.
+            long localTurn = localNow + localWait;
+            return reserving(interval, base, deadline, again -> again.isUnavailable()
+                ? then.at(new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED))
+                : afterSharedAnswer(again, true, interval, base, deadline, then));
+          });
+        }));
+  }
+
+  private TurnStep afterSharedAnswer(Reservation turn, boolean pacedLocally, Duration interval,
+      Duration base, long deadline, AtTurn then) {
     if (turn.isGranted() && turn.isHandOver() && !pacedLocally) {
       // The first news of a hand-over: the shared turn is taken again after the local one, so
       // that it holds the instant the request leaves. A shared turn held from before the local
       // wait would be in the past by then, and once the hand-over ends the turns still waiting
       // locally would add to the new shared ones.
-      paceLocallyDuringHandOver(interval);
-      turn = reserveShared(interval, base, deadline);
-      if (turn.isUnavailable()) {
-        return new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED);
-      }
+      return paceLocallyDuringHandOver(interval, paced -> reserving(interval, base, deadline,
+          again -> again.isUnavailable()
+              ? then.at(new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED))
+              : untilSharedTurn(again, then)));
     }
+    return untilSharedTurn(turn, then);
+  }
+
+  private TurnStep untilSharedTurn(Reservation turn, AtTurn then) {
     if (turn.isLockedOut()) {
       noteLockout(turn.lockoutReason());
       checkNotLockedOut();
     }
     if (turn.isRefused()) {
-      return NO_TURN;
+      return then.at(NO_TURN);
     }
     // The wait counts from the cursor's answer, which has just come back.
     long waitNanos = turn.waitTime().toNanos();
     long turnStart = time.nanoTime() + waitNanos;
-    time.sleepNanos(waitNanos);
-    checkNotLockedOut();
-    return new PacedTurn(turnStart, LimiterListener.Outcome.SHARED);
+    return TurnStep.waitThen(waitNanos, () -> {
+      checkNotLockedOut();
+      return then.at(new PacedTurn(turnStart, LimiterListener.Outcome.SHARED));
+    });
+  }
+
+  /** {@link #reserveShared}, behind a round trip: what the asynchronous path runs on its executor. */
+  private TurnStep reserving(Duration interval, Duration base, long deadline,
+      Function<Reservation, TurnStep> then) {
+    return TurnStep.roundTrip(() -> then.apply(reserveShared(interval, base, deadline)));
+  }
+
+  /** What follows the local pacing of a hand-over: whether it paced. */
+  @FunctionalInterface
+  private interface AfterPacing {
+    TurnStep paced(boolean pacedLocally);
   }
 
   /**
-   * While a hand-over lasts, sleeps until this process's next local turn, but no later than the
+   * While a hand-over lasts, waits until this process's next local turn, but no later than the
    * hand-over's end: until then another process may still pace locally, so this one paces no
    * faster than locally too; after it, every process is back on the shared cursor, and a turn
-   * still waiting locally would only hold the fleet below the ceiling. Returns whether it paced.
+   * still waiting locally would only hold the fleet below the ceiling. Goes on with whether it
+   * paced.
    */
-  private boolean paceLocallyDuringHandOver(Duration interval) throws InterruptedException {
+  private TurnStep paceLocallyDuringHandOver(Duration interval, AfterPacing then) {
     long end = handOverEnds;
     long now = time.nanoTime();
     if (end == NO_HAND_OVER || end - now <= 0) {
-      return false;
+      return then.paced(false);
     }
     long left = end - now;
-    time.sleepNanos(Math.min(left, degradedWait(interval, NO_DEADLINE, now, false)));
-    checkNotLockedOut();
-    return true;
+    return TurnStep.waitThen(Math.min(left, degradedWait(interval, NO_DEADLINE, now, false)), () -> {
+      checkNotLockedOut();
+      return then.paced(true);
+    });
   }
 
   /** Turns given up because this process woke too late for them. */
@@ -478,25 +599,6 @@ public final class DestinationLimiter {
         (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
   }
 
-  /**
-   * Whether a turn starting at {@code turnStart} falls inside a pause the destination asked for
-   * after it was granted: then it is not taken, the thread sleeps until the pause ends, and asks
-   * for a turn again (the cursor's own turns already lie after the pause).
-   */
-  private boolean heldForPause(long turnStart) throws InterruptedException {
-    long until = pausedUntil.get();
-    if (until == NO_PAUSE || until - turnStart <= 0) {
-      return false;
-    }
-    turnsHeldForPause.incrementAndGet();
-    long left = until - time.nanoTime();
-    if (left > 0) {
-      time.sleepNanos(left);
-    }
-    checkNotLockedOut();
-    return true;
-  }
-
   /** Turns granted before a pause and not taken because of it. */
   public long turnsHeldForPause() {
     return turnsHeldForPause.get();
@@ -547,7 +649,12 @@ public final class DestinationLimiter {
   }
 
   int availablePermits() {
-    return permits.availablePermits();
+    return permits.available();
+  }
+
+  /** Callers queued for a permit, blocked or asynchronous. */
+  int permitsWaiting() {
+    return permits.waiting();
   }
 
   private Reservation reserveShared(Duration interval, Duration base, long deadline) {

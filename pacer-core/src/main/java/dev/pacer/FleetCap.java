@@ -64,6 +64,11 @@ interface FleetCap {
     public Optional<Held> takeBy(long deadlineNanos) {
       return Optional.of(UNCAPPED_HELD);
     }
+
+    @Override
+    public Optional<Held> tryTakeNow() {
+      return Optional.of(UNCAPPED_HELD);
+    }
   };
 
   /** Waits for a slot, however long. */
@@ -71,6 +76,24 @@ interface FleetCap {
 
   /** Waits for a slot until {@code deadlineNanos} on the limiter's clock; empty if none by then. */
   Optional<Held> takeBy(long deadlineNanos) throws InterruptedException;
+
+  /**
+   * One attempt, without waiting: a slot (or, while the store is unavailable, a local permit) if
+   * one is free now. At most one round trip. {@link #take} is these attempts at the poll spacing
+   * of {@link #nextPollNanos}, with the caller asleep between them; {@link
+   * DestinationLimiter#acquireAsync()} makes the same attempts with no thread waiting between.
+   */
+  Optional<Held> tryTakeNow();
+
+  /** The spacing of the first poll for a slot. */
+  static long firstPollNanos() {
+    return TimeUnit.MILLISECONDS.toNanos(FIRST_POLL_MILLIS);
+  }
+
+  /** The spacing of the poll after one spaced {@code pollNanos}: doubled, up to the maximum. */
+  static long nextPollNanos(long pollNanos) {
+    return Math.min(pollNanos * 2, TimeUnit.MILLISECONDS.toNanos(MAX_POLL_MILLIS));
+  }
 
   /**
    * The cap of {@code destination} held in {@code slots}, or {@link #UNCAPPED} if it has none.
@@ -125,30 +148,39 @@ interface FleetCap {
     }
 
     private Optional<Held> poll(boolean bounded, long deadline) throws InterruptedException {
-      long pollNanos = TimeUnit.MILLISECONDS.toNanos(FIRST_POLL_MILLIS);
+      long pollNanos = firstPollNanos();
       while (true) {
-        FleetSlots.Claim claim = store.tryTake(name, slots);
-        switch (claim.outcome()) {
-          case TAKEN -> {
-            noteDegraded(false);
-            FleetSlots.Lease lease = claim.lease();
-            return Optional.of(lease::giveBack);
-          }
-          case UNAVAILABLE -> {
-            noteDegraded(true);
-            if (localPermits.tryAcquire()) {
-              return Optional.of(localPermits::release);
-            }
-          }
-          case FULL -> noteDegraded(false);
+        Optional<Held> held = tryTakeNow();
+        if (held.isPresent()) {
+          return held;
         }
         long left = deadline - time.nanoTime();
         if (bounded && left <= 0) {
           return Optional.empty();
         }
         time.sleepNanos(bounded ? Math.min(pollNanos, left) : pollNanos);
-        pollNanos = Math.min(pollNanos * 2, TimeUnit.MILLISECONDS.toNanos(MAX_POLL_MILLIS));
+        pollNanos = nextPollNanos(pollNanos);
       }
+    }
+
+    @Override
+    public Optional<Held> tryTakeNow() {
+      FleetSlots.Claim claim = store.tryTake(name, slots);
+      switch (claim.outcome()) {
+        case TAKEN -> {
+          noteDegraded(false);
+          FleetSlots.Lease lease = claim.lease();
+          return Optional.of(lease::giveBack);
+        }
+        case UNAVAILABLE -> {
+          noteDegraded(true);
+          if (localPermits.tryAcquire()) {
+            return Optional.of(localPermits::release);
+          }
+        }
+        case FULL -> noteDegraded(false);
+      }
+      return Optional.empty();
     }
 
     private void noteDegraded(boolean now) {

@@ -23,6 +23,7 @@ public final class LimiterRegistry {
   private final Cursor shared;
   private final Optional<FleetSlots> fleetSlots;
   private final TimeSource time;
+  private final AsyncPools pools;
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
   private final Listeners listeners = new Listeners();
 
@@ -33,7 +34,15 @@ public final class LimiterRegistry {
 
   /** A registry pacing against {@code shared}, with local time (degraded pacing, sleeps) from {@code time}. */
   public LimiterRegistry(Cursor shared, TimeSource time) {
-    this(shared, Optional.empty(), time);
+    this(shared, Optional.empty(), time, AsyncPools.defaults());
+  }
+
+  /**
+   * As {@link #LimiterRegistry(Cursor, TimeSource)}, with {@link DestinationLimiter#acquireAsync()}
+   * waiting and making its round trips on {@code pools} rather than {@link AsyncPools#defaults()}.
+   */
+  public LimiterRegistry(Cursor shared, TimeSource time, AsyncPools pools) {
+    this(shared, Optional.empty(), time, pools);
   }
 
   /**
@@ -46,13 +55,20 @@ public final class LimiterRegistry {
 
   /** As {@link #LimiterRegistry(Cursor, FleetSlots)}, with local time from {@code time}. */
   public LimiterRegistry(Cursor shared, FleetSlots fleetSlots, TimeSource time) {
-    this(shared, Optional.of(Objects.requireNonNull(fleetSlots, "fleet slots")), time);
+    this(shared, fleetSlots, time, AsyncPools.defaults());
   }
 
-  private LimiterRegistry(Cursor shared, Optional<FleetSlots> fleetSlots, TimeSource time) {
+  /** As {@link #LimiterRegistry(Cursor, FleetSlots, TimeSource)}, with {@code pools} for acquireAsync. */
+  public LimiterRegistry(Cursor shared, FleetSlots fleetSlots, TimeSource time, AsyncPools pools) {
+    this(shared, Optional.of(Objects.requireNonNull(fleetSlots, "fleet slots")), time, pools);
+  }
+
+  private LimiterRegistry(Cursor shared, Optional<FleetSlots> fleetSlots, TimeSource time,
+      AsyncPools pools) {
     this.shared = Objects.requireNonNull(shared, "shared cursor");
     this.fleetSlots = fleetSlots;
     this.time = Objects.requireNonNull(time, "time");
+    this.pools = Objects.requireNonNull(pools, "async pools");
   }
 
   /**
@@ -102,7 +118,7 @@ public final class LimiterRegistry {
       return existing;
     }
     DestinationLimiter limiter = new DestinationLimiter(destination, shared,
-        FleetCap.of(destination, fleetSlots, time), time, listeners);
+        FleetCap.of(destination, fleetSlots, time), time, pools, listeners);
     listeners.limiterCreated(limiter);
     limiters.put(destination.name(), limiter);
     return limiter;

@@ -1,6 +1,5 @@
 package dev.pacer;
 
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -15,16 +14,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Slot implements AutoCloseable {
 
-  private final Semaphore permits;
+  private final Permits permits;
   private final FleetCap.Held fleetSlot;
   private final long turnNanos;
   private final AtomicBoolean released = new AtomicBoolean();
 
-  Slot(Semaphore permits, long turnNanos) {
+  Slot(Permits permits, long turnNanos) {
     this(permits, FleetCap.UNCAPPED_HELD, turnNanos);
   }
 
-  private Slot(Semaphore permits, FleetCap.Held fleetSlot, long turnNanos) {
+  private Slot(Permits permits, FleetCap.Held fleetSlot, long turnNanos) {
     this.permits = permits;
     this.fleetSlot = fleetSlot;
     this.turnNanos = turnNanos;

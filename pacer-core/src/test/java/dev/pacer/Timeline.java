@@ -20,6 +20,17 @@ public final class Timeline {
     Collections.sort(this.instants);
   }
 
+  /** The instants at or after {@code from}. */
+  public List<Long> instantsFrom(long from) {
+    List<Long> out = new ArrayList<>();
+    for (long t : instants) {
+      if (t - from >= 0) {
+        out.add(t);
+      }
+    }
+    return out;
+  }
+
   public int size() {
     return instants.size();
   }

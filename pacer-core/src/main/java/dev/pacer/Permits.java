@@ -1,0 +1,118 @@
+package dev.pacer;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A limiter's {@code maxConcurrency} permits, handed out first come first served to blocked
+ * threads and to {@link DestinationLimiter#acquireAsync() asynchronous} acquisitions alike: one
+ * queue, so neither kind can overtake the other.
+ *
+ * <p>Each waiter is a {@link CompletableFuture} in the queue, completed when a permit is handed to
+ * it. A blocked thread waits on its future ({@link CompletableFuture#get()} parks, so a virtual
+ * thread waiting here leaves its carrier); an asynchronous acquisition waits on nothing. A waiter
+ * that gives up cancels its future: if the cancel loses the race with the hand-over, the permit
+ * it was handed goes back, to the next waiter. The lock is held only to move a permit or a waiter,
+ * never while completing a future, so no waiter's code runs under it.
+ */
+final class Permits {
+
+  private final ArrayDeque<CompletableFuture<Void>> waiters = new ArrayDeque<>();
+  private int available;
+
+  Permits(int permits) {
+    this.available = permits;
+  }
+
+  /** A future completed when this caller holds a permit; cancelling it before then gives up. */
+  CompletableFuture<Void> acquireAsync() {
+    CompletableFuture<Void> waiter = new CompletableFuture<>();
+    synchronized (this) {
+      if (available > 0 && waiters.isEmpty()) {
+        available--;
+        waiter.complete(null);
+        return waiter;
+      }
+      waiters.addLast(waiter);
+    }
+    waiter.whenComplete((done, failure) -> {
+      if (waiter.isCancelled()) {
+        withdraw(waiter);
+      }
+    });
+    return waiter;
+  }
+
+  /** Waits for a permit, in turn. */
+  void acquire() throws InterruptedException {
+    CompletableFuture<Void> waiter = acquireAsync();
+    try {
+      waiter.get();
+    } catch (InterruptedException e) {
+      giveUp(waiter);
+      throw e;
+    } catch (ExecutionException | CancellationException e) {
+      throw new IllegalStateException("a permit waiter is only ever completed normally", e);
+    }
+  }
+
+  /** Waits for a permit for at most {@code timeout} nanoseconds; returns whether one is held. */
+  boolean tryAcquire(long timeoutNanos) throws InterruptedException {
+    CompletableFuture<Void> waiter = acquireAsync();
+    try {
+      waiter.get(timeoutNanos, TimeUnit.NANOSECONDS);
+      return true;
+    } catch (TimeoutException e) {
+      return !waiter.cancel(false);
+    } catch (InterruptedException e) {
+      giveUp(waiter);
+      throw e;
+    } catch (ExecutionException | CancellationException e) {
+      throw new IllegalStateException("a permit waiter is only ever completed normally", e);
+    }
+  }
+
+  /**
+   * Gives up {@code waiter}: withdrawn if still queued, or its permit given back if it was handed
+   * one meanwhile.
+   */
+  void giveUp(CompletableFuture<Void> waiter) {
+    if (!waiter.cancel(false)) {
+      release();
+    }
+  }
+
+  /** Hands a permit to the longest waiter still waiting, or keeps it if none is. */
+  void release() {
+    while (true) {
+      CompletableFuture<Void> next;
+      synchronized (this) {
+        next = waiters.pollFirst();
+        if (next == null) {
+          available++;
+          return;
+        }
+      }
+      if (next.complete(null)) {
+        return;
+      }
+    }
+  }
+
+  synchronized int available() {
+    return available;
+  }
+
+  /** Waiters queued now (a cancelled one leaves the queue as it is cancelled). */
+  synchronized int waiting() {
+    return waiters.size();
+  }
+
+  private synchronized void withdraw(CompletableFuture<Void> waiter) {
+    waiters.remove(waiter);
+  }
+}

@@ -1,0 +1,292 @@
+package dev.pacer.postgres;
+
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterProbe;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.Slot;
+import java.net.URI;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * The child JVM of {@link VirtualThreadsTest}, run on a JDK with virtual threads (21 or later;
+ * this class is compiled for 17, so it starts them by reflection). Starts {@code threads} virtual
+ * threads that each take one turn with the blocking {@link DestinationLimiter#acquire()} on a
+ * real {@link PostgresCursor} and send one request to the destination; after {@code runMillis}
+ * interrupts those still waiting, and reports on one line what happened, with the count of JFR's
+ * {@code jdk.VirtualThreadPinned} events (every one, no threshold).
+ *
+ * <p>One turn and one request are taken first, outside the recording, so that the classes on the
+ * path are loaded. Then, recorded, it pins a carrier on purpose once (a virtual thread that blocks in a class
+ * initializer, which pins on every JDK so far): that event must be seen, or the count of the
+ * others proves nothing.
+ *
+ * <p>Arguments: {@code jdbcUrl destination doorUri threads ratePerSecond maxConcurrency
+ * runMillis}.
+ */
+public final class VirtualThreadWorker {
+
+  /** The path of the warm-up request, which the test leaves out of the run's arrivals. */
+  static final String WARM_UP_PATH = "/warm";
+
+  private static final String PINNED = "jdk.VirtualThreadPinned";
+  private static final int WAITING = 0;
+  private static final int SENDING = 1;
+  private static final int STOPPED = 2;
+
+  public static void main(String[] args) throws Exception {
+    String jdbcUrl = args[0];
+    String name = args[1];
+    URI door = URI.create(args[2]);
+    int threads = Integer.parseInt(args[3]);
+    double rate = Double.parseDouble(args[4]);
+    int concurrency = Integer.parseInt(args[5]);
+    long runMillis = Long.parseLong(args[6]);
+
+    PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build());
+    if (!cursor.connect(Duration.ofSeconds(30))) {
+      throw new IllegalStateException("could not connect to the test database");
+    }
+    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
+        .ratePerSecond(rate).maxConcurrency(concurrency).maxFetchingProcesses(1).build());
+    Connections client = new Connections(door);
+    // The paths of the run taken once first, on virtual threads, outside the recording: a turn
+    // and a request, a wait for a permit interrupted, a wait for a turn interrupted. The first use
+    // of a class loads it, and a virtual thread that meets a class being loaded pins its carrier
+    // for that once (measured: 10-18 such events, in BuiltinClassLoader and the HTTP client's
+    // class initializers, when 10,000 threads start cold).
+    startVirtual(() -> {
+      try (Slot slot = limiter.acquire()) {
+        client.get(WARM_UP_PATH);
+      } catch (Exception e) {
+        throw new IllegalStateException("the warm-up request failed", e);
+      }
+    }).join();
+    List<Slot> allPermits = new ArrayList<>();
+    for (int i = 0; i < concurrency; i++) {
+      allPermits.add(limiter.acquire());
+    }
+    Thread queued = startVirtual(() -> acquireUntilInterrupted(limiter));
+    while (LimiterProbe.permitsWaiting(limiter) == 0) {
+      Thread.sleep(1);
+    }
+    queued.interrupt();
+    queued.join();
+    allPermits.forEach(Slot::close);
+    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(limiter));
+    Thread.sleep(2);
+    sleeping.interrupt();
+    sleeping.join();
+
+    Recording recording = new Recording();
+    recording.enable(PINNED).withoutThreshold().withStackTrace();
+    recording.start();
+    startVirtual(PinsItsCarrier::load).join();
+
+    long skippedBefore = limiter.lateTurnsSkipped();
+    AtomicInteger sent = new AtomicInteger();
+    AtomicInteger interrupted = new AtomicInteger();
+    AtomicInteger failed = new AtomicInteger();
+    List<Thread> all = new ArrayList<>(threads);
+    List<AtomicInteger> phases = new ArrayList<>(threads);
+    List<Long> sendInstants = java.util.Collections.synchronizedList(new ArrayList<>());
+    for (int i = 0; i < threads; i++) {
+      String path = "/" + i;
+      AtomicInteger phase = new AtomicInteger(WAITING);
+      phases.add(phase);
+      all.add(startVirtual(() -> {
+        try (Slot slot = limiter.acquire()) {
+          if (phase.compareAndSet(WAITING, SENDING)) {
+            sendInstants.add(System.nanoTime());
+            client.get(path);
+            sent.incrementAndGet();
+          } else {
+            Thread.interrupted(); // stopped as it was granted: nothing sent
+            interrupted.incrementAndGet();
+          }
+        } catch (InterruptedException e) {
+          interrupted.incrementAndGet();
+        } catch (Exception e) {
+          if (failed.getAndIncrement() == 0) {
+            e.printStackTrace();
+          }
+        }
+      }));
+    }
+    Thread.sleep(runMillis);
+    // The threads still waiting for a turn are interrupted; a request already on its way is left
+    // to finish (interrupting the HTTP client's send is not what this measures).
+    for (int i = 0; i < threads; i++) {
+      if (phases.get(i).compareAndSet(WAITING, STOPPED)) {
+        all.get(i).interrupt();
+      }
+    }
+    long joinBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    int alive = 0;
+    for (Thread t : all) {
+      long left = joinBy - System.nanoTime();
+      if (left > 0) {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+      }
+      alive += t.isAlive() ? 1 : 0;
+    }
+    int permits = LimiterProbe.availablePermits(limiter);
+    long skipped = limiter.lateTurnsSkipped() - skippedBefore;
+    cursor.close();
+
+    recording.stop();
+    Path jfr = Files.createTempFile("pinning", ".jfr");
+    recording.dump(jfr);
+    recording.close();
+    int control = 0;
+    int pinned = 0;
+    for (RecordedEvent event : RecordingFile.readAllEvents(jfr)) {
+      if (!event.getEventType().getName().equals(PINNED)) {
+        continue;
+      }
+      if (mentions(event, PinsItsCarrier.class.getName())) {
+        control++;
+      } else {
+        if (pinned++ < 3) {
+          System.err.println("pinned (" + event.getValue("pinnedReason") + "):" + stack(event));
+        }
+      }
+    }
+    Files.delete(jfr);
+    // System.nanoTime() is the machine's monotonic clock on Linux, the door's clock too: printed
+    // so that the test can tell a burst sent from a burst measured.
+    synchronized (sendInstants) {
+      for (long t : sendInstants) {
+        System.out.println("SENT " + t);
+      }
+    }
+    System.out.printf("RESULT java=%s sent=%d interrupted=%d failed=%d alive=%d permits=%d/%d"
+            + " pinned=%d control=%d skipped=%d%n", Runtime.version().feature(), sent.get(),
+        interrupted.get(), failed.get(), alive, permits, concurrency, pinned, control, skipped);
+    System.out.flush();
+  }
+
+  private static void acquireUntilInterrupted(DestinationLimiter limiter) {
+    try (Slot slot = limiter.acquire()) {
+      throw new IllegalStateException("the warm-up's waiter was granted before its interrupt");
+    } catch (InterruptedException expected) {
+      // the path to warm
+    }
+  }
+
+  private static String stack(RecordedEvent event) {
+    StringBuilder out = new StringBuilder();
+    if (event.getStackTrace() != null) {
+      for (RecordedFrame frame : event.getStackTrace().getFrames()) {
+        out.append("\n    at ").append(frame.getMethod().getType().getName()).append('.')
+            .append(frame.getMethod().getName()).append(':').append(frame.getLineNumber());
+      }
+    }
+    return out.toString();
+  }
+
+  private static boolean mentions(RecordedEvent event, String className) {
+    if (event.getStackTrace() == null) {
+      return false;
+    }
+    for (RecordedFrame frame : event.getStackTrace().getFrames()) {
+      if (frame.getMethod().getType().getName().equals(className)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static Thread startVirtual(Runnable task) throws ReflectiveOperationException {
+    return (Thread) Thread.class.getMethod("startVirtualThread", Runnable.class)
+        .invoke(null, task);
+  }
+
+  /**
+   * HTTP/1.1 GETs on kept-alive connections, written by the calling thread itself: a request
+   * leaves the moment its thread writes it, with no hand-over to a client's own threads (the
+   * JDK's HTTP client passes each request through two, whose delays on a busy host bunched the
+   * arrivals: 103 in the busiest second at the door, against 101 as sent).
+   */
+  static final class Connections {
+    private final InetSocketAddress address;
+    private final ConcurrentLinkedQueue<Socket> idle = new ConcurrentLinkedQueue<>();
+
+    Connections(URI door) {
+      this.address = new InetSocketAddress(door.getHost(), door.getPort());
+    }
+
+    void get(String path) throws IOException {
+      Socket socket = idle.poll();
+      if (socket == null) {
+        socket = new Socket();
+        socket.setTcpNoDelay(true);
+        socket.connect(address, 10_000);
+        socket.setSoTimeout(10_000);
+      }
+      OutputStream out = socket.getOutputStream();
+      out.write(("GET " + path + " HTTP/1.1\r\nHost: " + address.getHostString() + "\r\n\r\n")
+          .getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      InputStream in = socket.getInputStream();
+      String head = readHead(in);
+      if (!head.startsWith("HTTP/1.1 200")) {
+        socket.close();
+        throw new IOException("the destination answered " + head.lines().findFirst().orElse(""));
+      }
+      long length = head.lines().map(l -> l.toLowerCase(Locale.ROOT))
+          .filter(l -> l.startsWith("content-length:"))
+          .mapToLong(l -> Long.parseLong(l.substring(15).trim())).findFirst().orElse(0);
+      in.skipNBytes(length);
+      idle.offer(socket);
+    }
+
+    private static String readHead(InputStream in) throws IOException {
+      ByteArrayOutputStream head = new ByteArrayOutputStream();
+      int matched = 0;
+      while (matched < 4) {
+        int b = in.read();
+        if (b < 0) {
+          throw new IOException("the destination closed the connection mid-answer");
+        }
+        head.write(b);
+        matched = (b == (matched % 2 == 0 ? '\r' : '\n')) ? matched + 1 : (b == '\r' ? 1 : 0);
+      }
+      return head.toString(StandardCharsets.US_ASCII);
+    }
+  }
+
+  /** Blocks in its class initializer: a virtual thread doing so pins its carrier. */
+  static final class PinsItsCarrier {
+    static {
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    static void load() {
+      // Loading the class runs the initializer.
+    }
+  }
+}
