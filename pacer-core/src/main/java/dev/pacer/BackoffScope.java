@@ -15,7 +15,9 @@ package dev.pacer;
  * </ul>
  */
 public enum BackoffScope {
+  /** Each process keeps its own multiplier. */
   PROCESS,
+  /** The multiplier is kept beside the shared cursor, for the whole fleet. */
   FLEET;
 
   /** The most a backoff widens the interval. */

@@ -28,6 +28,11 @@ public interface Cursor {
    * reach (a limiter passes where it last saw the cursor plus the most turns the rest of the fleet
    * can hold beyond that). The turns handed out before are still on their way; restarting at now
    * would overlap them. An intact cursor ignores it.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param interval the spacing of turns
+   * @param notBefore where the turn starts, from now, if the cursor is missing or must be reset
+   * @return the turn granted and its wait, or why there is none
    */
   Reservation reserve(String name, Duration interval, Duration notBefore);
 
@@ -35,15 +40,36 @@ public interface Cursor {
    * Like {@link #reserve(String, Duration, Duration)}, but only if the turn starts within {@code
    * maxWait}; otherwise answers {@link Reservation#refused()} and leaves the cursor exactly as it
    * was. Never throws.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param interval the spacing of turns
+   * @param notBefore where the turn starts, from now, if the cursor is missing or must be reset
+   * @param maxWait the latest start accepted for the turn, from now
+   * @return the turn granted and its wait, refused if it would start after {@code maxWait}, or why
+   *     there is none
    */
   Reservation tryReserve(String name, Duration interval, Duration notBefore, Duration maxWait);
 
-  /** Reserves the next turn for {@code name} at spacing {@code interval}. Never throws. */
+  /**
+   * Reserves the next turn for {@code name} at spacing {@code interval}. Never throws.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param interval the spacing of turns
+   * @return the turn granted and its wait, or why there is none
+   */
   default Reservation reserve(String name, Duration interval) {
     return reserve(name, interval, Duration.ZERO);
   }
 
-  /** {@link #tryReserve(String, Duration, Duration, Duration)} with no lower bound. */
+  /**
+   * {@link #tryReserve(String, Duration, Duration, Duration)} with no lower bound.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param interval the spacing of turns
+   * @param maxWait the latest start accepted for the turn, from now
+   * @return the turn granted and its wait, refused if it would start after {@code maxWait}, or why
+   *     there is none
+   */
   default Reservation tryReserve(String name, Duration interval, Duration maxWait) {
     return tryReserve(name, interval, Duration.ZERO, maxWait);
   }
@@ -58,7 +84,11 @@ public interface Cursor {
     return false;
   }
 
-  /** Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}). */
+  /**
+   * Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}).
+   *
+   * @return whether {@link #reserveUnderFleetBackoff} and {@link #throttled} are supported
+   */
   default boolean keepsFleetBackoff() {
     return false;
   }
@@ -71,6 +101,12 @@ public interface Cursor {
    * 1. {@code maxWait} null reserves unconditionally. A granted answer carries the multiplier
    * ({@link Reservation#fleetBackoff()}). Never throws.
    *
+   * @param name the destination's name, the key of its cursor
+   * @param interval the spacing of turns before the fleet's backoff multiplier
+   * @param notBefore where the turn starts, from now, if the cursor is missing or must be reset
+   * @param maxWait the latest start accepted for the turn, from now, or null for no limit
+   * @param cleanAnswers clean answers heard since this caller's last such reservation
+   * @return the turn granted, its wait and the multiplier applied, or why there is none
    * @throws UnsupportedOperationException unless {@link #keepsFleetBackoff()}
    */
   default Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
@@ -82,6 +118,7 @@ public interface Cursor {
    * A rate-pressure answer (429, 503) under the fleet's backoff: the multiplier kept for {@code
    * name} doubles, up to 16, and the count of clean answers starts again. Never throws.
    *
+   * @param name the destination's name, the key of its cursor
    * @return the new multiplier, or empty if the cursor could not record it
    */
   default OptionalInt throttled(String name) {
@@ -95,6 +132,8 @@ public interface Cursor {
    * cursor's {@linkplain #listen listeners} hear of it at once, so that turns granted before and
    * still waiting wait too. Never throws.
    *
+   * @param name the destination's name, the key of its cursor
+   * @param delay how long from now every turn is held
    * @return whether the store recorded the pause (false: only this process knows of it)
    */
   default boolean pause(String name, Duration delay) {
@@ -106,6 +145,8 @@ public interface Cursor {
    * reservations answer {@link Reservation#lockedOut}, until {@link #clearLockout}, and the
    * cursor's listeners hear of it at once. The first reason recorded is kept. Never throws.
    *
+   * @param name the destination's name, the key of its cursor
+   * @param reason why, as the operator will read it
    * @return whether the store recorded the lockout (false: only this process knows of it)
    */
   default boolean lockOut(String name, String reason) {
@@ -115,6 +156,7 @@ public interface Cursor {
   /**
    * Clears a recorded lockout of {@code name}: an operator's acknowledgement.
    *
+   * @param name the destination's name, the key of its cursor
    * @throws CursorStoreException if the store cannot be reached
    */
   default void clearLockout(String name) {}
@@ -122,21 +164,33 @@ public interface Cursor {
   /**
    * Tells {@code listener} of the pauses and lockouts of {@code name} that any process records,
    * as they happen, and of those already in force. A cursor that cannot tell ignores it.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param listener told of each pause and lockout
    */
   default void listen(String name, Listener listener) {}
 
   /** Hears what a destination told any process of the fleet. Called on the cursor's thread. */
   interface Listener {
-    /** A pause ({@code Retry-After}) is in force for {@code left} from now. */
+    /**
+     * A pause ({@code Retry-After}) is in force for {@code left} from now.
+     *
+     * @param left how long the pause lasts from now
+     */
     void paused(Duration left);
 
-    /** The destination is locked out, for {@code reason}. */
+    /**
+     * The destination is locked out, for {@code reason}.
+     *
+     * @param reason the reason recorded with the lockout
+     */
     void lockedOut(String reason);
   }
 
   /**
    * Forgets the cursor of {@code name}: the next reservation starts now.
    *
+   * @param name the destination's name, the key of its cursor
    * @throws CursorStoreException if the store cannot be reached (an operator action, so failing
    *     loudly is right here, unlike a reservation)
    */

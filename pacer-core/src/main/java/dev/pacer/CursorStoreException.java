@@ -4,6 +4,12 @@ package dev.pacer;
 public class CursorStoreException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * An operation on the store failed; {@code cause} says why.
+   *
+   * @param message what was being done
+   * @param cause the store's own error
+   */
   public CursorStoreException(String message, Throwable cause) {
     super(message, cause);
   }

@@ -39,7 +39,9 @@ import java.util.TreeSet;
  */
 public final class Destination {
 
+  /** The highest rate a destination may have, per second. */
   public static final double MAX_RATE_PER_SECOND = 1_000_000d;
+  /** The longest destination name, in characters. */
   public static final int MAX_NAME_LENGTH = 64;
 
   private final String name;
@@ -67,33 +69,67 @@ public final class Destination {
     this.backoffScope = b.backoffScope;
   }
 
-  /** Starts a builder; {@code ratePerSecond} must be set before {@link Builder#build()}. */
+  /**
+   * Starts a builder; {@code ratePerSecond} must be set before {@link Builder#build()}.
+   *
+   * @param name the destination's name (see {@link #validateName})
+   * @return a builder for a destination of that name
+   */
   public static Builder builder(String name) {
     return new Builder(name);
   }
 
+  /**
+   * The name: the key of the destination's cursor, shared by every process of the fleet.
+   *
+   * @return the name
+   */
   public String name() {
     return name;
   }
 
+  /**
+   * The ceiling, for the whole fleet.
+   *
+   * @return requests per second
+   */
   public double ratePerSecond() {
     return ratePerSecond;
   }
 
-  /** The spacing the ceiling implies: 1 s ÷ {@code ratePerSecond}. */
+  /**
+   * The spacing the ceiling implies: 1 s ÷ {@code ratePerSecond}.
+   *
+   * @return the interval between turns
+   */
   public Duration interval() {
     return interval;
   }
 
+  /**
+   * Requests in flight at once in one process.
+   *
+   * @return the per-process cap (default 4)
+   */
   public int maxConcurrency() {
     return maxConcurrency;
   }
 
-  /** Requests in flight at once across the fleet, if the destination caps them; empty if not. */
+  /**
+   * Requests in flight at once across the fleet, if the destination caps them; empty if not.
+   *
+   * @return the fleet-wide cap, or empty
+   */
   public OptionalInt maxConcurrencyFleetWide() {
     return maxConcurrencyFleetWide == 0 ? OptionalInt.empty() : OptionalInt.of(maxConcurrencyFleetWide);
   }
 
+  /**
+   * The most processes that can fetch from this destination at once: while the cursor is
+   * unavailable each paces at the rate divided by this.
+   *
+   * @return the degrade divisor (default 1)
+   */
   public int maxFetchingProcesses() {
     return maxFetchingProcesses;
   }
@@ -103,6 +139,8 @@ public final class Destination {
    * request in flight, {@code maxFetchingProcesses × maxConcurrency}. A caller takes its turn only
    * while it holds one of its process's {@code maxConcurrency} permits, so no process ever has more
    * turns queued than that.
+   *
+   * @return {@code maxFetchingProcesses × maxConcurrency}
    */
   public long maxQueuedTurns() {
     return (long) maxFetchingProcesses * maxConcurrency;
@@ -114,6 +152,8 @@ public final class Destination {
    * {@value dev.pacer.internal.Backoff#MAX_MULTIPLIER}). For 7/s, 3 processes × 6 requests in
    * flight: 18 turns × 143 ms × 16 = 41 s. A cursor further ahead than this came from something
    * else (a clock step, a hand-edited row), and waiting for it would stall the fleet.
+   *
+   * @return the longest honest queue, or about 292 years if it would overflow
    */
   public Duration longestHonestQueue() {
     try {
@@ -124,23 +164,47 @@ public final class Destination {
     }
   }
 
+  /**
+   * Statuses that lock the destination out (default 403).
+   *
+   * @return the lockout statuses
+   */
   public Set<Integer> lockoutStatusCodes() {
     return lockoutStatusCodes;
   }
 
+  /**
+   * Statuses that back off (default 429 and 503).
+   *
+   * @return the backoff statuses
+   */
   public Set<Integer> backoffStatusCodes() {
     return backoffStatusCodes;
   }
 
+  /**
+   * The longest pause a {@code Retry-After} may ask for; a longer one is cut to it.
+   *
+   * @return the cap on a pause (default 10 minutes)
+   */
   public Duration maxRetryAfter() {
     return maxRetryAfter;
   }
 
+  /**
+   * Where the backoff multiplier lives.
+   *
+   * @return the backoff scope (default {@link BackoffScope#PROCESS})
+   */
   public BackoffScope backoffScope() {
     return backoffScope;
   }
 
-  /** A builder with this destination's values, to derive a variant. */
+  /**
+   * A builder with this destination's values, to derive a variant.
+   *
+   * @return a builder holding this destination's values
+   */
   public Builder toBuilder() {
     Builder b = new Builder(name)
         .ratePerSecond(ratePerSecond)
@@ -154,7 +218,14 @@ public final class Destination {
     return b;
   }
 
-  /** Checks a destination name without building anything; throws naming the bad value. */
+  /**
+   * Checks a destination name without building anything; throws naming the bad value.
+   *
+   * @param name the name to check
+   * @return {@code name}, unchanged
+   * @throws IllegalArgumentException if the name is null, empty, longer than {@link
+   *     #MAX_NAME_LENGTH} characters, or holds whitespace, control or format characters
+   */
   public static String validateName(String name) {
     if (name == null) {
       throw new IllegalArgumentException("name must not be null");
@@ -225,6 +296,13 @@ public final class Destination {
       this.name = validateName(name);
     }
 
+    /**
+     * Sets the ceiling for the whole fleet. Required.
+     *
+     * @param rate requests per second, above 0 and at most {@link #MAX_RATE_PER_SECOND}
+     * @return this builder
+     * @throws IllegalArgumentException naming the rate if it is out of range
+     */
     public Builder ratePerSecond(double rate) {
       if (!Double.isFinite(rate) || rate <= 0 || rate > MAX_RATE_PER_SECOND) {
         throw new IllegalArgumentException(
@@ -234,6 +312,13 @@ public final class Destination {
       return this;
     }
 
+    /**
+     * Caps the requests in flight at once in one process. Default 4.
+     *
+     * @param maxConcurrency at least 1
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is below 1
+     */
     public Builder maxConcurrency(int maxConcurrency) {
       if (maxConcurrency < 1) {
         throw new IllegalArgumentException("maxConcurrency must be >= 1, got " + maxConcurrency);
@@ -245,6 +330,10 @@ public final class Destination {
     /**
      * Caps the requests in flight at once across the whole fleet at {@code n}; see {@link
      * FleetSlots}. The registry the destination's limiter comes from must then have fleet slots.
+     *
+     * @param n at least 1
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is below 1
      */
     public Builder maxConcurrencyFleetWide(int n) {
       if (n < 1) {
@@ -254,6 +343,14 @@ public final class Destination {
       return this;
     }
 
+    /**
+     * The most processes that can fetch from this destination at once: the divisor of the rate
+     * while the cursor is unavailable. Default 1.
+     *
+     * @param maxFetchingProcesses at least 1
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is below 1
+     */
     public Builder maxFetchingProcesses(int maxFetchingProcesses) {
       if (maxFetchingProcesses < 1) {
         throw new IllegalArgumentException(
@@ -263,16 +360,37 @@ public final class Destination {
       return this;
     }
 
+    /**
+     * The statuses that lock the destination out. Default 403.
+     *
+     * @param codes HTTP statuses, 100 to 599
+     * @return this builder
+     * @throws IllegalArgumentException naming the bad code
+     */
     public Builder lockoutStatusCodes(Set<Integer> codes) {
       this.lockoutStatusCodes = validStatusCodes("lockoutStatusCodes", codes);
       return this;
     }
 
+    /**
+     * The statuses that back off. Default 429 and 503.
+     *
+     * @param codes HTTP statuses, 100 to 599
+     * @return this builder
+     * @throws IllegalArgumentException naming the bad code
+     */
     public Builder backoffStatusCodes(Set<Integer> codes) {
       this.backoffStatusCodes = validStatusCodes("backoffStatusCodes", codes);
       return this;
     }
 
+    /**
+     * The longest pause a {@code Retry-After} may ask for. Default 10 minutes.
+     *
+     * @param maxRetryAfter above zero, at most a day
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is out of range
+     */
     public Builder maxRetryAfter(Duration maxRetryAfter) {
       if (maxRetryAfter == null || maxRetryAfter.isNegative() || maxRetryAfter.isZero()
           || maxRetryAfter.compareTo(Duration.ofDays(1)) > 0) {
@@ -283,6 +401,13 @@ public final class Destination {
       return this;
     }
 
+    /**
+     * Where the backoff multiplier lives. Default {@link BackoffScope#PROCESS}.
+     *
+     * @param backoffScope not null
+     * @return this builder
+     * @throws IllegalArgumentException if it is null
+     */
     public Builder backoffScope(BackoffScope backoffScope) {
       if (backoffScope == null) {
         throw new IllegalArgumentException("backoffScope must not be null");
@@ -292,6 +417,9 @@ public final class Destination {
     }
 
     /**
+     * Builds the destination.
+     *
+     * @return the destination
      * @throws IllegalArgumentException if the rate was never set, or a status code is both a
      *     lockout and a backoff code
      */

@@ -102,8 +102,11 @@ public final class DestinationFetcher {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationFetcher.class);
 
+  /** The default cap on a body, in bytes: 32 MiB. */
   public static final long DEFAULT_MAX_BODY_BYTES = 32L * 1024 * 1024;
+  /** The default number of redirects followed per fetch. */
   public static final int DEFAULT_MAX_REDIRECTS = 5;
+  /** The achieved rate is logged at INFO every this many requests. */
   public static final int RATE_LOG_EVERY = 50;
   /** The largest body {@link #fetch(URI)} can hold in one array. */
   private static final long MAX_IN_MEMORY = Integer.MAX_VALUE - 8;
@@ -143,21 +146,39 @@ public final class DestinationFetcher {
     this.listener = b.listener;
   }
 
-  /** A fetcher pacing through {@code limiter}. */
+  /**
+   * A fetcher pacing through {@code limiter}.
+   *
+   * @param limiter the destination's limiter
+   * @return a builder
+   */
   public static Builder builder(DestinationLimiter limiter) {
     return new Builder(limiter);
   }
 
+  /**
+   * The limiter this fetcher paces through.
+   *
+   * @return the limiter
+   */
   public DestinationLimiter limiter() {
     return limiter;
   }
 
-  /** Requests sent so far, redirect hops included (each one took a turn from the limiter). */
+  /**
+   * Requests sent so far, redirect hops included (each one took a turn from the limiter).
+   *
+   * @return the number of requests sent
+   */
   public long requestCount() {
     return requests.get();
   }
 
-  /** Requests answered with a backoff status so far. */
+  /**
+   * Requests answered with a backoff status so far.
+   *
+   * @return the number of backoff answers
+   */
   public long throttledCount() {
     return throttled.get();
   }
@@ -166,6 +187,7 @@ public final class DestinationFetcher {
    * Takes a turn, sends a GET for {@code uri}, follows its redirects (a turn each), and classifies
    * each answer; the body of the final 2xx is kept in memory.
    *
+   * @param uri the URI to fetch
    * @return the 2xx answer, its body {@linkplain FetchResponse.Content.InMemory in memory}
    * @throws LockedOutException on a lockout status, or if the destination was already locked out
    * @throws ThrottledException on a backoff status; the limiter has backed off
@@ -183,7 +205,13 @@ public final class DestinationFetcher {
    * is untouched if no 2xx arrives, and deleted if its body fails (over the cap, deadline, network
    * error, interrupt).
    *
+   * @param uri the URI to fetch
+   * @param bodyFile where the body of the final 2xx goes
    * @return the 2xx answer, its body {@linkplain FetchResponse.Content.InFile in the file}
+   * @throws LockedOutException on a lockout status, or if the destination was already locked out
+   * @throws ThrottledException on a backoff status; the limiter has backed off
+   * @throws FetchFailedException on any other failure, the body's included
+   * @throws InterruptedException if interrupted while waiting for a turn or an answer
    */
   public FetchResponse fetchTo(URI uri, Path bodyFile)
       throws InterruptedException, ThrottledException, FetchFailedException {
@@ -193,6 +221,8 @@ public final class DestinationFetcher {
 
   /**
    * {@link #warmUp(URI)} without the destination-specific parts (TLS, name resolution).
+   *
+   * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp() throws InterruptedException {
     warmUpClient();
@@ -218,6 +248,9 @@ public final class DestinationFetcher {
    * method-handle classes spun at their first call), and starts the client's selector thread;
    * after {@code warmUp} it loads 11. Building the client itself (about 400 ms cold) is not in
    * a turn: it happens in {@link Builder#build()}.
+   *
+   * @param destinationUrl a URL of the destination, for its scheme and host
+   * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI destinationUrl) throws InterruptedException {
     warmUpClient();
@@ -379,6 +412,10 @@ public final class DestinationFetcher {
     /**
      * Use this client instead of building one. It should not be shared across destinations, and
      * must not follow redirects itself: a redirect it followed would take no turn.
+     *
+     * @param client the client, not following redirects
+     * @return this builder
+     * @throws IllegalArgumentException if the client follows redirects
      */
     public Builder httpClient(HttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -389,6 +426,14 @@ public final class DestinationFetcher {
       return this;
     }
 
+    /**
+     * The largest body accepted, in bytes; a larger one fails the fetch. Default {@link
+     * #DEFAULT_MAX_BODY_BYTES}.
+     *
+     * @param maxBodyBytes at least 0
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is negative
+     */
     public Builder maxBodyBytes(long maxBodyBytes) {
       if (maxBodyBytes < 0) {
         throw new IllegalArgumentException("maxBodyBytes must be >= 0, got " + maxBodyBytes);
@@ -397,7 +442,13 @@ public final class DestinationFetcher {
       return this;
     }
 
-    /** The most redirects followed per fetch (0: none); one more fails the item. Default 5. */
+    /**
+     * The most redirects followed per fetch (0: none); one more fails the item. Default 5.
+     *
+     * @param maxRedirects at least 0
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is negative
+     */
     public Builder maxRedirects(int maxRedirects) {
       if (maxRedirects < 0) {
         throw new IllegalArgumentException("maxRedirects must be >= 0, got " + maxRedirects);
@@ -406,18 +457,37 @@ public final class DestinationFetcher {
       return this;
     }
 
+    /**
+     * The deadline for connecting, when this builder builds the client. Default 10 s.
+     *
+     * @param timeout above zero
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is not above zero
+     */
     public Builder connectTimeout(Duration timeout) {
       this.connectTimeout = positive("connectTimeout", timeout);
       return this;
     }
 
-    /** The deadline for each request's whole answer, body included. Default 60 s. */
+    /**
+     * The deadline for each request's whole answer, body included. Default 60 s.
+     *
+     * @param timeout above zero
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is not above zero
+     */
     public Builder requestTimeout(Duration timeout) {
       this.requestTimeout = positive("requestTimeout", timeout);
       return this;
     }
 
-    /** A header sent with every request (for example a User-Agent). */
+    /**
+     * A header sent with every request (for example a User-Agent).
+     *
+     * @param name the header's name
+     * @param value its value
+     * @return this builder
+     */
     public Builder header(String name, String value) {
       headers.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
       return this;
@@ -427,6 +497,9 @@ public final class DestinationFetcher {
      * Called with every request sent, redirect hops included, on the fetching thread, once its
      * status is known or it failed. Keep it quick: the request's slot is still held. If it throws,
      * the fetch goes on (logged once at WARN).
+     *
+     * @param listener told of each request sent
+     * @return this builder
      */
     public Builder onRequest(Consumer<SentRequest> listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
@@ -438,6 +511,11 @@ public final class DestinationFetcher {
       return this;
     }
 
+    /**
+     * Builds the fetcher, and its HTTP client unless one was given.
+     *
+     * @return the fetcher
+     */
     public DestinationFetcher build() {
       return new DestinationFetcher(this);
     }

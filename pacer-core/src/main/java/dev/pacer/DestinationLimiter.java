@@ -153,6 +153,11 @@ public final class DestinationLimiter {
     });
   }
 
+  /**
+   * The destination this limiter paces.
+   *
+   * @return the destination
+   */
   public Destination destination() {
     return destination;
   }
@@ -160,6 +165,7 @@ public final class DestinationLimiter {
   /**
    * Blocks until this caller's turn and returns its slot; close the slot when the request is done.
    *
+   * @return the turn's slot, to close when the request is done
    * @throws LockedOutException if the destination is locked out, before or during the wait
    * @throws InterruptedException if interrupted while waiting; no permit is kept
    */
@@ -174,7 +180,11 @@ public final class DestinationLimiter {
    * first connection to the destination: its lateness then falls into its own margin instead of
    * onto the next turn.
    *
+   * @param intervals how many turns the request takes, 1 to 16
+   * @return the turn's slot, to close when the request is done
    * @throws IllegalArgumentException if {@code intervals} is not 1 to 16
+   * @throws LockedOutException if the destination is locked out, before or during the wait
+   * @throws InterruptedException if interrupted while waiting; no permit is kept
    */
   public Slot acquire(int intervals) throws InterruptedException {
     if (intervals < 1 || intervals > 16) {
@@ -245,7 +255,10 @@ public final class DestinationLimiter {
    * Takes a turn only if it starts within {@code maxWait}; otherwise returns empty and consumes
    * nothing, neither a permit, a fleet slot, nor a turn on the shared cursor.
    *
+   * @param maxWait the latest start accepted, from now
+   * @return the turn's slot, or empty if the turn would start later
    * @throws LockedOutException if the destination is locked out
+   * @throws InterruptedException if interrupted while waiting; no permit is kept
    */
   public Optional<Slot> tryAcquire(Duration maxWait) throws InterruptedException {
     checkNotLockedOut();
@@ -468,7 +481,11 @@ public final class DestinationLimiter {
     });
   }
 
-  /** Turns given up because this process woke too late for them. */
+  /**
+   * Turns given up because this process woke too late for them.
+   *
+   * @return the number of turns skipped
+   */
   public long lateTurnsSkipped() {
     return lateTurnsSkipped.get();
   }
@@ -482,6 +499,8 @@ public final class DestinationLimiter {
    * ({@link #backoff(Duration)}); any other status is a clean response ({@link
    * #noteCleanResponse()}).
    *
+   * @param status the answer's HTTP status
+   * @return what the answer was taken for
    * @param retryAfter the answer's {@code Retry-After} header, or null if it has none; a value
    *     that is neither form is ignored and the status's own backoff still applies
    * @param source what was asked for (a URL), named in the lockout's reason
@@ -540,6 +559,8 @@ public final class DestinationLimiter {
    * A rate-pressure response that says how long to wait ({@code Retry-After}): doubles the
    * interval as {@link #backoff()} does, and pauses the fleet for {@code retryAfter} (see {@link
    * #pause}).
+   *
+   * @param retryAfter how long the destination asked the fleet to wait
    */
   public void backoff(Duration retryAfter) {
     backoff();
@@ -551,6 +572,8 @@ public final class DestinationLimiter {
    * delay} from now (at most {@link Destination#maxRetryAfter()}): this process at once, a turn
    * already granted but not yet begun included; the others as soon as the cursor tells them.
    * Requests already sent are not recalled.
+   *
+   * @param delay how long from now every turn is held
    */
   public void pause(Duration delay) {
     Duration capped = delay.compareTo(destination.maxRetryAfter()) > 0
@@ -571,6 +594,8 @@ public final class DestinationLimiter {
    * process that shares the cursor, and new limiters for the destination refuse from their first
    * reservation until an operator clears it ({@link Cursor#clearLockout}). Irreversible in this
    * limiter.
+   *
+   * @param reason why, as the operator will read it; null says only "locked out"
    */
   public void lockOut(String reason) {
     String recorded = reason == null ? "locked out" : reason;
@@ -599,28 +624,50 @@ public final class DestinationLimiter {
         (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
   }
 
-  /** Turns granted before a pause and not taken because of it. */
+  /**
+   * Turns granted before a pause and not taken because of it.
+   *
+   * @return the number of turns held
+   */
   public long turnsHeldForPause() {
     return turnsHeldForPause.get();
   }
 
-  /** How long the pause the destination asked for still lasts; zero if none is in force. */
+  /**
+   * How long the pause the destination asked for still lasts; zero if none is in force.
+   *
+   * @return the pause left
+   */
   public Duration pauseLeft() {
     long until = pausedUntil.get();
     long left = until == NO_PAUSE ? 0 : until - time.nanoTime();
     return Duration.ofNanos(Math.max(0, left));
   }
 
+  /**
+   * Whether the destination is locked out, here or anywhere in the fleet as far as this process has
+   * heard.
+   *
+   * @return whether every further turn is refused
+   */
   public boolean isLockedOut() {
     return lockoutReason != null;
   }
 
-  /** Why the destination was locked out (for example "HTTP 403 from ..."), or null if it is not. */
+  /**
+   * Why the destination was locked out (for example "HTTP 403 from ..."), or null if it is not.
+   *
+   * @return the reason, or null
+   */
   public String lockoutReason() {
     return lockoutReason;
   }
 
-  /** The current backoff multiplier on the interval: 1, 2, 4, 8 or 16. */
+  /**
+   * The current backoff multiplier on the interval: 1, 2, 4, 8 or 16.
+   *
+   * @return the multiplier
+   */
   public int backoffMultiplier() {
     return fleetScope ? fleetMultiplier.get() : backoff.multiplier();
   }
@@ -628,17 +675,27 @@ public final class DestinationLimiter {
   /**
    * The spacing of this process's turns: base × backoff (under {@link BackoffScope#FLEET}, the
    * fleet's multiplier as last seen).
+   *
+   * @return the interval now in force
    */
   public Duration currentInterval() {
     return Duration.ofNanos(baseIntervalNanos * backoffMultiplier());
   }
 
-  /** True while the last reservation had to be paced locally because the cursor was unavailable. */
+  /**
+   * True while the last reservation had to be paced locally because the cursor was unavailable.
+   *
+   * @return whether this process is pacing alone
+   */
   public boolean isDegraded() {
     return degraded;
   }
 
-  /** The rate of turns this process achieved over the last 10 s, per second. */
+  /**
+   * The rate of turns this process achieved over the last 10 s, per second.
+   *
+   * @return turns per second
+   */
   public double currentRate() {
     return meter.perSecond(time.nanoTime());
   }

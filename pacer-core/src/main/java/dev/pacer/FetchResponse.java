@@ -20,7 +20,11 @@ public record FetchResponse(URI uri, int status, long bodyBytes, Content content
   /** Where a fetched body is. */
   public sealed interface Content {
 
-    /** The body, held in memory. */
+    /**
+     * The body, held in memory.
+     *
+     * @param bytes the body
+     */
     record InMemory(byte[] bytes) implements Content {
       @Override
       public String toString() {
@@ -28,13 +32,18 @@ public record FetchResponse(URI uri, int status, long bodyBytes, Content content
       }
     }
 
-    /** The body, written to {@code file} and forced to the storage device. */
+    /**
+     * The body, written to {@code file} and forced to the storage device.
+     *
+     * @param file where the body is
+     */
     record InFile(Path file) implements Content {}
   }
 
   /**
    * The body of an answer fetched into memory.
    *
+   * @return the body's bytes
    * @throws IllegalStateException if the body was streamed to a file; read it there
    */
   public byte[] body() {

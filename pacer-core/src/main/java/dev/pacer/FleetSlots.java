@@ -22,13 +22,21 @@ public interface FleetSlots {
    * Takes one of the {@code slots} slots of {@code destination} if one is free now (never held, given
    * back, or its lease run out); otherwise answers {@link Claim#full()}, or {@link
    * Claim#unavailable()} when the store cannot be asked. At most one round trip; never throws.
+   *
+   * @param destination the destination's name
+   * @param slots how many slots the destination has, its fleet-wide cap
+   * @return a taken slot, full, or unavailable
    */
   Claim tryTake(String destination, int slots);
 
   /** A slot taken by this process; hold it while the request is in flight. */
   interface Lease {
 
-    /** Which of the destination's slots, 0 to n - 1. */
+    /**
+     * Which of the destination's slots, 0 to n - 1.
+     *
+     * @return the slot's number
+     */
     int slot();
 
     /**
@@ -43,8 +51,11 @@ public interface FleetSlots {
 
     /** The three kinds of answer. */
     public enum Outcome {
+      /** A slot was taken: {@link #lease()} holds it. */
       TAKEN,
+      /** Every slot is held. */
       FULL,
+      /** The store could not be asked. */
       UNAVAILABLE
     }
 
@@ -59,20 +70,39 @@ public interface FleetSlots {
       this.lease = lease;
     }
 
+    /**
+     * A slot was taken.
+     *
+     * @param lease the slot
+     * @return a claim holding it
+     */
     public static Claim taken(Lease lease) {
       return new Claim(Outcome.TAKEN, Objects.requireNonNull(lease, "lease"));
     }
 
-    /** Every slot is held by a live lease; nothing was taken. */
+    /**
+     * Every slot is held by a live lease; nothing was taken.
+     *
+     * @return the full claim
+     */
     public static Claim full() {
       return FULL;
     }
 
-    /** The store could not be asked; nothing was taken. */
+    /**
+     * The store could not be asked; nothing was taken.
+     *
+     * @return the unavailable claim
+     */
     public static Claim unavailable() {
       return UNAVAILABLE;
     }
 
+    /**
+     * What kind of answer this is.
+     *
+     * @return the outcome
+     */
     public Outcome outcome() {
       return outcome;
     }
@@ -80,6 +110,7 @@ public interface FleetSlots {
     /**
      * The slot taken.
      *
+     * @return the lease
      * @throws IllegalStateException unless taken
      */
     public Lease lease() {

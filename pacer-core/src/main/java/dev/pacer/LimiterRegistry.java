@@ -27,12 +27,22 @@ public final class LimiterRegistry {
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
   private final Listeners listeners = new Listeners();
 
-  /** A registry pacing against {@code shared}, on the system clock. */
+  /**
+   * A registry pacing against {@code shared}, on the system clock.
+   *
+   * @param shared the cursor every limiter paces against
+   */
   public LimiterRegistry(Cursor shared) {
     this(shared, TimeSource.SYSTEM);
   }
 
-  /** A registry pacing against {@code shared}, with local time (degraded pacing, sleeps) from {@code time}. */
+  /**
+   * A registry pacing against {@code shared}, with local time (degraded pacing, sleeps) from {@code
+   * time}.
+   *
+   * @param shared the cursor every limiter paces against
+   * @param time the local clock
+   */
   public LimiterRegistry(Cursor shared, TimeSource time) {
     this(shared, Optional.empty(), time, AsyncPools.defaults());
   }
@@ -48,12 +58,21 @@ public final class LimiterRegistry {
   /**
    * A registry pacing against {@code shared} and holding fleet-wide concurrency caps in {@code
    * fleetSlots}, on the system clock. Destinations without a cap never touch {@code fleetSlots}.
+   *
+   * @param shared the cursor every limiter paces against
+   * @param fleetSlots where fleet-wide caps are held
    */
   public LimiterRegistry(Cursor shared, FleetSlots fleetSlots) {
     this(shared, fleetSlots, TimeSource.SYSTEM);
   }
 
-  /** As {@link #LimiterRegistry(Cursor, FleetSlots)}, with local time from {@code time}. */
+  /**
+   * As {@link #LimiterRegistry(Cursor, FleetSlots)}, with local time from {@code time}.
+   *
+   * @param shared the cursor every limiter paces against
+   * @param fleetSlots where fleet-wide caps are held
+   * @param time the local clock
+   */
   public LimiterRegistry(Cursor shared, FleetSlots fleetSlots, TimeSource time) {
     this(shared, fleetSlots, time, AsyncPools.defaults());
   }
@@ -74,6 +93,8 @@ public final class LimiterRegistry {
   /**
    * The limiter for {@code destination}, created on first use.
    *
+   * @param destination the destination
+   * @return its limiter, the same one for every call with that configuration
    * @throws IllegalArgumentException if a different configuration is registered under its name,
    *     or the destination caps its concurrency fleet-wide and this registry has no fleet slots
    */

@@ -22,10 +22,16 @@ public final class LocalCursor implements Cursor {
   private final Map<String, FleetBackoff> backoffs = new HashMap<>();
   private final Map<String, List<Listener>> listeners = new HashMap<>();
 
+  /**
+   * A cursor on {@code time}.
+   *
+   * @param time the clock its turns are computed on
+   */
   public LocalCursor(TimeSource time) {
     this.time = time;
   }
 
+  /** A cursor on the system clock. */
   public LocalCursor() {
     this(TimeSource.SYSTEM);
   }

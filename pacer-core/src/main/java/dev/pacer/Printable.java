@@ -12,6 +12,12 @@ public final class Printable {
 
   private Printable() {}
 
+  /**
+   * Quotes {@code s} for a message, as the class comment describes.
+   *
+   * @param s any string, or null
+   * @return {@code s} quoted, escaped and cut; {@code null} for null
+   */
   public static String quote(String s) {
     if (s == null) {
       return "null";

@@ -13,11 +13,15 @@ import java.util.OptionalInt;
  */
 public final class Reservation {
 
-  /** The three kinds of answer. */
+  /** The four kinds of answer. */
   public enum Outcome {
+    /** A turn, after {@link #waitTime()}. */
     GRANTED,
+    /** No turn: it would have started too late; nothing was consumed. */
     REFUSED,
+    /** No turn: the destination is locked out ({@link #lockoutReason()}). */
     LOCKED_OUT,
+    /** The cursor's store could not be asked. */
     UNAVAILABLE
   }
 
@@ -46,7 +50,12 @@ public final class Reservation {
     this.fleetBackoff = fleetBackoff;
   }
 
-  /** A turn that starts after {@code wait} (zero or positive). */
+  /**
+   * A turn that starts after {@code wait} (zero or positive).
+   *
+   * @param wait how long until the turn
+   * @return the granted reservation
+   */
   public static Reservation granted(Duration wait) {
     Objects.requireNonNull(wait, "wait");
     if (wait.isNegative()) {
@@ -55,12 +64,21 @@ public final class Reservation {
     return new Reservation(Outcome.GRANTED, wait, Duration.ZERO, null);
   }
 
-  /** Granted with a wait in nanoseconds. */
+  /**
+   * Granted with a wait in nanoseconds.
+   *
+   * @param waitNanos how long until the turn; a negative wait is zero
+   * @return the granted reservation
+   */
   public static Reservation grantedNanos(long waitNanos) {
     return granted(Duration.ofNanos(Math.max(0L, waitNanos)));
   }
 
-  /** The turn would start later than the caller accepts; the cursor was not advanced. */
+  /**
+   * The turn would start later than the caller accepts; the cursor was not advanced.
+   *
+   * @return the refusal
+   */
   public static Reservation refused() {
     return REFUSED;
   }
@@ -68,13 +86,20 @@ public final class Reservation {
   /**
    * The destination is locked out fleet-wide ({@link Cursor#lockOut}): no turn, and nothing
    * consumed, until an operator clears it.
+   *
+   * @param reason the reason recorded with the lockout
+   * @return the lockout
    */
   public static Reservation lockedOut(String reason) {
     Objects.requireNonNull(reason, "reason");
     return new Reservation(Outcome.LOCKED_OUT, null, Duration.ZERO, reason);
   }
 
-  /** The cursor's store could not be consulted. */
+  /**
+   * The cursor's store could not be consulted.
+   *
+   * @return the unavailable answer
+   */
   public static Reservation unavailable() {
     return UNAVAILABLE;
   }
@@ -84,6 +109,9 @@ public final class Reservation {
    * cursor, a hand-over that ends {@code left} from the answer: until then some process may still
    * pace locally, so the caller should also pace this turn as it would locally, and wait for the
    * later of the two.
+   *
+   * @param left how long after the answer the hand-over ends, above zero
+   * @return this turn, handed over
    */
   public Reservation duringHandOver(Duration left) {
     if (outcome != Outcome.GRANTED) {
@@ -99,6 +127,9 @@ public final class Reservation {
   /**
    * This granted turn, spaced by the fleet's backoff {@code multiplier} that the cursor keeps
    * ({@link BackoffScope#FLEET}).
+   *
+   * @param multiplier 1 to 16
+   * @return this turn, with its multiplier
    */
   public Reservation withFleetBackoff(int multiplier) {
     if (outcome != Outcome.GRANTED) {
@@ -110,33 +141,65 @@ public final class Reservation {
     return new Reservation(outcome, wait, handOverLeft, null, multiplier);
   }
 
-  /** The fleet's backoff multiplier this turn was spaced by, if the cursor keeps one. */
+  /**
+   * The fleet's backoff multiplier this turn was spaced by, if the cursor keeps one.
+   *
+   * @return the multiplier, or empty
+   */
   public OptionalInt fleetBackoff() {
     return fleetBackoff == 0 ? OptionalInt.empty() : OptionalInt.of(fleetBackoff);
   }
 
-  /** Whether this turn was granted during a hand-over (see {@link #duringHandOver}). */
+  /**
+   * Whether this turn was granted during a hand-over (see {@link #duringHandOver}).
+   *
+   * @return whether the caller should also pace this turn locally
+   */
   public boolean isHandOver() {
     return !handOverLeft.isZero();
   }
 
-  /** How long after the answer the hand-over ends; zero when this turn was not handed over. */
+  /**
+   * How long after the answer the hand-over ends; zero when this turn was not handed over.
+   *
+   * @return the hand-over left
+   */
   public Duration handOverLeft() {
     return handOverLeft;
   }
 
+  /**
+   * The kind of answer.
+   *
+   * @return the outcome
+   */
   public Outcome outcome() {
     return outcome;
   }
 
+  /**
+   * Whether a turn was granted.
+   *
+   * @return whether the outcome is {@link Outcome#GRANTED}
+   */
   public boolean isGranted() {
     return outcome == Outcome.GRANTED;
   }
 
+  /**
+   * Whether the turn would have started too late.
+   *
+   * @return whether the outcome is {@link Outcome#REFUSED}
+   */
   public boolean isRefused() {
     return outcome == Outcome.REFUSED;
   }
 
+  /**
+   * Whether the destination is locked out.
+   *
+   * @return whether the outcome is {@link Outcome#LOCKED_OUT}
+   */
   public boolean isLockedOut() {
     return outcome == Outcome.LOCKED_OUT;
   }
@@ -144,6 +207,7 @@ public final class Reservation {
   /**
    * Why the destination is locked out, as recorded.
    *
+   * @return the reason
    * @throws IllegalStateException unless locked out
    */
   public String lockoutReason() {
@@ -153,6 +217,11 @@ public final class Reservation {
     return lockoutReason;
   }
 
+  /**
+   * Whether the store could not be asked.
+   *
+   * @return whether the outcome is {@link Outcome#UNAVAILABLE}
+   */
   public boolean isUnavailable() {
     return outcome == Outcome.UNAVAILABLE;
   }
@@ -160,6 +229,7 @@ public final class Reservation {
   /**
    * How long the caller waits before its turn.
    *
+   * @return the wait, zero or positive
    * @throws IllegalStateException unless granted: there is no wait to speak of otherwise
    */
   public Duration waitTime() {

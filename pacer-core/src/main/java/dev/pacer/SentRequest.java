@@ -28,11 +28,18 @@ public record SentRequest(
    * fetcher's own work. What the client does after the hand-over
    * (connecting, and in a cold JVM loading itself: see {@link DestinationFetcher#warmUp(URI)}) is
    * not in it.
+   *
+   * @return the time from the turn to the hand-over
    */
   public Duration lateness() {
     return Duration.ofNanos(sentNanos - turnNanos);
   }
 
+  /**
+   * Whether a status arrived.
+   *
+   * @return whether {@code status} is not {@link #NO_STATUS}
+   */
   public boolean answered() {
     return status != NO_STATUS;
   }

@@ -38,6 +38,8 @@ public final class Slot implements AutoCloseable {
    * The {@link TimeSource#nanoTime()} instant at which this turn began: for a turn on the shared
    * cursor, the local time the cursor answered plus the wait it answered (a cursor's wait counts
    * from its answer); for a turn paced locally, the local turn's instant.
+   *
+   * @return the turn's instant, on the limiter's clock
    */
   public long turnNanos() {
     return turnNanos;

@@ -8,14 +8,26 @@ package dev.pacer;
 public class ThrottledException extends Exception {
   private static final long serialVersionUID = 1L;
 
+  /** The HTTP status that signalled rate pressure. */
   private final int status;
 
+  /**
+   * A backoff answer from {@code destination}.
+   *
+   * @param destination the destination's name
+   * @param status the HTTP status
+   * @param uri the URI that was asked for
+   */
   public ThrottledException(String destination, int status, String uri) {
     super("destination " + destination + " answered " + status + " (rate pressure) for " + uri);
     this.status = status;
   }
 
-  /** The HTTP status that signalled rate pressure. */
+  /**
+   * The HTTP status that signalled rate pressure.
+   *
+   * @return the status
+   */
   public int status() {
     return status;
   }

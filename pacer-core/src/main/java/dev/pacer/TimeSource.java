@@ -10,15 +10,26 @@ package dev.pacer;
  */
 public interface TimeSource {
 
-  /** Monotonic nanoseconds, as {@link System#nanoTime()}: only differences are meaningful. */
+  /**
+   * Monotonic nanoseconds, as {@link System#nanoTime()}: only differences are meaningful.
+   *
+   * @return the current instant, in nanoseconds
+   */
   long nanoTime();
 
-  /** Blocks for {@code nanos} (no-op if not positive). */
+  /**
+   * Blocks for {@code nanos} (no-op if not positive).
+   *
+   * @param nanos how long to block
+   * @throws InterruptedException if interrupted while blocked
+   */
   void sleepNanos(long nanos) throws InterruptedException;
 
   /**
    * Wall-clock milliseconds since the epoch, as {@link System#currentTimeMillis()}: used only where
    * processes on different hosts must act at the same instants (retry boundaries after an outage).
+   *
+   * @return the current time, in milliseconds since the epoch
    */
   default long epochMillis() {
     return System.currentTimeMillis();
@@ -27,6 +38,8 @@ public interface TimeSource {
   /**
    * Wall-clock microseconds since the epoch, from {@link java.time.Instant#now()}: used only to
    * place events of several processes on one timeline.
+   *
+   * @return the current time, in microseconds since the epoch
    */
   default long epochMicros() {
     java.time.Instant now = java.time.Instant.now();

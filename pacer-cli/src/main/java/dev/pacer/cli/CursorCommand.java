@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.CursorStoreException;
+import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.postgres.PostgresCursor;
 import java.util.concurrent.Callable;
@@ -34,11 +35,13 @@ public final class CursorCommand implements Runnable {
     String name;
 
     @Mixin DbOptions dbOptions;
+    @Mixin CursorOptions cursorOptions;
 
     @Override
     public Integer call() throws Exception {
       RunOptions.checkDestinationName(name);
-      try (WorkState store = dbOptions.connect();
+      CursorPlace place = cursorOptions.place();
+      try (WorkState store = dbOptions.connect(place);
           PostgresCursor cursor = store.database().cursor()) {
         cursor.clear(name);
       } catch (CursorStoreException e) {

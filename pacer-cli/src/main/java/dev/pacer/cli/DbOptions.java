@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.EmbeddedDatabase;
 import dev.pacer.cli.db.WorkState;
@@ -69,17 +70,22 @@ public final class DbOptions {
 
   /** The database to use, the embedded one started if needed; not yet connected. */
   Database resolve() throws BadInputException {
+    return resolve(CursorPlace.DEFAULT);
+  }
+
+  /** As {@link #resolve()}, its cursors kept at {@code cursorPlace}. */
+  Database resolve(CursorPlace cursorPlace) throws BadInputException {
     Optional<String> url = givenUrl();
     if (url.isPresent()) {
       try {
-        return new Database(url.get());
+        return new Database(url.get(), cursorPlace);
       } catch (IllegalArgumentException e) {
         throw new BadInputException(e.getMessage());
       }
     }
     EmbeddedDatabase embedded = embedded();
     try {
-      return new Database(embedded.ensureRunning());
+      return new Database(embedded.ensureRunning(), cursorPlace);
     } catch (IOException | RuntimeException e) {
       throw new BadInputException("could not start the embedded PostgreSQL in "
           + embedded.directory() + ": " + Secrets.redact(e.getMessage()) + " (see "
@@ -89,7 +95,12 @@ public final class DbOptions {
 
   /** The connected work state with the schema in place; an unreachable database is bad input. */
   WorkState connect() throws BadInputException {
-    Database database = resolve();
+    return connect(CursorPlace.DEFAULT);
+  }
+
+  /** As {@link #connect()}, its cursors kept at {@code cursorPlace}. */
+  WorkState connect(CursorPlace cursorPlace) throws BadInputException {
+    Database database = resolve(cursorPlace);
     WorkState state = new WorkState(database);
     try {
       state.ensureSchema();

@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.EmbeddedDatabase;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.demo.DemoServer;
@@ -70,6 +71,7 @@ public final class DemoCommand implements Callable<Integer> {
   Double maxLoad;
 
   @Mixin DbOptions dbOptions;
+  @Mixin CursorOptions cursorOptions;
 
   @Override
   public Integer call() throws Exception {
@@ -96,10 +98,11 @@ public final class DemoCommand implements Callable<Integer> {
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
         processes);
+    CursorPlace cursorPlace = cursorOptions.place();
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
-    try (WorkState store = dbOptions.connect(); DemoServer server = new DemoServer(rate, 2)) {
+    try (WorkState store = dbOptions.connect(cursorPlace); DemoServer server = new DemoServer(rate, 2)) {
       List<String> urls = new ArrayList<>();
       int items = (int) Math.round(seconds * rate);
       for (int i = 1; i <= items; i++) {

@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.UrlList;
@@ -57,6 +58,7 @@ public final class FetchCommand implements Callable<Integer> {
 
   @Mixin RunOptions run;
   @Mixin DbOptions dbOptions;
+  @Mixin CursorOptions cursorOptions;
 
   @Override
   public Integer call() throws Exception {
@@ -68,7 +70,8 @@ public final class FetchCommand implements Callable<Integer> {
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     String runId = UUID.randomUUID().toString();
     RunSettings settings = run.settings(runId, jobName, destinationName, processes);
-    try (WorkState state = dbOptions.connect()) {
+    CursorPlace cursorPlace = cursorOptions.place();
+    try (WorkState state = dbOptions.connect(cursorPlace)) {
       return new JobRun(state, out, err, !noProgress).run(urls, settings, processes,
           Optional.empty());
     }

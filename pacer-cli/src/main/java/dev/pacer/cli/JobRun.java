@@ -183,7 +183,9 @@ final class JobRun {
 
   private static Ended conveyor(Database database, RunSettings settings, int processes,
       Optional<Duration> timeLimit) throws IOException, InterruptedException, SQLException {
-    Conveyor conveyor = new Conveyor(database, RunOptions.workerArgs(settings), processes);
+    List<String> workerArgs = new java.util.ArrayList<>(RunOptions.workerArgs(settings));
+    workerArgs.addAll(database.cursorPlace().args());
+    Conveyor conveyor = new Conveyor(database, workerArgs, processes);
     conveyor.start();
     List<Integer> codes;
     try {

@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.CursorStatus;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.JobStore;
@@ -41,11 +42,13 @@ public final class StatusCommand implements Callable<Integer> {
   String job;
 
   @Mixin DbOptions dbOptions;
+  @Mixin CursorOptions cursorOptions;
 
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
-    try (WorkState store = dbOptions.connect();
+    CursorPlace cursorPlace = cursorOptions.place();
+    try (WorkState store = dbOptions.connect(cursorPlace);
         RequestLog requestLog = new RequestLog(store.database())) {
       out.println("Database: " + store.database().redactedUrl());
       out.println();
@@ -75,7 +78,7 @@ public final class StatusCommand implements Callable<Integer> {
         }
       }
       out.println();
-      out.println("Destinations (fleet-wide cursor)");
+      out.println("Destinations (fleet-wide cursor in " + cursorPlace + ")");
       Map<String, CursorStatus.CursorRow> cursors = new LinkedHashMap<>();
       Set<String> shown = jobs.stream().map(JobStore.JobRow::destination).collect(Collectors.toSet());
       for (CursorStatus.CursorRow c : store.cursors().all()) {

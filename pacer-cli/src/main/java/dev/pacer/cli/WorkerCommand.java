@@ -25,6 +25,7 @@ public final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--db", defaultValue = "${env:PACER_DB}") String db;
 
   @Mixin RunOptions run;
+  @Mixin CursorOptions cursor;
 
   @Override
   public Integer call() throws Exception {
@@ -33,7 +34,7 @@ public final class WorkerCommand implements Callable<Integer> {
     }
     Database database;
     try {
-      database = new Database(db);
+      database = new Database(db, cursor.place());
     } catch (IllegalArgumentException e) {
       throw new BadInputException(e.getMessage());
     }

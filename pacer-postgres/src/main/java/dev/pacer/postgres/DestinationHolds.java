@@ -12,8 +12,14 @@ import java.util.Optional;
  */
 public record DestinationHolds(Duration pauseLeft, Optional<String> lockoutReason) {
 
+  /** No pause and no lockout. */
   public static final DestinationHolds NONE = new DestinationHolds(Duration.ZERO, Optional.empty());
 
+  /**
+   * Whether a lockout is recorded.
+   *
+   * @return whether {@code lockoutReason} is present
+   */
   public boolean isLockedOut() {
     return lockoutReason.isPresent();
   }

@@ -21,7 +21,12 @@ public final class JdbcUrls {
 
   private JdbcUrls() {}
 
-  /** The URL with every secret-bearing parameter and user-info password replaced by {@code ***}. */
+  /**
+   * The URL with every secret-bearing parameter and user-info password replaced by {@code ***}.
+   *
+   * @param jdbcUrl a JDBC URL, or null
+   * @return the URL without its secrets, or null for null
+   */
   public static String redact(String jdbcUrl) {
     if (jdbcUrl == null) {
       return null;

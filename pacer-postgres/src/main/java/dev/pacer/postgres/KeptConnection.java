@@ -28,12 +28,29 @@ public final class KeptConnection implements AutoCloseable {
   /** Opens a connection ready for work (session settings applied). */
   @FunctionalInterface
   public interface Opener {
+    /**
+     * Opens the connection.
+     *
+     * @return a connection ready for work
+     * @throws SQLException if it cannot be opened
+     */
     Connection open() throws SQLException;
   }
 
-  /** A unit of work on the connection. */
+  /**
+   * A unit of work on the connection.
+   *
+   * @param <T> what the work returns
+   */
   @FunctionalInterface
   public interface Work<T> {
+    /**
+     * Does the work.
+     *
+     * @param c the kept connection
+     * @return the work's result
+     * @throws SQLException if the work fails
+     */
     T apply(Connection c) throws SQLException;
   }
 
@@ -46,6 +63,10 @@ public final class KeptConnection implements AutoCloseable {
   private boolean closed;
 
   /**
+   * A connection kept under {@code policy}, not yet opened.
+   *
+   * @param policy the database's outage policy, told of each outcome
+   * @param opener opens the connection, and a new one when it died
    * @param isOutage which failures mean the database is unreachable (a lost connection always does)
    * @param resetOnRelease whether a connection given back is first reset ({@code RESET ALL}): set
    *     it when the opener borrows from a pool, which would otherwise hand this session's settings
@@ -64,6 +85,11 @@ public final class KeptConnection implements AutoCloseable {
   /**
    * A connection whose failures count as an outage only when the connection is lost, opened by
    * {@code opener} whose reads are bounded by {@code readTimeout}.
+   *
+   * @param policy the database's outage policy, told of each outcome
+   * @param opener opens the connection, and a new one when it died
+   * @param readTimeout the bound on the connection's reads
+   * @return the kept connection, not yet opened
    */
   public static KeptConnection onConnectionLoss(OutagePolicy policy, Opener opener,
       Duration readTimeout) {
@@ -74,6 +100,9 @@ public final class KeptConnection implements AutoCloseable {
    * Runs {@code work}, replacing a connection that died since its last use and running it once
    * more; see the class comment.
    *
+   * @param <T> what the work returns
+   * @param work the work, run once or twice
+   * @return the work's result
    * @throws SQLException 08001 while the policy holds the database down or after {@link #close()},
    *     or the failure of the work
    */
@@ -108,6 +137,8 @@ public final class KeptConnection implements AutoCloseable {
    * Opens the connection now if there is none, without asking or telling the policy: for the
    * policy's own probe (which reports its outcome itself) and for a start-up connection that may
    * take longer than an operation.
+   *
+   * @throws SQLException if the connection cannot be opened, or with 08003 after {@link #close()}
    */
   public void open() throws SQLException {
     if (closed) {
@@ -116,7 +147,11 @@ public final class KeptConnection implements AutoCloseable {
     connection();
   }
 
-  /** Whether a connection is open (it may still turn out to have died). */
+  /**
+   * Whether a connection is open (it may still turn out to have died).
+   *
+   * @return whether a connection is held
+   */
   public boolean isConnected() {
     return connection != null;
   }

@@ -60,20 +60,40 @@ public final class OutagePolicy {
   /** An attempt at the database made at a boundary on the policy's own initiative. */
   @FunctionalInterface
   public interface Probe {
+    /**
+     * Attempts the database.
+     *
+     * @throws SQLException if the attempt failed
+     */
     void attempt() throws SQLException;
   }
 
   /** Runs a probe after a delay; injected so that tests run boundaries on a fake clock. */
   @FunctionalInterface
   public interface Scheduler {
+    /**
+     * Runs {@code task} once, {@code delay} from now.
+     *
+     * @param task the probe to run
+     * @param delay how long from now
+     */
     void schedule(Runnable task, Duration delay);
 
-    /** No background probe: the first caller after a boundary makes the attempt. */
+    /**
+     * No background probe: the first caller after a boundary makes the attempt.
+     *
+     * @return a scheduler that runs nothing
+     */
     static Scheduler none() {
       return (task, delay) -> { };
     }
 
-    /** One daemon thread, started at the first outage. */
+    /**
+     * One daemon thread, started at the first outage.
+     *
+     * @param name the thread's name
+     * @return the scheduler
+     */
     static DaemonScheduler daemonThread(String name) {
       return new DaemonScheduler(name);
     }
@@ -132,8 +152,12 @@ public final class OutagePolicy {
   private volatile boolean down;
 
   /**
+   * A policy for one database, up until its first failure.
+   *
    * @param name what the WARN calls the database (never a URL: it may carry a password)
    * @param cooldown the spacing of retry boundaries; zero retries at every attempt
+   * @param time the clock of the retry grid (its wall clock places the boundaries)
+   * @param scheduler runs the probe at each boundary
    * @param probe the attempt made at a boundary (see {@link Scheduler#none()} for none)
    */
   public OutagePolicy(String name, Duration cooldown, TimeSource time, Scheduler scheduler,
@@ -152,6 +176,8 @@ public final class OutagePolicy {
    * Whether the caller may try the database now. While up, always. While down, only the first
    * caller at or after the boundary, which then must report {@link #succeeded()} or {@link
    * #failed}.
+   *
+   * @return whether to try the database now
    */
   public boolean tryAttempt() {
     if (!down) {
@@ -174,6 +200,8 @@ public final class OutagePolicy {
    * True while an attempt now would be refused: down, and the boundary not reached or its attempt
    * already in flight. A quick look that claims nothing, for callers that would otherwise queue
    * for a connection first.
+   *
+   * @return whether an attempt now would be refused
    */
   public boolean refusesNow() {
     if (!down) {
@@ -188,6 +216,8 @@ public final class OutagePolicy {
    * How long until the policy lets the next attempt through: zero while up, else the time to the
    * next boundary. A caller that retries on its own waits this long (and a little more, so that the
    * boundary's probe goes first) instead of keeping a schedule of its own.
+   *
+   * @return the time to the next boundary, or zero while up
    */
   public Duration untilNextAttempt() {
     if (!down) {
@@ -204,6 +234,8 @@ public final class OutagePolicy {
    * Opens a connection under the policy, for a user that holds it itself (a lock session): refused
    * while down without touching the network, and the outcome reported.
    *
+   * @param opener opens the connection
+   * @return the open connection, the caller's to close
    * @throws SQLException 08001 while down, or the opener's failure
    */
   public Connection open(KeptConnection.Opener opener) throws SQLException {
@@ -228,7 +260,11 @@ public final class OutagePolicy {
         + " next multiple of " + cooldownMillis + " ms on the wall clock", "08001");
   }
 
-  /** True while down: callers answer without the database. */
+  /**
+   * True while down: callers answer without the database.
+   *
+   * @return whether the database is held down
+   */
   public boolean isDown() {
     return down;
   }
@@ -252,7 +288,11 @@ public final class OutagePolicy {
     }
   }
 
-  /** An attempt failed because the database could not be reached or did not answer in time. */
+  /**
+   * An attempt failed because the database could not be reached or did not answer in time.
+   *
+   * @param cause the failure, logged with the outage's one WARN
+   */
   public void failed(SQLException cause) {
     failures.incrementAndGet();
     long delayMillis;
@@ -284,32 +324,55 @@ public final class OutagePolicy {
   /**
    * True from a return until the next boundary has passed: another process of the fleet may
    * return only then (see the class comment), so turns taken meanwhile are paced locally as well.
+   *
+   * @return whether a hand-over is under way
    */
   public boolean isHandingOver() {
     return !handOverLeft().isZero();
   }
 
-  /** How long the hand-over still lasts (see {@link #isHandingOver()}); zero when there is none. */
+  /**
+   * How long the hand-over still lasts (see {@link #isHandingOver()}); zero when there is none.
+   *
+   * @return the hand-over left
+   */
   public Duration handOverLeft() {
     long until = handOverUntilMillis;
     return until == UP ? Duration.ZERO : Duration.ofMillis(Math.max(0, until - time.epochMillis()));
   }
 
-  /** Failed attempts so far, every outage together. */
+  /**
+   * Failed attempts so far, every outage together.
+   *
+   * @return the number of failed attempts
+   */
   public long failureCount() {
     return failures.get();
   }
 
-  /** Attempts let through at boundaries so far (probes and callers that came first). */
+  /**
+   * Attempts let through at boundaries so far (probes and callers that came first).
+   *
+   * @return the number of attempts at boundaries
+   */
   public long boundaryAttempts() {
     return probes.get();
   }
 
-  /** The clock the policy and its users measure on. */
+  /**
+   * The clock the policy and its users measure on.
+   *
+   * @return the clock
+   */
   public TimeSource time() {
     return time;
   }
 
+  /**
+   * The spacing of the retry boundaries on the wall clock.
+   *
+   * @return the cooldown
+   */
   public Duration cooldown() {
     return Duration.ofMillis(cooldownMillis);
   }
@@ -344,7 +407,12 @@ public final class OutagePolicy {
     return Math.floorDiv(epochMillis, cooldownMillis) * cooldownMillis + cooldownMillis;
   }
 
-  /** Whether a failure means the connection is gone (rather than one statement failing). */
+  /**
+   * Whether a failure means the connection is gone (rather than one statement failing).
+   *
+   * @param e the failure
+   * @return whether its SQLState says the connection is lost (08, 57P, or none)
+   */
   public static boolean isConnectionLoss(SQLException e) {
     String state = e.getSQLState();
     return state == null || state.startsWith("08") || state.startsWith("57P");

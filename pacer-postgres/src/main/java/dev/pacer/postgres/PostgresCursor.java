@@ -102,6 +102,12 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    */
   private static final Duration LISTENER_CONNECT_TIMEOUT = Duration.ofSeconds(10);
 
+  /**
+   * A cursor as {@code config} says; it connects at its first reservation or at {@link
+   * #connect(Duration)}.
+   *
+   * @param config where and how to reach PostgreSQL
+   */
   public PostgresCursor(PostgresCursorConfig config) {
     this.config = config;
     this.sql = config.layout().sql();
@@ -247,6 +253,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * start a run against a locked-out destination. (The key/value layout records neither apart from
    * the cursor itself, and answers {@link DestinationHolds#NONE}.)
    *
+   * @param name the destination's name
+   * @return the pause and the lockout in force
    * @throws CursorStoreException if PostgreSQL cannot be asked
    */
   public DestinationHolds holdsInForce(String name) {
@@ -311,6 +319,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * cold JVM is the slow one (three worker JVMs starting on one core measured 48 to 68 ms against
    * 1 to 5 ms later), and the first turn is placed from that slow trip alone.
    *
+   * @param timeout how long the first connection may take
    * @return whether the cursor is connected
    */
   public boolean connect(Duration timeout) {
@@ -345,27 +354,48 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  /** Connection attempts made so far (each connect counts, successful or not). */
+  /**
+   * Connection attempts made so far (each connect counts, successful or not).
+   *
+   * @return the number of connection attempts
+   */
   public long connectionAttempts() {
     return connectionAttempts.get();
   }
 
-  /** Failed reservations so far (each counted once, after its retry). */
+  /**
+   * Failed reservations so far (each counted once, after its retry).
+   *
+   * @return the number of failed reservations
+   */
   public long failureCount() {
     return failures.get();
   }
 
-  /** True while the outage policy holds the database down: reservations answer "unavailable". */
+  /**
+   * True while the outage policy holds the database down: reservations answer "unavailable".
+   *
+   * @return whether the database is held down
+   */
   @Override
   public boolean isLatched() {
     return policy.isDown();
   }
 
-  /** The outage policy this cursor answers to. */
+  /**
+   * The outage policy this cursor answers to.
+   *
+   * @return the policy
+   */
   public OutagePolicy outagePolicy() {
     return policy;
   }
 
+  /**
+   * The configuration this cursor was built with.
+   *
+   * @return the configuration
+   */
   public PostgresCursorConfig config() {
     return config;
   }

@@ -64,6 +64,12 @@ public final class PostgresCursorConfig {
   /**
    * Connect with a JDBC URL ({@code jdbc:postgresql://host:port/db}) and connection properties
    * (user, password, ...). The properties are copied.
+   *
+   * @param jdbcUrl a {@code jdbc:postgresql:} URL
+   * @param properties connection properties, or null for none
+   * @return a builder
+   * @throws IllegalArgumentException if the URL is not a PostgreSQL JDBC URL (named without its
+   *     secrets)
    */
   public static Builder forUrl(String jdbcUrl, Properties properties) {
     if (jdbcUrl == null || !jdbcUrl.startsWith("jdbc:postgresql:")) {
@@ -78,7 +84,14 @@ public final class PostgresCursorConfig {
     return new Builder(jdbcUrl, copy, null);
   }
 
-  /** Connect with a JDBC URL that carries everything it needs. */
+  /**
+   * Connect with a JDBC URL that carries everything it needs.
+   *
+   * @param jdbcUrl a {@code jdbc:postgresql:} URL
+   * @return a builder
+   * @throws IllegalArgumentException if the URL is not a PostgreSQL JDBC URL (named without its
+   *     secrets)
+   */
   public static Builder forUrl(String jdbcUrl) {
     return forUrl(jdbcUrl, new Properties());
   }
@@ -86,6 +99,9 @@ public final class PostgresCursorConfig {
   /**
    * Take one connection from {@code dataSource} and keep it (another if it dies). With a pool, that
    * connection stays borrowed for the cursor's lifetime.
+   *
+   * @param dataSource where the connection comes from
+   * @return a builder
    */
   public static Builder forDataSource(DataSource dataSource) {
     return new Builder(null, null, Objects.requireNonNull(dataSource, "dataSource"));
@@ -128,27 +144,56 @@ public final class PostgresCursorConfig {
     return c;
   }
 
+  /**
+   * Where the cursors are stored.
+   *
+   * @return the layout (default {@link TableLayout#pacerTable()})
+   */
   public TableLayout layout() {
     return layout;
   }
 
+  /**
+   * The most a reservation may spend on the database (see the class comment).
+   *
+   * @return the operation timeout (default 1 s)
+   */
   public Duration operationTimeout() {
     return operationTimeout;
   }
 
+  /**
+   * The spacing of retry boundaries after a failure (see the class comment).
+   *
+   * @return the cooldown (default 5 s)
+   */
   public Duration failureCooldown() {
     return failureCooldown;
   }
 
+  /**
+   * How far ahead a stored cursor may be before it is reset as corrupt (see the class comment).
+   *
+   * @return the reset bound (default 1 h)
+   */
   public Duration resetBeyond() {
     return resetBeyond;
   }
 
+  /**
+   * Whether the dedicated session keeps {@code synchronous_commit} on.
+   *
+   * @return the setting (default false)
+   */
   public boolean synchronousCommit() {
     return synchronousCommit;
   }
 
-  /** Whether a background thread reconnects at each retry boundary (default true). */
+  /**
+   * Whether a background thread reconnects at each retry boundary (default true).
+   *
+   * @return whether the cursor reconnects in the background
+   */
   public boolean backgroundReconnect() {
     return backgroundReconnect;
   }
@@ -157,7 +202,11 @@ public final class PostgresCursorConfig {
     return time;
   }
 
-  /** The shared outage policy, if one was given. */
+  /**
+   * The shared outage policy, if one was given.
+   *
+   * @return the policy given, or empty
+   */
   public Optional<OutagePolicy> outagePolicy() {
     return Optional.ofNullable(outagePolicy);
   }
@@ -192,16 +241,37 @@ public final class PostgresCursorConfig {
       this.dataSource = dataSource;
     }
 
+    /**
+     * Where the cursors are stored. Default {@link TableLayout#pacerTable()}.
+     *
+     * @param layout the layout
+     * @return this builder
+     */
     public Builder layout(TableLayout layout) {
       this.layout = Objects.requireNonNull(layout, "layout");
       return this;
     }
 
+    /**
+     * The most a reservation may spend on the database. Default 1 s.
+     *
+     * @param timeout above zero
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is not above zero
+     */
     public Builder operationTimeout(Duration timeout) {
       this.operationTimeout = positive("operationTimeout", timeout);
       return this;
     }
 
+    /**
+     * The spacing of retry boundaries after a failure; zero retries at every reservation. Default 5
+     * s.
+     *
+     * @param cooldown zero or more
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is negative
+     */
     public Builder failureCooldown(Duration cooldown) {
       if (cooldown == null || cooldown.isNegative()) {
         throw new IllegalArgumentException("failureCooldown must be >= 0, got " + cooldown);
@@ -210,11 +280,24 @@ public final class PostgresCursorConfig {
       return this;
     }
 
+    /**
+     * How far ahead a stored cursor may be before it is reset as corrupt. Default 1 h.
+     *
+     * @param resetBeyond above zero, and above the longest honest queue of every destination
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is not above zero
+     */
     public Builder resetBeyond(Duration resetBeyond) {
       this.resetBeyond = positive("resetBeyond", resetBeyond);
       return this;
     }
 
+    /**
+     * Whether the dedicated session keeps {@code synchronous_commit} on. Default false.
+     *
+     * @param synchronousCommit the setting
+     * @return this builder
+     */
     public Builder synchronousCommit(boolean synchronousCommit) {
       this.synchronousCommit = synchronousCommit;
       return this;
@@ -223,13 +306,21 @@ public final class PostgresCursorConfig {
     /**
      * Whether a background thread reconnects exactly at each retry boundary (default true). Off,
      * the first reservation after a boundary reconnects; tests on a fake clock turn it off.
+     *
+     * @param backgroundReconnect the setting
+     * @return this builder
      */
     public Builder backgroundReconnect(boolean backgroundReconnect) {
       this.backgroundReconnect = backgroundReconnect;
       return this;
     }
 
-    /** The clock of the cursor's own outage policy and its database clock (tests substitute a fake). */
+    /**
+     * The clock of the cursor's own outage policy and its database clock (tests substitute a fake).
+     *
+     * @param time the clock
+     * @return this builder
+     */
     public Builder timeSource(TimeSource time) {
       this.time = Objects.requireNonNull(time, "time");
       return this;
@@ -239,12 +330,20 @@ public final class PostgresCursorConfig {
      * The outage policy of the database, shared with everything else this process keeps there
      * (its time source and cooldown then apply, not {@link #failureCooldown}, {@link
      * #backgroundReconnect} or {@link #timeSource} for its retry grid).
+     *
+     * @param policy the database's policy
+     * @return this builder
      */
     public Builder outagePolicy(OutagePolicy policy) {
       this.outagePolicy = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
+    /**
+     * Builds the configuration.
+     *
+     * @return the configuration
+     */
     public PostgresCursorConfig build() {
       return new PostgresCursorConfig(this);
     }

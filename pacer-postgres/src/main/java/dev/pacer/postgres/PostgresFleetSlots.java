@@ -53,6 +53,7 @@ import org.slf4j.LoggerFactory;
 public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresFleetSlots.class);
+  /** How long a slot outlives its holder's last renewal, unless given another. */
   public static final Duration DEFAULT_LEASE = Duration.ofSeconds(10);
 
   private final PostgresCursorConfig config;
@@ -69,6 +70,8 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   private volatile boolean closed;
 
   /**
+   * Fleet slots in {@code pacer_fleet_slot}, on a connection of their own.
+   *
    * @param config where the database is and how long an operation may take (its layout and
    *     outage policy are the cursor's business and ignored here)
    * @param policy the database's outage policy, the one the cursor answers to
@@ -90,7 +93,13 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
         config.dataSource() != null, config.operationTimeout().dividedBy(2));
   }
 
-  /** Slots on the cursor's database, under the cursor's outage policy, with the default lease. */
+  /**
+   * Slots on the cursor's database, under the cursor's outage policy, with the default lease.
+   *
+   * @param cursor the cursor whose database and outage policy the slots use
+   * @param holder who holds the slots, as {@code status} shows it
+   * @return the fleet slots
+   */
   public static PostgresFleetSlots sharing(PostgresCursor cursor, String holder) {
     return new PostgresFleetSlots(cursor.config(), cursor.outagePolicy(), holder, DEFAULT_LEASE);
   }
@@ -128,17 +137,31 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     }
   }
 
-  /** How long a slot outlives its holder's last renewal. */
+  /**
+   * How long a slot outlives its holder's last renewal.
+   *
+   * @return the lease
+   */
   public Duration lease() {
     return Duration.ofMillis(leaseMillis);
   }
 
-  /** Slots this process holds now. */
+  /**
+   * Slots this process holds now.
+   *
+   * @return the number of slots held
+   */
   public int heldByThisProcess() {
     return held.size();
   }
 
-  /** Live leases per destination, read on {@code c} (for a status display); none if no table. */
+  /**
+   * Live leases per destination, read on {@code c} (for a status display); none if no table.
+   *
+   * @param c a connection to the database
+   * @return the live leases per destination
+   * @throws SQLException if they cannot be read
+   */
   public static List<Holding> holdings(Connection c) throws SQLException {
     List<Holding> out = new ArrayList<>();
     try (PreparedStatement s = c.prepareStatement(
@@ -154,7 +177,13 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     return out;
   }
 
-  /** A destination's slots held under live leases, by how many distinct holders. */
+  /**
+   * A destination's slots held under live leases, by how many distinct holders.
+   *
+   * @param destination the destination's name
+   * @param slotsHeld the slots held
+   * @param holders the distinct processes holding them
+   */
   public record Holding(String destination, int slotsHeld, int holders) {}
 
   /**

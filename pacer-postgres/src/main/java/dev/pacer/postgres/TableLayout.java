@@ -42,22 +42,49 @@ public final class TableLayout {
     this.sql = sql;
   }
 
-  /** Pacer's own (unlogged) table, created on first use. */
+  /**
+   * Pacer's own (unlogged) table, created on first use.
+   *
+   * @param table the table's name, optionally schema-qualified
+   * @return the layout
+   * @throws IllegalArgumentException naming the table if it is not an identifier
+   */
   public static TableLayout pacerTable(String table) {
     return new TableLayout(CursorSql.pacerTable(SqlIdentifiers.qualifiedName("table", table)));
   }
 
-  /** The default: Pacer's own table {@code pacer_cursor}. */
+  /**
+   * The default: Pacer's own table {@code pacer_cursor}.
+   *
+   * @return the layout
+   */
   public static TableLayout pacerTable() {
     return pacerTable("pacer_cursor");
   }
 
-  /** A Django-style database cache table ({@code cache_key}, {@code value}, {@code expires}). */
+  /**
+   * A Django-style database cache table ({@code cache_key}, {@code value}, {@code expires}).
+   *
+   * @param table the table's name, optionally schema-qualified
+   * @return the layout, with the key prefix {@value #DEFAULT_KEY_PREFIX}
+   * @throws IllegalArgumentException naming the table if it is not an identifier
+   */
   public static TableLayout djangoCache(String table) {
     return keyValueTable(table, "cache_key", "value", "expires", DEFAULT_KEY_PREFIX);
   }
 
-  /** Any existing key/value table with a text key, a text value and a timestamptz expiry. */
+  /**
+   * Any existing key/value table with a text key, a text value and a timestamptz expiry.
+   *
+   * @param table the table's name, optionally schema-qualified
+   * @param keyColumn the text key's column
+   * @param valueColumn the text value's column
+   * @param expiresColumn the timestamptz expiry's column
+   * @param keyPrefix put before the destination's name to make its key
+   * @return the layout
+   * @throws IllegalArgumentException naming the value if a name is not an identifier or the prefix
+   *     is null
+   */
   public static TableLayout keyValueTable(
       String table, String keyColumn, String valueColumn, String expiresColumn, String keyPrefix) {
     if (keyPrefix == null) {
@@ -77,6 +104,8 @@ public final class TableLayout {
    * reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an unconditional
    * reservation). For tools that run exactly Pacer's statement outside it, such as the benchmark's
    * {@code pgbench} script. (A destination under the fleet's backoff uses a variant of its own.)
+   *
+   * @return the statement
    */
   public String reservationSql() {
     return sql.reserve();
@@ -86,6 +115,8 @@ public final class TableLayout {
    * Whether a lockout is recorded for processes started later: in Pacer's table layout, in a
    * logged table beside the cursors ({@code <table>_lockout}). The key/value layout keeps only
    * the cursor; there a lockout reaches the processes running when it happens.
+   *
+   * @return whether a lockout outlives the processes that heard it
    */
   public boolean recordsLockouts() {
     return sql.holds().recordsLockouts();

@@ -105,12 +105,7 @@ class PostgresCursorTest {
   }
 
   /** The original (Python) design's reservation, on its key/value row; parameters: key, gap x 4. */
-  private static final String ORIGINAL_DESIGN_STATEMENT =
-      "INSERT INTO " + CACHE + " (cache_key, value, expires)"
-          + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
-          + " ON CONFLICT (cache_key) DO UPDATE"
-          + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, " + CACHE + ".value::numeric) + ?)::text"
-          + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";
+  private static final String ORIGINAL_DESIGN_STATEMENT = OriginalDesign.statement(CACHE);
 
   /**
    * The statement of the original (Python) design, run beside Pacer on the same row: the two

@@ -18,9 +18,11 @@ import java.util.Optional;
 public final class CursorStatus {
 
   private final StoreConnection connection;
+  private final CursorPlace place;
 
-  CursorStatus(StoreConnection connection) {
+  CursorStatus(StoreConnection connection, CursorPlace place) {
     this.connection = connection;
+    this.place = place;
   }
 
   /**
@@ -36,23 +38,29 @@ public final class CursorStatus {
     return connection.call(PostgresFleetSlots::holdings);
   }
 
+  /**
+   * Every cursor kept at the place, with its lockout. The table's name is spliced into the SQL: a
+   * {@link CursorPlace} holds only names that {@code TableLayout} accepted as identifiers.
+   */
   public List<CursorRow> all() throws SQLException {
     return connection.call(c -> {
-      Map<String, String> lockouts = lockouts(c);
+      Map<String, String> lockouts = place.layout() == CursorPlace.Layout.PACER
+          ? lockouts(c, place.table() + "_lockout") : new HashMap<>();
       List<CursorRow> out = new ArrayList<>();
-      // paused_until is read through to_jsonb so that a table from before pauses still reads.
-      try (PreparedStatement s = c.prepareStatement(
-          "SELECT name, extract(epoch FROM next_at - clock_timestamp()),"
-              + " extract(epoch FROM clock_timestamp() - updated_at),"
-              + " extract(epoch FROM (to_jsonb(c) ->> 'paused_until')::timestamptz"
-              + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1)"
-              + " FROM pacer_cursor c ORDER BY name");
-          ResultSet r = s.executeQuery()) {
+      try (PreparedStatement s = c.prepareStatement(place.layout() == CursorPlace.Layout.PACER
+              ? pacerTableRows(place.table()) : cacheTableRows(place.table()))) {
+        if (place.layout() == CursorPlace.Layout.DJANGO_CACHE) {
+          s.setInt(1, place.keyPrefix().length());
+          s.setInt(2, place.keyPrefix().length());
+          s.setString(3, place.keyPrefix());
+        }
+        ResultSet r = s.executeQuery();
         while (r.next()) {
           String name = r.getString(1);
           out.add(new CursorRow(name, r.getDouble(2), r.getDouble(3), Math.max(0, r.getDouble(4)),
               Optional.ofNullable(lockouts.remove(name)), r.getInt(5)));
         }
+        r.close();
       } catch (SQLException e) {
         if (!"42P01".equals(e.getSQLState())) {
           throw e;
@@ -65,10 +73,36 @@ public final class CursorStatus {
     });
   }
 
-  private static Map<String, String> lockouts(Connection c) throws SQLException {
+  /** paused_until and backoff are read through to_jsonb, so that an older table still reads. */
+  /** A value the reservation statement reads as a cursor (epoch seconds as decimal text). */
+  private static final String READABLE_VALUE =
+      "'^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$'";
+
+  private static String pacerTableRows(String table) {
+    return "SELECT name, extract(epoch FROM next_at - clock_timestamp()),"
+        + " extract(epoch FROM clock_timestamp() - updated_at),"
+        + " extract(epoch FROM (to_jsonb(c) ->> 'paused_until')::timestamptz"
+        + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1)"
+        + " FROM " + table + " c ORDER BY name";
+  }
+
+  /**
+   * A cache table's cursors are the rows under the prefix whose value is the cursor's epoch
+   * seconds. Each reservation sets {@code expires} to 30 days after it, which says when it was
+   * made; a pause moves the value itself, so it shows as a cursor ahead, and no backoff is kept.
+   */
+  private static String cacheTableRows(String table) {
+    return "SELECT substr(cache_key, ? + 1),"
+        + " value::numeric - extract(epoch FROM clock_timestamp()),"
+        + " extract(epoch FROM clock_timestamp() - (expires - interval '30 days')), 0, 1"
+        + " FROM " + table + " WHERE left(cache_key, ?) = ? AND value ~ " + READABLE_VALUE
+        + " ORDER BY cache_key";
+  }
+
+  private static Map<String, String> lockouts(Connection c, String table) throws SQLException {
     Map<String, String> out = new HashMap<>();
     try (PreparedStatement s = c.prepareStatement(
-        "SELECT name, reason || ' (since ' || locked_at || ')' FROM pacer_cursor_lockout");
+        "SELECT name, reason || ' (since ' || locked_at || ')' FROM " + table);
         ResultSet r = s.executeQuery()) {
       while (r.next()) {
         out.put(r.getString(1), r.getString(2));

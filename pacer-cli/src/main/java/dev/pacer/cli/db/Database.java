@@ -27,11 +27,19 @@ public final class Database {
   private static final Duration STORE_READ_TIMEOUT = Duration.ofSeconds(10);
 
   private final String url;
+  private final CursorPlace cursorPlace;
   private final AtomicLong connectionAttempts = new AtomicLong();
   private final OutagePolicy policy = new OutagePolicy("Pacer's database", Duration.ofSeconds(5),
       TimeSource.SYSTEM, OutagePolicy.Scheduler.daemonThread("pacer-db-probe"), this::probe);
 
+  /** The database at {@code url}, its cursors in Pacer's own table. */
   public Database(String url) {
+    this(url, CursorPlace.DEFAULT);
+  }
+
+  /** The database at {@code url}, its cursors kept at {@code cursorPlace}. */
+  public Database(String url, CursorPlace cursorPlace) {
+    this.cursorPlace = java.util.Objects.requireNonNull(cursorPlace, "cursorPlace");
     if (url == null || !url.startsWith("jdbc:postgresql://")) {
       throw new IllegalArgumentException("--db must be a PostgreSQL JDBC URL such as"
           + " jdbc:postgresql://host:5432/dbname?user=NAME, got "
@@ -62,8 +70,13 @@ public final class Database {
     return KeptConnection.onConnectionLoss(policy, this::openForWork, STORE_READ_TIMEOUT);
   }
 
+  /** Where this database keeps the fleet-wide cursors. */
+  public CursorPlace cursorPlace() {
+    return cursorPlace;
+  }
+
   /**
-   * The fleet-wide cursor on this database (its own dedicated connection, default layout), under
+   * The fleet-wide cursor on this database (its own dedicated connection, at the cursor place), under
    * this database's outage policy, with a 1-s connect bound (the cursor bounds its own statements).
    */
   public PostgresCursor cursor() {
@@ -91,7 +104,8 @@ public final class Database {
   private PostgresCursorConfig.Builder cursorConfig() {
     Properties props = new Properties();
     props.setProperty("ApplicationName", "pacer-cursor");
-    return PostgresCursorConfig.forUrl(url, props).outagePolicy(policy);
+    return PostgresCursorConfig.forUrl(url, props).outagePolicy(policy)
+        .layout(cursorPlace.tableLayout());
   }
 
   /** The outage policy every connection of this process to this database answers to. */

@@ -117,7 +117,7 @@ public final class WorkState implements AutoCloseable {
     this.jobs = new JobStore(connection, items);
     this.trips = new TripStore(connection);
     this.workers = new WorkerStore(connection);
-    this.cursors = new CursorStatus(connection);
+    this.cursors = new CursorStatus(connection, database.cursorPlace());
   }
 
   public Database database() {
