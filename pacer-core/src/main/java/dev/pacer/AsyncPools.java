@@ -60,6 +60,10 @@ public final class AsyncPools {
   /**
    * Waits scheduled on {@code scheduler}, round trips run on {@code roundTrips}; both stay the
    * caller's to shut down.
+   *
+   * @param scheduler where every wait is a scheduled task, and whose thread completes the futures
+   * @param roundTrips where reservations and fleet-slot claims run
+   * @return pools that Pacer never shuts down
    */
   public static AsyncPools of(ScheduledExecutorService scheduler, Executor roundTrips) {
     Objects.requireNonNull(scheduler, "scheduler");
@@ -68,7 +72,11 @@ public final class AsyncPools {
         "AsyncPools{scheduler=" + scheduler + ", roundTrips=" + roundTrips + "}");
   }
 
-  /** Pacer's own pools, shared by the JVM and created on first use (see the class comment). */
+  /**
+   * Pacer's own pools, shared by the JVM and created on first use (see the class comment).
+   *
+   * @return the JVM's default pools
+   */
   public static AsyncPools defaults() {
     return DEFAULTS;
   }

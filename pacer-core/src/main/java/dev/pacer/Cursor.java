@@ -79,6 +79,8 @@ public interface Cursor {
    * tried again, every reservation answers {@link Reservation#unavailable()} without asking it (for
    * the PostgreSQL cursor, while the database's outage policy holds it down). A cursor that never
    * latches answers false. For monitoring; a reservation does not consult it.
+   *
+   * @return whether reservations answer unavailable without asking the store just now
    */
   default boolean isLatched() {
     return false;

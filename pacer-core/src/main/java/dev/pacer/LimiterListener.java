@@ -61,6 +61,13 @@ public interface LimiterListener {
    *     itself), on the limiter's {@link TimeSource}; for a refusal, until it gave up
    */
   record Turn(String destination, Outcome outcome, Duration waited) {
+    /**
+     * Checks that no component is null.
+     *
+     * @param destination the destination's name
+     * @param outcome how the call ended
+     * @param waited how long it waited
+     */
     public Turn {
       Objects.requireNonNull(destination, "destination");
       Objects.requireNonNull(outcome, "outcome");
@@ -68,15 +75,33 @@ public interface LimiterListener {
     }
   }
 
-  /** The registry handed out {@code limiter}, or held it when this listener was added. */
+  /**
+   * The registry handed out {@code limiter}, or held it when this listener was added.
+   *
+   * @param limiter the limiter, from now on heard by this listener
+   */
   default void limiterCreated(DestinationLimiter limiter) {}
 
-  /** A call for a turn ended (see the class comment). */
+  /**
+   * A call for a turn ended (see the class comment).
+   *
+   * @param turn how it ended, and how long it waited
+   */
   default void turn(Turn turn) {}
 
-  /** A rate-pressure answer doubled the backoff of {@code destination}, now {@code multiplier}. */
+  /**
+   * A rate-pressure answer doubled the backoff of {@code destination}, now {@code multiplier}.
+   *
+   * @param destination the destination's name
+   * @param multiplier the backoff multiplier after the doubling, 1 to 16
+   */
   default void throttled(String destination, int multiplier) {}
 
-  /** {@code destination} is locked out, for {@code reason}. */
+  /**
+   * {@code destination} is locked out, for {@code reason}.
+   *
+   * @param destination the destination's name
+   * @param reason why, as the lockout recorded it (for example "HTTP 403 from ...")
+   */
   default void lockedOut(String destination, String reason) {}
 }

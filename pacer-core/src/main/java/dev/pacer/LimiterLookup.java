@@ -19,10 +19,20 @@ import java.util.function.Function;
 @FunctionalInterface
 public interface LimiterLookup {
 
-  /** The limiter pacing a request to {@code uri}, or empty if it is not paced. */
+  /**
+   * The limiter pacing a request to {@code uri}, or empty if it is not paced.
+   *
+   * @param uri the request's URI, or a redirect hop's
+   * @return the limiter that paces it, or empty
+   */
   Optional<DestinationLimiter> limiterFor(URI uri);
 
-  /** Every request, whatever its host, paced by {@code limiter}. */
+  /**
+   * Every request, whatever its host, paced by {@code limiter}.
+   *
+   * @param limiter the one limiter
+   * @return a lookup that always names it
+   */
   static LimiterLookup only(DestinationLimiter limiter) {
     Objects.requireNonNull(limiter, "limiter");
     Optional<DestinationLimiter> always = Optional.of(limiter);
@@ -33,6 +43,10 @@ public interface LimiterLookup {
    * By host: {@code destinations} says which destination a host (lower-case, without port) is, or
    * empty for a host that is not paced; the registry hands out that destination's one limiter in
    * this process.
+   *
+   * @param registry this process's registry
+   * @param destinations the destination of a host, or empty if the host is not paced
+   * @return a lookup by the URI's host
    */
   static LimiterLookup byHost(LimiterRegistry registry,
       Function<String, Optional<Destination>> destinations) {

@@ -50,6 +50,10 @@ public final class LimiterRegistry {
   /**
    * As {@link #LimiterRegistry(Cursor, TimeSource)}, with {@link DestinationLimiter#acquireAsync()}
    * waiting and making its round trips on {@code pools} rather than {@link AsyncPools#defaults()}.
+   *
+   * @param shared the cursor every limiter paces against
+   * @param time the local clock
+   * @param pools where acquireAsync waits and makes its round trips
    */
   public LimiterRegistry(Cursor shared, TimeSource time, AsyncPools pools) {
     this(shared, Optional.empty(), time, pools);
@@ -77,7 +81,15 @@ public final class LimiterRegistry {
     this(shared, fleetSlots, time, AsyncPools.defaults());
   }
 
-  /** As {@link #LimiterRegistry(Cursor, FleetSlots, TimeSource)}, with {@code pools} for acquireAsync. */
+  /**
+   * As {@link #LimiterRegistry(Cursor, FleetSlots, TimeSource)}, with {@code pools} for
+   * acquireAsync.
+   *
+   * @param shared the cursor every limiter paces against
+   * @param fleetSlots where fleet-wide caps are held
+   * @param time the local clock
+   * @param pools where acquireAsync waits and makes its round trips
+   */
   public LimiterRegistry(Cursor shared, FleetSlots fleetSlots, TimeSource time, AsyncPools pools) {
     this(shared, Optional.of(Objects.requireNonNull(fleetSlots, "fleet slots")), time, pools);
   }
@@ -116,6 +128,8 @@ public final class LimiterRegistry {
    * Adds {@code listener}: it hears at once of every limiter handed out so far ({@link
    * LimiterListener#limiterCreated}), and from now on of their events and of every limiter created
    * later. Events before this call are not replayed.
+   *
+   * @param listener the listener, called on the threads that cause the events
    */
   public synchronized void addListener(LimiterListener listener) {
     listeners.add(Objects.requireNonNull(listener, "listener"), List.copyOf(limiters.values()));
@@ -124,6 +138,8 @@ public final class LimiterRegistry {
   /**
    * Whether the shared cursor is latched as unavailable just now ({@link Cursor#isLatched()}):
    * every limiter of this registry then paces locally.
+   *
+   * @return whether the cursor is latched
    */
   public boolean isCursorLatched() {
     return shared.isLatched();

@@ -63,7 +63,11 @@ public final class PacerMetrics implements MeterBinder {
   private final LimiterRegistry limiters;
   private final Set<MeterRegistry> bound = Collections.newSetFromMap(new WeakHashMap<>());
 
-  /** Meters for the limiters of {@code limiters}, once bound to a meter registry. */
+  /**
+   * Meters for the limiters of {@code limiters}, once bound to a meter registry.
+   *
+   * @param limiters the registry whose limiters, present and future, are measured
+   */
   public PacerMetrics(LimiterRegistry limiters) {
     this.limiters = Objects.requireNonNull(limiters, "limiters");
   }

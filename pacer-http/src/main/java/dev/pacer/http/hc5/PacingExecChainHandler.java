@@ -80,17 +80,31 @@ public final class PacingExecChainHandler implements ExecChainHandler {
 
   private final LimiterLookup limiters;
 
-  /** Paces each request by the limiter {@code limiters} names for its URI. */
+  /**
+   * Paces each request by the limiter {@code limiters} names for its URI.
+   *
+   * @param limiters which limiter paces a request, asked for every hop
+   */
   public PacingExecChainHandler(LimiterLookup limiters) {
     this.limiters = Objects.requireNonNull(limiters, "limiters");
   }
 
-  /** Paces every request by {@code limiter}. */
+  /**
+   * Paces every request by {@code limiter}.
+   *
+   * @param limiter the one limiter
+   * @return the handler, to {@link #addTo} a client builder
+   */
   public static PacingExecChainHandler of(DestinationLimiter limiter) {
     return new PacingExecChainHandler(LimiterLookup.only(limiter));
   }
 
-  /** Adds this handler to {@code builder}'s chain just before {@code PROTOCOL} (see above). */
+  /**
+   * Adds this handler to {@code builder}'s chain just before {@code PROTOCOL} (see above).
+   *
+   * @param builder the client's builder
+   * @return the same builder
+   */
   public HttpClientBuilder addTo(HttpClientBuilder builder) {
     return builder.addExecInterceptorBefore(ChainElement.PROTOCOL.name(), NAME, this);
   }

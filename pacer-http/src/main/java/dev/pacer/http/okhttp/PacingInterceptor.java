@@ -68,12 +68,21 @@ public final class PacingInterceptor implements Interceptor {
 
   private final LimiterLookup limiters;
 
-  /** Paces each request by the limiter {@code limiters} names for its URL. */
+  /**
+   * Paces each request by the limiter {@code limiters} names for its URL.
+   *
+   * @param limiters which limiter paces a request, asked for every hop
+   */
   public PacingInterceptor(LimiterLookup limiters) {
     this.limiters = Objects.requireNonNull(limiters, "limiters");
   }
 
-  /** Paces every request by {@code limiter}. */
+  /**
+   * Paces every request by {@code limiter}.
+   *
+   * @param limiter the one limiter
+   * @return the interceptor, to add with {@code addNetworkInterceptor}
+   */
   public static PacingInterceptor of(DestinationLimiter limiter) {
     return new PacingInterceptor(LimiterLookup.only(limiter));
   }
