@@ -27,7 +27,13 @@ final class Pools {
 
   /** A pool of {@code size} connections, named {@code pool.getPoolName()} on the server too. */
   static HikariDataSource pool(int size) {
+    return pool(size, 0);
+  }
+
+  /** As {@link #pool(int)}, reporting a connection borrowed longer than {@code leakMillis} (0: never). */
+  static HikariDataSource pool(int size, long leakMillis) {
     HikariConfig c = new HikariConfig();
+    c.setLeakDetectionThreshold(leakMillis);
     String name = "pool-" + UUID.randomUUID().toString().substring(0, 8);
     c.setPoolName(name);
     c.setJdbcUrl(url());
