@@ -2,9 +2,13 @@ package dev.pacer.spring;
 
 import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
+import dev.pacer.Printable;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.regex.Pattern;
 
 /**
  * One destination's settings, {@code pacer.destinations.<name>.*}: one property for each field of
@@ -24,6 +28,12 @@ import java.util.function.Consumer;
  *   <tr><td>{@code max-retry-after}</td><td>{@code maxRetryAfter}</td><td>10m</td></tr>
  * </table>
  *
+ * <p>One more property is the starter's own: {@code hosts}, the hosts whose requests this
+ * destination paces when they go through the paced HTTP client (a {@code RestClient} built by
+ * Spring Boot included); by default the destination's name, so {@code
+ * pacer.destinations[images.example.com]} paces requests to {@code images.example.com}. A host
+ * belongs to one destination at most; a request to a host of none is sent unpaced.
+ *
  * <p>Durations take Spring's forms ({@code 90s}, {@code 5m}, ISO-8601 {@code PT5M}); status code
  * sets are comma-separated lists ({@code 429,503}); an empty list ({@code lockout-status-codes=})
  * means none. The builder checks each value and names it; {@link #toDestination} puts the
@@ -41,6 +51,10 @@ public class DestinationProperties {
   private Set<Integer> backoffStatusCodes;
   private BackoffScope backoffScope;
   private Duration maxRetryAfter;
+  private Set<String> hosts;
+
+  /** Host names: no scheme, port, path or whitespace (an IPv6 literal in brackets). */
+  private static final Pattern HOST = Pattern.compile("[^\\s/:\\[\\]@?#]+|\\[[0-9a-fA-F:.]+\\]");
 
   /**
    * The destination these properties describe.
@@ -72,6 +86,29 @@ public class DestinationProperties {
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(prefix + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The hosts this destination paces, lower-case: {@code hosts}, or else the destination's name
+   * if it is shaped like a host name (a name such as {@code api/v2} paces no host until {@code
+   * hosts} names one).
+   *
+   * @throws IllegalArgumentException naming the property and the bad host
+   */
+  public Set<String> hostsOf(String name) {
+    if (hosts == null || hosts.isEmpty()) {
+      return HOST.matcher(name).matches() ? Set.of(name.toLowerCase(Locale.ROOT)) : Set.of();
+    }
+    Set<String> given = hosts;
+    Set<String> lower = new TreeSet<>();
+    for (String host : given) {
+      if (host == null || !HOST.matcher(host).matches()) {
+        throw new IllegalArgumentException("pacer.destinations[" + name + "].hosts: a host name"
+            + " without scheme, port, path or whitespace, got " + Printable.quote(host));
+      }
+      lower.add(host.toLowerCase(Locale.ROOT));
+    }
+    return lower;
   }
 
   private static <T> void set(String prefix, String property, T value, Consumer<T> setter) {
@@ -139,6 +176,14 @@ public class DestinationProperties {
 
   public void setBackoffScope(BackoffScope backoffScope) {
     this.backoffScope = backoffScope;
+  }
+
+  public Set<String> getHosts() {
+    return hosts;
+  }
+
+  public void setHosts(Set<String> hosts) {
+    this.hosts = hosts;
   }
 
   public Duration getMaxRetryAfter() {

@@ -10,10 +10,10 @@ import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.TableLayout;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
@@ -98,9 +98,9 @@ public class PacerAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   public PacerDestinations pacerDestinations(PacerProperties properties, LimiterRegistry registry) {
-    List<Destination> destinations = new ArrayList<>();
+    Map<Destination, Set<String>> destinations = new LinkedHashMap<>();
     for (Map.Entry<String, DestinationProperties> e : properties.getDestinations().entrySet()) {
-      destinations.add(e.getValue().toDestination(e.getKey()));
+      destinations.put(e.getValue().toDestination(e.getKey()), e.getValue().hostsOf(e.getKey()));
     }
     return new PacerDestinations(registry, destinations);
   }

@@ -89,6 +89,23 @@ class BadPropertiesTest {
   }
 
   @Test
+  void aHostOfTwoDestinationsOrNoHostAtAllStopsStartUp() {
+    runner.withBean(Cursor.class, LocalCursor::new)
+        .withPropertyValues("pacer.destinations.a.rate-per-second=1",
+            "pacer.destinations.a.hosts=api.example.com",
+            "pacer.destinations.b.rate-per-second=1",
+            "pacer.destinations.b.hosts=API.example.com")
+        .run(context -> assertThat(messages(context.getStartupFailure()))
+            .contains("host api.example.com is paced by two destinations, a and b"));
+    runner.withBean(Cursor.class, LocalCursor::new)
+        .withPropertyValues("pacer.destinations.a.rate-per-second=1",
+            "pacer.destinations.a.hosts=https://api.example.com/v1")
+        .run(context -> assertThat(messages(context.getStartupFailure()))
+            .contains("pacer.destinations[a].hosts: a host name without scheme, port, path or"
+                + " whitespace, got \"https://api.example.com/v1\""));
+  }
+
+  @Test
   void aValueOfTheWrongTypeStopsStartUpNamingTheProperty() {
     runner.withBean(Cursor.class, LocalCursor::new)
         .withPropertyValues("pacer.destinations.api.rate-per-second=fast")

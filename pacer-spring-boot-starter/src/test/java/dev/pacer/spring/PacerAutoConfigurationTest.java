@@ -16,7 +16,7 @@ import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.TableLayout;
 import dev.pacer.postgres.TestDatabase;
 import java.time.Duration;
-import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -125,7 +125,7 @@ class PacerAutoConfigurationTest {
               .isFalse();
         });
     LimiterRegistry registry = new LimiterRegistry(cursor);
-    PacerDestinations destinations = new PacerDestinations(registry, List.of());
+    PacerDestinations destinations = new PacerDestinations(registry, Map.of());
     runner.withBean(LimiterRegistry.class, () -> registry)
         .withBean(PacerDestinations.class, () -> destinations)
         .withBean(Cursor.class, () -> cursor)
@@ -154,10 +154,13 @@ class PacerAutoConfigurationTest {
             p + "backoff-scope=fleet", p + "max-retry-after=90s",
             "pacer.destinations.plain.rate-per-second=2",
             "pacer.destinations.nolockout.rate-per-second=2",
-            "pacer.destinations.nolockout.lockout-status-codes=")
+            "pacer.destinations.nolockout.lockout-status-codes=",
+            p + "hosts=images.example.com,IMG.example.com",
+            "pacer.destinations[api/v2].rate-per-second=1")
         .run(context -> {
           PacerDestinations destinations = context.getBean(PacerDestinations.class);
-          assertThat(destinations.names()).containsExactly(name, "plain", "nolockout");
+          assertThat(destinations.names())
+              .containsExactly(name, "plain", "nolockout", "api/v2");
           assertThat(destinations.limiter(name).destination()).isEqualTo(
               Destination.builder(name).ratePerSecond(7.5).maxConcurrency(6)
                   .maxConcurrencyFleetWide(4).maxFetchingProcesses(3)
@@ -169,6 +172,15 @@ class PacerAutoConfigurationTest {
               .isEqualTo(Destination.builder("plain").ratePerSecond(2).build());
           assertThat(destinations.limiter("nolockout").destination().lockoutStatusCodes())
               .isEmpty();
+          assertThat(destinations.destinationForHost("img.example.com").orElseThrow().name())
+              .isEqualTo(name);
+          assertThat(destinations.destinationForHost("Images.Example.com").orElseThrow().name())
+              .isEqualTo(name);
+          assertThat(destinations.destinationForHost("plain").orElseThrow().name())
+              .as("a destination's name is its host by default").isEqualTo("plain");
+          assertThat(destinations.destinationForHost("api/v2"))
+              .as("a name that is no host paces none").isEmpty();
+          assertThat(destinations.destinationForHost("example.com")).isEmpty();
         });
   }
 
