@@ -3,23 +3,20 @@ package dev.pacer;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,35 +37,46 @@ import org.slf4j.LoggerFactory;
  *       FetchFailedException}.
  * </ul>
  *
+ * <h2>One fetch path: the {@link PacedHttpClient}</h2>
+ *
+ * Requests go through a {@link PacedHttpClient} around the fetcher's {@link HttpClient}: the same
+ * decorator any caller of {@code java.net.http} can use, so a turn, its classification and its
+ * slot mean the same thing in the CLI and in an application. The fetcher adds only what a fetch of
+ * one URL needs on top: its redirect policy, its deadline, its body handling, and exceptions for
+ * the answers that are not a 2xx.
+ *
  * <h2>Every request takes a turn, redirects too</h2>
  *
- * The client never follows redirects itself: a redirect it followed would be a second request to
- * the destination inside one turn, and a chain of them would exceed the ceiling by its length. The
- * fetcher follows 301, 302, 303, 307 and 308 itself, each hop with its own {@link
+ * The decorator follows 301, 302, 303, 307 and 308 itself, each hop with its own {@link
  * DestinationLimiter#acquire()}, closing the previous hop's slot first (so a chain holds one
- * concurrency permit, not one per hop). It follows at most {@code maxRedirects} (default 5), only
- * within the requested URL's scheme, host and port, and never into an internal network from a
- * public host ({@link Redirects}, {@link AddressPolicy}): another host has its own ceiling, which
- * this limiter cannot hold. Since only the destination's own hops are followed, every answer
- * classified above is the destination's; a 403 on the third hop locks out like one on the first.
+ * concurrency permit, not one per hop); the client never follows redirects itself, since a redirect
+ * it followed would take no turn. The fetcher's policy ({@link Redirects#sameOrigin}) follows at
+ * most {@code maxRedirects} (default 5), only within the requested URL's scheme, host and port,
+ * and never into an internal network from a public host ({@link AddressPolicy}): another host has
+ * its own ceiling, which this limiter cannot hold. Since only the destination's own hops are
+ * followed, every answer classified above is the destination's; a 403 on the third hop locks out
+ * like one on the first. A redirect not followed fails the fetch, saying why.
  *
  * <h2>A whole answer within the deadline</h2>
  *
- * {@code requestTimeout} (default 60 s) bounds each request, body included, not only its headers:
- * a body trickling one byte every few seconds would otherwise hold a fetching thread, and with it
- * a concurrency permit, for as long as the server likes. The request is sent asynchronously and
- * awaited for at most the timeout; past it the exchange is cancelled (which, since Java 16,
- * closes its connection) and the item fails with "no complete response ... within 60 s". A test
- * with a server trickling a byte every 100 ms checks that the thread returns within the deadline,
- * the server sees its connection closed, and the next fetch succeeds.
+ * {@code requestTimeout} (default 60 s, the decorator's {@linkplain
+ * PacedHttpClient.Builder#answerTimeout answer timeout}) bounds each request, body included, not
+ * only its headers: a body trickling one byte every few seconds would otherwise hold a fetching
+ * thread, and with it a concurrency permit, for as long as the server likes. Past it the exchange
+ * is cancelled (which, since Java 16, closes its connection) and the item fails with "no complete
+ * response ... within 60 s". A test with a server trickling a byte every 100 ms checks that the
+ * thread returns within the deadline, the server sees its connection closed, and the next fetch
+ * succeeds.
  *
  * <h2>Bodies stream</h2>
  *
  * A 2xx body goes, as it arrives, to memory ({@link #fetch(URI)}) or to a file ({@link
  * #fetchTo(URI, Path)}, forced to disk before it returns), and fails as soon as it passes {@code
- * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers' bodies are read and
- * discarded, so that the connection can be reused. Network errors, deadlines and oversized bodies
- * are ordinary failures ({@link FetchFailedException}), never throttles.
+ * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers are complete at their
+ * headers: their bodies are read and dropped in the background ({@link DiscardedBody}, cut off at
+ * the deadline), so that the connection can be reused, holding no permit. Network errors,
+ * deadlines and oversized bodies are ordinary failures ({@link FetchFailedException}), never
+ * throttles.
  *
  * <h2>Lateness</h2>
  *
@@ -102,11 +110,10 @@ public final class DestinationFetcher {
 
   private final DestinationLimiter limiter;
   private final Destination destination;
-  private final TimeSource time;
-  private final HttpClient client;
+  private final PacedHttpClient paced;
+  /** The same client and body path, pacing nothing: for the warm-up, which takes no turn. */
+  private final PacedHttpClient unpaced;
   private final long maxBodyBytes;
-  private final Duration requestTimeout;
-  private final Redirects redirects;
   private final Map<String, String> headers;
   private final Consumer<SentRequest> listener;
   private final AtomicBoolean listenerFailed = new AtomicBoolean();
@@ -117,16 +124,21 @@ public final class DestinationFetcher {
   private DestinationFetcher(Builder b) {
     this.limiter = b.limiter;
     this.destination = b.limiter.destination();
-    this.time = b.limiter.time();
-    this.client = b.client != null ? b.client
+    HttpClient client = b.client != null ? b.client
         : HttpClient.newBuilder()
             .connectTimeout(b.connectTimeout)
             .followRedirects(HttpClient.Redirect.NEVER)
             .version(HttpClient.Version.HTTP_1_1)
             .build();
+    this.paced = PacedHttpClient.builder(client, LimiterLookup.only(limiter))
+        .redirects(Redirects.sameOrigin(b.maxRedirects, b.addresses))
+        .answerTimeout(b.requestTimeout)
+        .onRequest(this::sent)
+        .build();
+    this.unpaced = PacedHttpClient.builder(client, uri -> Optional.empty())
+        .answerTimeout(b.requestTimeout)
+        .build();
     this.maxBodyBytes = b.maxBodyBytes;
-    this.requestTimeout = b.requestTimeout;
-    this.redirects = new Redirects(b.maxRedirects, b.addresses);
     this.headers = Map.copyOf(b.headers);
     this.listener = b.listener;
   }
@@ -230,7 +242,7 @@ public final class DestinationFetcher {
 
   private void warmUpClient() throws InterruptedException {
     try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
-      exchange(server.uri(), new AtomicReference<>(), new AtomicReference<>(),
+      exchange(unpaced, server.uri(), 1, new AtomicReference<>(), new AtomicReference<>(),
           CappedBody.InMemory::new, 1024);
     } catch (IOException | FetchFailedException e) {
       log.debug("Destination {}: client warm-up failed: {}", destination.name(), e.toString());
@@ -239,127 +251,86 @@ public final class DestinationFetcher {
 
   private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, ThrottledException, FetchFailedException {
-    URI current = requested;
-    for (int hop = 0; ; hop++) {
-      Exchange answer;
-      // The first request opens the first connection to the destination, which no warm-up can
-      // do without sending it something: it takes two turns, so that if it leaves late it does
-      // not leave close behind the next request of the fleet.
-      boolean first = firstRequest.compareAndSet(true, false);
-      try (Slot slot = limiter.acquire(first ? 2 : 1)) {
-        long n = requests.incrementAndGet();
-        if (n % RATE_LOG_EVERY == 0) {
-          logRate(n);
-        }
-        answer = send(current, hop, slot.turnNanos(), sinks, cap);
-        classify(current, answer);
-        if (answer.status() / 100 == 2) {
-          CappedBody.Sink sink = answer.body().sink();
-          return new FetchResponse(current, answer.status(), answer.bytes(), sink.content());
-        }
-        if (!Redirects.isRedirect(answer.status())) {
-          throw new FetchFailedException("HTTP " + answer.status() + " from " + current,
-              answer.status());
-        }
-      }
-      Redirects.Next next = redirects.next(requested, current, answer.status(),
-          answer.headers().firstValue("Location"), hop);
-      if (next instanceof Redirects.Next.Refuse refuse) {
-        throw new FetchFailedException(refuse.reason(), answer.status());
-      }
-      current = ((Redirects.Next.Follow) next).uri();
-    }
-  }
-
-  /**
-   * A complete answer: its status, headers, and for a 2xx the body read into its sink. Other
-   * answers' bodies are discarded, so they have no reader ({@code body} is null): only a 2xx's
-   * is ever read.
-   */
-  private record Exchange(int status, HttpHeaders headers, long bytes, CappedBody body) {}
-
-  /**
-   * Sends one request and waits for its whole answer, at most {@code requestTimeout}; reports it
-   * to the listener either way.
-   */
-  private Exchange send(URI uri, int hop, long turnNanos, Supplier<CappedBody.Sink> sinks, long cap)
-      throws InterruptedException, FetchFailedException {
+    // The first request opens the first connection to the destination, which no warm-up can do
+    // without sending it something: it takes two turns, so that if it leaves late it does not
+    // leave close behind the next request of the fleet.
+    boolean first = firstRequest.compareAndSet(true, false);
     AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
     AtomicReference<CappedBody> body = new AtomicReference<>();
-    long sentNanos = time.nanoTime();
-    long sentMicros = time.epochMicros();
-    try {
-      return exchange(uri, info, body, sinks, cap);
-    } finally {
-      HttpResponse.ResponseInfo answered = info.get();
-      report(new SentRequest(uri, hop, turnNanos, sentNanos, sentMicros,
-          answered == null ? SentRequest.NO_STATUS : answered.statusCode()));
+    PacedHttpClient.Exchanged<Long> answer =
+        exchange(paced, requested, first ? 2 : 1, info, body, sinks, cap);
+    HttpResponse<Long> response = answer.response();
+    URI at = response.uri();
+    switch (answer.answer()) {
+      case LOCKED_OUT -> throw new LockedOutException(destination.name(),
+          "HTTP " + response.statusCode() + " from " + at);
+      case THROTTLED -> {
+        throttled.incrementAndGet();
+        throw new ThrottledException(destination.name(), response.statusCode(), at.toString());
+      }
+      case CLEAN -> { }
     }
+    if (response.statusCode() / 100 == 2) {
+      return new FetchResponse(at, response.statusCode(), response.body(),
+          body.get().sink().content());
+    }
+    throw new FetchFailedException(answer.notFollowed()
+        .orElse("HTTP " + response.statusCode() + " from " + at), response.statusCode());
   }
 
-  private Exchange exchange(URI uri, AtomicReference<HttpResponse.ResponseInfo> info,
+  /**
+   * Sends a GET for {@code uri} through {@code client}, which follows its redirects (a turn each),
+   * and waits for the whole final answer, at most {@code requestTimeout} a hop. A 2xx body goes to
+   * a {@link CappedBody}; any other answer's body is dropped in the background.
+   */
+  private PacedHttpClient.Exchanged<Long> exchange(PacedHttpClient client, URI uri,
+      int firstIntervals, AtomicReference<HttpResponse.ResponseInfo> info,
       AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, FetchFailedException {
     HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
     headers.forEach(request::header);
-    HttpResponse.BodyHandler<Long> handler = response -> {
+    Function<URI, HttpResponse.BodyHandler<Long>> handlers = hop -> response -> {
       info.set(response);
       if (response.statusCode() / 100 != 2) {
-        return HttpResponse.BodySubscribers.replacing(0L);
+        return new DiscardedBody<>(0L, client.discardLimit());
       }
-      CappedBody capped = new CappedBody(uri, cap,
+      CappedBody capped = new CappedBody(hop, cap,
           response.headers().firstValueAsLong("Content-Length").orElse(-1L), sinks.get());
       body.set(capped);
       return capped;
     };
-    CompletableFuture<HttpResponse<Long>> future = client.sendAsync(request.build(), handler);
     try {
-      HttpResponse<Long> response = future.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
-      return new Exchange(response.statusCode(), response.headers(), response.body(), body.get());
-    } catch (TimeoutException e) {
-      stop(future, body);
-      HttpResponse.ResponseInfo partial = info.get();
-      if (partial != null && partial.statusCode() / 100 != 2) {
-        // The status and headers arrived; only the body of an answer we discard is late. A 429
-        // is still a 429.
-        return new Exchange(partial.statusCode(), partial.headers(), 0, null);
-      }
-      throw new FetchFailedException("no complete response from " + uri + " within "
-          + describe(requestTimeout), e);
-    } catch (ExecutionException e) {
-      stop(future, body);
-      Throwable cause = e.getCause();
-      HttpResponse.ResponseInfo partial = info.get();
-      if (cause instanceof CappedBody.BodyFailure && partial != null) {
-        throw new FetchFailedException(cause.getMessage(), partial.statusCode());
-      }
-      throw new FetchFailedException("network error for " + uri + ": " + describe(cause), cause);
-    } catch (InterruptedException e) {
-      stop(future, body);
+      return client.exchange(request.build(), handlers, firstIntervals);
+    } catch (HttpTimeoutException e) {
+      abandon(body);
+      throw new FetchFailedException(e.getMessage(), e);
+    } catch (CappedBody.BodyFailure e) {
+      abandon(body);
+      throw new FetchFailedException(e.getMessage(), info.get().statusCode());
+    } catch (IOException e) {
+      abandon(body);
+      throw new FetchFailedException("network error for " + uri + ": " + describe(e), e);
+    } catch (InterruptedException | RuntimeException e) {
+      abandon(body);
       throw e;
     }
   }
 
-  /** Cancels the exchange (closing its connection) and discards any body read so far. */
-  private static void stop(CompletableFuture<?> future, AtomicReference<CappedBody> body) {
-    future.cancel(true);
+  /** Discards any body read so far. */
+  private static void abandon(AtomicReference<CappedBody> body) {
     CappedBody started = body.get();
     if (started != null) {
       started.abandon();
     }
   }
 
-  private void classify(URI uri, Exchange answer) throws ThrottledException {
-    switch (limiter.noteAnswer(answer.status(),
-        answer.headers().firstValue("Retry-After").orElse(null), uri)) {
-      case LOCKED_OUT -> throw new LockedOutException(destination.name(),
-          "HTTP " + answer.status() + " from " + uri);
-      case THROTTLED -> {
-        throttled.incrementAndGet();
-        throw new ThrottledException(destination.name(), answer.status(), uri.toString());
-      }
-      case CLEAN -> { }
+  /** Every request sent, every hop: counted, the rate logged, and the listener told. */
+  private void sent(SentRequest sent) {
+    long n = requests.incrementAndGet();
+    if (n % RATE_LOG_EVERY == 0) {
+      logRate(n);
     }
+    report(sent);
   }
 
   private void report(SentRequest sent) {
@@ -387,10 +358,6 @@ public final class DestinationFetcher {
   private static String describe(Throwable e) {
     String message = e.getMessage();
     return e.getClass().getSimpleName() + (message == null ? "" : " (" + message + ")");
-  }
-
-  private static String describe(Duration d) {
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
   }
 
   /** Builder for {@link DestinationFetcher}. */

@@ -2,17 +2,23 @@ package dev.pacer;
 
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 
 /**
- * Decides whether the fetcher follows a redirect answer, and where to.
+ * Decides whether a redirect answer is followed, and where to: the one redirect policy of {@link
+ * PacedHttpClient}, which follows every hop it allows with a turn of its own.
  *
- * <p>Only hops within the requested URL's own origin (scheme, host and port) are followed: each one
- * is a request to the same destination and takes its own turn, while another host has its own
- * ceiling, which this destination's limiter cannot hold. A hop must also pass the {@link
- * AddressPolicy}, and at most {@code maxRedirects} are followed per fetch.
+ * <p>Two scopes. {@link #sameOrigin} is {@link DestinationFetcher}'s: only hops within the
+ * requested URL's own origin (scheme, host and port) are followed, each one a request to the same
+ * destination, while another host has its own ceiling, which this destination's limiter cannot
+ * hold; a hop must also pass the {@link AddressPolicy}. {@link #like} follows as the JDK's client
+ * does under the same {@link HttpClient.Redirect} ({@code NORMAL}: anywhere but from https to
+ * http; {@code ALWAYS}: anywhere), for a decorator whose {@link LimiterLookup} paces each host by
+ * its own limiter. Either way at most {@code maxRedirects} are followed per request.
  */
 final class Redirects {
 
@@ -25,12 +31,60 @@ final class Redirects {
     record Refuse(String reason) implements Next {}
   }
 
+  /** Where hops may go. */
+  private enum Scope {
+    /** None: redirects are returned as they are ({@link HttpClient.Redirect#NEVER}). */
+    NONE,
+    /** The requested URL's scheme, host and port, and an address {@link AddressPolicy} allows. */
+    SAME_ORIGIN,
+    /** Anywhere but from https to http ({@link HttpClient.Redirect#NORMAL}). */
+    NOT_TO_HTTP,
+    /** Anywhere ({@link HttpClient.Redirect#ALWAYS}). */
+    ANYWHERE
+  }
+
+  private final Scope scope;
   private final int maxRedirects;
   private final AddressPolicy addresses;
 
-  Redirects(int maxRedirects, AddressPolicy addresses) {
+  private Redirects(Scope scope, int maxRedirects, AddressPolicy addresses) {
+    this.scope = scope;
     this.maxRedirects = maxRedirects;
     this.addresses = addresses;
+  }
+
+  /** Hops within the requested URL's origin that {@code addresses} allows, at most {@code max}. */
+  static Redirects sameOrigin(int maxRedirects, AddressPolicy addresses) {
+    return new Redirects(Scope.SAME_ORIGIN, maxRedirects, addresses);
+  }
+
+  /** As the JDK's client follows under {@code policy}, at most {@code max} hops. */
+  static Redirects like(HttpClient.Redirect policy, int maxRedirects) {
+    return switch (policy) {
+      case NEVER -> new Redirects(Scope.NONE, 0, AddressPolicy.SYSTEM);
+      case NORMAL -> new Redirects(Scope.NOT_TO_HTTP, maxRedirects, AddressPolicy.SYSTEM);
+      case ALWAYS -> new Redirects(Scope.ANYWHERE, maxRedirects, AddressPolicy.SYSTEM);
+    };
+  }
+
+  /** Whether redirects are followed at all: a policy that follows none is not asked. */
+  boolean followsAny() {
+    return scope != Scope.NONE;
+  }
+
+  /**
+   * The request for hop {@code target} after {@code previous} answered {@code status}: a 303, or
+   * a 301 or 302 to a POST, becomes a GET without a body, as browsers and the JDK's client do;
+   * 307 and 308 repeat the method and body. Headers are kept.
+   */
+  static HttpRequest nextRequest(HttpRequest previous, int status, URI target) {
+    HttpRequest.Builder next = HttpRequest.newBuilder(previous, (name, value) -> true).uri(target);
+    boolean toGet = status == 303 || ((status == 301 || status == 302)
+        && previous.method().equals("POST"));
+    if (toGet) {
+      next.GET();
+    }
+    return next.build();
   }
 
   static boolean isRedirect(int status) {
@@ -57,13 +111,21 @@ final class Redirects {
       return new Next.Refuse(from + " has an unparsable Location " + location.get() + ": "
           + e.getMessage());
     }
-    if (!sameOrigin(requested, target)) {
-      return new Next.Refuse(from + " to another host " + target + " is not followed: that host"
-          + " has its own ceiling, which " + requested.getHost() + "'s limiter does not hold");
-    }
-    Optional<String> refusal = addresses.refusal(requested.getHost(), target.getHost());
-    if (refusal.isPresent()) {
-      return new Next.Refuse(from + " to " + target + " is not followed: " + refusal.get());
+    if (scope == Scope.SAME_ORIGIN) {
+      if (!sameOrigin(requested, target)) {
+        return new Next.Refuse(from + " to another host " + target + " is not followed: that"
+            + " host has its own ceiling, which " + requested.getHost() + "'s limiter does not"
+            + " hold");
+      }
+      Optional<String> refusal = addresses.refusal(requested.getHost(), target.getHost());
+      if (refusal.isPresent()) {
+        return new Next.Refuse(from + " to " + target + " is not followed: " + refusal.get());
+      }
+    } else if (scope == Scope.NOT_TO_HTTP && target.getScheme() != null
+        && "https".equalsIgnoreCase(current.getScheme())
+        && !"https".equalsIgnoreCase(target.getScheme())) {
+      return new Next.Refuse(from + " to " + target + " is not followed: Redirect.NORMAL never"
+          + " goes from https to http");
     }
     return new Next.Follow(target);
   }

@@ -4,9 +4,9 @@ import java.net.URI;
 import java.time.Duration;
 
 /**
- * One request a {@link DestinationFetcher} sent, reported to its {@linkplain
- * DestinationFetcher.Builder#onRequest listener} once the answer's status is known or the request
- * failed.
+ * One paced request a {@link PacedHttpClient} sent (a {@link DestinationFetcher} sends through
+ * one), reported to its {@linkplain PacedHttpClient.Builder#onRequest listener} once the answer's
+ * status is known or the request failed.
  *
  * @param uri the URI requested
  * @param hop 0 for the requested URI, 1 for the first redirect followed, and so on

@@ -66,7 +66,7 @@ class AddressPolicyTest {
     int[] calls = {0};
     AddressPolicy rebinding = new AddressPolicy(host -> new InetAddress[] {
         InetAddress.getByName(calls[0]++ == 0 ? "127.0.0.1" : "93.184.216.34")});
-    Redirects redirects = new Redirects(5, rebinding);
+    Redirects redirects = Redirects.sameOrigin(5, rebinding);
     URI requested = URI.create("http://example.com/a");
     Redirects.Next next = redirects.next(requested, requested, 302, Optional.of("/b"), 0);
     assertThat(next).isInstanceOf(Redirects.Next.Refuse.class);

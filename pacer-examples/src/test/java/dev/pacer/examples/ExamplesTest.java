@@ -1,0 +1,45 @@
+package dev.pacer.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.postgres.TestDatabase;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Runs the documentation's examples against a local destination and real PostgreSQL. */
+class ExamplesTest {
+
+  private final LocalDestination destination = new LocalDestination();
+
+  @AfterEach
+  void stop() {
+    destination.close();
+  }
+
+  @Test
+  void theLimiterAroundAClientPacesAndClassifies() throws Exception {
+    destination.answer("/4", 429, Map.of("Retry-After", "1"));
+    destination.answer("/9", 403, Map.of());
+    List<HttpRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+    }
+    LimiterExample.Outcome outcome = LimiterExample.fetchAll(TestDatabase.jdbcUrl(),
+        new Properties(), HttpClient.newHttpClient(), requests);
+
+    assertThat(outcome.deferred()).extracting(r -> r.uri().getPath()).containsExactly("/4");
+    assertThat(outcome.stopped()).as("the 403 stopped the list").isTrue();
+    assertThat(outcome.fetched()).hasSize(8);
+    assertThat(destination.arrivals()).as("nothing after the 403").isEqualTo(10);
+    assertThat(destination.busiestSecond()).isLessThanOrEqualTo(8);
+    // Turns 1/7 s apart to the 429 on the fifth (0.57 s), a pause of 1 s, then 2/7 s apart:
+    // the 403 arrives at 2.71 s.
+    assertThat(destination.span()).isBetween(2.65, 4.0);
+  }
+}

@@ -1,0 +1,202 @@
+package dev.pacer.http.hc5;
+
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LockedOutException;
+import dev.pacer.Slot;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.io.OutputStream;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.Objects;
+import java.util.Optional;
+import org.apache.hc.client5.http.classic.ExecChain;
+import org.apache.hc.client5.http.classic.ExecChainHandler;
+import org.apache.hc.client5.http.impl.ChainElement;
+import org.apache.hc.client5.http.impl.classic.HttpClientBuilder;
+import org.apache.hc.core5.http.ClassicHttpRequest;
+import org.apache.hc.core5.http.ClassicHttpResponse;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpEntity;
+import org.apache.hc.core5.http.HttpException;
+import org.apache.hc.core5.http.ProtocolException;
+import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
+
+/**
+ * Paces an Apache HttpClient 5 (classic) client: an element of its execution chain that takes a
+ * turn from the request's {@link DestinationLimiter} before every request the client sends.
+ *
+ * <pre>{@code
+ * CloseableHttpClient client = new PacingExecChainHandler(LimiterLookup.byHost(registry, destinations))
+ *     .addTo(HttpClients.custom())
+ *     .build();
+ * }</pre>
+ *
+ * <h2>Where it sits in the chain, and why</h2>
+ *
+ * The classic client runs each request through {@code REDIRECT}, {@code COMPRESS}, {@code
+ * BACK_OFF}, {@code RETRY}, {@code PROTOCOL}, {@code CONNECT} and {@code MAIN_TRANSPORT}, in that
+ * order. {@link #addTo} puts this handler just before {@code PROTOCOL}, so it is:
+ *
+ * <ul>
+ *   <li>after {@code REDIRECT}, which calls the rest of the chain once per hop: every hop takes
+ *       its own turn (a handler before it would see a chain of redirects as one request);
+ *   <li>after {@code RETRY}: a retried request is another request to the destination, and takes
+ *       another turn;
+ *   <li>before {@code CONNECT}, which leases the connection: a request waiting for its turn holds
+ *       no connection from the pool.
+ * </ul>
+ *
+ * <h2>Each answer</h2>
+ *
+ * Its status and {@code Retry-After} go to {@link DestinationLimiter#noteAnswer}, the
+ * classification every Pacer client shares, and the response is returned as it is: a 429 reaches
+ * the caller as a 429, the limiter having backed off (and with a {@code Retry-After} paused the
+ * fleet); after a 403 the limiter is locked out, and every later request to the destination
+ * throws {@link LockedOutException} from {@code execute} before it is sent. The client's default
+ * retry strategy sends a 429 or 503 once more after its {@code Retry-After} (sleeping for it on
+ * the calling thread); that retry passes through this handler and takes a turn of its own, after
+ * the fleet's pause. A caller that defers throttled work itself can turn it off ({@code
+ * disableAutomaticRetries}, or a retry strategy of its own).
+ *
+ * <h2>The permit</h2>
+ *
+ * The slot (the destination's concurrency permit) is released when the response's entity is read
+ * to its end or closed ({@code EntityUtils.consume}, a response handler's end, or closing the
+ * response), which is also when the client releases the connection; the redirect handling does so
+ * before it sends the next hop. An answer without an entity releases it at once, and so does a
+ * request that fails. Interrupted while waiting for its turn, the request fails with an {@link
+ * InterruptedIOException}.
+ *
+ * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ */
+public final class PacingExecChainHandler implements ExecChainHandler {
+
+  /** The name of this handler in the client's execution chain. */
+  public static final String NAME = "pacer";
+
+  private final LimiterLookup limiters;
+
+  /** Paces each request by the limiter {@code limiters} names for its URI. */
+  public PacingExecChainHandler(LimiterLookup limiters) {
+    this.limiters = Objects.requireNonNull(limiters, "limiters");
+  }
+
+  /** Paces every request by {@code limiter}. */
+  public static PacingExecChainHandler of(DestinationLimiter limiter) {
+    return new PacingExecChainHandler(LimiterLookup.only(limiter));
+  }
+
+  /** Adds this handler to {@code builder}'s chain just before {@code PROTOCOL} (see above). */
+  public HttpClientBuilder addTo(HttpClientBuilder builder) {
+    return builder.addExecInterceptorBefore(ChainElement.PROTOCOL.name(), NAME, this);
+  }
+
+  @Override
+  public ClassicHttpResponse execute(ClassicHttpRequest request, ExecChain.Scope scope,
+      ExecChain chain) throws IOException, HttpException {
+    URI uri = uriOf(request, scope);
+    Optional<DestinationLimiter> limiter = limiters.limiterFor(uri);
+    if (limiter.isEmpty()) {
+      return chain.proceed(request, scope);
+    }
+    Slot slot;
+    try {
+      slot = limiter.get().acquire();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      InterruptedIOException interrupted =
+          new InterruptedIOException("interrupted while waiting for a turn to send " + uri);
+      interrupted.initCause(e);
+      throw interrupted;
+    }
+    try {
+      ClassicHttpResponse response = chain.proceed(request, scope);
+      Header retryAfter = response.getFirstHeader("Retry-After");
+      limiter.get().noteAnswer(response.getCode(),
+          retryAfter == null ? null : retryAfter.getValue(), uri);
+      HttpEntity entity = response.getEntity();
+      if (entity == null) {
+        slot.close();
+      } else {
+        response.setEntity(new SlotReleasingEntity(entity, slot));
+      }
+      return response;
+    } catch (IOException | HttpException | RuntimeException | Error e) {
+      slot.close();
+      throw e;
+    }
+  }
+
+  /** The request's absolute URI: a request down the chain may carry only its path. */
+  private static URI uriOf(ClassicHttpRequest request, ExecChain.Scope scope)
+      throws ProtocolException {
+    try {
+      URI uri = request.getUri();
+      if (uri.getHost() != null) {
+        return uri;
+      }
+      return new URI(scope.route.getTargetHost().toURI()).resolve(uri);
+    } catch (URISyntaxException e) {
+      throw new ProtocolException("cannot tell which destination " + request.getRequestUri()
+          + " goes to: " + e.getMessage(), e);
+    }
+  }
+
+  /** An entity that closes its request's slot when its content ends or is closed. */
+  private static final class SlotReleasingEntity extends HttpEntityWrapper {
+    private final Slot slot;
+
+    SlotReleasingEntity(HttpEntity entity, Slot slot) {
+      super(entity);
+      this.slot = slot;
+    }
+
+    @Override
+    public InputStream getContent() throws IOException {
+      InputStream content = super.getContent();
+      return new FilterInputStream(content) {
+        @Override
+        public int read() throws IOException {
+          return ended(super.read());
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+          return ended(super.read(b, off, len));
+        }
+
+        @Override
+        public void close() throws IOException {
+          slot.close();
+          super.close();
+        }
+
+        private int ended(int read) {
+          if (read == -1) {
+            slot.close();
+          }
+          return read;
+        }
+      };
+    }
+
+    @Override
+    public void writeTo(OutputStream out) throws IOException {
+      try {
+        super.writeTo(out);
+      } finally {
+        slot.close();
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      slot.close();
+      super.close();
+    }
+  }
+}

@@ -1,0 +1,168 @@
+package dev.pacer.http.okhttp;
+
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LockedOutException;
+import dev.pacer.Slot;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.Objects;
+import java.util.Optional;
+import okhttp3.Interceptor;
+import okhttp3.MediaType;
+import okhttp3.Request;
+import okhttp3.Response;
+import okhttp3.ResponseBody;
+import okio.Buffer;
+import okio.BufferedSource;
+import okio.ForwardingSource;
+import okio.Okio;
+
+/**
+ * Paces an OkHttp 5 client: a <em>network</em> interceptor that takes a turn from the request's
+ * {@link DestinationLimiter} before every request OkHttp puts on the wire.
+ *
+ * <pre>{@code
+ * OkHttpClient client = new OkHttpClient.Builder()
+ *     .addNetworkInterceptor(new PacingInterceptor(LimiterLookup.byHost(registry, destinations)))
+ *     .build();
+ * }</pre>
+ *
+ * <h2>Why a network interceptor</h2>
+ *
+ * OkHttp follows redirects, authentication challenges and retries in its {@code
+ * RetryAndFollowUpInterceptor}, which sits after the application interceptors and before the
+ * network ones: an application interceptor sees a chain of three redirects as one call, three
+ * requests to the destination in one turn. A network interceptor runs once per request sent, so
+ * every hop, every retry and every follow-up takes its own turn, and a response served from
+ * OkHttp's cache, which sends nothing, takes none. Added as an application interceptor it refuses
+ * to run (it can tell: an application interceptor has no connection), naming the right method.
+ *
+ * <p>The price of that position: OkHttp has already picked (or opened) the connection when the
+ * interceptor waits for its turn, so a waiting request holds that connection. A new connection's
+ * handshakes are therefore done before the turn, and the request leaves at it; a pooled connection
+ * that the server closes during a long wait fails the request, which OkHttp retries on a new
+ * connection (with {@code retryOnConnectionFailure}, the default) after another turn. Keep the
+ * dispatcher's {@code maxRequestsPerHost} near the destination's {@code maxConcurrency}, so that
+ * few connections wait for permits.
+ *
+ * <h2>Each answer</h2>
+ *
+ * Its status and {@code Retry-After} go to {@link DestinationLimiter#noteAnswer}, the
+ * classification every Pacer client shares, and the response is returned as it is: a 429 reaches
+ * the caller as a 429, the limiter having backed off (and with a {@code Retry-After} paused the
+ * fleet); after a 403 the limiter is locked out, and every later request to the destination
+ * throws {@link LockedOutException} from this interceptor before it is sent.
+ *
+ * <h2>The permit</h2>
+ *
+ * The slot (the destination's concurrency permit) is released when the response body is read to
+ * its end or closed, which OkHttp requires of every response, and which its redirect handling does
+ * before it sends the next hop; a request that fails releases it at once. A body never closed
+ * holds its permit, as it holds its connection. Interrupted while waiting for its turn, the call
+ * fails with an {@link InterruptedIOException}.
+ *
+ * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ */
+public final class PacingInterceptor implements Interceptor {
+
+  private final LimiterLookup limiters;
+
+  /** Paces each request by the limiter {@code limiters} names for its URL. */
+  public PacingInterceptor(LimiterLookup limiters) {
+    this.limiters = Objects.requireNonNull(limiters, "limiters");
+  }
+
+  /** Paces every request by {@code limiter}. */
+  public static PacingInterceptor of(DestinationLimiter limiter) {
+    return new PacingInterceptor(LimiterLookup.only(limiter));
+  }
+
+  @Override
+  public Response intercept(Interceptor.Chain chain) throws IOException {
+    if (chain.connection() == null) {
+      throw new IllegalStateException("PacingInterceptor must be added with"
+          + " OkHttpClient.Builder.addNetworkInterceptor: as an application interceptor it would"
+          + " see a chain of redirects as one request, and its hops would take no turn");
+    }
+    Request request = chain.request();
+    Optional<DestinationLimiter> limiter = limiters.limiterFor(request.url().uri());
+    if (limiter.isEmpty()) {
+      return chain.proceed(request);
+    }
+    Slot slot;
+    try {
+      slot = limiter.get().acquire();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      InterruptedIOException interrupted = new InterruptedIOException(
+          "interrupted while waiting for a turn to send " + request.url());
+      interrupted.initCause(e);
+      throw interrupted;
+    }
+    Response response;
+    try {
+      response = chain.proceed(request);
+      limiter.get().noteAnswer(response.code(), response.header("Retry-After"), request.url());
+    } catch (IOException | RuntimeException | Error e) {
+      slot.close();
+      throw e;
+    }
+    return response.newBuilder().body(new SlotReleasingBody(response.body(), slot)).build();
+  }
+
+  /** A response body that closes its request's slot when it is exhausted or closed. */
+  private static final class SlotReleasingBody extends ResponseBody {
+    private final ResponseBody body;
+    private final Slot slot;
+    private final BufferedSource source;
+
+    SlotReleasingBody(ResponseBody body, Slot slot) {
+      this.body = body;
+      this.slot = slot;
+      this.source = Okio.buffer(new ForwardingSource(body.source()) {
+        @Override
+        public long read(Buffer sink, long byteCount) throws IOException {
+          long read;
+          try {
+            read = super.read(sink, byteCount);
+          } catch (IOException | RuntimeException e) {
+            slot.close();
+            throw e;
+          }
+          if (read == -1) {
+            slot.close();
+          }
+          return read;
+        }
+
+        @Override
+        public void close() throws IOException {
+          slot.close();
+          super.close();
+        }
+      });
+    }
+
+    @Override
+    public MediaType contentType() {
+      return body.contentType();
+    }
+
+    @Override
+    public long contentLength() {
+      return body.contentLength();
+    }
+
+    @Override
+    public BufferedSource source() {
+      return source;
+    }
+
+    @Override
+    public void close() {
+      slot.close();
+      body.close();
+    }
+  }
+}

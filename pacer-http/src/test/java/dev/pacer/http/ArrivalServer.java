@@ -1,0 +1,90 @@
+package dev.pacer.http;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * A local destination that records when each request arrives (System.nanoTime), which is where a
+ * ceiling is judged. Paths:
+ *
+ * <ul>
+ *   <li>{@code /ok/NAME}: 200 with a small body;
+ *   <li>{@code /hop/K}: 302 to {@code /hop/K-1} (a relative Location); {@code /hop/0}: 200 "landed";
+ *   <li>{@code /status/S}: status S; {@code /status/S/A}: status S with {@code Retry-After: A}.
+ * </ul>
+ */
+final class ArrivalServer implements AutoCloseable {
+
+  /** One request as it arrived. */
+  record Arrival(long nanos, String path) {}
+
+  private final HttpServer server;
+  private final ExecutorService threads = Executors.newCachedThreadPool();
+  private final ConcurrentLinkedQueue<Arrival> arrivals = new ConcurrentLinkedQueue<>();
+
+  ArrivalServer() throws IOException {
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
+    server.setExecutor(threads);
+    server.createContext("/", this::answer);
+    server.start();
+  }
+
+  private void answer(HttpExchange exchange) throws IOException {
+    long now = System.nanoTime();
+    String path = exchange.getRequestURI().getPath();
+    arrivals.add(new Arrival(now, path));
+    exchange.getRequestBody().readAllBytes();
+    int status = 200;
+    String body = "ok " + path;
+    String[] parts = path.split("/");
+    if (path.startsWith("/hop/")) {
+      int k = Integer.parseInt(parts[2]);
+      if (k > 0) {
+        status = 302;
+        exchange.getResponseHeaders().add("Location", "/hop/" + (k - 1));
+        body = "moved";
+      } else {
+        body = "landed";
+      }
+    } else if (path.startsWith("/status/")) {
+      status = Integer.parseInt(parts[2]);
+      if (parts.length > 3) {
+        exchange.getResponseHeaders().add("Retry-After", parts[3]);
+      }
+      body = "status " + status;
+    }
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    exchange.sendResponseHeaders(status, bytes.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(bytes);
+    }
+  }
+
+  URI uri(String path) {
+    return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+  }
+
+  List<Arrival> arrivals() {
+    return new ArrayList<>(arrivals);
+  }
+
+  List<String> paths() {
+    return arrivals().stream().map(Arrival::path).toList();
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    threads.shutdownNow();
+  }
+}
