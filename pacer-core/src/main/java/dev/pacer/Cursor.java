@@ -48,6 +48,16 @@ public interface Cursor {
     return tryReserve(name, interval, Duration.ZERO, maxWait);
   }
 
+  /**
+   * Whether the cursor is latched as unavailable just now: its store was lost and, until it is
+   * tried again, every reservation answers {@link Reservation#unavailable()} without asking it (for
+   * the PostgreSQL cursor, while the database's outage policy holds it down). A cursor that never
+   * latches answers false. For monitoring; a reservation does not consult it.
+   */
+  default boolean isLatched() {
+    return false;
+  }
+
   /** Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}). */
   default boolean keepsFleetBackoff() {
     return false;

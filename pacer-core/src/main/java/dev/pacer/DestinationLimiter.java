@@ -45,6 +45,9 @@ import org.slf4j.LoggerFactory;
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
  * every later acquire throws {@link LockedOutException}).
+ *
+ * <p>What the limiter does is told to the {@link LimiterListener}s of its registry: each turn
+ * (shared, degraded or refused) and how long it took, each rate-pressure answer, a lockout.
  */
 public final class DestinationLimiter {
 
@@ -53,13 +56,14 @@ public final class DestinationLimiter {
 
   private final Destination destination;
   private static final long NO_DEADLINE = Long.MIN_VALUE;
-  private static final long NO_TURN = Long.MIN_VALUE;
+  private static final PacedTurn NO_TURN = new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
   private static final long NO_HAND_OVER = Long.MIN_VALUE;
   private static final long NO_PAUSE = Long.MIN_VALUE;
   private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
 
   private final Cursor shared;
   private final FleetCap fleetCap;
+  private final LimiterListener listener;
   private final TimeSource time;
   private final Semaphore permits;
   private final Backoff backoff = new Backoff();
@@ -92,7 +96,13 @@ public final class DestinationLimiter {
   }
 
   DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time) {
+    this(destination, shared, fleetCap, time, new LimiterListener() {});
+  }
+
+  DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time,
+      LimiterListener listener) {
     this.destination = destination;
+    this.listener = listener;
     this.shared = shared;
     this.fleetCap = fleetCap;
     this.time = time;
@@ -147,6 +157,7 @@ public final class DestinationLimiter {
     if (intervals < 1 || intervals > 16) {
       throw new IllegalArgumentException("intervals must be 1-16, got " + intervals);
     }
+    long called = time.nanoTime();
     checkNotLockedOut();
     permits.acquire();
     FleetCap.Held fleetSlot;
@@ -156,7 +167,7 @@ public final class DestinationLimiter {
       permits.release();
       throw t;
     }
-    return turnHolding(fleetSlot, NO_DEADLINE, intervals);
+    return turnHolding(fleetSlot, called, NO_DEADLINE, intervals);
   }
 
   /**
@@ -167,9 +178,10 @@ public final class DestinationLimiter {
    */
   public Optional<Slot> tryAcquire(Duration maxWait) throws InterruptedException {
     checkNotLockedOut();
-    long deadline = time.nanoTime() + maxWait.toNanos();
+    long called = time.nanoTime();
+    long deadline = called + maxWait.toNanos();
     if (!permits.tryAcquire(maxWait.toNanos(), TimeUnit.NANOSECONDS)) {
-      return Optional.empty();
+      return refused(called);
     }
     Optional<FleetCap.Held> fleetSlot;
     try {
@@ -180,17 +192,17 @@ public final class DestinationLimiter {
     }
     if (fleetSlot.isEmpty()) {
       permits.release();
-      return Optional.empty();
+      return refused(called);
     }
-    return Optional.ofNullable(turnHolding(fleetSlot.get(), deadline, 1));
+    return Optional.ofNullable(turnHolding(fleetSlot.get(), called, deadline, 1));
   }
 
   /** {@link #takeTurn}, with {@code fleetSlot} given back unless it goes out with the slot. */
-  private Slot turnHolding(FleetCap.Held fleetSlot, long deadline, int intervals)
+  private Slot turnHolding(FleetCap.Held fleetSlot, long called, long deadline, int intervals)
       throws InterruptedException {
     Slot slot;
     try {
-      slot = takeTurn(deadline, intervals);
+      slot = takeTurn(called, deadline, intervals);
     } catch (Throwable t) {
       fleetSlot.release();
       throw t;
@@ -214,21 +226,22 @@ public final class DestinationLimiter {
    * busy that sleeps end an interval late (measured: 56 and 64 ms late, three worker JVMs starting
    * on two cores), a skipped turn costs the run one interval, never the ceiling.
    */
-  private Slot takeTurn(long deadline, int intervals) throws InterruptedException {
+  private Slot takeTurn(long called, long deadline, int intervals) throws InterruptedException {
     try {
       while (true) {
         Duration interval = currentInterval();
-        long turnStart = waitForTurn(interval.multipliedBy(intervals),
+        PacedTurn turn = waitForTurn(interval.multipliedBy(intervals),
             Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline);
-        if (turnStart == NO_TURN) {
-          return refuse();
+        if (turn == NO_TURN) {
+          return refuse(called);
         }
+        long turnStart = turn.start();
         if (heldForPause(turnStart)) {
           continue;
         }
         long late = time.nanoTime() - turnStart;
         if (late <= lateLimitNanos(interval)) {
-          return grant(turnStart);
+          return grant(turn, called);
         }
         long skipped = lateTurnsSkipped.incrementAndGet();
         if (Long.bitCount(skipped) == 1) {
@@ -255,12 +268,15 @@ public final class DestinationLimiter {
     return Math.max(interval.toNanos() / 2, MIN_LATE_LIMIT_NANOS);
   }
 
+  /** A turn's start (local clock), and whether it was shared or paced locally. */
+  private record PacedTurn(long start, LimiterListener.Outcome outcome) {}
+
   /**
-   * Sleeps until a turn that starts by {@code deadline} and returns its start, or NO_TURN. {@code
+   * Sleeps until a turn that starts by {@code deadline} and returns it, or NO_TURN. {@code
    * interval} is the spacing at the backoff this process knows; {@code base}, the spacing without
    * backoff, is what a cursor that keeps the fleet's backoff is asked for.
    */
-  private long waitForTurn(Duration interval, Duration base, long deadline)
+  private PacedTurn waitForTurn(Duration interval, Duration base, long deadline)
       throws InterruptedException {
     // During a hand-over this process already knows of, the local turn comes first and the shared
     // turn is taken once, at the instant the request leaves.
@@ -283,7 +299,7 @@ public final class DestinationLimiter {
       long localTurn = localNow + localWait;
       turn = reserveShared(interval, base, deadline);
       if (turn.isUnavailable()) {
-        return localTurn;
+        return new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED);
       }
       pacedLocally = true;
     }
@@ -295,7 +311,7 @@ public final class DestinationLimiter {
       paceLocallyDuringHandOver(interval);
       turn = reserveShared(interval, base, deadline);
       if (turn.isUnavailable()) {
-        return time.nanoTime();
+        return new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED);
       }
     }
     if (turn.isLockedOut()) {
@@ -310,7 +326,7 @@ public final class DestinationLimiter {
     long turnStart = time.nanoTime() + waitNanos;
     time.sleepNanos(waitNanos);
     checkNotLockedOut();
-    return turnStart;
+    return new PacedTurn(turnStart, LimiterListener.Outcome.SHARED);
   }
 
   /**
@@ -375,6 +391,7 @@ public final class DestinationLimiter {
   public void backoff() {
     if (!fleetScope) {
       backoff.onRatePressure();
+      listener.throttled(destination.name(), backoff.multiplier());
       return;
     }
     OptionalInt recorded = shared.throttled(destination.name());
@@ -383,6 +400,7 @@ public final class DestinationLimiter {
     } else {
       fleetMultiplier.accumulateAndGet(2, (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
     }
+    listener.throttled(destination.name(), fleetMultiplier.get());
   }
 
   /**
@@ -451,6 +469,7 @@ public final class DestinationLimiter {
     }
     log.error("Destination {} locked out: {}. No further requests will be made.",
         destination.name(), reason);
+    listener.lockedOut(destination.name(), reason);
     return true;
   }
 
@@ -629,14 +648,25 @@ public final class DestinationLimiter {
     }
   }
 
-  private Slot grant(long turnNanos) {
-    meter.record(time.nanoTime());
-    return new Slot(permits, turnNanos);
+  private Slot grant(PacedTurn turn, long called) {
+    long now = time.nanoTime();
+    meter.record(now);
+    listener.turn(new LimiterListener.Turn(destination.name(), turn.outcome(),
+        Duration.ofNanos(now - called)));
+    return new Slot(permits, turn.start());
   }
 
-  private Slot refuse() {
+  private Slot refuse(long called) {
     permits.release();
+    refused(called);
     return null;
+  }
+
+  /** Tells the listeners of a {@code tryAcquire} that found no turn in time. */
+  private Optional<Slot> refused(long called) {
+    listener.turn(new LimiterListener.Turn(destination.name(), LimiterListener.Outcome.REFUSED,
+        Duration.ofNanos(time.nanoTime() - called)));
+    return Optional.empty();
   }
 
   private void checkNotLockedOut() {

@@ -5,9 +5,11 @@ import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.HaltReason;
+import dev.pacer.cli.run.LimiterFigures;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.StartLine;
 import dev.pacer.cli.run.Summary;
@@ -103,6 +105,7 @@ final class JobRun {
     boolean timedOut;
     ItemStore.Counts counts = null;
     RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
+    LimiterFigures limiter = LimiterFigures.NONE;
     Optional<TripStore.Trip> tripped = Optional.empty();
     double elapsed;
     try (RequestLog requestLog = new RequestLog(database)) {
@@ -125,6 +128,9 @@ final class JobRun {
         try {
           counts = state.items().counts(jobName);
           door = requestLog.destinationSince(settings.destination().name(), runStart);
+          limiter = state.workers().workers(settings.runId(), 0).stream()
+              .map(WorkerStore.WorkerRow::limiter)
+              .reduce(LimiterFigures.NONE, LimiterFigures::plus);
           // A trip open now was recorded during this run (an open trip refuses a run at its
           // start): by this process, one of its workers, or an invocation cooperating on the job.
           tripped = state.trips().openTrip(jobName);
@@ -147,9 +153,9 @@ final class JobRun {
     double ceiling = settings.destination().ratePerSecond();
     err.println("pacer: at destination " + settings.destination().name() + " during this run: "
         + Summary.describe(door, ceiling));
+    err.println("pacer: limiter during this run: " + limiter.describe());
     Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
-        counts.pending(), halted, elapsed, ceiling,
-        door);
+        counts.pending(), halted, elapsed, ceiling, door, limiter);
     out.println(summary.toJson());
     out.flush();
     if (halted.isPresent()) {

@@ -125,6 +125,8 @@ class ConveyorTest {
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(12);
+    assertThat(run.number("turnsShared")).as("summed over the worker processes' reports")
+        .isEqualTo(12);
     Set<String> workers = new HashSet<>();
     destination.arrivals().forEach(a -> workers.add(a.worker()));
     assertThat(workers).as("only the worker holding the one dispatch slot fetched").hasSize(1);

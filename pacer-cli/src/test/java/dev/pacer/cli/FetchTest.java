@@ -94,6 +94,15 @@ class FetchTest {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     assertThat(arrivals).hasSize(22);
     assertThat(destination.count(429)).isEqualTo(2);
+    // The summary shows what the limiter did: a shared turn per request, both 429s heard.
+    assertThat(run.number("turnsShared")).isEqualTo(22);
+    assertThat(run.number("turnsDegraded")).isZero();
+    assertThat(run.number("throttled")).isEqualTo(2);
+    assertThat(run.number("backoffMultiplier")).isEqualTo(4);
+    assertThat(run.number("lockouts")).isZero();
+    assertThat(run.text("cursorLatched")).isEqualTo("false");
+    assertThat(run.err()).contains("pacer: limiter during this run: 22 turn(s): 22 shared,"
+        + " 0 degraded (paced locally), 0 refused", "2 throttled, 0 lockout(s)", "backoff x4");
     // Two 429s back the interval off x4 (20/s -> 5/s): what follows the second one is slower than
     // half the ceiling. Without backoff reaching the shared cursor it would run at ~20/s.
     int second429 = -1;
@@ -146,6 +155,8 @@ class FetchTest {
     assertThat(run.number("pending")).isEqualTo(16);
     int seen = destination.arrivals().size();
     assertThat(seen).isEqualTo(5);
+    assertThat(run.number("lockouts")).isEqualTo(1);
+    assertThat(run.number("turnsShared")).isEqualTo(5);
 
     Cli.Result trips = Cli.run("trips", "--job", name, "--db", TestDatabase.jdbcUrl());
     assertThat(trips.out()).contains("DESTINATION_LOCKOUT", "HTTP 403", "OPEN");

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -41,5 +42,28 @@ class ExamplesTest {
     // Turns 1/7 s apart to the 429 on the fifth (0.57 s), a pause of 1 s, then 2/7 s apart:
     // the 403 arrives at 2.71 s.
     assertThat(destination.span()).isBetween(2.65, 4.0);
+  }
+
+  @Test
+  void theMetersShowWhatTheLimiterDid() throws Exception {
+    destination.answer("/2", 429, Map.of());
+    List<HttpRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+    }
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    MetricsExample.fetchAll(TestDatabase.jdbcUrl(), new Properties(), HttpClient.newHttpClient(),
+        requests, meters);
+
+    String d = "thumbnails.example.com";
+    assertThat(meters.get("pacer.reservations").tag("destination", d).tag("outcome", "shared")
+        .counter().count()).isEqualTo(4);
+    assertThat(meters.get("pacer.acquire.wait").tag("destination", d).timer().count())
+        .isEqualTo(4);
+    assertThat(meters.get("pacer.throttled").tag("destination", d).counter().count())
+        .isEqualTo(1);
+    assertThat(meters.get("pacer.backoff.multiplier").tag("destination", d).gauge().value())
+        .isEqualTo(2);
+    assertThat(meters.get("pacer.cursor.latched").tag("destination", d).gauge().value()).isZero();
   }
 }

@@ -356,6 +356,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   /** True while the outage policy holds the database down: reservations answer "unavailable". */
+  @Override
   public boolean isLatched() {
     return policy.isDown();
   }

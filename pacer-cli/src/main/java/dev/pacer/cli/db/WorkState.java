@@ -86,12 +86,23 @@ public final class WorkState implements AutoCloseable {
     // A retried trip record finds the trip its first attempt committed.
     "ALTER TABLE pacer_trip ADD COLUMN IF NOT EXISTS trip_key text",
     "CREATE UNIQUE INDEX IF NOT EXISTS pacer_trip_key ON pacer_trip (trip_key)",
+    // What each worker's limiter did (LimiterFigures), summed into the run's summary.
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS turns_shared bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS turns_degraded bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS turns_refused bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS wait_nanos bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS wait_max_nanos bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS lockouts bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_worker ADD COLUMN IF NOT EXISTS cursor_latched boolean NOT NULL"
+        + " DEFAULT false",
+    // The summary and the progress bar read a run's workers.
+    "CREATE INDEX IF NOT EXISTS pacer_worker_run ON pacer_worker (run_id)",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_trip_key";
+  static final String LAST_OBJECT = "pacer_worker_run";
 
   private final StoreConnection connection;
   private final ItemStore items;

@@ -5,14 +5,15 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The one-line JSON summary that ends the output of {@code pacer fetch}: the job's counts, and
- * what the destination saw during the run ({@code door}), judged against {@code ceilingPerSecond}.
- * {@code achievedRatePerSecond} is the door's rate, from the first request to the last, not the
- * run's wall time with its start-up.
+ * The one-line JSON summary that ends the output of {@code pacer fetch}: the job's counts, what
+ * the destination saw during the run ({@code door}), judged against {@code ceilingPerSecond}, and
+ * what the run's limiters did ({@code limiter}: the figures Pacer's Micrometer meters show, summed
+ * over the run's workers as each last reported). {@code achievedRatePerSecond} is the door's
+ * rate, from the first request to the last, not the run's wall time with its start-up.
  */
 public record Summary(String job, long done, long failed, long deferred, long pending,
     Optional<HaltReason> halted, double elapsedSeconds, double ceilingPerSecond,
-    RequestLog.DoorFigures door) {
+    RequestLog.DoorFigures door, LimiterFigures limiter) {
 
   /** Whether the destination locked the run out (a 403): the bar most runs need told apart. */
   public boolean lockedOut() {
@@ -35,6 +36,16 @@ public record Summary(String job, long done, long failed, long deferred, long pe
         + ",\"latenessP50Millis\":" + number(door.latenessP50Millis())
         + ",\"latenessP99Millis\":" + number(door.latenessP99Millis())
         + ",\"latenessMaxMillis\":" + number(door.latenessMaxMillis())
+        + ",\"turnsShared\":" + limiter.shared()
+        + ",\"turnsDegraded\":" + limiter.degraded()
+        + ",\"turnsRefused\":" + limiter.refused()
+        + ",\"acquireWaitMeanMillis\":" + number(limiter.waitMeanMillis())
+        + ",\"acquireWaitMaxMillis\":" + number(limiter.waitMaxMillis())
+        + ",\"throttled\":" + limiter.throttled()
+        + ",\"lockouts\":" + limiter.lockouts()
+        + ",\"backoffMultiplier\":" + limiter.backoff()
+        + ",\"pacingLocally\":" + limiter.pacingLocally()
+        + ",\"cursorLatched\":" + limiter.cursorLatched()
         + "}";
   }
 

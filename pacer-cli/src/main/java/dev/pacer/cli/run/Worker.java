@@ -87,6 +87,9 @@ public final class Worker {
   private RequestLog requestLog;
   private RequestRecorder recorder;
   private DestinationLimiter limiter;
+  private LimiterRegistry limiters;
+  /** What the limiter did, reported with every heartbeat for the run's summary. */
+  private final LimiterCounts limiterCounts = new LimiterCounts();
   private DestinationFetcher fetcher;
   private BodyStore bodies;
   /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
@@ -137,8 +140,10 @@ public final class Worker {
     // Only a capped destination opens the slots' connection and asks them anything.
     Optional<PostgresFleetSlots> fleetSlots = settings.destination().maxConcurrencyFleetWide()
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
-    limiter = (fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
-        : new LimiterRegistry(cursor)).limiter(settings.destination());
+    limiters = fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
+        : new LimiterRegistry(cursor);
+    limiters.addListener(limiterCounts);
+    limiter = limiters.limiter(settings.destination());
     fetcher = DestinationFetcher.builder(limiter)
         .maxBodyBytes(settings.maxBodyBytes())
         .requestTimeout(settings.requestTimeout())
@@ -489,8 +494,7 @@ public final class Worker {
     try {
       store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(), settings.job(),
           settings.destination().name(), host, pid, state, fetcher.requestCount(),
-          fetcher.throttledCount(), limiter.isDegraded(), limiter.backoffMultiplier(),
-          limiter.currentRate()));
+          limiter.currentRate(), limiterCounts.figures(limiter, limiters)));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
     }

@@ -1,0 +1,82 @@
+package dev.pacer;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Hears what the limiters of one {@link LimiterRegistry} do, for metrics and run summaries: added
+ * once to the registry ({@link LimiterRegistry#addListener}), it hears every limiter the registry
+ * has handed out and every one it hands out later. Every method does nothing by default, so a
+ * listener overrides only what it counts.
+ *
+ * <p>The events, and when each fires:
+ *
+ * <ul>
+ *   <li>{@link #limiterCreated}: the registry handed out a limiter for the first time, or already
+ *       held it when this listener was added; once per limiter per listener. A new limiter is
+ *       announced before the registry hands it to anyone. The place to register what is read from
+ *       the limiter rather than counted ({@link DestinationLimiter#backoffMultiplier()}, {@link
+ *       DestinationLimiter#isDegraded()}, {@link LimiterRegistry#isCursorLatched()}).
+ *   <li>{@link #turn}: an {@code acquire} or {@code tryAcquire} ended with a turn ({@link
+ *       Outcome#SHARED}: reserved on the shared cursor; {@link Outcome#DEGRADED}: paced locally
+ *       because the shared cursor was unavailable), or a {@code tryAcquire} found no turn within
+ *       its {@code maxWait} ({@link Outcome#REFUSED}: no permit, no fleet slot or no turn in time;
+ *       nothing consumed). Fires on the caller's thread, as the slot is handed over. A turn given
+ *       up because its thread woke too late is not one: the turn taken instead is. An acquire that
+ *       throws (lockout, interrupt) fires no turn.
+ *   <li>{@link #throttled}: this process heard a rate-pressure answer ({@link
+ *       DestinationLimiter#backoff()}, directly or through {@link DestinationLimiter#noteAnswer}
+ *       with a 429 or 503); fires after the multiplier has doubled, with the new one.
+ *   <li>{@link #lockedOut}: the limiter learnt of a lockout: heard here ({@link
+ *       DestinationLimiter#lockOut}, a 403 through {@code noteAnswer}), announced by another
+ *       process through the cursor, or answered by the cursor to a reservation. At most once per
+ *       limiter, since a lockout is irreversible in it.
+ * </ul>
+ *
+ * <p>Listeners run on the thread that caused the event, inside the limiter's call: they must be
+ * quick and must not block. A listener that throws never breaks a reservation, a backoff or a
+ * lockout: the registry logs its first failure once, at WARN, and goes on.
+ */
+public interface LimiterListener {
+
+  /** How a call for a turn ended. */
+  enum Outcome {
+    /** A turn reserved on the shared cursor: the fleet-wide ceiling holds it. */
+    SHARED,
+    /**
+     * A turn paced locally, at the ceiling divided by {@code maxFetchingProcesses}, because the
+     * shared cursor was unavailable.
+     */
+    DEGRADED,
+    /** A {@code tryAcquire} that found no turn within its {@code maxWait}. */
+    REFUSED
+  }
+
+  /**
+   * One call for a turn, as it ended.
+   *
+   * @param destination the destination's name
+   * @param outcome how it ended
+   * @param waited from the call until the slot was handed over (permit, fleet slot and the turn
+   *     itself), on the limiter's {@link TimeSource}; for a refusal, until it gave up
+   */
+  record Turn(String destination, Outcome outcome, Duration waited) {
+    public Turn {
+      Objects.requireNonNull(destination, "destination");
+      Objects.requireNonNull(outcome, "outcome");
+      Objects.requireNonNull(waited, "waited");
+    }
+  }
+
+  /** The registry handed out {@code limiter}, or held it when this listener was added. */
+  default void limiterCreated(DestinationLimiter limiter) {}
+
+  /** A call for a turn ended (see the class comment). */
+  default void turn(Turn turn) {}
+
+  /** A rate-pressure answer doubled the backoff of {@code destination}, now {@code multiplier}. */
+  default void throttled(String destination, int multiplier) {}
+
+  /** {@code destination} is locked out, for {@code reason}. */
+  default void lockedOut(String destination, String reason) {}
+}
