@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.Timeline;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -94,7 +95,7 @@ class SampleApplicationTest {
    * not yet, so an application's first concurrent requests can exceed the ceiling by that much.
    */
   @Test
-  void theApplicationsRestClientHoldsTheCeiling() throws Exception {
+  void theApplicationsRestClientHoldsTheCeilingAndShowsPacersMeters() throws Exception {
     try (ArrivalCounter destination = new ArrivalCounter();
         ConfigurableApplicationContext app = start(destination)) {
       RestClient client = app.getBean(RestClient.class);
@@ -111,12 +112,18 @@ class SampleApplicationTest {
       assertThat(concurrent.aggregateRatePerSecond()).as("rate not collapsed, %s", concurrent)
           .isGreaterThanOrEqualTo(CEILING * 0.95);
 
+      MeterRegistry meters = app.getBean(MeterRegistry.class);
+      assertThat(meters.get("pacer.acquire.wait").tag("destination", "sample").timer().count())
+          .as("turns timed").isEqualTo(REQUESTS + 1);
+      assertThat(meters.get("pacer.reservations").tag("destination", "sample")
+          .tag("outcome", "shared").counter().count()).isEqualTo(REQUESTS + 1);
+
     }
   }
 
   /**
    * A 429 goes back to the application as Spring's own exception, and the destination's limiter has
-   * already backed off.
+   * already backed off; the meters count it.
    */
   @Test
   void aRateAnswerReachesTheApplicationAndBacksTheDestinationOff() throws Exception {
@@ -127,6 +134,8 @@ class SampleApplicationTest {
           .body(String.class)).isInstanceOf(HttpClientErrorException.TooManyRequests.class);
       DestinationLimiter limiter = app.getBean(PacerDestinations.class).limiter("sample");
       assertThat(limiter.backoffMultiplier()).isEqualTo(2);
+      assertThat(app.getBean(MeterRegistry.class).get("pacer.throttled")
+          .tag("destination", "sample").counter().count()).isEqualTo(1);
     }
   }
 
