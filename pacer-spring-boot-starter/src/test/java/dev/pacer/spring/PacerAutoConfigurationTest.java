@@ -73,6 +73,29 @@ class PacerAutoConfigurationTest {
     }
   }
 
+  /** A destination capped fleet-wide costs the pool one connection more: the fleet slots'. */
+  @Test
+  void aFleetWideCapBorrowsAThirdConnectionAtItsFirstRequest() throws Exception {
+    String capped = freshName();
+    try (HikariDataSource pool = Pools.pool(5)) {
+      runner.withBean(DataSource.class, () -> pool, bd -> bd.setDestroyMethodName(""))
+          .withPropertyValues("pacer.destinations[" + capped + "].rate-per-second=50",
+              "pacer.destinations[" + capped + "].max-concurrency-fleet-wide=2")
+          .run(context -> {
+            assertThat(Pools.settlesTo(2, SETTLE, () -> pool.getHikariPoolMXBean()
+                .getActiveConnections())).as("before the first capped request").isEqualTo(2);
+            DestinationLimiter limiter = context.getBean(PacerDestinations.class).limiter(capped);
+            try (Slot slot = limiter.acquire()) {
+              assertThat(limiter.isDegraded()).isFalse();
+            }
+            assertThat(pool.getHikariPoolMXBean().getActiveConnections())
+                .as("cursor, listener and fleet slots").isEqualTo(3);
+          });
+      assertThat(Pools.settlesTo(0, SETTLE, () -> pool.getHikariPoolMXBean()
+          .getActiveConnections())).as("after the context closed").isEqualTo(0);
+    }
+  }
+
   @Test
   void pacerDatasourceUrlWinsOverTheDataSourceAndLeavesThePoolAlone() throws Exception {
     String api = freshName();
