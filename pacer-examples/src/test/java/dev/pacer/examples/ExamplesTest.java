@@ -3,7 +3,15 @@ package dev.pacer.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.postgres.TableLayout;
+import java.net.URI;
 import java.net.http.HttpClient;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.net.http.HttpRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -65,5 +73,33 @@ class ExamplesTest {
     assertThat(meters.get("pacer.backoff.multiplier").tag("destination", d).gauge().value())
         .isEqualTo(2);
     assertThat(meters.get("pacer.cursor.latched").tag("destination", d).gauge().value()).isZero();
+  }
+
+  @Test
+  void threeClientsPacedByHostShareOneCeiling() throws Exception {
+    List<URI> uris = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      uris.add(destination.uri("/" + i));
+    }
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
+      LimiterLookup limiters =
+          HttpClientExamples.byHost(new LimiterRegistry(cursor), "127.0.0.1", 10);
+      ExecutorService threads = Executors.newFixedThreadPool(3);
+      try {
+        List<Future<Integer>> ok = threads.invokeAll(List.of(
+            () -> HttpClientExamples.jdk(limiters, uris),
+            () -> HttpClientExamples.okhttp(limiters, uris),
+            () -> HttpClientExamples.apache(limiters, uris)));
+        for (Future<Integer> each : ok) {
+          assertThat(each.get()).isEqualTo(8);
+        }
+      } finally {
+        threads.shutdownNow();
+      }
+    }
+    assertThat(destination.arrivals()).isEqualTo(24);
+    assertThat(destination.busiestSecond()).as("busiest 1-s window at 10/s").isLessThanOrEqualTo(11);
+    // 24 turns 0.1 s apart: the last arrives 2.3 s after the first.
+    assertThat(destination.span()).isGreaterThan(2.2);
   }
 }
