@@ -8,8 +8,9 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -20,17 +21,23 @@ import java.util.function.IntUnaryOperator;
 final class ArrivalCounter implements AutoCloseable {
 
   private final HttpServer server;
-  private final ExecutorService executor = Executors.newFixedThreadPool(16, r -> {
-    Thread t = new Thread(r, "arrival-counter");
-    t.setDaemon(true);
-    return t;
-  });
+  /**
+   * Started in full before the first request: a handler thread created on demand would stamp its
+   * first arrival late, by however long the JVM takes to start a thread on a busy host.
+   */
+  private final ThreadPoolExecutor executor = new ThreadPoolExecutor(16, 16, 0,
+      TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
+        Thread t = new Thread(r, "arrival-counter");
+        t.setDaemon(true);
+        return t;
+      });
   private final List<Long> arrivals = new ArrayList<>();
   private volatile IntUnaryOperator rule = n -> 200;
   private volatile String retryAfter;
 
   ArrivalCounter() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
+    executor.prestartAllCoreThreads();
     server.setExecutor(executor);
     server.createContext("/", exchange -> {
       long now = System.nanoTime();
