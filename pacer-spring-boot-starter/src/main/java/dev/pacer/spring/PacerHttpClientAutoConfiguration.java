@@ -1,0 +1,106 @@
+package dev.pacer.spring;
+
+import dev.pacer.LimiterLookup;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.PacedHttpClient;
+import java.net.http.HttpClient;
+import java.time.Duration;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.http.client.HttpClientSettings;
+import org.springframework.boot.http.client.HttpRedirects;
+import org.springframework.boot.http.client.JdkHttpClientBuilder;
+import org.springframework.boot.restclient.RestClientCustomizer;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.http.client.JdkClientHttpRequestFactory;
+import org.springframework.web.client.RestClient;
+
+/**
+ * Pacing the application's HTTP clients: a {@link PacedHttpClient} bean, which paces each request
+ * (and each redirect hop) by the destination whose {@code hosts} hold the request's host and
+ * sends requests to any other host unpaced; and, when Spring's {@code RestClient} is present, a
+ * {@link RestClientCustomizer} that gives every {@code RestClient.Builder} Spring Boot hands out a
+ * {@link JdkClientHttpRequestFactory} on that client (through {@link SendingOnTheCallersThread}:
+ * Spring's JDK requests go through {@code sendAsync}, which the paced client does not offer yet). Turns and the classification of answers are
+ * the paced client's own ({@link dev.pacer.DestinationLimiter#noteAnswer}): a 429 comes back to
+ * the caller as a 429 (Spring's {@code RestClient} then throws its usual exception), and the
+ * destination has already backed off; after a 403 the next request to the destination throws
+ * {@link dev.pacer.LockedOutException} before anything is sent.
+ *
+ * <p>The client honours Spring Boot's HTTP client settings ({@code spring.http.clients.*}):
+ * connect timeout, SSL bundle and redirects for the client itself (redirects are followed by the
+ * paced client, one turn per hop, never by the JDK's client inside one turn), and the read
+ * timeout for each answer (the paced client's {@code answerTimeout}, from the request's turn) and
+ * its body (the request factory's). Spring Boot 3.5 gets the JDK's defaults and no {@code
+ * RestClient} pacing: its customizer interface lives in another package. {@code pacer.rest-client.enabled=false} leaves {@code RestClient}
+ * alone; the {@link PacedHttpClient} bean stays, for the application to use as it likes.
+ */
+@AutoConfiguration(after = PacerAutoConfiguration.class,
+    beforeName = "org.springframework.boot.restclient.autoconfigure.RestClientAutoConfiguration")
+public class PacerHttpClientAutoConfiguration {
+
+  /**
+   * With Spring Boot's HTTP client settings: its connect timeout, SSL and redirect policy. Spring
+   * Boot 3.5 has classes of the same names with another API, so the condition names the module
+   * that only Spring Boot 4 has.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.http.client.autoconfigure.HttpClientAutoConfiguration")
+  static class WithBootSettings {
+
+    @Bean
+    @ConditionalOnMissingBean
+    PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations,
+        ObjectProvider<HttpClientSettings> settings) {
+      HttpClientSettings s = settings.getIfAvailable(HttpClientSettings::defaults);
+      HttpClient delegate = new JdkHttpClientBuilder()
+          .build(s.withReadTimeout(null).withRedirects(HttpRedirects.DONT_FOLLOW));
+      PacedHttpClient.Builder paced = PacedHttpClient.builder(delegate, lookup(registry, destinations))
+          .followRedirects(s.redirects() == HttpRedirects.DONT_FOLLOW
+              ? HttpClient.Redirect.NEVER : HttpClient.Redirect.NORMAL);
+      if (s.readTimeout() != null) {
+        paced.answerTimeout(s.readTimeout());
+      }
+      return paced.build();
+    }
+  }
+
+  /** Without them (no Spring Boot HTTP client module): the JDK's defaults, redirects followed. */
+  @Bean
+  @ConditionalOnMissingBean
+  PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations) {
+    HttpClient delegate = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build();
+    return PacedHttpClient.builder(delegate, lookup(registry, destinations))
+        .followRedirects(HttpClient.Redirect.NORMAL)
+        .build();
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass({RestClient.class, RestClientCustomizer.class})
+  @ConditionalOnBooleanProperty(name = "pacer.rest-client.enabled", matchIfMissing = true)
+  static class RestClientPacing {
+
+    @Bean
+    @ConditionalOnMissingBean(name = "pacerRestClientCustomizer")
+    RestClientCustomizer pacerRestClientCustomizer(PacedHttpClient client,
+        ObjectProvider<HttpClientSettings> settings) {
+      Duration readTimeout = settings.getIfAvailable(HttpClientSettings::defaults).readTimeout();
+      return builder -> {
+        JdkClientHttpRequestFactory factory =
+            new JdkClientHttpRequestFactory(new SendingOnTheCallersThread(client));
+        if (readTimeout != null) {
+          factory.setReadTimeout(readTimeout);
+        }
+        builder.requestFactory(factory);
+      };
+    }
+  }
+
+  private static LimiterLookup lookup(LimiterRegistry registry, PacerDestinations destinations) {
+    return LimiterLookup.byHost(registry, destinations::destinationForHost);
+  }
+}
