@@ -49,8 +49,11 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>The {@link LimiterLookup} names the limiter for the request's URI; a request it does not
  *       pace is sent as the delegate would send it.
- *   <li>{@link DestinationLimiter#acquire()} blocks the calling thread until its turn (and throws
- *       {@link LockedOutException} if the destination is locked out: nothing is sent).
+ *   <li>{@link #send} blocks the calling thread until its turn ({@link
+ *       DestinationLimiter#acquire()}); {@link #sendAsync} returns at once, and its request waits
+ *       for the turn with no thread held ({@link DestinationLimiter#acquireAsync()}). If the
+ *       destination is locked out, {@code send} throws {@link LockedOutException} and {@code
+ *       sendAsync}'s future fails with it: nothing is sent.
  *   <li>The request goes to the delegate. When the answer's headers arrive, its status and {@code
  *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
  *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
@@ -65,6 +68,19 @@ import org.slf4j.LoggerFactory;
  *       neither read nor closed holds its permit, as it holds its connection. A request that
  *       fails releases it at once.
  * </ol>
+ *
+ * <h2>Asynchronous: the same hops, no thread waiting</h2>
+ *
+ * {@link #sendAsync} takes the steps above, hop by hop, as {@code send} does (one {@code Hop}
+ * class holds them, and two short drivers wait for them: a loop that blocks, and a composition of
+ * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
+ * executor} if it was built with one, or else on the round-trip executor of the limiter's {@link
+ * AsyncPools}: never on the scheduler's thread, which completes the turn, because a send there
+ * delays every turn of the JVM queued behind it. Cancelling the future before the turn gives back
+ * the permit, or the place in its queue; after the send, it cancels the exchange (Java 16+ closes
+ * its connection), which releases the permit. Server pushes ({@code
+ * sendAsync(request, handler, pushPromises)}) go to the push promise handler as the delegate
+ * delivers them, with no turn: a pushed response is not a request sent to the destination.
  *
  * <h2>Redirects: followed here, a turn per hop</h2>
  *
@@ -84,7 +100,8 @@ import org.slf4j.LoggerFactory;
  *
  * With {@link Builder#answerTimeout}, each hop's answer must be complete within it (for a body read
  * into memory or a file, the body included), or the exchange is cancelled, which closes its
- * connection, and {@code send} throws {@link HttpTimeoutException}: a body trickling one byte at a
+ * connection, and {@code send} throws {@link HttpTimeoutException} ({@code sendAsync}'s future
+ * fails with it): a body trickling one byte at a
  * time would otherwise hold the destination's permit for as long as the server likes. Without one
  * (the default), as the delegate does.
  *
@@ -92,8 +109,7 @@ import org.slf4j.LoggerFactory;
  *
  * {@link #newWebSocketBuilder()} is refused: a WebSocket opened past the limiter would not be
  * paced; open it on the delegate. Closing this client (Java 21+) does not close the delegate:
- * whoever built the delegate owns it. {@link #sendAsync} is not supported yet: it must wait for
- * its turn without blocking a thread, which needs {@code DestinationLimiter.acquireAsync()}.
+ * whoever built the delegate owns it.
  */
 public final class PacedHttpClient extends HttpClient {
 
@@ -595,8 +611,8 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Each hop's whole answer (a body read into memory or a file included) within {@code timeout},
-     * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException}. Default:
-     * none.
+     * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException} ({@code
+     * sendAsync}'s future fails with it). Default: none.
      */
     public Builder answerTimeout(Duration timeout) {
       if (timeout == null || timeout.isZero() || timeout.isNegative()) {
@@ -607,8 +623,9 @@ public final class PacedHttpClient extends HttpClient {
     }
 
     /**
-     * Called with every paced request sent, redirect hops included, on the sending thread, once
-     * its status is known or it failed; the request's slot may still be held, so keep it quick. If
+     * Called with every paced request sent, redirect hops included, once its status is known or
+     * it failed: for {@code send} on the calling thread, for {@code sendAsync} on the thread that
+     * completes the answer (the delegate's); the request's slot may still be held, so keep it quick. If
      * it throws, requests go on (logged once at WARN).
      */
     public Builder onRequest(Consumer<SentRequest> listener) {

@@ -117,8 +117,13 @@ class PacedHttpClientAsyncTest {
     int n = 50;
     DestinationLimiter limiter = limiter("async-ceiling", ceiling, 8);
     PacedHttpClient client = PacedHttpClient.of(delegate, limiter);
-    // Warm: the first request loads the client and starts the pools' threads.
-    client.sendAsync(get("/warm"), HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    // The first request of a JVM through this path (loading the JDK's client and this one's
+    // classes, starting the pools' threads) leaves tens of ms after its turn, late enough at 20/s
+    // to put it into the next request's second: warm up on a destination of its own.
+    PacedHttpClient.of(delegate, limiter("async-warm-up", ceiling, 8))
+        .sendAsync(get("/warm"), HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    arrivals.clear();
+    delegate.threads.clear();
     List<CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
     long before = System.nanoTime();
     for (int i = 0; i < n; i++) {
@@ -131,14 +136,16 @@ class PacedHttpClientAsyncTest {
     Timeline timeline = new Timeline(arrivals);
     System.out.printf("sendAsync: %d issued in %d ms; %s; %d late turns given up%n", n,
         issuedMillis, timeline, limiter.lateTurnsSkipped());
-    // Waiting for the turns on this thread would take (n - 1) / ceiling = 2.45 s.
-    assertThat(issuedMillis).as("ms to issue %d requests", n).isLessThan(1000 / ceiling);
-    assertThat(timeline.size()).isEqualTo(n + 1);
-    assertThat(timeline.peakOneSecondWindow()).as(timeline.toString()).isLessThanOrEqualTo(ceiling + 1);
+    // Waiting for the turns on this thread would take (n - 1) / ceiling = 2.45 s; issuing them
+    // took 5-42 ms on the 2-core build machine at load 3-11.
+    assertThat(issuedMillis).as("ms to issue %d requests", n).isLessThan(5 * 1000 / ceiling);
+    assertThat(timeline.size()).isEqualTo(n);
+    assertThat(timeline.peakOneSecondWindow()).as(timeline.toString())
+        .isLessThanOrEqualTo(ceiling + 1);
     assertThat(timeline.aggregateRatePerSecond()).as(timeline.toString())
         .isGreaterThan(0.8 * ceiling);
     assertThat(delegate.threads).as("threads the delegate's sendAsync was called on")
-        .hasSize(n + 1).allMatch(name -> name.startsWith("pacer-round-trip-"));
+        .hasSize(n).allMatch(name -> name.startsWith("pacer-round-trip-"));
   }
 
   @Test
