@@ -24,8 +24,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
@@ -44,7 +44,8 @@ class PacedHttpClientAsyncTest {
   private final List<Long> arrivals = new CopyOnWriteArrayList<>();
   private final List<String> paths = new CopyOnWriteArrayList<>();
   private final CountDownLatch release = new CountDownLatch(1);
-  private final ExecutorService handlers = Executors.newCachedThreadPool();
+  private final ThreadPoolExecutor handlers = new ThreadPoolExecutor(16, 16, 0, TimeUnit.SECONDS,
+      new LinkedBlockingQueue<>());
   private HttpServer server;
   private final SendThreads delegate = new SendThreads(
       HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build());
@@ -54,7 +55,9 @@ class PacedHttpClientAsyncTest {
   @BeforeEach
   void start() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    // Its own threads, so that a request held open does not delay the arrival of the next one.
+    // Threads of its own, so that a request held open does not delay the arrival of the next
+    // one, started now: a thread started on demand would stamp its first arrival late.
+    handlers.prestartAllCoreThreads();
     server.setExecutor(handlers);
     server.createContext("/", exchange -> {
       arrivals.add(System.nanoTime());
