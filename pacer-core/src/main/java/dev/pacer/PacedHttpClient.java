@@ -13,12 +13,16 @@ import java.net.http.WebSocket;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import javax.net.ssl.SSLContext;
@@ -45,8 +49,11 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>The {@link LimiterLookup} names the limiter for the request's URI; a request it does not
  *       pace is sent as the delegate would send it.
- *   <li>{@link DestinationLimiter#acquire()} blocks the calling thread until its turn (and throws
- *       {@link LockedOutException} if the destination is locked out: nothing is sent).
+ *   <li>{@link #send} blocks the calling thread until its turn ({@link
+ *       DestinationLimiter#acquire()}); {@link #sendAsync} returns at once, and its request waits
+ *       for the turn with no thread held ({@link DestinationLimiter#acquireAsync()}). If the
+ *       destination is locked out, {@code send} throws {@link LockedOutException} and {@code
+ *       sendAsync}'s future fails with it: nothing is sent.
  *   <li>The request goes to the delegate. When the answer's headers arrive, its status and {@code
  *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
  *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
@@ -61,6 +68,19 @@ import org.slf4j.LoggerFactory;
  *       neither read nor closed holds its permit, as it holds its connection. A request that
  *       fails releases it at once.
  * </ol>
+ *
+ * <h2>Asynchronous: the same hops, no thread waiting</h2>
+ *
+ * {@link #sendAsync} takes the steps above, hop by hop, as {@code send} does (one {@code Hop}
+ * class holds them, and two short drivers wait for them: a loop that blocks, and a composition of
+ * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
+ * executor} if it was built with one, or else on the round-trip executor of the limiter's {@link
+ * AsyncPools}: never on the scheduler's thread, which completes the turn, because a send there
+ * delays every turn of the JVM queued behind it. Cancelling the future before the turn gives back
+ * the permit, or the place in its queue; after the send, it cancels the exchange (Java 16+ closes
+ * its connection), which releases the permit. Server pushes ({@code
+ * sendAsync(request, handler, pushPromises)}) go to the push promise handler as the delegate
+ * delivers them, with no turn: a pushed response is not a request sent to the destination.
  *
  * <h2>Redirects: followed here, a turn per hop</h2>
  *
@@ -80,7 +100,8 @@ import org.slf4j.LoggerFactory;
  *
  * With {@link Builder#answerTimeout}, each hop's answer must be complete within it (for a body read
  * into memory or a file, the body included), or the exchange is cancelled, which closes its
- * connection, and {@code send} throws {@link HttpTimeoutException}: a body trickling one byte at a
+ * connection, and {@code send} throws {@link HttpTimeoutException} ({@code sendAsync}'s future
+ * fails with it): a body trickling one byte at a
  * time would otherwise hold the destination's permit for as long as the server likes. Without one
  * (the default), as the delegate does.
  *
@@ -88,8 +109,7 @@ import org.slf4j.LoggerFactory;
  *
  * {@link #newWebSocketBuilder()} is refused: a WebSocket opened past the limiter would not be
  * paced; open it on the delegate. Closing this client (Java 21+) does not close the delegate:
- * whoever built the delegate owns it. {@link #sendAsync} is not supported yet: it must wait for
- * its turn without blocking a thread, which needs {@code DestinationLimiter.acquireAsync()}.
+ * whoever built the delegate owns it.
  */
 public final class PacedHttpClient extends HttpClient {
 
@@ -146,85 +166,238 @@ public final class PacedHttpClient extends HttpClient {
   record Exchanged<T>(HttpResponse<T> response, Answer answer, Optional<String> notFollowed) {}
 
   /**
-   * Sends {@code request} and follows its redirects, each hop with a turn of its own; the first
-   * hop takes {@code firstIntervals} turns ({@link DestinationLimiter#acquire(int)}). The final
-   * answer's body goes to the handler {@code handlers} gives for its URI.
+   * Sends {@code request} and follows its redirects, each hop with a turn of its own, this thread
+   * waiting for each turn and each answer; the first hop takes {@code firstIntervals} turns
+   * ({@link DestinationLimiter#acquire(int)}). The final answer's body goes to the handler {@code
+   * handlers} gives for its URI.
    */
   <T> Exchanged<T> exchange(HttpRequest request,
       Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
-    Objects.requireNonNull(request, "request");
-    HttpRequest current = request;
-    for (int hop = 0; ; hop++) {
-      Optional<DestinationLimiter> limiter = limiters.limiterFor(current.uri());
+    Hop<T> hop = new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers, null);
+    while (true) {
       Optional<Slot> slot = Optional.empty();
-      if (limiter.isPresent()) {
-        slot = Optional.of(limiter.get().acquire(hop == 0 ? firstIntervals : 1));
+      if (hop.limiter.isPresent()) {
+        slot = Optional.of(hop.limiter.get().acquire(hop.followed == 0 ? firstIntervals : 1));
       }
-      Hop<T> answered = new Hop<>(request.uri(), current.uri(), hop, limiter, slot, handlers);
-      TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
-      long sentNanos = time.nanoTime();
-      long sentMicros = time.epochMicros();
-      HttpResponse<T> response;
+      CompletableFuture<HttpResponse<T>> answer = hop.send(slot);
+      Step<T> step;
       try {
-        response = await(delegate.sendAsync(current, answered), current.uri());
-      } catch (IOException | InterruptedException | RuntimeException | Error e) {
-        slot.ifPresent(Slot::close);
+        step = hop.answered(answer.get());
+      } catch (ExecutionException e) {
+        throw rethrown(hop.failed(e));
+      } catch (InterruptedException e) {
+        answer.cancel(true);
+        hop.failed(e);
         throw e;
-      } finally {
-        if (slot.isPresent()) {
-          report(new SentRequest(current.uri(), hop, slot.get().turnNanos(), sentNanos,
-              sentMicros, answered.status()));
-        }
       }
-      if (answered.discarded) {
-        // Nobody reads this body: it drains in the background, holding no permit.
-        slot.ifPresent(Slot::close);
+      if (step instanceof Step.Done<T> done) {
+        return done.exchanged();
       }
-      if (answered.next instanceof Redirects.Next.Follow follow) {
-        current = Redirects.nextRequest(current, response.statusCode(), follow.uri());
-        continue;
-      }
-      Optional<String> refused = answered.next instanceof Redirects.Next.Refuse refuse
-          ? Optional.of(refuse.reason()) : Optional.empty();
-      return new Exchanged<>(response, answered.answer, refused);
+      hop = hop.next(((Step.Follow<T>) step).request());
     }
   }
 
   /**
-   * One hop's body handler: classifies the answer as soon as its headers arrive, decides whether
-   * it is a redirect to follow (then its body is dropped), and otherwise hands the body to the
-   * caller's handler, closing the slot when it ends (or, for a body nobody reads, when the
-   * answer is returned).
+   * Sends {@code request} as {@link #send} does, with no thread waiting: each turn is {@link
+   * DestinationLimiter#acquireAsync()}'s, each answer the delegate's future, and each hop after a
+   * turn is sent on {@link #sendingExecutor}, off the thread that completed the turn.
+   */
+  private <T> CompletableFuture<Exchanged<T>> exchangeAsync(Hop<T> hop, Pending<T> pending) {
+    CompletableFuture<Slot> turn = hop.limiter.map(DestinationLimiter::acquireAsync)
+        .orElse(CompletableFuture.completedFuture(null));
+    pending.track(turn);
+    return turn.handleAsync((slot, failure) -> {
+      if (failure != null) {
+        throw new CompletionException(unwrapped(failure));
+      }
+      if (pending.result.isDone()) {
+        // Cancelled (or completed by the caller) between the turn and its send: nothing goes.
+        if (slot != null) {
+          slot.close();
+        }
+        throw new CancellationException("cancelled before it was sent");
+      }
+      CompletableFuture<HttpResponse<T>> answer = hop.send(Optional.ofNullable(slot));
+      pending.track(answer);
+      return answer.handle((response, failed) -> {
+        if (failed != null) {
+          throw new CompletionException(hop.failed(failed));
+        }
+        return hop.answered(response);
+      });
+    }, sendingExecutor(hop)).thenCompose(Function.identity()).thenCompose(step -> {
+      if (step instanceof Step.Done<T> done) {
+        return CompletableFuture.completedFuture(done.exchanged());
+      }
+      return exchangeAsync(hop.next(((Step.Follow<T>) step).request()), pending);
+    });
+  }
+
+  /**
+   * Where a hop is sent after its turn: the delegate's executor if it was built with one (the
+   * threads its own work runs on), or else the round-trip executor of the hop's limiter, never
+   * the scheduler's thread that completes the turn. A send on that thread delays every turn of
+   * the JVM queued behind it (see {@link AsyncPools}); the JDK client's {@code sendAsync} only
+   * builds the exchange and hands it to the client's own threads, so it holds a round-trip thread
+   * for far less than a round trip. An unpaced hop has no turn to wait for and is sent on the
+   * thread that asked (the caller's, or the one that completed the previous hop's answer).
+   */
+  private Executor sendingExecutor(Hop<?> hop) {
+    if (hop.limiter.isEmpty()) {
+      return Runnable::run;
+    }
+    return delegate.executor().orElseGet(() -> hop.limiter.get().roundTrips());
+  }
+
+  /** What a hop's answer leads to: the next hop's request, or the final answer. */
+  private sealed interface Step<T> {
+    record Follow<T>(HttpRequest request) implements Step<T> {}
+
+    record Done<T>(Exchanged<T> exchanged) implements Step<T> {}
+  }
+
+  /**
+   * One asynchronous exchange: the future handed to the caller, and what cancelling it must stop
+   * (the acquisition waiting for a turn, then the exchange in flight).
+   */
+  private static final class Pending<T> {
+    final CompletableFuture<HttpResponse<T>> result = new CompletableFuture<>();
+    private final AtomicReference<Future<?>> stage =
+        new AtomicReference<>(CompletableFuture.completedFuture(null));
+
+    Pending() {
+      // Completed by the exchange, the stage is done and this does nothing; cancelled by the
+      // caller, it gives back a permit not yet granted, or cancels the exchange in flight.
+      result.whenComplete((response, failure) -> stage.get().cancel(true));
+    }
+
+    void track(Future<?> next) {
+      stage.set(next);
+      if (result.isDone()) {
+        next.cancel(true);
+      }
+    }
+  }
+
+  /**
+   * One hop of an exchange, the steps {@link #exchange} and {@link #exchangeAsync} both take: the
+   * limiter the lookup names for its URI, the send ({@link #send}), and the answer ({@link
+   * #answered}) or failure ({@link #failed}), each reported to the listener. As the delegate's body
+   * handler, it classifies the answer as soon as its headers arrive, decides whether it is a
+   * redirect to follow (then its body is dropped), and otherwise hands the body to the caller's
+   * handler, closing the slot when it ends (or, for a body nobody reads, when the answer is
+   * returned).
    */
   private final class Hop<T> implements HttpResponse.BodyHandler<T> {
-    private final URI requested;
-    private final URI uri;
+    private final HttpRequest requested;
+    private final HttpRequest request;
     private final int followed;
     private final Optional<DestinationLimiter> limiter;
-    private final Optional<Slot> slot;
     private final Function<URI, HttpResponse.BodyHandler<T>> handlers;
+    private final HttpResponse.PushPromiseHandler<T> pushes;
+    private volatile Optional<Slot> slot = Optional.empty();
+    private long sentNanos;
+    private long sentMicros;
     private volatile int status = SentRequest.NO_STATUS;
     private volatile boolean discarded;
     private volatile Answer answer = Answer.CLEAN;
     private volatile Redirects.Next next;
 
-    Hop(URI requested, URI uri, int followed, Optional<DestinationLimiter> limiter,
-        Optional<Slot> slot, Function<URI, HttpResponse.BodyHandler<T>> handlers) {
+    Hop(HttpRequest requested, HttpRequest request, int followed,
+        Function<URI, HttpResponse.BodyHandler<T>> handlers,
+        HttpResponse.PushPromiseHandler<T> pushes) {
       this.requested = requested;
-      this.uri = uri;
+      this.request = request;
       this.followed = followed;
-      this.limiter = limiter;
-      this.slot = slot;
+      this.limiter = limiters.limiterFor(request.uri());
       this.handlers = handlers;
+      this.pushes = pushes;
     }
 
-    int status() {
-      return status;
+    /** The hop to {@code target}, asking the lookup again. */
+    Hop<T> next(HttpRequest target) {
+      return new Hop<>(requested, target, followed + 1, handlers, pushes);
+    }
+
+    /**
+     * Sends this hop, holding {@code turn} if it is paced. The answer comes within the answer
+     * timeout if there is one, or the future fails with {@link TimeoutException}; a future that
+     * fails so, or is cancelled, cancels the exchange, which closes its connection (Java 16+), and
+     * with it a trickling body.
+     */
+    CompletableFuture<HttpResponse<T>> send(Optional<Slot> turn) {
+      slot = turn;
+      TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
+      sentNanos = time.nanoTime();
+      sentMicros = time.epochMicros();
+      CompletableFuture<HttpResponse<T>> sent;
+      try {
+        sent = delegate.sendAsync(request, this, pushes);
+      } catch (RuntimeException e) {
+        sent = CompletableFuture.failedFuture(e);
+      }
+      CompletableFuture<HttpResponse<T>> answered = new CompletableFuture<>();
+      sent.whenComplete((response, failure) -> {
+        if (failure == null) {
+          answered.complete(response);
+        } else {
+          answered.completeExceptionally(unwrapped(failure));
+        }
+      });
+      answerTimeout.ifPresent(d -> answered.orTimeout(d.toNanos(), TimeUnit.NANOSECONDS));
+      CompletableFuture<HttpResponse<T>> exchange = sent;
+      answered.whenComplete((response, failure) -> {
+        if (failure != null) {
+          exchange.cancel(true);
+        }
+      });
+      return answered;
+    }
+
+    /** The answer came: reports it, and says where it leads. */
+    Step<T> answered(HttpResponse<T> response) {
+      reportSent();
+      if (discarded) {
+        // Nobody reads this body: it drains in the background, holding no permit.
+        slot.ifPresent(Slot::close);
+      }
+      if (next instanceof Redirects.Next.Follow follow) {
+        return new Step.Follow<>(Redirects.nextRequest(request, response.statusCode(),
+            follow.uri()));
+      }
+      Optional<String> refused = next instanceof Redirects.Next.Refuse refuse
+          ? Optional.of(refuse.reason()) : Optional.empty();
+      return new Step.Done<>(new Exchanged<>(response, answer, refused));
+    }
+
+    /**
+     * No answer came: the slot goes back at once, the request is reported, and the failure is
+     * returned as the caller sees it (a deadline passed as {@link HttpTimeoutException}).
+     */
+    Throwable failed(Throwable failure) {
+      slot.ifPresent(Slot::close);
+      reportSent();
+      Throwable cause = unwrapped(failure);
+      if (cause instanceof TimeoutException) {
+        HttpTimeoutException late = new HttpTimeoutException("no complete response from "
+            + request.uri() + " within " + describe(answerTimeout.orElseThrow()));
+        late.initCause(cause);
+        return late;
+      }
+      return cause;
+    }
+
+    private void reportSent() {
+      if (slot.isPresent()) {
+        report(new SentRequest(request.uri(), followed, slot.get().turnNanos(), sentNanos,
+            sentMicros, status));
+      }
     }
 
     @Override
     public HttpResponse.BodySubscriber<T> apply(HttpResponse.ResponseInfo info) {
+      URI uri = request.uri();
       status = info.statusCode();
       if (limiter.isPresent()) {
         answer = limiter.get().noteAnswer(info.statusCode(),
@@ -232,7 +405,7 @@ public final class PacedHttpClient extends HttpClient {
       }
       if (answer == Answer.CLEAN && redirects.followsAny()
           && Redirects.isRedirect(info.statusCode())) {
-        next = redirects.next(requested, uri, info.statusCode(),
+        next = redirects.next(requested.uri(), uri, info.statusCode(),
             info.headers().firstValue("Location"), followed);
         if (next instanceof Redirects.Next.Follow) {
           discarded = true;
@@ -244,41 +417,36 @@ public final class PacedHttpClient extends HttpClient {
         discarded = true;
         return body;
       }
-      return slot.isPresent() ? new SlotReleasingBody<>(body, slot.get()) : body;
+      Optional<Slot> held = slot;
+      return held.isPresent() ? new SlotReleasingBody<>(body, held.get()) : body;
     }
   }
 
-  /** The answer, within the answer timeout if there is one; cancelled if it fails to come. */
-  private <T> HttpResponse<T> await(CompletableFuture<HttpResponse<T>> future, URI uri)
-      throws IOException, InterruptedException {
-    try {
-      if (answerTimeout.isPresent()) {
-        return future.get(answerTimeout.get().toNanos(), TimeUnit.NANOSECONDS);
-      }
-      return future.get();
-    } catch (TimeoutException e) {
-      // Cancelling the exchange closes its connection (Java 16+), and with it a trickling body.
-      future.cancel(true);
-      HttpTimeoutException late = new HttpTimeoutException("no complete response from " + uri
-          + " within " + describe(answerTimeout.get()));
-      late.initCause(e);
-      throw late;
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      if (cause instanceof IOException io) {
-        throw io;
-      }
-      if (cause instanceof RuntimeException runtime) {
-        throw runtime;
-      }
-      if (cause instanceof Error error) {
-        throw error;
-      }
-      throw new IOException(cause);
-    } catch (InterruptedException e) {
-      future.cancel(true);
-      throw e;
+  /** The failure inside the wrappers a future's stages put around it. */
+  private static Throwable unwrapped(Throwable failure) {
+    Throwable cause = failure;
+    while ((cause instanceof CompletionException || cause instanceof ExecutionException)
+        && cause.getCause() != null) {
+      cause = cause.getCause();
     }
+    return cause;
+  }
+
+  /** {@code failure} thrown as {@link #send} declares it, or returned wrapped to be thrown. */
+  private static IOException rethrown(Throwable failure) throws InterruptedException {
+    if (failure instanceof IOException io) {
+      return io;
+    }
+    if (failure instanceof InterruptedException interrupted) {
+      throw interrupted;
+    }
+    if (failure instanceof RuntimeException runtime) {
+      throw runtime;
+    }
+    if (failure instanceof Error error) {
+      throw error;
+    }
+    return new IOException(failure);
   }
 
   private void report(SentRequest sent) {
@@ -310,11 +478,32 @@ public final class PacedHttpClient extends HttpClient {
     return sendAsync(request, handler, null);
   }
 
+  /**
+   * As {@link #send}, with no thread waiting for the turn: see the class comment. Server pushes go
+   * to {@code pushPromises} as the delegate delivers them, with no turn: a pushed response is not
+   * a request sent to the destination.
+   */
   @Override
   public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
       HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushPromises) {
-    throw new UnsupportedOperationException("PacedHttpClient.sendAsync is not supported yet (it"
-        + " must wait for its turn without blocking a thread); use send");
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(handler, "handler");
+    Pending<T> pending = new Pending<>();
+    CompletableFuture<Exchanged<T>> exchanged;
+    try {
+      exchanged = exchangeAsync(new Hop<>(request, request, 0, uri -> handler, pushPromises),
+          pending);
+    } catch (RuntimeException e) {
+      exchanged = CompletableFuture.failedFuture(e);
+    }
+    exchanged.whenComplete((done, failure) -> {
+      if (failure == null) {
+        pending.result.complete(done.response());
+      } else {
+        pending.result.completeExceptionally(unwrapped(failure));
+      }
+    });
+    return pending.result;
   }
 
   /** This client's redirect policy (the delegate's is always {@code NEVER}). */
@@ -422,8 +611,8 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Each hop's whole answer (a body read into memory or a file included) within {@code timeout},
-     * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException}. Default:
-     * none.
+     * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException} ({@code
+     * sendAsync}'s future fails with it). Default: none.
      */
     public Builder answerTimeout(Duration timeout) {
       if (timeout == null || timeout.isZero() || timeout.isNegative()) {
@@ -434,8 +623,9 @@ public final class PacedHttpClient extends HttpClient {
     }
 
     /**
-     * Called with every paced request sent, redirect hops included, on the sending thread, once
-     * its status is known or it failed; the request's slot may still be held, so keep it quick. If
+     * Called with every paced request sent, redirect hops included, once its status is known or
+     * it failed: for {@code send} on the calling thread, for {@code sendAsync} on the thread that
+     * completes the answer (the delegate's); the request's slot may still be held, so keep it quick. If
      * it throws, requests go on (logged once at WARN).
      */
     public Builder onRequest(Consumer<SentRequest> listener) {

@@ -1,0 +1,328 @@
+package dev.pacer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Authenticator;
+import java.net.CookieHandler;
+import java.net.InetSocketAddress;
+import java.net.ProxySelector;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link PacedHttpClient#sendAsync} against a local server, in real time on Pacer's default
+ * {@link AsyncPools}: the ceiling holds where requests arrive while one thread issues them all
+ * without waiting, each redirect hop takes its own turn, a 429 pauses and a 403 locks out, and a
+ * cancelled future gives back its permit. Every scenario lasts a few seconds at most.
+ */
+class PacedHttpClientAsyncTest {
+
+  private final List<Long> arrivals = new CopyOnWriteArrayList<>();
+  private final List<String> paths = new CopyOnWriteArrayList<>();
+  private final CountDownLatch release = new CountDownLatch(1);
+  private final ThreadPoolExecutor handlers = new ThreadPoolExecutor(16, 16, 0, TimeUnit.SECONDS,
+      new LinkedBlockingQueue<>());
+  private HttpServer server;
+  private final SendThreads delegate = new SendThreads(
+      HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build());
+  private final LimiterRegistry registry =
+      new LimiterRegistry(new LocalCursor(TimeSource.SYSTEM), TimeSource.SYSTEM);
+
+  @BeforeEach
+  void start() throws IOException {
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    // Threads of its own, so that a request held open does not delay the arrival of the next
+    // one, started now: a thread started on demand would stamp its first arrival late.
+    handlers.prestartAllCoreThreads();
+    server.setExecutor(handlers);
+    server.createContext("/", exchange -> {
+      arrivals.add(System.nanoTime());
+      String path = exchange.getRequestURI().getPath();
+      paths.add(path);
+      exchange.getRequestBody().readAllBytes();
+      int status = 200;
+      if (path.startsWith("/chain/") && !path.equals("/chain/0")) {
+        status = 302;
+        int left = Integer.parseInt(path.substring("/chain/".length()));
+        exchange.getResponseHeaders().add("Location", "/chain/" + (left - 1));
+      } else if (path.equals("/busy")) {
+        status = 429;
+        exchange.getResponseHeaders().add("Retry-After", "1");
+      } else if (path.equals("/forbidden")) {
+        status = 403;
+      } else if (path.equals("/held")) {
+        try {
+          release.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      // 8 MiB: more than the client buffers ahead of a reader who has not read yet.
+      byte[] body = path.equals("/big") ? new byte[8 << 20]
+          : ("body of " + path).getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(status, body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      } catch (IOException e) {
+        // The client cancelled the exchange and closed the connection.
+      }
+    });
+    server.start();
+  }
+
+  @AfterEach
+  void stop() {
+    release.countDown();
+    server.stop(0);
+    handlers.shutdownNow();
+  }
+
+  private URI uri(String path) {
+    return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+  }
+
+  private HttpRequest get(String path) {
+    return HttpRequest.newBuilder(uri(path)).build();
+  }
+
+  private DestinationLimiter limiter(String name, int rate, int maxConcurrency) {
+    return registry.limiter(Destination.builder(name).ratePerSecond(rate)
+        .maxConcurrency(maxConcurrency).build());
+  }
+
+  @Test
+  void oneThreadIssuesEveryRequestAtOnceAndTheyArriveWithinTheCeiling() throws Exception {
+    int ceiling = 20;
+    int n = 50;
+    DestinationLimiter limiter = limiter("async-ceiling", ceiling, 8);
+    PacedHttpClient client = PacedHttpClient.of(delegate, limiter);
+    // The first request of a JVM through this path (loading the JDK's client and this one's
+    // classes, starting the pools' threads) leaves tens of ms after its turn, late enough at 20/s
+    // to put it into the next request's second: warm up on a destination of its own.
+    PacedHttpClient.of(delegate, limiter("async-warm-up", ceiling, 8))
+        .sendAsync(get("/warm"), HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    arrivals.clear();
+    delegate.threads.clear();
+    List<CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
+    long before = System.nanoTime();
+    for (int i = 0; i < n; i++) {
+      futures.add(client.sendAsync(get("/page/" + i), HttpResponse.BodyHandlers.ofString()));
+    }
+    long issuedMillis = (System.nanoTime() - before) / 1_000_000;
+    for (CompletableFuture<HttpResponse<String>> future : futures) {
+      assertThat(future.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    }
+    Timeline timeline = new Timeline(arrivals);
+    System.out.printf("sendAsync: %d issued in %d ms; %s; %d late turns given up%n", n,
+        issuedMillis, timeline, limiter.lateTurnsSkipped());
+    // Waiting for the turns on this thread would take (n - 1) / ceiling = 2.45 s; issuing them
+    // took 5-42 ms on the 2-core build machine at load 3-11.
+    assertThat(issuedMillis).as("ms to issue %d requests", n).isLessThan(5 * 1000 / ceiling);
+    assertThat(timeline.size()).isEqualTo(n);
+    assertThat(timeline.peakOneSecondWindow()).as(timeline.toString())
+        .isLessThanOrEqualTo(ceiling + 1);
+    assertThat(timeline.aggregateRatePerSecond()).as(timeline.toString())
+        .isGreaterThan(0.8 * ceiling);
+    assertThat(delegate.threads).as("threads the delegate's sendAsync was called on")
+        .hasSize(n).allMatch(name -> name.startsWith("pacer-round-trip-"));
+  }
+
+  @Test
+  void aRedirectChainTakesATurnPerHop() throws Exception {
+    List<SentRequest> sent = new CopyOnWriteArrayList<>();
+    PacedHttpClient client = PacedHttpClient.builder(delegate,
+            LimiterLookup.only(limiter("async-chain", 10, 1)))
+        .followRedirects(HttpClient.Redirect.NORMAL).onRequest(sent::add).build();
+    HttpResponse<String> response = client.sendAsync(get("/chain/3"),
+        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    assertThat(response.body()).isEqualTo("body of /chain/0");
+    assertThat(paths).containsExactly("/chain/3", "/chain/2", "/chain/1", "/chain/0");
+    assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1, 2, 3);
+    assertThat(sent).extracting(SentRequest::status).containsExactly(302, 302, 302, 200);
+    for (int i = 1; i < sent.size(); i++) {
+      long gapMillis = (sent.get(i).turnNanos() - sent.get(i - 1).turnNanos()) / 1_000_000;
+      // 100 ms apart on the cursor; each turn's local instant carries its own few µs of jitter.
+      assertThat(gapMillis).as("turn of hop %d after hop %d's", i, i - 1)
+          .isGreaterThanOrEqualTo(95);
+    }
+    assertThat(delegate.threads).noneMatch(name -> name.startsWith("pacer-turns-"));
+  }
+
+  @Test
+  void aTooManyRequestsWithRetryAfterPausesTheNextRequest() throws Exception {
+    PacedHttpClient client = PacedHttpClient.of(delegate, limiter("async-busy", 10, 1));
+    HttpResponse<String> busy = client.sendAsync(get("/busy"),
+        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    assertThat(busy.statusCode()).as("returned as it is").isEqualTo(429);
+    client.sendAsync(get("/after"), HttpResponse.BodyHandlers.ofString())
+        .get(10, TimeUnit.SECONDS);
+    long gapMillis = (arrivals.get(1) - arrivals.get(0)) / 1_000_000;
+    assertThat(gapMillis).as("Retry-After: 1 between the two arrivals")
+        .isGreaterThanOrEqualTo(900);
+  }
+
+  @Test
+  void afterAForbiddenLaterFuturesFailWithLockedOutAndNothingIsSent() throws Exception {
+    PacedHttpClient client = PacedHttpClient.of(delegate, limiter("async-forbidden", 10, 1));
+    HttpResponse<String> forbidden = client.sendAsync(get("/forbidden"),
+        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    assertThat(forbidden.statusCode()).isEqualTo(403);
+    CompletableFuture<HttpResponse<String>> later =
+        client.sendAsync(get("/later"), HttpResponse.BodyHandlers.ofString());
+    assertThatThrownBy(() -> later.get(10, TimeUnit.SECONDS))
+        .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(LockedOutException.class);
+    assertThat(paths).containsExactly("/forbidden");
+  }
+
+  @Test
+  void cancellingBeforeTheTurnGivesBackThePlaceInTheQueue() throws Exception {
+    DestinationLimiter limiter = limiter("async-cancel-waiting", 10, 1);
+    PacedHttpClient client = PacedHttpClient.of(delegate, limiter);
+    HttpResponse<InputStream> holding = client.sendAsync(get("/big"),
+        HttpResponse.BodyHandlers.ofInputStream()).get(10, TimeUnit.SECONDS);
+    CompletableFuture<HttpResponse<String>> waiting =
+        client.sendAsync(get("/never"), HttpResponse.BodyHandlers.ofString());
+    assertThat(limiter.permitsWaiting()).isEqualTo(1);
+    assertThat(waiting.cancel(true)).isTrue();
+    assertThat(limiter.permitsWaiting()).as("the cancelled acquisition left the queue").isZero();
+    holding.body().close();
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+    HttpResponse<String> next = client.sendAsync(get("/next"),
+        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    assertThat(next.statusCode()).isEqualTo(200);
+    assertThat(paths).containsExactly("/big", "/next");
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+  }
+
+  @Test
+  void cancellingAfterTheSendCancelsTheExchangeAndGivesBackThePermit() throws Exception {
+    DestinationLimiter limiter = limiter("async-cancel-sent", 10, 1);
+    PacedHttpClient client = PacedHttpClient.of(delegate, limiter);
+    CompletableFuture<HttpResponse<String>> held =
+        client.sendAsync(get("/held"), HttpResponse.BodyHandlers.ofString());
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (paths.isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(paths).containsExactly("/held");
+    assertThat(limiter.availablePermits()).isZero();
+    held.cancel(true);
+    // The cancelled exchange fails on the client's thread, which gives the permit back.
+    while (limiter.availablePermits() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(limiter.availablePermits()).isEqualTo(1);
+    assertThat(client.sendAsync(get("/next"), HttpResponse.BodyHandlers.ofString())
+        .get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void anAnswerLaterThanTheAnswerTimeoutFailsTheFutureWithHttpTimeout() {
+    PacedHttpClient client = PacedHttpClient.builder(delegate,
+            LimiterLookup.only(limiter("async-timeout", 10, 1)))
+        .answerTimeout(Duration.ofMillis(200)).build();
+    CompletableFuture<HttpResponse<String>> held =
+        client.sendAsync(get("/held"), HttpResponse.BodyHandlers.ofString());
+    assertThatThrownBy(() -> held.get(10, TimeUnit.SECONDS))
+        .hasCauseInstanceOf(java.net.http.HttpTimeoutException.class)
+        .hasMessageContaining("within 200 ms");
+  }
+
+  /** The JDK's client, recording the thread each {@code sendAsync} is called on. */
+  private static final class SendThreads extends HttpClient {
+    private final HttpClient client;
+    final List<String> threads = new CopyOnWriteArrayList<>();
+
+    SendThreads(HttpClient client) {
+      this.client = client;
+    }
+
+    @Override
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
+        HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushes) {
+      threads.add(Thread.currentThread().getName());
+      return client.sendAsync(request, handler, pushes);
+    }
+
+    @Override
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
+        HttpResponse.BodyHandler<T> handler) {
+      return sendAsync(request, handler, null);
+    }
+
+    @Override
+    public <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler)
+        throws IOException, InterruptedException {
+      return client.send(request, handler);
+    }
+
+    @Override
+    public Optional<CookieHandler> cookieHandler() {
+      return client.cookieHandler();
+    }
+
+    @Override
+    public Optional<Duration> connectTimeout() {
+      return client.connectTimeout();
+    }
+
+    @Override
+    public Redirect followRedirects() {
+      return client.followRedirects();
+    }
+
+    @Override
+    public Optional<ProxySelector> proxy() {
+      return client.proxy();
+    }
+
+    @Override
+    public SSLContext sslContext() {
+      return client.sslContext();
+    }
+
+    @Override
+    public SSLParameters sslParameters() {
+      return client.sslParameters();
+    }
+
+    @Override
+    public Optional<Authenticator> authenticator() {
+      return client.authenticator();
+    }
+
+    @Override
+    public Version version() {
+      return client.version();
+    }
+
+    @Override
+    public Optional<java.util.concurrent.Executor> executor() {
+      return client.executor();
+    }
+  }
+}
