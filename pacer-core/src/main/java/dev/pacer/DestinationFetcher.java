@@ -254,23 +254,7 @@ public final class DestinationFetcher {
    */
   public void warmUp(URI destinationUrl) throws InterruptedException {
     warmUpClient();
-    String host = destinationUrl.getHost();
-    if (host == null) {
-      return;
-    }
-    if ("https".equalsIgnoreCase(destinationUrl.getScheme())) {
-      try {
-        WarmUp.tls(host, destinationUrl.getPort() == -1 ? 443 : destinationUrl.getPort());
-      } catch (Exception e) {
-        log.debug("Destination {}: TLS warm-up failed: {}", destination.name(), e.toString());
-      }
-    }
-    try {
-      WarmUp.resolve(host);
-    } catch (IOException e) {
-      log.debug("Destination {}: could not resolve {} ahead of the first turn: {}",
-          destination.name(), host, e.toString());
-    }
+    WarmUp.destination(destinationUrl, log);
   }
 
   private void warmUpClient() throws InterruptedException {

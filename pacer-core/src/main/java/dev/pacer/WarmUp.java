@@ -75,6 +75,30 @@ final class WarmUp {
     engine.closeOutbound();
   }
 
+  /**
+   * The parts of a warm-up that concern the destination itself: for an https {@code url}, the TLS
+   * stack, then the resolution of its host name. Failures are logged at DEBUG and ignored: a cold
+   * first request is slower, not wrong.
+   */
+  static void destination(URI url, org.slf4j.Logger log) {
+    String host = url.getHost();
+    if (host == null) {
+      return;
+    }
+    if ("https".equalsIgnoreCase(url.getScheme())) {
+      try {
+        tls(host, url.getPort() == -1 ? 443 : url.getPort());
+      } catch (Exception e) {
+        log.debug("TLS warm-up for {} failed: {}", host, e.toString());
+      }
+    }
+    try {
+      resolve(host);
+    } catch (IOException e) {
+      log.debug("Could not resolve {} ahead of the first turn: {}", host, e.toString());
+    }
+  }
+
   /** Resolves {@code host}, filling the JVM's name cache. */
   static void resolve(String host) throws IOException {
     InetAddress.getAllByName(host);

@@ -12,6 +12,11 @@ import java.net.http.HttpClient;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.net.http.HttpResponse;
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
 import java.net.http.HttpRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -101,5 +106,30 @@ class ExamplesTest {
     assertThat(destination.busiestSecond()).as("busiest 1-s window at 10/s").isLessThanOrEqualTo(11);
     // 24 turns 0.1 s apart: the last arrives 2.3 s after the first.
     assertThat(destination.span()).isGreaterThan(2.2);
+  }
+
+  @Test
+  void asynchronousSendsKeepTheCeilingWithoutAWaitingThread() throws Exception {
+    List<HttpRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+    }
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
+      DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(
+          Destination.builder("async-example").ratePerSecond(10).maxConcurrency(30).build());
+      long start = System.nanoTime();
+      List<CompletableFuture<HttpResponse<String>>> responses =
+          AsyncExample.fetchAll(limiter, destination.uri("/"), requests);
+      assertThat(destination.arrivals()).as("all 30 issued before the second turn").isLessThan(2);
+      for (CompletableFuture<HttpResponse<String>> r : responses) {
+        assertThat(r.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+      }
+      assertThat((System.nanoTime() - start) / 1e9).isLessThan(30);
+    }
+    assertThat(destination.arrivals()).isEqualTo(30);
+    assertThat(destination.busiestSecond()).as("busiest 1-s window at 10/s")
+        .isLessThanOrEqualTo(11);
+    // 30 turns 0.1 s apart: the last arrives 2.9 s after the first.
+    assertThat(destination.span()).isGreaterThan(2.8);
   }
 }

@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
 class SnippetsTest {
 
   private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
-  private static final Path SOURCES = Path.of("src/test/java/dev/pacer/examples");
+  private static final List<Path> SOURCES = List.of(Path.of("src/test/java/dev/pacer/examples"),
+      ROOT.resolve("pacer-spring-boot-starter/src/test/java/dev/pacer/spring"));
   private static final List<Path> DOCUMENTS =
       List.of(ROOT.resolve("README.md"), ROOT.resolve("docs/integrations.md"));
 
@@ -26,8 +27,10 @@ class SnippetsTest {
     }
     assertThat(shown).as("snippets shown in %s", DOCUMENTS).isNotEmpty();
     for (Snippets.Shown s : shown) {
-      Path source = SOURCES.resolve(s.exampleClass() + ".java");
-      assertThat(source).as("%s in %s", s.key(), s.document()).exists();
+      Path source = SOURCES.stream().map(dir -> dir.resolve(s.exampleClass() + ".java"))
+          .filter(Files::exists).findFirst().orElse(null);
+      assertThat(source).as("%s in %s: no such example in %s", s.key(), s.document(), SOURCES)
+          .isNotNull();
       Map<String, String> regions = Snippets.regionsOf(source);
       assertThat(regions).as("regions of %s", source).containsKey(s.region());
       assertThat(s.text()).as("%s as shown in %s (copy the region from %s)", s.key(),
@@ -38,7 +41,7 @@ class SnippetsTest {
   @Test
   void theCheckNoticesADocumentThatDrifted() throws Exception {
     Path drifted = Files.createTempFile("drifted", ".md");
-    Path source = SOURCES.resolve("LimiterExample.java");
+    Path source = SOURCES.get(0).resolve("LimiterExample.java");
     String region = Snippets.regionsOf(source).get("acquire");
     Files.writeString(drifted, "<!-- snippet: LimiterExample#acquire -->\n```java\n"
         + region.replace("acquire()", "acquire(2)") + "```\n");

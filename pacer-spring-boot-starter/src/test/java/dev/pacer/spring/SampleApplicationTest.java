@@ -36,25 +36,29 @@ class SampleApplicationTest {
   private static final int THREADS = 6;
 
   /** The application under test: what a user writes, nothing more. */
+  // tag::application[]
   @SpringBootConfiguration
   @EnableAutoConfiguration
   static class SampleApplication {
 
     @Bean
-    RestClient restClient(RestClient.Builder builder) {
+    RestClient restClient(RestClient.Builder builder) {   // Boot's builder: paced by the starter
       return builder.build();
     }
   }
+  // end::application[]
 
   private static ConfigurableApplicationContext start(ArrivalCounter destination,
       String... more) {
     List<String> properties = new ArrayList<>(List.of(
+        // tag::properties[]
         "spring.datasource.url=" + Pools.url(),
         "spring.datasource.username=postgres",
-        "spring.datasource.hikari.maximum-pool-size=4",
+        "spring.datasource.hikari.maximum-pool-size=4",   // the cursor keeps 2 of them
         "pacer.destinations.sample.rate-per-second=" + CEILING,
         "pacer.destinations.sample.max-concurrency=" + THREADS,
-        "pacer.destinations.sample.hosts=127.0.0.1"));
+        "pacer.destinations.sample.hosts=127.0.0.1"));    // requests to these hosts are paced
+        // end::properties[]
     properties.addAll(List.of(more));
     return new SpringApplicationBuilder(SampleApplication.class)
         .web(WebApplicationType.NONE)
