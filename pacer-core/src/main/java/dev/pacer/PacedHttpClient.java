@@ -137,12 +137,22 @@ public final class PacedHttpClient extends HttpClient {
   /**
    * A client sending through {@code delegate}, which must not follow redirects itself, paced by the
    * limiter {@code limiters} names for each request.
+   *
+   * @param delegate the client that sends, built with {@link HttpClient.Redirect#NEVER}
+   * @param limiters which limiter paces each request, asked again for every redirect hop
+   * @return a builder; {@link Builder#build()} makes the client
    */
   public static Builder builder(HttpClient delegate, LimiterLookup limiters) {
     return new Builder(delegate, limiters);
   }
 
-  /** Every request through {@code delegate} paced by {@code limiter}; redirects not followed. */
+  /**
+   * Every request through {@code delegate} paced by {@code limiter}; redirects not followed.
+   *
+   * @param delegate the client that sends, built with {@link HttpClient.Redirect#NEVER}
+   * @param limiter the limiter pacing every request
+   * @return the client
+   */
   public static PacedHttpClient of(HttpClient delegate, DestinationLimiter limiter) {
     return builder(delegate, LimiterLookup.only(limiter)).build();
   }
@@ -176,7 +186,11 @@ public final class PacedHttpClient extends HttpClient {
     }
   }
 
-  /** The client requests are sent through. */
+  /**
+   * The client requests are sent through.
+   *
+   * @return the delegate given to the builder
+   */
   public HttpClient delegate() {
     return delegate;
   }
@@ -617,13 +631,21 @@ public final class PacedHttpClient extends HttpClient {
     /**
      * Which redirects this client follows, each hop with its own turn: as the JDK's client means
      * {@code policy}. Default {@code NEVER}.
+     *
+     * @param policy which redirects to follow
+     * @return this builder
      */
     public Builder followRedirects(HttpClient.Redirect policy) {
       this.followRedirects = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
-    /** The most redirects followed per request (default 5); the next one is returned as is. */
+    /**
+     * The most redirects followed per request (default 5); the next one is returned as is.
+     *
+     * @param maxRedirects 0 or more
+     * @return this builder
+     */
     public Builder maxRedirects(int maxRedirects) {
       if (maxRedirects < 0) {
         throw new IllegalArgumentException("maxRedirects must be >= 0, got " + maxRedirects);
@@ -642,6 +664,9 @@ public final class PacedHttpClient extends HttpClient {
      * Each hop's whole answer (a body read into memory or a file included) within {@code timeout},
      * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException} ({@code
      * sendAsync}'s future fails with it). Default: none.
+     *
+     * @param timeout more than zero
+     * @return this builder
      */
     public Builder answerTimeout(Duration timeout) {
       if (timeout == null || timeout.isZero() || timeout.isNegative()) {
@@ -654,14 +679,22 @@ public final class PacedHttpClient extends HttpClient {
     /**
      * Called with every paced request sent, redirect hops included, once its status is known or
      * it failed: for {@code send} on the calling thread, for {@code sendAsync} on the thread that
-     * completes the answer (the delegate's); the request's slot may still be held, so keep it quick. If
-     * it throws, requests go on (logged once at WARN).
+     * completes the answer (the delegate's); the request's slot may still be held, so keep it
+     * quick. If it throws, requests go on (logged once at WARN).
+     *
+     * @param listener called with each paced request sent
+     * @return this builder
      */
     public Builder onRequest(Consumer<SentRequest> listener) {
       this.listener = Optional.of(Objects.requireNonNull(listener, "listener"));
       return this;
     }
 
+    /**
+     * The client.
+     *
+     * @return a client with this builder's settings
+     */
     public PacedHttpClient build() {
       return new PacedHttpClient(this);
     }
