@@ -24,8 +24,9 @@ import org.springframework.web.client.RestClient;
  * (and each redirect hop) by the destination whose {@code hosts} hold the request's host and
  * sends requests to any other host unpaced; and, when Spring's {@code RestClient} is present, a
  * {@link RestClientCustomizer} that gives every {@code RestClient.Builder} Spring Boot hands out a
- * {@link JdkClientHttpRequestFactory} on that client (through {@link SendingOnTheCallersThread}:
- * Spring's JDK requests go through {@code sendAsync}, which the paced client does not offer yet). Turns and the classification of answers are
+ * {@link JdkClientHttpRequestFactory} on that client (Spring's JDK requests go through its {@code
+ * sendAsync}, which waits for the turn without a thread of Pacer's). Turns and the classification
+ * of answers are
  * the paced client's own ({@link dev.pacer.DestinationLimiter#noteAnswer}): a 429 comes back to
  * the caller as a 429 (Spring's {@code RestClient} then throws its usual exception), and the
  * destination has already backed off; after a 403 the next request to the destination throws
@@ -91,7 +92,7 @@ public class PacerHttpClientAutoConfiguration {
       Duration readTimeout = settings.getIfAvailable(HttpClientSettings::defaults).readTimeout();
       return builder -> {
         JdkClientHttpRequestFactory factory =
-            new JdkClientHttpRequestFactory(new SendingOnTheCallersThread(client));
+            new JdkClientHttpRequestFactory(client);
         if (readTimeout != null) {
           factory.setReadTimeout(readTimeout);
         }
