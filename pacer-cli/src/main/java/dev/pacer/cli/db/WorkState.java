@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.internal.CursorSql;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -86,12 +87,30 @@ public final class WorkState implements AutoCloseable {
     // A retried trip record finds the trip its first attempt committed.
     "ALTER TABLE pacer_trip ADD COLUMN IF NOT EXISTS trip_key text",
     "CREATE UNIQUE INDEX IF NOT EXISTS pacer_trip_key ON pacer_trip (trip_key)",
+    // Per-host mode (see FrontierStore): the claim reserves on the library's cursor rows, so they
+    // must exist before the first claim, whether or not a cursor of this process made them.
+    CursorSql.pacerTable("pacer_cursor").createTable(),
+    "ALTER TABLE pacer_item ADD COLUMN IF NOT EXISTS host text",
+    "CREATE TABLE IF NOT EXISTS pacer_frontier (\n"
+        + "  job           text             NOT NULL REFERENCES pacer_job (name),\n"
+        + "  host          text             NOT NULL,\n"
+        + "  rate          double precision NOT NULL,\n"
+        + "  interval_us   bigint           NOT NULL,\n"
+        + "  max_in_flight integer          NOT NULL,\n"
+        + "  next_at       timestamptz      NOT NULL DEFAULT '-infinity',  -- a copy of the cursor's\n"
+        + "  active        boolean          NOT NULL DEFAULT true,\n"
+        + "  PRIMARY KEY (job, host))",
+    "CREATE INDEX IF NOT EXISTS pacer_frontier_next ON pacer_frontier (job, next_at) WHERE active",
+    "CREATE INDEX IF NOT EXISTS pacer_item_host_open ON pacer_item (job, host, seq)"
+        + " WHERE state IN ('pending', 'leased')",
+    "CREATE INDEX IF NOT EXISTS pacer_item_host_leased ON pacer_item (job, host)"
+        + " WHERE state = 'leased'",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_trip_key";
+  static final String LAST_OBJECT = "pacer_item_host_leased";
 
   private final StoreConnection connection;
   private final ItemStore items;
@@ -99,6 +118,7 @@ public final class WorkState implements AutoCloseable {
   private final TripStore trips;
   private final WorkerStore workers;
   private final CursorStatus cursors;
+  private final FrontierStore frontier;
 
   public WorkState(Database database) {
     this.connection = new StoreConnection(database);
@@ -107,6 +127,7 @@ public final class WorkState implements AutoCloseable {
     this.trips = new TripStore(connection);
     this.workers = new WorkerStore(connection);
     this.cursors = new CursorStatus(connection);
+    this.frontier = new FrontierStore(connection);
   }
 
   public Database database() {
@@ -159,6 +180,10 @@ public final class WorkState implements AutoCloseable {
 
   public CursorStatus cursors() {
     return cursors;
+  }
+
+  public FrontierStore frontier() {
+    return frontier;
   }
 
   @Override
