@@ -82,7 +82,8 @@ public final class FrontierStore {
   /**
    * The claim statement. Parameters: job, horizon (µs), reset floor (µs), worker, lease token,
    * lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
-   * host and its rate (NULL if no host was picked), wait_micros (NULL if no turn was granted),
+   * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
+   * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (the soonest turn among the job's hosts not yet due; NULL if none)
    * and held (some host is due but could not be claimed).
    */
@@ -142,8 +143,11 @@ public final class FrontierStore {
           + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
           + "  RETURNING f.next_at)\n"
           + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
-          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - c.now) * 1000000)"
-          + "::bigint AS wait_micros,\n"
+          // From the end of the statement, not from c.now: a statement slowed (by a row lock, a
+          // busy server) hands out a turn that began before it answered, and the caller must
+          // know how late it already is.
+          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - clock_timestamp())"
+          + " * 1000000)::bigint AS wait_micros,\n"
           + "       c.lockout,\n"
           + "       (SELECT (extract(epoch FROM g.next_at - p.now) * 1000000)::bigint\n"
           + "          FROM pacer_frontier g WHERE g.job = p.job AND g.active\n"
@@ -153,7 +157,8 @@ public final class FrontierStore {
           // (an EXISTS would be planned as a scan that stops at the first of many due rows).
           + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
           + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
-          + "       (SELECT count(*) FROM front) AS fronts\n"
+          + "       (SELECT count(*) FROM front) AS fronts,\n"
+          + "       turn.backoff\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
 
   /**
@@ -169,9 +174,13 @@ public final class FrontierStore {
   /** The outcome of one claim. */
   public sealed interface Claim {
     /**
-     * An item leased with its host's turn, which starts {@code turnIn} after the statement's answer.
+     * An item leased with its host's turn, which starts {@code turnIn} after the statement's answer
+     * (negative: it began that long before the answer, the statement having been slow),
+     * spaced from the next by the host's interval times {@code backoff} (the fleet's multiplier kept
+     * on the host's cursor row).
      */
-    record Claimed(Item item, String host, double rate, Duration turnIn) implements Claim {}
+    record Claimed(Item item, String host, double rate, Duration turnIn, int backoff)
+        implements Claim {}
 
     /**
      * Nothing could be claimed now. {@code wake}: how long until the soonest host's turn, if any
@@ -308,8 +317,8 @@ public final class FrontierStore {
             return new Claim.Lost(host);
           }
           Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
-          return new Claim.Claimed(item, host, r.getDouble(6),
-              Duration.ofNanos(Math.max(0, waitMicros) * 1000));
+          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(waitMicros * 1000),
+              r.getInt(12));
         }
       }
     });
@@ -338,6 +347,31 @@ public final class FrontierStore {
               + "   AND i.host = g.host AND i.state IN ('pending', 'leased'))"
               + " FOR UPDATE SKIP LOCKED)")) {
         s.setString(1, job);
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Counts clean answers heard with claimed turns on their hosts' cursor rows, as the library's
+   * reservation under the fleet's backoff counts those reported with it: at 100 since the last
+   * rate-pressure answer the host's multiplier halves. Only rows backed off are touched.
+   */
+  public int countCleanAnswers(Map<String, Integer> cleanByHost) throws SQLException {
+    if (cleanByHost.isEmpty()) {
+      return 0;
+    }
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_cursor k SET"
+              + " backoff = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
+              + " THEN GREATEST(1, k.backoff / 2) ELSE k.backoff END,"
+              + " clean = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
+              + " THEN 0 ELSE k.clean + u.n END"
+              + " FROM unnest(?::text[], ?::integer[]) AS u(name, n)"
+              + " WHERE k.name = u.name AND k.backoff > 1")) {
+        s.setArray(1, c.createArrayOf("text", cleanByHost.keySet().toArray()));
+        s.setArray(2, c.createArrayOf("integer", cleanByHost.values().toArray()));
         return s.executeUpdate();
       }
     });

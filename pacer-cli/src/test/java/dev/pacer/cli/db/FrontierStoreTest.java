@@ -105,7 +105,8 @@ class FrontierStoreTest {
     Claim.Idle idle = (Claim.Idle) claim();
     assertThat(idle.held()).isFalse();
     Duration wake = idle.wake().orElseThrow();
-    assertThat(wake).isBetween(Duration.ofMillis(100), Duration.ofMillis(200));
+    // Within the interval of the first turn; how far within depends on the time between claims.
+    assertThat(wake).isPositive().isLessThanOrEqualTo(Duration.ofMillis(200));
     Thread.sleep(wake.toMillis() + 1);
     Claim.Claimed second = claimed();
     assertThat(second.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
