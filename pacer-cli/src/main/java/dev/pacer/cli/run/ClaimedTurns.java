@@ -20,8 +20,11 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class ClaimedTurns implements Cursor {
 
-  /** A turn reserved by a claim, for the claiming thread, starting at a local instant. */
-  private record Prepaid(String host, long startsNanos, int backoff) {}
+  /**
+   * A turn reserved by a claim, for the claiming thread, starting at a local instant; {@code
+   * interval} is the host's, which the claim spaced it by (times {@code backoff}).
+   */
+  private record Prepaid(String host, long startsNanos, Duration interval, int backoff) {}
 
   private final Cursor shared;
   private final TimeSource time;
@@ -37,8 +40,8 @@ final class ClaimedTurns implements Cursor {
    * The calling thread's next reservation for {@code host} is the turn its claim took, starting
    * {@code turnIn} from now (at once if that is past: the caller gave up turns too late to use).
    */
-  void prepay(String host, Duration turnIn, int backoff) {
-    prepaid.set(new Prepaid(host, time.nanoTime() + turnIn.toNanos(), backoff));
+  void prepay(String host, Duration turnIn, Duration interval, int backoff) {
+    prepaid.set(new Prepaid(host, time.nanoTime() + turnIn.toNanos(), interval, backoff));
   }
 
   /** Drops an unused prepaid turn (the item was not fetched); the turn itself is spent. */
@@ -58,26 +61,36 @@ final class ClaimedTurns implements Cursor {
     return out;
   }
 
-  private Reservation take(String name) {
+  /**
+   * The prepaid turn of {@code name}, if this thread holds one. A request that asks for more than
+   * one interval (a fetcher's first request, which opens a connection and may leave late: see
+   * {@code DestinationFetcher}) also pushes the host's cursor by the intervals the claim did not
+   * take, so that the next request anywhere comes that much later, as the limiter's own turn would.
+   */
+  private Reservation take(String name, Duration asked) {
     Prepaid p = prepaid.get();
     if (p == null || !p.host().equals(name)) {
       return null;
     }
     prepaid.remove();
+    Duration extra = asked.minus(p.interval());
+    if (!extra.isNegative() && !extra.isZero()) {
+      shared.reserveUnderFleetBackoff(name, extra, Duration.ZERO, null, 0);
+    }
     return Reservation.grantedNanos(Math.max(0, p.startsNanos() - time.nanoTime()))
         .withFleetBackoff(Math.max(1, Math.min(16, p.backoff())));
   }
 
   @Override
   public Reservation reserve(String name, Duration interval, Duration notBefore) {
-    Reservation turn = take(name);
+    Reservation turn = take(name, interval);
     return turn != null ? turn : shared.reserve(name, interval, notBefore);
   }
 
   @Override
   public Reservation tryReserve(String name, Duration interval, Duration notBefore,
       Duration maxWait) {
-    Reservation turn = take(name);
+    Reservation turn = take(name, interval);
     return turn != null ? turn : shared.tryReserve(name, interval, notBefore, maxWait);
   }
 
@@ -89,7 +102,7 @@ final class ClaimedTurns implements Cursor {
   @Override
   public Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
       Duration maxWait, int clean) {
-    Reservation turn = take(name);
+    Reservation turn = take(name, interval);
     if (turn == null) {
       return shared.reserveUnderFleetBackoff(name, interval, notBefore, maxWait, clean);
     }

@@ -369,7 +369,8 @@ public final class Worker {
       Duration late = c.turnIn().negated();
       if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
           || late.toNanos() <= 1_000_000) {
-        hosts.turns().prepay(c.host(), c.turnIn(), c.backoff());
+        hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
+            c.backoff());
       } else {
         lateClaims.incrementAndGet();
       }
