@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.CursorPlace;
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.UrlList;
@@ -12,6 +13,8 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -49,6 +52,11 @@ public final class FetchCommand implements Callable<Integer> {
       description = "Destination name: the key of the ceiling (default: the URLs' host).")
   String destination;
 
+  @Option(names = "--rates", paramLabel = "FILE",
+      description = "With --per-host: per-host ceilings, one 'host rate [concurrency]' per line;"
+          + " hosts not named get --rate and --concurrency.")
+  Path rates;
+
   @Option(names = "--processes", paramLabel = "P", defaultValue = "0",
       description = "Run P worker processes (the conveyor) instead of one pooled process.")
   int processes;
@@ -66,13 +74,31 @@ public final class FetchCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     UrlList urls = readInput(err);
     String jobName = jobName();
-    String destinationName = destinationName(urls);
+    RunOptions.require(!(run.perHost && destination != null), "--destination puts every URL under"
+        + " one ceiling and --per-host gives each host its own; choose one");
+    RunOptions.require(rates == null || run.perHost, "--rates sets per-host ceilings; it needs"
+        + " --per-host");
+    RunOptions.require(rates == null || run.claimOrder == RunOptions.ClaimOrder.TURN,
+        "--claim-order FIFO paces every host at --rate; it ignores --rates");
+    String destinationName = run.perHost ? RunOptions.perHostName(jobName)
+        : destinationName(urls);
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     String runId = UUID.randomUUID().toString();
     RunSettings settings = run.settings(runId, jobName, destinationName, processes);
     CursorPlace cursorPlace = cursorOptions.place();
+    RunOptions.require(!run.perHost || cursorPlace.layout() == CursorPlace.Layout.PACER,
+        "--per-host claims each host's turn on Pacer's cursor table; it cannot use --cursor-layout "
+            + cursorPlace.layout().option());
+    Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
+    if (run.perHost) {
+      Map<String, FrontierStore.HostCeiling> named = rates == null ? Map.of()
+          : HostRates.read(rates, settings.destination().maxConcurrency());
+      for (String host : urls.hosts()) {
+        ceilings.put(host, named.getOrDefault(host, run.defaultCeiling()));
+      }
+    }
     try (WorkState state = dbOptions.connect(cursorPlace)) {
-      return new JobRun(state, out, err, !noProgress).run(urls, settings, processes,
+      return new JobRun(state, out, err, !noProgress).run(urls, settings, ceilings, processes,
           Optional.empty());
     }
   }
@@ -129,7 +155,8 @@ public final class FetchCommand implements Callable<Integer> {
       throw new BadInputException("the URLs span " + urls.hosts().size() + " hosts ("
           + String.join(", ", urls.hosts().stream().limit(5).toList())
           + (urls.hosts().size() > 5 ? ", ..." : "") + "); a job has one destination: pass"
-          + " --destination NAME to put them under one ceiling, or split the input by host");
+          + " --destination NAME to put them under one ceiling, or --per-host to give each host"
+          + " its own");
     }
     return urls.hosts().iterator().next();
   }

@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.db.TripStore;
@@ -23,7 +24,9 @@ import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -59,6 +62,15 @@ final class JobRun {
    */
   int run(UrlList urls, RunSettings settings, int processes, Optional<Duration> timeLimit)
       throws Exception {
+    return run(urls, settings, Map.of(), processes, timeLimit);
+  }
+
+  /**
+   * As {@link #run(UrlList, RunSettings, int, Optional)}; in per-host mode {@code hostCeilings}
+   * holds each host's ceiling (every host of {@code urls}).
+   */
+  int run(UrlList urls, RunSettings settings, Map<String, FrontierStore.HostCeiling> hostCeilings,
+      int processes, Optional<Duration> timeLimit) throws Exception {
     Database database = state.database();
     String jobName = settings.job();
     Optional<TripStore.Trip> trip = state.trips().openTrip(jobName);
@@ -69,7 +81,8 @@ final class JobRun {
           + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
       return Main.EXIT_HALTED;
     }
-    if (!settings.perProcessPacing()) {
+    // In per-host mode a host's lockout stops that host's claims, not the run.
+    if (!settings.perProcessPacing() && !settings.perHost()) {
       String name = settings.destination().name();
       DestinationHolds holds;
       try (PostgresCursor cursor = database.cursor()) {
@@ -93,10 +106,22 @@ final class JobRun {
     int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
         settings.destination().ratePerSecond(), urls.urls());
     state.items().reviveDeferred(jobName);
+    if (settings.perHost()) {
+      Map<String, String> urlHosts = new LinkedHashMap<>();
+      for (String url : urls.urls()) {
+        urlHosts.put(url, UrlList.hostOf(url));
+      }
+      state.frontier().plan(jobName, hostCeilings, urlHosts);
+    }
     err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
-        + added + " new; destination " + settings.destination().name() + " at "
-        + settings.destination().ratePerSecond()
-        + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide") + "; database "
+        + added + " new; " + (settings.perHost()
+            ? hostCeilings.size() + " host(s), each its own destination, at "
+                + settings.destination().ratePerSecond() + "/s fleet-wide unless --rates says"
+                + " otherwise"
+            : "destination " + settings.destination().name() + " at "
+                + settings.destination().ratePerSecond()
+                + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide"))
+        + "; database "
         + database.redactedUrl() + (processes > 0
             ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
             : "; one process x " + settings.threads() + " thread(s)"));
@@ -107,6 +132,8 @@ final class JobRun {
     RequestLog.DoorFigures door = RequestLog.DoorFigures.NONE;
     LimiterFigures limiter = LimiterFigures.NONE;
     Optional<TripStore.Trip> tripped = Optional.empty();
+    Optional<RequestLog.HostWindow> busiestHost = Optional.empty();
+    Map<String, Long> lockedOut = Map.of();
     double elapsed;
     try (RequestLog requestLog = new RequestLog(database)) {
       Instant runStart = requestLog.databaseNow();
@@ -127,10 +154,16 @@ final class JobRun {
       for (int attempt = 1; counts == null; attempt++) {
         try {
           counts = state.items().counts(jobName);
-          door = requestLog.destinationSince(settings.destination().name(), runStart);
           limiter = state.workers().workers(settings.runId(), 0).stream()
               .map(WorkerStore.WorkerRow::limiter)
               .reduce(LimiterFigures.NONE, LimiterFigures::plus);
+          if (settings.perHost()) {
+            door = requestLog.jobSince(jobName, runStart);
+            busiestHost = requestLog.busiestHost(jobName, runStart);
+            lockedOut = state.frontier().lockedOutHosts(jobName);
+          } else {
+            door = requestLog.destinationSince(settings.destination().name(), runStart);
+          }
           // A trip open now was recorded during this run (an open trip refuses a run at its
           // start): by this process, one of its workers, or an invocation cooperating on the job.
           tripped = state.trips().openTrip(jobName);
@@ -151,14 +184,31 @@ final class JobRun {
       halted = Optional.of(tripped.get().bar());
     }
     double ceiling = settings.destination().ratePerSecond();
-    err.println("pacer: at destination " + settings.destination().name() + " during this run: "
-        + Summary.describe(door, ceiling));
+    if (settings.perHost()) {
+      // The summary's ceiling is the sum of the hosts' ceilings: what the job could reach at most.
+      ceiling = hostCeilings.values().stream().mapToDouble(FrontierStore.HostCeiling::rate).sum();
+      err.println("pacer: at the job's " + hostCeilings.size() + " host(s) during this run: "
+          + Summary.describe(door, ceiling));
+      busiestHost.ifPresent(h -> err.println("pacer: busiest host: " + h.host() + ", "
+          + h.busiestOneSecondWindow() + " request(s) in its busiest 1-s window (ceiling "
+          + h.ceiling() + "/s: " + (h.busiestOneSecondWindow() <= h.ceiling() + 1 ? "kept"
+              : "EXCEEDED") + ")"));
+      lockedOut.forEach((host, open) -> err.println("pacer: host " + host + " is locked out; its "
+          + open + " open item(s) were passed over. Acknowledge: pacer trips ack --destination "
+          + host + " --note TEXT"));
+    } else {
+      err.println("pacer: at destination " + settings.destination().name() + " during this run: "
+          + Summary.describe(door, ceiling));
+    }
     err.println("pacer: limiter during this run: " + limiter.describe());
     Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
         counts.pending(), halted, elapsed, ceiling, door, limiter);
     out.println(summary.toJson());
     out.flush();
     if (halted.isPresent()) {
+      return Main.EXIT_HALTED;
+    }
+    if (!lockedOut.isEmpty()) {
       return Main.EXIT_HALTED;
     }
     if (timedOut) {

@@ -97,6 +97,24 @@ public final class RunOptions {
           + " (default: ${DEFAULT-VALUE}).")
   double maxRetryAfterSeconds = 600;
 
+  @Option(names = "--per-host",
+      description = "Each URL's host is its own destination, with its own fleet-wide ceiling:"
+          + " --rate per host, and --concurrency items in flight per host across the fleet,"
+          + " unless --rates says otherwise. A claim takes the host whose turn comes first.")
+  boolean perHost;
+
+  /** How per-host mode claims. */
+  public enum ClaimOrder {
+    /** The host whose turn comes first (the frontier). */
+    TURN,
+    /** Input order, then wait for the item's host's turn: head-of-line blocking, to show it. */
+    FIFO
+  }
+
+  @Option(names = "--claim-order", hidden = true, defaultValue = "TURN",
+      description = "With --per-host: TURN (default) or FIFO (input order, for demonstrations).")
+  ClaimOrder claimOrder = ClaimOrder.TURN;
+
   @Option(names = "--pacing", hidden = true, defaultValue = "FLEET",
       description = "FLEET (default) or PER_PROCESS (the N x defect, for demonstrations).")
   Pacing pacing;
@@ -137,7 +155,14 @@ public final class RunOptions {
     require(Double.isFinite(maxRetryAfterSeconds) && maxRetryAfterSeconds >= 1
         && maxRetryAfterSeconds <= 86_400,
         "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
-    checkDestinationName(destinationName);
+    if (perHost) {
+      require(pacing == Pacing.FLEET, "--per-host paces every host fleet-wide; it cannot be"
+          + " combined with --pacing " + pacing);
+      require(fleetConcurrency == null, "--fleet-concurrency caps one destination; with --per-host"
+          + " each host's cap on items in flight is --concurrency (or its line in --rates)");
+    } else {
+      checkDestinationName(destinationName);
+    }
     Destination destination;
     try {
       Destination.Builder builder = Destination.builder(destinationName)
@@ -159,7 +184,7 @@ public final class RunOptions {
     return new RunSettings(runId, job, destination, threadCount, out.toAbsolutePath().normalize(),
         Math.round(leaseSeconds * 1000), maxAttempts, maxThrottles, load, maxRssMb << 20,
         maxBodyBytes, Duration.ofMillis(Math.round(requestTimeoutSeconds * 1000)), maxRedirects,
-        pacing == Pacing.PER_PROCESS, dispatches);
+        pacing == Pacing.PER_PROCESS, dispatches, perHost, claimOrder == ClaimOrder.FIFO);
   }
 
   /** The same options, as arguments for a worker process. */
@@ -185,6 +210,9 @@ public final class RunOptions {
         "--backoff-scope", s.destination().backoffScope().name(),
         "--max-retry-after",
         Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
+    if (s.perHost()) {
+      args.addAll(List.of("--per-host", "--claim-order", s.fifoClaims() ? "FIFO" : "TURN"));
+    }
     s.destination().maxConcurrencyFleetWide().ifPresent(n -> args.addAll(
         List.of("--fleet-concurrency", Integer.toString(n))));
     return args;
@@ -208,6 +236,19 @@ public final class RunOptions {
   }
 
   private static final Pattern DESTINATION_NAME = Pattern.compile("[A-Za-z0-9._:\\[\\]-]{1,64}");
+
+  /**
+   * The name of a per-host job's runs, standing for its hosts where a run has one name: the job's
+   * row, its workers' rows and its dispatch slots.
+   */
+  static String perHostName(String job) {
+    return "per-host:" + job;
+  }
+
+  /** A host's ceiling unless the rates file names it: --rate, and --concurrency in flight. */
+  dev.pacer.cli.db.FrontierStore.HostCeiling defaultCeiling() {
+    return new dev.pacer.cli.db.FrontierStore.HostCeiling(rate, concurrency);
+  }
 
   static void require(boolean ok, String message) throws BadInputException {
     if (!ok) {

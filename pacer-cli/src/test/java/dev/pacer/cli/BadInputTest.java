@@ -201,4 +201,48 @@ class BadInputTest {
     assertThat(r.code()).isEqualTo(2);
     assertThat(r.err()).contains("--db and --db-file");
   }
+
+  static Stream<Arguments> badRates() {
+    return Stream.of(
+        Arguments.of("img.example.com 10 4\nbad line here now\n",
+            " line 2: expected 'host rate [concurrency]', got \"bad line here now\""),
+        Arguments.of("img.example.com fast\n",
+            " line 1: rate must be a number > 0 and <= 1000000, got \"fast\""),
+        Arguments.of("img.example.com 0\n",
+            " line 1: rate must be a number > 0 and <= 1000000, got \"0\""),
+        Arguments.of("img.example.com 5 0\n",
+            " line 1: concurrency must be a whole number 1-10000, got \"0\""),
+        Arguments.of("img.example.com 5 2.5\n",
+            " line 1: concurrency must be a whole number 1-10000, got \"2.5\""),
+        Arguments.of("# c\n\nimg.example.com 5\nIMG.example.com 6\n",
+            " line 4: host img.example.com is already on line 3"),
+        Arguments.of("img'x 5\n",
+            " line 1: host name may hold only letters, digits and . _ : - [ ], got \"img'x\""));
+  }
+
+  /** Per-host mode: a bad --rates line is named with its number and value. */
+  @ParameterizedTest
+  @MethodSource("badRates")
+  void aBadRatesLineIsNamed(String file, String message) throws Exception {
+    Path rates = Files.writeString(dir.resolve("rates.txt"), file);
+    Cli.Result result = refused(goodInput(), job(), "--per-host", "--rates", rates.toString());
+    assertThat(result.err()).contains("--rates " + rates + message);
+  }
+
+  @Test
+  void perHostConflictsAreRefused() throws Exception {
+    Path rates = Files.writeString(dir.resolve("rates.txt"), "127.0.0.1 5\n");
+    assertThat(refused(goodInput(), job(), "--per-host", "--destination", "x").err())
+        .contains("--destination puts every URL under one ceiling and --per-host gives each host"
+            + " its own; choose one");
+    assertThat(refused(goodInput(), job(), "--rates", rates.toString()).err())
+        .contains("--rates sets per-host ceilings; it needs --per-host");
+    assertThat(refused(goodInput(), job(), "--per-host", "--fleet-concurrency", "2").err())
+        .contains("--fleet-concurrency caps one destination");
+    assertThat(refused(goodInput(), job(), "--per-host", "--rates",
+        dir.resolve("missing.txt").toString()).err()).contains("missing.txt: no such file");
+    assertThat(refused(goodInput(), job(), "--per-host", "--cursor-layout", "django-cache").err())
+        .contains("--per-host claims each host's turn on Pacer's cursor table; it cannot use"
+            + " --cursor-layout django-cache");
+  }
 }

@@ -7,6 +7,7 @@ import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Every request the fleet sent, one row per request (each redirect hop is one), stamped on
@@ -149,6 +150,41 @@ public final class RequestLog implements AutoCloseable {
     return figures("destination = ? AND sent_at BETWEEN"
         + " (SELECT min(sent_at) FROM pacer_request WHERE job = ?)"
         + " AND (SELECT max(sent_at) FROM pacer_request WHERE job = ?)", destination, job, job);
+  }
+
+  /** Every request of {@code job} from {@code from} on, whatever its destination (per-host mode). */
+  public DoorFigures jobSince(String job, Instant from) throws SQLException {
+    return figures("job = ? AND sent_at >= ?", job, Timestamp.from(from));
+  }
+
+  /** A host's busiest 1-s window at its ceiling for a per-host job. */
+  public record HostWindow(String host, int busiestOneSecondWindow, double ceiling) {}
+
+  /**
+   * The host of a per-host job nearest to (or furthest past) its ceiling + 1 in its busiest 1-s
+   * window since {@code from}, counting every job's requests to it.
+   */
+  public Optional<HostWindow> busiestHost(String job, Instant from) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "WITH r AS (SELECT q.destination, q.sent_at FROM pacer_request q JOIN pacer_frontier f"
+              + "   ON f.job = ? AND f.host = q.destination WHERE q.sent_at >= ?),"
+              + " w AS (SELECT destination, count(*) OVER (PARTITION BY destination ORDER BY sent_at"
+              + "   RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
+              + "   FROM r),"
+              + " b AS (SELECT destination, max(n) AS busiest FROM w GROUP BY destination)"
+              + " SELECT b.destination, b.busiest, f.rate FROM b JOIN pacer_frontier f"
+              + "   ON f.job = ? AND f.host = b.destination"
+              + " ORDER BY b.busiest - f.rate DESC, b.destination LIMIT 1")) {
+        s.setString(1, job);
+        s.setTimestamp(2, Timestamp.from(from));
+        s.setString(3, job);
+        try (ResultSet r = s.executeQuery()) {
+          return r.next() ? Optional.of(new HostWindow(r.getString(1), r.getInt(2), r.getDouble(3)))
+              : Optional.<HostWindow>empty();
+        }
+      }
+    });
   }
 
   private DoorFigures figures(String where, Object... parameters) throws SQLException {

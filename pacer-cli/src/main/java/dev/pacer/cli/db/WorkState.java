@@ -97,12 +97,27 @@ public final class WorkState implements AutoCloseable {
         + " DEFAULT false",
     // The summary and the progress bar read a run's workers.
     "CREATE INDEX IF NOT EXISTS pacer_worker_run ON pacer_worker (run_id)",
+    "ALTER TABLE pacer_item ADD COLUMN IF NOT EXISTS host text",
+    "CREATE TABLE IF NOT EXISTS pacer_frontier (\n"
+        + "  job           text             NOT NULL REFERENCES pacer_job (name),\n"
+        + "  host          text             NOT NULL,\n"
+        + "  rate          double precision NOT NULL,\n"
+        + "  interval_us   bigint           NOT NULL,\n"
+        + "  max_in_flight integer          NOT NULL,\n"
+        + "  next_at       timestamptz      NOT NULL DEFAULT '-infinity',  -- a copy of the cursor's\n"
+        + "  active        boolean          NOT NULL DEFAULT true,\n"
+        + "  PRIMARY KEY (job, host))",
+    "CREATE INDEX IF NOT EXISTS pacer_frontier_next ON pacer_frontier (job, next_at) WHERE active",
+    "CREATE INDEX IF NOT EXISTS pacer_item_host_open ON pacer_item (job, host, seq)"
+        + " WHERE state IN ('pending', 'leased')",
+    "CREATE INDEX IF NOT EXISTS pacer_item_host_leased ON pacer_item (job, host)"
+        + " WHERE state = 'leased'",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_worker_run";
+  static final String LAST_OBJECT = "pacer_item_host_leased";
 
   private final StoreConnection connection;
   private final ItemStore items;
@@ -110,6 +125,7 @@ public final class WorkState implements AutoCloseable {
   private final TripStore trips;
   private final WorkerStore workers;
   private final CursorStatus cursors;
+  private final FrontierStore frontier;
 
   public WorkState(Database database) {
     this.connection = new StoreConnection(database);
@@ -118,6 +134,7 @@ public final class WorkState implements AutoCloseable {
     this.trips = new TripStore(connection);
     this.workers = new WorkerStore(connection);
     this.cursors = new CursorStatus(connection, database.cursorPlace());
+    this.frontier = new FrontierStore(connection, database.cursorPlace());
   }
 
   public Database database() {
@@ -170,6 +187,10 @@ public final class WorkState implements AutoCloseable {
 
   public CursorStatus cursors() {
     return cursors;
+  }
+
+  public FrontierStore frontier() {
+    return frontier;
   }
 
   @Override

@@ -74,6 +74,14 @@ public final class Envelope {
     if (limiter.isLockedOut()) {
       return Optional.of(new Breach(HaltReason.DESTINATION_LOCKOUT, limiter.lockoutReason()));
     }
+    return checkBars();
+  }
+
+  /**
+   * The first bar of this process crossed, if any, without the destination's lockout: in per-host
+   * mode a lockout stops its host, not the run.
+   */
+  public Optional<Breach> checkBars() {
     synchronized (this) {
       if (failuresInWindow >= MAX_FAILURES) {
         return Optional.of(new Breach(HaltReason.FETCH_FAILURES, failuresInWindow

@@ -1,15 +1,13 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterListener;
-import dev.pacer.LimiterRegistry;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Counts what a worker's limiters do, from the registry's {@link LimiterListener} events, for the
- * worker's heartbeat and so for the run's summary. A worker paces one destination, so the counts
- * are not split by destination.
+ * worker's heartbeat and so for the run's summary. The counts are not split by destination: in
+ * per-host mode they are the sum over the worker's hosts.
  */
 final class LimiterCounts implements LimiterListener {
 
@@ -46,10 +44,13 @@ final class LimiterCounts implements LimiterListener {
     lockouts.increment();
   }
 
-  /** The counts so far, with what {@code limiter} and {@code registry} show just now. */
-  LimiterFigures figures(DestinationLimiter limiter, LimiterRegistry registry) {
+  /**
+   * The counts so far, with the limiters' state just now: the widest backoff multiplier, whether
+   * any paces locally, and whether the shared cursor is latched as unavailable.
+   */
+  LimiterFigures figures(int backoff, boolean pacingLocally, boolean cursorLatched) {
     return new LimiterFigures(shared.sum(), degraded.sum(), refused.sum(), waitNanos.sum(),
-        waitMaxNanos.get(), throttled.sum(), lockouts.sum(), limiter.backoffMultiplier(),
-        limiter.isDegraded(), registry.isCursorLatched());
+        waitMaxNanos.get(), throttled.sum(), lockouts.sum(), backoff, pacingLocally,
+        cursorLatched);
   }
 }

@@ -33,6 +33,10 @@ final class RequestRecorder implements Consumer<SentRequest> {
   private long dropped;
   private volatile long clockOffsetMicros;
 
+  /**
+   * @param destination the destination every request is recorded under; null (per-host mode): each
+   *     request's own host
+   */
   RequestRecorder(RequestLog requestLog, String destination, String job, String worker) {
     this.requestLog = requestLog;
     this.destination = destination;
@@ -61,7 +65,9 @@ final class RequestRecorder implements Consumer<SentRequest> {
               + " from the request log, so the run's door figures will undercount", MAX_WAITING);
         }
       }
-      waiting.addLast(new RequestLog.Sent(destination, job, worker,
+      String to = destination != null ? destination
+          : r.uri().getHost().toLowerCase(java.util.Locale.ROOT);
+      waiting.addLast(new RequestLog.Sent(to, job, worker,
           r.sentEpochMicros() + offset, (r.sentNanos() - r.turnNanos()) / 1000, r.hop(),
           r.status()));
     }

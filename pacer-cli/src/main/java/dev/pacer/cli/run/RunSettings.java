@@ -26,6 +26,12 @@ import java.time.Duration;
  * @param maxDispatches how many runners (pooled runs and conveyor workers) may fetch the
  *     destination at once, fleet-wide: each holds one dispatch slot while it fetches; 0 takes no
  *     slot
+ * @param perHost each URL's host is its own destination, with the ceiling its frontier row holds
+ *     ({@code pacer fetch --per-host}); {@code destination} is then only the template of the hosts'
+ *     settings and the name of the job's dispatch slots
+ * @param fifoClaims per-host mode without the frontier, for demonstrations only: items are claimed
+ *     in input order and then wait for their host's turn (head-of-line blocking); every host at
+ *     the run's rate
  */
 public record RunSettings(
     String runId,
@@ -42,4 +48,6 @@ public record RunSettings(
     Duration requestTimeout,
     int maxRedirects,
     boolean perProcessPacing,
-    int maxDispatches) {}
+    int maxDispatches,
+    boolean perHost,
+    boolean fifoClaims) {}

@@ -58,6 +58,17 @@ public final class UrlList {
     return problems;
   }
 
+  /**
+   * The host a URL of the list belongs to, as per-host mode names destinations: the exact host, in
+   * lower case, without port (a host's ports share its ceiling). Not the registrable domain: which
+   * part of a name is registrable ({@code example.co.uk} against {@code example.com}) is only known
+   * from the Public Suffix List, a changing list this program does not carry; grouping by the last
+   * two labels would put every {@code *.co.uk} site under one ceiling.
+   */
+  public static String hostOf(String url) {
+    return URI.create(url).getHost().toLowerCase(Locale.ROOT);
+  }
+
   /** The distinct hosts of the URLs, in order of first appearance (lower case). */
   public Set<String> hosts() {
     return hosts;

@@ -12,6 +12,7 @@ import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
 import dev.pacer.cli.db.Database;
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
@@ -28,6 +29,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -52,6 +54,16 @@ import org.slf4j.LoggerFactory;
  * is kept (its body is already on disk) and its recording retried until PostgreSQL answers. If
  * the item's lease was taken over meanwhile, the record is refused by its lease token and the
  * item is counted once, by whoever holds it.
+ *
+ * <p><b>Per host</b> ({@link RunSettings#perHost()}): a claim is the reservation of the item's
+ * host's turn ({@link FrontierStore}), and the thread sleeps until that turn, then fetches through
+ * the host's own limiter ({@link HostFetchers}). When no host is due the claim says when the next
+ * one will be, and the thread sleeps exactly that long (at most {@value #IDLE_POLL_MILLIS} ms while
+ * some host is due but held at its in-flight cap, whose end no one can know). Without PostgreSQL
+ * nothing can be claimed at all: the threads wait for it as they wait to claim in the single
+ * destination mode, items already claimed are fetched at their claimed turns, and their redirect
+ * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
+ * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
  */
 public final class Worker {
 
@@ -86,11 +98,18 @@ public final class Worker {
   private WorkState store;
   private RequestLog requestLog;
   private RequestRecorder recorder;
+  /** The destination's limiter and fetcher; null in per-host mode. */
   private DestinationLimiter limiter;
   private LimiterRegistry limiters;
   /** What the limiter did, reported with every heartbeat for the run's summary. */
   private final LimiterCounts limiterCounts = new LimiterCounts();
   private DestinationFetcher fetcher;
+  /** Per-host mode's fetchers; null otherwise. */
+  private HostFetchers hosts;
+  /** Claims whose turn began more than half an interval before the claim answered. */
+  private final AtomicLong lateClaims = new AtomicLong();
+  /** Hosts this process has reported as locked out. */
+  private final Set<String> lockedOutHosts = ConcurrentHashMap.newKeySet();
   private BodyStore bodies;
   /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
   private volatile DispatchSlot slot;
@@ -130,8 +149,8 @@ public final class Worker {
       pg.connect(STARTUP_CONNECT);
     }
     requestLog = new RequestLog(database);
-    recorder = new RequestRecorder(requestLog, settings.destination().name(), settings.job(),
-        workerId);
+    recorder = new RequestRecorder(requestLog,
+        settings.perHost() ? null : settings.destination().name(), settings.job(), workerId);
     try {
       recorder.calibrate();
     } catch (SQLException e) {
@@ -140,24 +159,29 @@ public final class Worker {
     // Only a capped destination opens the slots' connection and asks them anything.
     Optional<PostgresFleetSlots> fleetSlots = settings.destination().maxConcurrencyFleetWide()
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
-    limiters = fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
-        : new LimiterRegistry(cursor);
-    limiters.addListener(limiterCounts);
-    limiter = limiters.limiter(settings.destination());
-    fetcher = DestinationFetcher.builder(limiter)
-        .maxBodyBytes(settings.maxBodyBytes())
-        .requestTimeout(settings.requestTimeout())
-        .maxRedirects(settings.maxRedirects())
-        .header("User-Agent", "pacer/0.1")
-        .header("X-Pacer-Worker", Long.toString(pid))
-        .onRequest(recorder)
-        .build();
-    // Before the first turn, never after it: a cold client's first request would otherwise hold
-    // its turn (and the turns after it) while classes load, and they would leave together.
-    if (sampleUrl.isPresent()) {
-      fetcher.warmUp(URI.create(sampleUrl.get()));
+    if (settings.perHost()) {
+      hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
+      hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
     } else {
-      fetcher.warmUp();
+      limiters = fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
+          : new LimiterRegistry(cursor);
+      limiters.addListener(limiterCounts);
+      limiter = limiters.limiter(settings.destination());
+      fetcher = DestinationFetcher.builder(limiter)
+          .maxBodyBytes(settings.maxBodyBytes())
+          .requestTimeout(settings.requestTimeout())
+          .maxRedirects(settings.maxRedirects())
+          .header("User-Agent", "pacer/0.1")
+          .header("X-Pacer-Worker", Long.toString(pid))
+          .onRequest(recorder)
+          .build();
+      // Before the first turn, never after it: a cold client's first request would otherwise hold
+      // its turn (and the turns after it) while classes load, and they would leave together.
+      if (sampleUrl.isPresent()) {
+        fetcher.warmUp(URI.create(sampleUrl.get()));
+      } else {
+        fetcher.warmUp();
+      }
     }
     bodies = new BodyStore(settings.out(), settings.job());
     startLine.await();
@@ -213,6 +237,10 @@ public final class Worker {
         return true;
       }, false);
       report(haltedBar.get() != null ? "halted" : "finished");
+      if (lateClaims.get() > 0) {
+        log.info("{} claimed turn(s) began more than half an interval before their claim answered"
+            + " (a slow or busy database) and were given up for fresh ones", lateClaims.get());
+      }
       DispatchSlot held = slot;
       if (held != null) {
         held.close();
@@ -238,8 +266,23 @@ public final class Worker {
   }
 
   private Result result() {
-    return new Result(fetcher.requestCount(), fetcher.throttledCount(), done.get(), failed.get(),
-        Optional.ofNullable(haltedBar.get()), limiter.isLockedOut());
+    return new Result(requestCount(), throttledCount(), done.get(), failed.get(),
+        Optional.ofNullable(haltedBar.get()), hosts == null && limiter.isLockedOut());
+  }
+
+  private long requestCount() {
+    return hosts != null ? hosts.requestCount() : fetcher.requestCount();
+  }
+
+  private LimiterFigures limiterFigures() {
+    return hosts != null
+        ? limiterCounts.figures(hosts.widestBackoff(), hosts.anyDegraded(), hosts.isCursorLatched())
+        : limiterCounts.figures(limiter.backoffMultiplier(), limiter.isDegraded(),
+            limiters.isCursorLatched());
+  }
+
+  private long throttledCount() {
+    return hosts != null ? hosts.throttledCount() : fetcher.throttledCount();
   }
 
   /**
@@ -272,10 +315,15 @@ public final class Worker {
 
   /** Checks the envelope, then claims and processes one item. False when the thread is done. */
   private boolean nextItem() throws InterruptedException {
-    Optional<Envelope.Breach> breach = envelope.check(limiter);
+    // In per-host mode a lockout stops its host, not the run: the claims pass over it.
+    Optional<Envelope.Breach> breach = hosts != null ? envelope.checkBars()
+        : envelope.check(limiter);
     if (breach.isPresent()) {
       halt(breach.get());
       return false;
+    }
+    if (hosts != null && !settings.fifoClaims()) {
+      return nextClaim();
     }
     Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
         () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
@@ -299,14 +347,76 @@ public final class Worker {
     }
     held.add(item.get().token());
     try {
-      process(item.get());
+      process(item.get(), hosts == null ? fetcher : hosts.forHost(
+          UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond()));
     } finally {
       held.remove(item.get().token());
     }
     return true;
   }
 
-  private void process(ItemStore.Item item) throws InterruptedException {
+  /**
+   * Per-host mode: one claim, which reserves its host's turn, then the item at that turn; or the
+   * sleep until the next host's turn. False when the thread is done.
+   */
+  private boolean nextClaim() throws InterruptedException {
+    Retrying.Attempt<FrontierStore.Claim> claimed = retrying.call("claim an item",
+        () -> store.frontier().claim(settings.job(), workerId, settings.leaseMillis()), true);
+    if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
+      return false; // stopped while PostgreSQL was away
+    }
+    FrontierStore.Claim claim = answered.value();
+    if (claim instanceof FrontierStore.Claim.Claimed c) {
+      if (slotSuspect) {
+        keepDispatchSlot();
+      }
+      if (stop.get()) {
+        retrying.record("release an item", () -> store.items().release(c.item()));
+        return false;
+      }
+      DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
+      // A turn the claim answered too late for (the library's bound: half the interval, at least
+      // 1 ms) is given up, as the limiter gives up one it woke too late for: the host's limiter
+      // then reserves a fresh turn on the host's cursor row instead.
+      Duration late = c.turnIn().negated();
+      if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
+          || late.toNanos() <= 1_000_000) {
+        hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
+            c.backoff());
+      } else {
+        lateClaims.incrementAndGet();
+      }
+      held.add(c.item().token());
+      try {
+        process(c.item(), hostFetcher);
+      } finally {
+        held.remove(c.item().token());
+        hosts.turns().forget();
+      }
+    } else if (claim instanceof FrontierStore.Claim.Idle idle) {
+      if (idle.wake().isEmpty() && !idle.held() && nothingLeft()) {
+        return false;
+      }
+      long sleep = idle.wake().map(Duration::toNanos)
+          .orElse(TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
+      if (idle.held()) {
+        sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
+      }
+      TimeUnit.NANOSECONDS.sleep(sleep);
+    } else if (claim instanceof FrontierStore.Claim.LockedOut l) {
+      if (lockedOutHosts.add(l.host())) {
+        log.error("Host {} is locked out ({}): its items stay pending and are passed over; the"
+            + " other hosts go on. Acknowledge it with: pacer trips ack --destination {} --note"
+            + " TEXT", l.host(), l.reason(), l.host());
+      }
+    }
+    // Refused (the host's copy of its cursor is healed) and Lost (another claim leased the item
+    // first): claim again at once.
+    return true;
+  }
+
+  private void process(ItemStore.Item item, DestinationFetcher fetcher)
+      throws InterruptedException {
     if (stop.get()) {
       retrying.record("release an item", () -> store.items().release(item));
       return;
@@ -324,7 +434,8 @@ public final class Worker {
       response = fetcher.fetchTo(URI.create(item.url()), part);
     } catch (ThrottledException e) {
       bodies.discard(part);
-      long retry = Math.max(1000, limiter.currentInterval().multipliedBy(4).toMillis());
+      long retry = Math.max(1000,
+          fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
       retrying.record("record a throttled item",
           () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()));
       return;
@@ -463,6 +574,17 @@ public final class Worker {
     }
     try {
       store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
+      if (hosts != null) {
+        store.frontier().retireDrainedHosts(settings.job());
+        Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
+        try {
+          store.frontier().countCleanAnswers(clean);
+        } catch (SQLException e) {
+          // Not counted is only slower to recover from a backoff; they are not kept.
+          log.debug("Could not count {} host(s)' clean answers: {}", clean.size(),
+              database.describe(e));
+        }
+      }
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
         Optional<TripStore.Trip> trip = store.trips().openTrip(settings.job());
@@ -493,8 +615,8 @@ public final class Worker {
   private void report(String state) {
     try {
       store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(), settings.job(),
-          settings.destination().name(), host, pid, state, fetcher.requestCount(),
-          limiter.currentRate(), limiterCounts.figures(limiter, limiters)));
+          settings.destination().name(), host, pid, state, requestCount(),
+          hosts != null ? hosts.rate() : limiter.currentRate(), limiterFigures()));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
     }
@@ -502,7 +624,8 @@ public final class Worker {
 
   private boolean nothingLeft() {
     try {
-      return !store.items().hasOpenItems(settings.job());
+      return hosts != null ? !store.frontier().hasClaimableWork(settings.job())
+          : !store.items().hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;
     }

@@ -28,7 +28,8 @@ class LimiterCountsTest {
     limiter.noteAnswer(429, null, "u");
     limiter.noteAnswer(403, null, "u");
 
-    LimiterFigures figures = counts.figures(limiter, limiters);
+    LimiterFigures figures = counts.figures(limiter.backoffMultiplier(), limiter.isDegraded(),
+        limiters.isCursorLatched());
     assertThat(figures).isEqualTo(
         new LimiterFigures(3, 0, 1, 200_000_000L, 100_000_000L, 1, 1, 2, false, false));
   }

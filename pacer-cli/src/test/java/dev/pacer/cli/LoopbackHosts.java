@@ -1,0 +1,131 @@
+package dev.pacer.cli;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
+import java.util.stream.Collectors;
+
+/**
+ * Many destinations on one machine for per-host tests: one HTTP server on each of the loopback
+ * addresses 127.0.0.2, 127.0.0.3, …, each a host of its own to a URL list, all recording their
+ * arrivals in one list with the host that received them. Answers 200 unless the test's rule says
+ * otherwise for (host, attempt at that host, from 1), with a {@code Retry-After} on 429 if set.
+ */
+final class LoopbackHosts implements AutoCloseable {
+
+  /** An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock. */
+  record Arrival(long nanos, long epochMicros, String host, String path, int status) {}
+
+  private final List<HttpServer> servers = new ArrayList<>();
+  private final List<String> hosts = new ArrayList<>();
+  private final ExecutorService executor;
+  private final List<Arrival> arrivals = new ArrayList<>();
+  private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
+  private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
+  private volatile String retryAfter;
+
+  LoopbackHosts(int count) throws IOException {
+    if (count < 1 || count > 250) {
+      throw new IllegalArgumentException("1-250 loopback hosts, got " + count);
+    }
+    executor = Executors.newFixedThreadPool(32, r -> {
+      Thread t = new Thread(r, "loopback-hosts");
+      t.setDaemon(true);
+      return t;
+    });
+    for (int i = 0; i < count; i++) {
+      String host = "127.0.0." + (i + 2);
+      HttpServer server = HttpServer.create(new InetSocketAddress(host, 0), 128);
+      server.setExecutor(executor);
+      server.createContext("/", exchange -> {
+        long now = System.nanoTime();
+        java.time.Instant wall = java.time.Instant.now();
+        long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000;
+        String path = exchange.getRequestURI().getPath();
+        int attempt = attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
+        int status = rule.apply(host, attempt);
+        synchronized (arrivals) {
+          arrivals.add(new Arrival(now, epochMicros, host, path, status));
+        }
+        if (retryAfter != null && status == 429) {
+          exchange.getResponseHeaders().add("Retry-After", retryAfter);
+        }
+        byte[] body = ("body of " + host + path).getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(status, body.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(body);
+        }
+      });
+      server.start();
+      servers.add(server);
+      hosts.add(host);
+    }
+  }
+
+  List<String> hosts() {
+    return hosts;
+  }
+
+  /** {@code n} URLs of the {@code index}-th host. */
+  List<String> urls(int index, int n) {
+    HttpServer server = servers.get(index);
+    List<String> out = new ArrayList<>();
+    for (int i = 1; i <= n; i++) {
+      out.add("http://" + hosts.get(index) + ":" + server.getAddress().getPort() + "/item/" + i);
+    }
+    return out;
+  }
+
+  void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {
+    this.rule = rule;
+    this.retryAfter = retryAfter;
+  }
+
+  List<Arrival> arrivals() {
+    synchronized (arrivals) {
+      return arrivals.stream().sorted(Comparator.comparingLong(Arrival::nanos)).toList();
+    }
+  }
+
+  /** The arrivals of each host, in time order. */
+  Map<String, List<Arrival>> byHost() {
+    return arrivals().stream().collect(Collectors.groupingBy(Arrival::host));
+  }
+
+  /** The most arrivals in any window [t, t + 1 s) starting at an arrival. */
+  static int busiestSecond(List<Arrival> sorted) {
+    int most = 0;
+    int from = 0;
+    for (int to = 0; to < sorted.size(); to++) {
+      while (sorted.get(to).nanos() - sorted.get(from).nanos() >= 1_000_000_000L) {
+        from++;
+      }
+      most = Math.max(most, to - from + 1);
+    }
+    return most;
+  }
+
+  /** Offsets in ms from the first arrival, for a failing assertion's message. */
+  static String offsets(List<Arrival> sorted) {
+    long first = sorted.isEmpty() ? 0 : sorted.get(0).nanos();
+    return sorted.stream().map(a -> Long.toString((a.nanos() - first) / 1_000_000))
+        .collect(Collectors.joining(" "));
+  }
+
+  @Override
+  public void close() {
+    servers.forEach(s -> s.stop(0));
+    executor.shutdownNow();
+  }
+}

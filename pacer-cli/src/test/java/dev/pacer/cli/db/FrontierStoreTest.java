@@ -1,0 +1,289 @@
+package dev.pacer.cli.db;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.cli.db.FrontierStore.Claim;
+import dev.pacer.cli.db.FrontierStore.HostCeiling;
+import dev.pacer.postgres.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The per-host claim (one statement that reserves the host's turn and leases its item), on a real PostgreSQL. */
+class FrontierStoreTest {
+
+  private static final AtomicInteger UNIQUE = new AtomicInteger();
+  private WorkState store;
+  private String job;
+
+  @BeforeEach
+  void open() throws Exception {
+    store = new WorkState(new Database(TestDatabase.jdbcUrl()));
+    store.ensureSchema();
+    job = "frontier-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
+  }
+
+  @AfterEach
+  void close() {
+    store.close();
+  }
+
+  /** A host name of this test only: cursor rows are shared by name across jobs. */
+  private String host(String label) {
+    return label + "." + job + ".test";
+  }
+
+  /** Enqueues {@code items} URLs per host, in the map's order, under one ceiling per host. */
+  private void plan(Map<String, Integer> items, double rate, int maxInFlight) throws Exception {
+    List<String> urls = new ArrayList<>();
+    Map<String, String> urlHosts = new LinkedHashMap<>();
+    Map<String, HostCeiling> ceilings = new LinkedHashMap<>();
+    items.forEach((h, n) -> {
+      ceilings.put(h, new HostCeiling(rate, maxInFlight));
+      for (int i = 0; i < n; i++) {
+        String url = "http://" + h + "/" + i;
+        urls.add(url);
+        urlHosts.put(url, h);
+      }
+    });
+    store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", rate, urls);
+    store.frontier().plan(job, ceilings, urlHosts);
+  }
+
+  private Claim claim() throws Exception {
+    return store.frontier().claim(job, "w1", 60_000);
+  }
+
+  private Claim.Claimed claimed() throws Exception {
+    Claim c = claim();
+    assertThat(c).isInstanceOf(Claim.Claimed.class);
+    return (Claim.Claimed) c;
+  }
+
+  @Test
+  void aSkewedBacklogDoesNotHoldTheOtherHostsBack() throws Exception {
+    // The heavy host's 50 items come first in input order: a FIFO claim would take them all first.
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(host("heavy"), 50);
+    for (int i = 0; i < 5; i++) {
+      items.put(host("light" + i), 1);
+    }
+    plan(items, 1.0, 10);
+    List<String> hosts = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      Claim.Claimed c = claimed();
+      assertThat(c.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
+      hosts.add(c.host());
+    }
+    assertThat(hosts).doesNotHaveDuplicates().containsAll(items.keySet());
+    // Every host has had its turn; the next is a second away, and no item is leased for it.
+    Claim next = claim();
+    assertThat(next).isInstanceOf(Claim.Idle.class);
+    Claim.Idle idle = (Claim.Idle) next;
+    assertThat(idle.wake()).hasValueSatisfying(w -> assertThat(w)
+        .isLessThanOrEqualTo(Duration.ofSeconds(1).minus(FrontierStore.HORIZON.dividedBy(2))));
+    assertThat(store.items().counts(job).leased()).isEqualTo(6);
+  }
+
+  @Test
+  void aHostsTurnsAreSpacedByItsIntervalOnTheDatabaseClock() throws Exception {
+    String h = host("spaced");
+    plan(Map.of(h, 3), 5.0, 10); // 200 ms apart
+    assertThat(claimed().host()).isEqualTo(h);
+    double first = cursorSeconds(h);
+    Claim.Idle idle = (Claim.Idle) claim();
+    assertThat(idle.held()).isFalse();
+    Duration wake = idle.wake().orElseThrow();
+    // Half the horizon before the next turn, within the interval of the first.
+    assertThat(wake).isLessThanOrEqualTo(
+        Duration.ofMillis(200).minus(FrontierStore.HORIZON.dividedBy(2)));
+    Thread.sleep(wake.toMillis() + 1);
+    Claim.Claimed second = claimed();
+    assertThat(second.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
+    // The second turn started at the first's next_at (the claim landed before it) or later, never
+    // before.
+    assertThat(cursorSeconds(h) - first).isBetween(0.2, 0.7);
+  }
+
+  private static double cursorSeconds(String host) throws Exception {
+    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT extract(epoch FROM next_at)"
+            + " FROM pacer_cursor WHERE name = '" + host + "'")) {
+      r.next();
+      return r.getDouble(1);
+    }
+  }
+
+  @Test
+  void aPausedHostIsRefusedWithoutConsumingAndTheOthersGoOn() throws Exception {
+    String paused = host("paused");
+    String other = host("other");
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(paused, 2);
+    items.put(other, 2);
+    plan(items, 50.0, 10);
+    // What PostgresCursor.pause writes for a Retry-After of 30 s.
+    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+        + " VALUES ('" + paused + "', clock_timestamp() + interval '30 s', clock_timestamp(),"
+        + " clock_timestamp() + interval '30 s')");
+    String before = cursorValue(paused);
+    List<String> hosts = new ArrayList<>();
+    List<Class<?>> outcomes = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      Claim c = claim();
+      outcomes.add(c.getClass());
+      if (c instanceof Claim.Claimed got) {
+        hosts.add(got.host());
+        Thread.sleep(25); // one interval at 50/s
+      }
+    }
+    assertThat(outcomes.get(0)).as("the paused host sorts first, is refused, and sorts last after")
+        .isEqualTo(Claim.Refused.class);
+    assertThat(cursorValue(paused)).as("a refused claim leaves the cursor as it was")
+        .isEqualTo(before);
+    assertThat(hosts).containsOnly(other).hasSizeGreaterThanOrEqualTo(2);
+    assertThat(store.items().counts(job).leased()).isEqualTo(2);
+  }
+
+  @Test
+  void aMissingOrImplausibleCursorHeals() throws Exception {
+    String h = host("heal");
+    plan(Map.of(h, 3), 1000.0, 10);
+    TestDatabase.execute("DELETE FROM pacer_cursor WHERE name = '" + h + "'");
+    assertThat(claimed().host()).as("missing row: inserted").isEqualTo(h);
+    TestDatabase.execute("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 year'"
+        + " WHERE name = '" + h + "'");
+    TestDatabase.execute("UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = '" + job + "'");
+    Claim.Claimed reset = claimed();
+    assertThat(reset.turnIn()).as("a year ahead: reset to now").isLessThanOrEqualTo(Duration.ofMillis(20));
+  }
+
+  @Test
+  void aLockedOutHostIsPassedOver() throws Exception {
+    String locked = host("locked");
+    String other = host("fine");
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(locked, 2);
+    items.put(other, 1);
+    plan(items, 100.0, 10);
+    TestDatabase.execute("INSERT INTO pacer_cursor_lockout (name, reason, locked_at) VALUES ('"
+        + locked + "', 'HTTP 403 from test', clock_timestamp())");
+    Claim first = claim();
+    assertThat(first).isInstanceOf(Claim.LockedOut.class);
+    assertThat(((Claim.LockedOut) first).reason()).isEqualTo("HTTP 403 from test");
+    Claim.Claimed fine = claimed();
+    assertThat(fine.host()).isEqualTo(other);
+    assertThat(store.frontier().hasClaimableWork(job)).as("its item is in flight").isTrue();
+    store.items().markDone(fine.item(), 200, "/x", 1);
+    assertThat(store.frontier().hasClaimableWork(job)).isFalse();
+    assertThat(store.frontier().lockedOutHosts(job)).containsEntry(locked, 2L);
+  }
+
+  @Test
+  void aHostAtItsInFlightCapIsHeldUntilAnItemFinishes() throws Exception {
+    String h = host("capped");
+    plan(Map.of(h, 3), 1000.0, 1);
+    Claim.Claimed first = claimed();
+    Thread.sleep(2);
+    Claim held = claim();
+    assertThat(held).isInstanceOf(Claim.Idle.class);
+    assertThat(((Claim.Idle) held).held()).isTrue();
+    assertThat(store.items().markDone(first.item(), 200, "/x", 1)).isTrue();
+    assertThat(claimed().host()).isEqualTo(h);
+  }
+
+  @Test
+  void aDrainedHostLeavesTheIndex() throws Exception {
+    String h = host("drained");
+    plan(Map.of(h, 1), 1000.0, 1);
+    Claim.Claimed only = claimed();
+    assertThat(store.frontier().retireDrainedHosts(job)).as("its item is still leased").isZero();
+    store.items().markDone(only.item(), 200, "/x", 1);
+    assertThat(store.frontier().retireDrainedHosts(job)).isEqualTo(1);
+    assertThat(claim()).isEqualTo(new Claim.Idle(java.util.Optional.empty(), false));
+  }
+
+  /**
+   * The claim's plan reads every table through an index: with 400 hosts of 25 items each, 10,000
+   * other cursor rows and 1,000 lockouts, analysed, for the plan the server makes with the values and
+   * for the generic plan a prepared statement ends up with.
+   */
+  @Test
+  void theClaimsPlanHasNoSequentialScan() throws Exception {
+    Map<String, Integer> items = new LinkedHashMap<>();
+    for (int i = 0; i < 400; i++) {
+      items.put(host("h" + i), 25);
+    }
+    plan(items, 2.0, 4);
+    for (int i = 0; i < 50; i++) {
+      claimed();
+    }
+    // The library's tables as a database that has served 10,000 hosts holds them.
+    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at)"
+        + " SELECT 'other-' || g || '." + job + "', now(), now() FROM generate_series(1, 10000) g");
+    TestDatabase.execute("INSERT INTO pacer_cursor_lockout (name, reason, locked_at)"
+        + " SELECT 'other-' || g || '." + job + "', 'x', now() FROM generate_series(1, 1000) g");
+    TestDatabase.execute("ANALYZE pacer_item; ANALYZE pacer_frontier; ANALYZE pacer_cursor;"
+        + " ANALYZE pacer_cursor_lockout");
+    try (Connection c = TestDatabase.connect()) {
+      String custom = explain(c, "EXPLAIN " + FrontierStore.claim("pacer_cursor"), true);
+      assertThat(custom).as(custom).doesNotContain("Seq Scan");
+      String prepared = numbered(FrontierStore.claim("pacer_cursor"));
+      try (Statement s = c.createStatement()) {
+        s.execute("PREPARE frontier_claim(text, bigint, bigint, text, text, bigint) AS " + prepared);
+        s.execute("SET plan_cache_mode = force_generic_plan");
+      }
+      String generic = explain(c, "EXPLAIN EXECUTE frontier_claim('" + job
+          + "', 20000, 120000000, 'w-explain', 't', 60000)", false);
+      assertThat(generic).as(generic).doesNotContain("Seq Scan").contains("pacer_frontier_next");
+    }
+  }
+
+  private String explain(Connection c, String sql, boolean bind) throws Exception {
+    try (PreparedStatement s = c.prepareStatement(sql)) {
+      if (bind) {
+        FrontierStore.bindClaim(s, job, "w-explain", "t", 60_000);
+      }
+      StringBuilder plan = new StringBuilder();
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          plan.append(r.getString(1)).append('\n');
+        }
+      }
+      return plan.toString();
+    }
+  }
+
+  /** The statement with {@code $1..$n} for its {@code ?} placeholders, for PREPARE. */
+  private static String numbered(String sql) {
+    StringBuilder out = new StringBuilder();
+    int n = 0;
+    for (char ch : sql.toCharArray()) {
+      if (ch == '?') {
+        out.append('$').append(++n);
+      } else {
+        out.append(ch);
+      }
+    }
+    return out.toString();
+  }
+
+  private static String cursorValue(String host) throws Exception {
+    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT next_at::text || '/' || updated_at::text"
+            + " FROM pacer_cursor WHERE name = '" + host + "'")) {
+      return r.next() ? r.getString(1) : null;
+    }
+  }
+}
