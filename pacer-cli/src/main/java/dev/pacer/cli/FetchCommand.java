@@ -62,12 +62,18 @@ public final class FetchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    UrlList urls = readInput(err);
     String jobName = jobName();
-    String destinationName = destinationName(urls);
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
-    String runId = UUID.randomUUID().toString();
-    RunSettings settings = run.settings(runId, jobName, destinationName, processes);
+    try (UrlList urls = readInput(err)) {
+      String destinationName = destinationName(urls);
+      String runId = UUID.randomUUID().toString();
+      RunSettings settings = run.settings(runId, jobName, destinationName, processes);
+      return fetch(urls, settings, out, err);
+    }
+  }
+
+  private int fetch(UrlList urls, RunSettings settings, PrintWriter out, PrintWriter err)
+      throws Exception {
     try (WorkState state = dbOptions.connect()) {
       return new JobRun(state, out, err, !noProgress).run(urls, settings, processes,
           Optional.empty());
@@ -93,6 +99,10 @@ public final class FetchCommand implements Callable<Integer> {
     }
     for (String problem : urls.problems()) {
       err.println("pacer: skipped " + problem);
+    }
+    if (urls.problemCount() > urls.problems().size()) {
+      err.println("pacer: skipped " + (urls.problemCount() - urls.problems().size())
+          + " more line(s), not shown");
     }
     return urls;
   }

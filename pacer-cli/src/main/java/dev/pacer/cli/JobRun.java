@@ -22,6 +22,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -88,11 +89,15 @@ final class JobRun {
       throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
           + ", not " + settings.destination().name() + "; use another --job");
     }
+    long enqueueStarted = System.nanoTime();
     int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
         settings.destination().ratePerSecond(), urls.urls());
+    double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
     state.items().reviveDeferred(jobName);
-    err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
-        + added + " new; destination " + settings.destination().name() + " at "
+    err.println("pacer: job " + jobName + ": " + urls.count() + " URL(s) in the input, "
+        + added + " new, enqueued in " + String.format(Locale.ROOT, "%.1f", enqueueSeconds)
+        + " s (" + String.format(Locale.ROOT, "%.0f", urls.count() / Math.max(enqueueSeconds, 1e-3))
+        + " URLs/s); destination " + settings.destination().name() + " at "
         + settings.destination().ratePerSecond()
         + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide") + "; database "
         + database.redactedUrl() + (processes > 0

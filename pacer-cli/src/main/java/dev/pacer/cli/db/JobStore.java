@@ -3,6 +3,7 @@ package dev.pacer.cli.db;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -32,15 +33,21 @@ public final class JobStore {
   }
 
   /**
-   * Adds the URLs to the job, creating the job if needed; URLs already in it are skipped.
-   * Idempotent under {@code key}: run again with the same key (a retry whose first answer was
-   * lost with the connection) it adds nothing and answers what the first run added.
+   * Adds the URLs to the job, creating the job if needed; URLs already in it (or twice in {@code
+   * urls}) are skipped. Idempotent under {@code key}: run again with the same key (a retry whose
+   * first answer was lost with the connection) it adds nothing and answers what the first run
+   * added.
+   *
+   * <p>The URLs stream through {@code COPY} into a temporary table, and one {@code INSERT … SELECT
+   * … ON CONFLICT DO NOTHING} moves them into the job in input order, all in one transaction: memory
+   * stays bounded by the copy buffer however long the list, and a failure adds nothing. {@code
+   * urls} is iterated once per attempt, from the start: a list, or a file read again.
    *
    * @param key names this enqueue (a run's id), for the whole job's life
    * @return how many were new
    */
   public int enqueue(String key, String job, String destination, double ceiling,
-      List<String> urls) throws SQLException {
+      Iterable<String> urls) throws SQLException {
     return connection.call(c -> {
       c.setAutoCommit(false);
       try {
@@ -63,23 +70,18 @@ public final class JobStore {
           s.setDouble(3, ceiling);
           s.executeUpdate();
         }
-        int added = 0;
+        try (Statement s = c.createStatement()) {
+          s.execute("CREATE TEMPORARY TABLE pacer_enqueue (ord bigserial, url_key text NOT NULL,"
+              + " url text NOT NULL) ON COMMIT DROP");
+        }
+        UrlCopy.copy(c, "COPY pacer_enqueue (url_key, url) FROM STDIN", urls);
+        int added;
         try (PreparedStatement s = c.prepareStatement(
-            "INSERT INTO pacer_item (job, url_key, url) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")) {
-          int batched = 0;
-          for (String url : urls) {
-            s.setString(1, job);
-            s.setString(2, UrlKeys.key(url));
-            s.setString(3, url);
-            s.addBatch();
-            if (++batched == 1000) {
-              added += sum(s.executeBatch());
-              batched = 0;
-            }
-          }
-          if (batched > 0) {
-            added += sum(s.executeBatch());
-          }
+            "INSERT INTO pacer_item (job, url_key, url)"
+                + " SELECT ?, url_key, url FROM pacer_enqueue ORDER BY ord"
+                + " ON CONFLICT DO NOTHING")) {
+          s.setString(1, job);
+          added = s.executeUpdate();
         }
         try (PreparedStatement s = c.prepareStatement(
             "UPDATE pacer_job SET enqueue_key = ?, enqueued = ? WHERE name = ?")) {
@@ -90,7 +92,7 @@ public final class JobStore {
         }
         c.commit();
         return added;
-      } catch (SQLException e) {
+      } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;
       } finally {
@@ -129,11 +131,4 @@ public final class JobStore {
     return rows;
   }
 
-  private static int sum(int[] counts) {
-    int n = 0;
-    for (int c : counts) {
-      n += Math.max(0, c);
-    }
-    return n;
-  }
 }
