@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -11,6 +12,13 @@ import java.util.OptionalDouble;
 
 /** Jobs: a named URL list bound to one destination, with its latest run's ceiling. */
 public final class JobStore {
+
+  /**
+   * How long one statement of an enqueue may take to answer. The connection's own bound (10 s) is
+   * for statements on one row; moving a list into the job is one statement over all of it, and a
+   * million URLs take tens of seconds on a busy machine.
+   */
+  static final Duration ENQUEUE_READ_TIMEOUT = Duration.ofMinutes(30);
 
   private final StoreConnection connection;
   private final ItemStore items;
@@ -49,6 +57,8 @@ public final class JobStore {
   public int enqueue(String key, String job, String destination, double ceiling,
       Iterable<String> urls) throws SQLException {
     return connection.call(c -> {
+      int readTimeout = c.getNetworkTimeout();
+      c.setNetworkTimeout(Runnable::run, (int) ENQUEUE_READ_TIMEOUT.toMillis());
       c.setAutoCommit(false);
       try {
         try (PreparedStatement s = c.prepareStatement(
@@ -97,6 +107,7 @@ public final class JobStore {
         throw e;
       } finally {
         c.setAutoCommit(true);
+        c.setNetworkTimeout(Runnable::run, readTimeout);
       }
     });
   }
