@@ -19,7 +19,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * answer (the JVM's start and the file's reading are not counted, as {@code pacer fetch}'s own
  * figure leaves out its start and its enqueue).
  *
- * <p>Usage: {@code BareFetch URL_FILE THREADS OUT_DIR}
+ * <p>Usage: {@code BareFetch URL_FILE THREADS OUT_DIR [--force]}. With {@code --force} each body
+ * file, and its directory, is forced to the storage device as {@code pacer fetch} forces its
+ * bodies: the same loop with Pacer's durability, to tell what that costs from what the rest does.
  */
 public final class BareFetch {
 
@@ -29,6 +31,7 @@ public final class BareFetch {
     List<String> urls = Files.readAllLines(Path.of(args[0]));
     int threads = Integer.parseInt(args[1]);
     Path out = Files.createDirectories(Path.of(args[2]));
+    boolean force = args.length > 3 && args[3].equals("--force");
     HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     AtomicInteger next = new AtomicInteger();
     AtomicLong ok = new AtomicLong();
@@ -42,6 +45,10 @@ public final class BareFetch {
           try {
             HttpResponse<Path> response = client.send(request,
                 HttpResponse.BodyHandlers.ofFile(out.resolve(Integer.toString(i))));
+            if (force) {
+              forceToDisk(response.body());
+              forceToDisk(out);
+            }
             if (response.statusCode() == 200) {
               ok.incrementAndGet();
             }
@@ -60,5 +67,12 @@ public final class BareFetch {
     }
     double seconds = (System.nanoTime() - started) / 1e9;
     System.out.println(ok.get() + " " + seconds);
+  }
+
+  private static void forceToDisk(Path path) throws java.io.IOException {
+    try (java.nio.channels.FileChannel c = java.nio.channels.FileChannel.open(path,
+        java.nio.file.StandardOpenOption.READ)) {
+      c.force(true);
+    }
   }
 }
