@@ -127,7 +127,9 @@ public final class BenchMain {
           settings.spreadKeys(),
           settings.latencySamples(), p, settings.pgbenchSeconds(),
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
-          settings.accuracyMillis(), settings.overheadRuns());
+          settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
+          settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
+          settings.enqueueHosts());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -218,6 +220,22 @@ public final class BenchMain {
       } finally {
         Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
         Files.deleteIfExists(work);
+      }
+      Path scratch = Files.createTempDirectory("pacer-bench-fetch");
+      try {
+        r.fetch = FetchThroughput.measure(target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(),
+            scratch, log);
+        log.printf(Locale.ROOT, "fetch, no ceiling binding: pacer fetch %,.0f/s, bare"
+                + " java.net.http %,.0f/s (%d URLs, %d threads): %.2f x%n", r.fetch.pacerPerSecond(),
+            r.fetch.barePerSecond(), r.fetch.urls(), r.fetch.threads(), r.fetch.ratio());
+        r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
+        log.printf(Locale.ROOT, "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
+                + " new, again %,d new; child %s: peak heap %.1f MiB, peak RSS %.1f MiB%n",
+            r.enqueue.urls(), r.enqueue.hosts(), r.enqueue.seconds(), r.enqueue.perSecond(),
+            r.enqueue.added(), r.enqueue.addedAgain(), EnqueueScale.HEAP,
+            r.enqueue.peakHeapBytes() / 1048576.0, r.enqueue.peakRssBytes() / 1048576.0);
+      } finally {
+        FetchThroughput.deleteTree(scratch);
       }
       r.machine = new Machine(
           Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(), Machine.readCpuModel(),

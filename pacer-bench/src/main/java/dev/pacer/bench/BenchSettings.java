@@ -22,6 +22,11 @@ import java.util.List;
  * @param accuracyRate accuracy: the ceiling, per second
  * @param accuracyMillis accuracy: how long the threads keep asking
  * @param overheadRuns overhead at 7/s: repetitions of 8 acquisitions
+ * @param fetchUrls fetch throughput: URLs fetched by {@code pacer fetch} and by the bare loop
+ * @param fetchThreads fetch throughput: threads of each
+ * @param fetchRounds fetch throughput: turns of each; the median is reported
+ * @param enqueueUrls enqueue: URLs in the list
+ * @param enqueueHosts enqueue: hosts the URLs spread over
  */
 public record BenchSettings(
     List<Integer> processCounts,
@@ -36,7 +41,12 @@ public record BenchSettings(
     int accuracyThreads,
     double accuracyRate,
     long accuracyMillis,
-    int overheadRuns) {
+    int overheadRuns,
+    int fetchUrls,
+    int fetchThreads,
+    int fetchRounds,
+    int enqueueUrls,
+    int enqueueHosts) {
 
   public BenchSettings {
     processCounts = List.copyOf(processCounts);
@@ -56,7 +66,9 @@ public record BenchSettings(
         10_000,
         List.of(1, 2, 4, 8), 2,
         4, 16, 200, 5_000,
-        5);
+        5,
+        5_000, 32, 3,
+        1_000_000, 10_000);
   }
 
   /** Every measurement, briefly: for the smoke test and a quick look. */
@@ -66,7 +78,9 @@ public record BenchSettings(
         200,
         List.of(1, 2), 1,
         2, 4, 200, 1_000,
-        1);
+        1,
+        300, 8, 1,
+        20_000, 200);
   }
 
   /** The most worker JVMs any measurement needs at once. */

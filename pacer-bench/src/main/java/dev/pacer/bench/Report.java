@@ -38,6 +38,14 @@ final class Report {
         : existing + "\n" + block + "\n";
   }
 
+  private static String rounds(List<Double> values) {
+    StringBuilder out = new StringBuilder();
+    for (double v : values) {
+      out.append(out.length() == 0 ? "" : ", ").append(fmt(v, 0));
+    }
+    return out.toString();
+  }
+
   static String render(Results r) {
     StringBuilder md = new StringBuilder();
     Machine m = r.machine;
@@ -175,6 +183,30 @@ final class Report {
     md.append(String.format(Locale.ROOT, " (median %.4f, max %.4f). One reservation (p50 %.0f µs)"
             + " is %.3f%% of the 143 ms interval.\n\n", o.median(), o.max(), l.reserveP50(),
         100 * l.reserveP50() / Results.OVERHEAD_INTERVAL_MICROS));
+    FetchThroughput.Result f = r.fetch;
+    md.append("### pacer fetch against a bare HTTP loop, no ceiling binding\n\n");
+    md.append(String.format(Locale.ROOT, "%,d URLs of a local destination answering %,d bytes,"
+            + " %d threads each, ceiling %,d/s; each in a JVM of its own, taking turns, %d"
+            + " round(s); items per second from the first request to the last outcome.%n%n",
+        f.urls(), FetchThroughput.BODY_BYTES, f.threads(), FetchThroughput.CEILING_PER_SECOND,
+        f.pacerRounds().size()));
+    md.append("| | median /s | rounds /s |\n|---|---:|---|\n");
+    md.append("| `pacer fetch` | ").append(fmt(f.pacerPerSecond(), 0)).append(" | ")
+        .append(rounds(f.pacerRounds())).append(" |\n");
+    md.append("| bare `java.net.http` loop writing each body to a file | ")
+        .append(fmt(f.barePerSecond(), 0)).append(" | ").append(rounds(f.bareRounds()))
+        .append(" |\n");
+    md.append("| ratio | ").append(fmt(f.ratio(), 2)).append(" | |\n\n");
+
+    EnqueueScale.Result e = r.enqueue;
+    md.append("### Enqueue\n\n");
+    md.append(String.format(Locale.ROOT, "%,d URLs over %,d hosts (%.1f MiB of input) enqueued"
+            + " into a new job by a JVM with %s, as `pacer fetch` enqueues (read and checked,"
+            + " spooled, then `COPY`): %.1f s, **%,.0f URLs/s**; %,d new, and %,d new when"
+            + " enqueued again. Peak heap %.1f MiB (sum of the heap pools' peaks), peak RSS %.1f"
+            + " MiB.%n%n", e.urls(), e.hosts(), e.inputBytes() / 1048576.0, EnqueueScale.HEAP,
+        e.seconds(), e.perSecond(), e.added(), e.addedAgain(), e.peakHeapBytes() / 1048576.0,
+        e.peakRssBytes() / 1048576.0));
     md.append("Ratios are judged at ").append(n).append(" processes.\n");
     return md.toString();
   }

@@ -53,6 +53,8 @@ final class Results {
   private final Map<Series, Map<Integer, List<Double>>> throughputRounds = new LinkedHashMap<>();
   Accuracy pacerAccuracy;
   Accuracy perProcessAccuracy;
+  FetchThroughput.Result fetch;
+  EnqueueScale.Result enqueue;
 
   Results(BenchSettings settings, String generatedAt) {
     this.settings = settings;
@@ -144,6 +146,9 @@ final class Results {
         pacerAccuracy.peakWindow(), pacerAccuracy.ceiling() + 1));
     targets.add(Target.atMost("overhead_8_at_7",
         "8 acquisitions at 7/s ÷ 1.000 s (median of runs)", overhead.median(), 1.005));
+    targets.add(Target.atLeast("fetch_vs_bare_http",
+        "pacer fetch ÷ a bare java.net.http loop, " + fetch.threads() + " threads each, no ceiling"
+            + " binding (medians, same run)", fetch.ratio(), 0.8));
     return targets;
   }
 
@@ -198,6 +203,23 @@ final class Results {
     m.put("overhead_8_at_7_ratio", overhead.median());
     m.put("overhead_8_at_7_runs", overhead.ratios());
     m.put("reserve_share_of_7_per_s_interval", latency.reserveP50() / OVERHEAD_INTERVAL_MICROS);
+    m.put("fetch_urls", fetch.urls());
+    m.put("fetch_threads", fetch.threads());
+    m.put("fetch_pacer_per_s", fetch.pacerPerSecond());
+    m.put("fetch_bare_http_per_s", fetch.barePerSecond());
+    m.put("fetch_to_bare_http_ratio", fetch.ratio());
+    m.put("fetch_pacer_rounds_per_s", fetch.pacerRounds());
+    m.put("fetch_bare_http_rounds_per_s", fetch.bareRounds());
+    m.put("enqueue_urls", enqueue.urls());
+    m.put("enqueue_hosts", enqueue.hosts());
+    m.put("enqueue_seconds", enqueue.seconds());
+    m.put("enqueue_urls_per_s", enqueue.perSecond());
+    m.put("enqueue_added", enqueue.added());
+    m.put("enqueue_added_again", enqueue.addedAgain());
+    m.put("enqueue_child_heap_limit", EnqueueScale.HEAP);
+    m.put("enqueue_peak_heap_bytes", enqueue.peakHeapBytes());
+    m.put("enqueue_peak_rss_bytes", enqueue.peakRssBytes());
+    m.put("enqueue_input_bytes", enqueue.inputBytes());
     Map<String, Object> judged = new LinkedHashMap<>();
     for (Target t : targets()) {
       Map<String, Object> j = new LinkedHashMap<>();

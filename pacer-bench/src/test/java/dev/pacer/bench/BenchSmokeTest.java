@@ -50,6 +50,13 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("accuracy_peak_window", new double[] {1, 1e5});
     REQUIRED_NUMBERS.put("perprocess_delivered_ratio", new double[] {1.5, 100});
     REQUIRED_NUMBERS.put("overhead_8_at_7_ratio", new double[] {0.99, 1.5});
+    REQUIRED_NUMBERS.put("fetch_pacer_per_s", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("fetch_bare_http_per_s", new double[] {1, 1e6});
+    // Pacer does more per item than the bare loop (pacing, work state, durable bodies).
+    REQUIRED_NUMBERS.put("fetch_to_bare_http_ratio", new double[] {0.01, 1.5});
+    REQUIRED_NUMBERS.put("enqueue_urls_per_s", new double[] {1, 1e8});
+    REQUIRED_NUMBERS.put("enqueue_peak_heap_bytes", new double[] {1, 64 << 20});
+    REQUIRED_NUMBERS.put("enqueue_peak_rss_bytes", new double[] {1, 1e10});
   }
 
   private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
@@ -98,9 +105,12 @@ class BenchSmokeTest {
     assertThat(r.perProcessAccuracy.deliveredRatio())
         .isGreaterThan(1.5 * r.pacerAccuracy.deliveredRatio());
     assertThat(r.overhead.median()).isBetween(0.99, 1.5);
+    assertThat(r.enqueue.added()).as("every URL of the list is new").isEqualTo(r.enqueue.urls());
+    assertThat(r.enqueue.addedAgain()).as("the same list again").isZero();
 
     String md = Files.readString(out.resolve("benchmarks.md"));
     assertThat(md).contains(Report.BEGIN, Report.END, "### Targets", "| processes |",
+        "### pacer fetch against a bare HTTP loop", "### Enqueue",
         Charts.THROUGHPUT, Charts.ACCURACY);
     for (String png : List.of(Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY)) {
       BufferedImage image = ImageIO.read(out.resolve(png).toFile());

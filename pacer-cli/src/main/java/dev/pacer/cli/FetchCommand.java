@@ -72,7 +72,6 @@ public final class FetchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    UrlList urls = readInput(err);
     String jobName = jobName();
     RunOptions.require(!(run.perHost && destination != null), "--destination puts every URL under"
         + " one ceiling and --per-host gives each host its own; choose one");
@@ -80,26 +79,28 @@ public final class FetchCommand implements Callable<Integer> {
         + " --per-host");
     RunOptions.require(rates == null || run.claimOrder == RunOptions.ClaimOrder.TURN,
         "--claim-order FIFO paces every host at --rate; it ignores --rates");
-    String destinationName = run.perHost ? RunOptions.perHostName(jobName)
-        : destinationName(urls);
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
-    String runId = UUID.randomUUID().toString();
-    RunSettings settings = run.settings(runId, jobName, destinationName, processes);
     CursorPlace cursorPlace = cursorOptions.place();
     RunOptions.require(!run.perHost || cursorPlace.layout() == CursorPlace.Layout.PACER,
         "--per-host claims each host's turn on Pacer's cursor table; it cannot use --cursor-layout "
             + cursorPlace.layout().option());
-    Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
-    if (run.perHost) {
-      Map<String, FrontierStore.HostCeiling> named = rates == null ? Map.of()
-          : HostRates.read(rates, settings.destination().maxConcurrency());
-      for (String host : urls.hosts()) {
-        ceilings.put(host, named.getOrDefault(host, run.defaultCeiling()));
+    try (UrlList urls = readInput(err)) {
+      String destinationName = run.perHost ? RunOptions.perHostName(jobName)
+          : destinationName(urls);
+      String runId = UUID.randomUUID().toString();
+      RunSettings settings = run.settings(runId, jobName, destinationName, processes);
+      Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
+      if (run.perHost) {
+        Map<String, FrontierStore.HostCeiling> named = rates == null ? Map.of()
+            : HostRates.read(rates, settings.destination().maxConcurrency());
+        for (String host : urls.hosts()) {
+          ceilings.put(host, named.getOrDefault(host, run.defaultCeiling()));
+        }
       }
-    }
-    try (WorkState state = dbOptions.connect(cursorPlace)) {
-      return new JobRun(state, out, err, !noProgress).run(urls, settings, ceilings, processes,
-          Optional.empty());
+      try (WorkState state = dbOptions.connect(cursorPlace)) {
+        return new JobRun(state, out, err, !noProgress).run(urls, settings, ceilings, processes,
+            Optional.empty());
+      }
     }
   }
 
@@ -122,6 +123,10 @@ public final class FetchCommand implements Callable<Integer> {
     }
     for (String problem : urls.problems()) {
       err.println("pacer: skipped " + problem);
+    }
+    if (urls.problemCount() > urls.problems().size()) {
+      err.println("pacer: skipped " + (urls.problemCount() - urls.problems().size())
+          + " more line(s), not shown");
     }
     return urls;
   }

@@ -24,9 +24,9 @@ import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -103,18 +103,18 @@ final class JobRun {
       throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
           + ", not " + settings.destination().name() + "; use another --job");
     }
+    long enqueueStarted = System.nanoTime();
     int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
         settings.destination().ratePerSecond(), urls.urls());
+    double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
     state.items().reviveDeferred(jobName);
     if (settings.perHost()) {
-      Map<String, String> urlHosts = new LinkedHashMap<>();
-      for (String url : urls.urls()) {
-        urlHosts.put(url, UrlList.hostOf(url));
-      }
-      state.frontier().plan(jobName, hostCeilings, urlHosts);
+      state.frontier().plan(jobName, hostCeilings);
     }
-    err.println("pacer: job " + jobName + ": " + urls.urls().size() + " URL(s) in the input, "
-        + added + " new; " + (settings.perHost()
+    err.println("pacer: job " + jobName + ": " + urls.count() + " URL(s) in the input, "
+        + added + " new, enqueued in " + String.format(Locale.ROOT, "%.1f", enqueueSeconds)
+        + " s (" + String.format(Locale.ROOT, "%.0f", urls.count() / Math.max(enqueueSeconds, 1e-3))
+        + " URLs/s); " + (settings.perHost()
             ? hostCeilings.size() + " host(s), each its own destination, at "
                 + settings.destination().ratePerSecond() + "/s fleet-wide unless --rates says"
                 + " otherwise"

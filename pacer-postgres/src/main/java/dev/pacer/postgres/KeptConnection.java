@@ -21,7 +21,8 @@ import java.util.function.Predicate;
  * mean the database is unreachable are reported to the policy, and every failure is thrown, for the
  * caller to answer as it must (the cursor: "unavailable"; a store: the caller retries later).
  *
- * <p>Not thread-safe: its users take turns (the cursor under its lock, a store synchronised).
+ * <p>Not thread-safe: its users take turns (the cursor under its lock; a store lends each of its
+ * connections to one call at a time).
  */
 public final class KeptConnection implements AutoCloseable {
 
@@ -124,6 +125,11 @@ public final class KeptConnection implements AutoCloseable {
       if (!diedBetweenCalls) {
         throw failed(first);
       }
+    }
+    // Another user of the policy may have found the database down meanwhile (its connections
+    // died with this one): then the retry is theirs to make, at the boundary.
+    if (!policy.tryAttempt()) {
+      throw policy.refusal();
     }
     try {
       return succeeded(work.apply(connection()));

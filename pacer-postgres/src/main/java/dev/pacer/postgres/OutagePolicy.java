@@ -255,7 +255,7 @@ public final class OutagePolicy {
   }
 
   /** What an attempt refused while down fails with: SQLState 08001, no network touched. */
-  SQLException refusal() {
+  public SQLException refusal() {
     return new SQLException("PostgreSQL is unavailable (" + name + "); the next attempt is at the"
         + " next multiple of " + cooldownMillis + " ms on the wall clock", "08001");
   }

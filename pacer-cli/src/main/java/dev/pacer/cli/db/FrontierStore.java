@@ -2,13 +2,10 @@ package dev.pacer.cli.db;
 
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.postgres.internal.CursorSql;
-import java.sql.Array;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -229,13 +226,10 @@ public final class FrontierStore {
 
   /**
    * Makes the job's hosts its frontier: each host's ceiling is set (an earlier run's is replaced),
-   * every row of the job becomes active and due (the cursor rows decide the real turns), and the
-   * job's items get their host from {@code hostOfUrl}.
-   *
-   * @param urlHosts each URL of the input with its host
+   * and every row of the job becomes active and due (the cursor rows decide the real turns). The
+   * items know their hosts from the enqueue.
    */
-  public void plan(String job, Map<String, HostCeiling> ceilings, Map<String, String> urlHosts)
-      throws SQLException {
+  public void plan(String job, Map<String, HostCeiling> ceilings) throws SQLException {
     connection.call(c -> {
       // The claim reserves on the cursors' rows, so their table must exist before the first
       // claim, whether or not a cursor of this process made it.
@@ -268,22 +262,6 @@ public final class FrontierStore {
           s.setString(1, job);
           s.executeUpdate();
         }
-        try (PreparedStatement s = c.prepareStatement(
-            "UPDATE pacer_item i SET host = u.host FROM unnest(?::text[], ?::text[]) AS u(key, host)"
-                + " WHERE i.job = ? AND i.url_key = u.key AND i.host IS DISTINCT FROM u.host")) {
-          List<String> keys = new ArrayList<>();
-          List<String> hosts = new ArrayList<>();
-          for (Map.Entry<String, String> e : urlHosts.entrySet()) {
-            keys.add(UrlKeys.key(e.getKey()));
-            hosts.add(e.getValue());
-            if (keys.size() == 5000) {
-              setHosts(c, s, job, keys, hosts);
-            }
-          }
-          if (!keys.isEmpty()) {
-            setHosts(c, s, job, keys, hosts);
-          }
-        }
         c.commit();
       } catch (SQLException e) {
         c.rollback();
@@ -300,18 +278,6 @@ public final class FrontierStore {
       }
       return null;
     });
-  }
-
-  private static void setHosts(java.sql.Connection c, PreparedStatement s, String job,
-      List<String> keys, List<String> hosts) throws SQLException {
-    Array k = c.createArrayOf("text", keys.toArray());
-    Array h = c.createArrayOf("text", hosts.toArray());
-    s.setArray(1, k);
-    s.setArray(2, h);
-    s.setString(3, job);
-    s.executeUpdate();
-    keys.clear();
-    hosts.clear();
   }
 
   /** A host's interval in whole microseconds, as the library rounds it ({@code Destination}). */

@@ -3,6 +3,8 @@ package dev.pacer.cli.db;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -10,6 +12,13 @@ import java.util.OptionalDouble;
 
 /** Jobs: a named URL list bound to one destination, with its latest run's ceiling. */
 public final class JobStore {
+
+  /**
+   * How long one statement of an enqueue may take to answer. The connection's own bound (10 s) is
+   * for statements on one row; moving a list into the job is one statement over all of it, and a
+   * million URLs take tens of seconds on a busy machine.
+   */
+  static final Duration ENQUEUE_READ_TIMEOUT = Duration.ofMinutes(30);
 
   private final StoreConnection connection;
   private final ItemStore items;
@@ -32,16 +41,24 @@ public final class JobStore {
   }
 
   /**
-   * Adds the URLs to the job, creating the job if needed; URLs already in it are skipped.
-   * Idempotent under {@code key}: run again with the same key (a retry whose first answer was
-   * lost with the connection) it adds nothing and answers what the first run added.
+   * Adds the URLs to the job, creating the job if needed; URLs already in it (or twice in {@code
+   * urls}) are skipped. Idempotent under {@code key}: run again with the same key (a retry whose
+   * first answer was lost with the connection) it adds nothing and answers what the first run
+   * added.
+   *
+   * <p>The URLs stream through {@code COPY} into a temporary table, and one {@code INSERT … SELECT
+   * … ON CONFLICT DO NOTHING} moves them into the job in input order, all in one transaction: memory
+   * stays bounded by the copy buffer however long the list, and a failure adds nothing. {@code
+   * urls} is iterated once per attempt, from the start: a list, or a file read again.
    *
    * @param key names this enqueue (a run's id), for the whole job's life
    * @return how many were new
    */
   public int enqueue(String key, String job, String destination, double ceiling,
-      List<String> urls) throws SQLException {
+      Iterable<String> urls) throws SQLException {
     return connection.call(c -> {
+      int readTimeout = c.getNetworkTimeout();
+      c.setNetworkTimeout(Runnable::run, (int) ENQUEUE_READ_TIMEOUT.toMillis());
       c.setAutoCommit(false);
       try {
         try (PreparedStatement s = c.prepareStatement(
@@ -63,22 +80,24 @@ public final class JobStore {
           s.setDouble(3, ceiling);
           s.executeUpdate();
         }
-        int added = 0;
+        try (Statement s = c.createStatement()) {
+          s.execute("CREATE TEMPORARY TABLE pacer_enqueue (ord bigserial, url_key text NOT NULL,"
+              + " url text NOT NULL, host text NOT NULL) ON COMMIT DROP");
+        }
+        UrlCopy.copy(c, "COPY pacer_enqueue (url_key, url, host) FROM STDIN", urls);
+        int added;
+        // An item enqueued before items knew their host gets it now; only new rows are counted
+        // as added (xmax is 0 on a row this statement inserted, not on one it updated).
         try (PreparedStatement s = c.prepareStatement(
-            "INSERT INTO pacer_item (job, url_key, url) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")) {
-          int batched = 0;
-          for (String url : urls) {
-            s.setString(1, job);
-            s.setString(2, UrlKeys.key(url));
-            s.setString(3, url);
-            s.addBatch();
-            if (++batched == 1000) {
-              added += sum(s.executeBatch());
-              batched = 0;
-            }
-          }
-          if (batched > 0) {
-            added += sum(s.executeBatch());
+            "WITH moved AS (INSERT INTO pacer_item AS i (job, url_key, url, host)"
+                + " SELECT ?, url_key, url, host FROM pacer_enqueue ORDER BY ord"
+                + " ON CONFLICT (job, url_key) DO UPDATE SET host = excluded.host"
+                + " WHERE i.host IS NULL RETURNING i.xmax = 0 AS inserted)"
+                + " SELECT count(*) FILTER (WHERE inserted) FROM moved")) {
+          s.setString(1, job);
+          try (ResultSet r = s.executeQuery()) {
+            r.next();
+            added = r.getInt(1);
           }
         }
         try (PreparedStatement s = c.prepareStatement(
@@ -90,11 +109,12 @@ public final class JobStore {
         }
         c.commit();
         return added;
-      } catch (SQLException e) {
+      } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;
       } finally {
         c.setAutoCommit(true);
+        c.setNetworkTimeout(Runnable::run, readTimeout);
       }
     });
   }
@@ -129,11 +149,4 @@ public final class JobStore {
     return rows;
   }
 
-  private static int sum(int[] counts) {
-    int n = 0;
-    for (int c : counts) {
-      n += Math.max(0, c);
-    }
-    return n;
-  }
 }

@@ -5,14 +5,14 @@ import java.sql.SQLException;
 import java.sql.Statement;
 
 /**
- * Pacer's work state in PostgreSQL: one connection (see {@link StoreConnection}) and the schema,
+ * Pacer's work state in PostgreSQL: its connections (see {@link StoreConnection}) and the schema,
  * shared by four stores, one per thing stored: {@link ItemStore items and their leases},
  * {@link JobStore jobs}, {@link TripStore trips} and {@link WorkerStore workers}, plus the
  * {@link CursorStatus} read for {@code pacer status}. Every statement is parameterised; the only
  * identifiers are the stores' own constant table names.
  *
- * <p>The stores share the connection rather than opening one each, so that a worker process holds
- * one work-state connection whatever it records. Failures are thrown as {@link SQLException}:
+ * <p>The stores share the connections rather than opening their own, so that how many work-state
+ * connections a process holds is said in one place, whatever it records. Failures are thrown as {@link SQLException}:
  * callers decide whether to retry.
  */
 public final class WorkState implements AutoCloseable {
@@ -127,8 +127,17 @@ public final class WorkState implements AutoCloseable {
   private final CursorStatus cursors;
   private final FrontierStore frontier;
 
+  /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
-    this.connection = new StoreConnection(database);
+    this(database, 1);
+  }
+
+  /**
+   * The work state on up to {@code connections} connections, opened as concurrent calls need
+   * them: for a worker whose fetch threads claim and record at once (see {@link StoreConnection}).
+   */
+  public WorkState(Database database, int connections) {
+    this.connection = new StoreConnection(database, connections);
     this.items = new ItemStore(connection);
     this.jobs = new JobStore(connection, items);
     this.trips = new TripStore(connection);

@@ -2,26 +2,38 @@ package dev.pacer.cli.run;
 
 import dev.pacer.cli.BadInputException;
 import java.io.BufferedReader;
+import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.NoSuchElementException;
 import java.util.Set;
 
 /**
  * The input of {@code pacer fetch}: one URL per line. Blank lines and lines starting with {@code #}
  * are ignored; a line that is not an absolute http(s) URL with a host is reported with its line
  * number and skipped. Input that is not UTF-8 text, or has no URL at all, is refused whole.
+ *
+ * <p>The input is read once, and its checked URLs are written to a spool file that {@link #urls()}
+ * reads again for each pass: a list of millions of URLs is never held in memory (what is held
+ * grows with the number of hosts, not of URLs), and a retried enqueue reads the same URLs again,
+ * even from standard input. A URL given twice is kept twice here; the job keeps it once (see
+ * {@code JobStore.enqueue}).
  */
-public final class UrlList {
+public final class UrlList implements AutoCloseable {
 
   /** Longer lines are reported as malformed rather than stored. */
   public static final int MAX_URL_LENGTH = 8192;
@@ -29,31 +41,49 @@ public final class UrlList {
   /** A longer line refuses the whole input: such a file is not a list of URLs. */
   public static final int MAX_LINE_LENGTH = 1 << 20;
 
-  private final List<String> urls;
-  private final List<String> problems;
-  private final Set<String> hosts;
+  /** Problems kept word for word; any more are only counted. */
+  static final int MAX_PROBLEMS_KEPT = 1000;
 
-  private UrlList(List<String> urls, List<String> problems, Set<String> hosts) {
+  private final Iterable<String> urls;
+  private final long count;
+  private final List<String> problems;
+  private final long problemCount;
+  private final Set<String> hosts;
+  private final Path spool;
+
+  private UrlList(Iterable<String> urls, long count, List<String> problems, long problemCount,
+      Set<String> hosts, Path spool) {
     this.urls = urls;
+    this.count = count;
     this.problems = problems;
+    this.problemCount = problemCount;
     this.hosts = hosts;
+    this.spool = spool;
   }
 
   /** A list made by a program (the demo), already known to be valid http(s) URLs. */
   public static UrlList of(List<String> urls) {
     Set<String> hosts = new LinkedHashSet<>();
     for (String url : urls) {
-      hosts.add(URI.create(url).getHost().toLowerCase(Locale.ROOT));
+      hosts.add(hostOf(url));
     }
-    return new UrlList(List.copyOf(new LinkedHashSet<>(urls)), List.of(), hosts);
+    return new UrlList(List.copyOf(urls), urls.size(), List.of(), 0, hosts, null);
   }
 
-  /** The URLs, in input order, duplicates removed. */
-  public List<String> urls() {
+  /**
+   * The URLs, in input order, each pass reading them from the start (for a read input, from the
+   * spool file: an {@link java.io.UncheckedIOException} if it cannot be read).
+   */
+  public Iterable<String> urls() {
     return urls;
   }
 
-  /** One message per skipped line: "line N: why: value". */
+  /** How many URLs {@link #urls()} holds, duplicates included. */
+  public long count() {
+    return count;
+  }
+
+  /** One message per skipped line, "line N: why: value", the first {@link #MAX_PROBLEMS_KEPT}. */
   public List<String> problems() {
     return problems;
   }
@@ -69,13 +99,30 @@ public final class UrlList {
     return URI.create(url).getHost().toLowerCase(Locale.ROOT);
   }
 
+  /** How many lines were skipped: {@link #problems()} and any beyond those kept. */
+  public long problemCount() {
+    return problemCount;
+  }
+
   /** The distinct hosts of the URLs, in order of first appearance (lower case). */
   public Set<String> hosts() {
     return hosts;
   }
 
+  /** Deletes the spool file, if there is one. */
+  @Override
+  public void close() {
+    if (spool != null) {
+      try {
+        Files.deleteIfExists(spool);
+      } catch (IOException e) {
+        spool.toFile().deleteOnExit();
+      }
+    }
+  }
+
   /**
-   * Reads and checks the input.
+   * Reads and checks the input, spooling its URLs to a temporary file.
    *
    * @param source how to name the input in messages (a path, or "standard input")
    * @throws BadInputException if the input is binary, not UTF-8, or holds no usable URL
@@ -84,11 +131,15 @@ public final class UrlList {
     var decoder = StandardCharsets.UTF_8.newDecoder()
         .onMalformedInput(CodingErrorAction.REPORT)
         .onUnmappableCharacter(CodingErrorAction.REPORT);
-    Set<String> seen = new LinkedHashSet<>();
     List<String> problems = new ArrayList<>();
+    long problemCount = 0;
+    long count = 0;
     Set<String> hosts = new LinkedHashSet<>();
     int lineNumber = 0;
-    try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, decoder))) {
+    Path spool = Files.createTempFile("pacer-urls", ".txt");
+    boolean kept = false;
+    try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, decoder));
+        BufferedWriter writer = Files.newBufferedWriter(spool, StandardCharsets.UTF_8)) {
       String line;
       while ((line = readLine(reader, source, lineNumber + 1)) != null) {
         lineNumber++;
@@ -102,24 +153,74 @@ public final class UrlList {
         }
         String problem = check(text);
         if (problem != null) {
-          problems.add("line " + lineNumber + ": " + problem + ": " + shown(text));
+          if (problemCount++ < MAX_PROBLEMS_KEPT) {
+            problems.add("line " + lineNumber + ": " + problem + ": " + shown(text));
+          }
           continue;
         }
-        if (seen.add(text)) {
-          hosts.add(URI.create(text).getHost().toLowerCase(Locale.ROOT));
-        }
+        hosts.add(hostOf(text));
+        writer.write(text);
+        writer.write('\n');
+        count++;
       }
+      kept = true;
     } catch (CharacterCodingException e) {
       throw new BadInputException(source + " is not UTF-8 text (near line " + (lineNumber + 1)
           + "); expected a text file of URLs, one per line");
+    } finally {
+      if (!kept) {
+        Files.deleteIfExists(spool);
+      }
     }
-    if (seen.isEmpty()) {
+    if (count == 0) {
+      Files.deleteIfExists(spool);
       throw new BadInputException(source + " holds no usable URL (" + lineNumber + " line(s)"
-          + (problems.isEmpty() ? "" : ", " + problems.size() + " rejected: "
+          + (problems.isEmpty() ? "" : ", " + problemCount + " rejected: "
               + String.join("; ", problems.subList(0, Math.min(5, problems.size()))))
           + ")");
     }
-    return new UrlList(List.copyOf(seen), List.copyOf(problems), hosts);
+    return new UrlList(() -> lines(spool), count, List.copyOf(problems), problemCount, hosts,
+        spool);
+  }
+
+  /** The spool file's lines, read as they are iterated; the file closes at its end. */
+  private static Iterator<String> lines(Path spool) {
+    BufferedReader reader;
+    try {
+      reader = Files.newBufferedReader(spool, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return new Iterator<>() {
+      private String next = advance();
+
+      private String advance() {
+        try {
+          String line = reader.readLine();
+          if (line == null) {
+            reader.close();
+          }
+          return line;
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      }
+
+      @Override
+      public boolean hasNext() {
+        return next != null;
+      }
+
+      @Override
+      public String next() {
+        if (next == null) {
+          throw new NoSuchElementException();
+        }
+        String current = next;
+        next = advance();
+        return current;
+      }
+    };
   }
 
   /**

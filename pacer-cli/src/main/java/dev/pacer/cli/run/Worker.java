@@ -74,6 +74,7 @@ public final class Worker {
   private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
+  private static final int MAX_STORE_CONNECTIONS = 8;
 
   /** What this worker did; {@code halted} says why, if the run was halted. */
   public record Result(long requests, long throttled, long done, long failed,
@@ -131,7 +132,7 @@ public final class Worker {
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = new WorkState(database);
+    store = new WorkState(database, storeConnections(settings.threads()));
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(resetBeyond(settings.destination()));
@@ -252,6 +253,16 @@ public final class Worker {
       store.close();
       requestLog.close();
     }
+  }
+
+  /**
+   * The work-state connections a worker may open: one for every two fetch threads, up to 8. Each
+   * thread spends a round trip claiming and one recording around every request, so half the
+   * threads at once is the most that can want one; beyond 8, two cores' worth of PostgreSQL
+   * backends only take turns. They open only as calls overlap (see {@code StoreConnection}).
+   */
+  static int storeConnections(int threads) {
+    return Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2));
   }
 
   /**

@@ -47,18 +47,16 @@ class FrontierStoreTest {
   /** Enqueues {@code items} URLs per host, in the map's order, under one ceiling per host. */
   private void plan(Map<String, Integer> items, double rate, int maxInFlight) throws Exception {
     List<String> urls = new ArrayList<>();
-    Map<String, String> urlHosts = new LinkedHashMap<>();
     Map<String, HostCeiling> ceilings = new LinkedHashMap<>();
     items.forEach((h, n) -> {
       ceilings.put(h, new HostCeiling(rate, maxInFlight));
       for (int i = 0; i < n; i++) {
         String url = "http://" + h + "/" + i;
         urls.add(url);
-        urlHosts.put(url, h);
       }
     });
     store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", rate, urls);
-    store.frontier().plan(job, ceilings, urlHosts);
+    store.frontier().plan(job, ceilings);
   }
 
   private Claim claim() throws Exception {
