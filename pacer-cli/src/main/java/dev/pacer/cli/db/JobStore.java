@@ -47,7 +47,7 @@ public final class JobStore {
    * added.
    *
    * <p>The URLs stream through {@code COPY} into a temporary table, and one {@code INSERT … SELECT
-   * … ON CONFLICT DO NOTHING} moves them into the job in input order, all in one transaction: memory
+   * … ON CONFLICT} moves them into the job in input order, all in one transaction: memory
    * stays bounded by the copy buffer however long the list, and a failure adds nothing. {@code
    * urls} is iterated once per attempt, from the start: a list, or a file read again.
    *
@@ -87,10 +87,12 @@ public final class JobStore {
         UrlCopy.copy(c, "COPY pacer_enqueue (url_key, url, host) FROM STDIN", urls);
         int added;
         // An item enqueued before items knew their host gets it now; only new rows are counted
-        // as added (xmax is 0 on a row this statement inserted, not on one it updated).
+        // as added (xmax is 0 on a row this statement inserted, not on one it updated). A URL
+        // given twice is moved once, at its first place: an upsert may touch a row only once.
         try (PreparedStatement s = c.prepareStatement(
             "WITH moved AS (INSERT INTO pacer_item AS i (job, url_key, url, host)"
-                + " SELECT ?, url_key, url, host FROM pacer_enqueue ORDER BY ord"
+                + " SELECT ?, url_key, url, host FROM (SELECT DISTINCT ON (url_key) *"
+                + " FROM pacer_enqueue ORDER BY url_key, ord) first ORDER BY ord"
                 + " ON CONFLICT (job, url_key) DO UPDATE SET host = excluded.host"
                 + " WHERE i.host IS NULL RETURNING i.xmax = 0 AS inserted)"
                 + " SELECT count(*) FILTER (WHERE inserted) FROM moved")) {

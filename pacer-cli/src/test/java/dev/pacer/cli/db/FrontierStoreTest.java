@@ -99,7 +99,7 @@ class FrontierStoreTest {
     String h = host("spaced");
     plan(Map.of(h, 3), 5.0, 10); // 200 ms apart
     assertThat(claimed().host()).isEqualTo(h);
-    double first = cursorSeconds(h);
+    long first = cursorMicros(h);
     Claim.Idle idle = (Claim.Idle) claim();
     assertThat(idle.held()).isFalse();
     Duration wake = idle.wake().orElseThrow();
@@ -111,15 +111,16 @@ class FrontierStoreTest {
     assertThat(second.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
     // The second turn started at the first's next_at (the claim landed before it) or later, never
     // before.
-    assertThat(cursorSeconds(h) - first).isBetween(0.2, 0.7);
+    assertThat(cursorMicros(h) - first).isBetween(200_000L, 700_000L);
   }
 
-  private static double cursorSeconds(String host) throws Exception {
+  /** In whole microseconds: seconds since 1970 as a double keep only about a quarter of one. */
+  private static long cursorMicros(String host) throws Exception {
     try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT extract(epoch FROM next_at)"
+        ResultSet r = s.executeQuery("SELECT (extract(epoch FROM next_at) * 1000000)::bigint"
             + " FROM pacer_cursor WHERE name = '" + host + "'")) {
       r.next();
-      return r.getDouble(1);
+      return r.getLong(1);
     }
   }
 
