@@ -63,8 +63,9 @@ public final class StatusCommand implements Callable<Integer> {
       for (JobStore.JobRow j : jobs) {
         ItemStore.Counts c = j.counts();
         out.printf(Locale.ROOT, "  %-24s destination %-20s %d/%d done  failed %d  deferred %d"
-                + "  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
-            c.failed(), c.deferred(), c.pending(), c.leased());
+                + "%s  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
+            c.failed(), c.deferred(), c.skipped() > 0 ? "  skipped (robots.txt) " + c.skipped()
+                : "", c.pending(), c.leased());
         RequestLog.DoorFigures door = requestLog.duringJob(j.name(), j.destination());
         out.println("    at the door while it sent: " + (j.ceiling().isPresent()
             ? Summary.describe(door, j.ceiling().getAsDouble())

@@ -20,12 +20,17 @@ import java.util.stream.Collectors;
  * Many destinations on one machine for per-host tests: one HTTP server on each of the loopback
  * addresses 127.0.0.2, 127.0.0.3, …, each a host of its own to a URL list, all recording their
  * arrivals in one list with the host that received them. Answers 200 unless the test's rule says
- * otherwise for (host, attempt at that host, from 1), with a {@code Retry-After} on 429 if set.
+ * otherwise for (host, attempt at that host, from 1), with a {@code Retry-After} on 429 if set;
+ * {@code /robots.txt} answers as {@link #servingRobots} says for its host, if it says.
  */
 final class LoopbackHosts implements AutoCloseable {
 
-  /** An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock. */
-  record Arrival(long nanos, long epochMicros, String host, String path, int status) {}
+  /**
+   * An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock;
+   * {@code worker}: the pid the request names in {@code X-Pacer-Worker}.
+   */
+  record Arrival(long nanos, long epochMicros, String host, String path, int status,
+      String worker) {}
 
   private final List<HttpServer> servers = new ArrayList<>();
   private final List<String> hosts = new ArrayList<>();
@@ -34,6 +39,10 @@ final class LoopbackHosts implements AutoCloseable {
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
   private volatile String retryAfter;
+  private volatile Map<String, Robots> robots = Map.of();
+
+  /** A host's answer to {@code GET /robots.txt}. */
+  record Robots(int status, String body) {}
 
   LoopbackHosts(int count) throws IOException {
     if (count < 1 || count > 250) {
@@ -53,15 +62,19 @@ final class LoopbackHosts implements AutoCloseable {
         java.time.Instant wall = java.time.Instant.now();
         long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000;
         String path = exchange.getRequestURI().getPath();
-        int attempt = attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
-        int status = rule.apply(host, attempt);
+        Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
+        int attempt = robotsTxt != null ? 0
+            : attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
+        int status = robotsTxt != null ? robotsTxt.status() : rule.apply(host, attempt);
         synchronized (arrivals) {
-          arrivals.add(new Arrival(now, epochMicros, host, path, status));
+          arrivals.add(new Arrival(now, epochMicros, host, path, status,
+              exchange.getRequestHeaders().getFirst("X-Pacer-Worker")));
         }
         if (retryAfter != null && status == 429) {
           exchange.getResponseHeaders().add("Retry-After", retryAfter);
         }
-        byte[] body = ("body of " + host + path).getBytes(StandardCharsets.UTF_8);
+        byte[] body = (robotsTxt != null ? robotsTxt.body() : "body of " + host + path)
+            .getBytes(StandardCharsets.UTF_8);
         exchange.sendResponseHeaders(status, body.length);
         try (OutputStream out = exchange.getResponseBody()) {
           out.write(body);
@@ -85,6 +98,11 @@ final class LoopbackHosts implements AutoCloseable {
       out.add("http://" + hosts.get(index) + ":" + server.getAddress().getPort() + "/item/" + i);
     }
     return out;
+  }
+
+  /** {@code /robots.txt} of the hosts named answers as given, from now on. */
+  void servingRobots(Map<String, Robots> robots) {
+    this.robots = Map.copyOf(robots);
   }
 
   void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {
