@@ -132,6 +132,23 @@ public final class RobotsStore {
     });
   }
 
+  /**
+   * Extends the leases of the robots.txt rows {@code workerId} holds: a fetch may wait long for its
+   * host's turn (a turn a minute at 1/60 s) and then for the answer.
+   */
+  public int extendLeases(String job, String workerId, long leaseMillis) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_robots SET lease_until = now()"
+          + " + ? * interval '1 millisecond' WHERE job = ? AND state = 'fetching'"
+          + " AND leased_by = ?")) {
+        s.setLong(1, leaseMillis);
+        s.setString(2, job);
+        s.setString(3, workerId);
+        return s.executeUpdate();
+      }
+    });
+  }
+
   /** Whether some host of the job has its robots.txt still to fetch or apply. */
   public boolean hasOpenHosts(String job) throws SQLException {
     return connection.call(c -> {
@@ -202,11 +219,14 @@ public final class RobotsStore {
           s.executeUpdate();
         }
         if (minMicros > 0) {
-          try (PreparedStatement s = c.prepareStatement("UPDATE " + cursors + " SET next_at ="
-              + " GREATEST(next_at, clock_timestamp() + ? * interval '1 microsecond')"
-              + " WHERE name = ?")) {
-            s.setLong(1, minMicros);
-            s.setString(2, work.host());
+          // An upsert: robots.txt applied from a stored answer took no turn, so the row may be
+          // missing (the claim would then heal it at now, and the delay would not hold).
+          try (PreparedStatement s = c.prepareStatement("INSERT INTO " + cursors + " AS k"
+              + " (name, next_at, updated_at) VALUES (?, clock_timestamp() + ?"
+              + " * interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO UPDATE"
+              + " SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
+            s.setString(1, work.host());
+            s.setLong(2, minMicros);
             s.executeUpdate();
           }
         }

@@ -37,6 +37,9 @@ final class RobotsReader {
   private final Retrying retrying;
   private final RobotsPolicy policy;
   private volatile boolean settled;
+  /** Hosts whose robots.txt this process's threads hold right now. */
+  private final java.util.concurrent.atomic.AtomicInteger holding =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   RobotsReader(RunSettings settings, String workerId, HostFetchers hosts,
       Supplier<RobotsStore> store, Retrying retrying) {
@@ -69,8 +72,18 @@ final class RobotsReader {
       }
       return false;
     }
-    settle(answered.value().get());
+    holding.incrementAndGet();
+    try {
+      settle(answered.value().get());
+    } finally {
+      holding.decrementAndGet();
+    }
     return true;
+  }
+
+  /** Whether a thread of this process holds a host's robots.txt: its lease wants extending. */
+  boolean reading() {
+    return holding.get() > 0;
   }
 
   private void settle(Work work) throws InterruptedException {

@@ -592,6 +592,9 @@ public final class Worker {
     }
     try {
       store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
+      if (robots != null && robots.reading()) {
+        store.robots().extendLeases(settings.job(), workerId, settings.leaseMillis());
+      }
       if (hosts != null) {
         store.frontier().retireDrainedHosts(settings.job());
         Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
