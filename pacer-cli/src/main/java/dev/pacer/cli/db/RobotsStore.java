@@ -68,16 +68,19 @@ public final class RobotsStore {
   }
 
   /**
-   * Wants the robots.txt of every host of the job's frontier (one read before, and usable, is kept:
-   * turned back to {@code fetched} to be applied to new items; one unavailable is wanted again),
-   * and closes every host's gate until its row is applied. Call after {@link FrontierStore#plan}.
+   * Wants the robots.txt of every host of the job's frontier with an open item (one read before,
+   * and usable, is kept: turned back to {@code fetched} to be applied to new items; one unavailable
+   * is wanted again), and closes every host's gate until its row is applied (a host with no open
+   * item and no row has nothing behind it). Call after {@link FrontierStore#plan}.
    */
   public void plan(String job) throws SQLException {
     connection.call(c -> {
       c.setAutoCommit(false);
       try {
-        update(c, "INSERT INTO pacer_robots (job, host) SELECT job, host FROM pacer_frontier"
-            + " WHERE job = ? ON CONFLICT (job, host) DO NOTHING", job);
+        update(c, "INSERT INTO pacer_robots (job, host) SELECT f.job, f.host FROM pacer_frontier f"
+            + " WHERE f.job = ? AND EXISTS (SELECT 1 FROM pacer_item i WHERE i.job = f.job"
+            + "   AND i.host = f.host AND i.state IN ('pending', 'leased'))"
+            + " ON CONFLICT (job, host) DO NOTHING", job);
         update(c, "UPDATE pacer_robots SET state = 'wanted', attempts = 0,"
             + " not_before = '-infinity', status = NULL, body = NULL,"
             + " fetched_at = NULL, verdict = NULL WHERE job = ? AND state = 'unavailable'", job);

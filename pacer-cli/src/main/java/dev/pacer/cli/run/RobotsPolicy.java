@@ -30,10 +30,10 @@ import java.util.Locale;
  *   <tr><td>429, 503</td><td>the host's backoff, as for any request (its interval doubled for the
  *       fleet; a {@code Retry-After} pauses it); robots.txt is asked again later, up to {@code
  *       --max-throttles} times</td></tr>
- *   <tr><td>other 5xx, network error, deadline</td><td>asked again after 2 s, up to {@code
- *       --max-attempts} times; then, as Google treats a 5xx (disallow all while it lasts), none
- *       of the host's items is fetched in this run: they are deferred, and the next run of the job
- *       asks for robots.txt again</td></tr>
+ *   <tr><td>other 5xx, network error, deadline, a body over 512 KiB</td><td>asked again after 2
+ *       s, up to {@code --max-attempts} times; then, as Google treats a 5xx (disallow all while it
+ *       lasts), none of the host's items is fetched in this run: they are deferred, and the next
+ *       run of the job asks for robots.txt again</td></tr>
  * </table>
  *
  * The parser's own cap on Crawl-delay (which silently disallows everything above 300 s) is lifted:
