@@ -51,6 +51,9 @@ import java.util.UUID;
  *       {@code infinity}, so this job's claims pass over it until the next run.
  * </ol>
  *
+ * A host whose robots.txt is still to be read ({@code --robots}) stands at {@code infinity} too,
+ * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
+ *
  * When nothing is eligible the statement answers how long until the soonest host's turn is due for
  * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether some host is due but held (every item leased
  * up to its cap, or waiting for a retry time), for which no time is known.
