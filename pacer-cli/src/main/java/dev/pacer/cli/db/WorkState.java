@@ -8,8 +8,8 @@ import java.sql.Statement;
  * Pacer's work state in PostgreSQL: its connections (see {@link StoreConnection}) and the schema,
  * shared by four stores, one per thing stored: {@link ItemStore items and their leases},
  * {@link JobStore jobs}, {@link TripStore trips} and {@link WorkerStore workers}, plus the
- * {@link CursorStatus} read for {@code pacer status}. Every statement is parameterised; the only
- * identifiers are the stores' own constant table names.
+ * {@link CursorStatus} and {@link HostStatus} reads for {@code pacer status}. Every statement is
+ * parameterised; the only identifiers are the stores' own constant table names.
  *
  * <p>The stores share the connections rather than opening their own, so that how many work-state
  * connections a process holds is said in one place, whatever it records. Failures are thrown as {@link SQLException}:
@@ -126,6 +126,7 @@ public final class WorkState implements AutoCloseable {
   private final WorkerStore workers;
   private final CursorStatus cursors;
   private final FrontierStore frontier;
+  private final HostStatus hosts;
 
   /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
@@ -144,6 +145,7 @@ public final class WorkState implements AutoCloseable {
     this.workers = new WorkerStore(connection);
     this.cursors = new CursorStatus(connection, database.cursorPlace());
     this.frontier = new FrontierStore(connection, database.cursorPlace());
+    this.hosts = new HostStatus(connection, database.cursorPlace());
   }
 
   public Database database() {
@@ -200,6 +202,10 @@ public final class WorkState implements AutoCloseable {
 
   public FrontierStore frontier() {
     return frontier;
+  }
+
+  public HostStatus hosts() {
+    return hosts;
   }
 
   @Override
