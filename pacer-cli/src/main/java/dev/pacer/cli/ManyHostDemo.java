@@ -6,6 +6,7 @@ import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.HostLanesPlot;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.UrlList;
+import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.BindException;
@@ -77,6 +78,14 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
         ceilings.put(address, new HostCeiling(ceiling(i), settings.destination().maxConcurrency()));
         for (int n = 1; n <= items(i); n++) {
           urls.add(server.baseUrl() + "/item/" + n);
+        }
+      }
+      // The hosts are the demo's own: a backoff, pause or lockout that an earlier demo left on
+      // their cursor rows (kept per host, for every job) would slow this one, so each starts clear.
+      try (PostgresCursor cursor = store.database().cursor()) {
+        for (String host : ceilings.keySet()) {
+          cursor.clear(host);
+          cursor.clearLockout(host);
         }
       }
       double ceilingSum = ceilings.values().stream().mapToDouble(HostCeiling::rate).sum();
