@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  */
 class HostStatusPlanTest {
 
-  private static final int HOSTS = 2_000;
+  private static final int HOSTS = 1_000;
   private static final int ITEMS_PER_HOST = 10;
   /**
    * Requests per host in the request log: one in the last minute, the others 10, 20, … minutes
