@@ -8,9 +8,9 @@ import java.sql.Statement;
  * Pacer's work state in PostgreSQL: its connections (see {@link StoreConnection}) and the schema,
  * shared by the stores, one per thing stored: {@link ItemStore items and their leases},
  * {@link JobStore jobs}, {@link TripStore trips}, {@link WorkerStore workers} and {@link
- * RobotsStore hosts' robots.txt}, plus the
- * {@link CursorStatus} read for {@code pacer status}. Every statement is parameterised; the only
- * identifiers are the stores' own constant table names.
+ * RobotsStore hosts' robots.txt}, plus the {@link CursorStatus} and {@link HostStatus} reads for
+ * {@code pacer status}. Every statement is parameterised; the only identifiers are the stores' own
+ * constant table names.
  *
  * <p>The stores share the connections rather than opening their own, so that how many work-state
  * connections a process holds is said in one place, whatever it records. Failures are thrown as {@link SQLException}:
@@ -149,6 +149,7 @@ public final class WorkState implements AutoCloseable {
   private final CursorStatus cursors;
   private final FrontierStore frontier;
   private final RobotsStore robots;
+  private final HostStatus hosts;
 
   /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
@@ -168,6 +169,7 @@ public final class WorkState implements AutoCloseable {
     this.cursors = new CursorStatus(connection, database.cursorPlace());
     this.frontier = new FrontierStore(connection, database.cursorPlace());
     this.robots = new RobotsStore(connection, database.cursorPlace());
+    this.hosts = new HostStatus(connection, database.cursorPlace());
   }
 
   public Database database() {
@@ -228,6 +230,10 @@ public final class WorkState implements AutoCloseable {
 
   public RobotsStore robots() {
     return robots;
+  }
+
+  public HostStatus hosts() {
+    return hosts;
   }
 
   @Override
