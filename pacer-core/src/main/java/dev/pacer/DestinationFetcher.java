@@ -230,8 +230,8 @@ public final class DestinationFetcher {
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to the
-   * destination: one request through this fetcher's own client and body path (the asynchronous
-   * send, the deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
+   * destination: one request through this fetcher's own client and body path (the send, the
+   * deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
    * https {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it
    * once, before the first fetch (it takes no turn and counts no request). Failures are logged and
    * ignored: a cold first request is slower, not wrong.
@@ -321,16 +321,30 @@ public final class DestinationFetcher {
     } catch (HttpTimeoutException e) {
       abandon(body);
       throw new FetchFailedException(e.getMessage(), e);
-    } catch (CappedBody.BodyFailure e) {
-      abandon(body);
-      throw new FetchFailedException(e.getMessage(), info.get().statusCode());
     } catch (IOException e) {
       abandon(body);
+      Optional<CappedBody.BodyFailure> refused = bodyFailure(e);
+      if (refused.isPresent()) {
+        throw new FetchFailedException(refused.get().getMessage(), info.get().statusCode());
+      }
       throw new FetchFailedException("network error for " + uri + ": " + describe(e), e);
     } catch (InterruptedException | RuntimeException e) {
       abandon(body);
       throw e;
     }
+  }
+
+  /**
+   * The body's own failure behind {@code e}: the JDK client's {@code send} throws a copy of the
+   * exchange's exception, made on the calling thread, with the original as its cause.
+   */
+  private static Optional<CappedBody.BodyFailure> bodyFailure(IOException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof CappedBody.BodyFailure failure) {
+        return Optional.of(failure);
+      }
+    }
+    return Optional.empty();
   }
 
   /** Discards any body read so far. */
