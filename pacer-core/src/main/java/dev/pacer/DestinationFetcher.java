@@ -225,13 +225,13 @@ public final class DestinationFetcher {
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp() throws InterruptedException {
-    warmUpClient();
+    WarmUp.run(this::warmUpGet);
   }
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to the
-   * destination: one request through this fetcher's own client and body path (the send, the
-   * deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
+   * destination ({@link WarmUp}): one request through this fetcher's own client and body path (the
+   * send, the deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
    * https {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it
    * once, before the first fetch (it takes no turn and counts no request). Failures are logged and
    * ignored: a cold first request is slower, not wrong.
@@ -253,17 +253,12 @@ public final class DestinationFetcher {
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI destinationUrl) throws InterruptedException {
-    warmUpClient();
-    WarmUp.destination(destinationUrl, log);
+    WarmUp.run(this::warmUpGet, destinationUrl);
   }
 
-  private void warmUpClient() throws InterruptedException {
-    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
-      exchange(unpaced, server.uri(), 1, new AtomicReference<>(), new AtomicReference<>(),
-          CappedBody.InMemory::new, 1024);
-    } catch (IOException | FetchFailedException e) {
-      log.debug("Destination {}: client warm-up failed: {}", destination.name(), e.toString());
-    }
+  private void warmUpGet(URI loopback) throws InterruptedException, FetchFailedException {
+    exchange(unpaced, loopback, 1, new AtomicReference<>(), new AtomicReference<>(),
+        CappedBody.InMemory::new, 1024);
   }
 
   private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)

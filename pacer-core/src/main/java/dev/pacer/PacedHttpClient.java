@@ -165,31 +165,23 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination: one GET through the delegate's asynchronous path (the one {@code send} uses too)
-   * to a throwaway server on 127.0.0.1, then, for each https URL of {@code destinations}, the TLS
+   * destination ({@link WarmUp}): one GET through the delegate's {@code send} and one through its
+   * {@code sendAsync} (the paths this client's {@code send} and {@code sendAsync} take) to a
+   * throwaway server on 127.0.0.1, then, for each https URL of {@code destinations}, the TLS
    * stack, and the resolution of each host name. It takes no turn. Call it once, before the first
    * request; failures are logged and ignored, since a cold first request is slower, not wrong.
-   *
-   * <p>Why: in a cold JVM the first requests load the client's classes and start its selector
-   * thread (about 335 classes and 100-300 ms, measured for {@link DestinationFetcher#warmUp(URI)},
-   * which does the same), after their turns have begun. Requests granted turns meanwhile wait for
-   * the same work and reach the destination together: 13 in one second at a 10/s ceiling, measured
-   * with 30 {@code acquireAsync} sends in a fresh test JVM, against 11 at most after a warm-up.
+   * Without it, a cold JVM's first requests reached a 10/s destination 13 in one second.
    *
    * @param destinations URLs of the destinations this client will send to, for their scheme and
    *     host (none is needed for the client's own warm-up)
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI... destinations) throws InterruptedException {
-    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
-      delegate.sendAsync(HttpRequest.newBuilder(server.uri()).build(),
-          HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
-    } catch (IOException | ExecutionException | TimeoutException e) {
-      log.debug("Client warm-up failed: {}", e.toString());
-    }
-    for (URI destination : destinations) {
-      WarmUp.destination(destination, log);
-    }
+    WarmUp.run(loopback -> {
+      HttpRequest get = HttpRequest.newBuilder(loopback).build();
+      delegate.send(get, HttpResponse.BodyHandlers.discarding());
+      delegate.sendAsync(get, HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
+    }, destinations);
   }
 
   /**
