@@ -66,7 +66,8 @@ public final class VirtualThreadWorker {
     if (!cursor.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to the test database");
     }
-    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
+    LimiterRegistry registry = new LimiterRegistry(cursor);
+    DestinationLimiter limiter = registry.limiter(Destination.builder(name)
         .ratePerSecond(rate).maxConcurrency(concurrency).maxFetchingProcesses(1).build());
     Connections client = new Connections(door);
     // The paths of the run taken once first, on virtual threads, outside the recording: a turn
@@ -94,8 +95,18 @@ public final class VirtualThreadWorker {
     queued.interrupt();
     queued.join();
     allPermits.forEach(Slot::close);
-    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(limiter));
-    Thread.sleep(2);
+    // The wait for a turn is interrupted once the thread sleeps in it, not during its round trip
+    // to the database: interrupting a virtual thread that is reading from a socket closes the
+    // socket, here the cursor's connection, and the run then started in an outage (measured on a
+    // busy host, where 2 ms did not take the thread to its sleep: the cursor down 3.5 s, pacing
+    // locally, then handing over). Its turn is a second away, on a destination of its own.
+    DestinationLimiter slow = registry.limiter(Destination.builder(name + "-warm")
+        .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
+    slow.acquire().close();
+    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(slow));
+    while (!asleep(sleeping)) {
+      Thread.sleep(1);
+    }
     sleeping.interrupt();
     sleeping.join();
 
@@ -195,6 +206,16 @@ public final class VirtualThreadWorker {
     } catch (InterruptedException expected) {
       // the path to warm
     }
+  }
+
+  /** Whether {@code thread} is in {@link Thread#sleep}. */
+  private static boolean asleep(Thread thread) {
+    for (StackTraceElement frame : thread.getStackTrace()) {
+      if (frame.getClassName().equals(Thread.class.getName()) && frame.getMethodName().equals("sleep")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String stack(RecordedEvent event) {
