@@ -1,10 +1,19 @@
 package dev.pacer.postgres;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
@@ -20,6 +29,20 @@ import java.util.function.Predicate;
  * double the caller's wait. Any other failure discards the connection; failures that
  * mean the database is unreachable are reported to the policy, and every failure is thrown, for the
  * caller to answer as it must (the cursor: "unavailable"; a store: the caller retries later).
+ *
+ * <p><b>An interrupt costs its caller, never the connection.</b> A virtual thread (JDK 21 and
+ * later) interrupted while it reads from a socket has the socket closed under it: that is the JDK's
+ * rule for virtual threads, and it would close the connection every thread of the process shares,
+ * for one caller's cancelled task, and count as an outage (the database held down, every caller
+ * pacing locally until the next retry boundary). So a call made on a virtual thread runs on a
+ * platform thread of this connection's own, whose socket an interrupt does not touch, while the
+ * caller waits for it without answering interrupts; an interrupt that came meanwhile is set again
+ * on the caller when the call returns, and the caller's next wait (a limiter's sleep for its turn)
+ * sees it, as a platform thread's would: a platform thread's blocking read ignores the interrupt
+ * and its flag stays set. The work's result is the same, and so is the connection. Platform threads
+ * run the work themselves, at the cost of one check. The platform thread is started at the first
+ * such call and ends after {@value #ROUND_TRIP_THREAD_IDLE_SECONDS} s without one; it never waits
+ * for a lock of its user's, which the caller holds for it, so the hand-over cannot deadlock.
  *
  * <p>Not thread-safe: its users take turns (the cursor under its lock; a store lends each of its
  * connections to one call at a time).
@@ -55,11 +78,17 @@ public final class KeptConnection implements AutoCloseable {
     T apply(Connection c) throws SQLException;
   }
 
+  /** {@code Thread.isVirtual()}, looked up once: null before JDK 21, where no thread is virtual. */
+  private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
+  static final long ROUND_TRIP_THREAD_IDLE_SECONDS = 30;
+
   private final OutagePolicy policy;
   private final Opener opener;
   private final Predicate<SQLException> isOutage;
   private final boolean resetOnRelease;
   private final long quickFailureNanos;
+  /** Runs the calls of virtual threads; see the class comment. No thread until the first. */
+  private final ThreadPoolExecutor roundTripThread;
   private Connection connection;
   private boolean closed;
 
@@ -81,6 +110,13 @@ public final class KeptConnection implements AutoCloseable {
     this.isOutage = isOutage.or(OutagePolicy::isConnectionLoss);
     this.resetOnRelease = resetOnRelease;
     this.quickFailureNanos = quickFailure.toNanos();
+    this.roundTripThread = new ThreadPoolExecutor(1, 1, ROUND_TRIP_THREAD_IDLE_SECONDS,
+        TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "pacer-db-round-trip");
+          t.setDaemon(true);
+          return t;
+        });
+    this.roundTripThread.allowCoreThreadTimeOut(true);
   }
 
   /**
@@ -99,7 +135,7 @@ public final class KeptConnection implements AutoCloseable {
 
   /**
    * Runs {@code work}, replacing a connection that died since its last use and running it once
-   * more; see the class comment.
+   * more; on a platform thread if the caller is virtual. See the class comment.
    *
    * @param <T> what the work returns
    * @param work the work, run once or twice
@@ -111,6 +147,10 @@ public final class KeptConnection implements AutoCloseable {
     if (closed) {
       throw new SQLException("closed", "08003");
     }
+    return onPlatformThread(() -> callHere(work));
+  }
+
+  private <T> T callHere(Work<T> work) throws SQLException {
     if (!policy.tryAttempt()) {
       throw policy.refusal();
     }
@@ -142,7 +182,8 @@ public final class KeptConnection implements AutoCloseable {
   /**
    * Opens the connection now if there is none, without asking or telling the policy: for the
    * policy's own probe (which reports its outcome itself) and for a start-up connection that may
-   * take longer than an operation.
+   * take longer than an operation. On a platform thread if the caller is virtual, as {@link
+   * #call}.
    *
    * @throws SQLException if the connection cannot be opened, or with 08003 after {@link #close()}
    */
@@ -150,7 +191,7 @@ public final class KeptConnection implements AutoCloseable {
     if (closed) {
       throw new SQLException("closed", "08003");
     }
-    connection();
+    onPlatformThread(this::connection);
   }
 
   /**
@@ -166,6 +207,7 @@ public final class KeptConnection implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
+    roundTripThread.shutdown();
     release();
   }
 
@@ -184,6 +226,73 @@ public final class KeptConnection implements AutoCloseable {
       }
     }
     closeQuietly(c);
+  }
+
+  /** What runs on the connection, here or on the round-trip thread. */
+  @FunctionalInterface
+  private interface RoundTrip<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * Runs {@code trip} here on a platform thread; on a virtual thread, runs it on {@link
+   * #roundTripThread} and waits for it through interrupts, setting the caller's interrupt again
+   * afterwards (see the class comment). The task's start and completion order this connection's
+   * state between the two threads.
+   */
+  private <T> T onPlatformThread(RoundTrip<T> trip) throws SQLException {
+    if (!isVirtual(Thread.currentThread())) {
+      return trip.run();
+    }
+    FutureTask<T> task = new FutureTask<>(trip::run);
+    try {
+      roundTripThread.execute(task);
+    } catch (RejectedExecutionException e) {
+      throw new SQLException("closed", "08003", e);
+    }
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return task.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof SQLException sqlException) {
+        throw sqlException;
+      }
+      if (cause instanceof RuntimeException runtime) {
+        throw runtime;
+      }
+      throw (Error) cause;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private static boolean isVirtual(Thread thread) {
+    if (IS_VIRTUAL == null) {
+      return false;
+    }
+    try {
+      return (boolean) IS_VIRTUAL.invokeExact(thread);
+    } catch (Throwable e) {
+      throw new IllegalStateException("Thread.isVirtual failed", e);
+    }
+  }
+
+  private static MethodHandle isVirtualHandle() {
+    try {
+      return MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual",
+          MethodType.methodType(boolean.class));
+    } catch (NoSuchMethodException | IllegalAccessException e) {
+      return null;
+    }
   }
 
   private Connection connection() throws SQLException {

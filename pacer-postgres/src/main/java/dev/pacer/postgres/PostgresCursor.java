@@ -62,6 +62,12 @@ import org.slf4j.LoggerFactory;
  * connection back (closed, or discarded after a failed statement), it runs {@code RESET ALL} first,
  * or aborts the connection if that fails, so no other borrower inherits them.
  *
+ * <p><b>An interrupted caller costs only itself.</b> A reservation already in its round trip is
+ * answered, and the caller's interrupt is kept for its next wait (a limiter's sleep for the turn),
+ * on a virtual thread as on a platform thread: the round trip of a virtual thread runs on a
+ * platform thread, since an interrupt would close a virtual thread's socket, the connection every
+ * caller shares, and hold the database down for all of them ({@link KeptConnection}).
+ *
  * <p>A dropped cursor table is created again by the reservation that finds it missing, and a
  * closed cursor stays closed: it answers "unavailable" and never reconnects.
  */

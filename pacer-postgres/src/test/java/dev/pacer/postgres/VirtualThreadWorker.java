@@ -95,11 +95,9 @@ public final class VirtualThreadWorker {
     queued.interrupt();
     queued.join();
     allPermits.forEach(Slot::close);
-    // The wait for a turn is interrupted once the thread sleeps in it, not during its round trip
-    // to the database: interrupting a virtual thread that is reading from a socket closes the
-    // socket, here the cursor's connection, and the run then started in an outage (measured on a
-    // busy host, where 2 ms did not take the thread to its sleep: the cursor down 3.5 s, pacing
-    // locally, then handing over). Its turn is a second away, on a destination of its own.
+    // The wait for a turn is interrupted once the thread sleeps in it: that is the path to warm.
+    // (An interrupt during its round trip to the database costs the thread nothing more than a
+    // turn: InterruptedRoundTripTest.) Its turn is a second away, on a destination of its own.
     DestinationLimiter slow = registry.limiter(Destination.builder(name + "-warm")
         .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
     slow.acquire().close();
