@@ -129,7 +129,7 @@ public final class BenchMain {
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
           settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
-          settings.enqueueHosts());
+          settings.enqueueHosts(), settings.frontier());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -234,6 +234,7 @@ public final class BenchMain {
             r.enqueue.urls(), r.enqueue.hosts(), r.enqueue.seconds(), r.enqueue.perSecond(),
             r.enqueue.added(), r.enqueue.addedAgain(), EnqueueScale.HEAP,
             r.enqueue.peakHeapBytes() / 1048576.0, r.enqueue.peakRssBytes() / 1048576.0);
+        r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
       } finally {
         FetchThroughput.deleteTree(scratch);
       }
