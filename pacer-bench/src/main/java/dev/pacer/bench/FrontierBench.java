@@ -255,6 +255,11 @@ final class FrontierBench {
       w.append(String.format(Locale.ROOT, " %d/%.1f", f.delivered(), f.base()));
     }
     log.printf(Locale.ROOT, "[frontier] %s: 10-s windows, arrivals/base:%s%n", label, w);
+    List<LoopbackHosts.Arrival> heaviest = arrivals.stream()
+        .filter(a -> a.host().equals(hosts.hosts().get(0))).toList();
+    log.printf(Locale.ROOT, "[frontier] %s: the heaviest host's arrivals, s from the first arrival:"
+        + " %s%n", label, heaviest.stream().map(a -> String.format(Locale.ROOT, "%.1f",
+            (a.nanos() - arrivals.get(0).nanos()) / 1e9)).toList());
     return r;
   }
 
