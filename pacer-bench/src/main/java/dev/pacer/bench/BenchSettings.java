@@ -72,7 +72,7 @@ public record BenchSettings(
         5_000, 32, 3,
         1_000_000, 10_000,
         // 500 hosts at 0.5/s, Zipf s = 1, the heaviest with 60 items: about 2 minutes a run.
-        new FrontierBench.Load(500, 0.5, 1.0, 60, 8, 10));
+        new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10));
   }
 
   /** Every measurement, briefly: for the smoke test and a quick look. */
@@ -85,7 +85,7 @@ public record BenchSettings(
         1,
         300, 8, 1,
         20_000, 200,
-        new FrontierBench.Load(12, 5, 1.0, 10, 2, 2));
+        new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2));
   }
 
   /** The most worker JVMs any measurement needs at once. */

@@ -22,8 +22,8 @@ import java.util.regex.Pattern;
 /**
  * Per-host mode ({@code pacer fetch --per-host}) against many hosts, judged where the requests
  * arrive: {@link Load#hosts()} HTTP servers on loopback addresses (127.0.x.y, {@link
- * LoopbackHosts}), every host at {@link Load#rate()}/s, one {@code pacer fetch --processes 3} (three
- * worker JVMs), a Zipf-skewed backlog (the k-th host has {@code heaviest / k^s} items, at least
+ * LoopbackHosts}), every host at {@link Load#rate()}/s, one {@code pacer fetch --processes 3}
+ * (three worker JVMs; {@link Load#processes()}), a Zipf-skewed backlog (the k-th host has {@code heaviest / k^s} items, at least
  * one; the input grouped by host, heaviest first, as a crawl's frontier dumped host by host).
  *
  * <p>Four runs, one after another on the same hosts, each starting on fresh cursor rows (the
@@ -40,7 +40,7 @@ import java.util.regex.Pattern;
  *       leases lapse;
  *   <li><b>FIFO</b>: the hidden {@code --claim-order FIFO} twin (input order, each item then
  *       waiting for its host's turn), judged the same way, to show the criteria can fail; stopped
- *       (SIGTERM) once it has run {@link #FIFO_CAP} × the finish bound.
+ *       (SIGTERM) {@link #FIFO_CAP} × the finish bound after its first arrival.
  * </ol>
  *
  * <p>The criteria, for each run:
@@ -63,19 +63,19 @@ final class FrontierBench {
   /** The capacity run's per-host ceiling: far above what the workers reach at any host. */
   static final double CAPACITY_RATE = 1000;
   static final int CAPACITY_ITEMS_PER_HOST = 4;
-  /** The FIFO twin is stopped once it has run this many times the finish bound. */
+  /** The FIFO twin is stopped this many times the finish bound after its first arrival. */
   static final double FIFO_CAP = 1.5;
-  static final int PROCESSES = 3;
   static final double WINDOW_SECONDS = 10;
   static final double WINDOW_SHARE = 0.95;
   static final double EMPTY_CLAIMS_TARGET = 0.001;
 
   /**
    * What the bench runs: {@code hosts} hosts at {@code rate}/s, the k-th with {@code heaviest /
-   * k^zipfS} items (rounded, at least 1), {@code threads} per worker process, leases of {@code
-   * leaseSeconds}.
+   * k^zipfS} items (rounded, at least 1), {@code processes} worker JVMs of {@code threads} each,
+   * leases of {@code leaseSeconds}.
    */
-  record Load(int hosts, double rate, double zipfS, int heaviest, int threads, int leaseSeconds) {
+  record Load(int hosts, double rate, double zipfS, int heaviest, int processes, int threads,
+      int leaseSeconds) {
 
     /** Items of each host, heaviest first. */
     int[] backlog() {
@@ -162,7 +162,7 @@ final class FrontierBench {
       FrontierBench bench = new FrontierBench(db, load, work, log, hosts);
       double capacity = bench.capacity();
       log.printf(Locale.ROOT, "[frontier] capacity: %,.0f items/s (%d hosts at %.0f/s, %d"
-              + " processes x %d threads)%n", capacity, load.hosts(), CAPACITY_RATE, PROCESSES,
+              + " processes x %d threads)%n", capacity, load.hosts(), CAPACITY_RATE, load.processes(),
           load.threads());
       Run turn = bench.run("turn", capacity, false, false);
       Run killed = bench.run("sigkill", capacity, false, true);
@@ -200,7 +200,6 @@ final class FrontierBench {
     forgetTurns();
     long mark = System.nanoTime();
     Process p = start(job, urls, load.rate(), fifo);
-    long cap = mark + (long) (FIFO_CAP * load.finishBoundSeconds() * 1e9);
     double killedAt = Double.NaN;
     boolean stopped = false;
     while (p.isAlive()) {
@@ -215,9 +214,14 @@ final class FrontierBench {
           }
         }
       }
-      if (fifo && !stopped && System.nanoTime() > cap) {
-        p.destroy();
-        stopped = true;
+      if (fifo && !stopped) {
+        // Counted from the first arrival: the workers' start is seconds of JVMs on a busy machine.
+        List<LoopbackHosts.Arrival> so = since(mark);
+        if (!so.isEmpty() && System.nanoTime() - so.get(0).nanos()
+            > FIFO_CAP * load.finishBoundSeconds() * 1e9) {
+          p.destroy();
+          stopped = true;
+        }
       }
       p.waitFor(50, TimeUnit.MILLISECONDS);
     }
@@ -239,6 +243,9 @@ final class FrontierBench {
       telling++;
     }
     List<LoopbackHosts.Arrival> arrivals = since(mark);
+    if (arrivals.isEmpty()) {
+      throw new IllegalStateException("the " + label + " run sent nothing: " + err);
+    }
     Run r = judge(label, !stopped, elapsed, arrivals, itemsOf, capacity, claims, empty, telling,
         !stopped && doneOnce(job, urls.size(), arrivals), killedAt);
     log.printf(Locale.ROOT, "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
@@ -328,7 +335,7 @@ final class FrontierBench {
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main",
         "fetch", list.toString(), "--job", job + "-" + System.nanoTime(), "--per-host",
-        "--rate", Double.toString(rate), "--processes", Integer.toString(PROCESSES),
+        "--rate", Double.toString(rate), "--processes", Integer.toString(load.processes()),
         "--threads", Integer.toString(load.threads()),
         "--lease-seconds", Integer.toString(load.leaseSeconds()),
         // The bench judges pacing, not the envelope: other work on the machine must not halt it.
@@ -393,7 +400,7 @@ final class FrontierBench {
     Load full = BenchSettings.full().frontier();
     Load load = new Load(args.length > 0 ? Integer.parseInt(args[0]) : full.hosts(),
         args.length > 2 ? Double.parseDouble(args[2]) : full.rate(), full.zipfS(),
-        args.length > 1 ? Integer.parseInt(args[1]) : full.heaviest(),
+        args.length > 1 ? Integer.parseInt(args[1]) : full.heaviest(), full.processes(),
         args.length > 3 ? Integer.parseInt(args[3]) : full.threads(), full.leaseSeconds());
     Path work = Files.createTempDirectory("pacer-frontier-bench");
     double[] before = Machine.loadAverage();

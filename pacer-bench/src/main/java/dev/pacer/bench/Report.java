@@ -223,7 +223,7 @@ final class Report {
             + " %,.0f items/s. A 10-s window's base is min(Σ over hosts of ceiling × its time"
             + " in the window with items left, that capacity × 10 s). The finish bound is 1.05"
             + " × the heaviest backlog × interval + 10 s = %.1f s.%n%n",
-        FrontierBench.PROCESSES, l.threads(), l.hosts(), l.rate(), l.zipfS(), l.heaviest(),
+        l.processes(), l.threads(), l.hosts(), l.rate(), l.zipfS(), l.heaviest(),
         f.items(), l.leaseSeconds(), FrontierBench.CAPACITY_ITEMS_PER_HOST,
         FrontierBench.CAPACITY_RATE, f.capacityPerSecond(), l.finishBoundSeconds()));
     md.append("| run | first to last arrival, s (from the workers' start) | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"

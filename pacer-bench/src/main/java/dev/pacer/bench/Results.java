@@ -251,7 +251,7 @@ final class Results {
     m.put("frontier_zipf_s", load.zipfS());
     m.put("frontier_heaviest_backlog", load.heaviest());
     m.put("frontier_items", frontier.items());
-    m.put("frontier_processes", FrontierBench.PROCESSES);
+    m.put("frontier_processes", load.processes());
     m.put("frontier_threads_per_process", load.threads());
     m.put("frontier_capacity_per_s", frontier.capacityPerSecond());
     m.put("frontier_finish_bound_s", load.finishBoundSeconds());
