@@ -30,7 +30,7 @@ public final class BenchMain {
       "                   pacer_cursor",
       "  --out DIR        where to write bench-results.json, benchmarks.md and the charts",
       "                   (default: docs)",
-      "  --tiny           every measurement, briefly (about 30 s): a smoke run",
+      "  --tiny           every measurement, briefly (a minute or two): a smoke run",
       "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
       "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
       "  --measure-ms N   counted window of each throughput point");
