@@ -61,7 +61,7 @@ public record BenchSettings(
     }
   }
 
-  /** The documented run: about fifteen minutes on two cores. */
+  /** The documented run: about twenty minutes on two cores. */
   public static BenchSettings full() {
     return new BenchSettings(
         List.of(1, 2, 4, 8), 500, 2_000, 3, 16,
