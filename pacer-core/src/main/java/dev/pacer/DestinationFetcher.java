@@ -225,12 +225,12 @@ public final class DestinationFetcher {
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp() throws InterruptedException {
-    warmUpClient();
+    WarmUp.run(this::warmUpGet);
   }
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to the
-   * destination: one request through this fetcher's own client and body path (the asynchronous
+   * destination ({@link WarmUp}): one request through this fetcher's own client and body path (the
    * send, the deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
    * https {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it
    * once, before the first fetch (it takes no turn and counts no request). Failures are logged and
@@ -253,17 +253,12 @@ public final class DestinationFetcher {
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI destinationUrl) throws InterruptedException {
-    warmUpClient();
-    WarmUp.destination(destinationUrl, log);
+    WarmUp.run(this::warmUpGet, destinationUrl);
   }
 
-  private void warmUpClient() throws InterruptedException {
-    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
-      exchange(unpaced, server.uri(), 1, new AtomicReference<>(), new AtomicReference<>(),
-          CappedBody.InMemory::new, 1024);
-    } catch (IOException | FetchFailedException e) {
-      log.debug("Destination {}: client warm-up failed: {}", destination.name(), e.toString());
-    }
+  private void warmUpGet(URI loopback) throws InterruptedException, FetchFailedException {
+    exchange(unpaced, loopback, 1, new AtomicReference<>(), new AtomicReference<>(),
+        CappedBody.InMemory::new, 1024);
   }
 
   private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)
@@ -321,16 +316,30 @@ public final class DestinationFetcher {
     } catch (HttpTimeoutException e) {
       abandon(body);
       throw new FetchFailedException(e.getMessage(), e);
-    } catch (CappedBody.BodyFailure e) {
-      abandon(body);
-      throw new FetchFailedException(e.getMessage(), info.get().statusCode());
     } catch (IOException e) {
       abandon(body);
+      Optional<CappedBody.BodyFailure> refused = bodyFailure(e);
+      if (refused.isPresent()) {
+        throw new FetchFailedException(refused.get().getMessage(), info.get().statusCode());
+      }
       throw new FetchFailedException("network error for " + uri + ": " + describe(e), e);
     } catch (InterruptedException | RuntimeException e) {
       abandon(body);
       throw e;
     }
+  }
+
+  /**
+   * The body's own failure behind {@code e}: the JDK client's {@code send} throws a copy of the
+   * exchange's exception, made on the calling thread, with the original as its cause.
+   */
+  private static Optional<CappedBody.BodyFailure> bodyFailure(IOException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof CappedBody.BodyFailure failure) {
+        return Optional.of(failure);
+      }
+    }
+    return Optional.empty();
   }
 
   /** Discards any body read so far. */

@@ -54,7 +54,11 @@ import org.slf4j.LoggerFactory;
  *       for the turn with no thread held ({@link DestinationLimiter#acquireAsync()}). If the
  *       destination is locked out, {@code send} throws {@link LockedOutException} and {@code
  *       sendAsync}'s future fails with it: nothing is sent.
- *   <li>The request goes to the delegate. When the answer's headers arrive, its status and {@code
+ *   <li>The request goes to the delegate: {@code send}'s through the delegate's {@code send}, on
+ *       the calling thread, as the delegate alone would send it, and {@code sendAsync}'s through
+ *       its {@code sendAsync}. (Awaiting the JDK client's {@code sendAsync} costs about 0.6 ms a
+ *       request more than its {@code send}: it hands the exchange to the client's executor and
+ *       the answer to the common pool.) When the answer's headers arrive, its status and {@code
  *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
  *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
  *       is a 429 response, and the limiter has already backed off (and with a {@code Retry-After}
@@ -101,9 +105,11 @@ import org.slf4j.LoggerFactory;
  * With {@link Builder#answerTimeout}, each hop's answer must be complete within it (for a body read
  * into memory or a file, the body included), or the exchange is cancelled, which closes its
  * connection, and {@code send} throws {@link HttpTimeoutException} ({@code sendAsync}'s future
- * fails with it): a body trickling one byte at a
- * time would otherwise hold the destination's permit for as long as the server likes. Without one
- * (the default), as the delegate does.
+ * fails with it): a body trickling one byte at a time would otherwise hold the destination's
+ * permit for as long as the server likes. {@code send} cancels it by interrupting its own thread,
+ * waiting in the delegate's {@code send}, which cancels its exchange when interrupted, as the
+ * JDK's client does; {@code sendAsync} cancels the delegate's future. Without one (the default),
+ * as the delegate does.
  *
  * <h2>What it does not do</h2>
  *
@@ -159,31 +165,23 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination: one GET through the delegate's asynchronous path (the one {@code send} uses too)
-   * to a throwaway server on 127.0.0.1, then, for each https URL of {@code destinations}, the TLS
+   * destination ({@link WarmUp}): one GET through the delegate's {@code send} and one through its
+   * {@code sendAsync} (the paths this client's {@code send} and {@code sendAsync} take) to a
+   * throwaway server on 127.0.0.1, then, for each https URL of {@code destinations}, the TLS
    * stack, and the resolution of each host name. It takes no turn. Call it once, before the first
    * request; failures are logged and ignored, since a cold first request is slower, not wrong.
-   *
-   * <p>Why: in a cold JVM the first requests load the client's classes and start its selector
-   * thread (about 335 classes and 100-300 ms, measured for {@link DestinationFetcher#warmUp(URI)},
-   * which does the same), after their turns have begun. Requests granted turns meanwhile wait for
-   * the same work and reach the destination together: 13 in one second at a 10/s ceiling, measured
-   * with 30 {@code acquireAsync} sends in a fresh test JVM, against 11 at most after a warm-up.
+   * Without it, a cold JVM's first requests reached a 10/s destination 13 in one second.
    *
    * @param destinations URLs of the destinations this client will send to, for their scheme and
    *     host (none is needed for the client's own warm-up)
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI... destinations) throws InterruptedException {
-    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
-      delegate.sendAsync(HttpRequest.newBuilder(server.uri()).build(),
-          HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
-    } catch (IOException | ExecutionException | TimeoutException e) {
-      log.debug("Client warm-up failed: {}", e.toString());
-    }
-    for (URI destination : destinations) {
-      WarmUp.destination(destination, log);
-    }
+    WarmUp.run(loopback -> {
+      HttpRequest get = HttpRequest.newBuilder(loopback).build();
+      delegate.send(get, HttpResponse.BodyHandlers.discarding());
+      delegate.sendAsync(get, HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
+    }, destinations);
   }
 
   /**
@@ -223,17 +221,16 @@ public final class PacedHttpClient extends HttpClient {
       if (hop.limiter.isPresent()) {
         slot = Optional.of(hop.limiter.get().acquire(hop.followed == 0 ? firstIntervals : 1));
       }
-      CompletableFuture<HttpResponse<T>> answer = hop.send(slot);
-      Step<T> step;
+      HttpResponse<T> response;
       try {
-        step = hop.answered(answer.get());
-      } catch (ExecutionException e) {
-        throw rethrown(hop.failed(e));
+        response = hop.sendWaiting(slot);
       } catch (InterruptedException e) {
-        answer.cancel(true);
         hop.failed(e);
         throw e;
+      } catch (IOException | TimeoutException | RuntimeException | Error e) {
+        throw rethrown(hop.failed(e));
       }
+      Step<T> step = hop.answered(response);
       if (step instanceof Step.Done<T> done) {
         return done.exchanged();
       }
@@ -370,10 +367,7 @@ public final class PacedHttpClient extends HttpClient {
      * with it a trickling body.
      */
     CompletableFuture<HttpResponse<T>> send(Optional<Slot> turn) {
-      slot = turn;
-      TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
-      sentNanos = time.nanoTime();
-      sentMicros = time.epochMicros();
+      leaving(turn);
       CompletableFuture<HttpResponse<T>> sent;
       try {
         sent = delegate.sendAsync(request, this, pushes);
@@ -396,6 +390,46 @@ public final class PacedHttpClient extends HttpClient {
         }
       });
       return answered;
+    }
+
+    /**
+     * Sends this hop as {@link #send} does, on this thread, which waits for the answer: through
+     * the delegate's {@code send}, which the JDK's client runs on the calling thread until the
+     * exchange must wait for the network. Its {@code sendAsync} (which {@link #send} must use,
+     * since it may not wait) hands the exchange to the client's executor and its completion to the
+     * common pool, two hand-overs between threads that cost a request sent and awaited that way
+     * about 0.6 ms more than {@code send} on two cores (measured with {@code OverheadProbe}).
+     *
+     * <p>The answer timeout interrupts this thread at the deadline: the delegate's {@code send}
+     * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
+     * TimeoutException}. An interrupt from anyone else is thrown as {@link InterruptedException},
+     * the exchange likewise cancelled.
+     */
+    HttpResponse<T> sendWaiting(Optional<Slot> turn)
+        throws IOException, InterruptedException, TimeoutException {
+      leaving(turn);
+      if (answerTimeout.isEmpty()) {
+        return delegate.send(request, this);
+      }
+      Deadline deadline = new Deadline(answerTimeout.get());
+      try {
+        return delegate.send(request, this);
+      } catch (InterruptedException e) {
+        if (deadline.end()) {
+          throw new TimeoutException();
+        }
+        throw e;
+      } finally {
+        deadline.end();
+      }
+    }
+
+    /** Holds {@code turn}, if this hop is paced, and notes when the hop leaves. */
+    private void leaving(Optional<Slot> turn) {
+      slot = turn;
+      TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
+      sentNanos = time.nanoTime();
+      sentMicros = time.epochMicros();
     }
 
     /** The answer came: reports it, and says where it leads. */
@@ -462,6 +496,48 @@ public final class PacedHttpClient extends HttpClient {
       }
       Optional<Slot> held = slot;
       return held.isPresent() ? new SlotReleasingBody<>(body, held.get()) : body;
+    }
+  }
+
+  /**
+   * The answer timeout of a hop sent on the thread that waits for it: at the deadline it interrupts
+   * that thread, unless the send has ended. The two exclude each other under this object's lock,
+   * so an interrupt is never delivered after {@link #end()}, and one delivered but not consumed
+   * by the send (the answer came just before the deadline) is cleared there, not left for the
+   * caller's next wait.
+   */
+  private static final class Deadline {
+    private final Thread waiting = Thread.currentThread();
+    private final CompletableFuture<Void> timer = new CompletableFuture<>();
+    private boolean ended;
+    private boolean expired;
+
+    Deadline(Duration timeout) {
+      timer.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
+          .whenComplete((none, late) -> {
+            if (late != null) {
+              expire();
+            }
+          });
+    }
+
+    private synchronized void expire() {
+      if (!ended) {
+        expired = true;
+        waiting.interrupt();
+      }
+    }
+
+    /** Ends the deadline (again is harmless); whether it expired, its interrupt cleared. */
+    synchronized boolean end() {
+      if (!ended) {
+        ended = true;
+        timer.complete(null);
+        if (expired) {
+          Thread.interrupted();
+        }
+      }
+      return expired;
     }
   }
 

@@ -30,14 +30,16 @@ import picocli.CommandLine.Model.CommandSpec;
  * {@code pacer demo}: a local destination that enforces its own ceiling (429 above it), 3 worker
  * processes x 6 threads fetching from it at a 7/s fleet ceiling for about 30 s, then the
  * aggregate rate, the 429 count and a PNG timeline. With {@code --per-process} each process paces
- * alone, and the N x defect shows.
+ * alone, and the N x defect shows. With {@code --hosts N}, N local hosts are paced per host: see
+ * {@link ManyHostDemo}.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = {
       "Show the fleet-wide ceiling at work, in about 30 s.",
       "Runs 3 worker processes x 6 threads against a local destination that answers 429 above"
           + " its 7/s ceiling; prints the aggregate rate and the 429 count, and writes a PNG"
-          + " timeline. --per-process paces each process alone, to show the N x defect."
+          + " timeline. --per-process paces each process alone, to show the N x defect;"
+          + " --hosts N paces N local hosts, each at its own ceiling."
     })
 public final class DemoCommand implements Callable<Integer> {
 
@@ -63,6 +65,12 @@ public final class DemoCommand implements Callable<Integer> {
       description = "Fetch threads per worker (default: ${DEFAULT-VALUE}).")
   int threads;
 
+  @Option(names = "--hosts", paramLabel = "N",
+      description = "Many-host mode: N local hosts (127.0.0.2 and on), each a destination with a"
+          + " ceiling of its own (--rate, half of it, a quarter of it, in turn, rounded) that answers 429"
+          + " above it, paced per host for the whole fleet; the PNG has a lane per host.")
+  Integer hosts;
+
   @Option(names = "--no-progress", description = "No progress bar, even on a terminal.")
   boolean noProgress;
 
@@ -82,7 +90,7 @@ public final class DemoCommand implements Callable<Integer> {
     RunOptions.require(processes >= 1 && processes <= 16, "--processes must be 1-16, got " + processes);
     Path home = dbOptions.dataDir != null ? dbOptions.dataDir : EmbeddedDatabase.defaultDirectory();
     String job = "demo-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
-        + (perProcess ? "-per-process" : "");
+        + (perProcess ? "-per-process" : "") + (hosts != null ? "-hosts" : "");
     RunOptions options = new RunOptions();
     options.rate = rate;
     options.concurrency = threads;
@@ -96,9 +104,26 @@ public final class DemoCommand implements Callable<Integer> {
     options.maxLoad = maxLoad;
     options.maxBodyBytes = 1 << 20;
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
+    CursorPlace cursorPlace = cursorOptions.place();
+    if (hosts != null) {
+      RunOptions.require(!perProcess, "--hosts paces each host for the whole fleet; it cannot be"
+          + " combined with --per-process");
+      RunOptions.require(cursorPlace.layout() == CursorPlace.Layout.PACER, "--hosts keeps its"
+          + " hosts' cursors in Pacer's table; it cannot use --cursor-layout "
+          + cursorPlace.layout().option());
+      RunOptions.require(hosts >= 2 && hosts <= ManyHostDemo.MAX_HOSTS,
+          "--hosts must be 2-" + ManyHostDemo.MAX_HOSTS + ", got " + hosts);
+      ManyHostDemo demo = new ManyHostDemo(hosts, seconds, rate);
+      options.perHost = true;
+      RunSettings settings = options.settings(UUID.randomUUID().toString(), job,
+          RunOptions.perHostName(job), processes);
+      try (WorkState store = dbOptions.connect(cursorPlace)) {
+        return demo.run(store, settings, processes, !noProgress,
+            home.resolve("demo").resolve(job + ".png").toAbsolutePath(), out, err);
+      }
+    }
     RunSettings settings = options.settings(UUID.randomUUID().toString(), job, "pacer-demo",
         processes);
-    CursorPlace cursorPlace = cursorOptions.place();
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
@@ -135,7 +160,7 @@ public final class DemoCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "Pacing: %s%n", perProcess
           ? "per process (each of the " + processes + " processes paces alone at " + rate + "/s)"
           : "fleet-wide (one cursor in PostgreSQL for all " + processes + " processes)");
-      int peak = peakOneSecond(arrivals);
+      int peak = DemoServer.busiestOneSecond(arrivals);
       out.printf(Locale.ROOT, "Aggregate rate at the destination: %.2f requests/s over %.1f s"
               + " (%d requests; ceiling %.1f/s)%n",
           (arrivals.size() - 1) / span, span, arrivals.size(), rate);
@@ -157,18 +182,5 @@ public final class DemoCommand implements Callable<Integer> {
           rate, peak, peak / rate, refused, span, processes, items, store.items().counts(job).done());
       return code;
     }
-  }
-
-  static int peakOneSecond(List<DemoServer.Arrival> arrivals) {
-    int peak = 0;
-    int end = 0;
-    for (int start = 0; start < arrivals.size(); start++) {
-      while (end < arrivals.size()
-          && arrivals.get(end).nanos() - arrivals.get(start).nanos() < 1_000_000_000L) {
-        end++;
-      }
-      peak = Math.max(peak, end - start);
-    }
-    return peak;
   }
 }

@@ -4,6 +4,7 @@ import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.db.RobotsStore;
 import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
@@ -110,6 +111,9 @@ final class JobRun {
     state.items().reviveDeferred(jobName);
     if (settings.perHost()) {
       state.frontier().plan(jobName, hostCeilings);
+      if (settings.robots()) {
+        state.robots().plan(jobName);
+      }
     }
     err.println("pacer: job " + jobName + ": " + urls.count() + " URL(s) in the input, "
         + added + " new, enqueued in " + String.format(Locale.ROOT, "%.1f", enqueueSeconds)
@@ -134,6 +138,8 @@ final class JobRun {
     Optional<TripStore.Trip> tripped = Optional.empty();
     Optional<RequestLog.HostWindow> busiestHost = Optional.empty();
     Map<String, Long> lockedOut = Map.of();
+    List<RobotsStore.HostReport> robots = List.of();
+    RobotsStore.Counts robotsCounts = null;
     double elapsed;
     try (RequestLog requestLog = new RequestLog(database)) {
       Instant runStart = requestLog.databaseNow();
@@ -161,6 +167,10 @@ final class JobRun {
             door = requestLog.jobSince(jobName, runStart);
             busiestHost = requestLog.busiestHost(jobName, runStart);
             lockedOut = state.frontier().lockedOutHosts(jobName);
+            if (settings.robots()) {
+              robots = state.robots().report(jobName, ROBOTS_HOSTS_SHOWN + 1);
+              robotsCounts = state.robots().counts(jobName);
+            }
           } else {
             door = requestLog.destinationSince(settings.destination().name(), runStart);
           }
@@ -193,6 +203,9 @@ final class JobRun {
           + h.busiestOneSecondWindow() + " request(s) in its busiest 1-s window (ceiling "
           + h.ceiling() + "/s: " + (h.busiestOneSecondWindow() <= h.ceiling() + 1 ? "kept"
               : "EXCEEDED") + ")"));
+      if (robotsCounts != null) {
+        reportRobots(robots, robotsCounts, counts.skipped());
+      }
       lockedOut.forEach((host, open) -> err.println("pacer: host " + host + " is locked out; its "
           + open + " open item(s) were passed over. Acknowledge: pacer trips ack --destination "
           + host + " --note TEXT"));
@@ -202,6 +215,7 @@ final class JobRun {
     }
     err.println("pacer: limiter during this run: " + limiter.describe());
     Summary summary = new Summary(jobName, counts.done(), counts.failed(), counts.deferred(),
+        counts.skipped(),
         counts.pending(), halted, elapsed, ceiling, door, limiter);
     out.println(summary.toJson());
     out.flush();
@@ -222,6 +236,25 @@ final class JobRun {
       return Main.EXIT_ERROR;
     }
     return Main.EXIT_OK;
+  }
+
+  /** Hosts named one by one in the robots.txt report; the rest are counted. */
+  private static final int ROBOTS_HOSTS_SHOWN = 10;
+
+  /**
+   * The robots.txt report: how many hosts' robots.txt was read, the items skipped, and the hosts
+   * that kept items back (skipped wholesale, rules, or robots.txt unavailable), busiest first.
+   */
+  private void reportRobots(List<RobotsStore.HostReport> hosts, RobotsStore.Counts counts,
+      long skipped) {
+    err.println("pacer: robots.txt: read for " + counts.applied() + " host(s), unavailable for "
+        + counts.unavailable() + "; " + skipped + " item(s) skipped");
+    hosts.stream().limit(ROBOTS_HOSTS_SHOWN).forEach(h -> err.println("pacer: robots.txt of "
+        + h.host() + ": " + h.verdict() + (h.skipped() > 0 ? "; " + h.skipped()
+            + " item(s) skipped" : "")));
+    if (hosts.size() > ROBOTS_HOSTS_SHOWN) {
+      err.println("pacer: robots.txt: more hosts kept items back (not shown)");
+    }
   }
 
   private static Ended pooled(Database database, RunSettings settings)

@@ -103,6 +103,17 @@ public final class RunOptions {
           + " unless --rates says otherwise. A claim takes the host whose turn comes first.")
   boolean perHost;
 
+  @Option(names = "--robots",
+      description = "With --per-host: obey each host's robots.txt, read once per host per job"
+          + " through the host's own ceiling. Disallowed URLs are skipped; a Crawl-delay widens"
+          + " the host's interval.")
+  boolean robots;
+
+  @Option(names = "--max-crawl-delay", paramLabel = "S", defaultValue = "30",
+      description = "With --robots: a host whose robots.txt asks for a longer Crawl-delay is"
+          + " skipped and reported (default: ${DEFAULT-VALUE}).")
+  double maxCrawlDelaySeconds = 30;
+
   /** How per-host mode claims. */
   public enum ClaimOrder {
     /** The host whose turn comes first (the frontier). */
@@ -155,6 +166,12 @@ public final class RunOptions {
     require(Double.isFinite(maxRetryAfterSeconds) && maxRetryAfterSeconds >= 1
         && maxRetryAfterSeconds <= 86_400,
         "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
+    require(!robots || perHost, "--robots reads each host's robots.txt; it needs --per-host");
+    require(!robots || claimOrder == ClaimOrder.TURN, "--robots needs the frontier's claims; it"
+        + " cannot be combined with --claim-order " + claimOrder);
+    require(Double.isFinite(maxCrawlDelaySeconds) && maxCrawlDelaySeconds >= 0
+        && maxCrawlDelaySeconds <= 86_400,
+        "--max-crawl-delay must be 0-86400 seconds, got " + maxCrawlDelaySeconds);
     if (perHost) {
       require(pacing == Pacing.FLEET, "--per-host paces every host fleet-wide; it cannot be"
           + " combined with --pacing " + pacing);
@@ -184,7 +201,8 @@ public final class RunOptions {
     return new RunSettings(runId, job, destination, threadCount, out.toAbsolutePath().normalize(),
         Math.round(leaseSeconds * 1000), maxAttempts, maxThrottles, load, maxRssMb << 20,
         maxBodyBytes, Duration.ofMillis(Math.round(requestTimeoutSeconds * 1000)), maxRedirects,
-        pacing == Pacing.PER_PROCESS, dispatches, perHost, claimOrder == ClaimOrder.FIFO);
+        pacing == Pacing.PER_PROCESS, dispatches, perHost, claimOrder == ClaimOrder.FIFO, robots,
+        Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)));
   }
 
   /** The same options, as arguments for a worker process. */
@@ -212,6 +230,10 @@ public final class RunOptions {
         Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
     if (s.perHost()) {
       args.addAll(List.of("--per-host", "--claim-order", s.fifoClaims() ? "FIFO" : "TURN"));
+    }
+    if (s.robots()) {
+      args.addAll(List.of("--robots", "--max-crawl-delay",
+          Double.toString(s.maxCrawlDelay().toMillis() / 1000.0)));
     }
     s.destination().maxConcurrencyFleetWide().ifPresent(n -> args.addAll(
         List.of("--fleet-concurrency", Integer.toString(n))));

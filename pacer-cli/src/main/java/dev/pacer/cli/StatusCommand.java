@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.CursorStatus;
+import dev.pacer.cli.db.HostStatus;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.JobStore;
 import dev.pacer.cli.db.TripStore;
@@ -27,7 +28,8 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code pacer status}: jobs (with what their destination saw while they sent: rate, busiest
- * 1-s window, lateness), destinations (cursor, degraded), live workers, open trips.
+ * 1-s window, lateness; for a per-host job, its hosts: see {@link HostReport}), destinations
+ * (cursor, degraded), live workers, open trips.
  */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Progress per job, cursor and degraded state per destination, open trips.")
@@ -41,12 +43,25 @@ public final class StatusCommand implements Callable<Integer> {
   @Option(names = "--job", paramLabel = "NAME", description = "Only this job.")
   String job;
 
+  @Option(names = "--hosts", paramLabel = "N", defaultValue = "10",
+      description = "Per-host jobs: how many hosts each list shows; the rest are counted"
+          + " (default: ${DEFAULT-VALUE}).")
+  int hosts;
+
+  @Option(names = "--last", paramLabel = "SECONDS", defaultValue = "60",
+      description = "Per-host jobs: the busiest hosts are judged on the requests of the last"
+          + " SECONDS (default: ${DEFAULT-VALUE}).")
+  double lastSeconds;
+
   @Mixin DbOptions dbOptions;
   @Mixin CursorOptions cursorOptions;
 
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
+    RunOptions.require(hosts >= 1 && hosts <= 10_000, "--hosts must be 1-10000, got " + hosts);
+    RunOptions.require(lastSeconds > 0 && lastSeconds <= 86_400,
+        "--last must be more than 0 and at most 86400 seconds, got " + HostReport.number(lastSeconds));
     CursorPlace cursorPlace = cursorOptions.place();
     try (WorkState store = dbOptions.connect(cursorPlace);
         RequestLog requestLog = new RequestLog(store.database())) {
@@ -60,11 +75,21 @@ public final class StatusCommand implements Callable<Integer> {
       if (jobs.isEmpty()) {
         out.println("  (none)");
       }
+      HostReport hostReport = new HostReport(store, requestLog, hosts, lastSeconds);
+      boolean perHostShown = false;
       for (JobStore.JobRow j : jobs) {
         ItemStore.Counts c = j.counts();
-        out.printf(Locale.ROOT, "  %-24s destination %-20s %d/%d done  failed %d  deferred %d"
-                + "  pending %d  leased %d%n", j.name(), j.destination(), c.done(), c.total(),
-            c.failed(), c.deferred(), c.pending(), c.leased());
+        HostStatus.Frontier frontier = store.hosts().frontier(j.name());
+        out.printf(Locale.ROOT, "  %-24s %-32s %d/%d done  failed %d  deferred %d"
+                + "%s  pending %d  leased %d%n", j.name(), frontier.perHost()
+                ? "per host: " + frontier.hosts() + " host(s)" : "destination " + j.destination(),
+            c.done(), c.total(), c.failed(), c.deferred(), c.skipped() > 0
+                ? "  skipped (robots.txt) " + c.skipped() : "", c.pending(), c.leased());
+        if (frontier.perHost()) {
+          hostReport.print(out, j.name());
+          perHostShown = true;
+          continue;
+        }
         RequestLog.DoorFigures door = requestLog.duringJob(j.name(), j.destination());
         out.println("    at the door while it sent: " + (j.ceiling().isPresent()
             ? Summary.describe(door, j.ceiling().getAsDouble())
@@ -81,12 +106,18 @@ public final class StatusCommand implements Callable<Integer> {
       out.println("Destinations (fleet-wide cursor in " + cursorPlace + ")");
       Map<String, CursorStatus.CursorRow> cursors = new LinkedHashMap<>();
       Set<String> shown = jobs.stream().map(JobStore.JobRow::destination).collect(Collectors.toSet());
+      int hostsOfPerHostJobs = 0;
       for (CursorStatus.CursorRow c : store.cursors().all()) {
-        if (job == null || shown.contains(c.name())) {
+        if (c.perHostJobsHost()) {
+          hostsOfPerHostJobs++;
+        } else if (job == null || shown.contains(c.name())) {
           cursors.put(c.name(), c);
         }
       }
-      if (cursors.isEmpty()) {
+      if (hostsOfPerHostJobs > 0 && (job == null || perHostShown)) {
+        out.println("  (" + hostsOfPerHostJobs + " host(s) of per-host jobs: shown under "
+            + (job == null ? "their jobs" : "the job") + " above)");
+      } else if (cursors.isEmpty()) {
         out.println("  (no reservation made yet)");
       }
       Map<String, PostgresFleetSlots.Holding> slots = new LinkedHashMap<>();

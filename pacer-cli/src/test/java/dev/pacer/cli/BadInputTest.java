@@ -245,4 +245,18 @@ class BadInputTest {
         .contains("--per-host claims each host's turn on Pacer's cursor table; it cannot use"
             + " --cursor-layout django-cache");
   }
+
+  @Test
+  void robotsConflictsAndBadCrawlDelayCapsAreRefused() throws Exception {
+    assertThat(refused(goodInput(), job(), "--robots").err())
+        .contains("--robots reads each host's robots.txt; it needs --per-host");
+    assertThat(refused(goodInput(), job(), "--per-host", "--robots", "--claim-order", "FIFO")
+        .err()).contains("--robots needs the frontier's claims; it cannot be combined with"
+            + " --claim-order FIFO");
+    for (String bad : new String[] {"-1", "NaN", "86401"}) {
+      assertThat(refused(goodInput(), job(), "--per-host", "--robots", "--max-crawl-delay", bad)
+          .err()).contains("--max-crawl-delay must be 0-86400 seconds, got "
+              + Double.parseDouble(bad));
+    }
+  }
 }

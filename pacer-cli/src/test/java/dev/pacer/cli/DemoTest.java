@@ -57,6 +57,29 @@ class DemoTest {
     assertThat(peak(demo)).as(demo.out()).isGreaterThan(RATE + 1);
   }
 
+  /**
+   * Six hosts on loopback addresses at 4, 2, 1, 4, 2 and 1/s (the fourth light), paced per host by
+   * two worker JVMs: every host's busiest 1-s window at its door holds its ceiling + 1, every item
+   * is done, the hosts with a backlog are fetched at no less than half their ceiling, and the PNG
+   * has a lane per host.
+   */
+  @Test
+  void aManyHostDemoHoldsEveryHostsCeilingAndDrawsALanePerHost() throws Exception {
+    Cli.Result demo = demo("--hosts", "6", "--rate", "4", "--processes", "2", "--threads", "3");
+
+    assertThat(demo.code()).as(demo.err()).isEqualTo(0);
+    // 16, 8 and 4 items at 4, 2 and 1/s for 4 s, 3 for the light host, then 8 and 4.
+    assertThat(demo.out()).contains("Pacing: per host",
+        "Hosts within their ceiling + 1 in every 1-s window: 6 of 6", "Items done: 43 of 43");
+    double slowest = Double.parseDouble(find(demo.out(),
+        "Slowest host against its ceiling: \\S+ at ([0-9.]+) x its ceiling"));
+    assertThat(slowest).as(demo.out()).isGreaterThanOrEqualTo(0.5);
+    Path png = Path.of(find(demo.out(), "Timeline \\(PNG\\): (\\S+)"));
+    assertThat(png).startsWith(dir);
+    java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(png.toFile());
+    assertThat(image.getHeight()).isEqualTo(dev.pacer.cli.demo.HostLanesPlot.height(6));
+  }
+
   private Cli.Result demo(String... extra) throws SQLException {
     String[] args = {"demo", "--seconds", "4", "--db", TestDatabase.jdbcUrl(),
         "--data-dir", dir.toString(), "--max-load", "1000", "--no-progress"};

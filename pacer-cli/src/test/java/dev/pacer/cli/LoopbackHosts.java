@@ -23,7 +23,8 @@ import java.util.stream.Collectors;
  * routing all of 127/8 to the loopback interface), each a host of its own to a URL list, all
  * recording their arrivals in one list with the host that received them. Answers 200 unless the
  * test's rule says otherwise for (host, attempt at that host, from 1), with a {@code Retry-After}
- * on 429 if set.
+ * on 429 if set; {@code /robots.txt} answers as {@link #servingRobots} says for its host, if it
+ * says.
  */
 public final class LoopbackHosts implements AutoCloseable {
 
@@ -32,8 +33,12 @@ public final class LoopbackHosts implements AutoCloseable {
   /** The most hosts: four blocks. */
   static final int MOST = 4 * PER_BLOCK;
 
-  /** An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock. */
-  public record Arrival(long nanos, long epochMicros, String host, String path, int status) {}
+  /**
+   * An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock;
+   * {@code worker}: the pid the request names in {@code X-Pacer-Worker}.
+   */
+  public record Arrival(long nanos, long epochMicros, String host, String path, int status,
+      String worker) {}
 
   private final List<HttpServer> servers = new ArrayList<>();
   private final List<String> hosts = new ArrayList<>();
@@ -42,6 +47,10 @@ public final class LoopbackHosts implements AutoCloseable {
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
   private volatile String retryAfter;
+  private volatile Map<String, Robots> robots = Map.of();
+
+  /** A host's answer to {@code GET /robots.txt}. */
+  record Robots(int status, String body) {}
 
   public LoopbackHosts(int count) throws IOException {
     if (count < 1 || count > MOST) {
@@ -61,15 +70,19 @@ public final class LoopbackHosts implements AutoCloseable {
         java.time.Instant wall = java.time.Instant.now();
         long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000;
         String path = exchange.getRequestURI().getPath();
-        int attempt = attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
-        int status = rule.apply(host, attempt);
+        Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
+        int attempt = robotsTxt != null ? 0
+            : attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
+        int status = robotsTxt != null ? robotsTxt.status() : rule.apply(host, attempt);
         synchronized (arrivals) {
-          arrivals.add(new Arrival(now, epochMicros, host, path, status));
+          arrivals.add(new Arrival(now, epochMicros, host, path, status,
+              exchange.getRequestHeaders().getFirst("X-Pacer-Worker")));
         }
         if (retryAfter != null && status == 429) {
           exchange.getResponseHeaders().add("Retry-After", retryAfter);
         }
-        byte[] body = ("body of " + host + path).getBytes(StandardCharsets.UTF_8);
+        byte[] body = (robotsTxt != null ? robotsTxt.body() : "body of " + host + path)
+            .getBytes(StandardCharsets.UTF_8);
         exchange.sendResponseHeaders(status, body.length);
         try (OutputStream out = exchange.getResponseBody()) {
           out.write(body);
@@ -93,6 +106,11 @@ public final class LoopbackHosts implements AutoCloseable {
       out.add("http://" + hosts.get(index) + ":" + server.getAddress().getPort() + "/item/" + i);
     }
     return out;
+  }
+
+  /** {@code /robots.txt} of the hosts named answers as given, from now on. */
+  void servingRobots(Map<String, Robots> robots) {
+    this.robots = Map.copyOf(robots);
   }
 
   public void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {

@@ -61,6 +61,7 @@ final class HttpClientExamples {
     OkHttpClient client = new OkHttpClient.Builder()
         .addNetworkInterceptor(new PacingInterceptor(limiters))  // network: sees every hop
         .build();
+    PacingInterceptor.warmUp(client, uris.get(0));   // a cold client's first requests leave late
     for (URI uri : uris) {
       try (Response r = client.newCall(new Request.Builder().url(uri.toString()).build())
           .execute()) {
@@ -80,6 +81,7 @@ final class HttpClientExamples {
     try (CloseableHttpClient client = new PacingExecChainHandler(limiters)
         .addTo(HttpClients.custom())        // before PROTOCOL: after redirects and retries
         .build()) {
+      PacingExecChainHandler.warmUp(client, uris.get(0));   // a cold client's first requests too
       for (URI uri : uris) {
         ok += client.execute(new HttpGet(uri), r -> {
           EntityUtils.consume(r.getEntity());   // releases the permit with the connection

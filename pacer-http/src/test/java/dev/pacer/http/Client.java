@@ -38,6 +38,13 @@ enum Client {
         }
 
         @Override
+        public void warmUp(URI destination) throws InterruptedException {
+          if (client instanceof PacedHttpClient paced) {
+            paced.warmUp(destination);
+          }
+        }
+
+        @Override
         public void close() {}
       };
     }
@@ -55,6 +62,11 @@ enum Client {
               .execute()) {
             return new Answer(r.code(), r.body().string());
           }
+        }
+
+        @Override
+        public void warmUp(URI destination) throws InterruptedException {
+          PacingInterceptor.warmUp(client, destination);
         }
 
         @Override
@@ -78,6 +90,11 @@ enum Client {
         }
 
         @Override
+        public void warmUp(URI destination) throws InterruptedException {
+          PacingExecChainHandler.warmUp(client, destination);
+        }
+
+        @Override
         public void close() throws IOException {
           client.close();
         }
@@ -91,6 +108,9 @@ enum Client {
   /** Sends GETs through one client. */
   interface Getter extends AutoCloseable {
     Answer get(URI uri) throws Exception;
+
+    /** The integration's warm-up ({@code dev.pacer.WarmUp}); the bare clients have none. */
+    void warmUp(URI destination) throws InterruptedException;
   }
 
   /** A client paced by {@code limiters}. */

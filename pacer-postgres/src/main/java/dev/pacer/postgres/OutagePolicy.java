@@ -254,7 +254,11 @@ public final class OutagePolicy {
     }
   }
 
-  /** What an attempt refused while down fails with: SQLState 08001, no network touched. */
+  /**
+   * What an attempt refused while down fails with.
+   *
+   * @return an exception with SQLState 08001, made without touching the network
+   */
   public SQLException refusal() {
     return new SQLException("PostgreSQL is unavailable (" + name + "); the next attempt is at the"
         + " next multiple of " + cooldownMillis + " ms on the wall clock", "08001");

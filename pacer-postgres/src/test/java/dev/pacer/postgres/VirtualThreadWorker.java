@@ -66,7 +66,8 @@ public final class VirtualThreadWorker {
     if (!cursor.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to the test database");
     }
-    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
+    LimiterRegistry registry = new LimiterRegistry(cursor);
+    DestinationLimiter limiter = registry.limiter(Destination.builder(name)
         .ratePerSecond(rate).maxConcurrency(concurrency).maxFetchingProcesses(1).build());
     Connections client = new Connections(door);
     // The paths of the run taken once first, on virtual threads, outside the recording: a turn
@@ -81,6 +82,8 @@ public final class VirtualThreadWorker {
         throw new IllegalStateException("the warm-up request failed", e);
       }
     }).join();
+    // A connection for each request that can be in flight at once: one per permit.
+    client.open(concurrency, WARM_UP_PATH);
     List<Slot> allPermits = new ArrayList<>();
     for (int i = 0; i < concurrency; i++) {
       allPermits.add(limiter.acquire());
@@ -92,8 +95,18 @@ public final class VirtualThreadWorker {
     queued.interrupt();
     queued.join();
     allPermits.forEach(Slot::close);
-    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(limiter));
-    Thread.sleep(2);
+    // The wait for a turn is interrupted once the thread sleeps in it, not during its round trip
+    // to the database: interrupting a virtual thread that is reading from a socket closes the
+    // socket, here the cursor's connection, and the run then started in an outage (measured on a
+    // busy host, where 2 ms did not take the thread to its sleep: the cursor down 3.5 s, pacing
+    // locally, then handing over). Its turn is a second away, on a destination of its own.
+    DestinationLimiter slow = registry.limiter(Destination.builder(name + "-warm")
+        .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
+    slow.acquire().close();
+    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(slow));
+    while (!asleep(sleeping)) {
+      Thread.sleep(1);
+    }
     sleeping.interrupt();
     sleeping.join();
 
@@ -108,7 +121,7 @@ public final class VirtualThreadWorker {
     AtomicInteger failed = new AtomicInteger();
     List<Thread> all = new ArrayList<>(threads);
     List<AtomicInteger> phases = new ArrayList<>(threads);
-    List<Long> sendInstants = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<String> sends = java.util.Collections.synchronizedList(new ArrayList<>());
     for (int i = 0; i < threads; i++) {
       String path = "/" + i;
       AtomicInteger phase = new AtomicInteger(WAITING);
@@ -116,7 +129,7 @@ public final class VirtualThreadWorker {
       all.add(startVirtual(() -> {
         try (Slot slot = limiter.acquire()) {
           if (phase.compareAndSet(WAITING, SENDING)) {
-            sendInstants.add(System.nanoTime());
+            sends.add(path + " " + slot.turnNanos() + " " + System.nanoTime());
             client.get(path);
             sent.incrementAndGet();
           } else {
@@ -166,17 +179,19 @@ public final class VirtualThreadWorker {
       if (mentions(event, PinsItsCarrier.class.getName())) {
         control++;
       } else {
-        if (pinned++ < 3) {
-          System.err.println("pinned (" + event.getValue("pinnedReason") + "):" + stack(event));
+        if (pinned++ < 20) {
+          System.err.println("pinned " + event.getDuration().toNanos() / 1_000 + " us ("
+              + (event.hasField("pinnedReason") ? event.getValue("pinnedReason") : "no reason given")
+              + "):" + stack(event));
         }
       }
     }
     Files.delete(jfr);
-    // System.nanoTime() is the machine's monotonic clock on Linux, the door's clock too: printed
-    // so that the test can tell a burst sent from a burst measured.
-    synchronized (sendInstants) {
-      for (long t : sendInstants) {
-        System.out.println("SENT " + t);
+    // System.nanoTime() is the machine's monotonic clock on Linux, the door's clock too: each
+    // request's turn and send, printed so that the test can take the door's busiest window apart.
+    synchronized (sends) {
+      for (String send : sends) {
+        System.out.println("SENT " + send);
       }
     }
     System.out.printf("RESULT java=%s sent=%d interrupted=%d failed=%d alive=%d permits=%d/%d"
@@ -191,6 +206,16 @@ public final class VirtualThreadWorker {
     } catch (InterruptedException expected) {
       // the path to warm
     }
+  }
+
+  /** Whether {@code thread} is in {@link Thread#sleep}. */
+  private static boolean asleep(Thread thread) {
+    for (StackTraceElement frame : thread.getStackTrace()) {
+      if (frame.getClassName().equals(Thread.class.getName()) && frame.getMethodName().equals("sleep")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String stack(RecordedEvent event) {
@@ -235,14 +260,43 @@ public final class VirtualThreadWorker {
       this.address = new InetSocketAddress(door.getHost(), door.getPort());
     }
 
+    /**
+     * Opens {@code count} connections and sends one request to {@code path} on each, so that a run
+     * with at most {@code count} requests in flight opens none: the door reads a new connection's
+     * first request only once it has accepted it and started its thread, and on a busy host that
+     * stamped it 5 to 82 ms late, while the thread that sent it waited for the answer, holding up
+     * the requests behind it.
+     */
+    void open(int count, String path) throws IOException {
+      List<Socket> opened = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        opened.add(connect());
+      }
+      for (Socket socket : opened) {
+        request(socket, path);
+      }
+      idle.addAll(opened);
+    }
+
     void get(String path) throws IOException {
       Socket socket = idle.poll();
       if (socket == null) {
-        socket = new Socket();
-        socket.setTcpNoDelay(true);
-        socket.connect(address, 10_000);
-        socket.setSoTimeout(10_000);
+        socket = connect();
       }
+      request(socket, path);
+      idle.offer(socket);
+    }
+
+    private Socket connect() throws IOException {
+      Socket socket = new Socket();
+      socket.setTcpNoDelay(true);
+      socket.connect(address, 10_000);
+      socket.setSoTimeout(10_000);
+      return socket;
+    }
+
+    /** One GET on {@code socket}; closes it if the answer is not a 200. */
+    private void request(Socket socket, String path) throws IOException {
       OutputStream out = socket.getOutputStream();
       out.write(("GET " + path + " HTTP/1.1\r\nHost: " + address.getHostString() + "\r\n\r\n")
           .getBytes(StandardCharsets.US_ASCII));
@@ -257,7 +311,6 @@ public final class VirtualThreadWorker {
           .filter(l -> l.startsWith("content-length:"))
           .mapToLong(l -> Long.parseLong(l.substring(15).trim())).findFirst().orElse(0);
       in.skipNBytes(length);
-      idle.offer(socket);
     }
 
     private static String readHead(InputStream in) throws IOException {

@@ -53,22 +53,24 @@ class VirtualThreadsTest {
   void tenThousandVirtualThreadsKeepTheCeilingAndNonePinsItsCarrier() throws Exception {
     Path jdk = virtualThreadJdk();
     String name = "virtual-" + UUID.randomUUID().toString().substring(0, 8);
-    try (Arrivals door = new Arrivals()) {
+    Path childErr = Files.createTempFile("virtual-threads", ".err");
+    try (Arrivals door = Arrivals.start()) {
       String java = jdk.resolve("bin").resolve("java").toString();
       Process child = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
           VirtualThreadWorker.class.getName(), TestDatabase.jdbcUrl(), name,
           door.uri().toString(), String.valueOf(THREADS), String.valueOf(RATE),
           String.valueOf(CONCURRENCY), String.valueOf(RUN_MILLIS))
-          .redirectError(ProcessBuilder.Redirect.INHERIT)
+          .redirectError(childErr.toFile())
           .start();
       Map<String, String> result = new HashMap<>();
-      List<Long> sendInstants = new ArrayList<>();
+      TurnTrace trace = new TurnTrace(RATE);
       try (BufferedReader out = new BufferedReader(
           new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
         while ((line = out.readLine()) != null) {
           if (line.startsWith("SENT ")) {
-            sendInstants.add(Long.parseLong(line.substring(5)));
+            String[] send = line.split(" ");
+            trace.sent(send[1], Long.parseLong(send[2]), Long.parseLong(send[3]));
           }
           if (line.startsWith("RESULT ")) {
             for (String pair : line.substring(7).split(" ")) {
@@ -82,17 +84,21 @@ class VirtualThreadsTest {
           child.destroyForcibly();
         }
       }
-      Timeline arrivals = door.timelineWithout(VirtualThreadWorker.WARM_UP_PATH);
-      Timeline sends = new Timeline(sendInstants);
-      System.out.printf("10,000 virtual threads on %s: at the door %s; as sent %s; %s%n", jdk,
-          arrivals, sends, result);
+      List<Arrivals.Arrival> run = door.arrivals().stream()
+          .filter(a -> !a.path().equals(VirtualThreadWorker.WARM_UP_PATH)).toList();
+      Timeline arrivals = new Timeline(run.stream().map(Arrivals.Arrival::nanos).toList());
+      // The child's stderr: its log, and the stack of every carrier pinned.
+      String errors = Files.readString(childErr);
+      System.out.printf("10,000 virtual threads on %s: at the door %s; as sent %s; turns %s; %s%n"
+              + "%s%nthe child's stderr:%n%s%n", jdk, arrivals, trace.sends(), trace.turns(),
+          result, trace.busiestWindow(run), errors);
 
       assertThat(child.exitValue()).as("child exit").isZero();
       assertThat(result).as("the child's report").containsKeys("pinned", "control", "sent");
       assertThat(Integer.parseInt(result.get("control")))
           .as("the deliberate pin was seen, so the count below can see one").isGreaterThan(0);
       assertThat(Integer.parseInt(result.get("pinned"))).as("virtual threads that pinned their"
-          + " carrier (stacks on the child's stderr)").isZero();
+          + " carrier; the child's stderr:%n%s", errors).isZero();
       assertThat(Integer.parseInt(result.get("failed"))).as("requests that failed").isZero();
       assertThat(Integer.parseInt(result.get("alive"))).as("threads alive after the interrupt")
           .isZero();
@@ -100,12 +106,15 @@ class VirtualThreadsTest {
           .isEqualTo(CONCURRENCY + "/" + CONCURRENCY);
       assertThat(arrivals.size()).as("arrivals, against the child's count of requests sent")
           .isGreaterThanOrEqualTo(Integer.parseInt(result.get("sent")));
-      assertThat(arrivals.peakOneSecondWindow()).as("busiest 1-s window at the door, %s", arrivals)
+      assertThat(arrivals.peakOneSecondWindow()).as("busiest 1-s window at the door, %s; %s",
+              arrivals, trace.busiestWindow(run))
           .isLessThanOrEqualTo((int) RATE + 1);
       assertThat(arrivals.aggregateRatePerSecond()).as("delivered rate, %s", arrivals)
           .isGreaterThanOrEqualTo(MIN_RATE);
       assertThat(arrivals.size()).as("arrivals in the run")
           .isGreaterThanOrEqualTo((int) (MIN_RATE * (RUN_MILLIS / 1000.0 - 1)));
+    } finally {
+      Files.deleteIfExists(childErr);
     }
   }
 

@@ -11,6 +11,12 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.http.HttpClient;
 import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.http.client.HttpClientSettings;
@@ -90,6 +96,30 @@ class IntegrationsAutoConfigurationTest {
         });
   }
 
+  @Test
+  void theClientIsWarmedUpAtStartUnlessSwitchedOff() {
+    AtomicInteger tasks = new AtomicInteger();
+    ExecutorService threads = Executors.newCachedThreadPool();
+    Executor counting = task -> {
+      tasks.incrementAndGet();
+      threads.execute(task);
+    };
+    Supplier<PacedHttpClient> own = () -> PacedHttpClient.builder(
+        HttpClient.newBuilder().executor(counting).build(), uri -> Optional.empty()).build();
+    try {
+      runner.withBean(PacedHttpClient.class, own)
+          .run(context -> assertThat(tasks).as("tasks of the warm-up's sendAsync, on the client's"
+              + " executor").hasPositiveValue());
+      tasks.set(0);
+      runner.withBean(PacedHttpClient.class, own).withPropertyValues("pacer.http.warm-up=false")
+          .run(context -> {
+            assertThat(context).doesNotHaveBean("pacerHttpClientWarmUp");
+            assertThat(tasks).hasValue(0);
+          });
+    } finally {
+      threads.shutdownNow();
+    }
+  }
 
   @Test
   void theMetersBindToAMeterRegistry() {

@@ -94,9 +94,9 @@ class SampleApplicationTest {
    * threads start: in a cold JVM the JDK client's first request spends 100-300 ms loading its
    * classes and starting its selector thread after its turn began, and requests of other threads
    * granted turns meanwhile leave with it (measured here, at load 25: the first 4 arrivals within
-   * 13 ms, a busiest window of 13 once). The fetcher guards against it ({@code
-   * DestinationFetcher.warmUp}, and a first request that takes two turns); the paced client does
-   * not yet, so an application's first concurrent requests can exceed the ceiling by that much.
+   * 13 ms, a busiest window of 13 once). The starter now warms the client up at start ({@code
+   * pacer.http.warm-up}), which pays the classes and the threads; the first connection to the
+   * destination is still opened inside the first turn, so the first request still goes alone.
    *
    * <p>The destination runs in the application's JVM: a stall of the whole JVM on a busy host
    * (measured once at load 17: 260 ms without an arrival, then 3 within 43 ms) stamps the requests

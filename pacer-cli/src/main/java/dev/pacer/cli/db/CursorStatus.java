@@ -28,10 +28,12 @@ public final class CursorStatus {
   /**
    * A destination's cursor: how far its next turn is ahead of the database clock, how long a pause
    * the destination asked for ({@code Retry-After}) still lasts (0 if none), its lockout, and the
-   * fleet's backoff multiplier kept beside it (1 unless a FLEET-scope run was throttled).
+   * fleet's backoff multiplier kept beside it (1 unless a FLEET-scope run was throttled), and
+   * whether it is a host of a per-host job that no single-destination job is named after ({@code
+   * pacer status} shows those by job, through {@link HostStatus}: there may be thousands).
    */
   public record CursorRow(String name, double aheadSeconds, double idleSeconds,
-      double pauseSeconds, Optional<String> lockout, int fleetBackoff) {}
+      double pauseSeconds, Optional<String> lockout, int fleetBackoff, boolean perHostJobsHost) {}
 
   /** Slots held under live leases, per destination that caps its concurrency fleet-wide. */
   public List<PostgresFleetSlots.Holding> fleetSlots() throws SQLException {
@@ -44,7 +46,7 @@ public final class CursorStatus {
    */
   public List<CursorRow> all() throws SQLException {
     return connection.call(c -> {
-      Map<String, String> lockouts = place.layout() == CursorPlace.Layout.PACER
+      Map<String, Lockout> lockouts = place.layout() == CursorPlace.Layout.PACER
           ? lockouts(c, place.table() + "_lockout") : new HashMap<>();
       List<CursorRow> out = new ArrayList<>();
       try (PreparedStatement s = c.prepareStatement(place.layout() == CursorPlace.Layout.PACER
@@ -57,8 +59,9 @@ public final class CursorStatus {
         ResultSet r = s.executeQuery();
         while (r.next()) {
           String name = r.getString(1);
+          Lockout lockout = lockouts.remove(name);
           out.add(new CursorRow(name, r.getDouble(2), r.getDouble(3), Math.max(0, r.getDouble(4)),
-              Optional.ofNullable(lockouts.remove(name)), r.getInt(5)));
+              Optional.ofNullable(lockout).map(Lockout::reason), r.getInt(5), r.getBoolean(6)));
         }
         r.close();
       } catch (SQLException e) {
@@ -67,8 +70,8 @@ public final class CursorStatus {
         }
         // No reservation was ever made: the table does not exist yet.
       }
-      lockouts.forEach((name, reason) ->
-          out.add(new CursorRow(name, 0, 0, 0, Optional.of(reason), 1)));
+      lockouts.forEach((name, lockout) -> out.add(new CursorRow(name, 0, 0, 0,
+          Optional.of(lockout.reason()), 1, lockout.perHostJobsHost())));
       return out;
     });
   }
@@ -82,9 +85,18 @@ public final class CursorStatus {
     return "SELECT name, extract(epoch FROM next_at - clock_timestamp()),"
         + " extract(epoch FROM clock_timestamp() - updated_at),"
         + " extract(epoch FROM (to_jsonb(c) ->> 'paused_until')::timestamptz"
-        + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1)"
-        + " FROM " + table + " c ORDER BY name";
+        + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1),"
+        + PER_HOST_JOBS_HOST + " FROM " + table + " c ORDER BY name";
   }
+
+  /**
+   * Whether the row's {@code name} is a host of a per-host job and no job's destination. Both tests
+   * are hashed subplans: each table is read once, whatever the number of rows.
+   */
+  private static final String PER_HOST_JOBS_HOST = " (name IN (SELECT host FROM pacer_frontier)"
+      + " AND name NOT IN (SELECT destination FROM pacer_job))";
+
+  private record Lockout(String reason, boolean perHostJobsHost) {}
 
   /**
    * A cache table's cursors are the rows under the prefix whose value is the cursor's epoch
@@ -94,18 +106,19 @@ public final class CursorStatus {
   private static String cacheTableRows(String table) {
     return "SELECT substr(cache_key, ? + 1),"
         + " value::numeric - extract(epoch FROM clock_timestamp()),"
-        + " extract(epoch FROM clock_timestamp() - (expires - interval '30 days')), 0, 1"
-        + " FROM " + table + " WHERE left(cache_key, ?) = ? AND value ~ " + READABLE_VALUE
+        + " extract(epoch FROM clock_timestamp() - (expires - interval '30 days')), 0, 1,"
+        + " false FROM " + table + " WHERE left(cache_key, ?) = ? AND value ~ " + READABLE_VALUE
         + " ORDER BY cache_key";
   }
 
-  private static Map<String, String> lockouts(Connection c, String table) throws SQLException {
-    Map<String, String> out = new HashMap<>();
+  private static Map<String, Lockout> lockouts(Connection c, String table) throws SQLException {
+    Map<String, Lockout> out = new HashMap<>();
     try (PreparedStatement s = c.prepareStatement(
-        "SELECT name, reason || ' (since ' || locked_at || ')' FROM " + table);
+        "SELECT name, reason || ' (since ' || locked_at || ')'," + PER_HOST_JOBS_HOST
+            + " FROM " + table);
         ResultSet r = s.executeQuery()) {
       while (r.next()) {
-        out.put(r.getString(1), r.getString(2));
+        out.put(r.getString(1), new Lockout(r.getString(2), r.getBoolean(3)));
       }
     } catch (SQLException e) {
       if (!"42P01".equals(e.getSQLState())) {

@@ -51,6 +51,9 @@ import java.util.UUID;
  *       {@code infinity}, so this job's claims pass over it until the next run.
  * </ol>
  *
+ * A host whose robots.txt is still to be read ({@code --robots}) stands at {@code infinity} too,
+ * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
+ *
  * When nothing is eligible the statement answers how long until the soonest host's turn is due for
  * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether some host is due but held (every item leased
  * up to its cap, or waiting for a retry time), for which no time is known.
@@ -376,15 +379,21 @@ public final class FrontierStore {
 
   /**
    * Whether the job still has work some claim may take: an open item of a host that is not
-   * locked out for this run.
+   * locked out for this run; with {@code robots} ({@code --robots}), also a host whose robots.txt
+   * is still to be fetched or applied (its items wait behind the gate: see {@link RobotsStore}).
    */
-  public boolean hasClaimableWork(String job) throws SQLException {
+  public boolean hasClaimableWork(String job, boolean robots) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "SELECT EXISTS (SELECT 1 FROM pacer_frontier f WHERE f.job = ? AND f.active"
               + " AND f.next_at < 'infinity' AND EXISTS (SELECT 1 FROM pacer_item i"
-              + "   WHERE i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))")) {
+              + "   WHERE i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))"
+              + (robots ? " OR EXISTS (SELECT 1 FROM pacer_robots r WHERE r.job = ?"
+                  + " AND r.state IN ('wanted', 'fetching', 'fetched'))" : ""))) {
         s.setString(1, job);
+        if (robots) {
+          s.setString(2, job);
+        }
         try (ResultSet r = s.executeQuery()) {
           r.next();
           return r.getBoolean(1);

@@ -10,7 +10,8 @@ import java.util.UUID;
 
 /**
  * The items of jobs and their leases. An item moves
- * {@code pending → leased → done | failed | pending (retry) | deferred}. A claim is
+ * {@code pending → leased → done | failed | pending (retry) | deferred}, or {@code pending →
+ * skipped} when the host's robots.txt disallows it ({@link RobotsStore}). A claim is
  * {@code FOR UPDATE SKIP LOCKED} with a lease that the claiming worker keeps extending while it
  * lives; an item whose lease has expired (its worker died) is claimable again. Every transition
  * out of {@code leased} names the claim's lease token, so a worker whose lease was taken over
@@ -206,9 +207,12 @@ public final class ItemStore {
     });
   }
 
-  /** Item counts of a job. {@code open} is pending + leased: work some worker may still do. */
+  /**
+   * Item counts of a job. {@code open} is pending + leased: work some worker may still do; {@code
+   * skipped}: kept from by robots.txt, for good.
+   */
   public record Counts(long total, long done, long failed, long deferred, long pending,
-      long leased, long open) {}
+      long leased, long open, long skipped) {}
 
   public Counts counts(String job) throws SQLException {
     return connection.call(c -> {
@@ -220,13 +224,14 @@ public final class ItemStore {
               + "   OR (state IN ('pending', 'leased') AND throttles > 0)),"
               + " count(*) FILTER (WHERE state IN ('pending', 'leased') AND throttles = 0),"
               + " count(*) FILTER (WHERE state = 'leased'),"
-              + " count(*) FILTER (WHERE state IN ('pending', 'leased'))"
+              + " count(*) FILTER (WHERE state IN ('pending', 'leased')),"
+              + " count(*) FILTER (WHERE state = 'skipped')"
               + " FROM pacer_item WHERE job = ?")) {
         s.setString(1, job);
         try (ResultSet r = s.executeQuery()) {
           r.next();
           return new Counts(r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4), r.getLong(5),
-              r.getLong(6), r.getLong(7));
+              r.getLong(6), r.getLong(7), r.getLong(8));
         }
       }
     });

@@ -6,8 +6,10 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 
 /**
  * Every request the fleet sent, one row per request (each redirect hop is one), stamped on
@@ -186,6 +188,79 @@ public final class RequestLog implements AutoCloseable {
       }
     });
   }
+
+  /** A host's requests of the last seconds, its busiest 1-s window in them, and its ceiling for the job. */
+  public record HostTraffic(String host, long requests, int busiestOneSecondWindow,
+      OptionalDouble ceiling) {}
+
+  /**
+   * The hosts a per-host job sent to in the last seconds, busiest first against their ceilings:
+   * {@code top} of them, of {@code hosts}, {@code aboveCeiling} of which had a 1-s window above
+   * their ceiling + 1; {@code requests} to all of them.
+   */
+  public record BusiestHosts(List<HostTraffic> top, int hosts, int aboveCeiling, long requests) {}
+
+  /**
+   * The hosts the job sent to in the last {@code seconds} (found on the index {@code (job,
+   * sent_at)}), each judged on every job's requests to it in that time (read host by host on the
+   * index {@code (destination, sent_at)}: a host's ceiling is its own, whoever sends), ordered by
+   * their busiest 1-s window as a share of their ceiling, then by requests.
+   */
+  public BusiestHosts busiestHosts(String job, double seconds, int top) throws SQLException {
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(BUSIEST_HOSTS)) {
+        long micros = Math.round(seconds * 1e6);
+        s.setString(1, job);
+        s.setLong(2, micros);
+        s.setLong(3, micros);
+        s.setString(4, job);
+        s.setInt(5, top);
+        List<HostTraffic> rows = new ArrayList<>();
+        int hosts = 0;
+        int above = 0;
+        long requests = 0;
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            double rate = r.getDouble(4);
+            rows.add(new HostTraffic(r.getString(1), r.getLong(2), r.getInt(3),
+                r.wasNull() ? OptionalDouble.empty() : OptionalDouble.of(rate)));
+            hosts = r.getInt(5);
+            above = r.getInt(6);
+            requests = r.getLong(7);
+          }
+        }
+        return new BusiestHosts(rows, hosts, above, requests);
+      }
+    });
+  }
+
+  /**
+   * The start of the last seconds (a parameter, in µs). On {@code now()}, the statement's start,
+   * which the planner reads when it estimates how many rows follow it (it cannot read a value
+   * computed in the statement, and would guess a third of the log, to read whole).
+   */
+  private static final String SINCE = "now() - ?::bigint * interval '1 microsecond'";
+
+  /**
+   * Parameters: job, seconds (µs), seconds (µs), job, top. A 1-s window is above the ceiling when
+   * it holds more than floor(ceiling) + 1 requests, as {@code Summary} judges a run.
+   */
+  static final String BUSIEST_HOSTS =
+      "WITH h AS MATERIALIZED (SELECT DISTINCT q.destination AS host FROM pacer_request q"
+          + "   WHERE q.job = ? AND q.sent_at >= " + SINCE + "),"
+          + " r AS (SELECT h.host, x.sent_at FROM h CROSS JOIN LATERAL (SELECT q.sent_at"
+          + "   FROM pacer_request q WHERE q.destination = h.host AND q.sent_at >= " + SINCE
+          // A subquery per host, on the index: joined whole, the log would be read whole (no
+          // index leads with sent_at) for every job's requests of the last seconds.
+          + "   OFFSET 0) x),"
+          + " w AS (SELECT host, count(*) OVER (PARTITION BY host ORDER BY sent_at RANGE BETWEEN"
+          + "   CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM r),"
+          + " b AS (SELECT w.host, count(*) AS requests, max(w.n) AS busiest FROM w GROUP BY w.host),"
+          + " j AS (SELECT b.*, f.rate FROM b LEFT JOIN pacer_frontier f"
+          + "   ON f.job = ? AND f.host = b.host)"
+          + " SELECT host, requests, busiest, rate, count(*) OVER (),"
+          + "   count(*) FILTER (WHERE busiest > floor(rate) + 1) OVER (), sum(requests) OVER ()"
+          + " FROM j ORDER BY busiest / rate DESC NULLS LAST, requests DESC, host LIMIT ?";
 
   private DoorFigures figures(String where, Object... parameters) throws SQLException {
     return connection.call(c -> {

@@ -6,10 +6,11 @@ import java.sql.Statement;
 
 /**
  * Pacer's work state in PostgreSQL: its connections (see {@link StoreConnection}) and the schema,
- * shared by four stores, one per thing stored: {@link ItemStore items and their leases},
- * {@link JobStore jobs}, {@link TripStore trips} and {@link WorkerStore workers}, plus the
- * {@link CursorStatus} read for {@code pacer status}. Every statement is parameterised; the only
- * identifiers are the stores' own constant table names.
+ * shared by the stores, one per thing stored: {@link ItemStore items and their leases},
+ * {@link JobStore jobs}, {@link TripStore trips}, {@link WorkerStore workers} and {@link
+ * RobotsStore hosts' robots.txt}, plus the {@link CursorStatus} and {@link HostStatus} reads for
+ * {@code pacer status}. Every statement is parameterised; the only identifiers are the stores' own
+ * constant table names.
  *
  * <p>The stores share the connections rather than opening their own, so that how many work-state
  * connections a process holds is said in one place, whatever it records. Failures are thrown as {@link SQLException}:
@@ -112,12 +113,33 @@ public final class WorkState implements AutoCloseable {
         + " WHERE state IN ('pending', 'leased')",
     "CREATE INDEX IF NOT EXISTS pacer_item_host_leased ON pacer_item (job, host)"
         + " WHERE state = 'leased'",
+    // An item robots.txt keeps us from (pacer fetch --robots) ends 'skipped', with the reason.
+    "ALTER TABLE pacer_item DROP CONSTRAINT IF EXISTS pacer_item_state_check",
+    "ALTER TABLE pacer_item ADD CONSTRAINT pacer_item_state_check CHECK (state IN ('pending',"
+        + " 'leased', 'done', 'failed', 'deferred', 'skipped'))",
+    "CREATE TABLE IF NOT EXISTS pacer_robots (\n"
+        + "  job          text        NOT NULL REFERENCES pacer_job (name),\n"
+        + "  host         text        NOT NULL,\n"
+        + "  state        text        NOT NULL DEFAULT 'wanted'\n"
+        + "               CHECK (state IN ('wanted', 'fetching', 'fetched', 'applied',"
+        + " 'unavailable')),\n"
+        + "  not_before   timestamptz NOT NULL DEFAULT '-infinity',\n"
+        + "  leased_by    text,\n"
+        + "  lease_until  timestamptz,\n"
+        + "  attempts     integer     NOT NULL DEFAULT 0,\n"
+        + "  status       integer,                -- robots.txt's HTTP status; null: none came\n"
+        + "  body         bytea,                  -- a 2xx's body, as parsed\n"
+        + "  fetched_at   timestamptz,\n"
+        + "  verdict      text,                   -- what was made of it, for the operator\n"
+        + "  PRIMARY KEY (job, host))",
+    "CREATE INDEX IF NOT EXISTS pacer_robots_open ON pacer_robots (job, not_before)"
+        + " WHERE state IN ('wanted', 'fetching', 'fetched')",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_item_host_leased";
+  static final String LAST_OBJECT = "pacer_robots_open";
 
   private final StoreConnection connection;
   private final ItemStore items;
@@ -126,6 +148,8 @@ public final class WorkState implements AutoCloseable {
   private final WorkerStore workers;
   private final CursorStatus cursors;
   private final FrontierStore frontier;
+  private final RobotsStore robots;
+  private final HostStatus hosts;
 
   /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
@@ -144,6 +168,8 @@ public final class WorkState implements AutoCloseable {
     this.workers = new WorkerStore(connection);
     this.cursors = new CursorStatus(connection, database.cursorPlace());
     this.frontier = new FrontierStore(connection, database.cursorPlace());
+    this.robots = new RobotsStore(connection, database.cursorPlace());
+    this.hosts = new HostStatus(connection, database.cursorPlace());
   }
 
   public Database database() {
@@ -200,6 +226,14 @@ public final class WorkState implements AutoCloseable {
 
   public FrontierStore frontier() {
     return frontier;
+  }
+
+  public RobotsStore robots() {
+    return robots;
+  }
+
+  public HostStatus hosts() {
+    return hosts;
   }
 
   @Override

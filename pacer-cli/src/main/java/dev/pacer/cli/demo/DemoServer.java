@@ -7,6 +7,8 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
@@ -22,23 +24,34 @@ public final class DemoServer implements AutoCloseable {
   public record Arrival(long nanos, String worker, int status) {}
 
   private final HttpServer server;
+  private final String address;
   private final double ratePerSecond;
   private final double burst;
-  private final long startNanos = System.nanoTime();
+  private final long startNanos;
   private final List<Arrival> arrivals = new ArrayList<>();
   private double tokens;
-  private long lastRefill = startNanos;
+  private long lastRefill;
 
+  /** A destination on 127.0.0.1, its arrivals timed from now, with threads of its own. */
   public DemoServer(double ratePerSecond, double burst) throws IOException {
+    this("127.0.0.1", ratePerSecond, burst, System.nanoTime(), threads(8));
+  }
+
+  /**
+   * A destination listening on {@code address}, its arrivals timed from {@code startNanos} (a
+   * {@link System#nanoTime()} that several destinations share, so that their arrivals line up),
+   * answering on {@code executor}'s threads.
+   */
+  public DemoServer(String address, double ratePerSecond, double burst, long startNanos,
+      Executor executor) throws IOException {
+    this.address = address;
     this.ratePerSecond = ratePerSecond;
     this.burst = burst;
     this.tokens = burst;
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
-    server.setExecutor(Executors.newFixedThreadPool(8, r -> {
-      Thread t = new Thread(r, "demo-destination");
-      t.setDaemon(true);
-      return t;
-    }));
+    this.startNanos = startNanos;
+    this.lastRefill = System.nanoTime();
+    server = HttpServer.create(new InetSocketAddress(address, 0), 64);
+    server.setExecutor(executor);
     server.createContext("/", exchange -> {
       String worker = exchange.getRequestHeaders().getFirst("X-Pacer-Worker");
       int status = admit(worker == null ? "?" : worker);
@@ -70,11 +83,34 @@ public final class DemoServer implements AutoCloseable {
   }
 
   public String baseUrl() {
-    return "http://127.0.0.1:" + server.getAddress().getPort();
+    return "http://" + address + ":" + server.getAddress().getPort();
   }
 
   public synchronized List<Arrival> arrivals() {
     return new ArrayList<>(arrivals);
+  }
+
+  /** Daemon threads for destinations to answer on. */
+  public static ExecutorService threads(int count) {
+    return Executors.newFixedThreadPool(count, r -> {
+      Thread t = new Thread(r, "demo-destination");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** The most arrivals in any window [t, t + 1 s), of arrivals in time order. */
+  public static int busiestOneSecond(List<Arrival> arrivals) {
+    int peak = 0;
+    int end = 0;
+    for (int start = 0; start < arrivals.size(); start++) {
+      while (end < arrivals.size()
+          && arrivals.get(end).nanos() - arrivals.get(start).nanos() < 1_000_000_000L) {
+        end++;
+      }
+      peak = Math.max(peak, end - start);
+    }
+    return peak;
   }
 
   @Override

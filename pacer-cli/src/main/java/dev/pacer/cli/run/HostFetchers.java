@@ -13,7 +13,9 @@ import dev.pacer.TimeSource;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -39,6 +41,9 @@ final class HostFetchers {
   private final HttpClient client;
   private final Consumer<SentRequest> recorder;
   private final Map<String, DestinationFetcher> fetchers = new ConcurrentHashMap<>();
+  /** robots.txt's limiters: the hosts' names, without the lockout status (see robotsFetcher). */
+  private final LimiterRegistry robotsLimiters;
+  private final Map<String, DestinationFetcher> robotsFetchers = new ConcurrentHashMap<>();
 
   HostFetchers(RunSettings settings, Cursor shared, Consumer<SentRequest> recorder,
       LimiterListener listener) {
@@ -46,6 +51,8 @@ final class HostFetchers {
     this.turns = new ClaimedTurns(shared, TimeSource.SYSTEM);
     this.limiters = new LimiterRegistry(turns);
     this.limiters.addListener(listener);
+    this.robotsLimiters = new LimiterRegistry(turns);
+    this.robotsLimiters.addListener(listener);
     this.recorder = recorder;
     this.client = HttpClient.newBuilder()
         .connectTimeout(Duration.ofSeconds(10))
@@ -63,6 +70,21 @@ final class HostFetchers {
     return fetchers.computeIfAbsent(host, h -> fetcher(limiters.limiter(destination(h, rate))));
   }
 
+  /**
+   * The fetcher of {@code host}'s robots.txt at {@code rate}: its turns are the host's own, on the
+   * host's cursor row (through a limiter of its own, as another process's would be), its 429 and
+   * 503 the host's backoff and pause; but a 403 is robots.txt's answer ({@link RobotsPolicy}), not
+   * a lockout of the host. Its body is capped at {@value #ROBOTS_MAX_BYTES} bytes (Google reads
+   * 500 KiB).
+   */
+  DestinationFetcher robotsFetcher(String host, double rate) {
+    return robotsFetchers.computeIfAbsent(host, h -> fetcher(robotsLimiters.limiter(
+        destination(h, rate).toBuilder().lockoutStatusCodes(java.util.Set.of()).build()),
+        ROBOTS_MAX_BYTES));
+  }
+
+  static final long ROBOTS_MAX_BYTES = 512 * 1024;
+
   private Destination destination(String host, double rate) {
     Destination template = settings.destination();
     return Destination.builder(host)
@@ -75,12 +97,16 @@ final class HostFetchers {
   }
 
   private DestinationFetcher fetcher(DestinationLimiter limiter) {
+    return fetcher(limiter, settings.maxBodyBytes());
+  }
+
+  private DestinationFetcher fetcher(DestinationLimiter limiter, long maxBodyBytes) {
     return DestinationFetcher.builder(limiter)
         .httpClient(client)
-        .maxBodyBytes(settings.maxBodyBytes())
+        .maxBodyBytes(maxBodyBytes)
         .requestTimeout(settings.requestTimeout())
         .maxRedirects(settings.maxRedirects())
-        .header("User-Agent", "pacer/0.1")
+        .header("User-Agent", RunSettings.USER_AGENT)
         .header("X-Pacer-Worker", Long.toString(ProcessHandle.current().pid()))
         .onRequest(recorder)
         .build();
@@ -102,7 +128,9 @@ final class HostFetchers {
   }
 
   private Collection<DestinationFetcher> all() {
-    return fetchers.values();
+    List<DestinationFetcher> all = new ArrayList<>(fetchers.values());
+    all.addAll(robotsFetchers.values());
+    return all;
   }
 
   long requestCount() {

@@ -32,6 +32,9 @@ import java.time.Duration;
  * @param fifoClaims per-host mode without the frontier, for demonstrations only: items are claimed
  *     in input order and then wait for their host's turn (head-of-line blocking); every host at
  *     the run's rate
+ * @param robots per-host mode obeys each host's robots.txt ({@code --robots}: see {@link
+ *     RobotsPolicy})
+ * @param maxCrawlDelay with {@code robots}: a host whose Crawl-delay is longer is skipped
  */
 public record RunSettings(
     String runId,
@@ -50,4 +53,10 @@ public record RunSettings(
     boolean perProcessPacing,
     int maxDispatches,
     boolean perHost,
-    boolean fifoClaims) {}
+    boolean fifoClaims,
+    boolean robots,
+    Duration maxCrawlDelay) {
+
+  /** The User-Agent of every request of a run; robots.txt is read for its product token. */
+  public static final String USER_AGENT = "pacer/0.1";
+}

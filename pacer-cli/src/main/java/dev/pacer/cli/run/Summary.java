@@ -9,9 +9,11 @@ import java.util.Optional;
  * the destination saw during the run ({@code door}), judged against {@code ceilingPerSecond}, and
  * what the run's limiters did ({@code limiter}: the figures Pacer's Micrometer meters show, summed
  * over the run's workers as each last reported). {@code achievedRatePerSecond} is the door's
- * rate, from the first request to the last, not the run's wall time with its start-up.
+ * rate, from the first request to the last, not the run's wall time with its start-up. {@code
+ * skipped}: items robots.txt kept the run from ({@code --robots}), never fetched and not failures.
  */
-public record Summary(String job, long done, long failed, long deferred, long pending,
+public record Summary(String job, long done, long failed, long deferred, long skipped,
+    long pending,
     Optional<HaltReason> halted, double elapsedSeconds, double ceilingPerSecond,
     RequestLog.DoorFigures door, LimiterFigures limiter) {
 
@@ -25,6 +27,7 @@ public record Summary(String job, long done, long failed, long deferred, long pe
         + ",\"done\":" + done
         + ",\"failed\":" + failed
         + ",\"deferred\":" + deferred
+        + ",\"skipped\":" + skipped
         + ",\"pending\":" + pending
         + ",\"lockedOut\":" + lockedOut()
         + ",\"haltedBar\":" + halted.map(h -> string(h.name())).orElse("null")

@@ -64,6 +64,8 @@ import org.slf4j.LoggerFactory;
  * destination mode, items already claimed are fetched at their claimed turns, and their redirect
  * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
  * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
+ * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
+ * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
  */
 public final class Worker {
 
@@ -107,6 +109,8 @@ public final class Worker {
   private DestinationFetcher fetcher;
   /** Per-host mode's fetchers; null otherwise. */
   private HostFetchers hosts;
+  /** With --robots, the hosts' robots.txt; null otherwise. */
+  private RobotsReader robots;
   /** Claims whose turn began more than half an interval before the claim answered. */
   private final AtomicLong lateClaims = new AtomicLong();
   /** What this worker's per-host claims came back with. */
@@ -165,6 +169,9 @@ public final class Worker {
     if (settings.perHost()) {
       hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
       hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
+      if (settings.robots()) {
+        robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
+      }
     } else {
       limiters = fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
           : new LimiterRegistry(cursor);
@@ -174,7 +181,7 @@ public final class Worker {
           .maxBodyBytes(settings.maxBodyBytes())
           .requestTimeout(settings.requestTimeout())
           .maxRedirects(settings.maxRedirects())
-          .header("User-Agent", "pacer/0.1")
+          .header("User-Agent", RunSettings.USER_AGENT)
           .header("X-Pacer-Worker", Long.toString(pid))
           .onRequest(recorder)
           .build();
@@ -339,7 +346,7 @@ public final class Worker {
       return false;
     }
     if (hosts != null && !settings.fifoClaims()) {
-      return nextClaim();
+      return (robots != null && robots.settleNext()) || nextClaim();
     }
     Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
         () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
@@ -591,6 +598,9 @@ public final class Worker {
     }
     try {
       store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
+      if (robots != null && robots.reading()) {
+        store.robots().extendLeases(settings.job(), workerId, settings.leaseMillis());
+      }
       if (hosts != null) {
         store.frontier().retireDrainedHosts(settings.job());
         Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
@@ -641,7 +651,7 @@ public final class Worker {
 
   private boolean nothingLeft() {
     try {
-      return hosts != null ? !store.frontier().hasClaimableWork(settings.job())
+      return hosts != null ? !store.frontier().hasClaimableWork(settings.job(), settings.robots())
           : !store.items().hasOpenItems(settings.job());
     } catch (SQLException e) {
       return false;

@@ -183,9 +183,9 @@ class FrontierStoreTest {
     assertThat(((Claim.LockedOut) first).reason()).isEqualTo("HTTP 403 from test");
     Claim.Claimed fine = claimed();
     assertThat(fine.host()).isEqualTo(other);
-    assertThat(store.frontier().hasClaimableWork(job)).as("its item is in flight").isTrue();
+    assertThat(store.frontier().hasClaimableWork(job, false)).as("its item is in flight").isTrue();
     store.items().markDone(fine.item(), 200, "/x", 1);
-    assertThat(store.frontier().hasClaimableWork(job)).isFalse();
+    assertThat(store.frontier().hasClaimableWork(job, false)).isFalse();
     assertThat(store.frontier().lockedOutHosts(job)).containsEntry(locked, 2L);
   }
 

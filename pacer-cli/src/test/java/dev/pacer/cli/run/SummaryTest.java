@@ -15,10 +15,10 @@ class SummaryTest {
 
   @Test
   void isOneLineOfJsonWithEveryField() {
-    String json = new Summary("job-1", 10, 2, 3, 4, Optional.empty(), 12.3456, 7, DOOR, LIMITER)
+    String json = new Summary("job-1", 10, 2, 3, 5, 4, Optional.empty(), 12.3456, 7, DOOR, LIMITER)
         .toJson();
     assertThat(json).isEqualTo("{\"job\":\"job-1\",\"done\":10,\"failed\":2,\"deferred\":3,"
-        + "\"pending\":4,\"lockedOut\":false,\"haltedBar\":null,\"elapsedSeconds\":12.346,"
+        + "\"skipped\":5,\"pending\":4,\"lockedOut\":false,\"haltedBar\":null,\"elapsedSeconds\":12.346,"
         + "\"ceilingPerSecond\":7.000,\"requestsAtDestination\":70,"
         + "\"achievedRatePerSecond\":6.900,\"busiestOneSecondWindow\":8,"
         + "\"latenessP50Millis\":1.250,\"latenessP99Millis\":7.500,\"latenessMaxMillis\":12.000,"
@@ -30,7 +30,7 @@ class SummaryTest {
 
   @Test
   void escapesStringsAndNamesTheBar() {
-    String json = new Summary("a\"b\\c\n", 0, 0, 0, 0,
+    String json = new Summary("a\"b\\c\n", 0, 0, 0, 0, 0,
         Optional.of(HaltReason.DESTINATION_LOCKOUT), 1, 7,
         RequestLog.DoorFigures.NONE, LimiterFigures.NONE).toJson();
     assertThat(json).contains("\"job\":\"a\\\"b\\\\c\\n\"", "\"lockedOut\":true",

@@ -42,7 +42,8 @@ class WorkerTest {
         return 0;
       }, () -> 0);
       RunSettings settings = new RunSettings("run-" + job, job, destination, 1, out, 60_000, 3, 5,
-          1e9, Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 0, true, 0, false, false);
+          1e9, Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 0, true, 0, false, false, false,
+          Duration.ofSeconds(30));
 
       Worker.Result result = new Worker(database, settings, envelope, StartLine.NONE).run();
 

@@ -4,6 +4,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
 import dev.pacer.Slot;
+import dev.pacer.WarmUp;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,14 +16,18 @@ import java.util.Objects;
 import java.util.Optional;
 import org.apache.hc.client5.http.classic.ExecChain;
 import org.apache.hc.client5.http.classic.ExecChainHandler;
+import org.apache.hc.client5.http.classic.methods.HttpGet;
 import org.apache.hc.client5.http.impl.ChainElement;
+import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
 import org.apache.hc.client5.http.impl.classic.HttpClientBuilder;
+import org.apache.hc.client5.http.protocol.HttpClientContext;
 import org.apache.hc.core5.http.ClassicHttpRequest;
 import org.apache.hc.core5.http.ClassicHttpResponse;
 import org.apache.hc.core5.http.Header;
 import org.apache.hc.core5.http.HttpEntity;
 import org.apache.hc.core5.http.HttpException;
 import org.apache.hc.core5.http.ProtocolException;
+import org.apache.hc.core5.http.io.entity.EntityUtils;
 import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
 
 /**
@@ -72,11 +77,24 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * InterruptedIOException}.
  *
  * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ *
+ * <h2>A cold JVM</h2>
+ *
+ * Call {@link #warmUp} once, after building the client and before its first request: in a cold
+ * JVM the first requests load the client's classes after their turns have begun, and requests
+ * granted turns meanwhile reach the destination together (see {@link WarmUp}).
  */
 public final class PacingExecChainHandler implements ExecChainHandler {
 
   /** The name of this handler in the client's execution chain. */
   public static final String NAME = "pacer";
+
+  /**
+   * The context attribute that marks the warm-up's request, which this handler lets through
+   * without a turn; its value must be {@link #WARM_UP}, which no one else holds.
+   */
+  private static final String WARM_UP_ATTRIBUTE = "dev.pacer.warm-up";
+  private static final Object WARM_UP = new Object();
 
   private final LimiterLookup limiters;
 
@@ -109,11 +127,38 @@ public final class PacingExecChainHandler implements ExecChainHandler {
     return builder.addExecInterceptorBefore(ChainElement.PROTOCOL.name(), NAME, this);
   }
 
+  /**
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
+   * destination ({@link WarmUp}): one GET through {@code client} to a throwaway server on
+   * 127.0.0.1, which this handler lets through without a turn, then, for each https URL of {@code
+   * destinations}, the TLS stack, and the resolution of each host name. Call it once, before the
+   * first request; failures are logged and ignored.
+   *
+   * @param client the client this handler was added to
+   * @param destinations URLs of the destinations the client will send to, for their scheme and
+   *     host (none is needed for the client's own warm-up)
+   * @throws InterruptedException if interrupted during the warm-up
+   */
+  public static void warmUp(CloseableHttpClient client, URI... destinations)
+      throws InterruptedException {
+    Objects.requireNonNull(client, "client");
+    WarmUp.run(loopback -> {
+      HttpClientContext context = HttpClientContext.create();
+      context.setAttribute(WARM_UP_ATTRIBUTE, WARM_UP);
+      client.execute(new HttpGet(loopback), context, response -> {
+        EntityUtils.consume(response.getEntity());
+        return null;
+      });
+    }, destinations);
+  }
+
   @Override
   public ClassicHttpResponse execute(ClassicHttpRequest request, ExecChain.Scope scope,
       ExecChain chain) throws IOException, HttpException {
     URI uri = uriOf(request, scope);
-    Optional<DestinationLimiter> limiter = limiters.limiterFor(uri);
+    Optional<DestinationLimiter> limiter =
+        scope.clientContext.getAttribute(WARM_UP_ATTRIBUTE) == WARM_UP
+            ? Optional.empty() : limiters.limiterFor(uri);
     if (limiter.isEmpty()) {
       return chain.proceed(request, scope);
     }

@@ -4,12 +4,15 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
 import dev.pacer.Slot;
+import dev.pacer.WarmUp;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.URI;
 import java.util.Objects;
 import java.util.Optional;
 import okhttp3.Interceptor;
 import okhttp3.MediaType;
+import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.Response;
 import okhttp3.ResponseBody;
@@ -63,8 +66,17 @@ import okio.Okio;
  * fails with an {@link InterruptedIOException}.
  *
  * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ *
+ * <h2>A cold JVM</h2>
+ *
+ * Call {@link #warmUp} once, after building the client and before its first request: in a cold
+ * JVM the first requests load the client's classes after their turns have begun, and requests
+ * granted turns meanwhile reach the destination together (see {@link WarmUp}).
  */
 public final class PacingInterceptor implements Interceptor {
+
+  /** The tag of the warm-up's request, which this interceptor lets through without a turn. */
+  private enum WarmUpTag { WARM_UP }
 
   private final LimiterLookup limiters;
 
@@ -87,6 +99,30 @@ public final class PacingInterceptor implements Interceptor {
     return new PacingInterceptor(LimiterLookup.only(limiter));
   }
 
+  /**
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
+   * destination ({@link WarmUp}): one GET through {@code client} to a throwaway server on
+   * 127.0.0.1, which this interceptor lets through without a turn, then, for each https URL of
+   * {@code destinations}, the TLS stack, and the resolution of each host name. Call it once,
+   * before the first request; failures are logged and ignored.
+   *
+   * @param client the client this interceptor was added to
+   * @param destinations URLs of the destinations the client will send to, for their scheme and
+   *     host (none is needed for the client's own warm-up)
+   * @throws InterruptedException if interrupted during the warm-up
+   */
+  public static void warmUp(OkHttpClient client, URI... destinations)
+      throws InterruptedException {
+    Objects.requireNonNull(client, "client");
+    WarmUp.run(loopback -> {
+      Request get = new Request.Builder().url(loopback.toURL())
+          .tag(WarmUpTag.class, WarmUpTag.WARM_UP).build();
+      try (Response response = client.newCall(get).execute()) {
+        response.body().string();
+      }
+    }, destinations);
+  }
+
   @Override
   public Response intercept(Interceptor.Chain chain) throws IOException {
     if (chain.connection() == null) {
@@ -95,7 +131,8 @@ public final class PacingInterceptor implements Interceptor {
           + " see a chain of redirects as one request, and its hops would take no turn");
     }
     Request request = chain.request();
-    Optional<DestinationLimiter> limiter = limiters.limiterFor(request.url().uri());
+    Optional<DestinationLimiter> limiter = request.tag(WarmUpTag.class) != null
+        ? Optional.empty() : limiters.limiterFor(request.url().uri());
     if (limiter.isEmpty()) {
       return chain.proceed(request);
     }

@@ -1,0 +1,51 @@
+package dev.pacer.http;
+
+import dev.pacer.Destination;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The child JVM of {@link ColdStartTest}: builds one paced client in a fresh JVM, warms it up
+ * (argument {@code warm}) or not ({@code cold}), and sends {@link #REQUESTS} GETs to the door from
+ * as many threads at once, paced at {@link #CEILING}/s. Arguments: the {@link Client}, the door's
+ * URI, {@code warm} or {@code cold}.
+ */
+public final class ColdStart {
+
+  static final int CEILING = 10;
+  static final int REQUESTS = 30;
+
+  public static void main(String[] args) throws Exception {
+    Client kind = Client.valueOf(args[0]);
+    URI door = URI.create(args[1]);
+    boolean warm = args[2].equals("warm");
+    LimiterLookup limiters = LimiterLookup.only(new LimiterRegistry(new LocalCursor()).limiter(
+        Destination.builder("cold-start").ratePerSecond(CEILING).maxConcurrency(REQUESTS).build()));
+    ExecutorService threads = Executors.newFixedThreadPool(REQUESTS);
+    try (Client.Getter client = kind.open(limiters)) {
+      if (warm) {
+        client.warmUp(door);
+      }
+      List<Future<Client.Answer>> answers = new ArrayList<>();
+      for (int i = 0; i < REQUESTS; i++) {
+        URI uri = door.resolve("/ok/" + i);
+        answers.add(threads.submit(() -> client.get(uri)));
+      }
+      for (Future<Client.Answer> answer : answers) {
+        if (answer.get(60, TimeUnit.SECONDS).status() != 200) {
+          throw new IllegalStateException("not 200: " + answer.get());
+        }
+      }
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+}

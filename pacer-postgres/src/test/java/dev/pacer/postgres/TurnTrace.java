@@ -1,0 +1,129 @@
+package dev.pacer.postgres;
+
+import dev.pacer.Timeline;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Each request of a run followed from its turn to the door: the turn's instant ({@code
+ * Slot.turnNanos()}), when its thread sent it, and when the door stamped it, all on {@code
+ * System.nanoTime()}. Each request has a target of its own, the sender records its turn and send
+ * under it ({@link #sent}) and the door records its arrival, so that the busiest window at the door can be taken apart: the
+ * pacer's turns too close (a double turn), the sends bunched after on-time turns (the sender's
+ * threads late), or on-time sends stamped together (the door late).
+ */
+final class TurnTrace {
+
+  /** By request target: the turn's instant and the send's. */
+  private final Map<String, long[]> sent = new HashMap<>();
+  private final long intervalNanos;
+
+  /** For turns at {@code ratePerSecond}. */
+  TurnTrace(double ratePerSecond) {
+    this.intervalNanos = Math.round(1e9 / ratePerSecond);
+  }
+
+  /** Records that the request to {@code target}, of the turn at {@code turnNanos}, left at {@code sentNanos}. */
+  synchronized void sent(String target, long turnNanos, long sentNanos) {
+    sent.put(target, new long[] {turnNanos, sentNanos});
+  }
+
+  /** The turns of the requests sent. */
+  synchronized Timeline turns() {
+    return new Timeline(sent.values().stream().map(r -> r[0]).toList());
+  }
+
+  /** The requests' sends. */
+  synchronized Timeline sends() {
+    return new Timeline(sent.values().stream().map(r -> r[1]).toList());
+  }
+
+  /**
+   * The busiest sliding 1-s window among {@code arrivals} taken apart: its requests' turns, sends
+   * and arrivals spans, and for its first and last three requests how late each was sent after
+   * its turn and stamped after its send, in milliseconds.
+   */
+  synchronized String busiestWindow(List<Arrivals.Arrival> arrivals) {
+    List<Arrivals.Arrival> sorted = new ArrayList<>(arrivals);
+    sorted.sort(Comparator.comparingLong(Arrivals.Arrival::nanos));
+    int bestStart = 0;
+    int bestCount = 0;
+    int end = 0;
+    for (int start = 0; start < sorted.size(); start++) {
+      while (end < sorted.size() && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
+        end++;
+      }
+      if (end - start > bestCount) {
+        bestCount = end - start;
+        bestStart = start;
+      }
+    }
+    List<Arrivals.Arrival> window = sorted.subList(bestStart, bestStart + bestCount);
+    List<long[]> traced = new ArrayList<>();
+    for (Arrivals.Arrival a : window) {
+      long[] r = sent.get(a.target());
+      if (r != null) {
+        traced.add(new long[] {r[0], r[1], a.nanos(), a.opened() ? 1 : 0});
+      }
+    }
+    if (traced.isEmpty()) {
+      return "busiest window at the door: " + bestCount + " arrivals, none with a traced turn";
+    }
+    traced.sort(Comparator.comparingLong(r -> r[0]));
+    StringBuilder out = new StringBuilder(String.format("busiest window at the door: %d arrivals"
+            + " (%d traced), whose turns span %.1f ms, sends %.1f ms, arrivals %.1f ms; min gap"
+            + " between turns %.1f ms, spread of the turns about one grid %.1f ms; %d opened a"
+            + " connection. Late (ms) [sent after turn, stamped"
+            + " after send] by turn:",
+        bestCount, traced.size(), spanMillis(traced, 0), spanMillis(traced, 1),
+        spanMillis(traced, 2), minGapMillis(traced), gridSpreadMillis(traced), traced.stream().filter(r -> r[3] == 1).count()));
+    for (int i = 0; i < traced.size(); i++) {
+      if (i < 3 || i >= traced.size() - 3) {
+        long[] r = traced.get(i);
+        out.append(String.format(" #%d +%.1f [%.1f, %.1f%s]", i, (r[0] - traced.get(0)[0]) / 1e6,
+            (r[1] - r[0]) / 1e6, (r[2] - r[1]) / 1e6, r[3] == 1 ? " on a new connection" : ""));
+      } else if (i == 3) {
+        out.append(" ...");
+      }
+    }
+    return out.toString();
+  }
+
+  private static double spanMillis(List<long[]> traced, int column) {
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (long[] r : traced) {
+      min = Math.min(min, r[column]);
+      max = Math.max(max, r[column]);
+    }
+    return (max - min) / 1e6;
+  }
+
+  /**
+   * How far the turns stray from one grid of the interval, wherever each falls on it: the cursor
+   * hands out turns an interval apart on the database's clock, so on this clock any spread is
+   * the mapping's. (A turn given up as late leaves a hole in the grid, not a stray.)
+   */
+  private double gridSpreadMillis(List<long[]> traced) {
+    long first = traced.get(0)[0];
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (long[] r : traced) {
+      long off = Math.floorMod(r[0] - first + intervalNanos / 2, intervalNanos) - intervalNanos / 2;
+      min = Math.min(min, off);
+      max = Math.max(max, off);
+    }
+    return (max - min) / 1e6;
+  }
+
+  private static double minGapMillis(List<long[]> traced) {
+    long min = Long.MAX_VALUE;
+    for (int i = 1; i < traced.size(); i++) {
+      min = Math.min(min, traced.get(i)[0] - traced.get(i - 1)[0]);
+    }
+    return traced.size() < 2 ? 0 : min / 1e6;
+  }
+}
