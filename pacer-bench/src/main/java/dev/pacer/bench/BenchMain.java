@@ -30,7 +30,7 @@ public final class BenchMain {
       "                   pacer_cursor",
       "  --out DIR        where to write bench-results.json, benchmarks.md and the charts",
       "                   (default: docs)",
-      "  --tiny           every measurement, briefly (about 30 s): a smoke run",
+      "  --tiny           every measurement, briefly (a minute or two): a smoke run",
       "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
       "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
       "  --measure-ms N   counted window of each throughput point");
@@ -129,7 +129,7 @@ public final class BenchMain {
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
           settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
-          settings.enqueueHosts());
+          settings.enqueueHosts(), settings.frontier());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -234,6 +234,7 @@ public final class BenchMain {
             r.enqueue.urls(), r.enqueue.hosts(), r.enqueue.seconds(), r.enqueue.perSecond(),
             r.enqueue.added(), r.enqueue.addedAgain(), EnqueueScale.HEAP,
             r.enqueue.peakHeapBytes() / 1048576.0, r.enqueue.peakRssBytes() / 1048576.0);
+        r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
       } finally {
         FetchThroughput.deleteTree(scratch);
       }

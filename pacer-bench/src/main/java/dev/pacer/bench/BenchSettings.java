@@ -27,6 +27,7 @@ import java.util.List;
  * @param fetchRounds fetch throughput: turns of each; the median is reported
  * @param enqueueUrls enqueue: URLs in the list
  * @param enqueueHosts enqueue: hosts the URLs spread over
+ * @param frontier per-host mode: the hosts, their ceiling and backlog, the workers' threads
  */
 public record BenchSettings(
     List<Integer> processCounts,
@@ -46,7 +47,8 @@ public record BenchSettings(
     int fetchThreads,
     int fetchRounds,
     int enqueueUrls,
-    int enqueueHosts) {
+    int enqueueHosts,
+    FrontierBench.Load frontier) {
 
   public BenchSettings {
     processCounts = List.copyOf(processCounts);
@@ -59,7 +61,7 @@ public record BenchSettings(
     }
   }
 
-  /** The documented run: about seven minutes on two cores. */
+  /** The documented run: about twenty minutes on two cores. */
   public static BenchSettings full() {
     return new BenchSettings(
         List.of(1, 2, 4, 8), 500, 2_000, 3, 16,
@@ -68,7 +70,9 @@ public record BenchSettings(
         4, 16, 200, 5_000,
         5,
         5_000, 32, 3,
-        1_000_000, 10_000);
+        1_000_000, 10_000,
+        // 500 hosts at 0.5/s, Zipf s = 1, the heaviest with 60 items: about 2 minutes a run.
+        new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10));
   }
 
   /** Every measurement, briefly: for the smoke test and a quick look. */
@@ -80,7 +84,8 @@ public record BenchSettings(
         2, 4, 200, 1_000,
         1,
         300, 8, 1,
-        20_000, 200);
+        20_000, 200,
+        new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2));
   }
 
   /** The most worker JVMs any measurement needs at once. */

@@ -207,8 +207,49 @@ final class Report {
             + " MiB.%n%n", e.urls(), e.hosts(), e.inputBytes() / 1048576.0, EnqueueScale.HEAP,
         e.seconds(), e.perSecond(), e.added(), e.addedAgain(), e.peakHeapBytes() / 1048576.0,
         e.peakRssBytes() / 1048576.0));
+    frontier(md, r.frontier);
     md.append("Ratios are judged at ").append(n).append(" processes.\n");
     return md.toString();
+  }
+
+  private static void frontier(StringBuilder md, FrontierBench.Result f) {
+    FrontierBench.Load l = f.load();
+    md.append("### Many hosts: the per-host frontier\n\n");
+    md.append(String.format(Locale.ROOT, "`pacer fetch --per-host --processes %d --threads %d`"
+            + " against %d HTTP servers on loopback addresses (127.0.x.y), every host at %.1f/s;"
+            + " a Zipf backlog (s = %.1f: the k-th host has %d/k items, at least one; %,d items,"
+            + " the input grouped by host, heaviest first); leases of %d s. Judged at the hosts."
+            + " What the workers carry with no ceiling binding (%d items a host at %.0f/s):"
+            + " %,.0f items/s. A 10-s window's base is min(Σ over hosts of ceiling × its time"
+            + " in the window with items left, that capacity × 10 s). The finish bound is 1.05"
+            + " × the heaviest backlog × interval + 10 s = %.1f s.%n%n",
+        l.processes(), l.threads(), l.hosts(), l.rate(), l.zipfS(), l.heaviest(),
+        f.items(), l.leaseSeconds(), FrontierBench.CAPACITY_ITEMS_PER_HOST,
+        FrontierBench.CAPACITY_RATE, f.capacityPerSecond(), l.finishBoundSeconds()));
+    md.append("| run | first to last arrival, s (from the workers' start) | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
+        + " window ÷ base | claims empty while a host was due | every item done once |\n");
+    md.append("|---|---:|---:|---:|---:|---|---|\n");
+    for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
+      String label = switch (run.label()) {
+        case "turn" -> "frontier (claim the soonest host's turn)";
+        case "fifo" -> "FIFO twin (input order, then wait for the host's turn)";
+        default -> String.format(Locale.ROOT, "frontier, a worker killed with SIGKILL at %.1f s",
+            run.killedAtSeconds());
+      };
+      md.append("| ").append(label).append(" | ")
+          .append(run.finished()
+              ? fmt(run.doorSeconds(), 1) + " (" + fmt(run.elapsedSeconds(), 1) + ")"
+              : fmt(run.doorSeconds(), 1) + " (stopped at " + fmt(run.elapsedSeconds(), 1) + ")")
+          .append(" | ").append(run.worstHostWindow()).append(" | ").append(run.hostsOver())
+          .append(" | ").append(fmt(run.minWindowRatio(), 3)).append(" (").append(run.windows().size())
+          .append(" windows) | ")
+          .append(run.workersTelling() == 0 ? "– (no frontier claims)" : String.format(
+              Locale.ROOT, "%,d of %,d (%.3f%%; %d worker(s) told)", run.emptyWhileDue(),
+              run.claims(), 100 * run.emptyFraction(), run.workersTelling()))
+          .append(" | ").append(run.finished() ? (run.doneOnce() ? "yes" : "NO") : "–")
+          .append(" |\n");
+    }
+    md.append("\n");
   }
 
   private static void commitRow(StringBuilder md, Results r, String label, Contender contender, int c) {

@@ -55,6 +55,7 @@ final class Results {
   Accuracy perProcessAccuracy;
   FetchThroughput.Result fetch;
   EnqueueScale.Result enqueue;
+  FrontierBench.Result frontier;
 
   Results(BenchSettings settings, String generatedAt) {
     this.settings = settings;
@@ -149,6 +150,30 @@ final class Results {
     targets.add(Target.atLeast("fetch_vs_bare_http",
         "pacer fetch ÷ a bare java.net.http loop, " + fetch.threads() + " threads each, no ceiling"
             + " binding (medians, same run)", fetch.ratio(), 0.8));
+    FrontierBench.Load load = frontier.load();
+    String at = load.hosts() + " hosts at " + load.rate() + "/s";
+    for (FrontierBench.Run run : List.of(frontier.turn(), frontier.killed())) {
+      String which = run == frontier.turn() ? "frontier" : "frontier_sigkill";
+      String how = run == frontier.turn() ? "" : ", a worker killed with SIGKILL";
+      targets.add(Target.atMost(which + "_busiest_host_window", "per host, " + at + how
+          + ": most arrivals at any host in a 1-s window (ceiling + 1 allowed)",
+          run.worstHostWindow(), Math.floor(load.rate()) + 1));
+      targets.add(Target.atLeast(which + "_done_once", "per host" + how + ": every item done"
+          + " exactly once, every URL arrived (1 = yes)", run.doneOnce() ? 1 : 0, 1));
+    }
+    FrontierBench.Run turn = frontier.turn();
+    targets.add(Target.atLeast("frontier_lowest_window", "per host, " + at + ", Zipf backlog:"
+        + " lowest 10-s window's arrivals ÷ min(Σ ceilings of hosts with items left, capacity)",
+        turn.minWindowRatio(), FrontierBench.WINDOW_SHARE));
+    targets.add(Target.atMost("frontier_empty_claims", "per host: claims empty while a host was"
+        + " due ÷ claims", turn.emptyFraction(), FrontierBench.EMPTY_CLAIMS_TARGET));
+    targets.add(Target.atMost("frontier_finish", "per host: seconds from the first arrival to the"
+        + " last (bound: 1.05 x heaviest backlog x interval + 10 s)", turn.doorSeconds(),
+        load.finishBoundSeconds()));
+    FrontierBench.Run fifo = frontier.fifo();
+    targets.add(Target.atMost("frontier_fifo_fails", "non-vacuity: the FIFO twin's lowest 10-s"
+        + " window (must fall below " + FrontierBench.WINDOW_SHARE + ")", fifo.minWindowRatio(),
+        FrontierBench.WINDOW_SHARE));
     return targets;
   }
 
@@ -220,6 +245,37 @@ final class Results {
     m.put("enqueue_peak_heap_bytes", enqueue.peakHeapBytes());
     m.put("enqueue_peak_rss_bytes", enqueue.peakRssBytes());
     m.put("enqueue_input_bytes", enqueue.inputBytes());
+    FrontierBench.Load load = frontier.load();
+    m.put("frontier_hosts", load.hosts());
+    m.put("frontier_rate_per_host", load.rate());
+    m.put("frontier_zipf_s", load.zipfS());
+    m.put("frontier_heaviest_backlog", load.heaviest());
+    m.put("frontier_items", frontier.items());
+    m.put("frontier_processes", load.processes());
+    m.put("frontier_threads_per_process", load.threads());
+    m.put("frontier_capacity_per_s", frontier.capacityPerSecond());
+    m.put("frontier_finish_bound_s", load.finishBoundSeconds());
+    for (FrontierBench.Run run : List.of(frontier.turn(), frontier.fifo(), frontier.killed())) {
+      Map<String, Object> f = new LinkedHashMap<>();
+      f.put("finished", run.finished());
+      f.put("elapsed_s", run.elapsedSeconds());
+      f.put("first_to_last_arrival_s", run.doorSeconds());
+      f.put("arrivals", run.arrivals());
+      f.put("busiest_host_window", run.worstHostWindow());
+      f.put("hosts_over_ceiling_plus_one", run.hostsOver());
+      f.put("lowest_window_ratio", run.minWindowRatio());
+      f.put("windows", run.windows().size());
+      f.put("window_arrivals", run.windows().stream()
+          .map(FrontierBench.WindowFigure::delivered).toList());
+      f.put("window_bases", run.windows().stream()
+          .map(w -> Math.round(w.base() * 10) / 10.0).toList());
+      f.put("claims", run.claims());
+      f.put("claims_empty_while_due", run.emptyWhileDue());
+      f.put("workers_telling_claims", run.workersTelling());
+      f.put("done_once", run.doneOnce());
+      f.put("killed_at_s", run.killedAtSeconds());
+      m.put("frontier_" + run.label(), f);
+    }
     Map<String, Object> judged = new LinkedHashMap<>();
     for (Target t : targets()) {
       Map<String, Object> j = new LinkedHashMap<>();

@@ -57,6 +57,10 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("enqueue_urls_per_s", new double[] {1, 1e8});
     REQUIRED_NUMBERS.put("enqueue_peak_heap_bytes", new double[] {1, 64 << 20});
     REQUIRED_NUMBERS.put("enqueue_peak_rss_bytes", new double[] {1, 1e10});
+    REQUIRED_NUMBERS.put("frontier_capacity_per_s", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("frontier_finish_bound_s", new double[] {10, 1e4});
+    REQUIRED_NUMBERS.put("elapsed_s", new double[] {0.1, 1e4});
+    REQUIRED_NUMBERS.put("busiest_host_window", new double[] {1, 1e4});
   }
 
   private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]+)?");

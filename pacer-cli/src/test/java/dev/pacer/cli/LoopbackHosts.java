@@ -17,19 +17,27 @@ import java.util.function.BiFunction;
 import java.util.stream.Collectors;
 
 /**
- * Many destinations on one machine for per-host tests: one HTTP server on each of the loopback
- * addresses 127.0.0.2, 127.0.0.3, …, each a host of its own to a URL list, all recording their
- * arrivals in one list with the host that received them. Answers 200 unless the test's rule says
- * otherwise for (host, attempt at that host, from 1), with a {@code Retry-After} on 429 if set;
- * {@code /robots.txt} answers as {@link #servingRobots} says for its host, if it says.
+ * Many destinations on one machine for per-host tests and the frontier bench (pacer-bench uses it
+ * from this module's test jar): one HTTP server on each of the loopback addresses 127.0.0.2,
+ * 127.0.0.3, … 127.0.0.251, then 127.0.1.2 and on ({@value #PER_BLOCK} to a block of 256, Linux
+ * routing all of 127/8 to the loopback interface), each a host of its own to a URL list, all
+ * recording their arrivals in one list with the host that received them. Answers 200 unless the
+ * test's rule says otherwise for (host, attempt at that host, from 1), with a {@code Retry-After}
+ * on 429 if set; {@code /robots.txt} answers as {@link #servingRobots} says for its host, if it
+ * says.
  */
-final class LoopbackHosts implements AutoCloseable {
+public final class LoopbackHosts implements AutoCloseable {
+
+  /** Hosts on each 127.0.x block: .2 to .251, clear of .0, .1 (localhost) and .255. */
+  static final int PER_BLOCK = 250;
+  /** The most hosts: four blocks. */
+  static final int MOST = 4 * PER_BLOCK;
 
   /**
    * An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock;
    * {@code worker}: the pid the request names in {@code X-Pacer-Worker}.
    */
-  record Arrival(long nanos, long epochMicros, String host, String path, int status,
+  public record Arrival(long nanos, long epochMicros, String host, String path, int status,
       String worker) {}
 
   private final List<HttpServer> servers = new ArrayList<>();
@@ -44,9 +52,9 @@ final class LoopbackHosts implements AutoCloseable {
   /** A host's answer to {@code GET /robots.txt}. */
   record Robots(int status, String body) {}
 
-  LoopbackHosts(int count) throws IOException {
-    if (count < 1 || count > 250) {
-      throw new IllegalArgumentException("1-250 loopback hosts, got " + count);
+  public LoopbackHosts(int count) throws IOException {
+    if (count < 1 || count > MOST) {
+      throw new IllegalArgumentException("1-" + MOST + " loopback hosts, got " + count);
     }
     executor = Executors.newFixedThreadPool(32, r -> {
       Thread t = new Thread(r, "loopback-hosts");
@@ -54,7 +62,7 @@ final class LoopbackHosts implements AutoCloseable {
       return t;
     });
     for (int i = 0; i < count; i++) {
-      String host = "127.0.0." + (i + 2);
+      String host = "127.0." + (i / PER_BLOCK) + "." + (i % PER_BLOCK + 2);
       HttpServer server = HttpServer.create(new InetSocketAddress(host, 0), 128);
       server.setExecutor(executor);
       server.createContext("/", exchange -> {
@@ -86,12 +94,12 @@ final class LoopbackHosts implements AutoCloseable {
     }
   }
 
-  List<String> hosts() {
+  public List<String> hosts() {
     return hosts;
   }
 
   /** {@code n} URLs of the {@code index}-th host. */
-  List<String> urls(int index, int n) {
+  public List<String> urls(int index, int n) {
     HttpServer server = servers.get(index);
     List<String> out = new ArrayList<>();
     for (int i = 1; i <= n; i++) {
@@ -105,24 +113,24 @@ final class LoopbackHosts implements AutoCloseable {
     this.robots = Map.copyOf(robots);
   }
 
-  void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {
+  public void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {
     this.rule = rule;
     this.retryAfter = retryAfter;
   }
 
-  List<Arrival> arrivals() {
+  public List<Arrival> arrivals() {
     synchronized (arrivals) {
       return arrivals.stream().sorted(Comparator.comparingLong(Arrival::nanos)).toList();
     }
   }
 
   /** The arrivals of each host, in time order. */
-  Map<String, List<Arrival>> byHost() {
+  public Map<String, List<Arrival>> byHost() {
     return arrivals().stream().collect(Collectors.groupingBy(Arrival::host));
   }
 
   /** The most arrivals in any window [t, t + 1 s) starting at an arrival. */
-  static int busiestSecond(List<Arrival> sorted) {
+  public static int busiestSecond(List<Arrival> sorted) {
     int most = 0;
     int from = 0;
     for (int to = 0; to < sorted.size(); to++) {
@@ -135,7 +143,7 @@ final class LoopbackHosts implements AutoCloseable {
   }
 
   /** Offsets in ms from the first arrival, for a failing assertion's message. */
-  static String offsets(List<Arrival> sorted) {
+  public static String offsets(List<Arrival> sorted) {
     long first = sorted.isEmpty() ? 0 : sorted.get(0).nanos();
     return sorted.stream().map(a -> Long.toString((a.nanos() - first) / 1_000_000))
         .collect(Collectors.joining(" "));

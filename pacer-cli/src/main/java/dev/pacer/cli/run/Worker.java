@@ -113,6 +113,8 @@ public final class Worker {
   private RobotsReader robots;
   /** Claims whose turn began more than half an interval before the claim answered. */
   private final AtomicLong lateClaims = new AtomicLong();
+  /** What this worker's per-host claims came back with. */
+  private final ClaimTally claims = new ClaimTally();
   /** Hosts this process has reported as locked out. */
   private final Set<String> lockedOutHosts = ConcurrentHashMap.newKeySet();
   private BodyStore bodies;
@@ -245,6 +247,9 @@ public final class Worker {
         return true;
       }, false);
       report(haltedBar.get() != null ? "halted" : "finished");
+      if (hosts != null && !settings.fifoClaims()) {
+        log.info(claims.describe());
+      }
       if (lateClaims.get() > 0) {
         log.info("{} claimed turn(s) began more than half an interval before their claim answered"
             + " (a slow or busy database) and were given up for fresh ones", lateClaims.get());
@@ -384,6 +389,7 @@ public final class Worker {
       return false; // stopped while PostgreSQL was away
     }
     FrontierStore.Claim claim = answered.value();
+    claims.count(claim);
     if (claim instanceof FrontierStore.Claim.Claimed c) {
       if (slotSuspect) {
         keepDispatchSlot();
