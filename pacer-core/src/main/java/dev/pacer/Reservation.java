@@ -31,6 +31,7 @@ public final class Reservation {
       new Reservation(Outcome.UNAVAILABLE, null, Duration.ZERO, null);
 
   private final Outcome outcome;
+  /** Until the turn, from the answer; negative when the turn began before the cursor answered. */
   private final Duration wait;
   private final Duration handOverLeft;
   private final String lockoutReason;
@@ -65,13 +66,16 @@ public final class Reservation {
   }
 
   /**
-   * Granted with a wait in nanoseconds.
+   * Granted with a wait in nanoseconds. A negative wait is a turn that began that long before the
+   * cursor answered (a reservation whose answer was slow to come back): its {@link #waitTime()} is
+   * zero, and {@link #startsIn()} says how late the caller already is, so that a turn begun long
+   * ago is seen as late rather than started afresh, close behind the next one.
    *
-   * @param waitNanos how long until the turn; a negative wait is zero
+   * @param waitNanos how long until the turn; negative if it began that long ago
    * @return the granted reservation
    */
   public static Reservation grantedNanos(long waitNanos) {
-    return granted(Duration.ofNanos(Math.max(0L, waitNanos)));
+    return new Reservation(Outcome.GRANTED, Duration.ofNanos(waitNanos), Duration.ZERO, null);
   }
 
   /**
@@ -233,6 +237,17 @@ public final class Reservation {
    * @throws IllegalStateException unless granted: there is no wait to speak of otherwise
    */
   public Duration waitTime() {
+    return startsIn().isNegative() ? Duration.ZERO : wait;
+  }
+
+  /**
+   * When the turn starts, from the cursor's answer: {@link #waitTime()}, or negative if the turn
+   * began before the answer (see {@link #grantedNanos}).
+   *
+   * @return the turn's start relative to the answer
+   * @throws IllegalStateException unless granted
+   */
+  public Duration startsIn() {
     if (outcome != Outcome.GRANTED) {
       throw new IllegalStateException("no wait: reservation was " + outcome);
     }

@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.within;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -48,6 +50,36 @@ class DestinationLimiterTest {
       assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(200).toNanos());
     }
     assertThat(limiter.lateTurnsSkipped()).isEqualTo(1);
+  }
+
+  /**
+   * A cursor whose answer comes back after the turn it grants has begun (a slow round trip, a
+   * caller not scheduled at once): the turn starts where the cursor put it, in the past, so a
+   * turn begun more than half an interval ago is given up like one woken for too late, and one
+   * begun less is taken at its own start, not restarted at the answer close behind the next.
+   */
+  @Test
+  void aTurnThatBeganBeforeTheAnswerCameBackStartsInThePast() throws Exception {
+    Deque<Long> startsInMillis = new ArrayDeque<>(List.of(-3L, -70L, 0L));
+    Cursor late = new RecordingCursor(sharedStandIn) {
+      @Override
+      public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
+        super.reserve(name, interval, notBefore);
+        return Reservation.grantedNanos(Duration.ofMillis(startsInMillis.pop()).toNanos());
+      }
+    };
+    DestinationLimiter limiter = limiter(10, 1, 3, late);
+    long answered = time.nanoTime();
+    try (Slot slot = limiter.acquire()) {
+      assertThat(slot.turnNanos()).isEqualTo(answered - Duration.ofMillis(3).toNanos());
+    }
+    assertThat(limiter.lateTurnsSkipped()).isZero();
+    try (Slot slot = limiter.acquire()) {
+      // Began 70 ms before its answer, over half the 100-ms interval: given up, the next taken.
+      assertThat(slot.turnNanos()).isEqualTo(time.nanoTime());
+    }
+    assertThat(limiter.lateTurnsSkipped()).isEqualTo(1);
+    assertThat(Reservation.grantedNanos(-5).waitTime()).isEqualTo(Duration.ZERO);
   }
 
   @Test
@@ -497,7 +529,7 @@ class DestinationLimiterTest {
   }
 
   /** Passes reservations to a delegate and records the interval each one asked for. */
-  private static final class RecordingCursor implements Cursor {
+  private static class RecordingCursor implements Cursor {
     private final Cursor delegate;
     private final List<Duration> intervals = new ArrayList<>();
 
