@@ -74,26 +74,17 @@ public final class RobotsStore {
    * item and no row has nothing behind it). Call after {@link FrontierStore#plan}.
    */
   public void plan(String job) throws SQLException {
-    connection.call(c -> {
-      c.setAutoCommit(false);
-      try {
-        update(c, "INSERT INTO pacer_robots (job, host) SELECT f.job, f.host FROM pacer_frontier f"
-            + " WHERE f.job = ? AND EXISTS (SELECT 1 FROM pacer_item i WHERE i.job = f.job"
-            + "   AND i.host = f.host AND i.state IN ('pending', 'leased'))"
-            + " ON CONFLICT (job, host) DO NOTHING", job);
-        update(c, "UPDATE pacer_robots SET state = 'wanted', attempts = 0,"
-            + " not_before = '-infinity', status = NULL, body = NULL,"
-            + " fetched_at = NULL, verdict = NULL WHERE job = ? AND state = 'unavailable'", job);
-        update(c, "UPDATE pacer_robots SET state = 'fetched' WHERE job = ? AND state = 'applied'",
-            job);
-        update(c, "UPDATE pacer_frontier SET next_at = 'infinity' WHERE job = ?", job);
-        c.commit();
-      } catch (SQLException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
+    connection.transaction(c -> {
+      update(c, "INSERT INTO pacer_robots (job, host) SELECT f.job, f.host FROM pacer_frontier f"
+          + " WHERE f.job = ? AND EXISTS (SELECT 1 FROM pacer_item i WHERE i.job = f.job"
+          + "   AND i.host = f.host AND i.state IN ('pending', 'leased'))"
+          + " ON CONFLICT (job, host) DO NOTHING", job);
+      update(c, "UPDATE pacer_robots SET state = 'wanted', attempts = 0,"
+          + " not_before = '-infinity', status = NULL, body = NULL,"
+          + " fetched_at = NULL, verdict = NULL WHERE job = ? AND state = 'unavailable'", job);
+      update(c, "UPDATE pacer_robots SET state = 'fetched' WHERE job = ? AND state = 'applied'",
+          job);
+      update(c, "UPDATE pacer_frontier SET next_at = 'infinity' WHERE job = ?", job);
       return null;
     });
   }
@@ -175,73 +166,64 @@ public final class RobotsStore {
    */
   public int settle(Work work, Optional<Fetched> fetched, Settlement settlement)
       throws SQLException {
-    return connection.call(c -> {
-      c.setAutoCommit(false);
-      try {
-        if (fetched.isPresent()) {
-          try (PreparedStatement s = c.prepareStatement("UPDATE pacer_robots SET status = ?,"
-              + " body = ?, fetched_at = now() WHERE job = ? AND host = ?")) {
-            s.setInt(1, fetched.get().status());
-            s.setBytes(2, fetched.get().body());
-            s.setString(3, work.job());
-            s.setString(4, work.host());
-            s.executeUpdate();
-          }
-        }
-        List<String> skipped = new ArrayList<>();
-        try (PreparedStatement s = c.prepareStatement("SELECT url_key, url FROM pacer_item"
-            + " WHERE job = ? AND host = ? AND " + OPEN + " FOR UPDATE")) {
-          s.setString(1, work.job());
-          s.setString(2, work.host());
-          try (ResultSet r = s.executeQuery()) {
-            while (r.next()) {
-              if (settlement.skip().test(r.getString(2))) {
-                skipped.add(r.getString(1));
-              }
-            }
-          }
-        }
-        if (!skipped.isEmpty()) {
-          try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'skipped',"
-              + " last_error = ?, finished_at = now(), leased_by = NULL, lease_token = NULL,"
-              + " lease_until = NULL WHERE job = ? AND url_key = ANY (?) AND " + OPEN)) {
-            s.setString(1, settlement.reason());
-            s.setString(2, work.job());
-            s.setArray(3, c.createArrayOf("text", skipped.toArray()));
-            s.executeUpdate();
-          }
-        }
-        long minMicros = settlement.minInterval().toNanos() / 1000;
-        try (PreparedStatement s = c.prepareStatement("UPDATE pacer_frontier SET"
-            + " interval_us = GREATEST(interval_us, ?), rate = LEAST(rate, 1e6 / GREATEST(?, 1)),"
-            + " next_at = '-infinity' WHERE job = ? AND host = ?")) {
-          s.setLong(1, minMicros);
-          s.setLong(2, minMicros);
+    return connection.transaction(c -> {
+      if (fetched.isPresent()) {
+        try (PreparedStatement s = c.prepareStatement("UPDATE pacer_robots SET status = ?,"
+            + " body = ?, fetched_at = now() WHERE job = ? AND host = ?")) {
+          s.setInt(1, fetched.get().status());
+          s.setBytes(2, fetched.get().body());
           s.setString(3, work.job());
           s.setString(4, work.host());
           s.executeUpdate();
         }
-        if (minMicros > 0) {
-          // An upsert: robots.txt applied from a stored answer took no turn, so the row may be
-          // missing (the claim would then heal it at now, and the delay would not hold).
-          try (PreparedStatement s = c.prepareStatement("INSERT INTO " + cursors + " AS k"
-              + " (name, next_at, updated_at) VALUES (?, clock_timestamp() + ?"
-              + " * interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO UPDATE"
-              + " SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
-            s.setString(1, work.host());
-            s.setLong(2, minMicros);
-            s.executeUpdate();
+      }
+      List<String> skipped = new ArrayList<>();
+      try (PreparedStatement s = c.prepareStatement("SELECT url_key, url FROM pacer_item"
+          + " WHERE job = ? AND host = ? AND " + OPEN + " FOR UPDATE")) {
+        s.setString(1, work.job());
+        s.setString(2, work.host());
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            if (settlement.skip().test(r.getString(2))) {
+              skipped.add(r.getString(1));
+            }
           }
         }
-        endLease(c, work, "applied", settlement.verdict(), Duration.ZERO, false);
-        c.commit();
-        return skipped.size();
-      } catch (SQLException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
       }
+      if (!skipped.isEmpty()) {
+        try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'skipped',"
+            + " last_error = ?, finished_at = now(), leased_by = NULL, lease_token = NULL,"
+            + " lease_until = NULL WHERE job = ? AND url_key = ANY (?) AND " + OPEN)) {
+          s.setString(1, settlement.reason());
+          s.setString(2, work.job());
+          s.setArray(3, c.createArrayOf("text", skipped.toArray()));
+          s.executeUpdate();
+        }
+      }
+      long minMicros = settlement.minInterval().toNanos() / 1000;
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_frontier SET"
+          + " interval_us = GREATEST(interval_us, ?), rate = LEAST(rate, 1e6 / GREATEST(?, 1)),"
+          + " next_at = '-infinity' WHERE job = ? AND host = ?")) {
+        s.setLong(1, minMicros);
+        s.setLong(2, minMicros);
+        s.setString(3, work.job());
+        s.setString(4, work.host());
+        s.executeUpdate();
+      }
+      if (minMicros > 0) {
+        // An upsert: robots.txt applied from a stored answer took no turn, so the row may be
+        // missing (the claim would then heal it at now, and the delay would not hold).
+        try (PreparedStatement s = c.prepareStatement("INSERT INTO " + cursors + " AS k"
+            + " (name, next_at, updated_at) VALUES (?, clock_timestamp() + ?"
+            + " * interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO UPDATE"
+            + " SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
+          s.setString(1, work.host());
+          s.setLong(2, minMicros);
+          s.executeUpdate();
+        }
+      }
+      endLease(c, work, "applied", settlement.verdict(), Duration.ZERO, false);
+      return skipped.size();
     });
   }
 
@@ -262,24 +244,15 @@ public final class RobotsStore {
    * stay pending and the host's gate opens, for a host the claim will find locked out.
    */
   public void giveUp(Work work, String verdict, boolean defer) throws SQLException {
-    connection.call(c -> {
-      c.setAutoCommit(false);
-      try {
-        if (defer) {
-          update(c, "UPDATE pacer_item SET state = 'deferred', last_error = ?, leased_by = NULL,"
-              + " lease_token = NULL, lease_until = NULL WHERE job = ? AND host = ? AND " + OPEN,
-              DEFERRED, work.job(), work.host());
-        }
-        update(c, "UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = ? AND host = ?",
-            work.job(), work.host());
-        endLease(c, work, "unavailable", verdict, Duration.ZERO, false);
-        c.commit();
-      } catch (SQLException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
+    connection.transaction(c -> {
+      if (defer) {
+        update(c, "UPDATE pacer_item SET state = 'deferred', last_error = ?, leased_by = NULL,"
+            + " lease_token = NULL, lease_until = NULL WHERE job = ? AND host = ? AND " + OPEN,
+            DEFERRED, work.job(), work.host());
       }
+      update(c, "UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = ? AND host = ?",
+          work.job(), work.host());
+      endLease(c, work, "unavailable", verdict, Duration.ZERO, false);
       return null;
     });
   }

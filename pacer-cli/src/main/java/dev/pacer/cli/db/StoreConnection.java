@@ -75,6 +75,26 @@ final class StoreConnection implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs {@code body} as {@link #call} does, in one transaction: committed if it returns, rolled
+   * back if it throws, the connection left in autocommit either way.
+   */
+  <T> T transaction(SqlCall<T> body) throws SQLException {
+    return call(c -> {
+      c.setAutoCommit(false);
+      try {
+        T result = body.apply(c);
+        c.commit();
+        return result;
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    });
+  }
+
   /** The most connections this store may open at once. */
   int size() {
     return size;
