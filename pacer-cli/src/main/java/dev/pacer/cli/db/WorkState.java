@@ -236,6 +236,16 @@ public final class WorkState implements AutoCloseable {
     return hosts;
   }
 
+  /**
+   * Opens every connection this work state may use now, rather than as concurrent calls first
+   * need them; see {@link StoreConnection#openAll}.
+   *
+   * @throws SQLException if one could not be opened; the rest open later, as calls need them
+   */
+  public void openConnections() throws SQLException {
+    connection.openAll();
+  }
+
   @Override
   public void close() {
     connection.close();

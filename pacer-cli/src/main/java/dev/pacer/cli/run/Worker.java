@@ -193,6 +193,14 @@ public final class Worker {
         fetcher.warmUp();
       }
     }
+    // Every fetch thread claims at the start line: the connections they will claim on are opened
+    // before it, not beside the first turns.
+    try {
+      store.openConnections();
+    } catch (SQLException e) {
+      log.debug("Could not open every work-state connection at start-up: {}",
+          database.describe(e));
+    }
     bodies = new BodyStore(settings.out(), settings.job());
     startLine.await();
 
