@@ -60,6 +60,45 @@ class StoreConnectionTest {
   }
 
   @Test
+  void openAllOpensEveryConnectionBeforeTheCallsThatOverlapNeedThem() throws Exception {
+    int size = 3;
+    Database database = new Database(TestDatabase.jdbcUrl());
+    StoreConnection store = new StoreConnection(database, size);
+    CyclicBarrier together = new CyclicBarrier(size);
+    ExecutorService threads = Executors.newFixedThreadPool(size);
+    try {
+      long before = database.connectionAttempts();
+      store.openAll();
+      assertThat(database.connectionAttempts() - before).isEqualTo(size);
+      store.openAll();
+      assertThat(database.connectionAttempts() - before).as("a second openAll opens none")
+          .isEqualTo(size);
+
+      List<Future<Integer>> pids = new java.util.ArrayList<>();
+      for (int i = 0; i < size; i++) {
+        pids.add(threads.submit(() -> store.call(c -> {
+          try {
+            together.await(20, TimeUnit.SECONDS);
+          } catch (Exception e) {
+            throw new SQLException("the calls did not run at once: " + e);
+          }
+          return backendPid(c);
+        })));
+      }
+      Set<Integer> distinct = new HashSet<>();
+      for (Future<Integer> pid : pids) {
+        distinct.add(pid.get(30, TimeUnit.SECONDS));
+      }
+      assertThat(distinct).hasSize(size);
+      assertThat(database.connectionAttempts() - before)
+          .as("the overlapping calls ran on the connections opened before them").isEqualTo(size);
+    } finally {
+      threads.shutdownNow();
+      store.close();
+    }
+  }
+
+  @Test
   void callsOneAfterAnotherKeepOneConnection() throws Exception {
     StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), 8);
     try {
