@@ -19,7 +19,9 @@ import java.util.List;
  * local server on two cores: 1,500 of every 1,750 thread samples were waiting for the one
  * connection, and {@code pacer fetch} did 0.19 x what a bare {@code java.net.http} loop with the
  * same threads did. A connection is opened only when every open one is busy, so a command that
- * makes one call at a time keeps one connection whatever {@code size} allows.
+ * makes one call at a time keeps one connection whatever {@code size} allows; a worker, whose
+ * threads all call at once from its first moment, opens them all before it starts ({@link
+ * #openAll}).
  *
  * <p>After a call finds its connection lost, the idle ones are dropped too: they were connected to
  * the same server and are most likely dead with it; the next calls open new ones, under the policy.

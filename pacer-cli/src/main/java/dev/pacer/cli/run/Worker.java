@@ -279,7 +279,8 @@ public final class Worker {
    * The work-state connections a worker may open: one for every two fetch threads, up to 8. Each
    * thread spends a round trip claiming and one recording around every request, so half the
    * threads at once is the most that can want one; beyond 8, two cores' worth of PostgreSQL
-   * backends only take turns. They open only as calls overlap (see {@code StoreConnection}).
+   * backends only take turns. They are opened before the start line (see {@code
+   * StoreConnection#openAll}).
    */
   static int storeConnections(int threads) {
     return Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2));
