@@ -3,6 +3,7 @@ package dev.pacer.cli.db;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.FrontierStore.Claim;
+import dev.pacer.cli.db.FrontierStore.Due;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
 import dev.pacer.postgres.TestDatabase;
 import java.sql.Connection;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -129,7 +131,7 @@ class FrontierStoreTest {
     String paused = host("paused");
     String other = host("other");
     Map<String, Integer> items = new LinkedHashMap<>();
-    items.put(paused, 2);
+    items.put(paused, 3); // the longer backlog: first in the frontier's order
     items.put(other, 2);
     plan(items, 50.0, 10);
     // What PostgresCursor.pause writes for a Retry-After of 30 s.
@@ -197,9 +199,44 @@ class FrontierStoreTest {
     Thread.sleep(2);
     Claim held = claim();
     assertThat(held).isInstanceOf(Claim.Idle.class);
-    assertThat(((Claim.Idle) held).held()).isTrue();
+    assertThat(((Claim.Idle) held).due()).isEqualTo(Due.HELD);
     assertThat(store.items().markDone(first.item(), 200, "/x", 1)).isTrue();
     assertThat(claimed().host()).isEqualTo(h);
+  }
+
+  @Test
+  void hostsNotYetClaimedGoLeastSlackFirst() throws Exception {
+    // In input order the lightest comes first; at -infinity each, the claims would take it first.
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(host("one"), 1);
+    items.put(host("five"), 5);
+    items.put(host("three"), 3);
+    plan(items, 1.0, 10);
+    List<String> order = List.of(claimed().host(), claimed().host(), claimed().host());
+    assertThat(order).containsExactly(host("five"), host("three"), host("one"));
+  }
+
+  @Test
+  void anIdleClaimSaysWhyTheSoonestDueHostGaveNothing() throws Exception {
+    String h = host("why");
+    plan(Map.of(h, 2), 1000.0, 10);
+    try (Connection other = TestDatabase.connect()) {
+      other.setAutoCommit(false);
+      try (Statement s = other.createStatement()) {
+        s.execute("SELECT 1 FROM pacer_frontier WHERE job = '" + job + "' FOR UPDATE");
+      }
+      assertThat(claim()).as("a concurrent claim holds its row")
+          .isEqualTo(new Claim.Idle(Optional.empty(), Due.TAKEN));
+      other.rollback();
+    }
+    Claim.Claimed first = claimed();
+    Thread.sleep(2); // one interval at 1000/s
+    Claim.Claimed second = claimed();
+    store.items().markDone(first.item(), 200, "/x", 1);
+    store.items().markDone(second.item(), 200, "/x", 1);
+    Thread.sleep(2);
+    assertThat(claim()).as("its items are done; no heartbeat has retired it")
+        .isEqualTo(new Claim.Idle(Optional.empty(), Due.DRAINED));
   }
 
   @Test
@@ -210,7 +247,7 @@ class FrontierStoreTest {
     assertThat(store.frontier().retireDrainedHosts(job)).as("its item is still leased").isZero();
     store.items().markDone(only.item(), 200, "/x", 1);
     assertThat(store.frontier().retireDrainedHosts(job)).isEqualTo(1);
-    assertThat(claim()).isEqualTo(new Claim.Idle(java.util.Optional.empty(), false));
+    assertThat(claim()).isEqualTo(new Claim.Idle(Optional.empty(), Due.NONE));
   }
 
   /**

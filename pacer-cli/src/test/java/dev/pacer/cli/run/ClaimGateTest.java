@@ -1,0 +1,135 @@
+package dev.pacer.cli.run;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.FakeTime;
+import dev.pacer.cli.db.FrontierStore.Claim;
+import dev.pacer.cli.db.FrontierStore.Due;
+import dev.pacer.cli.db.ItemStore.Item;
+import java.time.Duration;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** The per-host worker's claim gate, on a fake clock: what each thread at it is told to do. */
+class ClaimGateTest {
+
+  private static final ClaimGate.Pass GO = new ClaimGate.Pass.Go();
+  private static final ClaimGate.Pass WAIT = new ClaimGate.Pass.Wait();
+
+  private final FakeTime time = new FakeTime();
+
+  private static Claim claimed() {
+    return new Claim.Claimed(new Item("j", "k", "http://a/", 0, 0, "t"), "a", 1, Duration.ZERO, 1);
+  }
+
+  private static Claim idle(long wakeMillis, Due due) {
+    return new Claim.Idle(wakeMillis < 0 ? Optional.empty()
+        : Optional.of(Duration.ofMillis(wakeMillis)), due);
+  }
+
+  private static ClaimGate.Pass sleep(long millis) {
+    return new ClaimGate.Pass.Sleep(Duration.ofMillis(millis).toNanos());
+  }
+
+  @Test
+  void oneClaimAtATimeAndEachThatFindsAHostHandsTheGateOn() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).as("the first claim is in flight").isEqualTo(WAIT);
+    gate.answered(claimed());
+    assertThat(gate.pass()).as("another host may be due: the next thread claims").isEqualTo(GO);
+    assertThat(gate.pass()).isEqualTo(WAIT);
+  }
+
+  @Test
+  void anIdleAnswerMakesOneThreadTheWakerAndAWakeLetsOneClaimPerDueTurn() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(idle(100, Due.NONE));
+    assertThat(gate.pass()).as("the waker").isEqualTo(sleep(100));
+    assertThat(gate.pass()).as("the other idle threads").isEqualTo(WAIT);
+    assertThat(gate.pass()).isEqualTo(WAIT);
+
+    time.advance(Duration.ofMillis(100));
+    gate.woke();
+    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).as("one claim at the wake, not one per idle thread").isEqualTo(WAIT);
+    gate.answered(claimed());
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(idle(1_900, Due.NONE));
+    assertThat(gate.pass()).as("no second host was due: closed until the next wake")
+        .isEqualTo(sleep(1_900));
+  }
+
+  @Test
+  void aWakerCutShortSleepsWhatIsLeft() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    gate.pass();
+    gate.answered(idle(100, Due.NONE));
+    assertThat(gate.pass()).isEqualTo(sleep(100));
+    time.advance(Duration.ofMillis(30));
+    gate.woke();
+    assertThat(gate.pass()).isEqualTo(sleep(70));
+  }
+
+  @Test
+  void aHeldOrTakenHostClosesTheGateForAtMostThePollAndADrainedOneForTheWholeWake() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    for (Due due : Due.values()) {
+      gate.pass();
+      gate.answered(idle(2_000, due));
+      boolean unknown = due == Due.HELD || due == Due.TAKEN;
+      assertThat(gate.pass()).as(due.name()).isEqualTo(sleep(unknown ? 250 : 2_000));
+      gate.woke();
+      time.advance(Duration.ofSeconds(2));
+    }
+    gate.pass();
+    gate.answered(idle(-1, Due.NONE));
+    assertThat(gate.pass()).as("no wake known").isEqualTo(sleep(250));
+  }
+
+  @Test
+  void threadsClaimsInARowOpenTheGateAndTheFirstEmptyOneClosesIt() {
+    ClaimGate gate = new ClaimGate(time, 2);
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(claimed());
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(claimed());
+    assertThat(gate.pass()).as("open: every free thread claims").isEqualTo(GO);
+    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(idle(50, Due.NONE));
+    assertThat(gate.pass()).isEqualTo(sleep(50));
+    gate.woke();
+    gate.answered(claimed());
+    assertThat(gate.pass()).as("a host was due, but a claim is still in flight").isEqualTo(WAIT);
+    gate.answered(claimed());
+    assertThat(gate.pass()).isEqualTo(GO);
+  }
+
+  @Test
+  void refusedLostAndLockedOutAreClaimedAgainAtOnceWithoutOpeningTheGate() {
+    ClaimGate gate = new ClaimGate(time, 2);
+    gate.pass();
+    gate.answered(idle(500, Due.NONE));
+    time.advance(Duration.ofMillis(500));
+    for (Claim c : new Claim[] {new Claim.Refused("a"), new Claim.Lost("a"),
+        new Claim.LockedOut("a", "403")}) {
+      assertThat(gate.pass()).isEqualTo(GO);
+      gate.answered(c);
+    }
+    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).as("still one claim at a time").isEqualTo(WAIT);
+  }
+
+  @Test
+  void anAbandonedClaimLetsTheNextGoAndFinishLetsEveryThreadGo() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.abandoned();
+    assertThat(gate.pass()).isEqualTo(GO);
+    gate.answered(idle(1_000, Due.NONE));
+    gate.finish();
+    assertThat(gate.pass()).isEqualTo(new ClaimGate.Pass.Finished());
+  }
+}
