@@ -59,14 +59,14 @@ import org.slf4j.LoggerFactory;
  * host's turn ({@link FrontierStore}), and the thread sleeps until that turn, then fetches through
  * the host's own limiter ({@link HostFetchers}). When no host is due the claim says when the next
  * one will be, and the process's idle threads wait that long at one {@link ClaimGate}, which lets
- * them claim one at a time until the frontier is busy again (at most {@link ClaimGate#POLL} while
- * some host is due but held at its in-flight cap, whose end no one can know). Without PostgreSQL
- * nothing can be claimed at all: the threads wait for it as they wait to claim in the single
- * destination mode, items already claimed are fetched at their claimed turns, and their redirect
- * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
- * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
- * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
- * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
+ * one claim go at the wake and doubles the claims at once while they find hosts (at most {@link
+ * ClaimGate#POLL} while some host is due but held at its in-flight cap, whose end no one can know).
+ * Without PostgreSQL nothing can be claimed at all: the threads wait for it as they wait to claim
+ * in the single destination mode, items already claimed are fetched at their claimed turns, and
+ * their redirect hops pace locally at the divided rate (the library's degraded mode, per host). A
+ * host locked out (403) keeps its items pending and is passed over; the other hosts go on, and the
+ * run reports it. With {@code --robots} a fetch thread first settles any host's robots.txt that is
+ * due ({@link RobotsReader}); a host's items are claimable only once its robots.txt is settled.
  */
 public final class Worker {
 

@@ -32,17 +32,36 @@ class ClaimGateTest {
   }
 
   @Test
-  void oneClaimAtATimeAndEachThatFindsAHostHandsTheGateOn() {
+  void theFirstClaimGoesAloneAndEachThatFindsAHostLetsTwoGo() {
     ClaimGate gate = new ClaimGate(time, 8);
     assertThat(gate.pass()).isEqualTo(GO);
     assertThat(gate.pass()).as("the first claim is in flight").isEqualTo(WAIT);
     gate.answered(claimed());
-    assertThat(gate.pass()).as("another host may be due: the next thread claims").isEqualTo(GO);
+    assertThat(gate.pass()).as("its thread's next claim").isEqualTo(GO);
+    assertThat(gate.pass()).as("and one more: another host may be due").isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(WAIT);
   }
 
   @Test
-  void anIdleAnswerMakesOneThreadTheWakerAndAWakeLetsOneClaimPerDueTurn() {
+  void theWidthDoublesWithEachRoundThatFindsHostsUntilEveryThreadClaims() {
+    ClaimGate gate = new ClaimGate(time, 8);
+    for (int expected : new int[] {1, 2, 4, 8}) {
+      for (int i = 0; i < expected; i++) {
+        assertThat(gate.pass()).as("claim %d of a round %d wide", i + 1, expected).isEqualTo(GO);
+      }
+      assertThat(gate.pass()).as("a round %d wide is full", expected).isEqualTo(WAIT);
+      for (int i = 0; i < expected; i++) {
+        gate.answered(claimed());
+      }
+    }
+    for (int i = 0; i < 8; i++) {
+      assertThat(gate.pass()).as("no wider than the threads: claim %d", i + 1).isEqualTo(GO);
+    }
+    assertThat(gate.pass()).isEqualTo(WAIT);
+  }
+
+  @Test
+  void anIdleAnswerMakesOneThreadTheWakerAndAWakeCostsAFewClaimsNotOnePerThread() {
     ClaimGate gate = new ClaimGate(time, 8);
     assertThat(gate.pass()).isEqualTo(GO);
     gate.answered(idle(100, Due.NONE));
@@ -56,9 +75,13 @@ class ClaimGateTest {
     assertThat(gate.pass()).as("one claim at the wake, not one per idle thread").isEqualTo(WAIT);
     gate.answered(claimed());
     assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).isEqualTo(WAIT);
     gate.answered(idle(1_900, Due.NONE));
     assertThat(gate.pass()).as("no second host was due: closed until the next wake")
         .isEqualTo(sleep(1_900));
+    gate.answered(idle(1_900, Due.NONE));
+    assertThat(gate.pass()).isEqualTo(WAIT);
   }
 
   @Test
@@ -89,21 +112,20 @@ class ClaimGateTest {
   }
 
   @Test
-  void threadsClaimsInARowOpenTheGateAndTheFirstEmptyOneClosesIt() {
+  void anEmptyClaimNarrowsTheGateToOneAndALateClaimThatFoundAHostWidensItAgain() {
     ClaimGate gate = new ClaimGate(time, 2);
     assertThat(gate.pass()).isEqualTo(GO);
     gate.answered(claimed());
     assertThat(gate.pass()).isEqualTo(GO);
-    gate.answered(claimed());
-    assertThat(gate.pass()).as("open: every free thread claims").isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(GO);
-    assertThat(gate.pass()).isEqualTo(GO);
+    assertThat(gate.pass()).as("no wider than the threads").isEqualTo(WAIT);
     gate.answered(idle(50, Due.NONE));
     assertThat(gate.pass()).isEqualTo(sleep(50));
     gate.woke();
+    time.advance(Duration.ofMillis(50));
+    assertThat(gate.pass()).as("one claim wide, and one still in flight").isEqualTo(WAIT);
     gate.answered(claimed());
-    assertThat(gate.pass()).as("a host was due, but a claim is still in flight").isEqualTo(WAIT);
-    gate.answered(claimed());
+    assertThat(gate.pass()).as("a host was due: two claims wide again").isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(GO);
   }
 
