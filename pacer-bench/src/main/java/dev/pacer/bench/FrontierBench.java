@@ -140,9 +140,6 @@ final class FrontierBench {
   private static final Pattern ELAPSED = Pattern.compile("\"elapsedSeconds\":([0-9.]+)");
   private static final Pattern CLAIMS = Pattern.compile(
       "Claims: (\\d+) made, \\d+ leased an item, \\d+ found no host due, (\\d+) came back empty");
-  /** The claims' line goes on with the idle answers whose due host no claim could have had. */
-  private static final Pattern BESIDE = Pattern.compile("(\\d+) found the soonest host's turn"
-      + " being taken by a concurrent claim, (\\d+) found it with no work left");
 
   private final Database.Target db;
   private final Load load;
@@ -245,13 +242,6 @@ final class FrontierBench {
       empty += Long.parseLong(m.group(2));
       telling++;
     }
-    long taken = 0;
-    long drained = 0;
-    Matcher b = BESIDE.matcher(err);
-    while (b.find()) {
-      taken += Long.parseLong(b.group(1));
-      drained += Long.parseLong(b.group(2));
-    }
     List<LoopbackHosts.Arrival> arrivals = since(mark);
     if (arrivals.isEmpty()) {
       throw new IllegalStateException("the " + label + " run sent nothing: " + err);
@@ -261,14 +251,12 @@ final class FrontierBench {
     log.printf(Locale.ROOT, "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
             + " from the workers' start; worst host window %d"
             + " (%d host(s) over ceiling + 1); lowest 10-s window %.3f of the bound's base over %d"
-            + " window(s); claims %d, empty while a host was due %d (%.3f%%, %d worker(s) told),"
-            + " beside them %d with the due host's turn being taken by a concurrent claim and %d"
-            + " with it drained; every item done once: %s%n", label,
-        r.finished() ? "finished" : "STOPPED",
+            + " window(s); claims %d, empty while a host was due %d (%.3f%%, %d worker(s) told);"
+            + " every item done once: %s%n", label, r.finished() ? "finished" : "STOPPED",
         r.doorSeconds(), load.finishBoundSeconds(), r.elapsedSeconds(), r.worstHostWindow(),
         r.hostsOver(),
         r.minWindowRatio(), r.windows().size(), r.claims(), r.emptyWhileDue(), 100 * r.emptyFraction(),
-        r.workersTelling(), taken, drained, r.doneOnce());
+        r.workersTelling(), r.doneOnce());
     StringBuilder w = new StringBuilder();
     for (WindowFigure f : r.windows()) {
       w.append(String.format(Locale.ROOT, " %d/%.1f", f.delivered(), f.base()));

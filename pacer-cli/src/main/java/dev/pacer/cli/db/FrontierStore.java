@@ -55,10 +55,11 @@ import java.util.UUID;
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
  * When nothing is eligible the statement answers how long until the soonest host's turn is due for
- * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and, if the
- * soonest host's turn is due, why it gave nothing ({@link Due}): its turn is being taken by a
- * concurrent claim, it has no work left, or it is held (every item leased up to its cap, or
- * waiting for a retry time), for which no time is known.
+ * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether
+ * the soonest host is due but held (every item leased up to its cap, or waiting for a retry time,
+ * or its row locked by a concurrent claim taking its turn), for which no time is known. Why it is
+ * held is not asked: the probes of its items that would tell it slowed the claims when many hosts
+ * fell due at once (see {@link dev.pacer.cli.run.ClaimGate}).
  *
  * <p>A host not yet claimed in this run sorts by its backlog, least slack first ({@link
  * #firstTurnOrder}), so that the host whose turns decide the run's end is served first.
@@ -99,8 +100,7 @@ public final class FrontierStore {
    * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
    * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the soonest turn among the job's
-   * hosts not yet due; NULL if none), and due: when no host was picked, why the soonest host gave
-   * nothing ({@link Due}'s name; NULL if it is not due).
+   * hosts not yet due; NULL if none) and held (the soonest host is due but was not picked).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
@@ -170,29 +170,10 @@ public final class FrontierStore {
           + "          FROM pacer_frontier g WHERE g.job = p.job AND g.active\n"
           + "           AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
           + "          ORDER BY g.next_at LIMIT 1) AS wake_micros,\n"
-          // Why the soonest host gave nothing, read from the index's first entry (an EXISTS over
-          // the due rows would be planned as a scan that stops at the first of many), and only
-          // when no host was picked (a subplan in a CASE branch not taken is never run).
-          + "       CASE WHEN c.host IS NULL THEN (SELECT CASE\n"
-          + "           WHEN h.next_at > p.now + p.horizon THEN NULL\n"
-          // Each probe of the items a first-row lookup, as the pick's: an EXISTS would be planned
-          // as a hashed scan of the whole table.
-          + "           WHEN (SELECT o.seq FROM pacer_item o WHERE o.job = h.job AND o.host = h.host"
-          + " AND o.state IN ('pending', 'leased') ORDER BY o.seq LIMIT 1) IS NULL"
-          + " THEN 'DRAINED'\n"
-          + "           WHEN (SELECT it.seq FROM pacer_item it\n"
-          + "               WHERE it.job = h.job AND it.host = h.host"
-          + " AND it.state IN ('pending', 'leased')\n"
-          + "                 AND ((it.state = 'pending' AND it.not_before <= p.now)\n"
-          + "                   OR (it.state = 'leased' AND it.lease_until < p.now))"
-          + " ORDER BY it.seq LIMIT 1) IS NOT NULL\n"
-          + "             AND (SELECT count(*) FROM pacer_item l WHERE l.job = h.job"
-          + " AND l.host = h.host\n"
-          + "               AND l.state = 'leased' AND l.lease_until >= p.now) < h.max_in_flight"
-          + " THEN 'TAKEN'\n"
-          + "           ELSE 'HELD' END\n"
-          + "         FROM pacer_frontier h\n"
-          + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) END AS due,\n"
+          // The soonest host is due yet none was picked: held. Read from the index's first entry
+          // (an EXISTS would be planned as a scan that stops at the first of many due rows).
+          + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
+          + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
           + "       (SELECT count(*) FROM front) AS fronts,\n"
           + "       turn.backoff\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
@@ -222,15 +203,11 @@ public final class FrontierStore {
     /**
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the soonest host's
      * turn (half the {@linkplain #HORIZON horizon} before it), if any host is waiting for one;
-     * {@code due}: why the soonest host, if its turn is due, gave nothing.
+     * {@code held}: the soonest host is due but was not picked (its items all leased up to its cap,
+     * waiting for a retry time, or its row locked by a concurrent claim), for which no time is
+     * known.
      */
-    record Idle(java.util.Optional<Duration> wake, Due due) implements Claim {
-
-      /** Some host is due but held, for a time no one knows: worth asking again soon. */
-      public boolean held() {
-        return due == Due.HELD;
-      }
-    }
+    record Idle(java.util.Optional<Duration> wake, boolean held) implements Claim {}
 
     /** A host was picked but gave no turn: its cursor is ahead of the copy (healed), or ahead. */
     record Refused(String host) implements Claim {}
@@ -240,33 +217,6 @@ public final class FrontierStore {
 
     /** The host's turn was taken but another claim leased the item first. */
     record Lost(String host) implements Claim {}
-  }
-
-  /**
-   * Why an idle claim got nothing from the soonest host (the first entry of the frontier's index)
-   * although its turn was due. Only {@link #HELD} is a host the claim could not serve that another
-   * claim could not serve either: {@link #TAKEN}'s turn is being taken by a concurrent claim (its
-   * row locked, its committed {@code next_at} not yet moved), and {@link #DRAINED} has no work left
-   * for any claim.
-   */
-  public enum Due {
-    /** The soonest host's turn is not due (or the job has no active host). */
-    NONE,
-    /**
-     * The soonest host has an item and room under its cap by the statement's snapshot, yet was not
-     * picked: a concurrent claim holds its row and is taking its turn.
-     */
-    TAKEN,
-    /**
-     * The soonest host has no open item: done, and not yet retired by a heartbeat ({@link
-     * #retireDrainedHosts}).
-     */
-    DRAINED,
-    /**
-     * The soonest host has open items but none claimable now: in flight up to its cap, waiting for a
-     * retry time, or leased by a worker whose lease has not lapsed.
-     */
-    HELD
   }
 
   /** A host's ceiling for a job: requests per second and items in flight across the fleet. */
@@ -374,10 +324,9 @@ public final class FrontierStore {
           if (host == null) {
             long wake = r.getLong(9);
             boolean none = r.wasNull();
-            String due = r.getString(10);
             return new Claim.Idle(none ? java.util.Optional.<Duration>empty()
                 : java.util.Optional.of(Duration.ofNanos(Math.max(0, wake) * 1000)),
-                due == null ? Due.NONE : Due.valueOf(due));
+                r.getBoolean(10)); // NULL (no active host) reads as false
           }
           String lockout = r.getString(8);
           if (lockout != null) {

@@ -2,7 +2,6 @@ package dev.pacer.cli.run;
 
 import dev.pacer.TimeSource;
 import dev.pacer.cli.db.FrontierStore.Claim;
-import dev.pacer.cli.db.FrontierStore.Due;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -34,22 +33,25 @@ import java.util.function.BooleanSupplier;
  *       when many hosts fall due together (a run's start; many hosts at high rates) the claims are
  *       back at full width within three round trips, and the first claim that finds nothing
  *       narrows the gate to one again. At a wake with one due turn, the waker's claim takes it and
- *       lets two claims go: one of them closes the gate, and a turn costs two or three claims, not
- *       one per idle thread.
+ *       lets two claims go, which find nothing and close the gate: a turn costs three claims, not
+ *       one per idle thread of each process.
  * </ul>
  *
- * The width grew by one per claim in an earlier form, and the gate opened only after {@code
- * threads} claims in a row: a ramp of {@code threads} serial round trips after every idle answer.
- * In the frontier bench (500 hosts at 0.5/s, 3 processes of 8 threads, two loaded cores) the
- * claims then came short of what the workers carry in the opening seconds, when the hosts fall due
- * faster than one claim per round trip (lowest 10-s window 0.48 of its base, main 0.79).
+ * Measured in the frontier bench (500 hosts at 0.5/s, a Zipf backlog of 721 items, 3 processes of
+ * 8 threads, two cores shared with other builds, load average 2 to 7): 1,207 and 1,297 claims
+ * for the 721 items, where threads that each sleep to the wake made 3,057 to 3,906 (main: 6,200
+ * to 6,807); in the opening burst 85 to 135 arrivals a second, and the run's lowest 10-s window
+ * 0.77 and 0.73 of its base (threads that each sleep to the wake: 0.89 and 0.79). Why the burst
+ * needs the width back fast: every host is due at once and what the claims carry is what the
+ * threads carry, so a gate that widened by one claim per claim's round trip would hold the
+ * claims at a fraction of the threads for a run's first seconds.
  *
  * A claim answered {@link Claim.Refused}, {@link Claim.Lost} or {@link Claim.LockedOut} took no
  * turn from the frontier's order and is made again at once. An idle answer whose soonest host is
- * {@linkplain Due#HELD held} or {@linkplain Due#TAKEN taken by a concurrent claim} (another
- * process's, at the same wake) closes the gate for at most {@link #POLL}: when such a host will be
- * claimable again is not known. Once a claim finds the job has nothing left, {@link #finish} lets
- * every thread go.
+ * {@linkplain Claim.Idle#held() held} (due, but at its in-flight cap, waiting for a retry time, or
+ * its row locked by a concurrent claim: another process's, at the same wake) closes the gate for
+ * at most {@link #POLL}: when such a host will be claimable again is not known. Once a claim finds
+ * the job has nothing left, {@link #finish} lets every thread go.
  *
  * <p>The decisions ({@link #pass}, {@link #answered}) are a state machine read on the injected
  * clock; {@link #enter} is the thin blocking loop around them.
@@ -134,7 +136,7 @@ final class ClaimGate {
     if (claim instanceof Claim.Idle idle) {
       width = 1;
       long pause = idle.wake().orElse(POLL).toNanos();
-      if (idle.due() == Due.HELD || idle.due() == Due.TAKEN) {
+      if (idle.held()) {
         pause = Math.min(pause, POLL.toNanos());
       }
       closedUntil = now + pause;

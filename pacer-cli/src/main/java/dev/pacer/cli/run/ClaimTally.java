@@ -1,7 +1,6 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.cli.db.FrontierStore.Claim;
-import dev.pacer.cli.db.FrontierStore.Due;
 import java.util.Locale;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -13,11 +12,8 @@ import java.util.concurrent.atomic.LongAdder;
  * give; the frontier is meant to make them rare (the bench's target: under 0.1% of claims).
  *
  * <p>The held answer is an upper bound of "eligible": it reads the soonest host's row, which may
- * be due but have every item in flight (a dead worker's leases until they lapse). Two idle answers
- * whose soonest host is due are told apart from it and counted beside it, since no claim could have
- * had that host's turn: its row locked by a concurrent claim taking the turn ({@link
- * Due#TAKEN}: another process's claim at the same wake, or this one's while its gate is open), and
- * a host with no work left that no heartbeat has retired yet ({@link Due#DRAINED}).
+ * be due but have every item in flight (a dead worker's leases until they lapse), or be locked by
+ * a concurrent claim that is about to move it.
  */
 final class ClaimTally {
 
@@ -30,19 +26,12 @@ final class ClaimTally {
   private final LongAdder refused = new LongAdder();
   private final LongAdder lost = new LongAdder();
   private final LongAdder lockedOut = new LongAdder();
-  private final LongAdder taken = new LongAdder();
-  private final LongAdder drained = new LongAdder();
 
   void count(Claim claim) {
     if (claim instanceof Claim.Claimed) {
       leased.increment();
     } else if (claim instanceof Claim.Idle i) {
-      (switch (i.due()) {
-        case NONE -> idle;
-        case HELD -> held;
-        case TAKEN -> taken;
-        case DRAINED -> drained;
-      }).increment();
+      (i.held() ? held : idle).increment();
     } else if (claim instanceof Claim.Refused) {
       refused.increment();
     } else if (claim instanceof Claim.Lost) {
@@ -53,8 +42,7 @@ final class ClaimTally {
   }
 
   long made() {
-    return leased.sum() + idle.sum() + held.sum() + refused.sum() + lost.sum() + lockedOut.sum()
-        + taken.sum() + drained.sum();
+    return leased.sum() + idle.sum() + held.sum() + refused.sum() + lost.sum() + lockedOut.sum();
   }
 
   /** Claims that came back empty while some host was due (held, refused or lost). */
@@ -65,9 +53,7 @@ final class ClaimTally {
   String describe() {
     return String.format(Locale.ROOT, "%s %d made, %d leased an item, %d found no host due, %d"
             + " came back empty while a host was due (%d held, %d refused, %d lost), %d met a"
-            + " lockout; %d found the soonest host's turn being taken by a concurrent claim, %d"
-            + " found it with no work left", PREFIX, made(), leased.sum(), idle.sum(),
-        emptyWhileDue(), held.sum(), refused.sum(), lost.sum(), lockedOut.sum(), taken.sum(),
-        drained.sum());
+            + " lockout", PREFIX, made(), leased.sum(), idle.sum(), emptyWhileDue(), held.sum(),
+        refused.sum(), lost.sum(), lockedOut.sum());
   }
 }

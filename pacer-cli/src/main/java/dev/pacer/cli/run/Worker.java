@@ -442,8 +442,7 @@ public final class Worker {
       }
     } else if (claim instanceof FrontierStore.Claim.Idle idle) {
       // The gate holds this thread and the others until the wake.
-      if (idle.wake().isEmpty() && idle.due() != FrontierStore.Due.HELD
-          && idle.due() != FrontierStore.Due.TAKEN && nothingLeft()) {
+      if (idle.wake().isEmpty() && !idle.held() && nothingLeft()) {
         claimGate.finish();
         return false;
       }

@@ -3,7 +3,6 @@ package dev.pacer.cli.db;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.FrontierStore.Claim;
-import dev.pacer.cli.db.FrontierStore.Due;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
 import dev.pacer.postgres.TestDatabase;
 import java.sql.Connection;
@@ -199,7 +198,7 @@ class FrontierStoreTest {
     Thread.sleep(2);
     Claim held = claim();
     assertThat(held).isInstanceOf(Claim.Idle.class);
-    assertThat(((Claim.Idle) held).due()).isEqualTo(Due.HELD);
+    assertThat(((Claim.Idle) held).held()).isTrue();
     assertThat(store.items().markDone(first.item(), 200, "/x", 1)).isTrue();
     assertThat(claimed().host()).isEqualTo(h);
   }
@@ -217,29 +216,6 @@ class FrontierStoreTest {
   }
 
   @Test
-  void anIdleClaimSaysWhyTheSoonestDueHostGaveNothing() throws Exception {
-    String h = host("why");
-    plan(Map.of(h, 2), 1000.0, 10);
-    try (Connection other = TestDatabase.connect()) {
-      other.setAutoCommit(false);
-      try (Statement s = other.createStatement()) {
-        s.execute("SELECT 1 FROM pacer_frontier WHERE job = '" + job + "' FOR UPDATE");
-      }
-      assertThat(claim()).as("a concurrent claim holds its row")
-          .isEqualTo(new Claim.Idle(Optional.empty(), Due.TAKEN));
-      other.rollback();
-    }
-    Claim.Claimed first = claimed();
-    Thread.sleep(2); // one interval at 1000/s
-    Claim.Claimed second = claimed();
-    store.items().markDone(first.item(), 200, "/x", 1);
-    store.items().markDone(second.item(), 200, "/x", 1);
-    Thread.sleep(2);
-    assertThat(claim()).as("its items are done; no heartbeat has retired it")
-        .isEqualTo(new Claim.Idle(Optional.empty(), Due.DRAINED));
-  }
-
-  @Test
   void aDrainedHostLeavesTheIndex() throws Exception {
     String h = host("drained");
     plan(Map.of(h, 1), 1000.0, 1);
@@ -247,7 +223,7 @@ class FrontierStoreTest {
     assertThat(store.frontier().retireDrainedHosts(job)).as("its item is still leased").isZero();
     store.items().markDone(only.item(), 200, "/x", 1);
     assertThat(store.frontier().retireDrainedHosts(job)).isEqualTo(1);
-    assertThat(claim()).isEqualTo(new Claim.Idle(Optional.empty(), Due.NONE));
+    assertThat(claim()).isEqualTo(new Claim.Idle(Optional.empty(), false));
   }
 
   /**

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.FakeTime;
 import dev.pacer.cli.db.FrontierStore.Claim;
-import dev.pacer.cli.db.FrontierStore.Due;
 import dev.pacer.cli.db.ItemStore.Item;
 import java.time.Duration;
 import java.util.Optional;
@@ -22,9 +21,9 @@ class ClaimGateTest {
     return new Claim.Claimed(new Item("j", "k", "http://a/", 0, 0, "t"), "a", 1, Duration.ZERO, 1);
   }
 
-  private static Claim idle(long wakeMillis, Due due) {
+  private static Claim idle(long wakeMillis, boolean held) {
     return new Claim.Idle(wakeMillis < 0 ? Optional.empty()
-        : Optional.of(Duration.ofMillis(wakeMillis)), due);
+        : Optional.of(Duration.ofMillis(wakeMillis)), held);
   }
 
   private static ClaimGate.Pass sleep(long millis) {
@@ -64,7 +63,7 @@ class ClaimGateTest {
   void anIdleAnswerMakesOneThreadTheWakerAndAWakeCostsAFewClaimsNotOnePerThread() {
     ClaimGate gate = new ClaimGate(time, 8);
     assertThat(gate.pass()).isEqualTo(GO);
-    gate.answered(idle(100, Due.NONE));
+    gate.answered(idle(100, false));
     assertThat(gate.pass()).as("the waker").isEqualTo(sleep(100));
     assertThat(gate.pass()).as("the other idle threads").isEqualTo(WAIT);
     assertThat(gate.pass()).isEqualTo(WAIT);
@@ -77,10 +76,10 @@ class ClaimGateTest {
     assertThat(gate.pass()).isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(WAIT);
-    gate.answered(idle(1_900, Due.NONE));
+    gate.answered(idle(1_900, false));
     assertThat(gate.pass()).as("no second host was due: closed until the next wake")
         .isEqualTo(sleep(1_900));
-    gate.answered(idle(1_900, Due.NONE));
+    gate.answered(idle(1_900, false));
     assertThat(gate.pass()).isEqualTo(WAIT);
   }
 
@@ -88,7 +87,7 @@ class ClaimGateTest {
   void aWakerCutShortSleepsWhatIsLeft() {
     ClaimGate gate = new ClaimGate(time, 8);
     gate.pass();
-    gate.answered(idle(100, Due.NONE));
+    gate.answered(idle(100, false));
     assertThat(gate.pass()).isEqualTo(sleep(100));
     time.advance(Duration.ofMillis(30));
     gate.woke();
@@ -96,18 +95,17 @@ class ClaimGateTest {
   }
 
   @Test
-  void aHeldOrTakenHostClosesTheGateForAtMostThePollAndADrainedOneForTheWholeWake() {
+  void aHeldHostClosesTheGateForAtMostThePollAndANotDueOneForTheWholeWake() {
     ClaimGate gate = new ClaimGate(time, 8);
-    for (Due due : Due.values()) {
+    for (boolean held : new boolean[] {false, true}) {
       gate.pass();
-      gate.answered(idle(2_000, due));
-      boolean unknown = due == Due.HELD || due == Due.TAKEN;
-      assertThat(gate.pass()).as(due.name()).isEqualTo(sleep(unknown ? 250 : 2_000));
+      gate.answered(idle(2_000, held));
+      assertThat(gate.pass()).as("held: %s", held).isEqualTo(sleep(held ? 250 : 2_000));
       gate.woke();
       time.advance(Duration.ofSeconds(2));
     }
     gate.pass();
-    gate.answered(idle(-1, Due.NONE));
+    gate.answered(idle(-1, false));
     assertThat(gate.pass()).as("no wake known").isEqualTo(sleep(250));
   }
 
@@ -119,7 +117,7 @@ class ClaimGateTest {
     assertThat(gate.pass()).isEqualTo(GO);
     assertThat(gate.pass()).isEqualTo(GO);
     assertThat(gate.pass()).as("no wider than the threads").isEqualTo(WAIT);
-    gate.answered(idle(50, Due.NONE));
+    gate.answered(idle(50, false));
     assertThat(gate.pass()).isEqualTo(sleep(50));
     gate.woke();
     time.advance(Duration.ofMillis(50));
@@ -133,7 +131,7 @@ class ClaimGateTest {
   void refusedLostAndLockedOutAreClaimedAgainAtOnceWithoutOpeningTheGate() {
     ClaimGate gate = new ClaimGate(time, 2);
     gate.pass();
-    gate.answered(idle(500, Due.NONE));
+    gate.answered(idle(500, false));
     time.advance(Duration.ofMillis(500));
     for (Claim c : new Claim[] {new Claim.Refused("a"), new Claim.Lost("a"),
         new Claim.LockedOut("a", "403")}) {
@@ -150,7 +148,7 @@ class ClaimGateTest {
     assertThat(gate.pass()).isEqualTo(GO);
     gate.abandoned();
     assertThat(gate.pass()).isEqualTo(GO);
-    gate.answered(idle(1_000, Due.NONE));
+    gate.answered(idle(1_000, false));
     gate.finish();
     assertThat(gate.pass()).isEqualTo(new ClaimGate.Pass.Finished());
   }

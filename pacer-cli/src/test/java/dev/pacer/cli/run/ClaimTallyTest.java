@@ -3,7 +3,6 @@ package dev.pacer.cli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.FrontierStore.Claim;
-import dev.pacer.cli.db.FrontierStore.Due;
 import dev.pacer.cli.db.ItemStore.Item;
 import java.time.Duration;
 import java.util.Optional;
@@ -13,23 +12,20 @@ import org.junit.jupiter.api.Test;
 class ClaimTallyTest {
 
   @Test
-  void heldRefusedAndLostAreEmptyWhileAHostWasDueAndAPlainIdleTakenOrDrainedHostIsNot() {
+  void heldRefusedAndLostAreEmptyWhileAHostWasDueAndAPlainIdleIsNot() {
     ClaimTally tally = new ClaimTally();
     tally.count(new Claim.Claimed(new Item("j", "k", "http://a/", 0, 0, "t"), "a", 1,
         Duration.ZERO, 1));
-    tally.count(new Claim.Idle(Optional.of(Duration.ofMillis(5)), Due.NONE));
-    tally.count(new Claim.Idle(Optional.empty(), Due.HELD));
-    tally.count(new Claim.Idle(Optional.of(Duration.ofMillis(5)), Due.TAKEN));
-    tally.count(new Claim.Idle(Optional.of(Duration.ofMillis(5)), Due.DRAINED));
+    tally.count(new Claim.Idle(Optional.of(Duration.ofMillis(5)), false));
+    tally.count(new Claim.Idle(Optional.empty(), true));
     tally.count(new Claim.Refused("a"));
     tally.count(new Claim.Lost("a"));
     tally.count(new Claim.LockedOut("b", "403"));
 
-    assertThat(tally.made()).isEqualTo(8);
+    assertThat(tally.made()).isEqualTo(6);
     assertThat(tally.emptyWhileDue()).isEqualTo(3);
-    assertThat(tally.describe()).isEqualTo("Claims: 8 made, 1 leased an item, 1 found no host"
+    assertThat(tally.describe()).isEqualTo("Claims: 6 made, 1 leased an item, 1 found no host"
         + " due, 3 came back empty while a host was due (1 held, 1 refused, 1 lost), 1 met a"
-        + " lockout; 1 found the soonest host's turn being taken by a concurrent claim, 1 found it"
-        + " with no work left");
+        + " lockout");
   }
 }
