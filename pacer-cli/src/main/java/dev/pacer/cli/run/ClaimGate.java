@@ -38,13 +38,12 @@ import java.util.function.BooleanSupplier;
  * </ul>
  *
  * Measured in the frontier bench (500 hosts at 0.5/s, a Zipf backlog of 721 items, 3 processes of
- * 8 threads, two cores shared with other builds, load average 2 to 7): 1,207 and 1,297 claims
- * for the 721 items, where threads that each sleep to the wake made 3,057 to 3,906 (main: 6,200
- * to 6,807); in the opening burst 85 to 135 arrivals a second, and the run's lowest 10-s window
- * 0.77 and 0.73 of its base (threads that each sleep to the wake: 0.89 and 0.79). Why the burst
- * needs the width back fast: every host is due at once and what the claims carry is what the
- * threads carry, so a gate that widened by one claim per claim's round trip would hold the
- * claims at a fraction of the threads for a run's first seconds.
+ * 8 threads; two cores shared with other builds, load average 2 to 14; docs/benchmarks.md): 1,194
+ * to 1,297 claims for the 721 items, where threads that each sleep to the wake made 3,057 and
+ * 3,906 (main: 6,200 to 6,807); the run's lowest 10-s window, its first, 0.64 to 0.77 of its base (threads that each sleep to the wake: 0.79 and 0.89; main
+ * 0.58 to 0.85). The burst needs the width back fast: every host is due at once and what the
+ * claims carry is what the threads carry, so a gate that widened by one claim per round trip
+ * would hold the claims at a fraction of the threads for a run's first seconds.
  *
  * A claim answered {@link Claim.Refused}, {@link Claim.Lost} or {@link Claim.LockedOut} took no
  * turn from the frontier's order and is made again at once. An idle answer whose soonest host is
