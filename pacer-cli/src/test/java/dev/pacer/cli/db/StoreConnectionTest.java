@@ -29,11 +29,12 @@ class StoreConnectionTest {
     }
   }
 
-  @Test
-  void callsThatOverlapRunAtOnceEachOnAConnectionOfItsOwn() throws Exception {
-    int calls = 4;
-    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), calls);
-    // Every call waits inside for all the others: on fewer connections than calls, none returns.
+  /**
+   * The backends of {@code calls} calls made at once, each waiting inside for all the others: on
+   * fewer connections than calls, none returns.
+   */
+  private static Set<Integer> backendsOfCallsAtOnce(StoreConnection store, int calls)
+      throws Exception {
     CyclicBarrier together = new CyclicBarrier(calls);
     ExecutorService threads = Executors.newFixedThreadPool(calls);
     try {
@@ -52,9 +53,19 @@ class StoreConnectionTest {
       for (Future<Integer> pid : pids) {
         distinct.add(pid.get(30, TimeUnit.SECONDS));
       }
-      assertThat(distinct).hasSize(calls);
+      return distinct;
     } finally {
       threads.shutdownNow();
+    }
+  }
+
+  @Test
+  void callsThatOverlapRunAtOnceEachOnAConnectionOfItsOwn() throws Exception {
+    int calls = 4;
+    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), calls);
+    try {
+      assertThat(backendsOfCallsAtOnce(store, calls)).hasSize(calls);
+    } finally {
       store.close();
     }
   }
@@ -64,8 +75,6 @@ class StoreConnectionTest {
     int size = 3;
     Database database = new Database(TestDatabase.jdbcUrl());
     StoreConnection store = new StoreConnection(database, size);
-    CyclicBarrier together = new CyclicBarrier(size);
-    ExecutorService threads = Executors.newFixedThreadPool(size);
     try {
       long before = database.connectionAttempts();
       store.openAll();
@@ -74,26 +83,10 @@ class StoreConnectionTest {
       assertThat(database.connectionAttempts() - before).as("a second openAll opens none")
           .isEqualTo(size);
 
-      List<Future<Integer>> pids = new java.util.ArrayList<>();
-      for (int i = 0; i < size; i++) {
-        pids.add(threads.submit(() -> store.call(c -> {
-          try {
-            together.await(20, TimeUnit.SECONDS);
-          } catch (Exception e) {
-            throw new SQLException("the calls did not run at once: " + e);
-          }
-          return backendPid(c);
-        })));
-      }
-      Set<Integer> distinct = new HashSet<>();
-      for (Future<Integer> pid : pids) {
-        distinct.add(pid.get(30, TimeUnit.SECONDS));
-      }
-      assertThat(distinct).hasSize(size);
+      assertThat(backendsOfCallsAtOnce(store, size)).hasSize(size);
       assertThat(database.connectionAttempts() - before)
           .as("the overlapping calls ran on the connections opened before them").isEqualTo(size);
     } finally {
-      threads.shutdownNow();
       store.close();
     }
   }
