@@ -55,14 +55,8 @@ import java.util.UUID;
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
  * When nothing is eligible the statement answers how long until the soonest host's turn is due for
- * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether
- * the soonest host is due but held (every item leased up to its cap, or waiting for a retry time,
- * or its row locked by a concurrent claim taking its turn), for which no time is known. Why it is
- * held is not asked: the probes of its items that would tell it slowed the claims when many hosts
- * fell due at once (see {@link dev.pacer.cli.run.ClaimGate}).
- *
- * <p>A host not yet claimed in this run sorts by its backlog, least slack first ({@link
- * #firstTurnOrder}), so that the host whose turns decide the run's end is served first.
+ * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether some host is due but held (every item leased
+ * up to its cap, or waiting for a retry time), for which no time is known.
  *
  * <p>No worker ever holds an item whose turn is far away: an item is leased only with its host's
  * turn starting within the horizon. A skewed backlog therefore cannot block the other hosts: a host
@@ -100,7 +94,8 @@ public final class FrontierStore {
    * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
    * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the soonest turn among the job's
-   * hosts not yet due; NULL if none) and held (the soonest host is due but was not picked).
+   * hosts not yet due; NULL if none)
+   * and held (some host is due but could not be claimed).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
@@ -202,10 +197,9 @@ public final class FrontierStore {
 
     /**
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the soonest host's
-     * turn (half the {@linkplain #HORIZON horizon} before it), if any host is waiting for one;
-     * {@code held}: the soonest host is due but was not picked (its items all leased up to its cap,
-     * waiting for a retry time, or its row locked by a concurrent claim), for which no time is
-     * known.
+     * turn (half the {@linkplain #HORIZON horizon} before it), if any
+     * host is waiting for one; {@code held}: some host is due but held (its items all leased up to
+     * its cap, or waiting for a retry time), for which no time is known.
      */
     record Idle(java.util.Optional<Duration> wake, boolean held) implements Claim {}
 
@@ -235,9 +229,8 @@ public final class FrontierStore {
 
   /**
    * Makes the job's hosts its frontier: each host's ceiling is set (an earlier run's is replaced),
-   * and every row of the job becomes active and due, in {@linkplain #firstTurnOrder least slack
-   * first} order (the cursor rows decide the real turns). The items know their hosts from the
-   * enqueue.
+   * and every row of the job becomes active and due (the cursor rows decide the real turns). The
+   * items know their hosts from the enqueue.
    */
   public void plan(String job, Map<String, HostCeiling> ceilings) throws SQLException {
     connection.call(c -> {
@@ -269,8 +262,7 @@ public final class FrontierStore {
         s.executeBatch();
       }
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_frontier f SET active = true, next_at = " + firstTurnOrder("f")
-              + " WHERE f.job = ?")) {
+          "UPDATE pacer_frontier SET active = true, next_at = '-infinity' WHERE job = ?")) {
         s.setString(1, job);
         s.executeUpdate();
       }
@@ -286,25 +278,6 @@ public final class FrontierStore {
       }
       return null;
     });
-  }
-
-  /**
-   * Where a host of this run not yet claimed stands in the frontier's order: due, as far in the past
-   * as its open items' turns reach ({@code now - backlog × interval}), so that among the due hosts
-   * the one with least slack goes first. While the workers are the bottleneck (every host due at
-   * the start of a run) the claims would otherwise take due hosts in whatever order their rows sit,
-   * and the host that decides the finish, the one with the longest queue of turns, would wait
-   * behind hundreds of hosts with one item each (measured: 500 hosts at 0.5/s, the heaviest with 60
-   * items, its first two turns 4.5 s and 14.5 s into the run with every host at {@code
-   * -infinity}). The order costs the claim nothing: it is the index's {@code (job, next_at)} order.
-   * Once claimed, a host's {@code next_at} is its cursor's, as for every host; a refused, healed or
-   * locked-out host is treated as any other (a past {@code next_at} heals to now, exactly as {@code
-   * -infinity} did). {@code f} is the alias of the {@code pacer_frontier} row being set.
-   */
-  static String firstTurnOrder(String f) {
-    return "now() - " + f + ".interval_us * interval '1 microsecond' * (SELECT count(*)"
-        + " FROM pacer_item b WHERE b.job = " + f + ".job AND b.host = " + f + ".host"
-        + " AND b.state IN ('pending', 'leased'))";
   }
 
   /** A host's interval in whole microseconds, as the library rounds it ({@code Destination}). */

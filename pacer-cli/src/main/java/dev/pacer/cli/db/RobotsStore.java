@@ -201,9 +201,9 @@ public final class RobotsStore {
         }
       }
       long minMicros = settlement.minInterval().toNanos() / 1000;
-      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_frontier f SET"
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_frontier SET"
           + " interval_us = GREATEST(interval_us, ?), rate = LEAST(rate, 1e6 / GREATEST(?, 1)),"
-          + " next_at = " + FrontierStore.firstTurnOrder("f") + " WHERE f.job = ? AND f.host = ?")) {
+          + " next_at = '-infinity' WHERE job = ? AND host = ?")) {
         s.setLong(1, minMicros);
         s.setLong(2, minMicros);
         s.setString(3, work.job());
@@ -250,8 +250,8 @@ public final class RobotsStore {
             + " lease_token = NULL, lease_until = NULL WHERE job = ? AND host = ? AND " + OPEN,
             DEFERRED, work.job(), work.host());
       }
-      update(c, "UPDATE pacer_frontier f SET next_at = " + FrontierStore.firstTurnOrder("f")
-          + " WHERE f.job = ? AND f.host = ?", work.job(), work.host());
+      update(c, "UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = ? AND host = ?",
+          work.job(), work.host());
       endLease(c, work, "unavailable", verdict, Duration.ZERO, false);
       return null;
     });

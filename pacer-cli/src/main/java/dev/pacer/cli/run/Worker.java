@@ -58,15 +58,14 @@ import org.slf4j.LoggerFactory;
  * <p><b>Per host</b> ({@link RunSettings#perHost()}): a claim is the reservation of the item's
  * host's turn ({@link FrontierStore}), and the thread sleeps until that turn, then fetches through
  * the host's own limiter ({@link HostFetchers}). When no host is due the claim says when the next
- * one will be, and the process's idle threads wait that long at one {@link ClaimGate}, which lets
- * one claim go at the wake and doubles the claims at once while they find hosts (at most {@link
- * ClaimGate#POLL} while some host is due but held at its in-flight cap, whose end no one can know).
- * Without PostgreSQL nothing can be claimed at all: the threads wait for it as they wait to claim
- * in the single destination mode, items already claimed are fetched at their claimed turns, and
- * their redirect hops pace locally at the divided rate (the library's degraded mode, per host). A
- * host locked out (403) keeps its items pending and is passed over; the other hosts go on, and the
- * run reports it. With {@code --robots} a fetch thread first settles any host's robots.txt that is
- * due ({@link RobotsReader}); a host's items are claimable only once its robots.txt is settled.
+ * one will be, and the thread sleeps exactly that long (at most {@value #IDLE_POLL_MILLIS} ms while
+ * some host is due but held at its in-flight cap, whose end no one can know). Without PostgreSQL
+ * nothing can be claimed at all: the threads wait for it as they wait to claim in the single
+ * destination mode, items already claimed are fetched at their claimed turns, and their redirect
+ * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
+ * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
+ * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
+ * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
  */
 public final class Worker {
 
@@ -116,8 +115,6 @@ public final class Worker {
   private final AtomicLong lateClaims = new AtomicLong();
   /** What this worker's per-host claims came back with. */
   private final ClaimTally claims = new ClaimTally();
-  /** Per-host mode's idle threads wait here for their claims; null otherwise. */
-  private ClaimGate claimGate;
   /** Hosts this process has reported as locked out. */
   private final Set<String> lockedOutHosts = ConcurrentHashMap.newKeySet();
   private BodyStore bodies;
@@ -171,7 +168,6 @@ public final class Worker {
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
     if (settings.perHost()) {
       hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
-      claimGate = new ClaimGate(TimeSource.SYSTEM, settings.threads());
       hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
       if (settings.robots()) {
         robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
@@ -396,23 +392,12 @@ public final class Worker {
    * sleep until the next host's turn. False when the thread is done.
    */
   private boolean nextClaim() throws InterruptedException {
-    if (!claimGate.enter(stop::get)) {
-      return false;
+    Retrying.Attempt<FrontierStore.Claim> claimed = retrying.call("claim an item",
+        () -> store.frontier().claim(settings.job(), workerId, settings.leaseMillis()), true);
+    if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
+      return false; // stopped while PostgreSQL was away
     }
-    FrontierStore.Claim claim;
-    try {
-      Retrying.Attempt<FrontierStore.Claim> claimed = retrying.call("claim an item",
-          () -> store.frontier().claim(settings.job(), workerId, settings.leaseMillis()), true);
-      if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
-        claimGate.abandoned();
-        return false; // stopped while PostgreSQL was away
-      }
-      claim = answered.value();
-    } catch (InterruptedException | RuntimeException | Error e) {
-      claimGate.abandoned();
-      throw e;
-    }
-    claimGate.answered(claim);
+    FrontierStore.Claim claim = answered.value();
     claims.count(claim);
     if (claim instanceof FrontierStore.Claim.Claimed c) {
       if (slotSuspect) {
@@ -442,11 +427,15 @@ public final class Worker {
         hosts.turns().forget();
       }
     } else if (claim instanceof FrontierStore.Claim.Idle idle) {
-      // The gate holds this thread and the others until the wake.
       if (idle.wake().isEmpty() && !idle.held() && nothingLeft()) {
-        claimGate.finish();
         return false;
       }
+      long sleep = idle.wake().map(Duration::toNanos)
+          .orElse(TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
+      if (idle.held()) {
+        sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
+      }
+      TimeUnit.NANOSECONDS.sleep(sleep);
     } else if (claim instanceof FrontierStore.Claim.LockedOut l) {
       if (lockedOutHosts.add(l.host())) {
         log.error("Host {} is locked out ({}): its items stay pending and are passed over; the"
