@@ -28,18 +28,20 @@ class AsyncAcquirePostgresTest {
   /**
    * 50/s, 20 ms between turns: the busiest second at the door holds the ceiling + 1 only while the
    * time from each turn to its stamp at the door varies by less than an interval. {@link
-   * TurnTrace} takes the busiest window apart when it does not, and found three causes, each
+   * TurnTrace} takes the busiest window apart when it does not, and found four causes, each
    * removed: a turn placed late by the time its thread took from the cursor's answer to its wait
    * (fixed in the limiter and the cursor: 102 turns in one second at 100/s); a connection opened
    * during the run, whose first request the door reads only once it has accepted it and started its
-   * thread (5 to 82 ms late; the connections are now opened first); and the door in the sending
-   * JVM, whose pauses would hold the stamps of requests already sent (it is now a JVM of its own).
-   * What the host's scheduler does to the door's and the senders' threads remains, and 10 ms is
-   * less than it takes: at 100/s, at a load average of about 5, the run's first request was sent
-   * 5.3 ms after its turn and stamped 6.3 ms after that, every other about 0.6 ms after its turn,
-   * and the window read 102 with every turn on its grid; at load averages of 15 to 40, requests
-   * sent on time waited 10 to 56 ms to be read. What this test shows, a thousand futures with no
-   * thread per waiter, does not depend on the rate; {@code VirtualThreadsTest} holds 100/s.
+   * thread (5 to 82 ms late; the connections are now opened first); the door in the sending JVM,
+   * whose pauses would hold the stamps of requests already sent (it is now a JVM of its own); and
+   * the door's thread waiting for a CPU behind the senders' (6 to 12 ms; see {@link
+   * Arrivals#start()}). Each request's path is built when its future is asked for, not after its
+   * turn, where its first concatenation would link ({@link VirtualThreadWorker} measured that
+   * delaying the first request 8 to 17 ms). What remains at 100/s is the hand-over from the
+   * completed future to the sending pool, which the limiter cannot see: beside a CPU hog, 1 of 4
+   * runs read 102, the window's first request sent 11.3 ms after its turn. What this test shows,
+   * a thousand futures with no thread per waiter, does not depend on the rate; {@code
+   * VirtualThreadsTest} holds 100/s with the blocking {@code acquire()}.
    */
   private static final double RATE = 50;
   private static final int FUTURES = 1_000;
@@ -103,11 +105,11 @@ class AsyncAcquirePostgresTest {
       for (int a = 0; a < 2; a++) {
         Thread asker = new Thread(() -> {
           for (int i = 0; i < FUTURES / 2; i++) {
+            String target = "/async/" + requests.incrementAndGet();
             CompletableFuture<Slot> turn = limiter.acquireAsync();
             turns.add(turn);
             // Sent on the sending threads, not the scheduler's (see AsyncPools).
             sent.add(turn.thenAcceptAsync(slot -> {
-              String target = "/async/" + requests.incrementAndGet();
               trace.sent(target, slot.turnNanos(), System.nanoTime());
               send(connections, slot, target);
             }, clientThreads));

@@ -12,6 +12,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -77,13 +78,15 @@ public final class VirtualThreadWorker {
     org.slf4j.LoggerFactory.getLogger(VirtualThreadWorker.class).info(
         "{} virtual threads at {}/s, {} at once, for {} ms", threads, rate, concurrency, runMillis);
     // The paths of the run taken once first, on virtual threads, outside the recording: a turn
-    // and a request, a wait for a permit interrupted, a wait for a turn interrupted. The first use
-    // of a class loads it, and a virtual thread that meets a class being loaded pins its carrier
-    // for that once (measured: 10-18 such events, in BuiltinClassLoader and the HTTP client's
-    // class initializers, when 10,000 threads start cold).
+    // and a request, a read that waits for its answer, a wait for a permit interrupted, a wait for
+    // a turn interrupted. The first use of a class loads it, and a virtual thread that meets a
+    // class being loaded pins its carrier for that once (measured: 10-18 such events, in
+    // BuiltinClassLoader and the HTTP client's class initializers, when 10,000 threads start cold;
+    // then one of 7.5 ms waiting for the JDK's socket poller, first used by a read that waited).
     startVirtual(() -> {
       try (Slot slot = limiter.acquire()) {
         client.get(WARM_UP_PATH);
+        client.waitOnASocketOnce();
       } catch (Exception e) {
         throw new IllegalStateException("the warm-up request failed", e);
       }
@@ -95,7 +98,11 @@ public final class VirtualThreadWorker {
       allPermits.add(limiter.acquire());
     }
     Thread queued = startVirtual(() -> acquireUntilInterrupted(limiter));
-    while (LimiterProbe.permitsWaiting(limiter) == 0) {
+    // Interrupted only once parked: interrupted as soon as it was queued, it had not yet made its
+    // future's waiter, and in 2 of 3 runs beside a CPU hog a waiter of the run pinned its carrier
+    // there, for 0.5 and 1 ms (CompletableFuture.waitingGet's first line, "freeze or preempt
+    // failed"); none did in the 11 runs since.
+    while (!blockedIn(queued, "java.util.concurrent.locks.LockSupport", "park")) {
       Thread.sleep(1);
     }
     queued.interrupt();
@@ -108,7 +115,7 @@ public final class VirtualThreadWorker {
         .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
     slow.acquire().close();
     Thread sleeping = startVirtual(() -> acquireUntilInterrupted(slow));
-    while (!asleep(sleeping)) {
+    while (!blockedIn(sleeping, Thread.class.getName(), "sleep")) {
       Thread.sleep(1);
     }
     sleeping.interrupt();
@@ -218,10 +225,10 @@ public final class VirtualThreadWorker {
     }
   }
 
-  /** Whether {@code thread} is in {@link Thread#sleep}. */
-  private static boolean asleep(Thread thread) {
+  /** Whether {@code thread} is in the method {@code className.methodName}. */
+  private static boolean blockedIn(Thread thread, String className, String methodName) {
     for (StackTraceElement frame : thread.getStackTrace()) {
-      if (frame.getClassName().equals(Thread.class.getName()) && frame.getMethodName().equals("sleep")) {
+      if (frame.getClassName().equals(className) && frame.getMethodName().equals(methodName)) {
         return true;
       }
     }
@@ -286,6 +293,20 @@ public final class VirtualThreadWorker {
         request(socket, path);
       }
       idle.addAll(opened);
+    }
+
+    /**
+     * Reads an answer to nothing on a connection of its own until a 1-ms timeout: a read that
+     * waits, which a request's read does only when its answer is not there yet.
+     */
+    void waitOnASocketOnce() throws IOException {
+      try (Socket socket = connect()) {
+        socket.setSoTimeout(1);
+        socket.getInputStream().read();
+        throw new IllegalStateException("the destination answered a request never sent");
+      } catch (SocketTimeoutException expected) {
+        // the read waited, and the JDK's poller with it
+      }
     }
 
     void get(String path) throws IOException {
