@@ -50,7 +50,7 @@ import java.util.regex.Pattern;
  *   <li>in every whole 10-s window from the first arrival, the arrivals ≥ 0.95 × min(Σ over hosts
  *       of ceiling × the time in the window during which the host still had items left (until its
  *       last arrival), capacity × 10 s);
- *   <li>claims that came back empty while some host was due ÷ all claims, under 0.1% (the
+ *   <li>claims that came back empty while some host was eligible ÷ all claims, under 0.1% (the
  *       workers' own tally, printed as each ends; a killed worker's is lost with it);
  *   <li>the run's time at the hosts (first arrival to last) ≤ 1.05 × the largest per-host backlog
  *       × interval + 10 s; the time from the workers' start to the last outcome (the summary's
@@ -104,7 +104,7 @@ final class FrontierBench {
    * One run's figures. {@code finished}: the run ended by itself (not stopped); {@code
    * worstHostWindow}: the most arrivals any host had in a 1-s window; {@code hostsOver}: hosts
    * whose busiest window passed their ceiling + 1; {@code windows}: the whole 10-s windows from
-   * the first arrival; {@code claims}, {@code emptyWhileDue}: summed over
+   * the first arrival; {@code claims}, {@code emptyWhileEligible}: summed over
    * the workers that told them ({@code workersTelling} of them); {@code doneOnce}: every item done
    * exactly once and every URL arrived; {@code killedAtSeconds}: when a worker was killed, from the
    * run's start (NaN if none was, or none held a lease to kill).
@@ -112,7 +112,7 @@ final class FrontierBench {
   record Run(String label, boolean finished, double elapsedSeconds, double doorSeconds,
       int arrivals,
       int worstHostWindow, int hostsOver, List<WindowFigure> windows, long claims,
-      long emptyWhileDue, int workersTelling, boolean doneOnce, double killedAtSeconds) {
+      long emptyWhileEligible, int workersTelling, boolean doneOnce, double killedAtSeconds) {
 
     /** The lowest arrivals ÷ base over the whole 10-s windows (NaN if the run had none). */
     double minWindowRatio() {
@@ -120,7 +120,7 @@ final class FrontierBench {
     }
 
     double emptyFraction() {
-      return claims == 0 ? Double.NaN : (double) emptyWhileDue / claims;
+      return claims == 0 ? Double.NaN : (double) emptyWhileEligible / claims;
     }
 
     boolean ceilingsKept(double rate) {
@@ -140,6 +140,7 @@ final class FrontierBench {
   private static final Pattern ELAPSED = Pattern.compile("\"elapsedSeconds\":([0-9.]+)");
   private static final Pattern CLAIMS = Pattern.compile(
       "Claims: (\\d+) made, \\d+ leased an item, \\d+ found no host due, (\\d+) came back empty");
+  private static final Pattern HELD = Pattern.compile("(\\d+) found the due hosts held");
 
   private final Database.Target db;
   private final Load load;
@@ -238,9 +239,17 @@ final class FrontierBench {
     int telling = 0;
     Matcher m = CLAIMS.matcher(err);
     while (m.find()) {
+      int line = err.indexOf('\n', m.start());
+      log.printf("[frontier] %s: a worker's %s%n", label,
+          err.substring(m.start(), line < 0 ? err.length() : line));
       claims += Long.parseLong(m.group(1));
       empty += Long.parseLong(m.group(2));
       telling++;
+    }
+    long held = 0;
+    Matcher h = HELD.matcher(err);
+    while (h.find()) {
+      held += Long.parseLong(h.group(1));
     }
     List<LoopbackHosts.Arrival> arrivals = since(mark);
     if (arrivals.isEmpty()) {
@@ -251,12 +260,12 @@ final class FrontierBench {
     log.printf(Locale.ROOT, "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
             + " from the workers' start; worst host window %d"
             + " (%d host(s) over ceiling + 1); lowest 10-s window %.3f of the bound's base over %d"
-            + " window(s); claims %d, empty while a host was due %d (%.3f%%, %d worker(s) told);"
-            + " every item done once: %s%n", label, r.finished() ? "finished" : "STOPPED",
-        r.doorSeconds(), load.finishBoundSeconds(), r.elapsedSeconds(), r.worstHostWindow(),
-        r.hostsOver(),
-        r.minWindowRatio(), r.windows().size(), r.claims(), r.emptyWhileDue(), 100 * r.emptyFraction(),
-        r.workersTelling(), r.doneOnce());
+            + " window(s); claims %d, empty while a host was eligible %d (%.3f%%, %d worker(s)"
+            + " told), idle with the due hosts held %d; every item done once: %s%n", label,
+        r.finished() ? "finished" : "STOPPED", r.doorSeconds(), load.finishBoundSeconds(),
+        r.elapsedSeconds(), r.worstHostWindow(), r.hostsOver(), r.minWindowRatio(),
+        r.windows().size(), r.claims(), r.emptyWhileEligible(), 100 * r.emptyFraction(),
+        r.workersTelling(), held, r.doneOnce());
     StringBuilder w = new StringBuilder();
     for (WindowFigure f : r.windows()) {
       w.append(String.format(Locale.ROOT, " %d/%.1f", f.delivered(), f.base()));

@@ -227,7 +227,7 @@ final class Report {
         f.items(), l.leaseSeconds(), FrontierBench.CAPACITY_ITEMS_PER_HOST,
         FrontierBench.CAPACITY_RATE, f.capacityPerSecond(), l.finishBoundSeconds()));
     md.append("| run | first to last arrival, s (from the workers' start) | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
-        + " window ÷ base | claims empty while a host was due | every item done once |\n");
+        + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
     md.append("|---|---:|---:|---:|---:|---|---|\n");
     for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
       String label = switch (run.label()) {
@@ -244,7 +244,7 @@ final class Report {
           .append(" | ").append(fmt(run.minWindowRatio(), 3)).append(" (").append(run.windows().size())
           .append(" windows) | ")
           .append(run.workersTelling() == 0 ? "– (no frontier claims)" : String.format(
-              Locale.ROOT, "%,d of %,d (%.3f%%; %d worker(s) told)", run.emptyWhileDue(),
+              Locale.ROOT, "%,d of %,d (%.3f%%; %d worker(s) told)", run.emptyWhileEligible(),
               run.claims(), 100 * run.emptyFraction(), run.workersTelling()))
           .append(" | ").append(run.finished() ? (run.doneOnce() ? "yes" : "NO") : "–")
           .append(" |\n");

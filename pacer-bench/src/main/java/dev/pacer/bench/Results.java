@@ -270,7 +270,7 @@ final class Results {
       f.put("window_bases", run.windows().stream()
           .map(w -> Math.round(w.base() * 10) / 10.0).toList());
       f.put("claims", run.claims());
-      f.put("claims_empty_while_due", run.emptyWhileDue());
+      f.put("claims_empty_while_eligible", run.emptyWhileEligible());
       f.put("workers_telling_claims", run.workersTelling());
       f.put("done_once", run.doneOnce());
       f.put("killed_at_s", run.killedAtSeconds());

@@ -55,8 +55,11 @@ import java.util.UUID;
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
  * When nothing is eligible the statement answers how long until the soonest host's turn is due for
- * a claim ({@code wake_micros}: half the horizon before it), read from the same index, and whether some host is due but held (every item leased
- * up to its cap, or waiting for a retry time), for which no time is known.
+ * a claim ({@code wake_micros}: half the horizon before it), read from the same index; whether some
+ * host is due but held (every item leased up to its cap, or waiting for a retry time, or its row
+ * locked by another claim), for which no time is known; and whether a host was eligible in the
+ * statement's snapshot but locked by another claim ({@code contended}): of the idle answers, only
+ * those wasted a round trip while the frontier had a turn to give.
  *
  * <p>No worker ever holds an item whose turn is far away: an item is leased only with its host's
  * turn starting within the horizon. A skewed backlog therefore cannot block the other hosts: a host
@@ -95,7 +98,8 @@ public final class FrontierStore {
    * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the soonest turn among the job's
    * hosts not yet due; NULL if none)
-   * and held (some host is due but could not be claimed).
+   * contended (nothing was picked although a host was eligible: another claim held its row) and
+   * held (some host is due but could not be claimed).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
@@ -109,15 +113,9 @@ public final class FrontierStore {
           + "  FROM pacer_frontier f\n"
           + "  CROSS JOIN LATERAL (\n"
           + "    SELECT it.url_key FROM pacer_item it\n"
-          + "    WHERE it.job = f.job AND it.host = f.host AND it.state IN ('pending', 'leased')\n"
-          + "      AND ((it.state = 'pending' AND it.not_before <= (SELECT now FROM p))\n"
-          + "        OR (it.state = 'leased' AND it.lease_until < (SELECT now FROM p)))\n"
+          + "    WHERE " + claimableItem("it", "f") + "\n"
           + "    ORDER BY it.seq LIMIT 1) i\n"
-          + "  WHERE f.job = (SELECT job FROM p) AND f.active\n"
-          + "    AND f.next_at <= (SELECT now + horizon FROM p)\n"
-          + "    AND (SELECT count(*) FROM pacer_item l WHERE l.job = f.job AND l.host = f.host\n"
-          + "         AND l.state = 'leased' AND l.lease_until >= (SELECT now FROM p))"
-          + " < f.max_in_flight\n"
+          + "  WHERE " + eligibleHost("f") + "\n"
           + "  ORDER BY f.next_at\n"
           + "  LIMIT 1\n"
           + "  FOR UPDATE OF f SKIP LOCKED),\n"
@@ -165,6 +163,13 @@ public final class FrontierStore {
           + "          FROM pacer_frontier g WHERE g.job = p.job AND g.active\n"
           + "           AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
           + "          ORDER BY g.next_at LIMIT 1) AS wake_micros,\n"
+          // Nothing picked, yet a host was eligible in this statement's snapshot: its row was
+          // locked by another claim, which the pick skipped.
+          + "       (SELECT true FROM pacer_frontier e\n"
+          + "          WHERE NOT EXISTS (SELECT 1 FROM c) AND " + eligibleHost("e") + "\n"
+          + "            AND EXISTS (SELECT 1 FROM pacer_item it WHERE "
+          + claimableItem("it", "e") + ")\n"
+          + "          LIMIT 1) AS contended,\n"
           // The soonest host is due yet none was picked: held. Read from the index's first entry
           // (an EXISTS would be planned as a scan that stops at the first of many due rows).
           + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
@@ -172,6 +177,33 @@ public final class FrontierStore {
           + "       (SELECT count(*) FROM front) AS fronts,\n"
           + "       turn.backoff\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
+  }
+
+  /**
+   * The frontier row {@code f} may be claimed now, but for its item and its lock: the job's,
+   * active, its turn within the horizon, fewer items in flight than its cap. The statement's
+   * {@code p} gives the job, now and the horizon.
+   */
+  private static String eligibleHost(String f) {
+    return f + ".job = (SELECT job FROM p) AND " + f + ".active\n"
+        + "    AND " + f + ".next_at <= (SELECT now + horizon FROM p)\n"
+        + "    AND (SELECT count(*) FROM pacer_item l WHERE l.job = " + f + ".job"
+        + " AND l.host = " + f + ".host\n"
+        + "         AND l.state = 'leased' AND l.lease_until >= (SELECT now FROM p))"
+        + " < " + f + ".max_in_flight";
+  }
+
+  /**
+   * The item {@code it} of the frontier row {@code f} may be leased now: pending and due, or leased
+   * with its lease run out.
+   */
+  private static String claimableItem(String it, String f) {
+    return it + ".job = " + f + ".job AND " + it + ".host = " + f + ".host"
+        + " AND " + it + ".state IN ('pending', 'leased')\n"
+        + "      AND ((" + it + ".state = 'pending'"
+        + " AND " + it + ".not_before <= (SELECT now FROM p))\n"
+        + "        OR (" + it + ".state = 'leased'"
+        + " AND " + it + ".lease_until < (SELECT now FROM p)))";
   }
 
   /**
@@ -199,9 +231,12 @@ public final class FrontierStore {
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the soonest host's
      * turn (half the {@linkplain #HORIZON horizon} before it), if any
      * host is waiting for one; {@code held}: some host is due but held (its items all leased up to
-     * its cap, or waiting for a retry time), for which no time is known.
+     * its cap, or waiting for a retry time, or its row locked by another claim), for which no time
+     * is known; {@code contended}: some host could have been claimed, but another claim had its
+     * row locked (the case of {@code held} that is a claim wasted while a host was eligible).
      */
-    record Idle(java.util.Optional<Duration> wake, boolean held) implements Claim {}
+    record Idle(java.util.Optional<Duration> wake, boolean held, boolean contended)
+        implements Claim {}
 
     /** A host was picked but gave no turn: its cursor is ahead of the copy (healed), or ahead. */
     record Refused(String host) implements Claim {}
@@ -297,9 +332,10 @@ public final class FrontierStore {
           if (host == null) {
             long wake = r.getLong(9);
             boolean none = r.wasNull();
+            // NULL (no active host, no eligible one) reads as false
             return new Claim.Idle(none ? java.util.Optional.<Duration>empty()
                 : java.util.Optional.of(Duration.ofNanos(Math.max(0, wake) * 1000)),
-                r.getBoolean(10)); // NULL (no active host) reads as false
+                r.getBoolean("held"), r.getBoolean("contended"));
           }
           String lockout = r.getString(8);
           if (lockout != null) {
@@ -315,7 +351,7 @@ public final class FrontierStore {
           }
           Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
           return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(waitMicros * 1000),
-              r.getInt(12));
+              r.getInt("backoff"));
         }
       }
     });

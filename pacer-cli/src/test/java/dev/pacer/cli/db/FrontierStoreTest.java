@@ -198,7 +198,27 @@ class FrontierStoreTest {
     Claim held = claim();
     assertThat(held).isInstanceOf(Claim.Idle.class);
     assertThat(((Claim.Idle) held).held()).isTrue();
+    assertThat(((Claim.Idle) held).contended()).as("no claim could have taken it").isFalse();
     assertThat(store.items().markDone(first.item(), 200, "/x", 1)).isTrue();
+    assertThat(claimed().host()).isEqualTo(h);
+  }
+
+  @Test
+  void anIdleClaimBesideAnEligibleHostAnotherClaimHoldsIsContended() throws Exception {
+    String h = host("contended");
+    plan(Map.of(h, 2), 1000.0, 4);
+    try (Connection other = TestDatabase.connect()) {
+      other.setAutoCommit(false);
+      try (PreparedStatement lock = other.prepareStatement(
+          "SELECT 1 FROM pacer_frontier WHERE job = ? AND host = ? FOR UPDATE")) {
+        lock.setString(1, job);
+        lock.setString(2, h);
+        lock.executeQuery().close();
+      }
+      Claim skipped = claim();
+      assertThat(skipped).isEqualTo(new Claim.Idle(java.util.Optional.empty(), true, true));
+      other.rollback();
+    }
     assertThat(claimed().host()).isEqualTo(h);
   }
 
@@ -210,7 +230,7 @@ class FrontierStoreTest {
     assertThat(store.frontier().retireDrainedHosts(job)).as("its item is still leased").isZero();
     store.items().markDone(only.item(), 200, "/x", 1);
     assertThat(store.frontier().retireDrainedHosts(job)).isEqualTo(1);
-    assertThat(claim()).isEqualTo(new Claim.Idle(java.util.Optional.empty(), false));
+    assertThat(claim()).isEqualTo(new Claim.Idle(java.util.Optional.empty(), false, false));
   }
 
   /**

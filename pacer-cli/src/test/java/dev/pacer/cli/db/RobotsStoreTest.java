@@ -92,7 +92,7 @@ class RobotsStoreTest {
   void everyHostWaitsBehindItsGateAndEachRobotsTxtGoesToOneWorker() throws Exception {
     plan();
     assertThat(store.frontier().claim(job, "w1", 60_000)).as("no host before its robots.txt")
-        .isEqualTo(new Claim.Idle(Optional.empty(), false));
+        .isEqualTo(new Claim.Idle(Optional.empty(), false, false));
     assertThat(store.frontier().hasClaimableWork(job, true)).isTrue();
     assertThat(store.frontier().hasClaimableWork(job, false)).as("without --robots").isFalse();
 
