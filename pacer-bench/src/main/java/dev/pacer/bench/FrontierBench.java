@@ -138,9 +138,10 @@ final class FrontierBench {
   record Result(Load load, int items, double capacityPerSecond, Run turn, Run fifo, Run killed) {}
 
   private static final Pattern ELAPSED = Pattern.compile("\"elapsedSeconds\":([0-9.]+)");
-  private static final Pattern CLAIMS = Pattern.compile(
-      "Claims: (\\d+) made, \\d+ leased an item, \\d+ found no host due, (\\d+) came back empty");
-  private static final Pattern HELD = Pattern.compile("(\\d+) found the due hosts held");
+  /** A worker's closing tally (ClaimTally), the whole line: claims, empty ones, held ones. */
+  private static final Pattern CLAIMS = Pattern.compile("Claims: (\\d+) made, \\d+ leased an item,"
+      + " \\d+ found no host due, (\\d+) came back empty[^\n]*?, (\\d+) found the due hosts held"
+      + "[^\n]*");
 
   private final Database.Target db;
   private final Load load;
@@ -236,20 +237,15 @@ final class FrontierBench {
         find(ELAPSED, Files.readString(work.resolve(job + ".out"))));
     long claims = 0;
     long empty = 0;
+    long held = 0;
     int telling = 0;
     Matcher m = CLAIMS.matcher(err);
     while (m.find()) {
-      int line = err.indexOf('\n', m.start());
-      log.printf("[frontier] %s: a worker's %s%n", label,
-          err.substring(m.start(), line < 0 ? err.length() : line));
+      log.printf("[frontier] %s: a worker's %s%n", label, m.group());
       claims += Long.parseLong(m.group(1));
       empty += Long.parseLong(m.group(2));
+      held += Long.parseLong(m.group(3));
       telling++;
-    }
-    long held = 0;
-    Matcher h = HELD.matcher(err);
-    while (h.find()) {
-      held += Long.parseLong(h.group(1));
     }
     List<LoopbackHosts.Arrival> arrivals = since(mark);
     if (arrivals.isEmpty()) {
