@@ -6,6 +6,7 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -15,7 +16,12 @@ class EnvelopeTest {
 
   private final AtomicReference<Double> load = new AtomicReference<>(0.5);
   private final AtomicLong rss = new AtomicLong(100L << 20);
-  private final Envelope envelope = new Envelope(4.0, 1024L << 20, load::get, rss::get);
+  private final AtomicLong now = new AtomicLong();
+  private final AtomicInteger readings = new AtomicInteger();
+  private final Envelope envelope = new Envelope(4.0, 1024L << 20, () -> {
+    readings.incrementAndGet();
+    return load.get();
+  }, rss::get, now::get);
   private final DestinationLimiter limiter = new LimiterRegistry(new LocalCursor())
       .limiter(Destination.builder("envelope-test").ratePerSecond(10).build());
 
@@ -71,6 +77,26 @@ class EnvelopeTest {
       assertThat(b.bar()).isEqualTo(HaltReason.RSS);
       assertThat(b.figures()).contains("2048 MiB", "1024 MiB");
     });
+  }
+
+  @Test
+  void theHostsFiguresAreReadOnceASecondAndStandInBetween() {
+    assertThat(envelope.check(limiter)).isEmpty();
+    load.set(4.5);
+    rss.set(2048L << 20);
+    now.addAndGet(Envelope.HOST_FIGURES_EVERY.toNanos() - 1);
+    for (int i = 0; i < 100; i++) {
+      assertThat(envelope.check(limiter)).isEmpty();
+    }
+    assertThat(readings).hasValue(1);
+    now.incrementAndGet();
+    assertThat(envelope.check(limiter)).hasValueSatisfying(
+        b -> assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD));
+    assertThat(readings).hasValue(2);
+    load.set(0.5);
+    now.addAndGet(Envelope.HOST_FIGURES_EVERY.toNanos());
+    assertThat(envelope.check(limiter)).hasValueSatisfying(
+        b -> assertThat(b.bar()).isEqualTo(HaltReason.RSS));
   }
 
   @Test

@@ -40,7 +40,7 @@ class WorkerTest {
           throw new OutOfMemoryError("Java heap space (simulated)");
         }
         return 0;
-      }, () -> 0);
+      }, () -> 0, System::nanoTime);
       RunSettings settings = new RunSettings("run-" + job, job, destination, 1, out, 60_000, 3, 5,
           1e9, Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 0, true, 0, false, false, false,
           Duration.ofSeconds(30));
