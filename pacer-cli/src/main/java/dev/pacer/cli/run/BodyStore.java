@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Where fetched bodies go: {@code OUT/<job>/<first two hex digits of the key>/<key>}, the key being
@@ -20,6 +22,11 @@ import java.nio.file.StandardOpenOption;
 public final class BodyStore {
 
   private final Path root;
+  /**
+   * The body directories this store has made: each is made once per run, where making it before
+   * every body cost an exception per item from {@link Files#createDirectories}.
+   */
+  private final Set<Path> made = ConcurrentHashMap.newKeySet();
 
   public BodyStore(Path out, String job) {
     this.root = out.resolve(job);
@@ -29,11 +36,18 @@ public final class BodyStore {
     return root.resolve(key.substring(0, 2)).resolve(key);
   }
 
-  /** A new, empty temporary file beside the item's body file, for its body to stream into. */
+  /**
+   * The temporary file, beside the item's body file, for its body to stream into; the fetcher
+   * creates it. It is named by the item's lease token, so two leases of one item (a lapsed lease
+   * and the next) never write the same file.
+   */
   public Path newPart(ItemStore.Item item) throws IOException {
-    Path target = pathOf(item.key());
-    Files.createDirectories(target.getParent());
-    return Files.createTempFile(target.getParent(), "." + item.key(), ".part");
+    Path directory = pathOf(item.key()).getParent();
+    if (!made.contains(directory)) {
+      Files.createDirectories(directory);
+      made.add(directory);
+    }
+    return directory.resolve("." + item.key() + "." + item.token() + ".part");
   }
 
   /** Moves a complete part file into place, durably, and returns the body's path. */

@@ -459,7 +459,7 @@ public final class Worker {
       part = bodies.newPart(item);
     } catch (IOException e) {
       envelope.recordOutcome(true);
-      fail(item, null, "could not create a file for the body: " + e);
+      fail(item, null, "could not make the directory for the body: " + e);
       return;
     }
     FetchResponse response;
