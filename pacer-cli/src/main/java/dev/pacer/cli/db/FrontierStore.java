@@ -61,8 +61,9 @@ import java.util.UUID;
  * would otherwise wake for the soonest one, and all but one of them come back empty. The mark
  * names the turn, so it lapses by itself when the host's turn moves, whoever moved it: a waker
  * that dies or wakes late leaves its host to the next claim. When every coming turn is awaited
- * already, the answer is the soonest turn itself: by then its waker has claimed it, and if it has
- * not (a thread the machine held up), this claim takes the turn barely late. The statement also
+ * already, the answer is one horizon after the soonest turn: by then its waker has claimed it, so
+ * the surplus idle threads do not crowd its claim; if it has not (a waker that died, or that the
+ * machine held up that long), this claim takes the turn one horizon late. The statement also
  * answers whether some host is due but held (every item leased up to its cap, or waiting for a
  * retry time), for which no time is known.
  *
@@ -102,7 +103,8 @@ public final class FrontierStore {
    * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
    * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
-   * until the soonest turn if every coming turn is awaited; NULL if no host has a turn coming)
+   * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
+   * a turn coming)
    * contended (nothing was picked although a host was eligible: another claim held its row) and
    * held (some host is due but could not be claimed).
    */
@@ -176,11 +178,11 @@ public final class FrontierStore {
           + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - clock_timestamp())"
           + " * 1000000)::bigint AS wait_micros,\n"
           + "       c.lockout,\n"
-          // Half the horizon before the awaited turn; with every coming turn awaited already, the
-          // soonest turn itself, by which its waker has claimed it (or has not, and this thread
-          // claims it, barely late, rather than the host losing the turn).
+          // Half the horizon before the awaited turn; with every coming turn awaited already, a
+          // horizon after the soonest turn, by which its waker has claimed it (or has not, and
+          // this thread claims it that much late rather than the host losing the turn).
           + "       (extract(epoch FROM COALESCE((SELECT a.next_at - p.horizon / 2 FROM awaits a),\n"
-          + "          (SELECT g.next_at FROM pacer_frontier g WHERE g.job = p.job\n"
+          + "          (SELECT g.next_at + p.horizon FROM pacer_frontier g WHERE g.job = p.job\n"
           + "             AND g.active AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
           + "           ORDER BY g.next_at LIMIT 1)) - p.now) * 1000000)::bigint AS wake_micros,\n"
           // Nothing picked, yet a host was eligible in this statement's snapshot: its row was
@@ -249,9 +251,9 @@ public final class FrontierStore {
 
     /**
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the turn this
-     * claim awaits (half the {@linkplain #HORIZON horizon} before it; the soonest turn itself if
-     * every coming turn is awaited already), if any host is waiting for one; {@code held}: some
-     * host is due but held (its items all leased up to its cap, or waiting for a retry time, or
+     * claim awaits (half the {@linkplain #HORIZON horizon} before it; one horizon after the
+     * soonest turn if every coming turn is awaited already), if any host is waiting for one;
+     * {@code held}: some host is due but held (its items all leased up to its cap, or waiting for a retry time, or
      * its row locked by another claim), for which no time is known; {@code contended}: some host
      * could have been claimed, but another claim had its row locked (the case of {@code held}
      * that is a claim wasted while a host was eligible).
