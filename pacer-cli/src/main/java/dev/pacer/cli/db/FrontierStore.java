@@ -54,12 +54,18 @@ import java.util.UUID;
  * A host whose robots.txt is still to be read ({@code --robots}) stands at {@code infinity} too,
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
- * When nothing is eligible the statement answers how long until the soonest host's turn is due for
- * a claim ({@code wake_micros}: half the horizon before it), read from the same index; whether some
- * host is due but held (every item leased up to its cap, or waiting for a retry time, or its row
- * locked by another claim), for which no time is known; and whether a host was eligible in the
- * statement's snapshot but locked by another claim ({@code contended}): of the idle answers, only
- * those wasted a round trip while the frontier had a turn to give.
+ * When nothing is eligible the claim <em>awaits</em> a turn: it marks the soonest host whose coming
+ * turn no other idle claim awaits ({@code awaited_at}, the turn it awaits, locked {@code SKIP
+ * LOCKED} as the pick is), and answers how long until half the horizon before that turn ({@code
+ * wake_micros}). So one thread of the whole fleet wakes for each turn, where every idle thread
+ * would otherwise wake for the soonest one, and all but one of them come back empty. The mark
+ * names the turn, so it lapses by itself when the host's turn moves, whoever moved it: a waker
+ * that dies or wakes late leaves its host to the next claim. When every coming turn is awaited
+ * already, the answer is one horizon after the soonest turn: by then its waker has claimed it, so
+ * the surplus idle threads do not crowd its claim; if it has not (a waker that died, or that the
+ * machine held up that long), this claim takes the turn one horizon late. The statement also
+ * answers whether some host is due but held (every item leased up to its cap, or waiting for a
+ * retry time), for which no time is known.
  *
  * <p>No worker ever holds an item whose turn is far away: an item is leased only with its host's
  * turn starting within the horizon. A skewed backlog therefore cannot block the other hosts: a host
@@ -96,8 +102,9 @@ public final class FrontierStore {
    * lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
    * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
    * turn, negative if the turn began before; NULL if no turn was granted),
-   * lockout_reason, wake_micros (until half the horizon before the soonest turn among the job's
-   * hosts not yet due; NULL if none)
+   * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
+   * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
+   * a turn coming)
    * contended (nothing was picked although a host was eligible: another claim held its row) and
    * held (some host is due but could not be claimed).
    */
@@ -150,7 +157,20 @@ public final class FrontierStore {
           + "                    (SELECT k.next_at FROM " + cursors + " k WHERE k.name = c.host),"
           + " c.now) END\n"
           + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
-          + "  RETURNING f.next_at)\n"
+          + "  RETURNING f.next_at),\n"
+          // Nothing picked: the claim awaits the soonest turn no other idle claim awaits, so that
+          // one thread of the fleet wakes for each turn, not every idle one for the first.
+          + "awaits AS (\n"
+          + "  UPDATE pacer_frontier g SET awaited_at = g.next_at\n"
+          + "  FROM (SELECT n.host FROM pacer_frontier n, p\n"
+          + "        WHERE NOT EXISTS (SELECT 1 FROM c)\n"
+          + "          AND n.job = p.job AND n.active\n"
+          + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
+          + "          AND n.awaited_at IS DISTINCT FROM n.next_at\n"
+          + "        ORDER BY n.next_at LIMIT 1\n"
+          + "        FOR UPDATE OF n SKIP LOCKED) w\n"
+          + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
+          + "  RETURNING g.next_at)\n"
           + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
           // From the end of the statement, not from c.now: a statement slowed (by a row lock, a
           // busy server) hands out a turn that began before it answered, and the caller must
@@ -158,11 +178,13 @@ public final class FrontierStore {
           + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - clock_timestamp())"
           + " * 1000000)::bigint AS wait_micros,\n"
           + "       c.lockout,\n"
-          + "       (SELECT (extract(epoch FROM g.next_at - p.now - p.horizon / 2) * 1000000)"
-          + "::bigint\n"
-          + "          FROM pacer_frontier g WHERE g.job = p.job AND g.active\n"
-          + "           AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
-          + "          ORDER BY g.next_at LIMIT 1) AS wake_micros,\n"
+          // Half the horizon before the awaited turn; with every coming turn awaited already, a
+          // horizon after the soonest turn, by which its waker has claimed it (or has not, and
+          // this thread claims it that much late rather than the host losing the turn).
+          + "       (extract(epoch FROM COALESCE((SELECT a.next_at - p.horizon / 2 FROM awaits a),\n"
+          + "          (SELECT g.next_at + p.horizon FROM pacer_frontier g WHERE g.job = p.job\n"
+          + "             AND g.active AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
+          + "           ORDER BY g.next_at LIMIT 1)) - p.now) * 1000000)::bigint AS wake_micros,\n"
           // Nothing picked, yet a host was eligible in this statement's snapshot: its row was
           // locked by another claim, which the pick skipped.
           + "       (SELECT true FROM pacer_frontier e\n"
@@ -228,12 +250,13 @@ public final class FrontierStore {
         implements Claim {}
 
     /**
-     * Nothing could be claimed now. {@code wake}: how long until a claim can take the soonest host's
-     * turn (half the {@linkplain #HORIZON horizon} before it), if any
-     * host is waiting for one; {@code held}: some host is due but held (its items all leased up to
-     * its cap, or waiting for a retry time, or its row locked by another claim), for which no time
-     * is known; {@code contended}: some host could have been claimed, but another claim had its
-     * row locked (the case of {@code held} that is a claim wasted while a host was eligible).
+     * Nothing could be claimed now. {@code wake}: how long until a claim can take the turn this
+     * claim awaits (half the {@linkplain #HORIZON horizon} before it; one horizon after the
+     * soonest turn if every coming turn is awaited already), if any host is waiting for one;
+     * {@code held}: some host is due but held (its items all leased up to its cap, or waiting for a retry time, or
+     * its row locked by another claim), for which no time is known; {@code contended}: some host
+     * could have been claimed, but another claim had its row locked (the case of {@code held}
+     * that is a claim wasted while a host was eligible).
      */
     record Idle(java.util.Optional<Duration> wake, boolean held, boolean contended)
         implements Claim {}

@@ -222,6 +222,75 @@ class FrontierStoreTest {
     assertThat(claimed().host()).isEqualTo(h);
   }
 
+  /**
+   * Each idle claim awaits a turn no other awaits, the soonest first, and says to wake half the
+   * horizon before it; with every coming turn awaited, it says to wake one horizon after the
+   * soonest turn, when that turn's waker has claimed it. A mark
+   * names its turn, so it lapses when the host's turn moves.
+   */
+  @Test
+  void idleClaimsAwaitDifferentTurns() throws Exception {
+    String a = host("await-a");
+    String b = host("await-b");
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(a, 2);
+    items.put(b, 2);
+    plan(items, 1.0, 4);
+    long start = System.nanoTime();
+    String first = claimed().host();
+    String second = claimed().host();
+    assertThat(List.of(first, second)).containsExactlyInAnyOrder(a, b);
+    assertThat(awaited()).isEmpty();
+
+    Claim.Idle soonest = idle();
+    assertThat(awaited()).containsExactly(first);
+    idle();
+    assertThat(awaited()).containsExactlyInAnyOrder(first, second);
+    long half = FrontierStore.HORIZON.toNanos() / 2;
+    // The first turn was taken after start, so its successor is less than 1 s after start.
+    long interval = 1_000_000_000L;
+    long elapsed = System.nanoTime() - start;
+    assertThat(soonest.wake().orElseThrow().toNanos()).as("half the horizon before the turn")
+        .isBetween(interval - elapsed - half, interval - half);
+
+    Claim.Idle rest = idle();
+    elapsed = System.nanoTime() - start;
+    assertThat(rest.held()).isFalse();
+    assertThat(rest.contended()).isFalse();
+    long horizon = FrontierStore.HORIZON.toNanos();
+    assertThat(rest.wake().orElseThrow().toNanos()).as("a horizon after the soonest turn")
+        .isBetween(interval - elapsed + horizon, interval + horizon);
+    assertThat(awaited()).containsExactlyInAnyOrder(first, second);
+
+    TestDatabase.execute("UPDATE pacer_frontier SET next_at = next_at + interval '1 second'"
+        + " WHERE job = '" + job + "' AND host = '" + first + "'");
+    assertThat(awaited()).as("the moved turn is awaited by no one").containsExactly(second);
+    idle();
+    assertThat(awaited()).containsExactlyInAnyOrder(first, second);
+  }
+
+  private Claim.Idle idle() throws Exception {
+    Claim c = claim();
+    assertThat(c).isInstanceOf(Claim.Idle.class);
+    return (Claim.Idle) c;
+  }
+
+  /** The job's hosts whose coming turn an idle claim awaits. */
+  private List<String> awaited() throws Exception {
+    List<String> hosts = new ArrayList<>();
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement("SELECT host FROM pacer_frontier"
+            + " WHERE job = ? AND awaited_at = next_at")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          hosts.add(r.getString(1));
+        }
+      }
+    }
+    return hosts;
+  }
+
   @Test
   void aDrainedHostLeavesTheIndex() throws Exception {
     String h = host("drained");
