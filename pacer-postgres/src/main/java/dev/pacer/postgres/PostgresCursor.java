@@ -4,6 +4,7 @@ import dev.pacer.Cursor;
 import dev.pacer.CursorStoreException;
 import dev.pacer.Reservation;
 import dev.pacer.TimeSource;
+import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.CursorSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -682,14 +683,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   private void createTable(Statement session) throws SQLException {
-    try {
-      session.execute(sql.createTable());
-    } catch (SQLException e) {
-      // Two processes creating the table at once: the loser sees a duplicate, which is success.
-      if (!"23505".equals(e.getSQLState()) && !"42P07".equals(e.getSQLState())) {
-        throw e;
-      }
-    }
+    ConcurrentCreate.execute(session, sql.createTable());
     tableEnsured = true;
   }
 

@@ -1,6 +1,7 @@
 package dev.pacer.postgres;
 
 import dev.pacer.FleetSlots;
+import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.FleetSlotSql;
 import java.sql.Array;
 import java.sql.Connection;
@@ -308,14 +309,7 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   }
 
   private void createTable(Statement s) throws SQLException {
-    try {
-      s.execute(sql.createTable());
-    } catch (SQLException e) {
-      // Two processes creating the table at once: the loser sees a duplicate, which is success.
-      if (!"23505".equals(e.getSQLState()) && !"42P07".equals(e.getSQLState())) {
-        throw e;
-      }
-    }
+    ConcurrentCreate.execute(s, sql.createTable());
     tableEnsured = true;
   }
 
