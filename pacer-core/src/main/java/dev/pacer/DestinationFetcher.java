@@ -94,6 +94,10 @@ import org.slf4j.LoggerFactory;
  * leaves late it does not leave close behind the fleet's next request. With three worker JVMs
  * starting on a loaded 2-core machine, first requests still reached the destination up to 108 ms
  * after their turns, against a 50-ms interval at 20/s; the margin costs one interval per process.
+ * It is taken only where the interval is under {@link #FIRST_REQUEST_MARGIN_BELOW}: a request late
+ * by less than one interval cannot bring more than the ceiling + 1 requests into any second, since
+ * it narrows the gap after it only by as much as it widens the gap before it, and at 0.5/s the
+ * margin would cost 2 s of each process's first turn for a lateness a hundred times shorter.
  *
  * <p>Every 50 requests the achieved rate is logged at INFO. Safe for concurrent use; the limiter
  * bounds how many requests are in flight.
@@ -108,6 +112,11 @@ public final class DestinationFetcher {
   public static final int DEFAULT_MAX_REDIRECTS = 5;
   /** The achieved rate is logged at INFO every this many requests. */
   public static final int RATE_LOG_EVERY = 50;
+  /**
+   * A first request takes two turns only when the destination's interval is shorter than this
+   * (rates above 1/s): see the class comment.
+   */
+  public static final Duration FIRST_REQUEST_MARGIN_BELOW = Duration.ofSeconds(1);
   /** The largest body {@link #fetch(URI)} can hold in one array. */
   private static final long MAX_IN_MEMORY = Integer.MAX_VALUE - 8;
 
@@ -264,9 +273,10 @@ public final class DestinationFetcher {
   private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, ThrottledException, FetchFailedException {
     // The first request opens the first connection to the destination, which no warm-up can do
-    // without sending it something: it takes two turns, so that if it leaves late it does not
-    // leave close behind the next request of the fleet.
-    boolean first = firstRequest.compareAndSet(true, false);
+    // without sending it something: at a short interval it takes two turns, so that if it leaves
+    // late it does not leave close behind the next request of the fleet.
+    boolean first = firstRequest.compareAndSet(true, false)
+        && destination.interval().compareTo(FIRST_REQUEST_MARGIN_BELOW) < 0;
     AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
     AtomicReference<CappedBody> body = new AtomicReference<>();
     PacedHttpClient.Exchanged<Long> answer =

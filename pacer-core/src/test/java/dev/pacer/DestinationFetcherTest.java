@@ -16,9 +16,9 @@ import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -99,6 +99,25 @@ class DestinationFetcherTest {
     // The first request opens the first connection and takes two turns; later ones take one.
     assertThat(time.sleepsMillis()).containsExactly(0L, 200L);
     assertThat(fetcher.requestCount()).isEqualTo(2);
+  }
+
+  /**
+   * At an interval of a second or more, lateness that could bring a second request too close would
+   * have to be as long: the first request takes one turn.
+   */
+  @Test
+  void atOneRequestASecondOrSlowerTheFirstRequestTakesOneTurn() throws Exception {
+    for (double rate : new double[] {1.0, 0.5}) {
+      int before = time.sleepsMillis().size();
+      DestinationLimiter slow = new LimiterRegistry(new LocalCursor(time), time)
+          .limiter(Destination.builder("fetcher-test-" + rate).ratePerSecond(rate).build());
+      DestinationFetcher fetcher = DestinationFetcher.builder(slow).build();
+      fetcher.fetch(uri("/a"));
+      fetcher.fetch(uri("/b"));
+      List<Long> sleeps = time.sleepsMillis();
+      assertThat(sleeps.subList(before, sleeps.size())).as("at %s/s", rate)
+          .containsExactly(0L, Math.round(1000 / rate));
+    }
   }
 
   @Test

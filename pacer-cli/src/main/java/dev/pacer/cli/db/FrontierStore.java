@@ -55,17 +55,19 @@ import java.util.UUID;
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
  * When nothing is eligible the claim <em>awaits</em> a turn: it marks the soonest host whose coming
- * turn no other idle claim awaits ({@code awaited_at}, the turn it awaits, locked {@code SKIP
- * LOCKED} as the pick is), and answers how long until half the horizon before that turn ({@code
- * wake_micros}). So one thread of the whole fleet wakes for each turn, where every idle thread
- * would otherwise wake for the soonest one, and all but one of them come back empty. The mark
- * names the turn, so it lapses by itself when the host's turn moves, whoever moved it: a waker
- * that dies or wakes late leaves its host to the next claim. When every coming turn is awaited
- * already, the answer is one horizon after the soonest turn: by then its waker has claimed it, so
- * the surplus idle threads do not crowd its claim; if it has not (a waker that died, or that the
- * machine held up that long), this claim takes the turn one horizon late. The statement also
- * answers whether some host is due but held (every item leased up to its cap, or waiting for a
- * retry time), for which no time is known.
+ * turn no other claimant awaits ({@code awaited_at}, the turn it awaits, and {@code awaited_by},
+ * the claimant: a fetch thread; locked {@code SKIP LOCKED} as the pick is), and answers how long
+ * until half the horizon before that turn ({@code wake_micros}). Until that turn starts, it is its
+ * claimant's: other claims pass over it, as over a host at its in-flight cap. So one thread of the
+ * whole fleet wakes for each turn and claims it alone, where every idle thread would otherwise wake
+ * for the soonest one, and all but one of them come back empty, or take a turn its claimant is
+ * about to claim and leave that claimant to come back empty. The mark names the turn, so it lapses
+ * by itself when the host's turn moves; once the turn has started, any claim may take it, so a
+ * claimant that dies or wakes late costs its host no more than that. When every coming turn is
+ * awaited already, the answer is one horizon after the soonest turn: by then its claimant has
+ * taken it; if it has not, this claim takes the turn one horizon late. The statement also answers
+ * whether some host is due but held (every item leased up to its cap, waiting for a retry time, or
+ * its turn awaited by another claimant), for which no time is known.
  *
  * <p>No worker ever holds an item whose turn is far away: an item is leased only with its host's
  * turn starting within the horizon. A skewed backlog therefore cannot block the other hosts: a host
@@ -98,8 +100,8 @@ public final class FrontierStore {
 
   /**
    * The claim statement on the cursors' table {@code cursors} (a name {@link CursorPlace} has
-   * checked) and its lockouts' table beside it. Parameters: job, horizon (µs), reset floor (µs), worker, lease token,
-   * lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
+   * checked) and its lockouts' table beside it. Parameters: job, horizon (µs), reset floor (µs),
+   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
    * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
    * turn, negative if the turn began before; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
@@ -113,7 +115,8 @@ public final class FrontierStore {
     return "WITH p AS MATERIALIZED (\n"
           + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
           + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
-          + "         ?::bigint * interval '1 microsecond' AS reset_floor),\n"
+          + "         ?::bigint * interval '1 microsecond' AS reset_floor,\n"
+          + "         ?::text AS claimant),\n"
           + "pick AS MATERIALIZED (\n"
           + "  SELECT f.host, f.rate, f.interval_us * interval '1 microsecond' AS gap,\n"
           + "         f.next_at AS known_next, i.url_key\n"
@@ -158,15 +161,18 @@ public final class FrontierStore {
           + " c.now) END\n"
           + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
           + "  RETURNING f.next_at),\n"
-          // Nothing picked: the claim awaits the soonest turn no other idle claim awaits, so that
-          // one thread of the fleet wakes for each turn, not every idle one for the first.
+          // Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this
+          // claimant awaited already counts as free to it), so that one thread of the fleet wakes
+          // for each turn, not every idle one for the first.
           + "awaits AS (\n"
-          + "  UPDATE pacer_frontier g SET awaited_at = g.next_at\n"
+          + "  UPDATE pacer_frontier g SET awaited_at = g.next_at,"
+          + " awaited_by = (SELECT claimant FROM p)\n"
           + "  FROM (SELECT n.host FROM pacer_frontier n, p\n"
           + "        WHERE NOT EXISTS (SELECT 1 FROM c)\n"
           + "          AND n.job = p.job AND n.active\n"
           + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
-          + "          AND n.awaited_at IS DISTINCT FROM n.next_at\n"
+          + "          AND (n.awaited_at IS DISTINCT FROM n.next_at"
+          + " OR n.awaited_by = p.claimant)\n"
           + "        ORDER BY n.next_at LIMIT 1\n"
           + "        FOR UPDATE OF n SKIP LOCKED) w\n"
           + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
@@ -209,6 +215,9 @@ public final class FrontierStore {
   private static String eligibleHost(String f) {
     return f + ".job = (SELECT job FROM p) AND " + f + ".active\n"
         + "    AND " + f + ".next_at <= (SELECT now + horizon FROM p)\n"
+        + "    AND (" + f + ".awaited_at IS DISTINCT FROM " + f + ".next_at"
+        + " OR " + f + ".awaited_by = (SELECT claimant FROM p)"
+        + " OR " + f + ".next_at <= (SELECT now FROM p))\n"
         + "    AND (SELECT count(*) FROM pacer_item l WHERE l.job = " + f + ".job"
         + " AND l.host = " + f + ".host\n"
         + "         AND l.state = 'leased' AND l.lease_until >= (SELECT now FROM p))"
@@ -253,10 +262,11 @@ public final class FrontierStore {
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the turn this
      * claim awaits (half the {@linkplain #HORIZON horizon} before it; one horizon after the
      * soonest turn if every coming turn is awaited already), if any host is waiting for one;
-     * {@code held}: some host is due but held (its items all leased up to its cap, or waiting for a retry time, or
-     * its row locked by another claim), for which no time is known; {@code contended}: some host
-     * could have been claimed, but another claim had its row locked (the case of {@code held}
-     * that is a claim wasted while a host was eligible).
+     * {@code held}: some host is due but held (its items all leased up to its cap, or waiting
+     * for a retry time, or its turn awaited by another claimant, or its row locked by another
+     * claim), for which no time is known; {@code contended}: some host could have been claimed,
+     * but another claim had its row locked (the case of {@code held} that is a claim wasted while
+     * a host was eligible).
      */
     record Idle(java.util.Optional<Duration> wake, boolean held, boolean contended)
         implements Claim {}
@@ -343,12 +353,17 @@ public final class FrontierStore {
     return Math.max(1, Math.round(1e6 / rate));
   }
 
-  /** Claims an item whose host's turn starts within the {@link #HORIZON}: one statement. */
-  public Claim claim(String job, String workerId, long leaseMillis) throws SQLException {
+  /**
+   * Claims an item whose host's turn starts within the {@link #HORIZON}: one statement. {@code
+   * claimant} names the calling fetch thread (unique in the fleet): a turn an idle claim awaited is
+   * its claimant's until it starts.
+   */
+  public Claim claim(String job, String workerId, String claimant, long leaseMillis)
+      throws SQLException {
     String token = UUID.randomUUID().toString();
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(claim)) {
-        bindClaim(s, job, workerId, token, leaseMillis);
+        bindClaim(s, job, claimant, workerId, token, leaseMillis);
         try (ResultSet r = s.executeQuery()) {
           r.next();
           String host = r.getString(5);
@@ -380,14 +395,15 @@ public final class FrontierStore {
     });
   }
 
-  static void bindClaim(PreparedStatement s, String job, String workerId, String token,
-      long leaseMillis) throws SQLException {
+  static void bindClaim(PreparedStatement s, String job, String claimant, String workerId,
+      String token, long leaseMillis) throws SQLException {
     s.setString(1, job);
     s.setLong(2, HORIZON.toNanos() / 1000);
     s.setLong(3, RESET_FLOOR.toNanos() / 1000);
-    s.setString(4, workerId);
-    s.setString(5, token);
-    s.setLong(6, leaseMillis);
+    s.setString(4, claimant);
+    s.setString(5, workerId);
+    s.setString(6, token);
+    s.setLong(7, leaseMillis);
   }
 
   /**

@@ -109,8 +109,10 @@ public final class WorkState implements AutoCloseable {
         + "  active        boolean          NOT NULL DEFAULT true,\n"
         + "  PRIMARY KEY (job, host))",
     "CREATE INDEX IF NOT EXISTS pacer_frontier_next ON pacer_frontier (job, next_at) WHERE active",
-    // The turn (a next_at) an idle claim has said it will wake for: see FrontierStore's claim.
+    // The turn (a next_at) an idle claim has said it will wake for, and the fetch thread it said
+    // it for: see FrontierStore's claim.
     "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS awaited_at timestamptz",
+    "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS awaited_by text",
     "CREATE INDEX IF NOT EXISTS pacer_item_host_open ON pacer_item (job, host, seq)"
         + " WHERE state IN ('pending', 'leased')",
     "CREATE INDEX IF NOT EXISTS pacer_item_host_leased ON pacer_item (job, host)"

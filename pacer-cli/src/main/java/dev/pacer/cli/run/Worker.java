@@ -393,7 +393,8 @@ public final class Worker {
    */
   private boolean nextClaim() throws InterruptedException {
     Retrying.Attempt<FrontierStore.Claim> claimed = retrying.call("claim an item",
-        () -> store.frontier().claim(settings.job(), workerId, settings.leaseMillis()), true);
+        () -> store.frontier().claim(settings.job(), workerId,
+            workerId + "/" + Thread.currentThread().getName(), settings.leaseMillis()), true);
     if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
       return false; // stopped while PostgreSQL was away
     }

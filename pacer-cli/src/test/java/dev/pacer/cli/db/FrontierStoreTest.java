@@ -60,7 +60,11 @@ class FrontierStoreTest {
   }
 
   private Claim claim() throws Exception {
-    return store.frontier().claim(job, "w1", 60_000);
+    return claimAs("w1/t1");
+  }
+
+  private Claim claimAs(String claimant) throws Exception {
+    return store.frontier().claim(job, "w1", claimant, 60_000);
   }
 
   private Claim.Claimed claimed() throws Exception {
@@ -223,10 +227,10 @@ class FrontierStoreTest {
   }
 
   /**
-   * Each idle claim awaits a turn no other awaits, the soonest first, and says to wake half the
-   * horizon before it; with every coming turn awaited, it says to wake one horizon after the
-   * soonest turn, when that turn's waker has claimed it. A mark
-   * names its turn, so it lapses when the host's turn moves.
+   * Each claimant's idle claim awaits a turn no other claimant awaits, the soonest first, and says
+   * to wake half the horizon before it; a claimant that asks again awaits its own turn again; with
+   * every coming turn awaited, a claim says to wake one horizon after the soonest turn, when that
+   * turn's claimant has taken it. A mark names its turn, so it lapses when the host's turn moves.
    */
   @Test
   void idleClaimsAwaitDifferentTurns() throws Exception {
@@ -242,9 +246,9 @@ class FrontierStoreTest {
     assertThat(List.of(first, second)).containsExactlyInAnyOrder(a, b);
     assertThat(awaited()).isEmpty();
 
-    Claim.Idle soonest = idle();
+    Claim.Idle soonest = idleAs("w1/t2");
     assertThat(awaited()).containsExactly(first);
-    idle();
+    idleAs("w1/t3");
     assertThat(awaited()).containsExactlyInAnyOrder(first, second);
     long half = FrontierStore.HORIZON.toNanos() / 2;
     // The first turn was taken after start, so its successor is less than 1 s after start.
@@ -252,8 +256,12 @@ class FrontierStoreTest {
     long elapsed = System.nanoTime() - start;
     assertThat(soonest.wake().orElseThrow().toNanos()).as("half the horizon before the turn")
         .isBetween(interval - elapsed - half, interval - half);
+    elapsed = System.nanoTime() - start;
+    assertThat(idleAs("w1/t2").wake().orElseThrow().toNanos())
+        .as("its own turn again, half the horizon before it")
+        .isBetween(interval - elapsed - half, interval - half);
 
-    Claim.Idle rest = idle();
+    Claim.Idle rest = idleAs("w1/t4");
     elapsed = System.nanoTime() - start;
     assertThat(rest.held()).isFalse();
     assertThat(rest.contended()).isFalse();
@@ -265,12 +273,44 @@ class FrontierStoreTest {
     TestDatabase.execute("UPDATE pacer_frontier SET next_at = next_at + interval '1 second'"
         + " WHERE job = '" + job + "' AND host = '" + first + "'");
     assertThat(awaited()).as("the moved turn is awaited by no one").containsExactly(second);
-    idle();
+    idleAs("w1/t5");
     assertThat(awaited()).containsExactlyInAnyOrder(first, second);
   }
 
-  private Claim.Idle idle() throws Exception {
-    Claim c = claim();
+  /**
+   * A turn within the horizon that one claimant awaits is passed over by another claimant's claim
+   * until it starts (held, not contended: no claim could take it), and its own claimant takes it.
+   */
+  @Test
+  void anAwaitedTurnIsItsClaimantsUntilItStarts() throws Exception {
+    String h = host("awaited");
+    plan(Map.of(h, 4), 1.0, 4);
+    assertThat(claimed().host()).isEqualTo(h);
+    long soon = FrontierStore.HORIZON.toNanos() * 9 / 10;
+    // The other claimant must ask before the turn starts; on a machine too busy for that, the
+    // attempt proves nothing and is made again.
+    for (int attempt = 0; ; attempt++) {
+      long set = System.nanoTime();
+      String turn = "clock_timestamp() + interval '" + soon / 1000 + " microseconds'";
+      TestDatabase.execute("UPDATE pacer_cursor SET next_at = " + turn + " WHERE name = '" + h
+          + "'; UPDATE pacer_frontier SET next_at = k.next_at, awaited_at = k.next_at,"
+          + " awaited_by = 'w1/t2' FROM pacer_cursor k WHERE k.name = '" + h + "' AND job = '"
+          + job + "' AND host = '" + h + "'");
+      Claim other = claimAs("w1/t3");
+      if (System.nanoTime() - set < soon * 8 / 10) {
+        assertThat(other).isEqualTo(new Claim.Idle(java.util.Optional.empty(), true, false));
+        break;
+      }
+      assertThat(attempt).as("attempts the machine was too busy for").isLessThan(10);
+      if (other instanceof Claim.Claimed c) {
+        store.items().release(c.item());
+      }
+    }
+    assertThat(claimAs("w1/t2")).isInstanceOf(Claim.Claimed.class);
+  }
+
+  private Claim.Idle idleAs(String claimant) throws Exception {
+    Claim c = claimAs(claimant);
     assertThat(c).isInstanceOf(Claim.Idle.class);
     return (Claim.Idle) c;
   }
@@ -329,11 +369,12 @@ class FrontierStoreTest {
       assertThat(custom).as(custom).doesNotContain("Seq Scan");
       String prepared = numbered(FrontierStore.claim("pacer_cursor"));
       try (Statement s = c.createStatement()) {
-        s.execute("PREPARE frontier_claim(text, bigint, bigint, text, text, bigint) AS " + prepared);
+        s.execute("PREPARE frontier_claim(text, bigint, bigint, text, text, text, bigint) AS "
+            + prepared);
         s.execute("SET plan_cache_mode = force_generic_plan");
       }
       String generic = explain(c, "EXPLAIN EXECUTE frontier_claim('" + job
-          + "', 20000, 120000000, 'w-explain', 't', 60000)", false);
+          + "', 20000, 120000000, 'w-explain/t1', 'w-explain', 't', 60000)", false);
       assertThat(generic).as(generic).doesNotContain("Seq Scan").contains("pacer_frontier_next");
     }
   }
@@ -341,7 +382,7 @@ class FrontierStoreTest {
   private String explain(Connection c, String sql, boolean bind) throws Exception {
     try (PreparedStatement s = c.prepareStatement(sql)) {
       if (bind) {
-        FrontierStore.bindClaim(s, job, "w-explain", "t", 60_000);
+        FrontierStore.bindClaim(s, job, "w-explain/t1", "w-explain", "t", 60_000);
       }
       StringBuilder plan = new StringBuilder();
       try (ResultSet r = s.executeQuery()) {

@@ -91,7 +91,7 @@ class RobotsStoreTest {
   @Test
   void everyHostWaitsBehindItsGateAndEachRobotsTxtGoesToOneWorker() throws Exception {
     plan();
-    assertThat(store.frontier().claim(job, "w1", 60_000)).as("no host before its robots.txt")
+    assertThat(store.frontier().claim(job, "w1", "w1/t1", 60_000)).as("no host before its robots.txt")
         .isEqualTo(new Claim.Idle(Optional.empty(), false, false));
     assertThat(store.frontier().hasClaimableWork(job, true)).isTrue();
     assertThat(store.frontier().hasClaimableWork(job, false)).as("without --robots").isFalse();
@@ -126,8 +126,8 @@ class RobotsStoreTest {
     assertThat(micros("SELECT next_at FROM pacer_cursor WHERE name = '" + host("a") + "'"))
         .as("host a's cursor, from before robots.txt was applied (µs)")
         .isGreaterThanOrEqualTo(before + 60_000_000);
-    assertThat(store.frontier().claim(job, "w1", 60_000)).isEqualTo(new Claim.Refused(host("a")));
-    Claim idle = store.frontier().claim(job, "w1", 60_000);
+    assertThat(store.frontier().claim(job, "w1", "w1/t1", 60_000)).isEqualTo(new Claim.Refused(host("a")));
+    Claim idle = store.frontier().claim(job, "w1", "w1/t1", 60_000);
     assertThat(idle).isInstanceOf(Claim.Idle.class);
     assertThat(((Claim.Idle) idle).wake()).hasValueSatisfying(w -> assertThat(w)
         .isBetween(Duration.ofSeconds(50), Duration.ofSeconds(60).minusMillis(25)));
