@@ -209,8 +209,9 @@ public final class FrontierStore {
 
   /**
    * The frontier row {@code f} may be claimed now, but for its item and its lock: the job's,
-   * active, its turn within the horizon, fewer items in flight than its cap. The statement's
-   * {@code p} gives the job, now and the horizon.
+   * active, its turn within the horizon and not awaited by another claimant (unless it has
+   * started), fewer items in flight than its cap. The statement's {@code p} gives the job, now,
+   * the horizon and the claimant.
    */
   private static String eligibleHost(String f) {
     return f + ".job = (SELECT job FROM p) AND " + f + ".active\n"
