@@ -65,9 +65,13 @@ public final class Database {
     return policy.open(this::openForWork);
   }
 
-  /** A kept work-state connection under the outage policy. */
-  KeptConnection keptConnection() {
-    return KeptConnection.onConnectionLoss(policy, this::openForWork, STORE_READ_TIMEOUT);
+  /**
+   * A kept work-state connection under the outage policy. {@code asynchronousCommit}: its session
+   * runs {@code synchronous_commit = off} (see {@link StoreConnection} for when that is chosen).
+   */
+  KeptConnection keptConnection(boolean asynchronousCommit) {
+    return KeptConnection.onConnectionLoss(policy,
+        asynchronousCommit ? this::openForRecords : this::openForWork, STORE_READ_TIMEOUT);
   }
 
   /** Where this database keeps the fleet-wide cursors. */
@@ -120,6 +124,17 @@ public final class Database {
 
   private Connection openForWork() throws SQLException {
     return connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer");
+  }
+
+  private Connection openForRecords() throws SQLException {
+    Connection c = openForWork();
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute("SET synchronous_commit = off");
+    } catch (SQLException e) {
+      c.close();
+      throw e;
+    }
+    return c;
   }
 
   /** The policy's attempt at a retry boundary: can this process connect at all? */

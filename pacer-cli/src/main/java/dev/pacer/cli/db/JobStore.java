@@ -61,6 +61,7 @@ public final class JobStore {
       c.setNetworkTimeout(Runnable::run, (int) ENQUEUE_READ_TIMEOUT.toMillis());
       c.setAutoCommit(false);
       try {
+        StoreConnection.commitDurably(c);
         try (PreparedStatement s = c.prepareStatement(
             "SELECT enqueued FROM pacer_job WHERE name = ? AND enqueue_key = ?")) {
           s.setString(1, job);

@@ -31,7 +31,7 @@ public final class TripStore {
    */
   public long recordTrip(String key, String job, HaltReason bar, String figures, String host,
       long pid) throws SQLException {
-    return connection.call(c -> {
+    return connection.durableTransaction(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "WITH inserted AS (INSERT INTO pacer_trip (trip_key, job, bar, figures, host, pid)"
               + "   VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trip_key) DO NOTHING RETURNING id)"
@@ -89,7 +89,7 @@ public final class TripStore {
 
   /** Acknowledges an open trip; empty if there is no open trip with that id. */
   public Optional<Acked> ackTrip(long id, String note) throws SQLException {
-    return connection.call(c -> {
+    return connection.durableTransaction(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "UPDATE pacer_trip SET acked_at = now(), ack_note = ? WHERE id = ? AND acked_at IS NULL"
               + " RETURNING job, bar")) {

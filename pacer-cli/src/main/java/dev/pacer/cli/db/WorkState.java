@@ -157,23 +157,28 @@ public final class WorkState implements AutoCloseable {
 
   /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
-    this(database, 1);
+    this(new StoreConnection(database));
   }
 
   /**
-   * The work state on up to {@code connections} connections, opened as concurrent calls need
-   * them: for a worker whose fetch threads claim and record at once (see {@link StoreConnection}).
+   * A worker's work state: up to {@code connections} connections, opened as concurrent calls need
+   * them, for fetch threads that claim and record at once; committing asynchronously, but for what
+   * someone acts on (see {@link StoreConnection}).
    */
-  public WorkState(Database database, int connections) {
-    this.connection = new StoreConnection(database, connections);
+  public static WorkState forWorker(Database database, int connections) {
+    return new WorkState(new StoreConnection(database, connections, true));
+  }
+
+  private WorkState(StoreConnection connection) {
+    this.connection = connection;
     this.items = new ItemStore(connection);
     this.jobs = new JobStore(connection, items);
     this.trips = new TripStore(connection);
     this.workers = new WorkerStore(connection);
-    this.cursors = new CursorStatus(connection, database.cursorPlace());
-    this.frontier = new FrontierStore(connection, database.cursorPlace());
-    this.robots = new RobotsStore(connection, database.cursorPlace());
-    this.hosts = new HostStatus(connection, database.cursorPlace());
+    this.cursors = new CursorStatus(connection, connection.database().cursorPlace());
+    this.frontier = new FrontierStore(connection, connection.database().cursorPlace());
+    this.robots = new RobotsStore(connection, connection.database().cursorPlace());
+    this.hosts = new HostStatus(connection, connection.database().cursorPlace());
   }
 
   public Database database() {

@@ -138,7 +138,7 @@ public final class Worker {
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = new WorkState(database, storeConnections(settings.threads()));
+    store = WorkState.forWorker(database, storeConnections(settings.threads()));
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(resetBeyond(settings.destination()));

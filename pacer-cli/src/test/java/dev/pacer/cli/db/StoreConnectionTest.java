@@ -62,7 +62,7 @@ class StoreConnectionTest {
   @Test
   void callsThatOverlapRunAtOnceEachOnAConnectionOfItsOwn() throws Exception {
     int calls = 4;
-    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), calls);
+    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), calls, false);
     try {
       assertThat(backendsOfCallsAtOnce(store, calls)).hasSize(calls);
     } finally {
@@ -74,7 +74,7 @@ class StoreConnectionTest {
   void openAllOpensEveryConnectionBeforeTheCallsThatOverlapNeedThem() throws Exception {
     int size = 3;
     Database database = new Database(TestDatabase.jdbcUrl());
-    StoreConnection store = new StoreConnection(database, size);
+    StoreConnection store = new StoreConnection(database, size, false);
     try {
       long before = database.connectionAttempts();
       store.openAll();
@@ -91,9 +91,30 @@ class StoreConnectionTest {
     }
   }
 
+  private static String synchronousCommit(java.sql.Connection c) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SHOW synchronous_commit")) {
+      r.next();
+      return r.getString(1);
+    }
+  }
+
+  @Test
+  void anAsynchronousStoreCommitsDurablyOnlyTheTransactionsThatAskForIt() throws Exception {
+    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), 1, true);
+    try {
+      assertThat(store.call(StoreConnectionTest::synchronousCommit)).isEqualTo("off");
+      assertThat(store.durableTransaction(StoreConnectionTest::synchronousCommit)).isEqualTo("on");
+      assertThat(store.call(StoreConnectionTest::synchronousCommit))
+          .as("the durable transaction's setting ends with it").isEqualTo("off");
+      assertThat(store.<Boolean>call(c -> c.getAutoCommit())).isTrue();
+    } finally {
+      store.close();
+    }
+  }
+
   @Test
   void callsOneAfterAnotherKeepOneConnection() throws Exception {
-    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), 8);
+    StoreConnection store = new StoreConnection(new Database(TestDatabase.jdbcUrl()), 8, false);
     try {
       Set<Integer> pids = new HashSet<>();
       for (int i = 0; i < 5; i++) {
@@ -108,7 +129,7 @@ class StoreConnectionTest {
   @Test
   void whileTheDatabaseIsDownACallIsRefusedAtOnceNotQueuedForABusyConnection() throws Exception {
     Database database = new Database(TestDatabase.jdbcUrl());
-    StoreConnection store = new StoreConnection(database, 1);
+    StoreConnection store = new StoreConnection(database, 1, false);
     CountDownLatch holding = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
     ExecutorService thread = Executors.newSingleThreadExecutor();
