@@ -39,33 +39,82 @@ public final class ItemStore {
   /** A leased item. */
   public record Item(String job, String key, String url, int failures, int throttles, String token) {}
 
-  /** Claims the next claimable item of the job for {@code workerId}, if any. */
-  public Optional<Item> claim(String job, String workerId, long leaseMillis)
-      throws SQLException {
+  /** A fetched item's outcome, to be recorded: its status, where its body is, its size. */
+  public record Done(Item item, int status, String bodyPath, long bytes) {}
+
+  /** What {@link #recordAndClaim} did: whether {@code done} was recorded, and the item claimed. */
+  public record RecordedAndClaimed(boolean recorded, Optional<Item> next) {}
+
+  /** The item leased by the claim's lease token: a transition out of {@code leased}. */
+  private static final String LEASED_ITEM =
+      " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?";
+  /** A fetched item's outcome; its parameters: status, body path, bytes. */
+  private static final String SET_DONE = "SET state = 'done', last_status = ?, last_error = NULL,"
+      + " body_path = ?, bytes = ?, finished_at = now(), leased_by = NULL, lease_token = NULL,"
+      + " lease_until = NULL";
+
+  /**
+   * One statement: records {@code done} (if given) and claims the job's next claimable item for
+   * {@code workerId}. A fetch thread that has just fetched an item records it with its next claim,
+   * so an item costs two round trips and two commits (this one and its turn on the cursor), not
+   * three of each: the claims and records of {@code pacer fetch} are most of PostgreSQL's work
+   * when no ceiling binds. The item being recorded is never the one claimed, even with its lease
+   * run out. {@code recorded} is false, as {@link #markDone}'s answer, if the lease was lost.
+   */
+  public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
+      long leaseMillis) throws SQLException {
     String token = UUID.randomUUID().toString();
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,"
-              + " lease_until = now() + ? * interval '1 millisecond'"
-              + " WHERE (i.job, i.url_key) IN ("
-              + "   SELECT job, url_key FROM pacer_item"
-              + "   WHERE job = ? AND ((state = 'pending' AND not_before <= now())"
-              + "                   OR (state = 'leased' AND lease_until < now()))"
-              + "   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
-              + " RETURNING i.url_key, i.url, i.failures, i.throttles")) {
-        s.setString(1, workerId);
-        s.setString(2, token);
-        s.setLong(3, leaseMillis);
-        s.setString(4, job);
+          "WITH done AS (UPDATE pacer_item " + SET_DONE + LEASED_ITEM + " RETURNING 1),"
+              + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
+              + "   lease_token = ?, lease_until = now() + ? * interval '1 millisecond'"
+              + "   WHERE (i.job, i.url_key) IN ("
+              + "     SELECT job, url_key FROM pacer_item"
+              + "     WHERE job = ? AND url_key IS DISTINCT FROM ?"
+              + "       AND ((state = 'pending' AND not_before <= now())"
+              + "         OR (state = 'leased' AND lease_until < now()))"
+              + "     ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
+              + "   RETURNING i.url_key, i.url, i.failures, i.throttles)"
+              + " SELECT (SELECT count(*) FROM done), n.url_key, n.url, n.failures, n.throttles"
+              + " FROM (SELECT 1) one LEFT JOIN claimed n ON true")) {
+        if (done == null) {
+          s.setNull(1, Types.INTEGER);
+          s.setNull(2, Types.VARCHAR);
+          s.setNull(3, Types.BIGINT);
+          s.setNull(4, Types.VARCHAR);
+          s.setNull(5, Types.VARCHAR);
+          s.setNull(6, Types.VARCHAR);
+        } else {
+          s.setInt(1, done.status());
+          s.setString(2, done.bodyPath());
+          s.setLong(3, done.bytes());
+          bindItem(s, 4, done.item());
+        }
+        s.setString(7, workerId);
+        s.setString(8, token);
+        s.setLong(9, leaseMillis);
+        s.setString(10, job);
+        if (done == null) {
+          s.setNull(11, Types.VARCHAR);
+        } else {
+          s.setString(11, done.item().key());
+        }
         try (ResultSet r = s.executeQuery()) {
-          if (!r.next()) {
-            return Optional.<Item>empty();
-          }
-          return Optional.of(new Item(job, r.getString(1), r.getString(2), r.getInt(3),
-              r.getInt(4), token));
+          r.next();
+          boolean recorded = r.getLong(1) == 1;
+          String key = r.getString(2);
+          return new RecordedAndClaimed(recorded, key == null ? Optional.<Item>empty()
+              : Optional.of(new Item(job, key, r.getString(3), r.getInt(4), r.getInt(5), token)));
         }
       }
     });
+  }
+
+  /** Claims the next claimable item of the job for {@code workerId}, if any. */
+  public Optional<Item> claim(String job, String workerId, long leaseMillis)
+      throws SQLException {
+    return recordAndClaim(job, null, workerId, leaseMillis).next();
   }
 
   /**
@@ -90,18 +139,13 @@ public final class ItemStore {
   }
 
   /** Records a fetched item. False if the lease was lost: another worker owns it now. */
-  public boolean markDone(Item item, int status, String bodyPath, long bytes)
-      throws SQLException {
+  public boolean markDone(Done done) throws SQLException {
     return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET state = 'done', last_status = ?, last_error = NULL,"
-              + " body_path = ?, bytes = ?, finished_at = now(), leased_by = NULL,"
-              + " lease_token = NULL, lease_until = NULL"
-              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
-        s.setInt(1, status);
-        s.setString(2, bodyPath);
-        s.setLong(3, bytes);
-        bindItem(s, 4, item);
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item " + SET_DONE + LEASED_ITEM)) {
+        s.setInt(1, done.status());
+        s.setString(2, done.bodyPath());
+        s.setLong(3, done.bytes());
+        bindItem(s, 4, done.item());
         return s.executeUpdate() == 1;
       }
     });
@@ -119,7 +163,7 @@ public final class ItemStore {
               + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
               + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
               + " last_error = 'throttled', leased_by = NULL, lease_token = NULL, lease_until = NULL"
-              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
+              + LEASED_ITEM)) {
         s.setInt(1, maxThrottles);
         s.setLong(2, retryMillis);
         s.setInt(3, status);
@@ -139,7 +183,7 @@ public final class ItemStore {
               + " finished_at = CASE WHEN failures + 1 >= ? THEN now() END,"
               + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
               + " last_error = ?, leased_by = NULL, lease_token = NULL, lease_until = NULL"
-              + " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?")) {
+              + LEASED_ITEM)) {
         s.setInt(1, maxAttempts);
         s.setInt(2, maxAttempts);
         s.setLong(3, retryMillis);
@@ -160,8 +204,7 @@ public final class ItemStore {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
-              + " lease_until = NULL WHERE job = ? AND url_key = ? AND state = 'leased'"
-              + " AND lease_token = ?")) {
+              + " lease_until = NULL" + LEASED_ITEM)) {
         bindItem(s, 1, item);
         return s.executeUpdate() == 1;
       }

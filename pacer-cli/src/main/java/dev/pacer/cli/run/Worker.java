@@ -45,8 +45,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One worker process's share of a job: {@code threads} fetch threads that claim items one at a
- * time, fetch them through the destination's limiter, store the bodies and record the outcome,
- * checking the envelope between items; and a heartbeat that extends this worker's leases,
+ * time, fetch them through the destination's limiter, store the bodies and record the outcome (a
+ * fetched item's with the thread's next claim, in one statement), checking the envelope between
+ * items; and a heartbeat that extends this worker's leases,
  * reports its figures and watches for a trip recorded by any other worker of the job.
  *
  * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
@@ -323,30 +324,54 @@ public final class Worker {
    * share of the job undone with nothing said.
    */
   private void fetchLoop() {
-    while (!stop.get()) {
-      try {
-        if (!nextItem()) {
-          return;
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      } catch (Throwable t) {
-        log.error("Fetch thread {} met an unexpected error and goes on with the next item (an item"
-            + " it held returns to the job when its lease lapses)", Thread.currentThread().getName(),
-            t);
+    Unrecorded unrecorded = new Unrecorded();
+    try {
+      while (!stop.get()) {
         try {
-          Thread.sleep(IDLE_POLL_MILLIS);
+          if (!nextItem(unrecorded)) {
+            return;
+          }
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return;
+        } catch (Throwable t) {
+          log.error("Fetch thread {} met an unexpected error and goes on with the next item (an"
+              + " item it held returns to the job when its lease lapses)",
+              Thread.currentThread().getName(), t);
+          try {
+            Thread.sleep(IDLE_POLL_MILLIS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+      }
+    } finally {
+      if (unrecorded.done != null && !Thread.currentThread().isInterrupted()) {
+        try {
+          record(unrecorded.done);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
         }
       }
     }
   }
 
-  /** Checks the envelope, then claims and processes one item. False when the thread is done. */
-  private boolean nextItem() throws InterruptedException {
+  /**
+   * A fetch thread's last fetched item whose outcome is still to be recorded (single destination):
+   * its next claim records it in the same statement ({@link ItemStore#recordAndClaim}). Its lease
+   * token stays among those the heartbeat extends until then.
+   */
+  private static final class Unrecorded {
+    private ItemStore.Done done;
+  }
+
+  /**
+   * Checks the envelope, then claims and processes one item, recording the thread's last outcome
+   * with the claim. False when the thread is done; an outcome still unrecorded is then recorded on
+   * its own.
+   */
+  private boolean nextItem(Unrecorded unrecorded) throws InterruptedException {
     // In per-host mode a lockout stops its host, not the run: the claims pass over it.
     Optional<Envelope.Breach> breach = hosts != null ? envelope.checkBars()
         : envelope.check(limiter);
@@ -357,12 +382,24 @@ public final class Worker {
     if (hosts != null && !settings.fifoClaims()) {
       return (robots != null && robots.settleNext()) || nextClaim();
     }
-    Retrying.Attempt<Optional<ItemStore.Item>> claimed = retrying.call("claim an item",
-        () -> store.items().claim(settings.job(), workerId, settings.leaseMillis()), true);
-    if (!(claimed instanceof Retrying.Attempt.Answered<Optional<ItemStore.Item>> answered)) {
-      return false; // stopped while PostgreSQL was away
+    ItemStore.Done done = unrecorded.done;
+    // With an outcome to record, the call is not given up when the run stops: the outcome is worth
+    // waiting for, as on its own.
+    Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed = retrying.call(
+        done == null ? "claim an item" : "record a fetched item",
+        () -> store.items().recordAndClaim(settings.job(), done, workerId, settings.leaseMillis()),
+        done == null);
+    if (done != null) {
+      unrecorded.done = null;
+      recorded(done, claimed instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimed> a
+          ? (a.value().recorded() ? Retrying.Recorded.RECORDED : Retrying.Recorded.LEASE_LOST)
+          : Retrying.Recorded.GAVE_UP);
     }
-    Optional<ItemStore.Item> item = answered.value();
+    if (!(claimed instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimed> answered)) {
+      // Stopped while PostgreSQL was away; or an outcome given up on, and the thread claims again.
+      return done != null;
+    }
+    Optional<ItemStore.Item> item = answered.value().next();
     if (item.isEmpty()) {
       if (nothingLeft()) {
         return false;
@@ -379,10 +416,12 @@ public final class Worker {
     }
     held.add(item.get().token());
     try {
-      process(item.get(), hosts == null ? fetcher : hosts.forHost(
-          UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond()));
+      unrecorded.done = process(item.get(), hosts == null ? fetcher : hosts.forHost(
+          UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond())).orElse(null);
     } finally {
-      held.remove(item.get().token());
+      if (unrecorded.done == null) {
+        held.remove(item.get().token());
+      }
     }
     return true;
   }
@@ -422,7 +461,10 @@ public final class Worker {
       }
       held.add(c.item().token());
       try {
-        process(c.item(), hostFetcher);
+        Optional<ItemStore.Done> fetched = process(c.item(), hostFetcher);
+        if (fetched.isPresent()) {
+          record(fetched.get());
+        }
       } finally {
         held.remove(c.item().token());
         hosts.turns().forget();
@@ -449,11 +491,15 @@ public final class Worker {
     return true;
   }
 
-  private void process(ItemStore.Item item, DestinationFetcher fetcher)
+  /**
+   * Fetches a claimed item and stores its body. Every outcome but a fetched body is recorded here;
+   * a fetched body's is answered, for the caller to record (alone, or with its next claim).
+   */
+  private Optional<ItemStore.Done> process(ItemStore.Item item, DestinationFetcher fetcher)
       throws InterruptedException {
     if (stop.get()) {
       retrying.record("release an item", () -> store.items().release(item));
-      return;
+      return Optional.empty();
     }
     Path part;
     try {
@@ -461,7 +507,7 @@ public final class Worker {
     } catch (IOException e) {
       envelope.recordOutcome(true);
       fail(item, null, "could not make the directory for the body: " + e);
-      return;
+      return Optional.empty();
     }
     FetchResponse response;
     try {
@@ -472,22 +518,22 @@ public final class Worker {
           fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
       retrying.record("record a throttled item",
           () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()));
-      return;
+      return Optional.empty();
     } catch (LockedOutException e) {
       bodies.discard(part);
       // Not an attempt: the item goes back untouched; the next envelope check halts the run.
       retrying.record("release an item", () -> store.items().release(item));
-      return;
+      return Optional.empty();
     } catch (FetchFailedException e) {
       bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
-      return;
+      return Optional.empty();
     } catch (RuntimeException | Error e) {
       bodies.discard(part);
       envelope.recordOutcome(true);
       fail(item, null, "unexpected error: " + e);
-      return;
+      return Optional.empty();
     }
     Path path;
     try {
@@ -495,15 +541,26 @@ public final class Worker {
     } catch (IOException e) {
       envelope.recordOutcome(true);
       fail(item, response.status(), "could not store the body: " + e);
-      return;
+      return Optional.empty();
     }
     envelope.recordOutcome(false);
-    Retrying.Recorded recorded = retrying.record("record a fetched item",
-        () -> store.items().markDone(item, response.status(), path.toString(), response.bodyBytes()));
+    return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
+        response.bodyBytes()));
+  }
+
+  /** Records a fetched item's outcome on its own. */
+  private void record(ItemStore.Done fetched) throws InterruptedException {
+    recorded(fetched, retrying.record("record a fetched item",
+        () -> store.items().markDone(fetched)));
+  }
+
+  /** Counts a fetched item's outcome as recorded, or not; its lease is no longer extended. */
+  private void recorded(ItemStore.Done fetched, Retrying.Recorded recorded) {
+    held.remove(fetched.item().token());
     switch (recorded) {
       case RECORDED -> done.incrementAndGet();
       case LEASE_LOST -> log.warn("Lease on {} was lost before it could be recorded; its current"
-          + " holder records it", item.url());
+          + " holder records it", fetched.item().url());
       case GAVE_UP -> { } // the lease lapses and the item is fetched again
     }
   }

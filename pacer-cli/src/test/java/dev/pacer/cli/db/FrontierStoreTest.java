@@ -188,7 +188,7 @@ class FrontierStoreTest {
     Claim.Claimed fine = claimed();
     assertThat(fine.host()).isEqualTo(other);
     assertThat(store.frontier().hasClaimableWork(job, false)).as("its item is in flight").isTrue();
-    store.items().markDone(fine.item(), 200, "/x", 1);
+    store.items().markDone(new ItemStore.Done(fine.item(), 200, "/x", 1));
     assertThat(store.frontier().hasClaimableWork(job, false)).isFalse();
     assertThat(store.frontier().lockedOutHosts(job)).containsEntry(locked, 2L);
   }
@@ -203,7 +203,7 @@ class FrontierStoreTest {
     assertThat(held).isInstanceOf(Claim.Idle.class);
     assertThat(((Claim.Idle) held).held()).isTrue();
     assertThat(((Claim.Idle) held).contended()).as("no claim could have taken it").isFalse();
-    assertThat(store.items().markDone(first.item(), 200, "/x", 1)).isTrue();
+    assertThat(store.items().markDone(new ItemStore.Done(first.item(), 200, "/x", 1))).isTrue();
     assertThat(claimed().host()).isEqualTo(h);
   }
 
@@ -337,7 +337,7 @@ class FrontierStoreTest {
     plan(Map.of(h, 1), 1000.0, 1);
     Claim.Claimed only = claimed();
     assertThat(store.frontier().retireDrainedHosts(job)).as("its item is still leased").isZero();
-    store.items().markDone(only.item(), 200, "/x", 1);
+    store.items().markDone(new ItemStore.Done(only.item(), 200, "/x", 1));
     assertThat(store.frontier().retireDrainedHosts(job)).isEqualTo(1);
     assertThat(claim()).isEqualTo(new Claim.Idle(java.util.Optional.empty(), false, false));
   }

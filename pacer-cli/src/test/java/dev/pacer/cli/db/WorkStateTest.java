@@ -65,10 +65,38 @@ class WorkStateTest {
     assertThat(taken.token()).isNotEqualTo(first.token());
 
     // The first worker's lease was taken over: its record is refused, the item counted once.
-    assertThat(store.items().markDone(first, 200, "/x", 1)).isFalse();
-    assertThat(store.items().markDone(taken, 200, "/x", 1)).isTrue();
-    assertThat(store.items().markDone(taken, 200, "/x", 1)).isFalse();
+    assertThat(store.items().markDone(new ItemStore.Done(first, 200, "/x", 1))).isFalse();
+    assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isTrue();
+    assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isFalse();
     assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  @Test
+  void aRecordRidesOnTheNextClaimAndNeverClaimsTheItemItRecords() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1", "http://a/2"));
+    ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
+    // Its lease has run out, so a claim could take it again: not the one that records it.
+    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+        + " WHERE job = '" + job + "'");
+
+    ItemStore.RecordedAndClaimed both = store.items().recordAndClaim(job,
+        new ItemStore.Done(first, 200, "/1", 10), "w1", 60_000);
+    assertThat(both.recorded()).isTrue();
+    ItemStore.Item second = both.next().orElseThrow();
+    assertThat(second.url()).isEqualTo("http://a/2");
+    assertThat(store.items().counts(job).done()).isEqualTo(1);
+
+    // Recorded already: refused as a lost lease would be; nothing left to claim.
+    ItemStore.RecordedAndClaimed again = store.items().recordAndClaim(job,
+        new ItemStore.Done(first, 200, "/1", 10), "w1", 60_000);
+    assertThat(again.recorded()).isFalse();
+    assertThat(again.next()).isEmpty();
+
+    assertThat(store.items().recordAndClaim(job, new ItemStore.Done(second, 200, "/2", 10), "w1",
+        60_000)).isEqualTo(new ItemStore.RecordedAndClaimed(true, java.util.Optional.empty()));
+    ItemStore.Counts counts = store.items().counts(job);
+    assertThat(counts.done()).isEqualTo(2);
+    assertThat(counts.open()).isZero();
   }
 
   @Test
