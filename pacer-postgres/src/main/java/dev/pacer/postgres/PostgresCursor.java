@@ -13,11 +13,15 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.postgresql.PGStatement;
 import org.slf4j.Logger;
@@ -35,6 +39,18 @@ import org.slf4j.LoggerFactory;
  * cursor: never the caller's connection or transaction, because a reservation inside a caller's
  * transaction would hold the cursor row's lock until that transaction commits and stall the whole
  * fleet. Threads take turns on the connection; a reservation holds it for one round trip.
+ *
+ * <p><b>Reservations waiting together share a round trip.</b> Plain reservations ({@link #reserve}
+ * and {@link #tryReserve}) that queue for the connection are made together by whichever of them
+ * takes it next: one statement per destination and interval reserves {@code k} consecutive turns
+ * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of them,
+ * in the order they asked, spaced by the interval: the same turns {@code k} statements made at that
+ * instant would have granted, for one round trip instead of {@code k}. Measured with 32 fetch
+ * threads of {@code pacer fetch} on two cores, where the ceiling did not bind: threads waiting for
+ * the connection took 10 % of their time before. A combined reservation that is refused (a
+ * {@code maxWait} the later turns would pass) is made again one caller at a time, so that no caller
+ * is refused a turn it would have been granted alone. Reservations under the fleet's backoff carry
+ * their own counts of clean answers and are made one at a time.
  *
  * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator, is
  * the database's {@link OutagePolicy} (one per database per process, shared with whatever else the
@@ -91,6 +107,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final OutagePolicy.DaemonScheduler ownScheduler;
 
   private final ReentrantLock connectionLock = new ReentrantLock();
+  /** Plain reservations waiting for the connection, in the order they asked. */
+  private final ConcurrentLinkedQueue<Waiting> waiting = new ConcurrentLinkedQueue<>();
+  /** Round trips of reservations made, combined or not: for tests of the combining. */
+  private final AtomicLong reservationStatements = new AtomicLong();
   private final KeptConnection session;
   /** The reservation statements, plain and under the fleet's backoff, on {@link #statementConnection}. */
   private PreparedStatement reserveStatement;
@@ -140,13 +160,13 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public Reservation reserve(String name, Duration interval, Duration notBefore) {
-    return reserveOrRefuse(name, interval, notBefore, null, false, 0);
+    return reserveWithOthers(name, interval, notBefore, null);
   }
 
   @Override
   public Reservation tryReserve(
       String name, Duration interval, Duration notBefore, Duration maxWait) {
-    return reserveOrRefuse(name, interval, notBefore, maxWait, false, 0);
+    return reserveWithOthers(name, interval, notBefore, maxWait);
   }
 
   @Override
@@ -173,7 +193,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       throw new CursorStoreException("interrupted while clearing cursor " + name, e);
     } finally {
       if (locked) {
-        connectionLock.unlock();
+        release();
       }
     }
   }
@@ -307,7 +327,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     } finally {
       if (locked) {
-        connectionLock.unlock();
+        release();
       }
     }
   }
@@ -356,7 +376,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     } finally {
       if (locked) {
-        connectionLock.unlock();
+        release();
       }
     }
   }
@@ -428,7 +448,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       fleetReserveStatement = null;
       statementConnection = null;
     } finally {
-      connectionLock.unlock();
+      release();
     }
   }
 
@@ -444,7 +464,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (!keepsFleetBackoff()) {
       throw new UnsupportedOperationException(this + " keeps no fleet backoff");
     }
-    return reserveOrRefuse(name, interval, notBefore, maxWait, true, cleanAnswers);
+    return reserveAlone(name, interval, notBefore, maxWait, cleanAnswers);
   }
 
   @Override
@@ -467,8 +487,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return recorded ? OptionalInt.of(multiplier[0]) : OptionalInt.empty();
   }
 
-  private Reservation reserveOrRefuse(String name, Duration interval, Duration notBefore,
-      Duration maxWait, boolean fleet, int cleanAnswers) {
+  /** A reservation under the fleet's backoff: made on its own, as it carries its own counts. */
+  private Reservation reserveAlone(String name, Duration interval, Duration notBefore,
+      Duration maxWait, int cleanAnswers) {
     if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
@@ -481,22 +502,180 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     Answered answered;
     Duration handOverLeft;
     try {
-      if (closed) {
-        return Reservation.unavailable();
-      }
-      Ask ask = new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
-          maxWait == null ? null : maxWait.toNanos() / 1000, fleet, cleanAnswers);
-      answered = session.call(c -> reserveCreatingTable(c, ask));
+      answered = makeOne(new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
+          maxWait == null ? null : maxWait.toNanos() / 1000, true, cleanAnswers));
       handOverLeft = policy.handOverLeft();
-    } catch (SQLException e) {
-      failures.incrementAndGet();
-      log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(), e.getSQLState());
-      return Reservation.unavailable();
     } finally {
-      connectionLock.unlock();
+      release();
     }
     Reservation turn = answered.waitingFrom(time.nanoTime());
     return turn.isGranted() && !handOverLeft.isZero() ? turn.duringHandOver(handOverLeft) : turn;
+  }
+
+  /** Gives the connection up and wakes the first reservation waiting for it, if any. */
+  private void release() {
+    connectionLock.unlock();
+    Waiting first = waiting.peek();
+    if (first != null) {
+      LockSupport.unpark(first.thread);
+    }
+  }
+
+  /**
+   * A plain reservation waiting for the connection, answered by whichever caller takes it next
+   * (this one included). Its answer is set once, before its thread is woken.
+   */
+  private static final class Waiting {
+    final Ask ask;
+    final Thread thread = Thread.currentThread();
+    volatile Answered answered;
+    volatile Duration handOverLeft = Duration.ZERO;
+
+    Waiting(Ask ask) {
+      this.ask = ask;
+    }
+  }
+
+  /** How long a waiting reservation sleeps before it looks at the connection again unwoken. */
+  private static final long WAITING_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  /**
+   * A plain reservation: queued, then made by whichever waiting caller takes the connection first,
+   * together with every other reservation waiting then (see the class comment).
+   */
+  private Reservation reserveWithOthers(String name, Duration interval, Duration notBefore,
+      Duration maxWait) {
+    if (closed || policy.refusesNow()) {
+      return Reservation.unavailable();
+    }
+    Waiting me = new Waiting(new Ask(sql.key(name), ceilMicros(interval),
+        notBefore.toNanos() / 1000, maxWait == null ? null : maxWait.toNanos() / 1000, false, 0));
+    waiting.add(me);
+    boolean interrupted = false;
+    try {
+      while (me.answered == null) {
+        if (connectionLock.tryLock()) {
+          try {
+            if (me.answered == null) {
+              makeWaiting();
+            }
+          } finally {
+            release();
+          }
+        } else {
+          LockSupport.parkNanos(this, WAITING_RECHECK_NANOS);
+          if (Thread.interrupted()) {
+            interrupted = true;
+            // Not taken by a caller making it yet: it is dropped. Taken: its answer is coming.
+            if (waiting.remove(me)) {
+              return Reservation.unavailable();
+            }
+          }
+        }
+      }
+      Reservation turn = me.answered.waitingFrom(time.nanoTime());
+      return turn.isGranted() && !me.handOverLeft.isZero()
+          ? turn.duringHandOver(me.handOverLeft) : turn;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * With the connection held: makes every waiting reservation, those of one destination and
+   * interval together, and answers each caller.
+   */
+  private void makeWaiting() {
+    List<Waiting> all = new ArrayList<>();
+    for (Waiting w; (w = waiting.poll()) != null; ) {
+      all.add(w);
+    }
+    try {
+      makeByDestination(all);
+    } finally {
+      // Whatever went wrong, no caller taken is left waiting for an answer that never comes.
+      for (Waiting w : all) {
+        if (w.answered == null) {
+          w.answered = Answered.notGranted(Reservation.unavailable());
+          LockSupport.unpark(w.thread);
+        }
+      }
+    }
+  }
+
+  private void makeByDestination(List<Waiting> taken) {
+    while (!taken.isEmpty()) {
+      Ask first = taken.get(0).ask;
+      List<Waiting> together = new ArrayList<>();
+      List<Waiting> rest = new ArrayList<>();
+      for (Waiting w : taken) {
+        (w.ask.key().equals(first.key()) && w.ask.gapMicros() == first.gapMicros()
+            ? together : rest).add(w);
+      }
+      makeTogether(together);
+      taken = rest;
+    }
+  }
+
+  /** Makes the turns of {@code together} (one destination, one interval) and answers each. */
+  private void makeTogether(List<Waiting> together) {
+    int k = together.size();
+    long gap = together.get(0).ask.gapMicros();
+    long notBefore = 0;
+    Long maxWait = null;
+    for (int j = 0; j < k; j++) {
+      Ask ask = together.get(j).ask;
+      notBefore = Math.max(notBefore, ask.notBeforeMicros());
+      if (ask.maxWaitMicros() != null) {
+        long left = ask.maxWaitMicros() - j * gap;
+        maxWait = maxWait == null ? left : Math.min(maxWait, left);
+      }
+    }
+    if (k > 1 && maxWait != null && maxWait < 0) {
+      together.forEach(w -> makeTogether(List.of(w)));
+      return;
+    }
+    Answered answered = makeOne(new Ask(together.get(0).ask.key(), gap * k, notBefore, maxWait,
+        false, 0));
+    if (k > 1 && answered.reservation().isRefused()) {
+      together.forEach(w -> makeTogether(List.of(w)));
+      return;
+    }
+    Duration handOverLeft = answered.reservation().isGranted() ? policy.handOverLeft()
+        : Duration.ZERO;
+    for (int j = 0; j < k; j++) {
+      Waiting w = together.get(j);
+      w.handOverLeft = handOverLeft;
+      w.answered = answered.reservation().isGranted()
+          ? new Answered(answered.reservation(), answered.turnAt() + j * gap * 1000)
+          : answered;
+      if (w.thread != Thread.currentThread()) {
+        LockSupport.unpark(w.thread);
+      }
+    }
+  }
+
+  /** One reservation statement, with the connection held; a failure answers unavailable. */
+  private Answered makeOne(Ask ask) {
+    if (closed || policy.refusesNow()) {
+      return Answered.notGranted(Reservation.unavailable());
+    }
+    reservationStatements.incrementAndGet();
+    try {
+      return session.call(c -> reserveCreatingTable(c, ask));
+    } catch (SQLException e) {
+      failures.incrementAndGet();
+      log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(),
+          e.getSQLState());
+      return Answered.notGranted(Reservation.unavailable());
+    }
+  }
+
+  /** Reservation statements made so far, combined or not. */
+  long reservationStatements() {
+    return reservationStatements.get();
   }
 
   /**
@@ -626,7 +805,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         session.open();
       }
     } finally {
-      connectionLock.unlock();
+      release();
     }
   }
 

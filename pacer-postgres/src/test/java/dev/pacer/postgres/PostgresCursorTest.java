@@ -285,6 +285,53 @@ class PostgresCursorTest {
   }
 
   @Test
+  void reservationsWaitingTogetherShareOneRoundTripAndKeepTheSpacing() throws Exception {
+    int callers = 16;
+    Duration gap = Duration.ofMillis(50);
+    String name = freshName();
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable());
+        Connection holder = TestDatabase.connect()) {
+      cursor.reserve(name, Duration.ZERO);
+      long before = cursor.reservationStatements();
+      // The row locked by another transaction holds the first caller's statement, and with it
+      // the connection, while the others queue behind it.
+      holder.setAutoCommit(false);
+      update(holder, "SELECT 1 FROM pacer_cursor WHERE name = ? FOR UPDATE", name);
+      java.util.concurrent.ExecutorService threads =
+          java.util.concurrent.Executors.newFixedThreadPool(callers);
+      try {
+        java.util.List<java.util.concurrent.Future<Long>> starts = new java.util.ArrayList<>();
+        for (int i = 0; i < callers; i++) {
+          starts.add(threads.submit(() -> {
+            Reservation turn = cursor.reserve(name, gap);
+            assertThat(turn.isGranted()).as("granted: %s", turn).isTrue();
+            return System.nanoTime() + turn.waitTime().toNanos();
+          }));
+        }
+        Thread.sleep(300);
+        holder.commit();
+        java.util.List<Long> sorted = new java.util.ArrayList<>();
+        for (java.util.concurrent.Future<Long> start : starts) {
+          sorted.add(start.get(20, java.util.concurrent.TimeUnit.SECONDS));
+        }
+        java.util.Collections.sort(sorted);
+        // The first caller's turn began when its statement did, before it waited for the row: its
+        // answer is "now", well after that turn's start. The others' turns are the combined ones.
+        for (int i = 2; i < callers; i++) {
+          double spacingMillis = (sorted.get(i) - sorted.get(i - 1)) / 1e6;
+          assertThat(spacingMillis).as("turn %d after turn %d", i + 1, i)
+              .isBetween(gap.toMillis() - 2.0, gap.toMillis() + 5.0);
+        }
+      } finally {
+        threads.shutdownNow();
+      }
+      assertThat(cursor.reservationStatements() - before)
+          .as("round trips for %d reservations, the first holding the rest up", callers)
+          .isLessThan(callers / 2);
+    }
+  }
+
+  @Test
   void badIdentifiersAreRefusedBeforeAnySql() {
     assertThatThrownBy(() -> TableLayout.djangoCache("x; drop table y"))
         .isInstanceOf(IllegalArgumentException.class)
