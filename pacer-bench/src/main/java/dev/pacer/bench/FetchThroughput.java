@@ -1,12 +1,9 @@
 package dev.pacer.bench;
 
-import com.sun.net.httpserver.HttpServer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.io.PrintStream;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,15 +11,14 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
  * {@code pacer fetch} when no ceiling binds, against its floor: the same URL list, the same number
- * of threads, the same local destination, fetched by {@code pacer fetch} (a JVM of its own, its
+ * of threads, the same local destination ({@link LocalDestination}, a JVM of its own that answers
+ * without waiting for acknowledgements), fetched by {@code pacer fetch} (a JVM of its own, its
  * ceiling far above what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http}
  * loop writing each body to a file (a JVM of its own too). They take turns, {@code rounds} times,
  * each round starting with the other one, and the ratio is that of the medians.
@@ -56,24 +52,13 @@ final class FetchThroughput {
 
   static Result measure(Database.Target db, int urlCount, int threads, int rounds, Path work,
       PrintStream log) throws IOException, InterruptedException {
-    byte[] body = new byte[BODY_BYTES];
-    java.util.Arrays.fill(body, (byte) 'x');
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 1024);
-    ExecutorService handlers = Executors.newFixedThreadPool(threads);
-    server.setExecutor(handlers);
-    server.createContext("/", exchange -> {
-      exchange.getRequestBody().readAllBytes();
-      exchange.sendResponseHeaders(200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
-    server.start();
+    Process destination = startDestination(threads, work.resolve("destination.err"));
     try {
+      int port = portOf(destination);
       Path list = work.resolve("fetch-urls.txt");
       List<String> lines = new ArrayList<>(urlCount);
       for (int i = 0; i < urlCount; i++) {
-        lines.add("http://127.0.0.1:" + server.getAddress().getPort() + "/item/" + i);
+        lines.add("http://127.0.0.1:" + port + "/item/" + i);
       }
       Files.write(list, lines);
       List<Double> pacer = new ArrayList<>();
@@ -94,9 +79,29 @@ final class FetchThroughput {
       return new Result(urlCount, threads, Results.median(pacer), Results.median(bare), pacer,
           bare);
     } finally {
-      server.stop(0);
-      handlers.shutdownNow();
+      destination.destroy();
+      destination.waitFor();
     }
+  }
+
+  /** {@link LocalDestination} in a JVM of its own, serving until its input closes. */
+  private static Process startDestination(int threads, Path stderr) throws IOException {
+    List<String> command = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Dsun.net.httpserver.nodelay=true", "-cp", System.getProperty("java.class.path"),
+        LocalDestination.class.getName(), Integer.toString(threads),
+        Integer.toString(BODY_BYTES)));
+    return new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+  }
+
+  /** The port the destination printed. */
+  private static int portOf(Process destination) throws IOException {
+    String line = new BufferedReader(new InputStreamReader(destination.getInputStream(),
+        StandardCharsets.UTF_8)).readLine();
+    if (line == null) {
+      throw new IllegalStateException("the destination did not start");
+    }
+    return Integer.parseInt(line.trim());
   }
 
   private static double bareFetch(Path list, int urlCount, int threads, Path out)
