@@ -25,13 +25,12 @@ import java.util.List;
  *
  * <p><b>Commit mode.</b> A worker's store commits asynchronously ({@code synchronous_commit =
  * off}): its claims and records are many small commits, and each would otherwise wait for a flush
- * of the write-ahead log. Measured with the same 32 threads on a server with {@code fsync} and
- * {@code synchronous_commit} on: {@code pacer fetch} went from 0.54 to 0.63 x the bare loop. What
- * a crash of the server may then forget is the last few hundred milliseconds of claims, records
- * and lease extensions; their items are pending again (or still leased, until the lease lapses)
- * and are fetched again, never lost. (The embedded database runs its whole
- * server so.) What someone acts on is committed durably whatever the session's mode: an enqueue,
- * a trip and its acknowledgement ({@link #durableTransaction}, {@link #commitDurably}).
+ * of the write-ahead log (measured in docs/benchmarks.md). What a crash of the server may then
+ * forget is the last few hundred milliseconds of claims, records and lease extensions; their items
+ * are pending again (or still leased, until the lease lapses) and are fetched again, never lost.
+ * (The embedded database runs its whole server so.) What someone acts on is committed durably
+ * whatever the session's mode: an enqueue, a trip and its acknowledgement ({@link
+ * #durableTransaction}, {@link #commitDurably}).
  *
  * <p>After a call finds its connection lost, the idle ones are dropped too: they were connected to
  * the same server and are most likely dead with it; the next calls open new ones, under the policy.
