@@ -182,13 +182,15 @@ class FleetAnswersTest {
   }
 
   /**
-   * Job b (one worker JVM x 3 threads), then, once b is fetching, job a (2 worker JVMs x 3
-   * threads), on one destination; a's 25th item is answered 403.
+   * Job b (one worker JVM x 3 threads, 160 items), then, once b is fetching, job a (2 worker JVMs
+   * x 3 threads, 80 items), on one destination; a's 25th item is answered 403.
    */
   private List<TestDestination.Arrival> lockoutRun(String name, String pacing) throws Exception {
     destination.answering((path, attempt) -> path.equals("/a/25") ? 403 : 200);
     Path a = Files.write(dir.resolve("a.txt"), destination.items("/a/", 80));
-    Path b = Files.write(dir.resolve("b.txt"), destination.items("/b/", 80));
+    // Twice a's items: b must still be fetching when a's 25th answer comes, however late a's cold
+    // JVMs start on a busy machine (b fetches alone until then).
+    Path b = Files.write(dir.resolve("b.txt"), destination.items("/b/", 160));
     Process jobB = Cli.spawn(Map.of(), dir.resolve("b.out"), dir.resolve("b.err"),
         fetchArgs(name + "-b", name, b, pacing, "--processes", "1", "--threads", "3",
             "--concurrency", "3"));
