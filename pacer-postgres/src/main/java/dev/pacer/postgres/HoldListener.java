@@ -46,7 +46,7 @@ final class HoldListener implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HoldListener.class);
   /** How long one wait for notifications lasts: also how soon a closed listener stops. */
   private static final int WAIT_MILLIS = 250;
-  /** How soon a listener whose connection failed tries again while the database is up. */
+  /** The least a listener whose connection failed waits before it connects again. */
   private static final long RETRY_MILLIS = 1000;
 
   private final CursorSql sql;
@@ -127,7 +127,10 @@ final class HoldListener implements AutoCloseable {
           break;
         }
         log.debug("Hold listener: {} [SQLState {}]", e.getMessage(), e.getSQLState());
-        if (!pause(Math.max(RETRY_MILLIS, policy.untilNextAttempt().plusMillis(100).toMillis()))) {
+        // Its connection dropped, maybe with the database, before anyone told the policy: it
+        // tries again after the next boundary, not sooner, so an outage costs one attempt per
+        // boundary however soon this thread noticed it.
+        if (!pause(Math.max(RETRY_MILLIS, policy.untilNextBoundary().plusMillis(100).toMillis()))) {
           break;
         }
       } catch (RuntimeException e) {

@@ -231,6 +231,25 @@ public final class OutagePolicy {
   }
 
   /**
+   * How long until the next retry boundary, up or down: while down, the boundary the policy waits
+   * for; while up, the grid's next multiple of the cooldown. A user that must reconnect on its own
+   * while nobody has told the policy of a failure (a listener whose connection dropped) waits this
+   * long, and a little more: if the database is down, the policy has most likely heard of it by
+   * then, and the attempt is left to its probe; if it is up, one attempt per boundary is the most an
+   * outage nobody reported costs.
+   *
+   * @return the time to the next boundary
+   */
+  public Duration untilNextBoundary() {
+    Duration waiting = untilNextAttempt();
+    if (!waiting.isZero()) {
+      return waiting;
+    }
+    long now = time.epochMillis();
+    return Duration.ofMillis(nextBoundaryAfter(now) - now);
+  }
+
+  /**
    * Opens a connection under the policy, for a user that holds it itself (a lock session): refused
    * while down without touching the network, and the outcome reported.
    *

@@ -203,6 +203,22 @@ class OutagePolicyTest {
   }
 
   @Test
+  void theNextBoundaryIsTheGridsWhileUpAndTheAwaitedOneWhileDown() {
+    FakeTime time = new FakeTime();
+    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
+        OutagePolicy.Scheduler.none(), () -> { });
+    advanceTo(time, BOUNDARY_5 - 1_200);
+    assertThat(policy.untilNextAttempt()).as("up: an attempt now").isEqualTo(Duration.ZERO);
+    assertThat(policy.untilNextBoundary()).isEqualTo(Duration.ofMillis(1_200));
+    policy.failed(REFUSED);
+    advanceTo(time, BOUNDARY_5);
+    assertThat(policy.tryAttempt()).isTrue();
+    policy.failed(REFUSED);
+    assertThat(policy.untilNextBoundary()).as("down: the boundary after the failed probe")
+        .isEqualTo(policy.untilNextAttempt()).isEqualTo(Duration.ofSeconds(5));
+  }
+
+  @Test
   void aHandOverLastsUntilTheBoundaryAfterTheReturn() {
     FakeTime time = new FakeTime();
     OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
