@@ -86,10 +86,7 @@ public final class ItemStore {
           s.setNull(5, Types.VARCHAR);
           s.setNull(6, Types.VARCHAR);
         } else {
-          s.setInt(1, done.status());
-          s.setString(2, done.bodyPath());
-          s.setLong(3, done.bytes());
-          bindItem(s, 4, done.item());
+          bindDone(s, done);
         }
         s.setString(7, workerId);
         s.setString(8, token);
@@ -142,10 +139,7 @@ public final class ItemStore {
   public boolean markDone(Done done) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item " + SET_DONE + LEASED_ITEM)) {
-        s.setInt(1, done.status());
-        s.setString(2, done.bodyPath());
-        s.setLong(3, done.bytes());
-        bindItem(s, 4, done.item());
+        bindDone(s, done);
         return s.executeUpdate() == 1;
       }
     });
@@ -278,6 +272,14 @@ public final class ItemStore {
         }
       }
     });
+  }
+
+  /** Parameters 1 to 6: {@link #SET_DONE}'s, then {@link #LEASED_ITEM}'s. */
+  private static void bindDone(PreparedStatement s, Done done) throws SQLException {
+    s.setInt(1, done.status());
+    s.setString(2, done.bodyPath());
+    s.setLong(3, done.bytes());
+    bindItem(s, 4, done.item());
   }
 
   private static void bindItem(PreparedStatement s, int from, Item item) throws SQLException {
