@@ -4,9 +4,18 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The items of jobs and their leases. An item moves
@@ -20,6 +29,11 @@ import java.util.UUID;
 public final class ItemStore {
 
   private final StoreConnection connection;
+  /** Calls of {@link #recordAndClaim} waiting for the lane, in the order they came. */
+  private final ConcurrentLinkedQueue<Waiting> waiting = new ConcurrentLinkedQueue<>();
+  /** Held by the call making the one {@link #recordAndClaim} statement running. */
+  private final ReentrantLock lane = new ReentrantLock();
+  private final AtomicLong recordAndClaimStatements = new AtomicLong();
 
   ItemStore(StoreConnection connection) {
     this.connection = connection;
@@ -48,64 +62,249 @@ public final class ItemStore {
   /** The item leased by the claim's lease token: a transition out of {@code leased}. */
   private static final String LEASED_ITEM =
       " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?";
-  /** A fetched item's outcome; its parameters: status, body path, bytes. */
-  private static final String SET_DONE = "SET state = 'done', last_status = ?, last_error = NULL,"
-      + " body_path = ?, bytes = ?, finished_at = now(), leased_by = NULL, lease_token = NULL,"
-      + " lease_until = NULL";
 
   /**
-   * One statement: records {@code done} (if given) and claims the job's next claimable item for
-   * {@code workerId}. A fetch thread that has just fetched an item records it with its next claim,
-   * so an item costs two round trips and two commits (this one and its turn on the cursor), not
-   * three of each: the claims and records of {@code pacer fetch} are most of PostgreSQL's work
-   * when no ceiling binds. The item being recorded is never the one claimed, even with its lease
-   * run out. {@code recorded} is false, as {@link #markDone}'s answer, if the lease was lost.
+   * Records {@code done} (if given) and claims the job's next claimable item for {@code workerId},
+   * in one statement shared with every other call waiting meanwhile. A fetch thread that has just fetched an item records it with its next claim,
+   * so an item costs one turn in a shared statement, not a round trip and a commit of its own to
+   * record and another to claim: the claims and records of {@code pacer fetch} are most of
+   * PostgreSQL's work when no ceiling binds. The item being recorded is never the one claimed, even
+   * with its lease run out. {@code recorded} is false, as {@link #markDone}'s answer, if the lease
+   * was lost.
+   *
+   * <p><b>Calls waiting together.</b> One such statement runs at a time; the calls that arrive
+   * while it runs queue, and whichever of them takes the lane next makes them all in one statement:
+   * every outcome recorded, and as many items claimed as there are calls, handed out in the order
+   * the calls queued. Each caller gets the answer its own statement would have given, with the
+   * same lease and the same order of items. A failure fails every call of the statement, each
+   * caller deciding, as before, whether to retry. On a busy worker the statements grow with the
+   * load; an idle one makes each call alone, as it arrives.
    */
   public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
       long leaseMillis) throws SQLException {
-    String token = UUID.randomUUID().toString();
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "WITH done AS (UPDATE pacer_item " + SET_DONE + LEASED_ITEM + " RETURNING 1),"
-              + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
-              + "   lease_token = ?, lease_until = now() + ? * interval '1 millisecond'"
-              + "   WHERE (i.job, i.url_key) IN ("
-              + "     SELECT job, url_key FROM pacer_item"
-              + "     WHERE job = ? AND url_key IS DISTINCT FROM ?"
-              + "       AND ((state = 'pending' AND not_before <= now())"
-              + "         OR (state = 'leased' AND lease_until < now()))"
-              + "     ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
-              + "   RETURNING i.url_key, i.url, i.failures, i.throttles)"
-              + " SELECT (SELECT count(*) FROM done), n.url_key, n.url, n.failures, n.throttles"
-              + " FROM (SELECT 1) one LEFT JOIN claimed n ON true")) {
-        if (done == null) {
-          s.setNull(1, Types.INTEGER);
-          s.setNull(2, Types.VARCHAR);
-          s.setNull(3, Types.BIGINT);
-          s.setNull(4, Types.VARCHAR);
-          s.setNull(5, Types.VARCHAR);
-          s.setNull(6, Types.VARCHAR);
+    Waiting me = new Waiting(new Ask(job, done, workerId, leaseMillis));
+    waiting.add(me);
+    boolean interrupted = false;
+    try {
+      while (me.answer == null) {
+        if (lane.tryLock()) {
+          try {
+            if (me.answer == null) {
+              makeWaiting();
+            }
+          } finally {
+            releaseLane();
+          }
         } else {
-          bindDone(s, done);
-        }
-        s.setString(7, workerId);
-        s.setString(8, token);
-        s.setLong(9, leaseMillis);
-        s.setString(10, job);
-        if (done == null) {
-          s.setNull(11, Types.VARCHAR);
-        } else {
-          s.setString(11, done.item().key());
-        }
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          boolean recorded = r.getLong(1) == 1;
-          String key = r.getString(2);
-          return new RecordedAndClaimed(recorded, key == null ? Optional.<Item>empty()
-              : Optional.of(new Item(job, key, r.getString(3), r.getInt(4), r.getInt(5), token)));
+          LockSupport.parkNanos(this, WAITING_RECHECK_NANOS);
+          if (Thread.interrupted()) {
+            interrupted = true;
+            // Not yet taken into a statement: dropped. Taken: its answer is coming.
+            if (waiting.remove(me)) {
+              throw new SQLException("interrupted while waiting to claim an item", "57014");
+            }
+          }
         }
       }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (me.failure != null) {
+      // Thrown in the thread that made the statement; a copy here names this caller's stack too.
+      throw new SQLException(me.failure.getMessage(), me.failure.getSQLState(), me.failure);
+    }
+    return me.answer;
+  }
+
+  /** What a call of {@link #recordAndClaim} asks. */
+  private record Ask(String job, Done done, String workerId, long leaseMillis) {
+    boolean sharesAStatementWith(Ask other) {
+      return job.equals(other.job) && workerId.equals(other.workerId)
+          && leaseMillis == other.leaseMillis;
+    }
+  }
+
+  /** A call of {@link #recordAndClaim} in the queue; answered (or failed) once, then woken. */
+  private static final class Waiting {
+    final Ask ask;
+    final Thread thread = Thread.currentThread();
+    volatile SQLException failure;
+    volatile RecordedAndClaimed answer;
+
+    Waiting(Ask ask) {
+      this.ask = ask;
+    }
+
+    void fail(SQLException e) {
+      failure = e;
+      answer = new RecordedAndClaimed(false, Optional.empty());
+    }
+  }
+
+  /** How long a queued call sleeps before it looks at the lane again unwoken. */
+  private static final long WAITING_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  /** Gives the lane up and wakes the first call waiting for it, if any. */
+  private void releaseLane() {
+    lane.unlock();
+    Waiting first = waiting.peek();
+    if (first != null) {
+      LockSupport.unpark(first.thread);
+    }
+  }
+
+  /** With the lane held: makes every queued call, those that can share a statement together. */
+  private void makeWaiting() {
+    List<Waiting> taken = new ArrayList<>();
+    for (Waiting w; (w = waiting.poll()) != null; ) {
+      taken.add(w);
+    }
+    try {
+      while (!taken.isEmpty()) {
+        Ask first = taken.get(0).ask;
+        List<Waiting> together = new ArrayList<>();
+        List<Waiting> rest = new ArrayList<>();
+        for (Waiting w : taken) {
+          (w.ask.sharesAStatementWith(first) ? together : rest).add(w);
+        }
+        makeTogether(together);
+        taken = rest;
+      }
+    } finally {
+      // Whatever went wrong, no call taken is left waiting for an answer that never comes.
+      for (Waiting w : taken) {
+        if (w.answer == null) {
+          w.fail(new SQLException("the claim shared with this one was not made"));
+          LockSupport.unpark(w.thread);
+        }
+      }
+    }
+  }
+
+  /** One statement for {@code together} (one job, worker and lease), then each caller answered. */
+  private void makeTogether(List<Waiting> together) {
+    Ask first = together.get(0).ask;
+    List<Done> dones = new ArrayList<>();
+    for (Waiting w : together) {
+      if (w.ask.done() != null) {
+        dones.add(w.ask.done());
+      }
+    }
+    try {
+      Made made = recordAndClaimTogether(first.job(), dones, first.workerId(), first.leaseMillis(),
+          together.size());
+      for (int j = 0; j < together.size(); j++) {
+        Waiting w = together.get(j);
+        Done done = w.ask.done();
+        w.answer = new RecordedAndClaimed(
+            done != null && made.recorded().contains(done.item().token()),
+            j < made.claimed().size() ? Optional.of(made.claimed().get(j)) : Optional.empty());
+      }
+    } catch (SQLException | RuntimeException e) {
+      SQLException failure = e instanceof SQLException sql ? sql : new SQLException(e);
+      together.forEach(w -> w.fail(failure));
+    }
+    for (Waiting w : together) {
+      if (w.thread != Thread.currentThread()) {
+        LockSupport.unpark(w.thread);
+      }
+    }
+  }
+
+  /** What one shared statement did: the lease tokens recorded, and the items claimed, in order. */
+  private record Made(Set<String> recorded, List<Item> claimed) {}
+
+  /**
+   * The statement: records every one of {@code dones} whose lease still holds, and claims up to
+   * {@code count} items in the job's order for {@code workerId}, none of them one it records, each
+   * with a lease token of its own. With {@code count} 0 it only records, and {@code workerId} and
+   * {@code leaseMillis} are not used.
+   */
+  private Made recordAndClaimTogether(String job, List<Done> dones, String workerId,
+      long leaseMillis, int count) throws SQLException {
+    String[] tokens = new String[count];
+    for (int i = 0; i < count; i++) {
+      tokens[i] = UUID.randomUUID().toString();
+    }
+    recordAndClaimStatements.incrementAndGet();
+    return connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement(
+          "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
+              + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes, finished_at = now(),"
+              + "   leased_by = NULL, lease_token = NULL, lease_until = NULL"
+              + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
+              + "     AS d(url_key, token, status, body_path, bytes)"
+              + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
+              + "     AND p.lease_token = d.token"
+              + "   RETURNING d.token),"
+              + " picked AS (SELECT job, url_key, seq FROM pacer_item"
+              + "   WHERE job = ? AND url_key <> ALL (?::text[])"
+              + "     AND ((state = 'pending' AND not_before <= now())"
+              + "       OR (state = 'leased' AND lease_until < now()))"
+              + "   ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED),"
+              + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY seq) AS n"
+              + "   FROM picked),"
+              + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
+              + "   lease_token = (?::text[])[n.n],"
+              + "   lease_until = now() + ? * interval '1 millisecond'"
+              + "   FROM numbered n WHERE i.job = n.job AND i.url_key = n.url_key"
+              + "   RETURNING n.n, i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
+              + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done"
+              + " UNION ALL SELECT n, url_key, url, failures, throttles, lease_token FROM claimed"
+              + " ORDER BY 1")) {
+        int d = dones.size();
+        String[] keys = new String[d];
+        String[] doneTokens = new String[d];
+        Integer[] statuses = new Integer[d];
+        String[] paths = new String[d];
+        Long[] bytes = new Long[d];
+        for (int i = 0; i < d; i++) {
+          Done done = dones.get(i);
+          keys[i] = done.item().key();
+          doneTokens[i] = done.item().token();
+          statuses[i] = done.status();
+          paths[i] = done.bodyPath();
+          bytes[i] = done.bytes();
+        }
+        s.setArray(1, c.createArrayOf("text", keys));
+        s.setArray(2, c.createArrayOf("text", doneTokens));
+        s.setArray(3, c.createArrayOf("int4", statuses));
+        s.setArray(4, c.createArrayOf("text", paths));
+        s.setArray(5, c.createArrayOf("int8", bytes));
+        s.setString(6, job);
+        s.setString(7, job);
+        s.setArray(8, c.createArrayOf("text", keys));
+        s.setInt(9, count);
+        s.setString(10, workerId);
+        s.setArray(11, c.createArrayOf("text", tokens));
+        s.setLong(12, leaseMillis);
+        Set<String> recorded = new HashSet<>();
+        List<Item> claimed = new ArrayList<>();
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            if (r.getLong(1) == 0) {
+              recorded.add(r.getString(2));
+            } else {
+              claimed.add(new Item(job, r.getString(2), r.getString(3), r.getInt(4), r.getInt(5),
+                  r.getString(6)));
+            }
+          }
+        }
+        return new Made(recorded, claimed);
+      }
     });
+  }
+
+  /** Calls of {@link #recordAndClaim} queued for the lane now. */
+  int queuedCalls() {
+    return waiting.size();
+  }
+
+  /** Statements {@link #recordAndClaim} has made so far, shared or not. */
+  long recordAndClaimStatements() {
+    return recordAndClaimStatements.get();
   }
 
   /** Claims the next claimable item of the job for {@code workerId}, if any. */
@@ -135,14 +334,10 @@ public final class ItemStore {
     });
   }
 
-  /** Records a fetched item. False if the lease was lost: another worker owns it now. */
+  /** Records a fetched item on its own. False if the lease was lost: another worker owns it now. */
   public boolean markDone(Done done) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item " + SET_DONE + LEASED_ITEM)) {
-        bindDone(s, done);
-        return s.executeUpdate() == 1;
-      }
-    });
+    return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, 0).recorded()
+        .contains(done.item().token());
   }
 
   /**
@@ -272,14 +467,6 @@ public final class ItemStore {
         }
       }
     });
-  }
-
-  /** Parameters 1 to 6: {@link #SET_DONE}'s, then {@link #LEASED_ITEM}'s. */
-  private static void bindDone(PreparedStatement s, Done done) throws SQLException {
-    s.setInt(1, done.status());
-    s.setString(2, done.bodyPath());
-    s.setLong(3, done.bytes());
-    bindItem(s, 4, done.item());
   }
 
   private static void bindItem(PreparedStatement s, int from, Item item) throws SQLException {

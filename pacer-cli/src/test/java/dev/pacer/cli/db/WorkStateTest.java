@@ -100,6 +100,84 @@ class WorkStateTest {
   }
 
   @Test
+  void recordsAndClaimsWaitingTogetherShareOneStatementAndKeepTheirOrder() throws Exception {
+    int callers = 12;
+    List<String> urls = new java.util.ArrayList<>();
+    for (int i = 0; i < 2 * callers; i++) {
+      urls.add("http://a/" + i);
+    }
+    store.jobs().enqueue(fresh(), job, "a", 1.0, urls);
+    List<ItemStore.Item> fetched = new java.util.ArrayList<>();
+    for (int i = 0; i < callers; i++) {
+      fetched.add(store.items().claim(job, "w1", 60_000).orElseThrow());
+    }
+    long statementsBefore = store.items().recordAndClaimStatements();
+    java.util.concurrent.ExecutorService threads =
+        java.util.concurrent.Executors.newFixedThreadPool(callers);
+    try (java.sql.Connection holder = TestDatabase.connect()) {
+      // The first fetched item's row, locked by another transaction, holds the first caller's
+      // statement, and with it the lane, while the others queue behind it one by one.
+      holder.setAutoCommit(false);
+      try (java.sql.PreparedStatement lock = holder.prepareStatement(
+          "SELECT 1 FROM pacer_item WHERE job = ? AND url_key = ? FOR UPDATE")) {
+        lock.setString(1, job);
+        lock.setString(2, fetched.get(0).key());
+        lock.executeQuery().close();
+      }
+      List<java.util.concurrent.Future<ItemStore.RecordedAndClaimed>> answers =
+          new java.util.ArrayList<>();
+      for (int i = 0; i < callers; i++) {
+        ItemStore.Done done = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
+        answers.add(threads.submit(() -> store.items().recordAndClaim(job, done, "w1", 60_000)));
+        int queued = i;
+        awaitTrue(() -> queued == 0 ? blockedOnALock(holder) : store.items().queuedCalls() == queued);
+      }
+      holder.commit();
+      java.util.Set<String> tokens = new java.util.HashSet<>();
+      for (int i = 0; i < callers; i++) {
+        ItemStore.RecordedAndClaimed answer = answers.get(i).get(20,
+            java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(answer.recorded()).as("caller %d's record", i).isTrue();
+        ItemStore.Item next = answer.next().orElseThrow();
+        assertThat(next.url()).as("caller %d's claim, in the order the callers queued", i)
+            .isEqualTo("http://a/" + (callers + i));
+        tokens.add(next.token());
+      }
+      assertThat(tokens).as("a lease token of its own for every item claimed").hasSize(callers);
+    } finally {
+      threads.shutdownNow();
+    }
+    assertThat(store.items().recordAndClaimStatements() - statementsBefore)
+        .as("the first caller's statement, then one for all those that queued behind it")
+        .isEqualTo(2);
+    ItemStore.Counts counts = store.items().counts(job);
+    assertThat(counts.done()).isEqualTo(callers);
+    assertThat(counts.leased()).isEqualTo(callers);
+    for (int i = 0; i < callers; i++) {
+      ItemStore.Done again = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
+      assertThat(store.items().markDone(again)).as("recorded once, item %d", i).isFalse();
+    }
+  }
+
+  /** Whether a statement of another session is waiting for a lock {@code holder}'s session holds. */
+  private static boolean blockedOnALock(java.sql.Connection holder) throws Exception {
+    try (java.sql.Statement s = holder.createStatement();
+        java.sql.ResultSet r = s.executeQuery("SELECT count(*) FROM pg_stat_activity"
+            + " WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))")) {
+      r.next();
+      return r.getLong(1) > 0;
+    }
+  }
+
+  private static void awaitTrue(Callable<Boolean> condition) throws Exception {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
+    while (!condition.call()) {
+      assertThat(System.nanoTime()).as("waited 20 s for the callers to queue").isLessThan(deadline);
+      Thread.sleep(5);
+    }
+  }
+
+  @Test
   void heartbeatsKeepALeaseAlive() throws Exception {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/2"));
