@@ -46,9 +46,9 @@ import org.slf4j.LoggerFactory;
 /**
  * One worker process's share of a job: {@code threads} fetch threads that claim items one at a
  * time, fetch them through the destination's limiter, store the bodies and record the outcome (a
- * fetched item's with the thread's next claim, in one statement), checking the envelope between
- * items; and a heartbeat that extends this worker's leases,
- * reports its figures and watches for a trip recorded by any other worker of the job.
+ * fetched item's with the thread's next claim, in one statement shared with the other threads
+ * claiming then), checking the envelope between items; and a heartbeat that extends this worker's
+ * leases, reports its figures and watches for a trip recorded by any other worker of the job.
  *
  * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
  * the divided local rate (the library's doing); claims wait and retry; an outcome already fetched
@@ -139,7 +139,8 @@ public final class Worker {
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = WorkState.forWorker(database, storeConnections(settings.threads()));
+    store = WorkState.forWorker(database,
+        storeConnections(settings.threads(), settings.perHost()));
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(resetBeyond(settings.destination()));
@@ -277,14 +278,17 @@ public final class Worker {
   }
 
   /**
-   * The work-state connections a worker may open: one for every two fetch threads, up to 8. Each
-   * thread spends a round trip claiming and one recording around every request, so half the
-   * threads at once is the most that can want one; beyond 8, two cores' worth of PostgreSQL
-   * backends only take turns. They are opened before the start line (see {@code
-   * StoreConnection#openAll}).
+   * The work-state connections a worker may open. With one destination, two: the fetch threads'
+   * claims and records are statements shared by every thread waiting ({@link
+   * ItemStore#recordAndClaim}), one at a time, and the other connection serves the rest (a failure
+   * or a throttle recorded, an item released, the heartbeat). Per host each claim is a round trip of
+   * its own ({@link FrontierStore}): one for every two fetch threads, up to 8, since each thread
+   * spends a round trip claiming and one recording around every request, so half the threads at
+   * once is the most that can want one; beyond 8, two cores' worth of PostgreSQL backends only take
+   * turns. They are opened before the start line (see {@code StoreConnection#openAll}).
    */
-  static int storeConnections(int threads) {
-    return Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2));
+  static int storeConnections(int threads, boolean perHost) {
+    return perHost ? Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2)) : 2;
   }
 
   /**
