@@ -1,5 +1,6 @@
 package dev.pacer.bench;
 
+import dev.pacer.cli.run.JvmOptions;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -18,10 +19,11 @@ import java.util.stream.Stream;
 /**
  * {@code pacer fetch} when no ceiling binds, against its floor: the same URL list, the same number
  * of threads, the same local destination ({@link LocalDestination}, a JVM of its own that answers
- * without waiting for acknowledgements), fetched by {@code pacer fetch} (a JVM of its own, its
- * ceiling far above what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http}
- * loop writing each body to a file (a JVM of its own too). They take turns, {@code rounds} times,
- * each round starting with the other one, and the ratio is that of the medians.
+ * without waiting for acknowledgements), fetched by {@code pacer fetch} (a JVM of its own, started
+ * with pacer's JVM options as {@code ./pacer} starts it ({@link JvmOptions}), its ceiling far above
+ * what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http} loop writing each
+ * body to a file (a JVM of its own too, with the JVM's defaults). They take turns, {@code rounds}
+ * times, each round starting with the other one, and the ratio is that of the medians.
  *
  * <p>What each figure counts: items fetched and recorded ÷ the time from the first request to the
  * last outcome. For {@code pacer fetch} that is its summary's {@code done} ÷ {@code
@@ -118,7 +120,8 @@ final class FetchThroughput {
 
   private static double pacerFetch(Database.Target db, Path list, int urlCount, int threads,
       Path out, int round) throws IOException, InterruptedException {
-    String summary = lastLine(child("dev.pacer.cli.Main", List.of("fetch", list.toString(),
+    String summary = lastLine(childWith(JvmOptions.ofPacer(), "dev.pacer.cli.Main", List.of(
+        "fetch", list.toString(),
         "--job", "bench-fetch-" + round + "-" + System.nanoTime(),
         "--destination", "bench-fetch-" + System.nanoTime(),
         "--rate", Integer.toString(CEILING_PER_SECOND),

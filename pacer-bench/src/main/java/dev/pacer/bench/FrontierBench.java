@@ -1,6 +1,7 @@
 package dev.pacer.bench;
 
 import dev.pacer.cli.LoopbackHosts;
+import dev.pacer.cli.run.JvmOptions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -337,8 +338,9 @@ final class FrontierBench {
     Path list = work.resolve(job + ".txt");
     Files.write(list, urls);
     List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main",
+        Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    command.addAll(JvmOptions.ofPacer());
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main",
         "fetch", list.toString(), "--job", job + "-" + System.nanoTime(), "--per-host",
         "--rate", Double.toString(rate), "--processes", Integer.toString(load.processes()),
         "--threads", Integer.toString(load.threads()),

@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.cli.run.JvmOptions;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -48,8 +49,9 @@ final class Cli {
   static Process spawn(Map<String, String> env, Path stdout, Path stderr, String... args)
       throws IOException {
     List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    command.addAll(JvmOptions.ofPacer());
+    command.addAll(List.of("-XX:+UseSerialGC",
         "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main"));
     command.addAll(List.of(args));
     ProcessBuilder builder = new ProcessBuilder(command)

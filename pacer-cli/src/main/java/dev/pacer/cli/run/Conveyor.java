@@ -49,8 +49,10 @@ public final class Conveyor {
     Runtime.getRuntime().addShutdownHook(stopOnExit);
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     for (int i = 0; i < processes; i++) {
-      List<String> command = new ArrayList<>(List.of(java.toString(),
-          "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx512m",
+      List<String> command = new ArrayList<>(List.of(java.toString()));
+      command.addAll(JvmOptions.ofPacer());
+      // Workers are many JVMs on one machine: small heaps and stacks, a one-thread collector.
+      command.addAll(List.of("-XX:+UseSerialGC", "-Xss512k", "-Xmx512m",
           "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main", "worker"));
       command.addAll(workerArgs);
       ProcessBuilder builder = new ProcessBuilder(command)
