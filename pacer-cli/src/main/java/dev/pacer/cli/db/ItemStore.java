@@ -65,20 +65,20 @@ public final class ItemStore {
 
   /**
    * Records {@code done} (if given) and claims the job's next claimable item for {@code workerId},
-   * in one statement shared with every other call waiting meanwhile. A fetch thread that has just fetched an item records it with its next claim,
-   * so an item costs one turn in a shared statement, not a round trip and a commit of its own to
-   * record and another to claim: the claims and records of {@code pacer fetch} are most of
-   * PostgreSQL's work when no ceiling binds. The item being recorded is never the one claimed, even
-   * with its lease run out. {@code recorded} is false, as {@link #markDone}'s answer, if the lease
-   * was lost.
+   * in one statement shared with every other call waiting meanwhile. A fetch thread that has just
+   * fetched an item records it with its next claim, so an item costs a share of one statement, not
+   * a round trip and a commit of its own to record and another to claim: the claims and records of
+   * {@code pacer fetch} are most of PostgreSQL's work when no ceiling binds. No item recorded is
+   * ever the one claimed, even with its lease run out. {@code recorded} is false, as {@link
+   * #markDone}'s answer, if the lease was lost.
    *
    * <p><b>Calls waiting together.</b> One such statement runs at a time; the calls that arrive
    * while it runs queue, and whichever of them takes the lane next makes them all in one statement:
    * every outcome recorded, and as many items claimed as there are calls, handed out in the order
    * the calls queued. Each caller gets the answer its own statement would have given, with the
-   * same lease and the same order of items. A failure fails every call of the statement, each
-   * caller deciding, as before, whether to retry. On a busy worker the statements grow with the
-   * load; an idle one makes each call alone, as it arrives.
+   * same lease and the same order of items. A failure fails every call of the statement, and each
+   * caller decides whether to retry. On a busy worker the statements grow with the load; an idle
+   * one makes each call alone, as it arrives.
    */
   public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
       long leaseMillis) throws SQLException {
@@ -193,6 +193,7 @@ public final class ItemStore {
       }
     }
     try {
+      recordAndClaimStatements.incrementAndGet();
       Made made = recordAndClaimTogether(first.job(), dones, first.workerId(), first.leaseMillis(),
           together.size());
       for (int j = 0; j < together.size(); j++) {
@@ -228,11 +229,11 @@ public final class ItemStore {
     for (int i = 0; i < count; i++) {
       tokens[i] = UUID.randomUUID().toString();
     }
-    recordAndClaimStatements.incrementAndGet();
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
-              + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes, finished_at = now(),"
+              + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
+              + "   finished_at = now(),"
               + "   leased_by = NULL, lease_token = NULL, lease_until = NULL"
               + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
               + "     AS d(url_key, token, status, body_path, bytes)"

@@ -281,11 +281,11 @@ public final class Worker {
    * The work-state connections a worker may open. With one destination, two: the fetch threads'
    * claims and records are statements shared by every thread waiting ({@link
    * ItemStore#recordAndClaim}), one at a time, and the other connection serves the rest (a failure
-   * or a throttle recorded, an item released, the heartbeat). Per host each claim is a round trip of
-   * its own ({@link FrontierStore}): one for every two fetch threads, up to 8, since each thread
+   * or a throttle recorded, an item released, the heartbeat). Per host each claim is a round trip
+   * of its own ({@link FrontierStore}): one for every two fetch threads, up to 8, since each thread
    * spends a round trip claiming and one recording around every request, so half the threads at
-   * once is the most that can want one; beyond 8, two cores' worth of PostgreSQL backends only take
-   * turns. They are opened before the start line (see {@code StoreConnection#openAll}).
+   * once is the most that can want one; beyond 8, two cores' worth of PostgreSQL backends only
+   * take turns. They are opened before the start line (see {@code StoreConnection#openAll}).
    */
   static int storeConnections(int threads, boolean perHost) {
     return perHost ? Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2)) : 2;
