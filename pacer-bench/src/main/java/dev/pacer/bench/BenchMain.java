@@ -48,6 +48,7 @@ public final class BenchMain {
 
   public static void main(String[] args) throws Exception {
     System.setProperty("java.awt.headless", "true");
+    FrontierBench.serversAnswerAtOnce();
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
       // The embedded server's start-up chatter is INFO; Pacer's own degradation notices are WARN.
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
