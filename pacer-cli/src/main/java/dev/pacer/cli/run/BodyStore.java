@@ -55,8 +55,10 @@ public final class BodyStore {
     Path target = pathOf(item.key());
     try {
       Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(part);
+    } catch (IOException | RuntimeException e) {
+      // Only a move that failed leaves the part file behind.
+      discard(part);
+      throw e;
     }
     try (FileChannel directory = FileChannel.open(target.getParent(), StandardOpenOption.READ)) {
       directory.force(true);
