@@ -18,11 +18,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import org.postgresql.PGStatement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,9 +104,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /** The scheduler of a policy this cursor made for itself, closed with it. */
   private final OutagePolicy.DaemonScheduler ownScheduler;
 
-  private final ReentrantLock connectionLock = new ReentrantLock();
-  /** Plain reservations waiting for the connection, in the order they asked. */
-  private final ConcurrentLinkedQueue<Waiting> waiting = new ConcurrentLinkedQueue<>();
+  /** The connection's lock; plain reservations waiting for it are made together. */
+  private final StatementLane<Ask, Answered> lane = new StatementLane<>(
+      (a, b) -> a.key().equals(b.key()) && a.gapMicros() == b.gapMicros(), this::makeTogether,
+      this::notMade);
   /** Round trips of reservations made, combined or not: for tests of the combining. */
   private final AtomicLong reservationStatements = new AtomicLong();
   private final KeptConnection session;
@@ -174,7 +172,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   public void clear(String name) {
     boolean locked = false;
     try {
-      locked = connectionLock.tryLock(timeoutNanos * 2, TimeUnit.NANOSECONDS);
+      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
       if (!locked) {
         throw new CursorStoreException("cursor connection busy; could not clear " + name, null);
       }
@@ -194,7 +192,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       throw new CursorStoreException("interrupted while clearing cursor " + name, e);
     } finally {
       if (locked) {
-        release();
+        lane.release();
       }
     }
   }
@@ -314,7 +312,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
     boolean locked = false;
     try {
-      locked = connectionLock.tryLock(timeoutNanos * 2, TimeUnit.NANOSECONDS);
+      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
       if (!locked || closed) {
         return false;
       }
@@ -328,7 +326,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     } finally {
       if (locked) {
-        release();
+        lane.release();
       }
     }
   }
@@ -353,7 +351,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   public boolean connect(Duration timeout) {
     boolean locked = false;
     try {
-      locked = connectionLock.tryLock(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      locked = lane.tryHold(timeout.toNanos(), TimeUnit.NANOSECONDS);
       if (!locked || closed) {
         return false;
       }
@@ -377,7 +375,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     } finally {
       if (locked) {
-        release();
+        lane.release();
       }
     }
   }
@@ -442,14 +440,14 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (ownScheduler != null) {
       ownScheduler.close();
     }
-    connectionLock.lock();
+    lane.hold();
     try {
       session.close();
       reserveStatement = null;
       fleetReserveStatement = null;
       statementConnection = null;
     } finally {
-      release();
+      lane.release();
     }
   }
 
@@ -495,50 +493,20 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return Reservation.unavailable();
     }
     try {
-      connectionLock.lockInterruptibly();
+      lane.holdInterruptibly();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Reservation.unavailable();
     }
     Answered answered;
-    Duration handOverLeft;
     try {
       answered = makeOne(new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
           maxWait == null ? null : maxWait.toNanos() / 1000, true, cleanAnswers));
-      handOverLeft = policy.handOverLeft();
     } finally {
-      release();
+      lane.release();
     }
-    Reservation turn = answered.waitingFrom(time.nanoTime());
-    return turn.isGranted() && !handOverLeft.isZero() ? turn.duringHandOver(handOverLeft) : turn;
+    return answered.waitingFrom(time.nanoTime());
   }
-
-  /** Gives the connection up and wakes the first reservation waiting for it, if any. */
-  private void release() {
-    connectionLock.unlock();
-    Waiting first = waiting.peek();
-    if (first != null) {
-      LockSupport.unpark(first.thread);
-    }
-  }
-
-  /**
-   * A plain reservation waiting for the connection, answered by whichever caller takes it next
-   * (this one included). Its answer is set once, before its thread is woken.
-   */
-  private static final class Waiting {
-    final Ask ask;
-    final Thread thread = Thread.currentThread();
-    volatile Answered answered;
-    volatile Duration handOverLeft = Duration.ZERO;
-
-    Waiting(Ask ask) {
-      this.ask = ask;
-    }
-  }
-
-  /** How long a waiting reservation sleeps before it looks at the connection again unwoken. */
-  private static final long WAITING_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
   /**
    * A plain reservation: queued, then made by whichever waiting caller takes the connection first,
@@ -549,85 +517,30 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
-    Waiting me = new Waiting(new Ask(sql.key(name), ceilMicros(interval),
-        notBefore.toNanos() / 1000, maxWait == null ? null : maxWait.toNanos() / 1000, false, 0));
-    waiting.add(me);
-    boolean interrupted = false;
-    try {
-      while (me.answered == null) {
-        if (connectionLock.tryLock()) {
-          try {
-            if (me.answered == null) {
-              makeWaiting();
-            }
-          } finally {
-            release();
-          }
-        } else {
-          LockSupport.parkNanos(this, WAITING_RECHECK_NANOS);
-          if (Thread.interrupted()) {
-            interrupted = true;
-            // Not taken by a caller making it yet: it is dropped. Taken: its answer is coming.
-            if (waiting.remove(me)) {
-              return Reservation.unavailable();
-            }
-          }
-        }
-      }
-      Reservation turn = me.answered.waitingFrom(time.nanoTime());
-      return turn.isGranted() && !me.handOverLeft.isZero()
-          ? turn.duringHandOver(me.handOverLeft) : turn;
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    return lane.call(new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
+            maxWait == null ? null : maxWait.toNanos() / 1000, false, 0))
+        .map(answered -> answered.waitingFrom(time.nanoTime()))
+        .orElse(Reservation.unavailable());
+  }
+
+  /** A reservation whose statement failed unexpectedly (not a database error): unavailable. */
+  private Answered notMade(RuntimeException e) {
+    failures.incrementAndGet();
+    log.warn("PostgreSQL cursor reservation not made", e);
+    return Answered.notGranted(Reservation.unavailable());
   }
 
   /**
-   * With the connection held: makes every waiting reservation, those of one destination and
-   * interval together, and answers each caller.
+   * Makes the turns of {@code together} (one destination, one interval), one answer for each, in
+   * their order.
    */
-  private void makeWaiting() {
-    List<Waiting> all = new ArrayList<>();
-    for (Waiting w; (w = waiting.poll()) != null; ) {
-      all.add(w);
-    }
-    try {
-      makeByDestination(all);
-    } finally {
-      // Whatever went wrong, no caller taken is left waiting for an answer that never comes.
-      for (Waiting w : all) {
-        if (w.answered == null) {
-          w.answered = Answered.notGranted(Reservation.unavailable());
-          LockSupport.unpark(w.thread);
-        }
-      }
-    }
-  }
-
-  private void makeByDestination(List<Waiting> taken) {
-    while (!taken.isEmpty()) {
-      Ask first = taken.get(0).ask;
-      List<Waiting> together = new ArrayList<>();
-      List<Waiting> rest = new ArrayList<>();
-      for (Waiting w : taken) {
-        (w.ask.key().equals(first.key()) && w.ask.gapMicros() == first.gapMicros()
-            ? together : rest).add(w);
-      }
-      makeTogether(together);
-      taken = rest;
-    }
-  }
-
-  /** Makes the turns of {@code together} (one destination, one interval) and answers each. */
-  private void makeTogether(List<Waiting> together) {
+  private List<Answered> makeTogether(List<Ask> together) {
     int k = together.size();
-    long gap = together.get(0).ask.gapMicros();
+    long gap = together.get(0).gapMicros();
     long notBefore = 0;
     Long maxWait = null;
     for (int j = 0; j < k; j++) {
-      Ask ask = together.get(j).ask;
+      Ask ask = together.get(j);
       notBefore = Math.max(notBefore, ask.notBeforeMicros());
       if (ask.maxWaitMicros() != null) {
         long left = ask.maxWaitMicros() - j * gap;
@@ -635,37 +548,39 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       }
     }
     if (k > 1 && maxWait != null && maxWait < 0) {
-      together.forEach(w -> makeTogether(List.of(w)));
-      return;
+      return oneByOne(together);
     }
-    Answered answered = makeOne(new Ask(together.get(0).ask.key(), gap * k, notBefore, maxWait,
+    Answered answered = makeOne(new Ask(together.get(0).key(), gap * k, notBefore, maxWait,
         false, 0));
     if (k > 1 && answered.reservation().isRefused()) {
-      together.forEach(w -> makeTogether(List.of(w)));
-      return;
+      return oneByOne(together);
     }
-    Duration handOverLeft = answered.reservation().isGranted() ? policy.handOverLeft()
-        : Duration.ZERO;
+    List<Answered> answers = new ArrayList<>(k);
     for (int j = 0; j < k; j++) {
-      Waiting w = together.get(j);
-      w.handOverLeft = handOverLeft;
-      w.answered = answered.reservation().isGranted()
-          ? new Answered(answered.reservation(), answered.turnAt() + j * gap * 1000)
-          : answered;
-      if (w.thread != Thread.currentThread()) {
-        LockSupport.unpark(w.thread);
-      }
+      answers.add(answered.reservation().isGranted() ? answered.later(j * gap * 1000) : answered);
     }
+    return answers;
   }
 
-  /** One reservation statement, with the connection held; a failure answers unavailable. */
+  private List<Answered> oneByOne(List<Ask> asks) {
+    List<Answered> answers = new ArrayList<>(asks.size());
+    asks.forEach(ask -> answers.add(makeOne(ask)));
+    return answers;
+  }
+
+  /**
+   * One reservation statement, with the connection held; a failure answers unavailable. A turn
+   * granted while the outage policy hands over carries what is left of the hand-over.
+   */
   private Answered makeOne(Ask ask) {
     if (closed || policy.refusesNow()) {
       return Answered.notGranted(Reservation.unavailable());
     }
     reservationStatements.incrementAndGet();
     try {
-      return session.call(c -> reserveCreatingTable(c, ask));
+      Answered answered = session.call(c -> reserveCreatingTable(c, ask));
+      return answered.reservation().isGranted()
+          ? answered.handingOver(policy.handOverLeft()) : answered;
     } catch (SQLException e) {
       failures.incrementAndGet();
       log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(),
@@ -687,10 +602,19 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * that much late. For a granted answer {@code reservation} carries only the fleet's backoff;
    * its wait is {@code turnAt}'s.
    */
-  private record Answered(Reservation reservation, long turnAt) {
+  private record Answered(Reservation reservation, long turnAt, Duration handOverLeft) {
 
     static Answered notGranted(Reservation reservation) {
-      return new Answered(reservation, 0);
+      return new Answered(reservation, 0, Duration.ZERO);
+    }
+
+    /** The same answer for a turn {@code nanos} after this one. */
+    Answered later(long nanos) {
+      return new Answered(reservation, turnAt + nanos, handOverLeft);
+    }
+
+    Answered handingOver(Duration left) {
+      return new Answered(reservation, turnAt, left);
     }
 
     Reservation waitingFrom(long now) {
@@ -699,7 +623,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       }
       Reservation granted = Reservation.grantedNanos(turnAt - now);
       OptionalInt backoff = reservation.fleetBackoff();
-      return backoff.isPresent() ? granted.withFleetBackoff(backoff.getAsInt()) : granted;
+      Reservation turn = backoff.isPresent()
+          ? granted.withFleetBackoff(backoff.getAsInt()) : granted;
+      return handOverLeft.isZero() ? turn : turn.duringHandOver(handOverLeft);
     }
   }
 
@@ -764,7 +690,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
           databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
       int fleetBackoff = row.getInt(6);
       Reservation turn = Reservation.granted(Duration.ZERO);
-      return new Answered(row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt);
+      return new Answered(row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt,
+          Duration.ZERO);
     }
   }
 
@@ -800,13 +727,13 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * off the fetch threads. A closed cursor's probe does nothing.
    */
   private void reconnect() throws SQLException {
-    connectionLock.lock();
+    lane.hold();
     try {
       if (!closed) {
         session.open();
       }
     } finally {
-      release();
+      lane.release();
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.StatementLane;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -11,11 +12,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The items of jobs and their leases. An item moves
@@ -29,10 +26,9 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class ItemStore {
 
   private final StoreConnection connection;
-  /** Calls of {@link #recordAndClaim} waiting for the lane, in the order they came. */
-  private final ConcurrentLinkedQueue<Waiting> waiting = new ConcurrentLinkedQueue<>();
-  /** Held by the call making the one {@link #recordAndClaim} statement running. */
-  private final ReentrantLock lane = new ReentrantLock();
+  /** The calls of {@link #recordAndClaim}, those of one job, worker and lease made together. */
+  private final StatementLane<Ask, Answer> lane = new StatementLane<>(Ask::sharesAStatementWith,
+      this::makeTogether, e -> Answer.failed(new SQLException(e)));
   private final AtomicLong recordAndClaimStatements = new AtomicLong();
 
   ItemStore(StoreConnection connection) {
@@ -72,8 +68,9 @@ public final class ItemStore {
    * ever the one claimed, even with its lease run out. {@code recorded} is false, as {@link
    * #markDone}'s answer, if the lease was lost.
    *
-   * <p><b>Calls waiting together.</b> One such statement runs at a time; the calls that arrive
-   * while it runs queue, and whichever of them takes the lane next makes them all in one statement:
+   * <p><b>Calls waiting together</b> (a {@link StatementLane}). One such statement runs at a time;
+   * the calls that arrive while it runs queue, and whichever of them takes the lane next makes them
+   * all in one statement:
    * every outcome recorded, and as many items claimed as there are calls, handed out in the order
    * the calls queued. Each caller gets the answer its own statement would have given, with the
    * same lease and the same order of items. A failure fails every call of the statement, and each
@@ -82,40 +79,14 @@ public final class ItemStore {
    */
   public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
       long leaseMillis) throws SQLException {
-    Waiting me = new Waiting(new Ask(job, done, workerId, leaseMillis));
-    waiting.add(me);
-    boolean interrupted = false;
-    try {
-      while (me.answer == null) {
-        if (lane.tryLock()) {
-          try {
-            if (me.answer == null) {
-              makeWaiting();
-            }
-          } finally {
-            releaseLane();
-          }
-        } else {
-          LockSupport.parkNanos(this, WAITING_RECHECK_NANOS);
-          if (Thread.interrupted()) {
-            interrupted = true;
-            // Not yet taken into a statement: dropped. Taken: its answer is coming.
-            if (waiting.remove(me)) {
-              throw new SQLException("interrupted while waiting to claim an item", "57014");
-            }
-          }
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-    if (me.failure != null) {
+    Answer answer = lane.call(new Ask(job, done, workerId, leaseMillis))
+        .orElseThrow(() -> new SQLException("interrupted while waiting to claim an item", "57014"));
+    if (answer.failure() != null) {
       // Thrown in the thread that made the statement; a copy here names this caller's stack too.
-      throw new SQLException(me.failure.getMessage(), me.failure.getSQLState(), me.failure);
+      throw new SQLException(answer.failure().getMessage(), answer.failure().getSQLState(),
+          answer.failure());
     }
-    return me.answer;
+    return answer.made();
   }
 
   /** What a call of {@link #recordAndClaim} asks. */
@@ -126,92 +97,39 @@ public final class ItemStore {
     }
   }
 
-  /** A call of {@link #recordAndClaim} in the queue; answered (or failed) once, then woken. */
-  private static final class Waiting {
-    final Ask ask;
-    final Thread thread = Thread.currentThread();
-    volatile SQLException failure;
-    volatile RecordedAndClaimed answer;
-
-    Waiting(Ask ask) {
-      this.ask = ask;
-    }
-
-    void fail(SQLException e) {
-      failure = e;
-      answer = new RecordedAndClaimed(false, Optional.empty());
+  /** What a call of {@link #recordAndClaim} is answered: what its statement made, or why not. */
+  private record Answer(RecordedAndClaimed made, SQLException failure) {
+    static Answer failed(SQLException failure) {
+      return new Answer(null, failure);
     }
   }
 
-  /** How long a queued call sleeps before it looks at the lane again unwoken. */
-  private static final long WAITING_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
-
-  /** Gives the lane up and wakes the first call waiting for it, if any. */
-  private void releaseLane() {
-    lane.unlock();
-    Waiting first = waiting.peek();
-    if (first != null) {
-      LockSupport.unpark(first.thread);
-    }
-  }
-
-  /** With the lane held: makes every queued call, those that can share a statement together. */
-  private void makeWaiting() {
-    List<Waiting> taken = new ArrayList<>();
-    for (Waiting w; (w = waiting.poll()) != null; ) {
-      taken.add(w);
-    }
-    try {
-      while (!taken.isEmpty()) {
-        Ask first = taken.get(0).ask;
-        List<Waiting> together = new ArrayList<>();
-        List<Waiting> rest = new ArrayList<>();
-        for (Waiting w : taken) {
-          (w.ask.sharesAStatementWith(first) ? together : rest).add(w);
-        }
-        makeTogether(together);
-        taken = rest;
-      }
-    } finally {
-      // Whatever went wrong, no call taken is left waiting for an answer that never comes.
-      for (Waiting w : taken) {
-        if (w.answer == null) {
-          w.fail(new SQLException("the claim shared with this one was not made"));
-          LockSupport.unpark(w.thread);
-        }
-      }
-    }
-  }
-
-  /** One statement for {@code together} (one job, worker and lease), then each caller answered. */
-  private void makeTogether(List<Waiting> together) {
-    Ask first = together.get(0).ask;
+  /** One statement for {@code together} (one job, worker and lease), an answer for each call. */
+  private List<Answer> makeTogether(List<Ask> together) {
+    Ask first = together.get(0);
     List<Done> dones = new ArrayList<>();
-    for (Waiting w : together) {
-      if (w.ask.done() != null) {
-        dones.add(w.ask.done());
+    for (Ask ask : together) {
+      if (ask.done() != null) {
+        dones.add(ask.done());
       }
     }
+    List<Answer> answers = new ArrayList<>(together.size());
     try {
       recordAndClaimStatements.incrementAndGet();
       Made made = recordAndClaimTogether(first.job(), dones, first.workerId(), first.leaseMillis(),
           together.size());
       for (int j = 0; j < together.size(); j++) {
-        Waiting w = together.get(j);
-        Done done = w.ask.done();
-        w.answer = new RecordedAndClaimed(
+        Done done = together.get(j).done();
+        answers.add(new Answer(new RecordedAndClaimed(
             done != null && made.recorded().contains(done.item().token()),
-            j < made.claimed().size() ? Optional.of(made.claimed().get(j)) : Optional.empty());
+            j < made.claimed().size() ? Optional.of(made.claimed().get(j)) : Optional.empty()),
+            null));
       }
-    } catch (SQLException | RuntimeException e) {
-      SQLException failure = e instanceof SQLException sql ? sql : new SQLException(e);
-      together.forEach(w -> w.fail(failure));
+    } catch (SQLException e) {
+      answers.clear();
+      together.forEach(ask -> answers.add(Answer.failed(e)));
     }
-    for (Waiting w : together) {
-      if (w.thread != Thread.currentThread()) {
-        LockSupport.unpark(w.thread);
-      }
-    }
+    return answers;
   }
 
   /** What one shared statement did: the lease tokens recorded, and the items claimed, in order. */
@@ -300,7 +218,7 @@ public final class ItemStore {
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
   int queuedCalls() {
-    return waiting.size();
+    return lane.queued();
   }
 
   /** Statements {@link #recordAndClaim} has made so far, shared or not. */
