@@ -130,7 +130,7 @@ public final class BenchMain {
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
           settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
-          settings.enqueueHosts(), settings.frontier());
+          settings.enqueueHosts(), settings.frontier(), settings.claimCost());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -236,6 +236,12 @@ public final class BenchMain {
             r.enqueue.added(), r.enqueue.addedAgain(), EnqueueScale.HEAP,
             r.enqueue.peakHeapBytes() / 1048576.0, r.enqueue.peakRssBytes() / 1048576.0);
         r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
+        r.claimCost = ClaimCost.measure(target, s.claimCost());
+        for (ClaimCost.Point p : r.claimCost) {
+          log.printf(Locale.ROOT, "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
+                  + " max %.2f ms over %,d claims, %d without an item%n", p.hosts(), p.items(),
+              p.p50Millis(), p.p99Millis(), p.maxMillis(), p.claims(), p.withoutItem());
+        }
       } finally {
         FetchThroughput.deleteTree(scratch);
       }

@@ -28,6 +28,7 @@ import java.util.List;
  * @param enqueueUrls enqueue: URLs in the list
  * @param enqueueHosts enqueue: hosts the URLs spread over
  * @param frontier per-host mode: the hosts, their ceiling and backlog, the workers' threads
+ * @param claimCost per-host claim cost: the frontier sizes, items per host, claims timed
  */
 public record BenchSettings(
     List<Integer> processCounts,
@@ -48,7 +49,8 @@ public record BenchSettings(
     int fetchRounds,
     int enqueueUrls,
     int enqueueHosts,
-    FrontierBench.Load frontier) {
+    FrontierBench.Load frontier,
+    ClaimCost.Load claimCost) {
 
   public BenchSettings {
     processCounts = List.copyOf(processCounts);
@@ -72,7 +74,8 @@ public record BenchSettings(
         5_000, 32, 3,
         1_000_000, 10_000,
         // 500 hosts at 0.5/s, Zipf s = 1, the heaviest with 60 items: about 2 minutes a run.
-        new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10));
+        new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10),
+        new ClaimCost.Load(List.of(1_000, 10_000), 10, 200, 2_000));
   }
 
   /** Every measurement, briefly: for the smoke test and a quick look. */
@@ -85,7 +88,8 @@ public record BenchSettings(
         1,
         300, 8, 1,
         20_000, 200,
-        new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2));
+        new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2),
+        new ClaimCost.Load(List.of(10, 50), 4, 5, 20));
   }
 
   /** The most worker JVMs any measurement needs at once. */

@@ -208,6 +208,19 @@ final class Report {
         e.seconds(), e.perSecond(), e.added(), e.addedAgain(), e.peakHeapBytes() / 1048576.0,
         e.peakRssBytes() / 1048576.0));
     frontier(md, r.frontier);
+    md.append("### Per-host claim cost\n\n");
+    md.append("One thread claiming from a job planned per host, one claim after another, each timed"
+        + " from the call to its answer (the one statement that picks the soonest due host, advances"
+        + " its cursor row and leases one of its items); every host at 1,000/s, so a host is always"
+        + " due. After a warm-up of " + r.settings.claimCost().warmupClaims() + " claims:\n\n");
+    md.append("| hosts | items | claims | p50 ms | p99 ms | max ms | without an item |\n"
+        + "|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (ClaimCost.Point p : r.claimCost) {
+      md.append(String.format(Locale.ROOT, "| %,d | %,d | %,d | %.2f | %.2f | %.2f | %d |%n",
+          p.hosts(), p.items(), p.claims(), p.p50Millis(), p.p99Millis(), p.maxMillis(),
+          p.withoutItem()));
+    }
+    md.append("\n");
     md.append("Ratios are judged at ").append(n).append(" processes.\n");
     return md.toString();
   }

@@ -56,6 +56,7 @@ final class Results {
   FetchThroughput.Result fetch;
   EnqueueScale.Result enqueue;
   FrontierBench.Result frontier;
+  List<ClaimCost.Point> claimCost;
 
   Results(BenchSettings settings, String generatedAt) {
     this.settings = settings;
@@ -245,6 +246,19 @@ final class Results {
     m.put("enqueue_peak_heap_bytes", enqueue.peakHeapBytes());
     m.put("enqueue_peak_rss_bytes", enqueue.peakRssBytes());
     m.put("enqueue_input_bytes", enqueue.inputBytes());
+    List<Map<String, Object>> claims = new ArrayList<>();
+    for (ClaimCost.Point p : claimCost) {
+      Map<String, Object> c = new LinkedHashMap<>();
+      c.put("hosts", p.hosts());
+      c.put("items", p.items());
+      c.put("claims", p.claims());
+      c.put("p50_ms", p.p50Millis());
+      c.put("p99_ms", p.p99Millis());
+      c.put("max_ms", p.maxMillis());
+      c.put("without_item", p.withoutItem());
+      claims.add(c);
+    }
+    m.put("claim_cost", claims);
     FrontierBench.Load load = frontier.load();
     m.put("frontier_hosts", load.hosts());
     m.put("frontier_rate_per_host", load.rate());

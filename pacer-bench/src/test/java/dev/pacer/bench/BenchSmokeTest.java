@@ -111,10 +111,15 @@ class BenchSmokeTest {
     assertThat(r.overhead.median()).isBetween(0.99, 1.5);
     assertThat(r.enqueue.added()).as("every URL of the list is new").isEqualTo(r.enqueue.urls());
     assertThat(r.enqueue.addedAgain()).as("the same list again").isZero();
+    assertThat(r.claimCost).extracting(ClaimCost.Point::hosts).containsExactly(10, 50);
+    assertThat(r.claimCost).allSatisfy(p -> {
+      assertThat(p.withoutItem()).as("claims without an item at %d hosts", p.hosts()).isZero();
+      assertThat(p.p50Millis()).isPositive().isLessThanOrEqualTo(p.p99Millis());
+    });
 
     String md = Files.readString(out.resolve("benchmarks.md"));
     assertThat(md).contains(Report.BEGIN, Report.END, "### Targets", "| processes |",
-        "### pacer fetch against a bare HTTP loop", "### Enqueue",
+        "### pacer fetch against a bare HTTP loop", "### Enqueue", "### Per-host claim cost",
         Charts.THROUGHPUT, Charts.ACCURACY);
     for (String png : List.of(Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY)) {
       BufferedImage image = ImageIO.read(out.resolve(png).toFile());
