@@ -70,12 +70,11 @@ public final class ItemStore {
    *
    * <p><b>Calls waiting together</b> (a {@link StatementLane}). One such statement runs at a time;
    * the calls that arrive while it runs queue, and whichever of them takes the lane next makes them
-   * all in one statement:
-   * every outcome recorded, and as many items claimed as there are calls, handed out in the order
-   * the calls queued. Each caller gets the answer its own statement would have given, with the
-   * same lease and the same order of items. A failure fails every call of the statement, and each
-   * caller decides whether to retry. On a busy worker the statements grow with the load; an idle
-   * one makes each call alone, as it arrives.
+   * all in one statement: every outcome recorded, and as many items claimed as there are calls,
+   * handed out in the order the calls queued. Each caller gets the answer its own statement would
+   * have given, with the same lease and the same order of items. A failure fails every call of the
+   * statement, and each caller decides whether to retry. On a busy worker the statements grow with
+   * the load; an idle one makes each call alone, as it arrives.
    */
   public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
       long leaseMillis) throws SQLException {
