@@ -21,9 +21,10 @@ import java.util.Objects;
  *       Outcome#SHARED}: reserved on the shared cursor; {@link Outcome#DEGRADED}: paced locally
  *       because the shared cursor was unavailable), or a {@code tryAcquire} found no turn within
  *       its {@code maxWait} ({@link Outcome#REFUSED}: no permit, no fleet slot or no turn in time;
- *       nothing consumed). Fires on the caller's thread, as the slot is handed over. A turn given
- *       up because its thread woke too late is not one: the turn taken instead is. An acquire that
- *       throws (lockout, interrupt) fires no turn.
+ *       nothing consumed). Fires on the caller's thread, as the slot is handed over, after the
+ *       check for late turns: whatever time a listener takes here, the request leaves that much
+ *       late, unseen by the check. A turn given up because its thread woke too late is not one:
+ *       the turn taken instead is. An acquire that throws (lockout, interrupt) fires no turn.
  *   <li>{@link #throttled}: this process heard a rate-pressure answer ({@link
  *       DestinationLimiter#backoff()}, directly or through {@link DestinationLimiter#noteAnswer}
  *       with a 429 or 503); fires after the multiplier has doubled, with the new one.

@@ -36,9 +36,19 @@ final class Listeners implements LimiterListener {
     tell(l -> l.limiterCreated(limiter));
   }
 
+  /**
+   * Runs between a granted turn's late check and its request, so without a lambda: a process's
+   * first grant would otherwise link one there (0.3 ms measured in a cold JVM).
+   */
   @Override
   public void turn(Turn turn) {
-    tell(l -> l.turn(turn));
+    for (Entry e : entries) {
+      try {
+        e.listener().turn(turn);
+      } catch (RuntimeException ex) {
+        failed(e, ex);
+      }
+    }
   }
 
   @Override
@@ -62,10 +72,14 @@ final class Listeners implements LimiterListener {
     try {
       event.accept(e.listener());
     } catch (RuntimeException ex) {
-      if (e.failed().compareAndSet(false, true)) {
-        log.warn("Limiter listener {} threw; pacing goes on, and its later failures are not"
-            + " logged", e.listener(), ex);
-      }
+      failed(e, ex);
+    }
+  }
+
+  private static void failed(Entry e, RuntimeException ex) {
+    if (e.failed().compareAndSet(false, true)) {
+      log.warn("Limiter listener {} threw; pacing goes on, and its later failures are not"
+          + " logged", e.listener(), ex);
     }
   }
 }
