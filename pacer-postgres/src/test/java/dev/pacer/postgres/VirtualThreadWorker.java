@@ -5,6 +5,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.Slot;
+import dev.pacer.TimeSource;
 import java.net.URI;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -23,6 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -115,7 +117,8 @@ public final class VirtualThreadWorker {
         .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
     slow.acquire().close();
     Thread sleeping = startVirtual(() -> acquireUntilInterrupted(slow));
-    while (!blockedIn(sleeping, Thread.class.getName(), "sleep")) {
+    while (!blockedIn(sleeping, TimeSource.SYSTEM.getClass().getName(), "sleepNanos")
+        || !blockedIn(sleeping, LockSupport.class.getName(), "parkNanos")) {
       Thread.sleep(1);
     }
     sleeping.interrupt();
