@@ -53,9 +53,9 @@ class FleetTest {
    *
    * <p>Members start cold and take no turn before GO. A cold member's first turn used to leave
    * 15-25 ms after the cursor granted it (a spread of 41-49 ms, a busiest window of 27 at 25/s):
-   * its first reservation was the slow one. {@code PostgresCursor.connect} now rehearses the
-   * statement, and turns are placed on the database's clock, so the bounds hold from the first
-   * turn.
+   * its first reservation was the slow one. {@code PostgresCursor} rehearses the statement on
+   * each connection it opens, and turns are placed on the database's clock, so the bounds hold
+   * from the first turn.
    */
   private static final double STAMP_JITTER_SECONDS = 0.030;
 
