@@ -48,7 +48,12 @@ final class DatabaseClock {
 
   /**
    * The turn's wait measured from {@code answeredNanos}, for a reservation sent at {@code
-   * askedNanos} that answered "{@code waitNanos} after {@code databaseNowEpochNanos}".
+   * askedNanos} that answered "{@code waitNanos} after {@code databaseNowEpochNanos}"; negative
+   * when the turn began before the answer came back. Such a turn is late by that much already,
+   * and the limiter's check for late turns must see it: started at the answer instead, a turn
+   * whose answer took 15 ms (two fresh worker JVMs at 200/s, the first reservations of a run) left
+   * as much after its true start, between the next process's turns, and a 1-s window held the
+   * ceiling + 2.
    */
   synchronized long waitFromAnswer(long askedNanos, long answeredNanos,
       long databaseNowEpochNanos, long waitNanos) {
@@ -56,7 +61,7 @@ final class DatabaseClock {
     long turnLocal = databaseNowEpochNanos + waitNanos - offsetNanos;
     long earliest = askedNanos + waitNanos;
     long latest = answeredNanos + waitNanos;
-    return Math.max(0, Math.min(latest, Math.max(earliest, turnLocal)) - answeredNanos);
+    return Math.min(latest, Math.max(earliest, turnLocal)) - answeredNanos;
   }
 
   private void sample(long askedNanos, long answeredNanos, long databaseNowEpochNanos) {

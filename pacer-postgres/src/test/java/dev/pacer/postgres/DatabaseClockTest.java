@@ -38,6 +38,17 @@ class DatabaseClockTest {
   }
 
   @Test
+  void aTurnThatBeganBeforeTheAnswerCameBackIsInThePast() {
+    waitFromAnswer(0, 0, 0, 0);
+    // A 15 ms trip, the database read at 1 ms and the turn was its now: it began 14 ms before the
+    // answer, and says so, so that the limiter sees a turn 14 ms late rather than one just begun.
+    long wait = waitFromAnswer(1000, 1001, 1015, 0);
+    assertThat(wait).isEqualTo(-14 * MS);
+    // With only its own trip to go by, a turn of wait 0 is placed at the trip's midpoint.
+    assertThat(new DatabaseClock().waitFromAnswer(0, 15 * MS, SKEW, 0)).isEqualTo(-15 * MS / 2);
+  }
+
+  @Test
   void aTurnNeverStartsOutsideWhatItsOwnRoundTripProves() {
     waitFromAnswer(0, 0, 0, 0);
     // The database's clock is stepped 1 s back, and this trip's sample is only as good as the
