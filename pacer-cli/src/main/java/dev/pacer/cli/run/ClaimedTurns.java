@@ -38,7 +38,9 @@ final class ClaimedTurns implements Cursor {
 
   /**
    * The calling thread's next reservation for {@code host} is the turn its claim took, starting
-   * {@code turnIn} from now (at once if that is past: the caller gave up turns too late to use).
+   * {@code turnIn} from now. A turn already begun when the reservation comes is answered as that
+   * much in the past, as {@code PostgresCursor} answers one, so that the limiter's check for late
+   * turns gives it up if the request would leave too late.
    */
   void prepay(String host, Duration turnIn, Duration interval, int backoff) {
     prepaid.set(new Prepaid(host, time.nanoTime() + turnIn.toNanos(), interval, backoff));
@@ -77,7 +79,7 @@ final class ClaimedTurns implements Cursor {
     if (!extra.isNegative() && !extra.isZero()) {
       shared.reserveUnderFleetBackoff(name, extra, Duration.ZERO, null, 0);
     }
-    return Reservation.grantedNanos(Math.max(0, p.startsNanos() - time.nanoTime()))
+    return Reservation.grantedNanos(p.startsNanos() - time.nanoTime())
         .withFleetBackoff(Math.max(1, Math.min(16, p.backoff())));
   }
 
