@@ -2,8 +2,9 @@ package dev.pacer;
 
 /**
  * Renders a user-supplied value for an error message: quoted, control characters escaped as
- * {@code \\uXXXX} (so a message can never move a terminal's cursor or forge a log line), and cut
- * at 80 characters. Pacer's own messages use it for every value a caller supplied; it is API so
+ * {@code \\uXXXX} (so a message can never move a terminal's cursor, forge a log line, or reorder
+ * what a reader sees), and cut at 80 characters. Escaped: C0 and C1 controls, DEL, the line and
+ * paragraph separators, and the bidirectional embeddings, overrides, isolates and marks. Pacer's own messages use it for every value a caller supplied; it is API so
  * that programs built on Pacer (its command line among them) show such values the same way.
  */
 public final class Printable {
@@ -26,7 +27,7 @@ public final class Printable {
     int shown = Math.min(s.length(), MAX_SHOWN);
     for (int i = 0; i < shown; i++) {
       char c = s.charAt(i);
-      if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      if (mustEscape(c)) {
         out.append(String.format("\\u%04x", (int) c));
       } else {
         out.append(c);
@@ -36,5 +37,11 @@ public final class Printable {
       out.append("...");
     }
     return out.append('"').toString();
+  }
+
+  private static boolean mustEscape(char c) {
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '"' || c == '\\'
+        || c == '\u061c' || c == '\u200e' || c == '\u200f'
+        || (c >= '\u2028' && c <= '\u202e') || (c >= '\u2066' && c <= '\u2069');
   }
 }

@@ -1,0 +1,26 @@
+package dev.pacer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class PrintableTest {
+
+  @Test
+  void everyCharacterThatCanMoveTheCursorOrReorderTheTextIsEscaped() {
+    assertThat(Printable.quote("a\u001b[2Jb")).isEqualTo("\"a\\u001b[2Jb\"");
+    assertThat(Printable.quote("\u009b2J")).as("C1 control sequence introducer").isEqualTo("\"\\u009b2J\"");
+    assertThat(Printable.quote("\u0085")).as("next line").isEqualTo("\"\\u0085\"");
+    assertThat(Printable.quote("evil\u202egnp.exe")).as("right-to-left override")
+        .isEqualTo("\"evil\\u202egnp.exe\"");
+    assertThat(Printable.quote("\u2066x\u2069")).as("isolates").isEqualTo("\"\\u2066x\\u2069\"");
+    assertThat(Printable.quote("\u200f\u061c\u2028")).isEqualTo("\"\\u200f\\u061c\\u2028\"");
+  }
+
+  @Test
+  void printableTextIsKeptAndLongTextCut() {
+    assertThat(Printable.quote("héllo wörld ✓ 日本")).isEqualTo("\"héllo wörld ✓ 日本\"");
+    assertThat(Printable.quote("x".repeat(100))).isEqualTo("\"" + "x".repeat(80) + "...\"");
+    assertThat(Printable.quote(null)).isEqualTo("null");
+  }
+}
