@@ -144,7 +144,14 @@ public final class DestinationLimiter {
     shared.listen(destination.name(), new Cursor.Listener() {
       @Override
       public void paused(Duration left) {
-        holdUntil(time.nanoTime() + left.toNanos());
+        // What the cursor hands on comes from rows other roles may write: capped like a
+        // Retry-After heard here.
+        Duration capped = left.compareTo(destination.maxRetryAfter()) > 0
+            ? destination.maxRetryAfter() : left;
+        if (capped.isNegative() || capped.isZero()) {
+          return;
+        }
+        holdUntil(time.nanoTime() + capped.toNanos());
       }
 
       @Override
@@ -535,7 +542,7 @@ public final class DestinationLimiter {
    */
   public Answer noteAnswer(int status, String retryAfter, Object source) {
     if (destination.lockoutStatusCodes().contains(status)) {
-      lockOut("HTTP " + status + " from " + source);
+      lockOut("HTTP " + status + " from " + LockoutReasons.withoutSecrets(source));
       return Answer.LOCKED_OUT;
     }
     if (destination.backoffStatusCodes().contains(status)) {
@@ -626,7 +633,7 @@ public final class DestinationLimiter {
    * @param reason why, as the operator will read it; null says only "locked out"
    */
   public void lockOut(String reason) {
-    String recorded = reason == null ? "locked out" : reason;
+    String recorded = reason == null ? "locked out" : LockoutReasons.bounded(reason);
     if (noteLockout(recorded) && !shared.lockOut(destination.name(), recorded)) {
       log.error("Destination {}: the cursor did not record the lockout; processes started later"
           + " will not know of it", destination.name());

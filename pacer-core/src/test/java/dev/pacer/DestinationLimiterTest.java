@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.ArrayDeque;
@@ -526,6 +527,41 @@ class DestinationLimiterTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("dest")
         .hasMessageContaining("different configuration");
+  }
+
+  @Test
+  void aPauseTheCursorHandsOnIsCappedAtMaxRetryAfterWhateverItsLength() {
+    Cursor.Listener[] heard = new Cursor.Listener[1];
+    RecordingCursor listening = new RecordingCursor(sharedStandIn) {
+      @Override
+      public void listen(String name, Listener listener) {
+        heard[0] = listener;
+      }
+    };
+    DestinationLimiter limiter = new LimiterRegistry(listening, time).limiter(
+        Destination.builder("told").ratePerSecond(10).maxRetryAfter(Duration.ofSeconds(30)).build());
+    heard[0].paused(Duration.ofSeconds(Long.MAX_VALUE));
+    assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(30));
+    heard[0].paused(Duration.ofSeconds(-5));
+    heard[0].paused(Duration.ZERO);
+    assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(30));
+    time.advance(Duration.ofSeconds(31));
+    assertThat(limiter.pauseLeft()).isZero();
+  }
+
+  @Test
+  void aLockoutsReasonLeavesTheUrlsSecretsOutAndIsBoundedInBytes() {
+    DestinationLimiter limiter = new LimiterRegistry(shared, time)
+        .limiter(Destination.builder("secretive").ratePerSecond(10).build());
+    limiter.noteAnswer(403, null, URI.create("https://user:hunter2@example.org:8443/a/b?token=s3cret#f"));
+    assertThat(limiter.lockoutReason()).isEqualTo("HTTP 403 from https://example.org:8443/a/b?…");
+
+    DestinationLimiter wordy = new LimiterRegistry(shared, time)
+        .limiter(Destination.builder("wordy").ratePerSecond(10).build());
+    wordy.lockOut("é".repeat(3000));
+    byte[] utf8 = wordy.lockoutReason().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(utf8.length).isLessThanOrEqualTo(LockoutReasons.MAX_BYTES);
+    assertThat(wordy.lockoutReason()).startsWith("éé").endsWith("é…");
   }
 
   /** Passes reservations to a delegate and records the interval each one asked for. */

@@ -8,11 +8,12 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Queue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -32,12 +33,26 @@ import org.slf4j.LoggerFactory;
  * a turn whose thread was asleep when the pause began; a notification costs nothing until one is
  * sent, and the limiter then checks each waking turn against the pause in memory.
  *
+ * <p>A notification is a wake-up, never a fact. Any role that can connect to the database can
+ * {@code NOTIFY} on any channel, and the channel's name is predictable, so what a payload says is
+ * not believed: only the destination it names is taken from it, and only if this process serves
+ * that destination; the listener then reads the destination's row and lockout, which only roles
+ * allowed to write Pacer's tables can change, and hands on what they say. A flood of forged
+ * notifications costs one short read per destination per wait on this connection, and the
+ * limiter caps every pause it hears at the destination's {@code maxRetryAfter}. A destination
+ * whose row cannot be read (a value a writer put there that the read cannot convert) is passed
+ * over until the next reconnection rather than stall the reads of the others.
+ *
  * <p>The listener follows the database's {@link OutagePolicy} but never decides it: while the policy
  * holds the database down it does not connect, and it comes back after the policy's next boundary;
  * its own failures (a slow first connection on a busy host, a dropped session) are not reported as
  * an outage, because the reservations, which the fleet's pacing depends on, already do that. Whenever it (re)connects it reads
  * the holds in force for every destination it serves, so that nothing announced while it was away
- * is missed; a destination added later is read at the listener's next wake-up. The cursor's
+ * is missed; a destination added later is read at the listener's next wake-up. A connection that
+ * has heard nothing for a while is asked a {@code SELECT 1} within the probe's timeout: a
+ * half-open connection delivers nothing and fails nothing, and would otherwise leave the listener
+ * deaf until TCP's keepalive gives up. When the listener lets its connection go it stops listening
+ * first, since a pool would lend the connection, still listening, to someone else. The cursor's
  * reservation statement refuses a locked-out destination on its own, so a lockout never depends
  * on this thread; a pause moves the cursor itself, so only turns already granted depend on it.
  */
@@ -48,20 +63,33 @@ final class HoldListener implements AutoCloseable {
   private static final int WAIT_MILLIS = 250;
   /** The least a listener whose connection failed waits before it connects again. */
   private static final long RETRY_MILLIS = 1000;
+  private static final String UNDEFINED_TABLE = "42P01";
 
   private final CursorSql sql;
   private final OutagePolicy policy;
   private final KeptConnection.Opener opener;
+  private final long probeEveryNanos;
+  private final int probeTimeoutMillis;
   private final Map<String, List<Cursor.Listener>> listeners = new ConcurrentHashMap<>();
-  private final Queue<String> unread = new ConcurrentLinkedQueue<>();
+  /** Destinations whose holds are to be read at the next wake-up; each at most once. */
+  private final Set<String> unread = ConcurrentHashMap.newKeySet();
+  /** Destinations whose row could not be read on this connection; read again at reconnection. */
+  private final Set<String> unreadable = ConcurrentHashMap.newKeySet();
   private final Thread thread;
   private final CountDownLatch firstAttempt = new CountDownLatch(1);
   private volatile boolean closed;
 
-  HoldListener(CursorSql sql, OutagePolicy policy, KeptConnection.Opener opener) {
+  /**
+   * @param probeEvery how long a connection may hear nothing before it is asked a {@code SELECT 1}
+   * @param probeTimeout how long that {@code SELECT 1} (and any read) may take
+   */
+  HoldListener(CursorSql sql, OutagePolicy policy, KeptConnection.Opener opener,
+      Duration probeEvery, Duration probeTimeout) {
     this.sql = sql;
     this.policy = policy;
     this.opener = opener;
+    this.probeEveryNanos = probeEvery.toNanos();
+    this.probeTimeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, probeTimeout.toMillis()));
     this.thread = new Thread(this::run, "pacer-hold-listener");
     thread.setDaemon(true);
   }
@@ -93,6 +121,7 @@ final class HoldListener implements AutoCloseable {
 
   private void run() {
     Connection connection = null;
+    long lastHeardNanos = 0;
     while (!closed) {
       try {
         if (connection == null) {
@@ -105,23 +134,30 @@ final class HoldListener implements AutoCloseable {
           }
           connection = opener.open();
           connection.setAutoCommit(true);
+          connection.setNetworkTimeout(Runnable::run, probeTimeoutMillis);
           try (Statement listen = connection.createStatement()) {
-            listen.execute("LISTEN " + sql.holds().channel());
+            listen.execute("LISTEN " + quoted(sql.holds().channel()));
           }
           firstAttempt.countDown();
+          unreadable.clear();
           unread.addAll(listeners.keySet());
+          lastHeardNanos = System.nanoTime();
         }
         readUnread(connection);
         PGNotification[] notifications =
             connection.unwrap(PGConnection.class).getNotifications(WAIT_MILLIS);
-        if (notifications != null) {
+        if (notifications != null && notifications.length > 0) {
+          lastHeardNanos = System.nanoTime();
           for (PGNotification n : notifications) {
-            deliver(n.getParameter());
+            wakeUp(n.getParameter());
           }
+        } else if (System.nanoTime() - lastHeardNanos > probeEveryNanos) {
+          probe(connection);
+          lastHeardNanos = System.nanoTime();
         }
       } catch (SQLException e) {
         firstAttempt.countDown();
-        closeQuietly(connection);
+        letGo(connection);
         connection = null;
         if (closed) {
           break;
@@ -136,14 +172,14 @@ final class HoldListener implements AutoCloseable {
       } catch (RuntimeException e) {
         firstAttempt.countDown();
         log.warn("Hold listener failed; starting again in 1 s", e);
-        closeQuietly(connection);
+        letGo(connection);
         connection = null;
         if (!pause(1000)) {
           break;
         }
       }
     }
-    closeQuietly(connection);
+    letGo(connection);
   }
 
   /**
@@ -159,10 +195,18 @@ final class HoldListener implements AutoCloseable {
     }
   }
 
-  /** The holds in force for destinations not yet read since the listener (re)connected. */
+  /** A round trip, so that a connection that can no longer deliver anything fails. */
+  private static void probe(Connection c) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT 1")) {
+      r.next();
+    }
+  }
+
+  /** The holds in force for destinations not yet read since they were added or named. */
   private void readUnread(Connection c) throws SQLException {
-    String key;
-    while ((key = unread.poll()) != null) {
+    for (Iterator<String> keys = unread.iterator(); keys.hasNext(); ) {
+      String key = keys.next();
+      keys.remove();
       try (PreparedStatement read = c.prepareStatement(sql.holds().read())) {
         read.setString(1, key);
         read.setString(2, key);
@@ -172,7 +216,7 @@ final class HoldListener implements AutoCloseable {
           }
           long pauseMicros = row.getLong(1);
           if (!row.wasNull() && pauseMicros > 0) {
-            paused(key, pauseMicros);
+            paused(key, Duration.of(pauseMicros, ChronoUnit.MICROS));
           }
           String reason = row.getString(2);
           if (reason != null) {
@@ -180,34 +224,44 @@ final class HoldListener implements AutoCloseable {
           }
         }
       } catch (SQLException e) {
+        if (UNDEFINED_TABLE.equals(e.getSQLState())) {
+          // No table yet, so nothing recorded; the first hold recorded creates it, and wakes us.
+          continue;
+        }
+        if (isDataError(e)) {
+          if (unreadable.add(key)) {
+            log.warn("Could not read the holds of {}; passing over it until the listener"
+                + " reconnects: {} [SQLState {}]", key, e.getMessage(), e.getSQLState());
+          }
+          continue;
+        }
         unread.add(key);
         throw e;
       }
     }
   }
 
-  /** One announcement: kind, key and value, tab-separated (see {@link CursorSql}). */
-  private void deliver(String payload) {
-    String[] parts = payload == null ? new String[0] : payload.split("\t", 3);
-    if (parts.length != 3) {
-      log.debug("Ignoring a malformed hold announcement: {}", payload);
+  /** Class 22: the row holds a value the read cannot convert; the connection is fine. */
+  private static boolean isDataError(SQLException e) {
+    String state = e.getSQLState();
+    return state != null && state.startsWith("22");
+  }
+
+  /**
+   * One announcement: kind, key and value, tab-separated (see {@link CursorSql}). Only the key is
+   * taken, and only a key this process serves; its holds are read from the tables.
+   */
+  private void wakeUp(String payload) {
+    if (payload == null) {
       return;
     }
-    switch (parts[0]) {
-      case "P" -> {
-        try {
-          paused(parts[1], Long.parseLong(parts[2]));
-        } catch (NumberFormatException e) {
-          log.debug("Ignoring a pause with no length: {}", payload);
-        }
-      }
-      case "L" -> lockedOut(parts[1], parts[2]);
-      default -> log.debug("Ignoring a hold announcement of unknown kind: {}", payload);
+    String[] parts = payload.split("\t", 3);
+    if (parts.length == 3 && listeners.containsKey(parts[1]) && !unreadable.contains(parts[1])) {
+      unread.add(parts[1]);
     }
   }
 
-  private void paused(String key, long micros) {
-    Duration left = Duration.ofNanos(micros * 1000);
+  private void paused(String key, Duration left) {
     for (Cursor.Listener l : listeners.getOrDefault(key, List.of())) {
       l.paused(left);
     }
@@ -219,9 +273,20 @@ final class HoldListener implements AutoCloseable {
     }
   }
 
-  private static void closeQuietly(Connection c) {
+  /** A channel name as LISTEN must be given it: quoted, so that it is not folded to lower case. */
+  private static String quoted(String channel) {
+    return '"' + channel.replace("\"", "\"\"") + '"';
+  }
+
+  /** Stops listening and closes the connection; a pool gets it back listening to nothing. */
+  private static void letGo(Connection c) {
     if (c == null) {
       return;
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("UNLISTEN *");
+    } catch (SQLException | RuntimeException ignored) {
+      // A connection that failed is closed below; a pool validates what it gets back.
     }
     try {
       c.close();

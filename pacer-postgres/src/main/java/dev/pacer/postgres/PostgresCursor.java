@@ -13,6 +13,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -126,6 +127,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * as long as a cold start on a busy host needs.
    */
   private static final Duration LISTENER_CONNECT_TIMEOUT = Duration.ofSeconds(10);
+  /** How long the listener's connection may hear nothing before it checks it can still hear. */
+  private static final Duration LISTENER_PROBE_EVERY = Duration.ofSeconds(5);
 
   /**
    * A cursor as {@code config} says; it connects at its first reservation or at {@link
@@ -198,7 +201,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   /**
    * Pushes the destination's cursor to at least now + {@code delay} on the database's clock, in one
-   * statement that also announces the pause to every process listening ({@link #listen}).
+   * statement that also records the pause and announces it to every process listening ({@link
+   * #listen}; the key/value layout's pause is the cursor alone).
    */
   @Override
   public boolean pause(String name, Duration delay) {
@@ -207,7 +211,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       try (PreparedStatement pause = c.prepareStatement(holds.pause())) {
         pause.setString(1, sql.key(name));
         pause.setLong(2, ceilMicros(delay));
-        pause.setString(3, holds.channel());
+        if (holds.channel() != null) {
+          pause.setString(3, holds.channel());
+        }
         pause.executeQuery().close();
         return true;
       }
@@ -215,19 +221,23 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   /**
-   * Records the lockout (Pacer's table layout; the key/value layout has nowhere to keep it, and
-   * only announces it) and announces it to every process listening, in one statement.
+   * Records the lockout and announces it to every process listening, in one statement. The
+   * key/value layout has nowhere to keep it, and so announces nothing (a notification is only ever
+   * a wake-up to read the record): each process meets the lockout status itself.
    */
   @Override
   public boolean lockOut(String name, String reason) {
     CursorSql.Holds holds = sql.holds();
+    if (!holds.recordsLockouts()) {
+      return false;
+    }
     return onSession("lock out " + name, c -> {
       try (PreparedStatement lockOut = c.prepareStatement(holds.lockOut())) {
         lockOut.setString(1, sql.key(name));
         lockOut.setString(2, reason);
         lockOut.setString(3, holds.channel());
         lockOut.executeQuery().close();
-        return holds.recordsLockouts();
+        return true;
       }
     });
   }
@@ -252,10 +262,14 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /**
    * Starts, at the first call, this cursor's listener: a connection of its own that waits for the
    * pauses and lockouts any process announces, and hands each to the listeners of its destination
-   * within milliseconds. See {@link HoldListener}.
+   * within milliseconds. See {@link HoldListener}. The key/value layout announces nothing, and
+   * starts none.
    */
   @Override
   public void listen(String name, Cursor.Listener listener) {
+    if (sql.holds().channel() == null) {
+      return;
+    }
     HoldListener started;
     synchronized (this) {
       if (closed) {
@@ -263,7 +277,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       }
       if (holdListener == null) {
         holdListener = new HoldListener(sql, policy,
-            () -> config.openConnection(LISTENER_CONNECT_TIMEOUT.toNanos()));
+            () -> config.openConnection(LISTENER_CONNECT_TIMEOUT.toNanos()),
+            LISTENER_PROBE_EVERY, config.operationTimeout());
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
         return;
@@ -283,6 +298,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * @throws CursorStoreException if PostgreSQL cannot be asked
    */
   public DestinationHolds holdsInForce(String name) {
+    if (sql.holds().read() == null) {
+      return DestinationHolds.NONE;
+    }
     DestinationHolds[] read = {DestinationHolds.NONE};
     boolean answered = onSession("read the holds of " + name, c -> {
       try (PreparedStatement s = c.prepareStatement(sql.holds().read())) {
@@ -291,7 +309,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         try (ResultSet row = s.executeQuery()) {
           if (row.next()) {
             long pauseMicros = Math.max(0, row.getLong(1));
-            read[0] = new DestinationHolds(Duration.ofNanos(pauseMicros * 1000),
+            read[0] = new DestinationHolds(Duration.of(pauseMicros, ChronoUnit.MICROS),
                 Optional.ofNullable(row.getString(2)));
           }
         }

@@ -113,8 +113,8 @@ public final class TableLayout {
 
   /**
    * Whether a lockout is recorded for processes started later: in Pacer's table layout, in a
-   * logged table beside the cursors ({@code <table>_lockout}). The key/value layout keeps only
-   * the cursor; there a lockout reaches the processes running when it happens.
+   * logged table beside the cursors ({@code <table>_lockout}), and announced. The key/value layout
+   * keeps only the cursor, and announces nothing: there each process meets the lockout itself.
    *
    * @return whether a lockout outlives the processes that heard it
    */

@@ -28,7 +28,7 @@ class KeyValueTableContractTest extends CursorContract {
     return TimeSource.SYSTEM;
   }
 
-  /** The key/value layout keeps only the cursor: a lockout is announced, not recorded. */
+  /** The key/value layout keeps only the cursor: a lockout is neither recorded nor announced. */
   @Override
   protected boolean recordsLockouts() {
     return false;

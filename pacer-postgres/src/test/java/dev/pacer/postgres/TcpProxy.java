@@ -22,6 +22,7 @@ public final class TcpProxy implements AutoCloseable {
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
   /** The client side of every accepted connection, in the order accepted. */
   private final List<Socket> clients = new CopyOnWriteArrayList<>();
+  private final java.util.Set<Socket> silenced = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile boolean blackholed;
   private volatile boolean closed;
   private final java.util.concurrent.atomic.AtomicLong accepted = new java.util.concurrent.atomic.AtomicLong();
@@ -73,6 +74,15 @@ public final class TcpProxy implements AutoCloseable {
     blackholed = true;
   }
 
+  /**
+   * Stops forwarding on every connection open now, for good, and keeps them open: what a
+   * connection whose path a NAT or a firewall forgot looks like to its client (half-open). New
+   * connections are forwarded.
+   */
+  public void silenceOpen() {
+    silenced.addAll(sockets);
+  }
+
   /** Forward again (connections that lost bytes meanwhile are out of sync; new ones work). */
   public void restore() {
     blackholed = false;
@@ -116,7 +126,7 @@ public final class TcpProxy implements AutoCloseable {
         OutputStream to = toSocket.getOutputStream();
         int n;
         while ((n = from.read(buffer)) >= 0) {
-          if (!blackholed) {
+          if (!blackholed && !silenced.contains(fromSocket)) {
             to.write(buffer, 0, n);
             to.flush();
           }

@@ -1,6 +1,7 @@
 package dev.pacer.postgres.internal;
 
 import dev.pacer.BackoffScope;
+import java.util.Locale;
 
 /**
  * The SQL of one table layout, built once from validated identifiers.
@@ -89,14 +90,23 @@ public final class CursorSql {
 
   /**
    * The statements of a destination's holds: a pause ({@code Retry-After}) and a lockout, and the
-   * notification channel every process listens on. Parameters: pause (key, delay micros, channel),
-   * lockOut (key, reason, channel), clearLockout (key), read (key, key): the pause's micros left
-   * (NULL if none) and the lockout's reason (NULL if none). {@code lockOut} and {@code read} return
-   * nothing and clearLockout is null where the layout has nowhere to record a lockout; the lockout is
-   * then only announced.
+   * notification channel every process listens on. Parameters: pause (key, delay micros, then
+   * channel where there is one), lockOut (key, reason, channel), clearLockout (key), read (key,
+   * key): the pause's micros left (NULL if none) and the lockout's reason (NULL if none).
+   *
+   * <p>A notification is only a wake-up (it says which destination to read again; any role that can
+   * connect can send one), so a layout that records its holds nowhere but the cursor has nothing to
+   * announce: the key/value layout's channel, lockOut, clearLockout and read are null. Its pause is
+   * the cursor itself, which every later turn of every process honours.
    */
   public record Holds(String channel, String pause, String lockOut, String clearLockout,
-      String read, boolean recordsLockouts) {}
+      String read) {
+
+    /** Whether the layout records lockouts and announces holds; false for the key/value layout. */
+    public boolean recordsLockouts() {
+      return lockOut != null;
+    }
+  }
 
   private CursorSql(String description, String createTable, String reserve, String clear,
       String keyPrefix, Holds holds, FleetBackoff fleetBackoff) {
@@ -125,9 +135,13 @@ public final class CursorSql {
         + valueExpression + ")";
   }
 
-  /** A channel name from a table's unqualified name (identifiers are at most 63 bytes). */
+  /**
+   * A channel name from a table's unqualified name (identifiers are at most 63 bytes), in lower
+   * case, as PostgreSQL folds the unquoted table name: two processes naming the table in different
+   * cases share it, and so share the channel.
+   */
   private static String channel(String table) {
-    String bare = table.substring(table.lastIndexOf('.') + 1);
+    String bare = table.substring(table.lastIndexOf('.') + 1).toLowerCase(Locale.ROOT);
     String name = bare + "_holds";
     return name.length() > 63 ? name.substring(0, 63) : name;
   }
@@ -187,14 +201,17 @@ public final class CursorSql {
             + " VALUES (?, ?, clock_timestamp())\n"
             + "  ON CONFLICT (name) DO UPDATE SET reason = l.reason\n"
             + "  RETURNING l.name, l.reason)\n"
-            + "SELECT " + notify("L", "l.name", "left(l.reason, 4000)") + " FROM l";
+            + "SELECT " + notify("L", "l.name", "''") + " FROM l";
     String clearLockout = "DELETE FROM " + lockouts + " WHERE name = ?";
+    // Read as at most a century, so that any value a writer put there ('infinity' included)
+    // converts; the limiter caps it at the destination's maxRetryAfter.
     String read =
-        "SELECT (SELECT (extract(epoch FROM c.paused_until - clock_timestamp()) * 1000000)::bigint"
+        "SELECT (SELECT (extract(epoch FROM LEAST(c.paused_until,"
+            + " clock_timestamp() + interval '100 years') - clock_timestamp()) * 1000000)::bigint"
             + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
-        new Holds(channel(table), pause, lockOut, clearLockout, read, true),
+        new Holds(channel(table), pause, lockOut, clearLockout, read),
         new FleetBackoff(reserveUnderFleetBackoff, throttled));
   }
 
@@ -318,17 +335,12 @@ public final class CursorSql {
             + " THEN " + value + "::numeric ELSE 0 END, p.now + p.delay), 6)::text FROM p),\n"
             + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
             + "  RETURNING 1)\n"
-            + "SELECT " + notify("P", "p.key", "(p.delay * 1000000)::bigint::text")
-            + " FROM p CROSS JOIN held";
-    String lockOut =
-        "WITH l AS (SELECT ?::text AS name, ?::text AS reason)\n"
-            + "SELECT " + notify("L", "l.name", "left(l.reason, 4000)") + " FROM l";
-    String read = "SELECT NULL::bigint, NULL::text WHERE ?::text IS NULL AND ?::text IS NULL";
+            + "SELECT 1 FROM held";
     return new CursorSql(
         "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
             + ") under prefix '" + keyPrefix + "'",
         null, reserve, clear, keyPrefix,
-        new Holds(channel(table), pause, lockOut, null, read, false), null);
+        new Holds(null, pause, null, null, null), null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
