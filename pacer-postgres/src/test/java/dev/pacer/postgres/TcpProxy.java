@@ -9,11 +9,14 @@ import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A TCP forwarder to a database that a test can turn into a black hole: while blackholed it keeps
  * every socket open and accepts new ones, but forwards nothing in either direction, which is what
- * a hung server or a silently dropped network looks like to a client.
+ * a hung server or a silently dropped network looks like to a client. It also counts the round
+ * trips its clients begin, read from the protocol (see {@link FrontendRoundTrips}); that needs a
+ * client that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -25,7 +28,8 @@ public final class TcpProxy implements AutoCloseable {
   private final java.util.Set<Socket> silenced = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile boolean blackholed;
   private volatile boolean closed;
-  private final java.util.concurrent.atomic.AtomicLong accepted = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong accepted = new AtomicLong();
+  private final AtomicLong roundTrips = new AtomicLong();
 
   public TcpProxy(int upstreamPort) throws IOException {
     this.upstreamPort = upstreamPort;
@@ -42,6 +46,15 @@ public final class TcpProxy implements AutoCloseable {
   /** Client connections accepted so far: every connection attempt, whether or not it succeeded. */
   public long connectionsAccepted() {
     return accepted.get();
+  }
+
+  /**
+   * Round trips begun by all clients so far, counted as the client sends the message that ends
+   * one, before it is forwarded: so a round trip is counted by the time its answer arrives.
+   * Messages are counted whether or not the proxy is blackholed.
+   */
+  public long roundTrips() {
+    return roundTrips.get();
   }
 
   /**
@@ -106,8 +119,9 @@ public final class TcpProxy implements AutoCloseable {
           continue;
         }
         sockets.add(upstream);
-        pump(client, upstream);
-        pump(upstream, client);
+        FrontendRoundTrips fromClient = new FrontendRoundTrips(roundTrips);
+        pump(client, upstream, fromClient::read);
+        pump(upstream, client, (bytes, length) -> {});
       } catch (IOException e) {
         if (!closed) {
           continue;
@@ -117,8 +131,13 @@ public final class TcpProxy implements AutoCloseable {
     }
   }
 
+  /** What a pump is shown of the bytes it copies, before it forwards them. */
+  private interface Reader {
+    void read(byte[] bytes, int length);
+  }
+
   /** Copies one direction; when either side ends, closes both, as a real connection would. */
-  private void pump(Socket fromSocket, Socket toSocket) {
+  private void pump(Socket fromSocket, Socket toSocket, Reader reader) {
     Thread t = new Thread(() -> {
       byte[] buffer = new byte[16384];
       try {
@@ -126,6 +145,7 @@ public final class TcpProxy implements AutoCloseable {
         OutputStream to = toSocket.getOutputStream();
         int n;
         while ((n = from.read(buffer)) >= 0) {
+          reader.read(buffer, n);
           if (!blackholed && !silenced.contains(fromSocket)) {
             to.write(buffer, 0, n);
             to.flush();
