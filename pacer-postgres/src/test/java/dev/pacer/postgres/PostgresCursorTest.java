@@ -174,6 +174,30 @@ class PostgresCursorTest {
   }
 
   @Test
+  void aLongNonAsciiLockoutReasonIsRecordedAndAnnouncedWithoutAnOutage() throws Exception {
+    String name = freshName();
+    String reason = "HTTP 403: " + "é".repeat(5000);
+    java.util.concurrent.CountDownLatch heard = new java.util.concurrent.CountDownLatch(1);
+    pacerTable.listen(name, new dev.pacer.Cursor.Listener() {
+      @Override
+      public void paused(Duration left) {}
+
+      @Override
+      public void lockedOut(String r) {
+        if (r.equals(reason)) {
+          heard.countDown();
+        }
+      }
+    });
+    assertThat(pacerTable.reserve(name, GAP).isGranted()).isTrue();
+    assertThat(pacerTable.lockOut(name, reason)).as("recorded").isTrue();
+    assertThat(pacerTable.holdsInForce(name).lockoutReason()).contains(reason);
+    assertThat(heard.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("announced").isTrue();
+    assertThat(pacerTable.isLatched()).as("taken for an outage").isFalse();
+    pacerTable.clearLockout(name);
+  }
+
+  @Test
   void aCorruptValueIsOverwrittenAtTheNextReservation() {
     String name = freshName();
     cacheTable.reserve(name, GAP);
