@@ -8,7 +8,8 @@ import java.util.Set;
  * What a redirect to another origin may carry, the same rule for every Pacer client. An origin is
  * a URL's scheme, host and port (the scheme's own port when the URL names none). The credentials a
  * caller puts in a request's headers ({@link #CREDENTIAL_HEADERS}) are meant for the origin it
- * asked: a hop to another origin goes without them, as the JDK's client and browsers send it. A
+ * asked: a hop to another origin goes without them, as browsers send it (the JDK's own client
+ * copies them on Java 17, and OkHttp drops only {@code Authorization}). A
  * request body is meant for that origin too: a 307 or 308 that would repeat it at another origin
  * is not followed at all, since the body itself may be the secret (a login form, a document).
  * Hops within the origin keep both.

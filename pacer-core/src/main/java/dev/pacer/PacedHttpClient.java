@@ -726,7 +726,8 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Which redirects this client follows, each hop with its own turn: as the JDK's client means
-     * {@code policy}. Default {@code NEVER}.
+     * {@code policy}, but never from a public host into an internal network, nor with a body or
+     * the caller's credentials to another origin (see the class comment). Default {@code NEVER}.
      *
      * @param policy which redirects to follow
      * @return this builder
