@@ -406,7 +406,7 @@ public final class DestinationFetcher {
     private Duration requestTimeout = Duration.ofSeconds(60);
     private final Map<String, String> headers = new LinkedHashMap<>();
     private Consumer<SentRequest> listener;
-    private AddressPolicy addresses = AddressPolicy.SYSTEM;
+    private AddressPolicy addresses = AddressPolicy.system();
 
     private Builder(DestinationLimiter limiter) {
       this.limiter = Objects.requireNonNull(limiter, "limiter");

@@ -100,6 +100,14 @@ import org.slf4j.LoggerFactory;
  * DiscardedBody}); the caller's body handler sees only the final answer. A 303, or a 301 or 302
  * to a POST, is followed with a GET, as the JDK's client does.
  *
+ * <p>A destination is not trusted with the caller's other hosts. A hop to another origin goes
+ * without the request's {@code Authorization}, {@code Proxy-Authorization} and {@code Cookie}
+ * headers, and a 307 or 308 that would repeat a request body at another origin is not followed
+ * ({@link Origins}). Under every policy, a hop from a public host into an internal network (a
+ * loopback, private, link-local or metadata address) is not followed: the requested host is
+ * classified once, just before the first hop is sent, and each hop's host is resolved and judged
+ * against it ({@link AddressPolicy}). A redirect not followed is returned as it is.
+ *
  * <h2>Deadline</h2>
  *
  * With {@link Builder#answerTimeout}, each hop's answer must be complete within it (for a body read
@@ -135,7 +143,8 @@ public final class PacedHttpClient extends HttpClient {
     this.delegate = b.delegate;
     this.limiters = b.limiters;
     this.followRedirects = b.followRedirects;
-    this.redirects = b.redirects.orElse(Redirects.like(b.followRedirects, b.maxRedirects));
+    this.redirects = b.redirects.orElse(
+        Redirects.like(b.followRedirects, b.maxRedirects, b.addresses));
     this.answerTimeout = b.answerTimeout;
     this.listener = b.listener;
   }
@@ -215,7 +224,8 @@ public final class PacedHttpClient extends HttpClient {
   <T> Exchanged<T> exchange(HttpRequest request,
       Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
-    Hop<T> hop = new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers, null);
+    Hop<T> hop = new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers, null,
+        Optional.empty());
     while (true) {
       Optional<Slot> slot = Optional.empty();
       if (hop.limiter.isPresent()) {
@@ -343,21 +353,24 @@ public final class PacedHttpClient extends HttpClient {
     private volatile boolean discarded;
     private volatile Answer answer = Answer.CLEAN;
     private volatile Redirects.Next next;
+    /** The exchange's redirects, from when its first hop leaves; none if none are followed. */
+    private volatile Optional<Redirects.Chain> chain;
 
     Hop(HttpRequest requested, HttpRequest request, int followed,
         Function<URI, HttpResponse.BodyHandler<T>> handlers,
-        HttpResponse.PushPromiseHandler<T> pushes) {
+        HttpResponse.PushPromiseHandler<T> pushes, Optional<Redirects.Chain> chain) {
       this.requested = requested;
       this.request = request;
       this.followed = followed;
       this.limiter = limiters.limiterFor(request.uri());
       this.handlers = handlers;
       this.pushes = pushes;
+      this.chain = chain;
     }
 
     /** The hop to {@code target}, asking the lookup again. */
     Hop<T> next(HttpRequest target) {
-      return new Hop<>(requested, target, followed + 1, handlers, pushes);
+      return new Hop<>(requested, target, followed + 1, handlers, pushes, chain);
     }
 
     /**
@@ -424,9 +437,15 @@ public final class PacedHttpClient extends HttpClient {
       }
     }
 
-    /** Holds {@code turn}, if this hop is paced, and notes when the hop leaves. */
+    /**
+     * Holds {@code turn}, if this hop is paced, and notes when the hop leaves. The first hop
+     * classifies the requested host here, just before it is sent, for every hop to be judged by.
+     */
     private void leaving(Optional<Slot> turn) {
       slot = turn;
+      if (followed == 0 && redirects.followsAny()) {
+        chain = Optional.of(redirects.chain(requested.uri()));
+      }
       TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
       sentNanos = time.nanoTime();
       sentMicros = time.epochMicros();
@@ -482,7 +501,7 @@ public final class PacedHttpClient extends HttpClient {
       }
       if (answer == Answer.CLEAN && redirects.followsAny()
           && Redirects.isRedirect(info.statusCode())) {
-        next = redirects.next(requested.uri(), uri, info.statusCode(),
+        next = chain.orElseThrow().next(request, info.statusCode(),
             info.headers().firstValue("Location"), followed);
         if (next instanceof Redirects.Next.Follow) {
           discarded = true;
@@ -610,8 +629,8 @@ public final class PacedHttpClient extends HttpClient {
     Pending<T> pending = new Pending<>();
     CompletableFuture<Exchanged<T>> exchanged;
     try {
-      exchanged = exchangeAsync(new Hop<>(request, request, 0, uri -> handler, pushPromises),
-          pending);
+      exchanged = exchangeAsync(new Hop<>(request, request, 0, uri -> handler, pushPromises,
+          Optional.empty()), pending);
     } catch (RuntimeException e) {
       exchanged = CompletableFuture.failedFuture(e);
     }
@@ -690,6 +709,7 @@ public final class PacedHttpClient extends HttpClient {
     private HttpClient.Redirect followRedirects = HttpClient.Redirect.NEVER;
     private int maxRedirects = 5;
     private Optional<Redirects> redirects = Optional.empty();
+    private AddressPolicy addresses = AddressPolicy.system();
     private Optional<Duration> answerTimeout = Optional.empty();
     private Optional<Consumer<SentRequest>> listener = Optional.empty();
 
@@ -706,7 +726,8 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Which redirects this client follows, each hop with its own turn: as the JDK's client means
-     * {@code policy}. Default {@code NEVER}.
+     * {@code policy}, but never from a public host into an internal network, nor with a body or
+     * the caller's credentials to another origin (see the class comment). Default {@code NEVER}.
      *
      * @param policy which redirects to follow
      * @return this builder
@@ -727,6 +748,12 @@ public final class PacedHttpClient extends HttpClient {
         throw new IllegalArgumentException("maxRedirects must be >= 0, got " + maxRedirects);
       }
       this.maxRedirects = maxRedirects;
+      return this;
+    }
+
+    /** The address policy of the redirects this builder's {@code followRedirects} follows. */
+    Builder addressPolicy(AddressPolicy addresses) {
+      this.addresses = Objects.requireNonNull(addresses, "addresses");
       return this;
     }
 

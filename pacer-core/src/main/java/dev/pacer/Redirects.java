@@ -4,7 +4,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
-import java.util.Locale;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -15,10 +15,13 @@ import java.util.Set;
  * <p>Two scopes. {@link #sameOrigin} is {@link DestinationFetcher}'s: only hops within the
  * requested URL's own origin (scheme, host and port) are followed, each one a request to the same
  * destination, while another host has its own ceiling, which this destination's limiter cannot
- * hold; a hop must also pass the {@link AddressPolicy}. {@link #like} follows as the JDK's client
- * does under the same {@link HttpClient.Redirect} ({@code NORMAL}: anywhere but from https to
- * http; {@code ALWAYS}: anywhere), for a decorator whose {@link LimiterLookup} paces each host by
- * its own limiter. Either way at most {@code maxRedirects} are followed per request.
+ * hold. {@link #like} follows as the JDK's client does under the same {@link HttpClient.Redirect}
+ * ({@code NORMAL}: anywhere but from https to http; {@code ALWAYS}: anywhere), for a decorator
+ * whose {@link LimiterLookup} paces each host by its own limiter. Either way at most {@code
+ * maxRedirects} are followed per request, only to http and https URLs, never from a public host
+ * into an internal network ({@link AddressPolicy}, the requested host classified once by {@link
+ * #chain} before the first request), and never with a request body to another origin, nor with
+ * the caller's credentials ({@link Origins}).
  */
 final class Redirects {
 
@@ -35,7 +38,7 @@ final class Redirects {
   private enum Scope {
     /** None: redirects are returned as they are ({@link HttpClient.Redirect#NEVER}). */
     NONE,
-    /** The requested URL's scheme, host and port, and an address {@link AddressPolicy} allows. */
+    /** The requested URL's scheme, host and port. */
     SAME_ORIGIN,
     /** Anywhere but from https to http ({@link HttpClient.Redirect#NORMAL}). */
     NOT_TO_HTTP,
@@ -50,7 +53,7 @@ final class Redirects {
   private Redirects(Scope scope, int maxRedirects, AddressPolicy addresses) {
     this.scope = scope;
     this.maxRedirects = maxRedirects;
-    this.addresses = addresses;
+    this.addresses = Objects.requireNonNull(addresses, "addresses");
   }
 
   /** Hops within the requested URL's origin that {@code addresses} allows, at most {@code max}. */
@@ -58,12 +61,12 @@ final class Redirects {
     return new Redirects(Scope.SAME_ORIGIN, maxRedirects, addresses);
   }
 
-  /** As the JDK's client follows under {@code policy}, at most {@code max} hops. */
-  static Redirects like(HttpClient.Redirect policy, int maxRedirects) {
+  /** As the JDK's client follows under {@code policy}, and {@code addresses} allows. */
+  static Redirects like(HttpClient.Redirect policy, int maxRedirects, AddressPolicy addresses) {
     return switch (policy) {
-      case NEVER -> new Redirects(Scope.NONE, 0, AddressPolicy.SYSTEM);
-      case NORMAL -> new Redirects(Scope.NOT_TO_HTTP, maxRedirects, AddressPolicy.SYSTEM);
-      case ALWAYS -> new Redirects(Scope.ANYWHERE, maxRedirects, AddressPolicy.SYSTEM);
+      case NEVER -> new Redirects(Scope.NONE, 0, addresses);
+      case NORMAL -> new Redirects(Scope.NOT_TO_HTTP, maxRedirects, addresses);
+      case ALWAYS -> new Redirects(Scope.ANYWHERE, maxRedirects, addresses);
     };
   }
 
@@ -73,79 +76,95 @@ final class Redirects {
   }
 
   /**
+   * The redirects of a request for {@code requested}, its host classified now: call it once,
+   * before that request is sent.
+   */
+  Chain chain(URI requested) {
+    return new Chain(requested, addresses.requested(requested.getHost()));
+  }
+
+  /**
    * The request for hop {@code target} after {@code previous} answered {@code status}: a 303, or
    * a 301 or 302 to a POST, becomes a GET without a body, as browsers and the JDK's client do;
-   * 307 and 308 repeat the method and body. Headers are kept.
+   * 307 and 308 repeat the method and body. Headers are kept, but for the caller's credentials
+   * ({@link Origins#CREDENTIAL_HEADERS}) on a hop to another origin.
    */
   static HttpRequest nextRequest(HttpRequest previous, int status, URI target) {
-    HttpRequest.Builder next = HttpRequest.newBuilder(previous, (name, value) -> true).uri(target);
-    boolean toGet = status == 303 || ((status == 301 || status == 302)
-        && previous.method().equals("POST"));
-    if (toGet) {
+    boolean sameOrigin = Origins.same(previous.uri(), target);
+    HttpRequest.Builder next = HttpRequest.newBuilder(previous,
+        (name, value) -> sameOrigin || !Origins.isCredential(name)).uri(target);
+    if (becomesGet(status, previous.method())) {
       next.GET();
     }
     return next.build();
+  }
+
+  private static boolean becomesGet(int status, String method) {
+    return status == 303 || ((status == 301 || status == 302) && method.equals("POST"));
+  }
+
+  /** Whether the hop after {@code previous} answered {@code status} would repeat a body. */
+  private static boolean repeatsBody(HttpRequest previous, int status) {
+    return !becomesGet(status, previous.method())
+        && previous.bodyPublisher().map(body -> body.contentLength() != 0).orElse(false);
   }
 
   static boolean isRedirect(int status) {
     return STATUSES.contains(status);
   }
 
-  /**
-   * The hop after {@code current} answered {@code status} with {@code location}, in a fetch of
-   * {@code requested} that has followed {@code followed} redirects so far.
-   */
-  Next next(URI requested, URI current, int status, Optional<String> location, int followed) {
-    String from = "redirect (HTTP " + status + ") from " + current;
-    if (followed >= maxRedirects) {
-      return new Next.Refuse(from + " is not followed: " + requested + " has already been"
-          + " redirected " + followed + " times, the cap of maxRedirects " + maxRedirects);
+  /** One request's redirects: the URL it asked for, and its host as classified before it left. */
+  final class Chain {
+    private final URI requested;
+    private final AddressPolicy.RequestedHost host;
+
+    private Chain(URI requested, AddressPolicy.RequestedHost host) {
+      this.requested = requested;
+      this.host = host;
     }
-    if (location.isEmpty() || location.get().isBlank()) {
-      return new Next.Refuse(from + " has no Location header");
-    }
-    URI target;
-    try {
-      target = current.resolve(new URI(location.get().strip())).normalize();
-    } catch (URISyntaxException | IllegalArgumentException e) {
-      return new Next.Refuse(from + " has an unparsable Location " + location.get() + ": "
-          + e.getMessage());
-    }
-    if (scope == Scope.SAME_ORIGIN) {
-      if (!sameOrigin(requested, target)) {
+
+    /**
+     * The hop after {@code current} answered {@code status} with {@code location}, this chain
+     * having followed {@code followed} redirects so far.
+     */
+    Next next(HttpRequest current, int status, Optional<String> location, int followed) {
+      String from = "redirect (HTTP " + status + ") from " + current.uri();
+      if (followed >= maxRedirects) {
+        return new Next.Refuse(from + " is not followed: " + requested + " has already been"
+            + " redirected " + followed + " times, the cap of maxRedirects " + maxRedirects);
+      }
+      if (location.isEmpty() || location.get().isBlank()) {
+        return new Next.Refuse(from + " has no Location header");
+      }
+      URI target;
+      try {
+        target = current.uri().resolve(new URI(location.get().strip())).normalize();
+      } catch (URISyntaxException | IllegalArgumentException e) {
+        return new Next.Refuse(from + " has an unparsable Location " + location.get() + ": "
+            + e.getMessage());
+      }
+      String notFollowed = from + " to " + target + " is not followed: ";
+      if (scope == Scope.SAME_ORIGIN && !Origins.same(requested, target)) {
         return new Next.Refuse(from + " to another host " + target + " is not followed: that"
             + " host has its own ceiling, which " + requested.getHost() + "'s limiter does not"
             + " hold");
       }
-      Optional<String> refusal = addresses.refusal(requested.getHost(), target.getHost());
-      if (refusal.isPresent()) {
-        return new Next.Refuse(from + " to " + target + " is not followed: " + refusal.get());
+      if (!"http".equalsIgnoreCase(target.getScheme())
+          && !"https".equalsIgnoreCase(target.getScheme())) {
+        return new Next.Refuse(notFollowed + "it is not an http or https URL");
       }
-    } else if (scope == Scope.NOT_TO_HTTP && target.getScheme() != null
-        && "https".equalsIgnoreCase(current.getScheme())
-        && !"https".equalsIgnoreCase(target.getScheme())) {
-      return new Next.Refuse(from + " to " + target + " is not followed: Redirect.NORMAL never"
-          + " goes from https to http");
+      if (scope == Scope.NOT_TO_HTTP && "https".equalsIgnoreCase(current.uri().getScheme())
+          && !"https".equalsIgnoreCase(target.getScheme())) {
+        return new Next.Refuse(notFollowed + "Redirect.NORMAL never goes from https to http");
+      }
+      if (repeatsBody(current, status) && !Origins.same(current.uri(), target)) {
+        return new Next.Refuse(notFollowed + "it would repeat the request's body at another"
+            + " origin");
+      }
+      if (host.hop(target.getHost()) instanceof AddressPolicy.Verdict.Refused refused) {
+        return new Next.Refuse(notFollowed + refused.reason());
+      }
+      return new Next.Follow(target);
     }
-    return new Next.Follow(target);
-  }
-
-  static boolean sameOrigin(URI a, URI b) {
-    return a.getScheme() != null && b.getScheme() != null && a.getHost() != null
-        && b.getHost() != null
-        && a.getScheme().equalsIgnoreCase(b.getScheme())
-        && a.getHost().toLowerCase(Locale.ROOT).equals(b.getHost().toLowerCase(Locale.ROOT))
-        && effectivePort(a) == effectivePort(b);
-  }
-
-  private static int effectivePort(URI uri) {
-    if (uri.getPort() != -1) {
-      return uri.getPort();
-    }
-    return switch (uri.getScheme().toLowerCase(Locale.ROOT)) {
-      case "http" -> 80;
-      case "https" -> 443;
-      default -> -1;
-    };
   }
 }

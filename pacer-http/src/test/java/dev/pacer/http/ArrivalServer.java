@@ -6,9 +6,14 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -20,20 +25,27 @@ import java.util.concurrent.Executors;
  * <ul>
  *   <li>{@code /ok/NAME}: 200 with a small body;
  *   <li>{@code /hop/K}: 302 to {@code /hop/K-1} (a relative Location); {@code /hop/0}: 200 "landed";
- *   <li>{@code /status/S}: status S; {@code /status/S/A}: status S with {@code Retry-After: A}.
+ *   <li>{@code /status/S}: status S; {@code /status/S/A}: status S with {@code Retry-After: A};
+ *   <li>{@code /redirect/S?to=URL}: status S with {@code Location: URL} ({@link #redirect}).
  * </ul>
  */
 final class ArrivalServer implements AutoCloseable {
 
-  /** One request as it arrived. */
-  record Arrival(long nanos, String path) {}
+  /** One request as it arrived: its headers by lower-case name, and its body. */
+  record Arrival(long nanos, String method, String path, Map<String, List<String>> headers,
+      String body) {}
 
   private final HttpServer server;
   private final ExecutorService threads = Executors.newCachedThreadPool();
   private final ConcurrentLinkedQueue<Arrival> arrivals = new ConcurrentLinkedQueue<>();
 
   ArrivalServer() throws IOException {
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
+    this("127.0.0.1");
+  }
+
+  /** A destination listening on {@code address}, a loopback one (127.0.0.2 is one too). */
+  ArrivalServer(String address) throws IOException {
+    server = HttpServer.create(new InetSocketAddress(address, 0), 64);
     server.setExecutor(threads);
     server.createContext("/", this::answer);
     server.start();
@@ -42,12 +54,21 @@ final class ArrivalServer implements AutoCloseable {
   private void answer(HttpExchange exchange) throws IOException {
     long now = System.nanoTime();
     String path = exchange.getRequestURI().getPath();
-    arrivals.add(new Arrival(now, path));
-    exchange.getRequestBody().readAllBytes();
+    String received = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+    Map<String, List<String>> headers = new TreeMap<>();
+    exchange.getRequestHeaders().forEach((name, values) ->
+        headers.put(name.toLowerCase(Locale.ROOT), List.copyOf(values)));
+    arrivals.add(new Arrival(now, exchange.getRequestMethod(), path, headers, received));
     int status = 200;
     String body = "ok " + path;
     String[] parts = path.split("/");
-    if (path.startsWith("/hop/")) {
+    String query = exchange.getRequestURI().getRawQuery();
+    if (path.startsWith("/redirect/") && query != null && query.startsWith("to=")) {
+      status = Integer.parseInt(parts[2]);
+      exchange.getResponseHeaders().add("Location",
+          URLDecoder.decode(query.substring("to=".length()), StandardCharsets.UTF_8));
+      body = "moved";
+    } else if (path.startsWith("/hop/")) {
       int k = Integer.parseInt(parts[2]);
       if (k > 0) {
         status = 302;
@@ -71,7 +92,13 @@ final class ArrivalServer implements AutoCloseable {
   }
 
   URI uri(String path) {
-    return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+    return URI.create("http://" + server.getAddress().getAddress().getHostAddress() + ":"
+        + server.getAddress().getPort() + path);
+  }
+
+  /** The path on this server that answers {@code status} with {@code Location: location}. */
+  URI redirect(int status, String location) {
+    return uri("/redirect/" + status + "?to=" + URLEncoder.encode(location, StandardCharsets.UTF_8));
   }
 
   List<Arrival> arrivals() {

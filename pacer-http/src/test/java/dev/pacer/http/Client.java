@@ -1,38 +1,54 @@
 package dev.pacer.http;
 
+import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
 import dev.pacer.PacedHttpClient;
+import dev.pacer.TestAddresses;
 import dev.pacer.http.hc5.PacingExecChainHandler;
+import dev.pacer.http.hc5.TestHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
+import dev.pacer.http.okhttp.TestInterceptor;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.Optional;
-import org.apache.hc.client5.http.classic.methods.HttpGet;
-import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
-import org.apache.hc.client5.http.impl.classic.HttpClients;
-import org.apache.hc.core5.http.io.entity.EntityUtils;
+import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
+import okhttp3.RequestBody;
 import okhttp3.Response;
+import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
+import org.apache.hc.client5.http.impl.classic.HttpClients;
+import org.apache.hc.core5.http.ContentType;
+import org.apache.hc.core5.http.io.entity.EntityUtils;
+import org.apache.hc.core5.http.io.entity.StringEntity;
+import org.apache.hc.core5.http.io.support.ClassicRequestBuilder;
 
-/** The three paced clients, each as a GET that returns the final status and body, redirects followed. */
+/**
+ * The three paced clients, each sending a request and returning the final status and body,
+ * redirects followed.
+ */
 enum Client {
   JDK {
     @Override
-    Getter open(Optional<LimiterLookup> limiters) {
+    Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
       HttpClient bare = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER)
           .version(HttpClient.Version.HTTP_1_1).build();
       HttpClient client = limiters.isEmpty() ? bare
-          : PacedHttpClient.builder(bare, limiters.get())
+          : TestAddresses.judgedBy(PacedHttpClient.builder(bare, limiters.get()), addresses)
               .followRedirects(HttpClient.Redirect.NORMAL).build();
       return new Getter() {
         @Override
-        public Answer get(URI uri) throws IOException, InterruptedException {
-          HttpResponse<String> r = client.send(HttpRequest.newBuilder(uri).build(),
+        public Answer send(Sent sent) throws IOException, InterruptedException {
+          HttpRequest.Builder request = HttpRequest.newBuilder(sent.uri()).method(sent.method(),
+              sent.body().map(HttpRequest.BodyPublishers::ofString)
+                  .orElse(HttpRequest.BodyPublishers.noBody()));
+          sent.headers().forEach(request::header);
+          HttpResponse<String> r = client.send(request.build(),
               HttpResponse.BodyHandlers.ofString());
           return new Answer(r.statusCode(), r.body());
         }
@@ -51,15 +67,18 @@ enum Client {
   },
   OKHTTP {
     @Override
-    Getter open(Optional<LimiterLookup> limiters) {
+    Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
       OkHttpClient.Builder builder = new OkHttpClient.Builder();
-      limiters.ifPresent(l -> builder.addNetworkInterceptor(new PacingInterceptor(l)));
+      limiters.ifPresent(l -> builder.addNetworkInterceptor(TestInterceptor.judgedBy(l, addresses)));
       OkHttpClient client = builder.build();
       return new Getter() {
         @Override
-        public Answer get(URI uri) throws IOException {
-          try (Response r = client.newCall(new Request.Builder().url(uri.toURL()).build())
-              .execute()) {
+        public Answer send(Sent sent) throws IOException {
+          Request.Builder request = new Request.Builder().url(sent.uri().toURL()).method(
+              sent.method(), sent.body().map(body -> RequestBody.create(body,
+                  MediaType.get("text/plain; charset=utf-8"))).orElse(null));
+          sent.headers().forEach(request::header);
+          try (Response r = client.newCall(request.build()).execute()) {
             return new Answer(r.code(), r.body().string());
           }
         }
@@ -79,14 +98,20 @@ enum Client {
   },
   APACHE {
     @Override
-    Getter open(Optional<LimiterLookup> limiters) {
+    Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
       CloseableHttpClient client = limiters.isEmpty() ? HttpClients.createDefault()
-          : new PacingExecChainHandler(limiters.get()).addTo(HttpClients.custom()).build();
+          : TestHandler.judgedBy(limiters.get(), addresses).addTo(HttpClients.custom()).build();
       return new Getter() {
         @Override
-        public Answer get(URI uri) throws IOException {
-          return client.execute(new HttpGet(uri), r -> new Answer(r.getCode(),
-              r.getEntity() == null ? "" : EntityUtils.toString(r.getEntity(), StandardCharsets.UTF_8)));
+        public Answer send(Sent sent) throws IOException {
+          ClassicRequestBuilder request = ClassicRequestBuilder.create(sent.method())
+              .setUri(sent.uri());
+          sent.body().ifPresent(body -> request.setEntity(
+              new StringEntity(body, ContentType.TEXT_PLAIN.withCharset(StandardCharsets.UTF_8))));
+          sent.headers().forEach(request::addHeader);
+          return client.execute(request.build(), r -> new Answer(r.getCode(),
+              r.getEntity() == null ? ""
+                  : EntityUtils.toString(r.getEntity(), StandardCharsets.UTF_8)));
         }
 
         @Override
@@ -102,26 +127,39 @@ enum Client {
     }
   };
 
-  /** A GET's final answer. */
+  /** A request to send: its method, URL, headers and body. */
+  record Sent(String method, URI uri, Map<String, String> headers, Optional<String> body) {}
+
+  /** A request's final answer. */
   record Answer(int status, String body) {}
 
-  /** Sends GETs through one client. */
+  /** Sends requests through one client. */
   interface Getter extends AutoCloseable {
-    Answer get(URI uri) throws Exception;
+    Answer send(Sent request) throws Exception;
+
+    /** A GET without headers. */
+    default Answer get(URI uri) throws Exception {
+      return send(new Sent("GET", uri, Map.of(), Optional.empty()));
+    }
 
     /** The integration's warm-up ({@code dev.pacer.WarmUp}); the bare clients have none. */
     void warmUp(URI destination) throws InterruptedException;
   }
 
-  /** A client paced by {@code limiters}. */
+  /** A client paced by {@code limiters}, its redirects judged by the system's address policy. */
   Getter open(LimiterLookup limiters) {
-    return open(Optional.of(limiters));
+    return open(Optional.of(limiters), AddressPolicy.system());
+  }
+
+  /** A client paced by {@code limiters}, its redirects judged by {@code addresses}. */
+  Getter open(LimiterLookup limiters, AddressPolicy addresses) {
+    return open(Optional.of(limiters), addresses);
   }
 
   /** The same client without pacing: the baseline of the overhead measurement. */
   Getter bare() {
-    return open(Optional.empty());
+    return open(Optional.empty(), AddressPolicy.system());
   }
 
-  abstract Getter open(Optional<LimiterLookup> limiters);
+  abstract Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses);
 }

@@ -1,8 +1,10 @@
 package dev.pacer.http.hc5;
 
+import dev.pacer.AddressPolicy;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
+import dev.pacer.Origins;
 import dev.pacer.Slot;
 import dev.pacer.WarmUp;
 import java.io.FilterInputStream;
@@ -10,10 +12,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import org.apache.hc.client5.http.HttpRoute;
+import org.apache.hc.client5.http.RedirectException;
 import org.apache.hc.client5.http.classic.ExecChain;
 import org.apache.hc.client5.http.classic.ExecChainHandler;
 import org.apache.hc.client5.http.classic.methods.HttpGet;
@@ -26,6 +32,7 @@ import org.apache.hc.core5.http.ClassicHttpResponse;
 import org.apache.hc.core5.http.Header;
 import org.apache.hc.core5.http.HttpEntity;
 import org.apache.hc.core5.http.HttpException;
+import org.apache.hc.core5.http.HttpHost;
 import org.apache.hc.core5.http.ProtocolException;
 import org.apache.hc.core5.http.io.entity.EntityUtils;
 import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
@@ -76,7 +83,33 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * request that fails. Interrupted while waiting for its turn, the request fails with an {@link
  * InterruptedIOException}.
  *
- * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ * <p>A request the {@link LimiterLookup} does not pace is sent without a turn, guarded as below.
+ *
+ * <h2>Redirects and the exchange's other requests</h2>
+ *
+ * Every request an {@code execute} sends after its first (a redirect hop, a retry), paced or not,
+ * is judged against the first before it takes a turn:
+ *
+ * <ul>
+ *   <li>from a public host, a request whose host resolves to any internal address, or does not
+ *       resolve, is refused ({@link AddressPolicy}: the exchange's host is classified once, when
+ *       its first request passes this handler). The handler resolves each later request's host
+ *       itself and pins the request's route to the first address it checked, so the connection
+ *       goes where the check looked, without a lookup of its own; a pooled connection is reused
+ *       only if it goes to that address. Through a proxy, which resolves names itself, the route
+ *       is left as it is. (The connection manager's {@code DnsResolver} could do the same check,
+ *       but it is asked with no context, so it cannot tell a hop from a first request, and it is
+ *       the application's to set.)
+ *   <li>to another origin than the first request's, the {@code Authorization}, {@code
+ *       Proxy-Authorization} and {@code Cookie} headers the request carries are dropped (the
+ *       client's own cookie store and authentication add theirs for that origin after this
+ *       handler), and a request with an entity is refused: a 307 or 308 would repeat it there
+ *       ({@link Origins}).
+ * </ul>
+ *
+ * A refused request fails the {@code execute} with a {@link RedirectException} (wrapped, as every
+ * protocol failure, in a {@code ClientProtocolException}), which is not retried, naming the host
+ * and the reason.
  *
  * <h2>A cold JVM</h2>
  *
@@ -95,8 +128,17 @@ public final class PacingExecChainHandler implements ExecChainHandler {
    */
   private static final String WARM_UP_ATTRIBUTE = "dev.pacer.warm-up";
   private static final Object WARM_UP = new Object();
+  /** The context attribute that keeps the exchange's {@link FirstRequest}. */
+  private static final String FIRST_REQUEST_ATTRIBUTE = "dev.pacer.first-request";
+
+  /**
+   * An exchange's first request: its URI and its host as classified then. A context may serve
+   * several exchanges, one after the other; the exchange id tells whose it is.
+   */
+  private record FirstRequest(String exchangeId, URI uri, AddressPolicy.RequestedHost host) {}
 
   private final LimiterLookup limiters;
+  private final AddressPolicy addresses;
 
   /**
    * Paces each request by the limiter {@code limiters} names for its URI.
@@ -104,7 +146,12 @@ public final class PacingExecChainHandler implements ExecChainHandler {
    * @param limiters which limiter paces a request, asked for every hop
    */
   public PacingExecChainHandler(LimiterLookup limiters) {
+    this(limiters, AddressPolicy.system());
+  }
+
+  PacingExecChainHandler(LimiterLookup limiters, AddressPolicy addresses) {
     this.limiters = Objects.requireNonNull(limiters, "limiters");
+    this.addresses = Objects.requireNonNull(addresses, "addresses");
   }
 
   /**
@@ -156,11 +203,13 @@ public final class PacingExecChainHandler implements ExecChainHandler {
   public ClassicHttpResponse execute(ClassicHttpRequest request, ExecChain.Scope scope,
       ExecChain chain) throws IOException, HttpException {
     URI uri = uriOf(request, scope);
-    Optional<DestinationLimiter> limiter =
-        scope.clientContext.getAttribute(WARM_UP_ATTRIBUTE) == WARM_UP
-            ? Optional.empty() : limiters.limiterFor(uri);
-    if (limiter.isEmpty()) {
+    if (scope.clientContext.getAttribute(WARM_UP_ATTRIBUTE) == WARM_UP) {
       return chain.proceed(request, scope);
+    }
+    ExecChain.Scope guarded = guarded(request, scope, uri);
+    Optional<DestinationLimiter> limiter = limiters.limiterFor(uri);
+    if (limiter.isEmpty()) {
+      return chain.proceed(request, guarded);
     }
     Slot slot;
     try {
@@ -173,7 +222,7 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       throw interrupted;
     }
     try {
-      ClassicHttpResponse response = chain.proceed(request, scope);
+      ClassicHttpResponse response = chain.proceed(request, guarded);
       Header retryAfter = response.getFirstHeader("Retry-After");
       limiter.get().noteAnswer(response.getCode(),
           retryAfter == null ? null : retryAfter.getValue(), uri);
@@ -188,6 +237,52 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       slot.close();
       throw e;
     }
+  }
+
+  /**
+   * The scope to send {@code request} in, judged against the exchange's first request (see the
+   * class comment): the same, or with the route pinned to the address checked; the request loses
+   * the caller's credentials on another origin.
+   *
+   * @throws RedirectException if it must not be sent
+   */
+  private ExecChain.Scope guarded(ClassicHttpRequest request, ExecChain.Scope scope, URI uri)
+      throws RedirectException {
+    Object kept = scope.clientContext.getAttribute(FIRST_REQUEST_ATTRIBUTE);
+    if (!(kept instanceof FirstRequest first) || !first.exchangeId().equals(scope.exchangeId)) {
+      scope.clientContext.setAttribute(FIRST_REQUEST_ATTRIBUTE,
+          new FirstRequest(scope.exchangeId, uri, addresses.requested(uri.getHost())));
+      return scope;
+    }
+    AddressPolicy.Verdict verdict = first.host().hop(uri.getHost());
+    if (verdict instanceof AddressPolicy.Verdict.Refused refused) {
+      throw new RedirectException(uri + " is not sent: " + refused.reason());
+    }
+    if (!Origins.same(first.uri(), uri)) {
+      HttpEntity entity = request.getEntity();
+      if (entity != null && entity.getContentLength() != 0) {
+        throw new RedirectException(uri + " is not sent: it would repeat the request's entity"
+            + " at another origin than " + first.uri());
+      }
+      for (String name : Origins.CREDENTIAL_HEADERS) {
+        request.removeHeaders(name);
+      }
+    }
+    return pinned(scope, ((AddressPolicy.Verdict.Allowed) verdict).addresses());
+  }
+
+  /** {@code scope} with its direct route's target pinned to the first of {@code checked}. */
+  private static ExecChain.Scope pinned(ExecChain.Scope scope, List<InetAddress> checked) {
+    HttpRoute route = scope.route;
+    if (checked.isEmpty() || route.getProxyHost() != null || route.getUnixDomainSocket() != null) {
+      return scope;
+    }
+    HttpHost target = route.getTargetHost();
+    HttpHost at = new HttpHost(target.getSchemeName(), checked.get(0), target.getHostName(),
+        target.getPort());
+    return new ExecChain.Scope(scope.exchangeId,
+        new HttpRoute(at, route.getTargetName(), route.getLocalAddress(), route.isSecure()),
+        scope.originalRequest, scope.execRuntime, scope.clientContext);
   }
 
   /** The request's absolute URI: a request down the chain may carry only its path. */

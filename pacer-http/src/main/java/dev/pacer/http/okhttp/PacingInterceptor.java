@@ -1,15 +1,22 @@
 package dev.pacer.http.okhttp;
 
+import dev.pacer.AddressPolicy;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
+import dev.pacer.Origins;
 import dev.pacer.Slot;
 import dev.pacer.WarmUp;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ProtocolException;
+import java.net.Proxy;
 import java.net.URI;
 import java.util.Objects;
 import java.util.Optional;
+import okhttp3.Connection;
 import okhttp3.Interceptor;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
@@ -65,7 +72,30 @@ import okio.Okio;
  * holds its permit, as it holds its connection. Interrupted while waiting for its turn, the call
  * fails with an {@link InterruptedIOException}.
  *
- * <p>A request the {@link LimiterLookup} does not pace goes through untouched.
+ * <p>A request the {@link LimiterLookup} does not pace is sent without a turn, guarded as below.
+ *
+ * <h2>Redirects and the call's other requests</h2>
+ *
+ * Every request a call puts on the wire after its first (a redirect hop, a retry, a follow-up),
+ * paced or not, is judged against the call's first before it is sent:
+ *
+ * <ul>
+ *   <li>from a public host, a request whose connection goes to an internal address is refused
+ *       ({@link AddressPolicy}). The call's host is classified by the address its first
+ *       request's connection went to, and each later request by its own connection's address:
+ *       the resolution OkHttp connected with, so a name that changes its answer between the two
+ *       cannot pass. Through a proxy, which resolves names itself, the names are resolved here
+ *       instead. The connection is already open when the interceptor runs (nothing has been
+ *       written on it); OkHttp's {@code Dns} could refuse before connecting, but is asked with no
+ *       call, so it cannot tell a hop from a first request;
+ *   <li>to another origin than the call's, the caller's own {@code Authorization}, {@code
+ *       Proxy-Authorization} and {@code Cookie} headers are dropped (a value OkHttp set for that
+ *       origin, from its cookie jar or authenticator, is kept), and a request with a body is
+ *       refused: a 307 or 308 would repeat it there ({@link Origins}).
+ * </ul>
+ *
+ * A refused request fails the call with a {@link ProtocolException}, which OkHttp does not
+ * retry, naming the host and the reason.
  *
  * <h2>A cold JVM</h2>
  *
@@ -78,7 +108,11 @@ public final class PacingInterceptor implements Interceptor {
   /** The tag of the warm-up's request, which this interceptor lets through without a turn. */
   private enum WarmUpTag { WARM_UP }
 
+  /** A call's first request: the URL the call asked for, and its host as classified then. */
+  private record FirstRequest(URI uri, AddressPolicy.RequestedHost host) {}
+
   private final LimiterLookup limiters;
+  private final AddressPolicy addresses;
 
   /**
    * Paces each request by the limiter {@code limiters} names for its URL.
@@ -86,7 +120,12 @@ public final class PacingInterceptor implements Interceptor {
    * @param limiters which limiter paces a request, asked for every hop
    */
   public PacingInterceptor(LimiterLookup limiters) {
+    this(limiters, AddressPolicy.system());
+  }
+
+  PacingInterceptor(LimiterLookup limiters, AddressPolicy addresses) {
     this.limiters = Objects.requireNonNull(limiters, "limiters");
+    this.addresses = Objects.requireNonNull(addresses, "addresses");
   }
 
   /**
@@ -130,9 +169,11 @@ public final class PacingInterceptor implements Interceptor {
           + " OkHttpClient.Builder.addNetworkInterceptor: as an application interceptor it would"
           + " see a chain of redirects as one request, and its hops would take no turn");
     }
-    Request request = chain.request();
-    Optional<DestinationLimiter> limiter = request.tag(WarmUpTag.class) != null
-        ? Optional.empty() : limiters.limiterFor(request.url().uri());
+    if (chain.request().tag(WarmUpTag.class) != null) {
+      return chain.proceed(chain.request());
+    }
+    Request request = guarded(chain);
+    Optional<DestinationLimiter> limiter = limiters.limiterFor(request.url().uri());
     if (limiter.isEmpty()) {
       return chain.proceed(request);
     }
@@ -155,6 +196,58 @@ public final class PacingInterceptor implements Interceptor {
       throw e;
     }
     return response.newBuilder().body(new SlotReleasingBody(response.body(), slot)).build();
+  }
+
+  /**
+   * The request to send, judged against the call's first (see the class comment): the same, or
+   * without the caller's credentials on another origin.
+   *
+   * @throws ProtocolException if it must not be sent
+   */
+  private Request guarded(Interceptor.Chain chain) throws IOException {
+    Request request = chain.request();
+    Request asked = chain.call().request();
+    Optional<InetAddress> connected = directAddress(chain.connection());
+    boolean[] first = {false};
+    FirstRequest firstRequest = chain.call().tag(FirstRequest.class, () -> {
+      first[0] = true;
+      boolean ownRequest = request.url().equals(asked.url());
+      String host = asked.url().host();
+      return new FirstRequest(asked.url().uri(), ownRequest && connected.isPresent()
+          ? addresses.requested(host, connected.get()) : addresses.requested(host));
+    });
+    if (first[0] && request.url().equals(asked.url())) {
+      return request;
+    }
+    String host = request.url().host();
+    AddressPolicy.Verdict verdict = connected.isPresent()
+        ? firstRequest.host().hop(host, connected.get()) : firstRequest.host().hop(host);
+    if (verdict instanceof AddressPolicy.Verdict.Refused refused) {
+      throw new ProtocolException(request.url() + " is not sent: " + refused.reason());
+    }
+    if (Origins.same(firstRequest.uri(), request.url().uri())) {
+      return request;
+    }
+    if (request.body() != null && request.body().contentLength() != 0) {
+      throw new ProtocolException(request.url() + " is not sent: it would repeat the request's"
+          + " body at another origin than " + firstRequest.uri());
+    }
+    Request.Builder without = request.newBuilder();
+    for (String name : Origins.CREDENTIAL_HEADERS) {
+      if (!request.headers(name).isEmpty() && request.headers(name).equals(asked.headers(name))) {
+        without.removeHeader(name);
+      }
+    }
+    return without.build();
+  }
+
+  /** The address {@code connection} goes to, if it goes there directly, not through a proxy. */
+  private static Optional<InetAddress> directAddress(Connection connection) {
+    InetSocketAddress socket = connection.route().socketAddress();
+    if (connection.route().proxy().type() != Proxy.Type.DIRECT || socket.getAddress() == null) {
+      return Optional.empty();
+    }
+    return Optional.of(socket.getAddress());
   }
 
   /** A response body that closes its request's slot when it is exhausted or closed. */
