@@ -40,6 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -420,7 +421,7 @@ public final class Worker {
     }
     held.add(item.get().token());
     try {
-      unrecorded.done = process(item.get(), hosts == null ? fetcher : hosts.forHost(
+      unrecorded.done = process(item.get(), () -> hosts == null ? fetcher : hosts.forHost(
           UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond())).orElse(null);
     } finally {
       if (unrecorded.done == null) {
@@ -451,21 +452,9 @@ public final class Worker {
         retrying.record("release an item", () -> store.items().release(c.item()));
         return false;
       }
-      DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
-      // A turn the claim answered too late for (the library's bound: half the interval, at least
-      // 1 ms) is given up, as the limiter gives up one it woke too late for: the host's limiter
-      // then reserves a fresh turn on the host's cursor row instead.
-      Duration late = c.turnIn().negated();
-      if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
-          || late.toNanos() <= 1_000_000) {
-        hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
-            c.backoff());
-      } else {
-        lateClaims.incrementAndGet();
-      }
       held.add(c.item().token());
       try {
-        Optional<ItemStore.Done> fetched = process(c.item(), hostFetcher);
+        Optional<ItemStore.Done> fetched = process(c.item(), () -> atClaimedTurn(c));
         if (fetched.isPresent()) {
           record(fetched.get());
         }
@@ -496,15 +485,50 @@ public final class Worker {
   }
 
   /**
-   * Fetches a claimed item and stores its body. Every outcome but a fetched body is recorded here;
-   * a fetched body's is answered, for the caller to record (alone, or with its next claim).
+   * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved.
+   * A turn the claim answered too late for (the library's bound: half the interval, at least 1 ms)
+   * is given up, as the limiter gives up one it woke too late for: the host's limiter then reserves
+   * a fresh turn on the host's cursor row instead.
    */
-  private Optional<ItemStore.Done> process(ItemStore.Item item, DestinationFetcher fetcher)
-      throws InterruptedException {
+  private DestinationFetcher atClaimedTurn(FrontierStore.Claim.Claimed c) {
+    DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
+    Duration late = c.turnIn().negated();
+    if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
+        || late.toNanos() <= 1_000_000) {
+      hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
+          c.backoff());
+    } else {
+      lateClaims.incrementAndGet();
+    }
+    return hostFetcher;
+  }
+
+  /**
+   * Fetches a claimed item through the fetcher {@code fetcherOf} makes, and stores its body. Every
+   * outcome but a fetched body is recorded here; a fetched body's is answered, for the caller to
+   * record (alone, or with its next claim). Whatever throws on the way, from making the fetcher
+   * (a host name or a ceiling no destination may have) to storing the body, fails the item with
+   * the reason, as an ordinary failure: left to its lease, the item would be claimed again after
+   * every lapse, and throw again, for ever.
+   */
+  private Optional<ItemStore.Done> process(ItemStore.Item item,
+      Supplier<DestinationFetcher> fetcherOf) throws InterruptedException {
     if (stop.get()) {
       retrying.record("release an item", () -> store.items().release(item));
       return Optional.empty();
     }
+    try {
+      return fetchAndStore(item, fetcherOf.get());
+    } catch (RuntimeException | Error e) {
+      log.warn("Item {} failed with an unexpected error", item.url(), e);
+      envelope.recordOutcome(true);
+      fail(item, null, "unexpected error: " + e);
+      return Optional.empty();
+    }
+  }
+
+  private Optional<ItemStore.Done> fetchAndStore(ItemStore.Item item, DestinationFetcher fetcher)
+      throws InterruptedException {
     Path part;
     try {
       part = bodies.newPart(item);
@@ -535,9 +559,7 @@ public final class Worker {
       return Optional.empty();
     } catch (RuntimeException | Error e) {
       bodies.discard(part);
-      envelope.recordOutcome(true);
-      fail(item, null, "unexpected error: " + e);
-      return Optional.empty();
+      throw e;
     }
     Path path;
     try {
