@@ -521,7 +521,7 @@ public final class Worker {
       return fetchAndStore(item, fetcherOf.get());
     } catch (RuntimeException | Error e) {
       log.warn("Item {} failed with an unexpected error", item.url(), e);
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.OWN_FAILURE);
       fail(item, null, "unexpected error: " + e);
       return Optional.empty();
     }
@@ -533,7 +533,7 @@ public final class Worker {
     try {
       part = bodies.newPart(item);
     } catch (IOException e) {
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.OWN_FAILURE);
       fail(item, null, "could not make the directory for the body: " + e);
       return Optional.empty();
     }
@@ -554,7 +554,7 @@ public final class Worker {
       return Optional.empty();
     } catch (FetchFailedException e) {
       bodies.discard(part);
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.of(e));
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return Optional.empty();
     } catch (RuntimeException | Error e) {
@@ -565,13 +565,24 @@ public final class Worker {
     try {
       path = bodies.commit(item, part);
     } catch (IOException e) {
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.OWN_FAILURE);
       fail(item, response.status(), "could not store the body: " + e);
       return Optional.empty();
     }
-    envelope.recordOutcome(false);
+    count(item, ItemOutcome.ANSWERED);
     return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
         response.bodyBytes()));
+  }
+
+  /**
+   * Counts an item against the failure bar at its first attempt, and never again: an item counts
+   * once however many attempts it takes (one whose first attempt failed counts as failed, even if
+   * a later one is done). A throttled attempt is not counted at all.
+   */
+  private void count(ItemStore.Item item, ItemOutcome outcome) {
+    if (item.failures() == 0) {
+      envelope.recordOutcome(outcome != ItemOutcome.ANSWERED);
+    }
   }
 
   /** Records a fetched item's outcome on its own. */
