@@ -37,7 +37,7 @@ public final class Envelope {
 
   public static final int FAILURE_WINDOW = 500;
   public static final double MAX_FAILURE_FRACTION = 0.01;
-  static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
+  public static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
   /** How long a reading of the host's load and this process's RSS stands. */
   public static final Duration HOST_FIGURES_EVERY = Duration.ofSeconds(1);
 

@@ -3,9 +3,9 @@ package dev.pacer.cli.run;
 import dev.pacer.FetchFailedException;
 
 /**
- * What an attempt at an item says, as the failure bar counts it ({@link Envelope}): the
- * destination answered it, did not, or this process failed it. A throttle (429, 503) and a lockout
- * (403) are not outcomes: they slow or stop the run elsewhere.
+ * What an attempt at an item says, as the failure bars count it ({@link Envelope}, and per host
+ * {@link HostOutcomes}): the destination answered it, did not, or this process failed it. A
+ * throttle (429, 503) and a lockout (403) are not outcomes: they slow or stop the run elsewhere.
  */
 enum ItemOutcome {
   /**

@@ -66,6 +66,8 @@ import org.slf4j.LoggerFactory;
  * destination mode, items already claimed are fetched at their claimed turns, and their redirect
  * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
  * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
+ * So is a host over its failure bar ({@link HostOutcomes}), its open items deferred to the next
+ * run.
  * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
  * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
  */
@@ -111,6 +113,8 @@ public final class Worker {
   private DestinationFetcher fetcher;
   /** Per-host mode's fetchers; null otherwise. */
   private HostFetchers hosts;
+  /** Per-host mode's failure bar, this process's counts between heartbeats; null otherwise. */
+  private HostOutcomes hostOutcomes;
   /** With --robots, the hosts' robots.txt; null otherwise. */
   private RobotsReader robots;
   /** Claims whose turn began more than half an interval before the claim answered. */
@@ -171,6 +175,7 @@ public final class Worker {
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
     if (settings.perHost()) {
       hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
+      hostOutcomes = new HostOutcomes();
       hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
       if (settings.robots()) {
         robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
@@ -257,6 +262,9 @@ public final class Worker {
         recorder.flush();
         return true;
       }, false);
+      if (hostOutcomes != null) {
+        countHostItems();
+      }
       report(haltedBar.get() != null ? "halted" : "finished");
       if (hosts != null && !settings.fifoClaims()) {
         log.info(claims.describe());
@@ -521,7 +529,7 @@ public final class Worker {
       return fetchAndStore(item, fetcherOf.get());
     } catch (RuntimeException | Error e) {
       log.warn("Item {} failed with an unexpected error", item.url(), e);
-      count(item, ItemOutcome.OWN_FAILURE);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, null, "unexpected error: " + e);
       return Optional.empty();
     }
@@ -533,7 +541,7 @@ public final class Worker {
     try {
       part = bodies.newPart(item);
     } catch (IOException e) {
-      count(item, ItemOutcome.OWN_FAILURE);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, null, "could not make the directory for the body: " + e);
       return Optional.empty();
     }
@@ -554,7 +562,7 @@ public final class Worker {
       return Optional.empty();
     } catch (FetchFailedException e) {
       bodies.discard(part);
-      count(item, ItemOutcome.of(e));
+      count(item, ItemOutcome.of(e), fetcher, e.getMessage());
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return Optional.empty();
     } catch (RuntimeException | Error e) {
@@ -565,23 +573,36 @@ public final class Worker {
     try {
       path = bodies.commit(item, part);
     } catch (IOException e) {
-      count(item, ItemOutcome.OWN_FAILURE);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, response.status(), "could not store the body: " + e);
       return Optional.empty();
     }
-    count(item, ItemOutcome.ANSWERED);
+    count(item, ItemOutcome.ANSWERED, fetcher, null);
     return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
         response.bodyBytes()));
   }
 
   /**
-   * Counts an item against the failure bar at its first attempt, and never again: an item counts
+   * Counts an item against its failure bars at its first attempt, and never again: an item counts
    * once however many attempts it takes (one whose first attempt failed counts as failed, even if
-   * a later one is done). A throttled attempt is not counted at all.
+   * a later one is done). A throttled attempt is not counted at all. With one destination the
+   * run's bar ({@link Envelope}) counts every failure; per host, the host's bar ({@link
+   * HostOutcomes}) counts what its host answered, through {@code fetcher} ({@code failure} its
+   * message), and the run's only what this process failed.
    */
-  private void count(ItemStore.Item item, ItemOutcome outcome) {
-    if (item.failures() == 0) {
+  private void count(ItemStore.Item item, ItemOutcome outcome, DestinationFetcher fetcher,
+      String failure) {
+    if (item.failures() > 0) {
+      return;
+    }
+    if (hostOutcomes == null) {
       envelope.recordOutcome(outcome != ItemOutcome.ANSWERED);
+      return;
+    }
+    envelope.recordOutcome(outcome == ItemOutcome.OWN_FAILURE);
+    if (outcome != ItemOutcome.OWN_FAILURE) {
+      hostOutcomes.count(fetcher.limiter().destination().name(),
+          outcome == ItemOutcome.UNANSWERED, failure);
     }
   }
 
@@ -707,6 +728,7 @@ public final class Worker {
       }
       if (hosts != null) {
         store.frontier().retireDrainedHosts(settings.job());
+        countHostItems();
         Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
         try {
           store.frontier().countCleanAnswers(clean);
@@ -740,6 +762,25 @@ public final class Worker {
       log.debug("Could not append to the request log: {}", database.describe(e));
     } catch (RuntimeException e) {
       log.warn("Appending to the request log failed", e);
+    }
+  }
+
+  /**
+   * Adds the items this process counted per host to the hosts' failure bars, and says which hosts
+   * that passed over. Counts that could not be added go with the next heartbeat.
+   */
+  private void countHostItems() {
+    Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
+    try {
+      for (FrontierStore.PassedOver p : store.frontier().countItems(settings.job(), counted,
+          Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
+        log.error("Host {} is passed over: {}. Its open items are deferred to the next run of job"
+            + " {}; the other hosts go on", p.host(), p.reason(), settings.job());
+      }
+    } catch (SQLException e) {
+      hostOutcomes.putBack(counted);
+      log.debug("Could not count {} host(s)' items against their failure bars: {}",
+          counted.size(), database.describe(e));
     }
   }
 
