@@ -766,15 +766,15 @@ public final class Worker {
   }
 
   /**
-   * Adds the items this process counted per host to the hosts' failure bars, and says which hosts
-   * that passed over. Counts that could not be added go with the next heartbeat.
+   * Adds the items this process counted per host to the hosts' failure bars, and logs the hosts
+   * that this passes over. Counts that could not be added go with the next heartbeat.
    */
   private void countHostItems() {
     Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
     try {
       for (FrontierStore.PassedOver p : store.frontier().countItems(settings.job(), counted,
           Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
-        log.error("Host {} is passed over: {}. Its open items are deferred to the next run of job"
+        log.warn("Host {} is passed over: {}. Its open items are deferred to the next run of job"
             + " {}; the other hosts go on", p.host(), p.reason(), settings.job());
       }
     } catch (SQLException e) {
