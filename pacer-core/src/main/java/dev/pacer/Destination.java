@@ -41,8 +41,11 @@ public final class Destination {
 
   /** The highest rate a destination may have, per second. */
   public static final double MAX_RATE_PER_SECOND = 1_000_000d;
-  /** The longest destination name, in characters. */
-  public static final int MAX_NAME_LENGTH = 64;
+  /**
+   * The longest destination name, in characters: the longest DNS name, since a destination is
+   * most often named by its host.
+   */
+  public static final int MAX_NAME_LENGTH = 253;
 
   private final String name;
   private final double ratePerSecond;

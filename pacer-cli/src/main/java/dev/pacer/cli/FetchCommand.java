@@ -89,6 +89,11 @@ public final class FetchCommand implements Callable<Integer> {
           : destinationName(urls);
       String runId = UUID.randomUUID().toString();
       RunSettings settings = run.settings(runId, jobName, destinationName, processes);
+      try {
+        cursorPlace.checkKeyFits(destinationName);
+      } catch (IllegalArgumentException e) {
+        throw new BadInputException(e.getMessage());
+      }
       Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
       if (run.perHost) {
         Map<String, FrontierStore.HostCeiling> named = rates == null ? Map.of()

@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.HostStatus;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.db.WorkState;
@@ -11,9 +12,9 @@ import java.util.OptionalDouble;
 /**
  * The hosts of a per-host job in {@code pacer status}: the busiest hosts of the last seconds
  * against their ceilings (from the request log), the hosts held back (paused by a {@code
- * Retry-After} or backed off) and locked out (from the cursors' table), and the backlog by host.
- * Each list shows its first {@code top} hosts and counts the rest, so that a job of 10,000 hosts
- * reads in a screen.
+ * Retry-After} or backed off) and locked out (from the cursors' table), those passed over by their
+ * failure bar, and the backlog by host. Each list shows its first {@code top} hosts and counts the
+ * rest, so that a job of 10,000 hosts reads in a screen.
  */
 final class HostReport {
 
@@ -66,6 +67,15 @@ final class HostReport {
           h.since(), h.reason(), h.open());
     }
     more(out, locked.hosts() - locked.top().size(), "");
+
+    HostStatus.PassedOver passed = store.hosts().passedOver(job, top);
+    out.printf(Locale.ROOT, "    passed over: %s%n", passed.hosts() == 0 ? "none"
+        : passed.hosts() + " host(s) whose items failed, their open items deferred to the next"
+            + " run");
+    for (FrontierStore.PassedOver p : passed.top()) {
+      out.printf(Locale.ROOT, "      %-28s %s%n", p.host(), p.reason());
+    }
+    more(out, passed.hosts() - passed.top().size(), "");
 
     HostStatus.Backlog backlog = store.hosts().backlog(job, top);
     out.printf(Locale.ROOT, "    backlog: %s%n", backlog.hosts() == 0 ? "none"

@@ -2,6 +2,7 @@ package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.FrontierStore;
+import dev.pacer.cli.db.HostStatus;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.RequestLog;
 import dev.pacer.cli.db.RobotsStore;
@@ -138,6 +139,7 @@ final class JobRun {
     Optional<TripStore.Trip> tripped = Optional.empty();
     Optional<RequestLog.HostWindow> busiestHost = Optional.empty();
     Map<String, Long> lockedOut = Map.of();
+    HostStatus.PassedOver passedOver = null;
     List<RobotsStore.HostReport> robots = List.of();
     RobotsStore.Counts robotsCounts = null;
     double elapsed;
@@ -159,6 +161,10 @@ final class JobRun {
       // rather than end an hours-long run without its summary.
       for (int attempt = 1; counts == null; attempt++) {
         try {
+          if (settings.perHost()) {
+            // An item in flight when its host was passed over came back pending, out of reach.
+            state.frontier().deferPassedOver(jobName);
+          }
           counts = state.items().counts(jobName);
           limiter = state.workers().workers(settings.runId(), 0).stream()
               .map(WorkerStore.WorkerRow::limiter)
@@ -167,6 +173,7 @@ final class JobRun {
             door = requestLog.jobSince(jobName, runStart);
             busiestHost = requestLog.busiestHost(jobName, runStart);
             lockedOut = state.frontier().lockedOutHosts(jobName);
+            passedOver = state.hosts().passedOver(jobName, PASSED_OVER_HOSTS_SHOWN);
             if (settings.robots()) {
               robots = state.robots().report(jobName, ROBOTS_HOSTS_SHOWN + 1);
               robotsCounts = state.robots().counts(jobName);
@@ -209,6 +216,12 @@ final class JobRun {
       lockedOut.forEach((host, open) -> err.println("pacer: host " + host + " is locked out; its "
           + open + " open item(s) were passed over. Acknowledge: pacer trips ack --destination "
           + host + " --note TEXT"));
+      passedOver.top().forEach(p -> err.println("pacer: host " + p.host() + " was passed over: "
+          + p.reason() + "; its open items are deferred to the next run of the job"));
+      if (passedOver.hosts() > passedOver.top().size()) {
+        err.println("pacer: " + (passedOver.hosts() - passedOver.top().size()) + " more host(s)"
+            + " were passed over (pacer status --job " + jobName + " --hosts N lists them)");
+      }
     } else {
       err.println("pacer: at destination " + settings.destination().name() + " during this run: "
           + Summary.describe(door, ceiling));
@@ -237,6 +250,9 @@ final class JobRun {
     }
     return Main.EXIT_OK;
   }
+
+  /** Hosts passed over named one by one in the report; the rest are counted. */
+  private static final int PASSED_OVER_HOSTS_SHOWN = 10;
 
   /** Hosts named one by one in the robots.txt report; the rest are counted. */
   private static final int ROBOTS_HOSTS_SHOWN = 10;

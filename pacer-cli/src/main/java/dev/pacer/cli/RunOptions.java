@@ -257,7 +257,7 @@ public final class RunOptions {
             + Printable.quote(name));
   }
 
-  private static final Pattern DESTINATION_NAME = Pattern.compile("[A-Za-z0-9._:\\[\\]-]{1,64}");
+  private static final Pattern DESTINATION_NAME = Pattern.compile("[A-Za-z0-9._:\\[\\]-]+");
 
   /**
    * The name of a per-host job's runs, standing for its hosts where a run has one name: the job's

@@ -70,10 +70,10 @@ class BadInputTest {
   }
 
   static Stream<Arguments> badDestinationNames() {
-    String tooLong = "a".repeat(65);
+    String tooLong = "a".repeat(254);
     return Stream.of(
         Arguments.of("", "destination name"),
-        Arguments.of(tooLong, tooLong),
+        Arguments.of(tooLong, "1-253 characters, got 254 characters"),
         Arguments.of("has space", "has space"),
         Arguments.of("quote\"d", "quote"),
         Arguments.of("single'quote", "single'quote"),
@@ -85,6 +85,20 @@ class BadInputTest {
   void badDestinationNames(String name, String shown) throws Exception {
     Cli.Result r = refused(goodInput(), job(), "--destination", name);
     assertThat(r.err()).contains("destination").contains(shown);
+  }
+
+  /**
+   * A Django cache key is at most 255 characters, the prefix's and the name's together: a name that
+   * does not fit beside the prefix is refused, naming both, before anything is written.
+   */
+  @Test
+  void aDestinationNameThatDoesNotFitADjangoCacheKeyBesideItsPrefix() throws Exception {
+    String name = "n".repeat(236);
+    Cli.Result r = refused(goodInput(), job(), "--destination", name, "--cursor-layout",
+        "django-cache");
+    assertThat(r.err()).contains("destination name", name.substring(0, 40),
+        "236 characters", "--cursor-key-prefix \"harvest-rate-cursor:\"", "256 characters",
+        "at most 255");
   }
 
   @Test

@@ -142,6 +142,41 @@ class FetchTest {
     assertThat(run.number("pending")).isGreaterThanOrEqualTo(170);
   }
 
+  /**
+   * A 404 is the item's answer, not a failure of the destination: dead links fail their items
+   * (after --max-attempts, 3) and never count against the failure bar. Counted, the two items'
+   * six 404s would cross it (5).
+   */
+  @Test
+  void twoDeadLinksNeverHaltTheRun() throws Exception {
+    destination.answering((path, attempt) ->
+        path.equals("/item/3") || path.equals("/item/7") ? 404 : 200);
+    Cli.Result run = fetch(input(destination.items(20)), "--rate", "200", "--concurrency", "2");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.text("haltedBar")).isEqualTo("null");
+    assertThat(run.number("done")).isEqualTo(18);
+    assertThat(run.number("failed")).isEqualTo(2);
+    assertThat(destination.count(404)).isEqualTo(6);
+  }
+
+  /**
+   * An item counts once against the failure bar, at its first attempt, however many it takes: two
+   * items that answer 500 to each of their three attempts are two failures, not six.
+   */
+  @Test
+  void anItemCountsOnceAgainstTheFailureBarHoweverManyAttemptsItTakes() throws Exception {
+    destination.answering((path, attempt) ->
+        path.equals("/item/3") || path.equals("/item/7") ? 500 : 200);
+    Cli.Result run = fetch(input(destination.items(20)), "--rate", "200", "--concurrency", "2");
+
+    assertThat(run.code()).as(run.err()).isEqualTo(0);
+    assertThat(run.text("haltedBar")).isEqualTo("null");
+    assertThat(run.number("done")).isEqualTo(18);
+    assertThat(run.number("failed")).isEqualTo(2);
+    assertThat(destination.count(500)).isEqualTo(6);
+  }
+
   @Test
   void a403HaltsWithARecordedTripAndTheNextRunIsRefusedUntilItIsAcknowledged() throws Exception {
     destination.answering((path, attempt) -> path.equals("/item/5") ? 403 : 200);
@@ -324,7 +359,7 @@ class FetchTest {
       assertThat(r.err()).as(String.join(" ", bad)).contains(bad[0]);
       assertThat(r.out()).isEmpty();
     }
-    String[] badNames = {"", "has space", "x".repeat(65), "'; DROP TABLE x; --", "tab\there"};
+    String[] badNames = {"", "has space", "x".repeat(254), "'; DROP TABLE x; --", "tab\there"};
     for (String bad : badNames) {
       Cli.Result r = Cli.run("fetch", input.toString(), "--job", name, "--destination", bad,
           "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString());

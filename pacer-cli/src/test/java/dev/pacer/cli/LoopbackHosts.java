@@ -46,6 +46,8 @@ public final class LoopbackHosts implements AutoCloseable {
   private final List<Arrival> arrivals = new ArrayList<>();
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
+  /** When set, answers for (host, path) instead of {@link #rule}. */
+  private volatile BiFunction<String, String, Integer> pathRule;
   private volatile String retryAfter;
   private volatile Map<String, Robots> robots = Map.of();
 
@@ -73,7 +75,9 @@ public final class LoopbackHosts implements AutoCloseable {
         Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
         int attempt = robotsTxt != null ? 0
             : attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
-        int status = robotsTxt != null ? robotsTxt.status() : rule.apply(host, attempt);
+        BiFunction<String, String, Integer> byPath = pathRule;
+        int status = robotsTxt != null ? robotsTxt.status()
+            : byPath != null ? byPath.apply(host, path) : rule.apply(host, attempt);
         synchronized (arrivals) {
           arrivals.add(new Arrival(now, epochMicros, host, path, status,
               exchange.getRequestHeaders().getFirst("X-Pacer-Worker")));
@@ -108,9 +112,19 @@ public final class LoopbackHosts implements AutoCloseable {
     return out;
   }
 
+  /** The {@code index}-th host stops listening: a connection to it is refused from now on. */
+  void refusing(int index) {
+    servers.get(index).stop(0);
+  }
+
   /** {@code /robots.txt} of the hosts named answers as given, from now on. */
   void servingRobots(Map<String, Robots> robots) {
     this.robots = Map.copyOf(robots);
+  }
+
+  /** Answers {@code rule(host, path)} from now on. */
+  void answeringByPath(BiFunction<String, String, Integer> rule) {
+    this.pathRule = rule;
   }
 
   public void answering(BiFunction<String, Integer, Integer> rule, String retryAfter) {

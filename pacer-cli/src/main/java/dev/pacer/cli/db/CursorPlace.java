@@ -54,10 +54,10 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
   public static final CursorPlace DEFAULT = new CursorPlace(Layout.PACER, "pacer_cursor", "");
 
   /**
-   * A key is at most 255 characters in Django's cache table ({@code varchar(255)}); a destination
-   * name takes up to 64 of them.
+   * A key is at most 255 characters in Django's cache table ({@code varchar(255)}): the prefix and
+   * the destination's name together.
    */
-  static final int MAX_KEY_PREFIX = 255 - 64;
+  static final int MAX_KEY_LENGTH = 255;
 
   /** Checks every value; an {@link IllegalArgumentException} names the option and the value. */
   public CursorPlace {
@@ -109,11 +109,32 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
         : TableLayout.keyValueTable(table, "cache_key", "value", "expires", keyPrefix);
   }
 
-  /** A prefix travels into keys, logs and status lines: printable, no spaces, and short enough. */
+  /**
+   * Checks that the cursor of destination {@code name} has a key here: in Django's layout the
+   * prefix and the name together are at most {@value #MAX_KEY_LENGTH} characters. (Pacer's table
+   * keys by the name alone, as {@code text}.)
+   *
+   * @throws IllegalArgumentException naming the name, the prefix and the key's length
+   */
+  public void checkKeyFits(String name) {
+    if (layout == Layout.DJANGO_CACHE && keyPrefix.length() + name.length() > MAX_KEY_LENGTH) {
+      throw new IllegalArgumentException("destination name " + Printable.quote(name) + " ("
+          + name.length() + " characters) does not fit a Django cache key beside"
+          + " --cursor-key-prefix " + Printable.quote(keyPrefix) + ": together "
+          + (keyPrefix.length() + name.length()) + " characters, and a key is at most "
+          + MAX_KEY_LENGTH);
+    }
+  }
+
+  /**
+   * A prefix travels into keys, logs and status lines: printable, no spaces, and short enough to
+   * leave a key room for a name.
+   */
   private static void checkPrefix(String prefix) {
-    if (prefix.length() > MAX_KEY_PREFIX) {
-      throw new IllegalArgumentException("--cursor-key-prefix must be at most " + MAX_KEY_PREFIX
-          + " characters, got " + prefix.length() + ": " + Printable.quote(prefix));
+    if (prefix.length() >= MAX_KEY_LENGTH) {
+      throw new IllegalArgumentException("--cursor-key-prefix must be at most "
+          + (MAX_KEY_LENGTH - 1) + " characters, got " + prefix.length() + ": "
+          + Printable.quote(prefix));
     }
     for (int i = 0; i < prefix.length(); i++) {
       char c = prefix.charAt(i);

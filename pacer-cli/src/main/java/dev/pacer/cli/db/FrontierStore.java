@@ -2,11 +2,15 @@ package dev.pacer.cli.db;
 
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.postgres.internal.CursorSql;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.UUID;
 
 /**
@@ -298,8 +302,9 @@ public final class FrontierStore {
 
   /**
    * Makes the job's hosts its frontier: each host's ceiling is set (an earlier run's is replaced),
-   * and every row of the job becomes active and due (the cursor rows decide the real turns). The
-   * items know their hosts from the enqueue.
+   * and every row of the job becomes active and due (the cursor rows decide the real turns), its
+   * failure bar cleared (a host passed over by an earlier run is tried again). The items know
+   * their hosts from the enqueue.
    */
   public void plan(String job, Map<String, HostCeiling> ceilings) throws SQLException {
     connection.call(c -> {
@@ -331,7 +336,8 @@ public final class FrontierStore {
         s.executeBatch();
       }
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_frontier SET active = true, next_at = '-infinity' WHERE job = ?")) {
+          "UPDATE pacer_frontier SET active = true, next_at = '-infinity', bar_items = 0,"
+              + " bar_failures = 0, passed_over = NULL WHERE job = ?")) {
         s.setString(1, job);
         s.executeUpdate();
       }
@@ -448,6 +454,96 @@ public final class FrontierStore {
         return s.executeUpdate();
       }
     });
+  }
+
+  /**
+   * Items of one host counted against its failure bar (each once, at its first attempt): how many,
+   * how many of them failed, and the last failure's message, if any failed.
+   */
+  public record HostItems(int items, int failures, String lastFailure) {}
+
+  /** A host passed over, and why. */
+  public record PassedOver(String host, String reason) {}
+
+  /**
+   * Adds {@code counted} (by host) to the hosts' failure bars, and passes over every host whose bar
+   * is crossed: {@code maxFailures} failed among the items of its window, a window that holds up
+   * to {@code window} items and then starts again. A host passed over is out of this run: its
+   * frontier row stands at {@code infinity}, where no claim reaches it, its bar is no longer
+   * counted, and its pending items are deferred to the next run, {@code last_error} saying why.
+   * Answers the hosts passed over by this call. The bar is the fleet's, on the frontier row: every
+   * worker adds what its threads counted.
+   */
+  public List<PassedOver> countItems(String job, Map<String, HostItems> counted, int window,
+      int maxFailures) throws SQLException {
+    if (counted.isEmpty()) {
+      return List.of();
+    }
+    String restart = "f.bar_items >= " + window;
+    String items = "CASE WHEN " + restart + " THEN u.items ELSE f.bar_items + u.items END";
+    String failures = "CASE WHEN " + restart + " THEN u.failures"
+        + " ELSE f.bar_failures + u.failures END";
+    String crossed = "(" + failures + ") >= " + maxFailures;
+    // Every term reads the row as it is when this statement updates it (after another worker's
+    // update of it has committed), so that two workers' counts add up.
+    String sql = "UPDATE pacer_frontier f SET bar_items = " + items + ", bar_failures = " + failures
+        + ", passed_over = CASE WHEN " + crossed + " THEN format('%s of its last %s item(s)"
+        + " failed (bar: " + maxFailures + " of " + window + "); the last: %s', " + failures + ", "
+        + items + ", u.last_failure) END,"
+        + " next_at = CASE WHEN " + crossed + " THEN 'infinity'::timestamptz ELSE f.next_at END"
+        + " FROM unnest(?::text[], ?::integer[], ?::integer[], ?::text[])"
+        + "   AS u(host, items, failures, last_failure)"
+        + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
+        + " RETURNING f.host, f.passed_over";
+    List<String> hosts = new ArrayList<>(new TreeMap<>(counted).keySet());
+    return connection.transaction(c -> {
+      List<PassedOver> passed = new ArrayList<>();
+      try (PreparedStatement s = c.prepareStatement(sql)) {
+        s.setArray(1, c.createArrayOf("text", hosts.toArray()));
+        s.setArray(2, c.createArrayOf("integer",
+            hosts.stream().map(h -> counted.get(h).items()).toArray()));
+        s.setArray(3, c.createArrayOf("integer",
+            hosts.stream().map(h -> counted.get(h).failures()).toArray()));
+        s.setArray(4, c.createArrayOf("text",
+            hosts.stream().map(h -> counted.get(h).lastFailure()).toArray()));
+        s.setString(5, job);
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            if (r.getString(2) != null) {
+              passed.add(new PassedOver(r.getString(1), r.getString(2)));
+            }
+          }
+        }
+      }
+      if (!passed.isEmpty()) {
+        defer(c, job, passed.stream().map(PassedOver::host).toList());
+      }
+      return passed;
+    });
+  }
+
+  /**
+   * Defers the pending items of the job's hosts passed over: an item whose attempt was in flight
+   * when its host was passed over comes back pending, at a host no claim reaches. Answers how many.
+   */
+  public int deferPassedOver(String job) throws SQLException {
+    return connection.call(c -> defer(c, job, null));
+  }
+
+  /** Defers the pending items of the job's hosts passed over, of {@code hosts} if given. */
+  private static int defer(Connection c, String job, List<String> hosts) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement(
+        "UPDATE pacer_item i SET state = 'deferred', last_error = 'host passed over: '"
+            + " || f.passed_over FROM pacer_frontier f"
+            + " WHERE f.job = ? AND f.passed_over IS NOT NULL"
+            + (hosts == null ? "" : " AND f.host = ANY (?)")
+            + " AND i.job = f.job AND i.host = f.host AND i.state = 'pending'")) {
+      s.setString(1, job);
+      if (hosts != null) {
+        s.setArray(2, c.createArrayOf("text", hosts.toArray()));
+      }
+      return s.executeUpdate();
+    }
   }
 
   /**

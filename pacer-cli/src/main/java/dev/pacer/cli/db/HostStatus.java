@@ -11,7 +11,8 @@ import java.util.OptionalDouble;
 
 /**
  * The hosts of a per-host job as {@code pacer status} shows them: which are held back (paused by a
- * {@code Retry-After}, or backed off), which are locked out, and where the backlog is. Read only.
+ * {@code Retry-After}, or backed off), which are locked out or passed over, and where the backlog
+ * is. Read only.
  *
  * <p>A job may have tens of thousands of hosts, so every answer is the first {@code top} rows and
  * the count of all of them, and every statement reads through an index on the job: its frontier
@@ -47,6 +48,9 @@ public final class HostStatus {
 
   /** The first locked-out hosts (latest first), of {@code hosts}, whose open items total {@code open}. */
   public record LockedOut(List<LockedHost> top, int hosts, long open) {}
+
+  /** The first hosts passed over by their failure bar (by name), of {@code hosts}. */
+  public record PassedOver(List<FrontierStore.PassedOver> top, int hosts) {}
 
   /**
    * A host's open items (pending or leased) and its ceiling, if the job has one for it: at that
@@ -135,6 +139,29 @@ public final class HostStatus {
       return new LockedOut(rows, hosts, open);
     });
   }
+
+  /** The job's hosts passed over by their failure bar in its latest run, and why. */
+  public PassedOver passedOver(String job, int top) throws SQLException {
+    return connection.call(c -> {
+      List<FrontierStore.PassedOver> rows = new ArrayList<>();
+      int hosts = 0;
+      try (PreparedStatement s = c.prepareStatement(PASSED_OVER)) {
+        s.setString(1, job);
+        s.setInt(2, top);
+        try (ResultSet r = s.executeQuery()) {
+          while (r.next()) {
+            rows.add(new FrontierStore.PassedOver(r.getString(1), r.getString(2)));
+            hosts = r.getInt(3);
+          }
+        }
+      }
+      return new PassedOver(rows, hosts);
+    });
+  }
+
+  /** Parameters: job, top. On the index {@code (job, host) WHERE passed_over IS NOT NULL}. */
+  static final String PASSED_OVER = "SELECT host, passed_over, count(*) OVER ()"
+      + " FROM pacer_frontier WHERE job = ? AND passed_over IS NOT NULL ORDER BY host LIMIT ?";
 
   /** The job's open items by host. */
   public Backlog backlog(String job, int top) throws SQLException {

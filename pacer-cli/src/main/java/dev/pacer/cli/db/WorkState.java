@@ -138,12 +138,19 @@ public final class WorkState implements AutoCloseable {
         + "  PRIMARY KEY (job, host))",
     "CREATE INDEX IF NOT EXISTS pacer_robots_open ON pacer_robots (job, not_before)"
         + " WHERE state IN ('wanted', 'fetching', 'fetched')",
+    // The failure bar per host (FrontierStore#countItems): the items counted in the host's window,
+    // the failed among them, and why the host was passed over, if it was.
+    "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS bar_items integer NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS bar_failures integer NOT NULL DEFAULT 0",
+    "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS passed_over text",
+    "CREATE INDEX IF NOT EXISTS pacer_frontier_passed_over ON pacer_frontier (job, host)"
+        + " WHERE passed_over IS NOT NULL",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_robots_open";
+  static final String LAST_OBJECT = "pacer_frontier_passed_over";
 
   private final StoreConnection connection;
   private final ItemStore items;

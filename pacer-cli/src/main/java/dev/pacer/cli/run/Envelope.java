@@ -18,12 +18,15 @@ import java.util.function.LongSupplier;
  *   <li>{@code HOST_LOAD}: the host's 1-minute load average above {@code maxLoad};
  *   <li>{@code RSS}: this process's resident memory above {@code maxRssBytes};
  *   <li>{@code DESTINATION_LOCKOUT}: the destination answered a lockout status (403);
- *   <li>{@code FETCH_FAILURES}: ordinary failures reached 1% of the last 500 outcomes (5 of them).
+ *   <li>{@code FETCH_FAILURES}: 1% of the last 500 items failed (5 of them).
  * </ul>
  *
- * Throttled (429/503) outcomes are never recorded here: rate pressure slows a run, it never
- * halts it. The failure window is a fixed 500 outcomes, so 5 failures among the first items halt
- * as surely as 5 among the last 500 of a long run.
+ * An item is counted once, at its first attempt ({@link ItemOutcome}): failed if its destination
+ * did not answer it (a network error, a timeout, a 5xx, a 408) or this process failed it; an
+ * answer about the item itself (a 404, a body over the cap) is no failure of the run's. Throttled
+ * (429/503) attempts are never recorded here: rate pressure slows a run, it never halts it. The
+ * failure window is a fixed 500 items, so 5 failures among the first items halt as surely as 5
+ * among the last 500 of a long run.
  *
  * <p>The host's figures, load and RSS, are read at most once every {@link #HOST_FIGURES_EVERY}
  * and the last reading stands in between: the load average itself moves only every 5 s, and
@@ -34,7 +37,7 @@ public final class Envelope {
 
   public static final int FAILURE_WINDOW = 500;
   public static final double MAX_FAILURE_FRACTION = 0.01;
-  static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
+  public static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
   /** How long a reading of the host's load and this process's RSS stands. */
   public static final Duration HOST_FIGURES_EVERY = Duration.ofSeconds(1);
 
@@ -75,7 +78,7 @@ public final class Envelope {
         Envelope::residentBytes, System::nanoTime);
   }
 
-  /** Counts one fetched item: a success or an ordinary failure (never a throttle). */
+  /** Counts one item, failed or not (see the class comment for which are). */
   public synchronized void recordOutcome(boolean failed) {
     if (recorded == FAILURE_WINDOW && window[next]) {
       failuresInWindow--;
@@ -106,7 +109,7 @@ public final class Envelope {
     synchronized (this) {
       if (failuresInWindow >= MAX_FAILURES) {
         return Optional.of(new Breach(HaltReason.FETCH_FAILURES, failuresInWindow
-            + " ordinary fetch failures in the last " + recorded + " items (bar: "
+            + " of the last " + recorded + " items failed (bar: "
             + MAX_FAILURES + " of " + FAILURE_WINDOW + ", 1%)"));
       }
       long now = nanoTime.getAsLong();

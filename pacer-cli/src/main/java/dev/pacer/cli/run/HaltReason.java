@@ -12,7 +12,7 @@ public enum HaltReason {
   RSS,
   /** The destination answered a lockout status (403). */
   DESTINATION_LOCKOUT,
-  /** Ordinary failures reached 1% of the last 500 outcomes. */
+  /** 1% of the last 500 items failed (counted once each, at their first attempt). */
   FETCH_FAILURES,
   /** A worker process exited halted, and no open trip names the bar it crossed. */
   HALTED

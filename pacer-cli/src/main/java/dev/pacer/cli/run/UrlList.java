@@ -1,5 +1,6 @@
 package dev.pacer.cli.run;
 
+import dev.pacer.Destination;
 import dev.pacer.cli.BadInputException;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -24,8 +25,9 @@ import java.util.Set;
 
 /**
  * The input of {@code pacer fetch}: one URL per line. Blank lines and lines starting with {@code #}
- * are ignored; a line that is not an absolute http(s) URL with a host is reported with its line
- * number and skipped. Input that is not UTF-8 text, or has no URL at all, is refused whole.
+ * are ignored; a line that is not an absolute http(s) URL with a host that DNS can hold (253
+ * characters, labels of 63) is reported with its line number and skipped. Input that is not UTF-8
+ * text, or has no URL at all, is refused whole.
  *
  * <p>The input is read once, and its checked URLs are written to a spool file that {@link #urls()}
  * reads again for each pass: a list of millions of URLs is never held in memory (what is held
@@ -273,6 +275,30 @@ public final class UrlList implements AutoCloseable {
     }
     if (uri.getHost() == null || uri.getHost().isEmpty()) {
       return "no host";
+    }
+    return dnsProblem(uri.getHost());
+  }
+
+  /** The longest label of a DNS name, in characters (RFC 1035). */
+  static final int MAX_LABEL_LENGTH = 63;
+
+  /**
+   * Why DNS cannot hold {@code host}, or null if it can: a URL of such a host can never be fetched,
+   * and no destination could be named by it. An IP literal is left to the URI's own parse.
+   */
+  private static String dnsProblem(String host) {
+    if (host.length() > Destination.MAX_NAME_LENGTH) {
+      return "host is " + host.length() + " characters long, more than the "
+          + Destination.MAX_NAME_LENGTH + " a DNS name may have";
+    }
+    if (host.startsWith("[")) {
+      return null;
+    }
+    for (String label : host.split("\\.")) {
+      if (label.length() > MAX_LABEL_LENGTH) {
+        return "host label " + label + " is " + label.length() + " characters long, more than the "
+            + MAX_LABEL_LENGTH + " a DNS label may have";
+      }
     }
     return null;
   }

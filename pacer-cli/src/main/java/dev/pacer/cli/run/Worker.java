@@ -40,6 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,6 +66,8 @@ import org.slf4j.LoggerFactory;
  * destination mode, items already claimed are fetched at their claimed turns, and their redirect
  * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
  * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
+ * So is a host over its failure bar ({@link HostOutcomes}), its open items deferred to the next
+ * run.
  * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
  * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
  */
@@ -110,6 +113,8 @@ public final class Worker {
   private DestinationFetcher fetcher;
   /** Per-host mode's fetchers; null otherwise. */
   private HostFetchers hosts;
+  /** Per-host mode's failure bar, this process's counts between heartbeats; null otherwise. */
+  private HostOutcomes hostOutcomes;
   /** With --robots, the hosts' robots.txt; null otherwise. */
   private RobotsReader robots;
   /** Claims whose turn began more than half an interval before the claim answered. */
@@ -170,6 +175,7 @@ public final class Worker {
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
     if (settings.perHost()) {
       hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
+      hostOutcomes = new HostOutcomes();
       hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
       if (settings.robots()) {
         robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
@@ -256,6 +262,9 @@ public final class Worker {
         recorder.flush();
         return true;
       }, false);
+      if (hostOutcomes != null) {
+        countHostItems();
+      }
       report(haltedBar.get() != null ? "halted" : "finished");
       if (hosts != null && !settings.fifoClaims()) {
         log.info(claims.describe());
@@ -420,7 +429,7 @@ public final class Worker {
     }
     held.add(item.get().token());
     try {
-      unrecorded.done = process(item.get(), hosts == null ? fetcher : hosts.forHost(
+      unrecorded.done = process(item.get(), () -> hosts == null ? fetcher : hosts.forHost(
           UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond())).orElse(null);
     } finally {
       if (unrecorded.done == null) {
@@ -451,21 +460,9 @@ public final class Worker {
         retrying.record("release an item", () -> store.items().release(c.item()));
         return false;
       }
-      DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
-      // A turn the claim answered too late for (the library's bound: half the interval, at least
-      // 1 ms) is given up, as the limiter gives up one it woke too late for: the host's limiter
-      // then reserves a fresh turn on the host's cursor row instead.
-      Duration late = c.turnIn().negated();
-      if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
-          || late.toNanos() <= 1_000_000) {
-        hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
-            c.backoff());
-      } else {
-        lateClaims.incrementAndGet();
-      }
       held.add(c.item().token());
       try {
-        Optional<ItemStore.Done> fetched = process(c.item(), hostFetcher);
+        Optional<ItemStore.Done> fetched = process(c.item(), () -> atClaimedTurn(c));
         if (fetched.isPresent()) {
           record(fetched.get());
         }
@@ -496,20 +493,55 @@ public final class Worker {
   }
 
   /**
-   * Fetches a claimed item and stores its body. Every outcome but a fetched body is recorded here;
-   * a fetched body's is answered, for the caller to record (alone, or with its next claim).
+   * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved.
+   * A turn the claim answered too late for (the library's bound: half the interval, at least 1 ms)
+   * is given up, as the limiter gives up one it woke too late for: the host's limiter then reserves
+   * a fresh turn on the host's cursor row instead.
    */
-  private Optional<ItemStore.Done> process(ItemStore.Item item, DestinationFetcher fetcher)
-      throws InterruptedException {
+  private DestinationFetcher atClaimedTurn(FrontierStore.Claim.Claimed c) {
+    DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
+    Duration late = c.turnIn().negated();
+    if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
+        || late.toNanos() <= 1_000_000) {
+      hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
+          c.backoff());
+    } else {
+      lateClaims.incrementAndGet();
+    }
+    return hostFetcher;
+  }
+
+  /**
+   * Fetches a claimed item through the fetcher {@code fetcherOf} makes, and stores its body. Every
+   * outcome but a fetched body is recorded here; a fetched body's is answered, for the caller to
+   * record (alone, or with its next claim). Whatever throws on the way, from making the fetcher
+   * (a host name or a ceiling no destination may have) to storing the body, fails the item with
+   * the reason, as an ordinary failure: left to its lease, the item would be claimed again after
+   * every lapse, and throw again, for ever.
+   */
+  private Optional<ItemStore.Done> process(ItemStore.Item item,
+      Supplier<DestinationFetcher> fetcherOf) throws InterruptedException {
     if (stop.get()) {
       retrying.record("release an item", () -> store.items().release(item));
       return Optional.empty();
     }
+    try {
+      return fetchAndStore(item, fetcherOf.get());
+    } catch (RuntimeException | Error e) {
+      log.warn("Item {} failed with an unexpected error", item.url(), e);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
+      fail(item, null, "unexpected error: " + e);
+      return Optional.empty();
+    }
+  }
+
+  private Optional<ItemStore.Done> fetchAndStore(ItemStore.Item item, DestinationFetcher fetcher)
+      throws InterruptedException {
     Path part;
     try {
       part = bodies.newPart(item);
     } catch (IOException e) {
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, null, "could not make the directory for the body: " + e);
       return Optional.empty();
     }
@@ -530,26 +562,48 @@ public final class Worker {
       return Optional.empty();
     } catch (FetchFailedException e) {
       bodies.discard(part);
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.of(e), fetcher, e.getMessage());
       fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
       return Optional.empty();
     } catch (RuntimeException | Error e) {
       bodies.discard(part);
-      envelope.recordOutcome(true);
-      fail(item, null, "unexpected error: " + e);
-      return Optional.empty();
+      throw e;
     }
     Path path;
     try {
       path = bodies.commit(item, part);
     } catch (IOException e) {
-      envelope.recordOutcome(true);
+      count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, response.status(), "could not store the body: " + e);
       return Optional.empty();
     }
-    envelope.recordOutcome(false);
+    count(item, ItemOutcome.ANSWERED, fetcher, null);
     return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
         response.bodyBytes()));
+  }
+
+  /**
+   * Counts an item against its failure bars at its first attempt, and never again: an item counts
+   * once however many attempts it takes (one whose first attempt failed counts as failed, even if
+   * a later one is done). A throttled attempt is not counted at all. With one destination the
+   * run's bar ({@link Envelope}) counts every failure; per host, the host's bar ({@link
+   * HostOutcomes}) counts what its host answered, through {@code fetcher} ({@code failure} its
+   * message), and the run's only what this process failed.
+   */
+  private void count(ItemStore.Item item, ItemOutcome outcome, DestinationFetcher fetcher,
+      String failure) {
+    if (item.failures() > 0) {
+      return;
+    }
+    if (hostOutcomes == null) {
+      envelope.recordOutcome(outcome != ItemOutcome.ANSWERED);
+      return;
+    }
+    envelope.recordOutcome(outcome == ItemOutcome.OWN_FAILURE);
+    if (outcome != ItemOutcome.OWN_FAILURE) {
+      hostOutcomes.count(fetcher.limiter().destination().name(),
+          outcome == ItemOutcome.UNANSWERED, failure);
+    }
   }
 
   /** Records a fetched item's outcome on its own. */
@@ -674,6 +728,7 @@ public final class Worker {
       }
       if (hosts != null) {
         store.frontier().retireDrainedHosts(settings.job());
+        countHostItems();
         Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
         try {
           store.frontier().countCleanAnswers(clean);
@@ -707,6 +762,25 @@ public final class Worker {
       log.debug("Could not append to the request log: {}", database.describe(e));
     } catch (RuntimeException e) {
       log.warn("Appending to the request log failed", e);
+    }
+  }
+
+  /**
+   * Adds the items this process counted per host to the hosts' failure bars, and logs the hosts
+   * that this passes over. Counts that could not be added go with the next heartbeat.
+   */
+  private void countHostItems() {
+    Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
+    try {
+      for (FrontierStore.PassedOver p : store.frontier().countItems(settings.job(), counted,
+          Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
+        log.warn("Host {} is passed over: {}. Its open items are deferred to the next run of job"
+            + " {}; the other hosts go on", p.host(), p.reason(), settings.job());
+      }
+    } catch (SQLException e) {
+      hostOutcomes.putBack(counted);
+      log.debug("Could not count {} host(s)' items against their failure bars: {}",
+          counted.size(), database.describe(e));
     }
   }
 

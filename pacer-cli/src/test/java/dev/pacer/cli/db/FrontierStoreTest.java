@@ -418,4 +418,59 @@ class FrontierStoreTest {
       return r.next() ? r.getString(1) : null;
     }
   }
+
+  /**
+   * The failure bar per host: counts of several calls (several workers) add up; a full window
+   * starts again; crossing the bar passes the host over once, deferring its pending items with the
+   * reason and leaving the one in flight to its outcome; the next run's plan clears it.
+   */
+  @Test
+  void aHostOverItsFailureBarIsPassedOverOnceAndItsPendingItemsDeferred() throws Exception {
+    String failing = host("failing");
+    String other = host("other");
+    plan(Map.of(failing, 3, other, 1), 1000.0, 10);
+    Claim.Claimed inFlight = claimed();
+    String failingItem = inFlight.host().equals(failing) ? inFlight.item().url() : null;
+
+    assertThat(count(failing, 499, 4)).isEmpty();
+    assertThat(count(failing, 1, 0)).as("500 items, 4 failed").isEmpty();
+    assertThat(count(failing, 3, 1)).as("a new window: 3 items, 1 failed").isEmpty();
+    assertThat(count(other, 10, 10)).as("another host's failures").hasSize(1);
+    assertThat(count(failing, 10, 3)).as("13 items, 4 failed").isEmpty();
+    List<FrontierStore.PassedOver> passed = count(failing, 1, 1);
+    assertThat(passed).containsExactly(new FrontierStore.PassedOver(failing,
+        "5 of its last 14 item(s) failed (bar: 5 of 500); the last: HTTP 500 from " + failing));
+    assertThat(count(failing, 1, 1)).as("passed over once").isEmpty();
+
+    Map<String, Long> states = states(failing);
+    assertThat(states.get("deferred")).isEqualTo(failingItem == null ? 3L : 2L);
+    assertThat(states.getOrDefault("leased", 0L)).isEqualTo(failingItem == null ? 0L : 1L);
+    assertThat(store.hosts().passedOver(job, 10).top()).extracting(FrontierStore.PassedOver::host)
+        .containsExactly(failing, other);
+
+    plan(Map.of(failing, 3, other, 1), 1000.0, 10);
+    assertThat(store.hosts().passedOver(job, 10).hosts()).as("cleared by the next run's plan")
+        .isZero();
+  }
+
+  private List<FrontierStore.PassedOver> count(String host, int items, int failures)
+      throws Exception {
+    return store.frontier().countItems(job, Map.of(host, new FrontierStore.HostItems(items,
+        failures, failures > 0 ? "HTTP 500 from " + host : null)), 500, 5);
+  }
+
+  private Map<String, Long> states(String host) throws Exception {
+    Map<String, Long> out = new java.util.TreeMap<>();
+    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
+        "SELECT state, count(*) FROM pacer_item WHERE job = ? AND host = ? GROUP BY state")) {
+      s.setString(1, job);
+      s.setString(2, host);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          out.put(r.getString(1), r.getLong(2));
+        }
+      }
+    }
+    return out;
+  }
 }

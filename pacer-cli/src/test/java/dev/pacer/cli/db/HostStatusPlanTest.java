@@ -91,6 +91,7 @@ class HostStatusPlanTest {
       check(c, "held back", HostStatus.heldBackSql("pacer_cursor"), job, 10);
       check(c, "locked out", HostStatus.lockedOutSql("pacer_cursor_lockout"), job, 10);
       check(c, "backlog", HostStatus.BACKLOG, job, job, 10);
+      check(c, "passed over", HostStatus.PASSED_OVER, job, 10);
     }
   }
 

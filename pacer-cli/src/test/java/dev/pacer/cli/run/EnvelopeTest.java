@@ -45,7 +45,7 @@ class EnvelopeTest {
     envelope.recordOutcome(true);
     assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
       assertThat(b.bar()).isEqualTo(HaltReason.FETCH_FAILURES);
-      assertThat(b.figures()).startsWith("5 ordinary fetch failures in the last 500 items");
+      assertThat(b.figures()).startsWith("5 of the last 500 items failed");
     });
   }
 

@@ -42,6 +42,27 @@ class UrlListTest {
     assertThat(list.problems().get(5)).startsWith("line 7: ").contains("\\u0001");
   }
 
+  /**
+   * A host that DNS cannot hold (over 253 characters, or a label over 63) is refused on its line,
+   * as the line of a URL that cannot be fetched: a destination could not be named by it. The
+   * longest host DNS holds is kept.
+   */
+  @Test
+  void refusesTheLineOfAHostDnsCannotHoldAndKeepsTheLongestItCan() throws Exception {
+    String longest = String.join(".", "a".repeat(63), "b".repeat(63), "c".repeat(63),
+        "d".repeat(61));
+    String longLabel = "x".repeat(64) + ".example";
+    UrlList list = read("http://" + longest + "/1\nhttp://" + longest + "e/2\nhttps://"
+        + longLabel + ":8443/3\n");
+    assertThat(list.urls()).containsExactly("http://" + longest + "/1");
+    assertThat(list.hosts()).containsExactly(longest);
+    assertThat(list.problems()).hasSize(2);
+    assertThat(list.problems().get(0)).startsWith("line 2: host is 254 characters long, more than"
+        + " the 253 a DNS name may have: http://" + longest.substring(0, 20));
+    assertThat(list.problems().get(1)).startsWith("line 3: host label " + "x".repeat(64)
+        + " is 64 characters long, more than the 63 a DNS label may have: https://xxx");
+  }
+
   /** Reads as much of the input as it holds: a line of 'h's that ends only after 64 MiB. */
   private static final class EndlessLine extends InputStream {
     static final long LENGTH = 64L << 20;
