@@ -1,6 +1,7 @@
 package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
@@ -87,7 +88,9 @@ class PostgresFleetSlotsTest {
   @Test
   void whileTheDatabaseIsDownTakesAnswerUnavailableWithoutTheNetwork() {
     OutagePolicy down = policy();
-    down.failed(new SQLException("gone", "08006"));
+    assertThatThrownBy(() -> down.open(() -> {
+      throw new SQLException("gone", "08006");
+    })).isInstanceOf(SQLException.class);
     PostgresFleetSlots s = new PostgresFleetSlots(
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:1/none").build(), down, "t",
         PostgresFleetSlots.DEFAULT_LEASE);
