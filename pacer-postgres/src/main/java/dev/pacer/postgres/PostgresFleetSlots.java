@@ -135,6 +135,10 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
       log.debug("Taking a fleet slot of {} failed: {} [SQLState {}]", destination, e.getMessage(),
           e.getSQLState());
       return Claim.unavailable();
+    } catch (RuntimeException e) {
+      // A take answers with a value, whatever the driver or a pool throws.
+      log.warn("Taking a fleet slot of {} threw", destination, e);
+      return Claim.unavailable();
     } finally {
       connectionLock.unlock();
     }
@@ -354,6 +358,8 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
       } catch (SQLException e) {
         log.debug("Giving back fleet slot {} of {} failed; its lease runs out: {}", slot,
             destination, e.getMessage());
+      } catch (RuntimeException e) {
+        log.warn("Giving back fleet slot {} of {} threw; its lease runs out", slot, destination, e);
       } finally {
         connectionLock.unlock();
       }

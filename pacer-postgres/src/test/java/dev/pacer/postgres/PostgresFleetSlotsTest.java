@@ -13,6 +13,7 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,6 +21,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -97,6 +100,35 @@ class PostgresFleetSlotsTest {
     opened.add(s);
     assertThat(s.tryTake(fresh(), 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
     assertThat(down.failureCount()).isEqualTo(1);
+  }
+
+  /**
+   * A pool that throws its own exception instead of a connection (closed, say): a take answers
+   * unavailable and a give back returns, as {@link FleetSlots} promises, instead of throwing.
+   */
+  @Test
+  void aPoolThatThrowsCostsATakeAndAGiveBackNothingButTheirAnswer() throws Exception {
+    AtomicReference<Connection> lent = new AtomicReference<>();
+    AtomicBoolean poolClosed = new AtomicBoolean();
+    DataSourceAdapter pool = new DataSourceAdapter() {
+      @Override
+      public Connection getConnection() throws SQLException {
+        if (poolClosed.get()) {
+          throw new IllegalStateException("pool closed (test)");
+        }
+        lent.set(TestDatabase.connect());
+        return lent.get();
+      }
+    };
+    PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forDataSource(pool).build(),
+        policy(), "t", PostgresFleetSlots.DEFAULT_LEASE);
+    opened.add(s);
+    String d = fresh();
+    FleetSlots.Lease lease = s.tryTake(d, 2).lease();
+    poolClosed.set(true);
+    lent.get().close();
+    lease.giveBack();
+    assertThat(s.tryTake(d, 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
   }
 
   /**
