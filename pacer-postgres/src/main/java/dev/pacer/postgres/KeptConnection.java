@@ -26,9 +26,11 @@ import java.util.function.Predicate;
  * backend) is replaced and the work run once more in the same call: that costs a restart one
  * failed round trip instead of an outage. Only a failure that came quickly is retried: one that
  * took longer than {@code quickFailure} is a hung server timing out, and a second try would only
- * double the caller's wait. Any other failure discards the connection; failures that
- * mean the database is unreachable are reported to the policy, and every failure is thrown, for the
- * caller to answer as it must (the cursor: "unavailable"; a store: the caller retries later).
+ * double the caller's wait. Any other failure discards the connection and is thrown, for the
+ * caller to answer as it must (the cursor: "unavailable"; a store: the caller retries later). The
+ * policy judges every call's outcome, whatever it threw ({@link OutagePolicy}'s "every attempt
+ * ends"): a connection that cannot be opened and a failure that means the database cannot be used
+ * now ({@link OutagePolicy#isUnavailable}, or the user's own {@code isOutage}) count as an outage.
  *
  * <p><b>An interrupt costs its caller, never the connection.</b> A virtual thread (JDK 21 and
  * later) interrupted while it reads from a socket has the socket closed under it: that is the JDK's
@@ -90,6 +92,8 @@ public final class KeptConnection implements AutoCloseable {
   /** Runs the calls of virtual threads; see the class comment. No thread until the first. */
   private final ThreadPoolExecutor roundTripThread;
   private Connection connection;
+  /** Whether the current call failed to open a connection: always an outage. */
+  private boolean openFailed;
   private boolean closed;
 
   /**
@@ -97,7 +101,8 @@ public final class KeptConnection implements AutoCloseable {
    *
    * @param policy the database's outage policy, told of each outcome
    * @param opener opens the connection, and a new one when it died
-   * @param isOutage which failures mean the database is unreachable (a lost connection always does)
+   * @param isOutage which failures of the work also mean the database is unreachable, besides those
+   *     that always do ({@link OutagePolicy#isUnavailable}) and a connection that cannot be opened
    * @param resetOnRelease whether a connection given back is first reset ({@code RESET ALL}): set
    *     it when the opener borrows from a pool, which would otherwise hand this session's settings
    *     to its next borrower
@@ -107,7 +112,7 @@ public final class KeptConnection implements AutoCloseable {
       boolean resetOnRelease, Duration quickFailure) {
     this.policy = Objects.requireNonNull(policy, "policy");
     this.opener = Objects.requireNonNull(opener, "opener");
-    this.isOutage = isOutage.or(OutagePolicy::isConnectionLoss);
+    this.isOutage = Objects.requireNonNull(isOutage, "isOutage");
     this.resetOnRelease = resetOnRelease;
     this.quickFailureNanos = quickFailure.toNanos();
     this.roundTripThread = new ThreadPoolExecutor(1, 1, ROUND_TRIP_THREAD_IDLE_SECONDS,
@@ -120,15 +125,16 @@ public final class KeptConnection implements AutoCloseable {
   }
 
   /**
-   * A connection whose failures count as an outage only when the connection is lost, opened by
-   * {@code opener} whose reads are bounded by {@code readTimeout}.
+   * A connection whose failures count as an outage only when they mean the database cannot be used
+   * now ({@link OutagePolicy#isUnavailable}, or the connection cannot be opened), opened by {@code
+   * opener} whose reads are bounded by {@code readTimeout}.
    *
    * @param policy the database's outage policy, told of each outcome
    * @param opener opens the connection, and a new one when it died
    * @param readTimeout the bound on the connection's reads
    * @return the kept connection, not yet opened
    */
-  public static KeptConnection onConnectionLoss(OutagePolicy policy, Opener opener,
+  public static KeptConnection whenUnavailable(OutagePolicy policy, Opener opener,
       Duration readTimeout) {
     return new KeptConnection(policy, opener, e -> false, false, readTimeout.dividedBy(2));
   }
@@ -151,38 +157,38 @@ public final class KeptConnection implements AutoCloseable {
   }
 
   private <T> T callHere(Work<T> work) throws SQLException {
-    if (!policy.tryAttempt()) {
-      throw policy.refusal();
-    }
-    boolean reused = connection != null;
-    long started = policy.time().nanoTime();
-    try {
-      return succeeded(work.apply(connection()));
-    } catch (SQLException first) {
-      discard(first);
-      boolean diedBetweenCalls = reused && OutagePolicy.isConnectionLoss(first)
-          && policy.time().nanoTime() - started < quickFailureNanos;
-      if (!diedBetweenCalls) {
-        throw failed(first);
+    openFailed = false;
+    return policy.attempt(e -> openFailed || isOutage.test(e), admission -> {
+      boolean reused = connection != null;
+      long started = policy.time().nanoTime();
+      try {
+        return work.apply(connection());
+      } catch (SQLException first) {
+        discard(first);
+        boolean diedBetweenCalls = reused && OutagePolicy.isConnectionLoss(first)
+            && policy.time().nanoTime() - started < quickFailureNanos;
+        // Another user of the policy may have found the database down meanwhile (its connections
+        // died with this one): then the retry is theirs to make, at the boundary.
+        if (!diedBetweenCalls || !admission.holds()) {
+          throw first;
+        }
+      } catch (RuntimeException | Error e) {
+        discard(e);
+        throw e;
       }
-    }
-    // Another user of the policy may have found the database down meanwhile (its connections
-    // died with this one): then the retry is theirs to make, at the boundary.
-    if (!policy.tryAttempt()) {
-      throw policy.refusal();
-    }
-    try {
-      return succeeded(work.apply(connection()));
-    } catch (SQLException second) {
-      discard(second);
-      throw failed(second);
-    }
+      try {
+        return work.apply(connection());
+      } catch (SQLException | RuntimeException | Error second) {
+        discard(second);
+        throw second;
+      }
+    });
   }
 
   /**
    * Opens the connection now if there is none, without asking or telling the policy: for the
-   * policy's own probe (which reports its outcome itself) and for a start-up connection that may
-   * take longer than an operation. On a platform thread if the caller is virtual, as {@link
+   * policy's own probe (whose outcome the policy judges itself) and for a start-up connection that
+   * may take longer than an operation. On a platform thread if the caller is virtual, as {@link
    * #call}.
    *
    * @throws SQLException if the connection cannot be opened, or with 08003 after {@link #close()}
@@ -297,29 +303,25 @@ public final class KeptConnection implements AutoCloseable {
 
   private Connection connection() throws SQLException {
     if (connection == null) {
-      connection = opener.open();
+      try {
+        connection = opener.open();
+      } catch (SQLException e) {
+        openFailed = true;
+        throw e;
+      }
     }
     return connection;
   }
 
-  private <T> T succeeded(T value) {
-    policy.succeeded();
-    return value;
-  }
-
-  private SQLException failed(SQLException e) {
-    if (isOutage.test(e)) {
-      policy.failed(e);
-    }
-    return e;
-  }
-
-  /** Throws the connection away after {@code cause}; a lost one is not reset, only abandoned. */
-  private void discard(SQLException cause) {
+  /**
+   * Throws the connection away after {@code cause}; a lost one is not reset, only abandoned, and
+   * so is one whose work threw something unexpected, which may have left it in any state.
+   */
+  private void discard(Throwable cause) {
     if (connection == null) {
       return;
     }
-    if (OutagePolicy.isConnectionLoss(cause)) {
+    if (!(cause instanceof SQLException e) || OutagePolicy.isConnectionLoss(e)) {
       Connection c = connection;
       connection = null;
       abortQuietly(c);

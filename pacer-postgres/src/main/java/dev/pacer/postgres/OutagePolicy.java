@@ -6,10 +6,12 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,6 +27,18 @@ import org.slf4j.LoggerFactory;
  * ({@link TimeSource#epochMillis()}), however close. At a boundary exactly one attempt is let
  * through: the probe scheduled for it, or, if the scheduler is late or absent, the first caller.
  * Its success turns the policy up; its failure moves the boundary one cooldown on.
+ *
+ * <p><b>Every attempt ends.</b> An attempt is made only through the policy ({@link #open}, {@link
+ * KeptConnection}, the probe), which runs it and judges how it ended, whatever it threw, so that
+ * no outcome can leave a boundary taken and every later attempt refused. A failure that says the
+ * database cannot be used now ({@link #isUnavailable}: a lost connection, too many connections, a
+ * login refused, a read-only server, a statement cancelled) counts as an outage: the fleet paces
+ * locally and retries at the next boundary, one attempt per boundary, however many of the fleet's
+ * connections the server turns away. Any other {@link SQLException} is the database answering:
+ * it ends an outage like a success. Anything else thrown (a {@link RuntimeException}, an {@link
+ * Error}) says nothing about the database: while up it is the caller's alone, and a boundary's
+ * attempt that ends so leaves the database down until the next boundary, whose attempt is
+ * scheduled as after any failure.
  *
  * <p>Why absolute multiples, and why the very next one. Every process of a fleet must return to
  * the shared cursor at the same instant: one that returns first paces at the full rate while the
@@ -56,6 +70,7 @@ public final class OutagePolicy {
 
   private static final Logger log = LoggerFactory.getLogger(OutagePolicy.class);
   private static final long UP = Long.MIN_VALUE;
+  private static final long NONE = 0;
 
   /** An attempt at the database made at a boundary on the policy's own initiative. */
   @FunctionalInterface
@@ -66,6 +81,39 @@ public final class OutagePolicy {
      * @throws SQLException if the attempt failed
      */
     void attempt() throws SQLException;
+  }
+
+  /**
+   * What one attempt does on the database, run by {@link #attempt}.
+   *
+   * @param <T> what it returns
+   */
+  @FunctionalInterface
+  interface Attempt<T> {
+    T run(Admission admission) throws SQLException;
+  }
+
+  /** How the policy let an attempt through: while up, or as the one attempt of a boundary. */
+  final class Admission {
+    /** The boundary attempt's number ({@link OutagePolicy#boundaryAttempts()}), or NONE. */
+    private final long boundaryAttempt;
+
+    private Admission(long boundaryAttempt) {
+      this.boundaryAttempt = boundaryAttempt;
+    }
+
+    /**
+     * Whether the attempt may still touch the network, for a second try inside it: the boundary's
+     * attempt always may; one let through while up only while the policy is still up, since
+     * another user may meanwhile have found the database down.
+     */
+    boolean holds() {
+      return boundaryAttempt != NONE || !down;
+    }
+
+    private boolean isBoundaryAttempt() {
+      return boundaryAttempt != NONE;
+    }
   }
 
   /** Runs a probe after a delay; injected so that tests run boundaries on a fake clock. */
@@ -141,10 +189,13 @@ public final class OutagePolicy {
   private final Probe probe;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong probes = new AtomicLong();
+  /** Every attempt let through while up: it holds no boundary. */
+  private final Admission whileUp = new Admission(NONE);
 
   /** The boundary (epoch ms) the policy waits for while down; UP while up. */
   private long boundaryMillis = UP;
-  private boolean probing;
+  /** The number of the boundary's attempt in flight, or NONE: at most one at a time. */
+  private long boundaryAttemptInFlight = NONE;
   private long failuresThisOutage;
   private long downSinceMillis;
   /** The boundary after the last return: until then turns are handed over. */
@@ -173,26 +224,59 @@ public final class OutagePolicy {
   }
 
   /**
-   * Whether the caller may try the database now. While up, always. While down, only the first
-   * caller at or after the boundary, which then must report {@link #succeeded()} or {@link
-   * #failed}.
+   * Runs {@code attempt} if the policy lets an attempt through now, and judges how it ended (see
+   * the class comment): the one place an attempt is admitted, so that every admitted attempt ends.
    *
-   * @return whether to try the database now
+   * @param <T> what the attempt returns
+   * @param isOutage which failures of the attempt also count as an outage, besides those that
+   *     always do ({@link #isUnavailable})
+   * @param attempt the attempt
+   * @return what the attempt returned
+   * @throws SQLException 08001 without touching the network if the policy refuses an attempt now,
+   *     or what the attempt threw
    */
-  public boolean tryAttempt() {
+  <T> T attempt(Predicate<SQLException> isOutage, Attempt<T> attempt) throws SQLException {
+    Optional<Admission> admission = admit();
+    if (admission.isEmpty()) {
+      throw refusal();
+    }
+    return run(admission.get(), isOutage, attempt);
+  }
+
+  private <T> T run(Admission admission, Predicate<SQLException> isOutage, Attempt<T> attempt)
+      throws SQLException {
+    T result;
+    try {
+      result = attempt.run(admission);
+    } catch (SQLException e) {
+      if (isUnavailable(e) || isOutage.test(e)) {
+        failed(admission, e);
+      } else {
+        answered(admission);
+      }
+      throw e;
+    } catch (RuntimeException | Error e) {
+      endedWithoutVerdict(admission, e);
+      throw e;
+    }
+    answered(admission);
+    return result;
+  }
+
+  /** Lets an attempt through: while up, always; while down, one at or after the boundary. */
+  private Optional<Admission> admit() {
     if (!down) {
-      return true;
+      return Optional.of(whileUp);
     }
     synchronized (this) {
       if (boundaryMillis == UP) {
-        return true;
+        return Optional.of(whileUp);
       }
-      if (probing || time.epochMillis() < boundaryMillis) {
-        return false;
+      if (boundaryAttemptInFlight != NONE || time.epochMillis() < boundaryMillis) {
+        return Optional.empty();
       }
-      probing = true;
-      probes.incrementAndGet();
-      return true;
+      boundaryAttemptInFlight = probes.incrementAndGet();
+      return Optional.of(new Admission(boundaryAttemptInFlight));
     }
   }
 
@@ -208,7 +292,8 @@ public final class OutagePolicy {
       return false;
     }
     synchronized (this) {
-      return boundaryMillis != UP && (probing || time.epochMillis() < boundaryMillis);
+      return boundaryMillis != UP
+          && (boundaryAttemptInFlight != NONE || time.epochMillis() < boundaryMillis);
     }
   }
 
@@ -251,26 +336,15 @@ public final class OutagePolicy {
 
   /**
    * Opens a connection under the policy, for a user that holds it itself (a lock session): refused
-   * while down without touching the network, and the outcome reported.
+   * while down without touching the network, and the outcome reported. Every failure to open one
+   * counts as an outage: without a connection, the database cannot be used.
    *
    * @param opener opens the connection
    * @return the open connection, the caller's to close
    * @throws SQLException 08001 while down, or the opener's failure
    */
   public Connection open(KeptConnection.Opener opener) throws SQLException {
-    if (!tryAttempt()) {
-      throw refusal();
-    }
-    try {
-      Connection c = opener.open();
-      succeeded();
-      return c;
-    } catch (SQLException e) {
-      if (isConnectionLoss(e)) {
-        failed(e);
-      }
-      throw e;
-    }
+    return attempt(e -> true, admission -> opener.open());
   }
 
   /**
@@ -292,12 +366,13 @@ public final class OutagePolicy {
     return down;
   }
 
-  /** An attempt reached the database. */
-  public void succeeded() {
-    if (!down) {
+  /** The database answered {@code admission}'s attempt: an outage, if any, is over. */
+  private void answered(Admission admission) {
+    if (!down && !admission.isBoundaryAttempt()) {
       return;
     }
     synchronized (this) {
+      endBoundaryAttempt(admission);
       if (boundaryMillis == UP) {
         return;
       }
@@ -305,23 +380,19 @@ public final class OutagePolicy {
       log.info("PostgreSQL answers again ({}) after {} failed attempt(s) over {} s", name,
           failuresThisOutage, (now - downSinceMillis) / 1000);
       boundaryMillis = UP;
-      probing = false;
       handOverUntilMillis = nextBoundaryAfter(now);
       down = false;
     }
   }
 
-  /**
-   * An attempt failed because the database could not be reached or did not answer in time.
-   *
-   * @param cause the failure, logged with the outage's one WARN
-   */
-  public void failed(SQLException cause) {
+  /** {@code admission}'s attempt found the database unavailable ({@code cause}). */
+  private void failed(Admission admission, SQLException cause) {
     failures.incrementAndGet();
     long delayMillis;
     synchronized (this) {
       long now = time.epochMillis();
       failuresThisOutage++;
+      boolean boundaryAttempt = endBoundaryAttempt(admission);
       if (boundaryMillis == UP) {
         failuresThisOutage = 1;
         downSinceMillis = now;
@@ -330,11 +401,10 @@ public final class OutagePolicy {
         log.warn("PostgreSQL ({}) unavailable: {} [SQLState {}]; pacing locally, retrying at every"
                 + " multiple of {} ms on the wall clock, the first at {}", name, cause.getMessage(),
             cause.getSQLState(), cooldownMillis, Instant.ofEpochMilli(boundaryMillis));
-      } else if (probing) {
-        probing = false;
-        boundaryMillis = Math.max(boundaryMillis + cooldownMillis, nextBoundaryAfter(now));
-        log.debug("PostgreSQL ({}) still unavailable ({} failed attempts): {}", name,
-            failuresThisOutage, cause.getMessage());
+      } else if (boundaryAttempt) {
+        boundaryMillis = nextBoundaryAfterAttempt(now);
+        log.debug("PostgreSQL ({}) still unavailable ({} failed attempts): {} [SQLState {}]", name,
+            failuresThisOutage, cause.getMessage(), cause.getSQLState());
       } else {
         // Another user's attempt, begun before the outage was noticed: same outage, same boundary.
         return;
@@ -342,6 +412,43 @@ public final class OutagePolicy {
       delayMillis = boundaryMillis - now;
     }
     scheduler.schedule(this::probeAtBoundary, Duration.ofMillis(delayMillis));
+  }
+
+  /**
+   * {@code admission}'s attempt threw something that is no answer of the database's: the
+   * boundary's attempt ends as if it had failed, so that the next boundary's attempt is made.
+   */
+  private void endedWithoutVerdict(Admission admission, Throwable thrown) {
+    long next;
+    long delayMillis;
+    synchronized (this) {
+      if (!endBoundaryAttempt(admission) || boundaryMillis == UP) {
+        return;
+      }
+      long now = time.epochMillis();
+      failures.incrementAndGet();
+      failuresThisOutage++;
+      next = nextBoundaryAfterAttempt(now);
+      boundaryMillis = next;
+      delayMillis = next - now;
+    }
+    log.warn("PostgreSQL ({}): an attempt at a retry boundary threw; still pacing locally, the"
+        + " next attempt at {}", name, Instant.ofEpochMilli(next), thrown);
+    scheduler.schedule(this::probeAtBoundary, Duration.ofMillis(delayMillis));
+  }
+
+  /** Ends {@code admission}'s claim on the boundary, if it holds it; whether it did. */
+  private boolean endBoundaryAttempt(Admission admission) {
+    if (!admission.isBoundaryAttempt() || boundaryAttemptInFlight != admission.boundaryAttempt) {
+      return false;
+    }
+    boundaryAttemptInFlight = NONE;
+    return true;
+  }
+
+  /** After a boundary's attempt failed: one cooldown on, or the next multiple if that passed. */
+  private long nextBoundaryAfterAttempt(long now) {
+    return Math.max(boundaryMillis + cooldownMillis, nextBoundaryAfter(now));
   }
 
   /**
@@ -410,17 +517,18 @@ public final class OutagePolicy {
       scheduler.schedule(this::probeAtBoundary, Duration.ofMillis(early));
       return;
     }
-    if (!down || !tryAttempt()) {
-      return;
-    }
-    try {
-      probe.attempt();
-      succeeded();
-    } catch (SQLException e) {
-      failed(e);
-    } catch (RuntimeException e) {
-      failed(new SQLException("probe failed: " + e, "08000", e));
-    }
+    // None while up, and none while another user makes the boundary's attempt: its end schedules
+    // the next.
+    admit().filter(Admission::isBoundaryAttempt).ifPresent(admission -> {
+      try {
+        run(admission, e -> true, a -> {
+          probe.attempt();
+          return null;
+        });
+      } catch (SQLException | RuntimeException e) {
+        // Judged (and anything unexpected logged) by run, which scheduled the next boundary.
+      }
+    });
   }
 
   private long nextBoundaryAfter(long epochMillis) {
@@ -428,6 +536,26 @@ public final class OutagePolicy {
       return epochMillis;
     }
     return Math.floorDiv(epochMillis, cooldownMillis) * cooldownMillis + cooldownMillis;
+  }
+
+  /**
+   * Whether a failure means this process cannot use the database now, whatever it was doing: the
+   * connection is lost ({@link #isConnectionLoss}); the server refuses a session (class 28: a
+   * login refused, 28P01 a wrong password) or lacks the resources for one (class 53: 53300 too many
+   * connections, which a whole fleet reconnecting on one boundary may meet, memory, disk); it takes
+   * no writes (25006: a standby, or {@code default_transaction_read_only}), and every user of the
+   * policy writes; or it cancelled the statement (57014: a statement timeout).
+   *
+   * @param e the failure
+   * @return whether it counts as an outage for every user of the policy
+   */
+  public static boolean isUnavailable(SQLException e) {
+    if (isConnectionLoss(e)) {
+      return true;
+    }
+    String state = e.getSQLState();
+    return state.startsWith("28") || state.startsWith("53") || state.equals("25006")
+        || state.equals("57014");
   }
 
   /**

@@ -48,7 +48,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Failures: while the policy holds the database down, {@link #tryTake} answers {@link
  * Claim#unavailable()} without touching the network (the limiter then keeps its local share in
- * flight); a statement that fails answers unavailable too, and a lost connection tells the policy.
+ * flight); a statement that fails answers unavailable too, and one that means the database cannot
+ * be used now ({@link OutagePolicy#isUnavailable}: a lost connection, too many connections, a
+ * read-only server) tells the policy, so that the polls wait for its next boundary.
  * A give back or renewal that fails is logged at DEBUG: the lease runs out by itself.
  */
 public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
@@ -132,6 +134,10 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     } catch (SQLException e) {
       log.debug("Taking a fleet slot of {} failed: {} [SQLState {}]", destination, e.getMessage(),
           e.getSQLState());
+      return Claim.unavailable();
+    } catch (RuntimeException e) {
+      // A take answers with a value, whatever the driver or a pool throws.
+      log.warn("Taking a fleet slot of {} threw", destination, e);
       return Claim.unavailable();
     } finally {
       connectionLock.unlock();
@@ -352,6 +358,8 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
       } catch (SQLException e) {
         log.debug("Giving back fleet slot {} of {} failed; its lease runs out: {}", slot,
             destination, e.getMessage());
+      } catch (RuntimeException e) {
+        log.warn("Giving back fleet slot {} of {} threw; its lease runs out", slot, destination, e);
       } finally {
         connectionLock.unlock();
       }

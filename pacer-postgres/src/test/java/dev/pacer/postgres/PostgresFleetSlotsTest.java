@@ -1,6 +1,7 @@
 package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
@@ -12,6 +13,7 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,6 +21,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -87,13 +91,44 @@ class PostgresFleetSlotsTest {
   @Test
   void whileTheDatabaseIsDownTakesAnswerUnavailableWithoutTheNetwork() {
     OutagePolicy down = policy();
-    down.failed(new SQLException("gone", "08006"));
+    assertThatThrownBy(() -> down.open(() -> {
+      throw new SQLException("gone", "08006");
+    })).isInstanceOf(SQLException.class);
     PostgresFleetSlots s = new PostgresFleetSlots(
         PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:1/none").build(), down, "t",
         PostgresFleetSlots.DEFAULT_LEASE);
     opened.add(s);
     assertThat(s.tryTake(fresh(), 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
     assertThat(down.failureCount()).isEqualTo(1);
+  }
+
+  /**
+   * A pool that throws its own exception instead of a connection (closed, say): a take answers
+   * unavailable and a give back returns, as {@link FleetSlots} promises, instead of throwing.
+   */
+  @Test
+  void aPoolThatThrowsCostsATakeAndAGiveBackNothingButTheirAnswer() throws Exception {
+    AtomicReference<Connection> lent = new AtomicReference<>();
+    AtomicBoolean poolClosed = new AtomicBoolean();
+    DataSourceAdapter pool = new DataSourceAdapter() {
+      @Override
+      public Connection getConnection() throws SQLException {
+        if (poolClosed.get()) {
+          throw new IllegalStateException("pool closed (test)");
+        }
+        lent.set(TestDatabase.connect());
+        return lent.get();
+      }
+    };
+    PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forDataSource(pool).build(),
+        policy(), "t", PostgresFleetSlots.DEFAULT_LEASE);
+    opened.add(s);
+    String d = fresh();
+    FleetSlots.Lease lease = s.tryTake(d, 2).lease();
+    poolClosed.set(true);
+    lent.get().close();
+    lease.giveBack();
+    assertThat(s.tryTake(d, 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
   }
 
   /**

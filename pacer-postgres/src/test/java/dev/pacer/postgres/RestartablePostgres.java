@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -39,11 +40,17 @@ public final class RestartablePostgres implements AutoCloseable {
   }
 
   public synchronized void start() throws IOException {
-    server = EmbeddedPostgres.builder()
+    start(Map.of());
+  }
+
+  /** Starts the server with {@code settings} on top of zonky's, for this run of it only. */
+  public synchronized void start(Map<String, String> settings) throws IOException {
+    EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
         .setDataDirectory(dataDirectory)
         .setCleanDataDirectory(false)
-        .setPort(port)
-        .start();
+        .setPort(port);
+    settings.forEach(builder::setServerConfig);
+    server = builder.start();
     postmasterPid = Long.parseLong(
         Files.readAllLines(dataDirectory.resolve("postmaster.pid")).get(0).trim());
   }

@@ -1,22 +1,37 @@
 package dev.pacer.postgres;
 
+import java.time.Duration;
+
 /**
- * The 5-s retry grid of {@link OutagePolicy}, as the fleet tests expect it on the wall clock:
- * written out here rather than asked of the policy, so that a policy that strays from it fails them.
+ * The retry grid of {@link OutagePolicy}, as the fleet tests expect it on the wall clock (5 s unless
+ * a test sets a shorter cooldown): written out here rather than asked of the policy, so that a
+ * policy that strays from it fails them.
  */
 public final class RetryGrid {
 
-  private static final long GRID_NANOS = 5_000_000_000L;
+  private static final Duration DEFAULT_GRID = Duration.ofSeconds(5);
 
   private RetryGrid() {}
 
-  /** The first multiple of the grid after {@code epochNanos}. */
+  /** The first multiple of the 5-s grid after {@code epochNanos}. */
   public static long boundaryAfter(long epochNanos) {
-    return Math.floorDiv(epochNanos, GRID_NANOS) * GRID_NANOS + GRID_NANOS;
+    return boundaryAfter(epochNanos, DEFAULT_GRID);
   }
 
-  /** How many boundaries lie in (from, to]. */
+  /** The first multiple of {@code grid} after {@code epochNanos}. */
+  public static long boundaryAfter(long epochNanos, Duration grid) {
+    long gridNanos = grid.toNanos();
+    return Math.floorDiv(epochNanos, gridNanos) * gridNanos + gridNanos;
+  }
+
+  /** How many boundaries of the 5-s grid lie in (from, to]. */
   public static long boundariesBetween(long fromEpochNanos, long toEpochNanos) {
-    return Math.floorDiv(toEpochNanos, GRID_NANOS) - Math.floorDiv(fromEpochNanos, GRID_NANOS);
+    return boundariesBetween(fromEpochNanos, toEpochNanos, DEFAULT_GRID);
+  }
+
+  /** How many boundaries of {@code grid} lie in (from, to]. */
+  public static long boundariesBetween(long fromEpochNanos, long toEpochNanos, Duration grid) {
+    long gridNanos = grid.toNanos();
+    return Math.floorDiv(toEpochNanos, gridNanos) - Math.floorDiv(fromEpochNanos, gridNanos);
   }
 }

@@ -70,7 +70,7 @@ public final class Database {
    * runs {@code synchronous_commit = off} (see {@link StoreConnection} for when that is chosen).
    */
   KeptConnection keptConnection(boolean asynchronousCommit) {
-    return KeptConnection.onConnectionLoss(policy,
+    return KeptConnection.whenUnavailable(policy,
         asynchronousCommit ? this::openForRecords : this::openForWork, STORE_READ_TIMEOUT);
   }
 

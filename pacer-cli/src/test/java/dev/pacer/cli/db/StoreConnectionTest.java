@@ -145,7 +145,9 @@ class StoreConnectionTest {
         return 1;
       }));
       assertThat(holding.await(20, TimeUnit.SECONDS)).isTrue();
-      database.outagePolicy().failed(new SQLException("connection lost (test)", "08006"));
+      assertThatThrownBy(() -> database.outagePolicy().open(() -> {
+        throw new SQLException("connection lost (test)", "08006");
+      })).isInstanceOf(SQLException.class);
       long started = System.nanoTime();
       assertThatThrownBy(() -> store.call(c -> attempts.incrementAndGet()))
           .isInstanceOf(SQLException.class)
