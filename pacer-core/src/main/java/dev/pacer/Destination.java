@@ -43,6 +43,12 @@ public final class Destination {
   public static final double MAX_RATE_PER_SECOND = 1_000_000d;
   /** The longest destination name, in characters. */
   public static final int MAX_NAME_LENGTH = 64;
+  /**
+   * The longest {@code maxRetryAfter} a destination may have: no destination can ask a shared
+   * cursor for a longer pause, so a cursor honours a recorded pause up to this far ahead of now and
+   * no further.
+   */
+  public static final Duration LONGEST_RETRY_AFTER = Duration.ofDays(1);
 
   private final String name;
   private final double ratePerSecond;
@@ -393,7 +399,7 @@ public final class Destination {
      */
     public Builder maxRetryAfter(Duration maxRetryAfter) {
       if (maxRetryAfter == null || maxRetryAfter.isNegative() || maxRetryAfter.isZero()
-          || maxRetryAfter.compareTo(Duration.ofDays(1)) > 0) {
+          || maxRetryAfter.compareTo(LONGEST_RETRY_AFTER) > 0) {
         throw new IllegalArgumentException(
             "maxRetryAfter must be > 0 and at most a day, got " + maxRetryAfter);
       }
