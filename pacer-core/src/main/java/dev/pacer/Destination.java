@@ -46,6 +46,12 @@ public final class Destination {
    * most often named by its host.
    */
   public static final int MAX_NAME_LENGTH = 253;
+  /**
+   * The longest {@code maxRetryAfter} a destination may have: no destination can ask a shared
+   * cursor for a longer pause, so a cursor honours a recorded pause up to this far ahead of now and
+   * no further.
+   */
+  public static final Duration LONGEST_RETRY_AFTER = Duration.ofDays(1);
 
   private final String name;
   private final double ratePerSecond;
@@ -396,7 +402,7 @@ public final class Destination {
      */
     public Builder maxRetryAfter(Duration maxRetryAfter) {
       if (maxRetryAfter == null || maxRetryAfter.isNegative() || maxRetryAfter.isZero()
-          || maxRetryAfter.compareTo(Duration.ofDays(1)) > 0) {
+          || maxRetryAfter.compareTo(LONGEST_RETRY_AFTER) > 0) {
         throw new IllegalArgumentException(
             "maxRetryAfter must be > 0 and at most a day, got " + maxRetryAfter);
       }

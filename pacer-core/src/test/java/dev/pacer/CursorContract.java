@@ -93,10 +93,11 @@ public abstract class CursorContract {
   }
 
   /**
-   * Whether this cursor's store records lockouts and announces holds (the key/value layout has
-   * nowhere to record them, and so announces nothing).
+   * Whether this cursor's store records its holds, pauses and lockouts, beside the cursor and
+   * announces them (the key/value layout has nowhere to record them, and so announces nothing: its
+   * pause is the cursor alone).
    */
-  protected boolean recordsLockouts() {
+  protected boolean recordsHolds() {
     return true;
   }
 
@@ -108,6 +109,26 @@ public abstract class CursorContract {
     assertThat(cursor().pause(name, Duration.ofSeconds(2))).as("recorded").isTrue();
     assertWait(cursor().reserve(name, GAP), Duration.ofSeconds(2), "the first after the pause");
     assertWait(cursor().reserve(name, GAP), Duration.ofMillis(2100), "the next");
+  }
+
+  /**
+   * A store's reset bound takes a cursor far ahead of now for a corrupt one; a recorded pause
+   * explains it. The longest pause any destination may ask for is longer than the default bound.
+   * (A pause that is the cursor alone, in the key/value layout, cannot be told from a corrupt
+   * cursor: there the bound must exceed the destinations' {@code maxRetryAfter}.)
+   */
+  @Test
+  void theLongestPauseADestinationMayAskForSurvivesTheNextReservation() {
+    if (!recordsHolds()) {
+      return;
+    }
+    String name = freshName();
+    Duration longest = Destination.LONGEST_RETRY_AFTER;
+    startSequence();
+    assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
+    assertThat(cursor().pause(name, longest)).as("recorded").isTrue();
+    assertWait(cursor().reserve(name, GAP), longest, "the first after the pause");
+    assertWait(cursor().reserve(name, GAP), longest.plus(GAP), "the next");
   }
 
   @Test
@@ -134,7 +155,7 @@ public abstract class CursorContract {
     String name = freshName();
     cursor().reserve(name, GAP);
     boolean recorded = cursor().lockOut(name, "HTTP 403 from https://example.org/a");
-    assertThat(recorded).isEqualTo(recordsLockouts());
+    assertThat(recorded).isEqualTo(recordsHolds());
     if (!recorded) {
       assertThat(cursor().reserve(name, GAP).isGranted()).as("nothing recorded").isTrue();
       return;
@@ -172,7 +193,7 @@ public abstract class CursorContract {
     });
     cursor().reserve(name, GAP);
     cursor().pause(name, Duration.ofSeconds(3));
-    if (!recordsLockouts()) {
+    if (!recordsHolds()) {
       // Nothing recorded apart from the cursor, so nothing announced: a notification is only
       // ever a wake-up to read a record.
       cursor().lockOut(name, "HTTP 403");

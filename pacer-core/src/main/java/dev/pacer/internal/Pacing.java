@@ -49,10 +49,24 @@ package dev.pacer.internal;
  *
  * {@link #reserveWithin} refuses when the wait would exceed a bound, and then the cursor is left
  * exactly as it was: a refused caller has consumed nothing. A cursor further ahead of now than
- * {@code resetBeyond} cannot come from honest queueing (a clock step, a hand-edited row); a store
- * that can hold one reads it through {@link #plausible}, which treats it as lost, and the caller
- * starts at {@code earliest}, which costs at most one early turn. A cursor held in memory on the
- * clock it is read with never jumps ahead, and skips that step.
+ * {@code resetBeyond} cannot come from honest queueing (a clock step, a hand-edited row), unless a
+ * pause explains it: a {@code Retry-After} moves the cursor to the pause's end, and the turns
+ * reserved meanwhile queue behind that. So the bound is counted from the later of now and the end
+ * of the pause recorded with the cursor, a pause being believed no further ahead of now than the
+ * longest any destination may ask for ({@code longestPause}): a row that says more came from
+ * something else. A store that can hold such a cursor reads it through {@link #plausible}, which
+ * treats it as lost, and the caller starts at {@code earliest}, which costs at most one early
+ * turn. With a bound of 2 min and a longest pause of a day, at now = 0 (minutes):
+ *
+ * <pre>
+ *   cursor  pause ends  bound counted from  read as
+ *   11      10          10                  11: a minute of queue behind a 10-min pause
+ *   13      10          10                  lost: 3 min behind it
+ *   13      (none)      0                   lost
+ *   1450    never       1440 (a day)        lost: 10 min behind the longest pause
+ * </pre>
+ *
+ * A cursor held in memory on the clock it is read with never jumps ahead, and skips that step.
  *
  * <p>All values are nanoseconds on one clock; a missing cursor is {@link #NO_CURSOR}.
  */
@@ -60,6 +74,8 @@ public final class Pacing {
 
   /** The value of a cursor that was never set, or was cleared. */
   public static final long NO_CURSOR = Long.MIN_VALUE;
+  /** The end of a pause that was never recorded. */
+  public static final long NO_PAUSE = Long.MIN_VALUE;
 
   /** The outcome of a reservation: the cursor to store and how long the caller waits. */
   public record Turn(long newCursor, long waitNanos) {}
@@ -97,10 +113,14 @@ public final class Pacing {
 
   /**
    * The stored cursor as a reservation reads it: {@link #NO_CURSOR} (lost) when it is further ahead
-   * of now than {@code resetBeyond}, so that it is reset rather than queued behind.
+   * than {@code resetBeyond} of the later of now and {@code pausedUntil}, the end of the pause
+   * recorded with it ({@link #NO_PAUSE} if none), counted at most {@code longestPause} ahead of
+   * now; so that it is reset rather than queued behind.
    */
-  public static long plausible(long cursor, long now, long resetBeyond) {
-    return cursor != NO_CURSOR && cursor - now > resetBeyond ? NO_CURSOR : cursor;
+  public static long plausible(
+      long cursor, long pausedUntil, long now, long resetBeyond, long longestPause) {
+    long explained = Math.max(now, Math.min(pausedUntil, now + longestPause));
+    return cursor != NO_CURSOR && cursor - explained > resetBeyond ? NO_CURSOR : cursor;
   }
 
   private static long startOfTurn(long cursor, long now, long earliest) {

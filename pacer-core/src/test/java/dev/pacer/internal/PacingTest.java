@@ -36,13 +36,39 @@ class PacingTest {
   @Test
   void cursorImplausiblyFarAheadIsResetToNow() {
     long hour = 3_600_000 * MS;
+    long day = 24 * hour;
     long now = 10 * hour;
-    assertThat(Pacing.plausible(now + hour + 1, now, hour)).isEqualTo(Pacing.NO_CURSOR);
-    Pacing.Turn reset = Pacing.reserve(Pacing.plausible(now + hour + 1, now, hour), now, INTERVAL);
+    long noPause = Pacing.NO_PAUSE;
+    assertThat(Pacing.plausible(now + hour + 1, noPause, now, hour, day))
+        .isEqualTo(Pacing.NO_CURSOR);
+    Pacing.Turn reset = Pacing.reserve(
+        Pacing.plausible(now + hour + 1, noPause, now, hour, day), now, INTERVAL);
     assertThat(reset.waitNanos()).isZero();
     assertThat(reset.newCursor()).isEqualTo(now + INTERVAL);
 
-    Pacing.Turn queued = Pacing.reserve(Pacing.plausible(now + hour, now, hour), now, INTERVAL);
+    Pacing.Turn queued =
+        Pacing.reserve(Pacing.plausible(now + hour, noPause, now, hour, day), now, INTERVAL);
     assertThat(queued.waitNanos()).as("exactly at the bound is still an honest queue").isEqualTo(hour);
+  }
+
+  @Test
+  void workedExampleOfAPauseFromTheClassComment() {
+    long minute = 60_000 * MS;
+    long bound = 2 * minute;
+    long day = 1440 * minute;
+    long now = 0;
+    long pauseEnds = 10 * minute;
+    assertThat(Pacing.plausible(11 * minute, pauseEnds, now, bound, day))
+        .as("a minute of queue behind the pause").isEqualTo(11 * minute);
+    assertThat(Pacing.plausible(13 * minute, pauseEnds, now, bound, day)).as("3 min behind it")
+        .isEqualTo(Pacing.NO_CURSOR);
+    assertThat(Pacing.plausible(13 * minute, Pacing.NO_PAUSE, now, bound, day)).as("no pause")
+        .isEqualTo(Pacing.NO_CURSOR);
+    assertThat(Pacing.plausible(1450 * minute, Long.MAX_VALUE, now, bound, day))
+        .as("a pause without end counts as a day's").isEqualTo(Pacing.NO_CURSOR);
+    assertThat(Pacing.plausible(1441 * minute, Long.MAX_VALUE, now, bound, day))
+        .as("a minute behind a day's pause").isEqualTo(1441 * minute);
+    assertThat(Pacing.plausible(5 * minute, -day, now, bound, day))
+        .as("a pause that ended long ago explains nothing").isEqualTo(Pacing.NO_CURSOR);
   }
 }

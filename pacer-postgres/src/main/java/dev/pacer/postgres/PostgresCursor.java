@@ -2,6 +2,7 @@ package dev.pacer.postgres;
 
 import dev.pacer.Cursor;
 import dev.pacer.CursorStoreException;
+import dev.pacer.Destination;
 import dev.pacer.Reservation;
 import dev.pacer.TimeSource;
 import dev.pacer.postgres.internal.ConcurrentCreate;
@@ -202,15 +203,18 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /**
    * Pushes the destination's cursor to at least now + {@code delay} on the database's clock, in one
    * statement that also records the pause and announces it to every process listening ({@link
-   * #listen}; the key/value layout's pause is the cursor alone).
+   * #listen}; the key/value layout's pause is the cursor alone). A delay longer than {@link
+   * Destination#LONGEST_RETRY_AFTER} is cut to it, the longest pause a reservation believes.
    */
   @Override
   public boolean pause(String name, Duration delay) {
     CursorSql.Holds holds = sql.holds();
+    Duration held = delay.compareTo(Destination.LONGEST_RETRY_AFTER) > 0
+        ? Destination.LONGEST_RETRY_AFTER : delay;
     return onSession("pause " + name, c -> {
       try (PreparedStatement pause = c.prepareStatement(holds.pause())) {
         pause.setString(1, sql.key(name));
-        pause.setLong(2, ceilMicros(delay));
+        pause.setLong(2, ceilMicros(held));
         if (holds.channel() != null) {
           pause.setString(3, holds.channel());
         }

@@ -26,9 +26,12 @@ import javax.sql.DataSource;
  *       "unavailable" without touching the network until the next multiple of this period on the
  *       wall clock: an outage costs one connection attempt per boundary per process, and every
  *       process retries at the same instants.
- *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead of now than this is
- *       treated as corrupt (a clock step, a hand edit), reset and logged. It must exceed the
- *       longest honest queue, {@link dev.pacer.Destination#longestHonestQueue()}.
+ *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead than this of now, and of
+ *       the end of the pause ({@code Retry-After}) recorded with it, believed up to {@link
+ *       dev.pacer.Destination#LONGEST_RETRY_AFTER} ahead, is treated as corrupt (a clock step, a
+ *       hand edit), reset and logged. It must exceed the longest honest queue, {@link
+ *       dev.pacer.Destination#longestHonestQueue()}; in the key/value layout, which records no
+ *       pause, also the destinations' {@code maxRetryAfter}.
  *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
  *       synchronous_commit = off}; see docs/operations.md for the measurement.
  * </ul>
@@ -281,7 +284,8 @@ public final class PostgresCursorConfig {
     }
 
     /**
-     * How far ahead a stored cursor may be before it is reset as corrupt. Default 1 h.
+     * How far ahead a stored cursor may be, of now and of the end of the pause recorded with it,
+     * before it is reset as corrupt. Default 1 h.
      *
      * @param resetBeyond above zero, and above the longest honest queue of every destination
      * @return this builder

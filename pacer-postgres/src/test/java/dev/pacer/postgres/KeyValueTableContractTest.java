@@ -28,9 +28,12 @@ class KeyValueTableContractTest extends CursorContract {
     return TimeSource.SYSTEM;
   }
 
-  /** The key/value layout keeps only the cursor: a lockout is neither recorded nor announced. */
+  /**
+   * The key/value layout keeps only the cursor: a lockout is neither recorded nor announced, and a
+   * pause is the cursor itself.
+   */
   @Override
-  protected boolean recordsLockouts() {
+  protected boolean recordsHolds() {
     return false;
   }
 

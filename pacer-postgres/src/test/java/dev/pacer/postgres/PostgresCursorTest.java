@@ -3,6 +3,7 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.pacer.Destination;
 import dev.pacer.Reservation;
 import java.math.BigDecimal;
 import java.sql.Connection;
@@ -73,6 +74,63 @@ class PostgresCursorTest {
     update("UPDATE " + CACHE + " SET value = (extract(epoch FROM now()) + 7200)::text"
         + " WHERE cache_key = ?", "harvest-rate-cursor:" + name);
     assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(0L, 1L);
+  }
+
+  @Test
+  void aPauseLongerThanTheResetBoundSurvivesTheNextReservation() {
+    // The CLI's bound for a fast destination, and the default cap on a Retry-After.
+    Duration bound = Duration.ofMinutes(2);
+    long pauseMillis = Duration.ofMinutes(10).toMillis();
+    try (PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).resetBeyond(bound).build())) {
+      String name = freshName();
+      cursor.reserve(name, GAP);
+      assertThat(cursor.pause(name, Duration.ofMillis(pauseMillis))).as("recorded").isTrue();
+      assertThat(waitMillis(cursor.reserve(name, GAP))).as("the turn is placed after the pause")
+          .isBetween(pauseMillis - 1000, pauseMillis);
+      assertThat(waitMillis(cursor.reserve(name, GAP))).as("and the next behind it")
+          .isBetween(pauseMillis + 100 - 1000, pauseMillis + 100);
+    }
+  }
+
+  @Test
+  void aCursorFurtherAheadOfItsPauseThanTheBoundIsStillReset() {
+    String name = freshName();
+    pacerTable.reserve(name, GAP);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours',"
+        + " paused_until = clock_timestamp() - interval '1 minute' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("a pause that has ended explains"
+        + " nothing").isBetween(0L, 1L);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '210 minutes',"
+        + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+        .as("30 min behind a pause of 3 h is within the 1 h bound: queue behind it")
+        .isBetween(210 * 60_000L - 1000, 210 * 60_000L);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '5 hours',"
+        + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("2 h behind it: reset")
+        .isBetween(0L, 1L);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).isBetween(70L, 100L);
+  }
+
+  @Test
+  void aPauseIsHonouredNoFurtherThanTheLongestADestinationMayAskFor() {
+    String name = freshName();
+    pacerTable.reserve(name, GAP);
+    // Another role's row: no destination can ask for a pause without end.
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '20 hours',"
+        + " paused_until = 'infinity' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("20 h: within a day")
+        .isBetween(20 * 3_600_000L - 1000, 20 * 3_600_000L);
+    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '3 days',"
+        + " paused_until = 'infinity' WHERE name = ?", name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("3 days: reset").isBetween(0L, 1L);
+    long day = Destination.LONGEST_RETRY_AFTER.toMillis();
+    String paused = freshName();
+    assertThat(pacerTable.pause(paused, Duration.ofDays(3))).isTrue();
+    assertThat(waitMillis(pacerTable.reserve(paused, GAP)))
+        .as("a pause asked of the cursor itself is cut to a day, and kept")
+        .isBetween(day - 1000, day);
   }
 
   @Test

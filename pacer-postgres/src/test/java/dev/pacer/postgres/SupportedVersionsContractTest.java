@@ -39,7 +39,7 @@ class SupportedVersionsContractTest {
     abstract TableLayout layout();
 
     @Override
-    protected boolean recordsLockouts() {
+    protected boolean recordsHolds() {
       return layout().recordsLockouts();
     }
 

@@ -44,8 +44,9 @@ import java.util.UUID;
  *       whose WHERE refuses a turn that would start beyond the horizon, leaving the row exactly as
  *       it was (a refused claim consumes nothing). A missing row heals: it is inserted with the
  *       turn at the later of now and the frontier's copy (where this job last saw the turns end).
- *       An implausible row (further ahead than the larger of two minutes and 64 intervals, beyond
- *       any pause in force) is reset the same way. A host with a lockout row ({@code
+ *       An implausible row (further ahead than the larger of two minutes and 64 intervals, of now
+ *       and of the end of its pause, a pause counted at most a day: {@code CursorSql}'s rule) is
+ *       reset the same way. A host with a lockout row ({@code
  *       pacer_cursor_lockout}) gets no turn. A {@code Retry-After} pause needs no check of its own:
  *       it pushed the cursor row itself ({@code PostgresCursor.pause}), so the host's turns are
  *       refused until it ends, while other hosts' claims go on at full pace;
@@ -116,6 +117,8 @@ public final class FrontierStore {
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
+    // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
+    String start = CursorSql.pacerTurnStart("k", "c");
     return "WITH p AS MATERIALIZED (\n"
           + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
           + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
@@ -145,9 +148,9 @@ public final class FrontierStore {
           + "  SELECT c.host, c.earliest + c.gap, c.now FROM c\n"
           + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
           + "  ON CONFLICT (name) DO UPDATE\n"
-          + "    SET (next_at, updated_at) = (SELECT " + start() + " + c.gap * k.backoff, c.now"
+          + "    SET (next_at, updated_at) = (SELECT " + start + " + c.gap * k.backoff, c.now"
           + " FROM c)\n"
-          + "    WHERE (SELECT " + start() + " <= c.now + c.horizon FROM c)\n"
+          + "    WHERE (SELECT " + start + " <= c.now + c.horizon FROM c)\n"
           + "  RETURNING k.next_at, k.backoff),\n"
           + "lease AS (\n"
           + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
@@ -240,16 +243,6 @@ public final class FrontierStore {
         + " AND " + it + ".not_before <= (SELECT now FROM p))\n"
         + "        OR (" + it + ".state = 'leased'"
         + " AND " + it + ".lease_until < (SELECT now FROM p)))";
-  }
-
-  /**
-   * Where a granted turn starts, as the library's statement has it: at the later of now and the
-   * cursor, unless the cursor is implausibly far ahead (beyond any pause in force by more than the
-   * reset bound), when it starts at {@code earliest} instead.
-   */
-  private static String start() {
-    return "CASE WHEN k.next_at > GREATEST(c.now, k.paused_until) + c.reset_beyond"
-        + " THEN c.earliest ELSE GREATEST(c.now, k.next_at) END";
   }
 
   /** The outcome of one claim. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.FrontierStore.Claim;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
+import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -157,6 +158,44 @@ class FrontierStoreTest {
         .isEqualTo(before);
     assertThat(hosts).containsOnly(other).hasSizeGreaterThanOrEqualTo(2);
     assertThat(store.items().counts(job).leased()).isEqualTo(2);
+  }
+
+  @Test
+  void aPauseLongerThanTheResetBoundHoldsTheHostThroughAReservationOnItsRow() throws Exception {
+    String paused = host("long-pause");
+    String other = host("going-on");
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(paused, 2);
+    items.put(other, 2);
+    plan(items, 50.0, 10);
+    // A fetcher's cursor beside the claims, with the CLI's bound for so fast a host (2 min): a
+    // Retry-After of 10 min (the default cap), then a reservation on the host's row outside any
+    // claim, as a redirect hop or the host's robots.txt takes one.
+    try (PostgresCursor cursor = new Database(TestDatabase.jdbcUrl()).cursor(Duration.ofMinutes(2))) {
+      assertThat(cursor.pause(paused, Duration.ofMinutes(10))).as("recorded").isTrue();
+      cursor.reserve(paused, Duration.ofMillis(20));
+    }
+    List<String> hosts = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      if (claim() instanceof Claim.Claimed got) {
+        hosts.add(got.host());
+        Thread.sleep(25); // one interval at 50/s
+      }
+    }
+    assertThat(hosts).as("no item of the paused host is leased").containsOnly(other)
+        .hasSizeGreaterThanOrEqualTo(2);
+  }
+
+  @Test
+  void aPauseWithoutEndHoldsAHostNoFurtherThanTheLongestADestinationMayAskFor() throws Exception {
+    String h = host("endless");
+    plan(Map.of(h, 1), 1000.0, 10);
+    // Another role's row: no destination can ask for a pause of more than a day.
+    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+        + " VALUES ('" + h + "', clock_timestamp() + interval '3 days', clock_timestamp(),"
+        + " 'infinity')");
+    assertThat(claimed().turnIn()).as("3 days ahead: reset to now")
+        .isLessThanOrEqualTo(Duration.ofMillis(20));
   }
 
   @Test

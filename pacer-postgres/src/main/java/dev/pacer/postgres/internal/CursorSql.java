@@ -1,6 +1,7 @@
 package dev.pacer.postgres.internal;
 
 import dev.pacer.BackoffScope;
+import dev.pacer.Destination;
 import java.util.Locale;
 
 /**
@@ -17,8 +18,14 @@ import java.util.Locale;
  *   <li>{@code earliest = now + not_before}: where the caller knows the turns already granted
  *       end; it is used only when the row was lost or must be reset;
  *   <li>no row: the turn starts at {@code earliest}, and {@code earliest + gap} is inserted;
- *   <li>a value further ahead than {@code reset_beyond}, or (text layout) one that is not a
- *       decimal number: the turn starts at {@code earliest}, overwriting it;
+ *   <li>a value further ahead than {@code reset_beyond} of both now and the end of the pause
+ *       recorded with it ({@code paused_until}, counted no further ahead of now than {@code
+ *       Destination.LONGEST_RETRY_AFTER}), or (text layout) one that is not a decimal number: the
+ *       turn starts at {@code earliest}, overwriting it. That is {@code Pacing.plausible}'s {@code
+ *       max(now, min(paused_until, now + longest))}, written as two comparisons so that the
+ *       pause's is evaluated only for a value already beyond {@code now + reset_beyond}: a row
+ *       within the bound pays nothing for it. The key/value layout records no pause: its bound
+ *       counts from now, and a pause longer than the bound is reset;
  *   <li>otherwise the turn starts at {@code GREATEST(now, cursor)};
  *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by the
  *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
@@ -27,7 +34,7 @@ import java.util.Locale;
  * <p>Pacer's table also keeps lockouts, in a logged table beside it ({@code <table>_lockout}): a
  * destination with a row there gets no turn, and the statement still returns its one row, with a
  * NULL wait and the lockout's reason. A pause ({@code Retry-After}) needs no check of its own: it
- * moves the cursor itself.
+ * moves the cursor itself, and records its end, which only the reset bound reads.
  *
  * <p>Under the fleet's backoff (Pacer's table only, a variant of the statement of its own: see
  * {@link FleetBackoff}) the row also keeps the backoff multiplier and the clean answers counted
@@ -58,6 +65,8 @@ public final class CursorSql {
 
   private static final int CLEAN_ANSWERS_TO_HALVE = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
   private static final int MAX_BACKOFF = BackoffScope.MAX_MULTIPLIER;
+  private static final long LONGEST_PAUSE_MICROS =
+      Destination.LONGEST_RETRY_AFTER.toNanos() / 1000;
 
   /** Plain decimal, as PostgreSQL's numeric and Python's float print epoch seconds. */
   static final String DECIMAL_PATTERN = "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
@@ -146,6 +155,26 @@ public final class CursorSql {
     return name.length() > 63 ? name.substring(0, 63) : name;
   }
 
+  /**
+   * Where a granted turn starts on a row of Pacer's table: at the later of now and the cursor,
+   * unless the reset bound takes the cursor for a corrupt one (see the class comment), when it
+   * starts at {@code earliest}. The per-host claim of {@code pacer fetch} reserves with it too.
+   *
+   * @param row the alias of the cursor's row ({@code next_at}, {@code paused_until})
+   * @param ask the alias of the reservation's terms ({@code now}, {@code reset_beyond}, {@code
+   *     earliest})
+   * @return a timestamptz expression
+   */
+  public static String pacerTurnStart(String row, String ask) {
+    String next = row + ".next_at";
+    String resetBeyond = ask + ".reset_beyond";
+    return "CASE WHEN " + next + " > " + ask + ".now + " + resetBeyond
+        + " AND (" + row + ".paused_until IS NULL OR " + next + " > LEAST(" + row
+        + ".paused_until, " + ask + ".now + " + LONGEST_PAUSE_MICROS
+        + " * interval '1 microsecond') + " + resetBeyond + ")"
+        + " THEN " + ask + ".earliest ELSE GREATEST(" + ask + ".now, " + next + ") END";
+  }
+
   /** Pacer's own table: a typed timestamptz cursor per destination name. */
   public static CursorSql pacerTable(String table) {
     String lockouts = table + "_lockout";
@@ -167,9 +196,7 @@ public final class CursorSql {
             + "  reason    text        NOT NULL,\n"
             + "  locked_at timestamptz NOT NULL\n"
             + ")";
-    String start =
-        "CASE WHEN c.next_at > p.now + p.reset_beyond THEN p.earliest"
-            + " ELSE GREATEST(p.now, c.next_at) END";
+    String start = pacerTurnStart("c", "p");
     String reserve = pacerReservation(table, lockouts, start, false);
     String reserveUnderFleetBackoff = pacerReservation(table, lockouts, start, true);
     String throttled =
