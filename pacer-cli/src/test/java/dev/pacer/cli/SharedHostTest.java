@@ -65,6 +65,14 @@ class SharedHostTest {
     try (Connection c = connect(port, secret)) {
       assertThat(c.isValid(5)).isTrue();
     }
+    Properties withoutTls = new Properties();
+    withoutTls.setProperty("user", "postgres");
+    withoutTls.setProperty("password", secret);
+    withoutTls.setProperty("sslmode", "disable");
+    assertThatThrownBy(() -> DriverManager.getConnection(
+            "jdbc:postgresql://127.0.0.1:" + port + "/postgres", withoutTls).close())
+        .as("over TCP, the secret only inside TLS").isInstanceOf(SQLException.class)
+        .hasMessageContaining("no encryption");
 
     assumeTrue(isRoot() && Files.isExecutable(Path.of("/usr/sbin/runuser")),
         "reading as another account needs root and runuser");
@@ -96,7 +104,8 @@ class SharedHostTest {
       assertThat(c.isValid(5)).isTrue();
     }
     assertThat(Files.readString(pgData.resolve("pg_hba.conf")))
-        .doesNotContain("trust").contains("scram-sha-256");
+        .doesNotContain("trust").contains("scram-sha-256").contains("hostssl")
+        .doesNotContainPattern("(?m)^host ");
   }
 
   @Test
@@ -133,16 +142,19 @@ class SharedHostTest {
     return "root".equals(System.getProperty("user.name"));
   }
 
-  private static void assertRefused(int port, String password) {
+  private void assertRefused(int port, String password) {
     assertThatThrownBy(() -> connect(port, password).close())
         .as("password %s", password == null ? "none" : "wrong")
         .isInstanceOf(SQLException.class)
         .hasMessageContaining("password");
   }
 
-  private static Connection connect(int port, String password) throws SQLException {
+  /** As Pacer connects: TLS, verifying the server's certificate. */
+  private Connection connect(int port, String password) throws SQLException {
     Properties props = new Properties();
     props.setProperty("user", "postgres");
+    props.setProperty("sslmode", "verify-full");
+    props.setProperty("sslrootcert", home().resolve("pgdata/server.crt").toString());
     if (password != null) {
       props.setProperty("password", password);
     }

@@ -10,6 +10,8 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.ProcessBuilder.Redirect;
 import java.net.ServerSocket;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
@@ -21,6 +23,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
@@ -28,14 +31,18 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.Set;
+import java.util.stream.Collectors;
 import org.postgresql.util.PasswordUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,7 +59,8 @@ import org.slf4j.LoggerFactory;
  * Nothing stops it but {@code pacer db stop}: one invocation ending never pulls the database from
  * under another.
  *
- * <p>Layout of the data directory: {@code pgdata/} (the cluster), {@code postgres.log} (server
+ * <p>Layout of the data directory: {@code pgdata/} (the cluster, with the server's TLS certificate
+ * and key, {@code server.crt} and {@code server.key}), {@code postgres.log} (server
  * log), {@code start.lock} (the start lock), {@code port} (the port, reused when the server is
  * started again so that running workers find it), {@code postgres-password} (the secret), {@code
  * pg-binaries/} (zonky's binaries, unpacked here rather than in a shared temporary directory that
@@ -67,17 +75,28 @@ import org.slf4j.LoggerFactory;
  * Unix-domain channels cannot back the {@code java.net.Socket} whose read timeout Pacer's outage
  * handling relies on, so Pacer itself connects over loopback TCP; the socket is for {@code psql -h
  * DIR}.
+ *
+ * <p>A port is no proof of whose server answers on it: once the server stops or crashes, any
+ * account may bind the port that workers reconnect to and ask them for a cleartext password. So
+ * the TCP listener speaks TLS only ({@code hostssl}), with a self-signed certificate made for the
+ * cluster ({@link ServerCertificate}, in {@code pgdata/}), and every client Pacer connects, its
+ * own check for a running server included, verifies it ({@code sslmode=verify-full} against that
+ * certificate alone) before anything else is sent, and logs in only by SCRAM bound to the TLS
+ * channel ({@code channelBinding=require}: pgjdbc refuses a cleartext or MD5 request).
  */
 public final class EmbeddedDatabase {
 
   private static final Logger log = LoggerFactory.getLogger(EmbeddedDatabase.class);
 
-  /** Every line scram-sha-256: no trust, no peer, for any address or the socket. */
+  /**
+   * Every line scram-sha-256: no trust, no peer, for any address or the socket; over TCP, TLS only
+   * (the client verifies the server before it proves the secret).
+   */
   static final String PG_HBA = "# Written by pacer: every connection proves the secret in"
-      + " postgres-password.\n"
+      + " postgres-password, over TCP inside TLS.\n"
       + "local all all scram-sha-256\n"
-      + "host all all 127.0.0.1/32 scram-sha-256\n"
-      + "host all all ::1/128 scram-sha-256\n";
+      + "hostssl all all 127.0.0.1/32 scram-sha-256\n"
+      + "hostssl all all ::1/128 scram-sha-256\n";
 
   private static final Set<PosixFilePermission> OWNER_ONLY_DIRECTORY =
       PosixFilePermissions.fromString("rwx------");
@@ -115,11 +134,41 @@ public final class EmbeddedDatabase {
   }
 
   /**
+   * The server's certificate, the only one its clients trust ({@code server.crt}, PostgreSQL's
+   * default name, in the cluster); its key is {@code server.key} beside it.
+   */
+  public Path certificateFile() {
+    return pgData().resolve("server.crt");
+  }
+
+  /**
    * The JDBC URL of this directory's server on {@code port}, with its secret: never print it
-   * unredacted (it goes to worker processes in their environment).
+   * unredacted (it goes to worker processes in their environment). It carries the TLS settings
+   * too, so that every connection made with it, in any process, first verifies the server.
    */
   public String jdbcUrl(int port) throws IOException {
-    return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres&password=" + secret();
+    return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres&"
+        + verifiedTls().entrySet().stream().map(e -> e.getKey() + "=" + queryValue(e.getValue()))
+            .collect(Collectors.joining("&"))
+        + "&password=" + secret();
+  }
+
+  /**
+   * pgjdbc's settings that make a connection verify this server before it sends anything of the
+   * secret: TLS against {@link #certificateFile()} alone, its names checked, and a SCRAM login
+   * bound to that channel (a request for a cleartext or MD5 password is refused).
+   */
+  private Map<String, String> verifiedTls() {
+    Map<String, String> settings = new LinkedHashMap<>();
+    settings.put("sslmode", "verify-full");
+    settings.put("sslrootcert", certificateFile().toString());
+    settings.put("channelBinding", "require");
+    return settings;
+  }
+
+  /** A URL parameter's value as pgjdbc decodes it ({@link URLDecoder}); a path's slashes kept. */
+  private static String queryValue(String value) {
+    return URLEncoder.encode(value, StandardCharsets.UTF_8).replace("%2F", "/");
   }
 
   /**
@@ -143,8 +192,9 @@ public final class EmbeddedDatabase {
         if (unauthenticated.isPresent()) {
           throw new IOException("the embedded PostgreSQL in " + dir + " (pid "
               + unauthenticated.get() + ") is running but does not accept the secret in "
-              + secretFile() + " (an older pacer started it with trust authentication): stop it"
-              + " with 'pacer db stop --data-dir " + dir + "', and the next start migrates it");
+              + secretFile() + " over TLS with its certificate " + certificateFile()
+              + " (an older pacer started it): stop it with 'pacer db stop --data-dir " + dir
+              + "', and the next start migrates it");
         }
         return start(secretIsNew);
       } finally {
@@ -153,7 +203,11 @@ public final class EmbeddedDatabase {
     }
   }
 
-  /** The port of a server of this directory that answers {@code SELECT 1}, if any. */
+  /**
+   * The port of a server of this directory that answers {@code SELECT 1}, if any. Whatever
+   * listens on the port {@code postmaster.pid} names must first prove, by TLS, that it holds
+   * this cluster's key: a stale file's port may be anyone's.
+   */
   public OptionalInt runningPort() {
     Optional<long[]> pidAndPort = readPostmasterPid();
     if (pidAndPort.isEmpty()) {
@@ -289,16 +343,7 @@ public final class EmbeddedDatabase {
     }
     byte[] random = new byte[32];
     new SecureRandom().nextBytes(random);
-    Path partial = dir.resolve("postgres-password.part");
-    Files.deleteIfExists(partial);
-    try {
-      Files.createFile(partial, PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE));
-    } catch (FileAlreadyExistsException e) {
-      throw new IOException(partial + " appeared while pacer was writing it", e);
-    }
-    Files.writeString(partial,
-        Base64.getUrlEncoder().withoutPadding().encodeToString(random) + "\n");
-    Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE);
+    writeOwnerOnly(file, Base64.getUrlEncoder().withoutPadding().encodeToString(random) + "\n");
     return true;
   }
 
@@ -344,10 +389,13 @@ public final class EmbeddedDatabase {
           .setRegisterShutdownHook(false)
           .setPort(port)
           .setPGStartupWait(Duration.ofSeconds(90))
-          .setDataDirectoryCustomizer(data -> requireSecret(resolver, data.toPath(), secret,
-              secretIsNew, logFile))
+          .setDataDirectoryCustomizer(data -> {
+            ensureCertificate(data.toPath());
+            requireSecret(resolver, data.toPath(), secret, secretIsNew, logFile);
+          })
           .setConnectConfig("password", secret)
           .setServerConfig("listen_addresses", "127.0.0.1")
+          .setServerConfig("ssl", "on")
           .setServerConfig("unix_socket_directories", socketDirectory(port))
           .setServerConfig("unix_socket_permissions", "0700")
           .setServerConfig("max_connections", "300")
@@ -356,8 +404,9 @@ public final class EmbeddedDatabase {
           // of recorded outcomes, whose items are then fetched again, never lost.
           .setServerConfig("fsync", "on")
           .setOutputRedirector(Redirect.appendTo(logFile.toFile()))
-          .setErrorRedirector(Redirect.appendTo(logFile.toFile()))
-          .start();
+          .setErrorRedirector(Redirect.appendTo(logFile.toFile()));
+      verifiedTls().forEach(builder::setConnectConfig); // zonky's own readiness check too
+      builder.start();
     } catch (UncheckedIOException e) {
       throw e.getCause();
     }
@@ -376,6 +425,42 @@ public final class EmbeddedDatabase {
     String path = dir.toString();
     boolean fits = (path + "/.s.PGSQL." + port).length() <= MAX_SOCKET_PATH;
     return fits && path.matches("[A-Za-z0-9/._+-]+") ? path : "''";
+  }
+
+  /**
+   * Before the server starts: a cluster without its certificate and key gets new ones (the key
+   * written 0600 first, then the certificate, each whole by a rename: a cluster with a certificate
+   * has its key).
+   */
+  private static void ensureCertificate(Path data) {
+    Path certificate = data.resolve("server.crt");
+    if (Files.isRegularFile(certificate, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    log.info("Making the embedded PostgreSQL's TLS certificate in {}", data);
+    try {
+      ServerCertificate.Pem pem = ServerCertificate.generate(Instant.now());
+      writeOwnerOnly(data.resolve("server.key"), pem.privateKey());
+      writeOwnerOnly(certificate, pem.certificate());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (GeneralSecurityException e) {
+      throw new UncheckedIOException(new IOException("this JVM cannot make an EC P-256"
+          + " certificate for the embedded PostgreSQL: " + e.getMessage(), e));
+    }
+  }
+
+  /** Writes {@code file} whole (by a rename), readable by its owner only. */
+  private static void writeOwnerOnly(Path file, String text) throws IOException {
+    Path partial = file.resolveSibling(file.getFileName() + ".part");
+    Files.deleteIfExists(partial);
+    try {
+      Files.createFile(partial, PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE));
+    } catch (FileAlreadyExistsException e) {
+      throw new IOException(partial + " appeared while pacer was writing it", e);
+    }
+    Files.writeString(partial, text, StandardCharsets.US_ASCII);
+    Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
   }
 
   /**
