@@ -1,11 +1,16 @@
 package dev.pacer;
 
+import java.io.FilterWriter;
+import java.io.IOException;
+import java.io.Writer;
+
 /**
  * Renders a user-supplied value for an error message: quoted, control characters escaped as
  * {@code \\uXXXX} (so a message can never move a terminal's cursor, forge a log line, or reorder
  * what a reader sees), and cut at 80 characters. Escaped: C0 and C1 controls, DEL, the line and
- * paragraph separators, and the bidirectional embeddings, overrides, isolates and marks. Pacer's own messages use it for every value a caller supplied; it is API so
- * that programs built on Pacer (its command line among them) show such values the same way.
+ * paragraph separators, and the bidirectional embeddings, overrides, isolates and marks. Pacer's
+ * own messages use it for every value a caller supplied; it is API so that programs built on
+ * Pacer (its command line among them) show such values the same way.
  */
 public final class Printable {
 
@@ -39,8 +44,50 @@ public final class Printable {
     return out.append('"').toString();
   }
 
+  /**
+   * Text for a terminal as it is written: every character {@link #quote} escapes for moving the
+   * cursor or reordering the text is written as {@code \\uXXXX}, except the tab, the line feed and
+   * the carriage return, which a program's own output uses. A program that prints values it did not
+   * write (rows of a shared database, what a destination answered) can wrap its streams once.
+   *
+   * @param out where the text goes
+   * @return a writer that escapes as described and writes to {@code out}
+   */
+  public static Writer forTerminal(Writer out) {
+    return new FilterWriter(out) {
+      @Override
+      public void write(int c) throws IOException {
+        char ch = (char) c;
+        if (movesOrReorders(ch) && ch != '\t' && ch != '\n' && ch != '\r') {
+          out.write(String.format("\\u%04x", (int) ch));
+        } else {
+          out.write(ch);
+        }
+      }
+
+      @Override
+      public void write(char[] chars, int off, int len) throws IOException {
+        for (int i = off; i < off + len; i++) {
+          write(chars[i]);
+        }
+      }
+
+      @Override
+      public void write(String str, int off, int len) throws IOException {
+        for (int i = off; i < off + len; i++) {
+          write(str.charAt(i));
+        }
+      }
+    };
+  }
+
   private static boolean mustEscape(char c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '"' || c == '\\'
+    return movesOrReorders(c) || c == '"' || c == '\\';
+  }
+
+  /** C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional controls. */
+  static boolean movesOrReorders(char c) {
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f)
         || c == '\u061c' || c == '\u200e' || c == '\u200f'
         || (c >= '\u2028' && c <= '\u202e') || (c >= '\u2066' && c <= '\u2069');
   }

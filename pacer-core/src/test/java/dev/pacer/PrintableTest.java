@@ -18,6 +18,17 @@ class PrintableTest {
   }
 
   @Test
+  void aTerminalGetsItsLinesAndTabsAndNothingElseThatMovesTheCursor() throws Exception {
+    java.io.StringWriter seen = new java.io.StringWriter();
+    try (java.io.Writer terminal = Printable.forTerminal(seen)) {
+      terminal.write("a\tb\r\nc\u001b[2J\u0085\u202ed \"q\" \\ é\n");
+      terminal.write('\u0007');
+    }
+    assertThat(seen.toString())
+        .isEqualTo("a\tb\r\nc\\u001b[2J\\u0085\\u202ed \"q\" \\ é\n\\u0007");
+  }
+
+  @Test
   void printableTextIsKeptAndLongTextCut() {
     assertThat(Printable.quote("héllo wörld ✓ 日本")).isEqualTo("\"héllo wörld ✓ 日本\"");
     assertThat(Printable.quote("x".repeat(100))).isEqualTo("\"" + "x".repeat(80) + "...\"");

@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.Printable;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;
@@ -26,7 +27,19 @@ public final class Main {
 
   /** Runs one command with the given streams and returns its exit code (for tests, in-process). */
   public static int execute(PrintWriter out, PrintWriter err, String... args) {
-    CommandLine cli = new CommandLine(new PacerCommand());
+    // What pacer prints includes values it did not write (rows of a shared database, what a
+    // destination answered): none of it may move the terminal's cursor or reorder its text.
+    PrintWriter safeOut = new PrintWriter(Printable.forTerminal(out), true);
+    PrintWriter safeErr = new PrintWriter(Printable.forTerminal(err), true);
+    try {
+      return execute(new CommandLine(new PacerCommand()), safeOut, safeErr, args);
+    } finally {
+      safeOut.flush();
+      safeErr.flush();
+    }
+  }
+
+  private static int execute(CommandLine cli, PrintWriter out, PrintWriter err, String... args) {
     cli.setOut(out);
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);

@@ -1,0 +1,35 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.postgres.PostgresCursorConfig;
+import dev.pacer.postgres.TestDatabase;
+import java.time.Duration;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What pacer prints comes in part from rows it did not write (the database is shared) and from
+ * what destinations answered: none of it reaches the terminal as a control character or a
+ * bidirectional override.
+ */
+class TerminalOutputTest {
+
+  @Test
+  void aLockoutReasonFromTheDatabaseCannotMoveTheCursorOrReorderTheText() {
+    String name = "terminal-" + UUID.randomUUID().toString().substring(0, 8);
+    String hostile = "HTTP 403 \u001b[2J\u001b]0;owned\u0007 \u009b31m \u202etxt.exe";
+    try (PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build())) {
+      assertThat(cursor.reserve(name, Duration.ofMillis(1)).isGranted()).isTrue();
+      assertThat(cursor.lockOut(name, hostile)).isTrue();
+      Cli.Result status = Cli.run("status", "--db", TestDatabase.jdbcUrl());
+      assertThat(status.code()).as(status.err()).isZero();
+      assertThat(status.out()).as("the reason, escaped")
+          .contains("HTTP 403 \\u001b[2J\\u001b]0;owned\\u0007 \\u009b31m \\u202etxt.exe");
+      assertThat(status.out() + status.err()).doesNotContain("\u001b", "\u0007", "\u009b", "\u202e");
+      cursor.clearLockout(name);
+    }
+  }
+}
