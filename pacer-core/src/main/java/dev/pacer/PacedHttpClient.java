@@ -94,11 +94,12 @@ import org.slf4j.LoggerFactory;
  * this client follows them itself, as {@link Builder#followRedirects} says ({@code NEVER} by
  * default, as the JDK's; {@code NORMAL} and {@code ALWAYS} as the JDK's client means them; at most
  * {@link Builder#maxRedirects}, default 5). Each hop asks the lookup again and takes its own turn,
- * from the limiter of the host it goes to; the previous hop's slot is released first, so a chain
- * holds one permit at a time. A hop answered with anything but a {@linkplain Answer#CLEAN clean}
- * status is not followed further. The body of a hop followed is dropped in the background ({@link
- * DiscardedBody}); the caller's body handler sees only the final answer. A 303, or a 301 or 302
- * to a POST, is followed with a GET, as the JDK's client does.
+ * from the limiter of the host it goes to. A hop answered with anything but a {@linkplain
+ * Answer#CLEAN clean} status is not followed further. The body of a hop followed is dropped in the
+ * background ({@link DiscardedBody}: at most 64 KiB and 1 s of it are read to keep the connection,
+ * past either it is closed), holding the hop's slot until it ends; the caller's body handler sees
+ * only the final answer. A 303, or a 301 or 302 to a POST, is followed with a GET, as the JDK's
+ * client does.
  *
  * <p>A destination is not trusted with the caller's other hosts. A hop to another origin goes
  * without the request's {@code Authorization}, {@code Proxy-Authorization} and {@code Cookie}
@@ -128,8 +129,6 @@ import org.slf4j.LoggerFactory;
 public final class PacedHttpClient extends HttpClient {
 
   private static final Logger log = LoggerFactory.getLogger(PacedHttpClient.class);
-  /** How long the body of a hop nobody reads may drain when there is no answer timeout. */
-  private static final Duration DEFAULT_DISCARD_LIMIT = Duration.ofSeconds(60);
 
   private final HttpClient delegate;
   private final LimiterLookup limiters;
@@ -336,8 +335,7 @@ public final class PacedHttpClient extends HttpClient {
    * #answered}) or failure ({@link #failed}), each reported to the listener. As the delegate's body
    * handler, it classifies the answer as soon as its headers arrive, decides whether it is a
    * redirect to follow (then its body is dropped), and otherwise hands the body to the caller's
-   * handler, closing the slot when it ends (or, for a body nobody reads, when the answer is
-   * returned).
+   * handler; either way the slot is closed when the body ends.
    */
   private final class Hop<T> implements HttpResponse.BodyHandler<T> {
     private final HttpRequest requested;
@@ -350,7 +348,6 @@ public final class PacedHttpClient extends HttpClient {
     private long sentNanos;
     private long sentMicros;
     private volatile int status = SentRequest.NO_STATUS;
-    private volatile boolean discarded;
     private volatile Answer answer = Answer.CLEAN;
     private volatile Redirects.Next next;
     /** The exchange's redirects, from when its first hop leaves; none if none are followed. */
@@ -454,10 +451,6 @@ public final class PacedHttpClient extends HttpClient {
     /** The answer came: reports it, and says where it leads. */
     Step<T> answered(HttpResponse<T> response) {
       reportSent();
-      if (discarded) {
-        // Nobody reads this body: it drains in the background, holding no permit.
-        slot.ifPresent(Slot::close);
-      }
       if (next instanceof Redirects.Next.Follow follow) {
         return new Step.Follow<>(Redirects.nextRequest(request, response.statusCode(),
             follow.uri()));
@@ -503,16 +496,9 @@ public final class PacedHttpClient extends HttpClient {
           && Redirects.isRedirect(info.statusCode())) {
         next = chain.orElseThrow().next(request, info.statusCode(),
             info.headers().firstValue("Location"), followed);
-        if (next instanceof Redirects.Next.Follow) {
-          discarded = true;
-          return new DiscardedBody<>(null, discardLimit());
-        }
       }
-      HttpResponse.BodySubscriber<T> body = handlers.apply(uri).apply(info);
-      if (body instanceof DiscardedBody) {
-        discarded = true;
-        return body;
-      }
+      HttpResponse.BodySubscriber<T> body = next instanceof Redirects.Next.Follow
+          ? new DiscardedBody<>(null, info) : handlers.apply(uri).apply(info);
       Optional<Slot> held = slot;
       return held.isPresent() ? new SlotReleasingBody<>(body, held.get()) : body;
     }
@@ -599,11 +585,6 @@ public final class PacedHttpClient extends HttpClient {
             + " are not logged", e);
       }
     }
-  }
-
-  /** How long a body nobody reads may drain: the answer timeout, or 60 s without one. */
-  Duration discardLimit() {
-    return answerTimeout.orElse(DEFAULT_DISCARD_LIMIT);
   }
 
   static String describe(Duration d) {
