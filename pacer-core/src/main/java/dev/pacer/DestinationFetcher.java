@@ -73,8 +73,9 @@ import org.slf4j.LoggerFactory;
  * A 2xx body goes, as it arrives, to memory ({@link #fetch(URI)}) or to a file ({@link
  * #fetchTo(URI, Path)}, forced to disk before it returns), and fails as soon as it passes {@code
  * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers are complete at their
- * headers: their bodies are read and dropped in the background ({@link DiscardedBody}, cut off at
- * the deadline), so that the connection can be reused, holding no permit. Network errors,
+ * headers: the fetch returns then, and their bodies are read and dropped in the background so
+ * that the connection can be reused, holding the request's permit until they end ({@link
+ * DiscardedBody}: past 64 KiB or 1 s the connection is closed instead). Network errors,
  * deadlines and oversized bodies are ordinary failures ({@link FetchFailedException}), never
  * throttles.
  *
@@ -314,7 +315,7 @@ public final class DestinationFetcher {
     Function<URI, HttpResponse.BodyHandler<Long>> handlers = hop -> response -> {
       info.set(response);
       if (response.statusCode() / 100 != 2) {
-        return new DiscardedBody<>(0L, client.discardLimit());
+        return new DiscardedBody<>(0L, response);
       }
       CappedBody capped = new CappedBody(hop, cap,
           response.headers().firstValueAsLong("Content-Length").orElse(-1L), sinks.get());

@@ -94,11 +94,12 @@ import org.slf4j.LoggerFactory;
  * this client follows them itself, as {@link Builder#followRedirects} says ({@code NEVER} by
  * default, as the JDK's; {@code NORMAL} and {@code ALWAYS} as the JDK's client means them; at most
  * {@link Builder#maxRedirects}, default 5). Each hop asks the lookup again and takes its own turn,
- * from the limiter of the host it goes to; the previous hop's slot is released first, so a chain
- * holds one permit at a time. A hop answered with anything but a {@linkplain Answer#CLEAN clean}
- * status is not followed further. The body of a hop followed is dropped in the background ({@link
- * DiscardedBody}); the caller's body handler sees only the final answer. A 303, or a 301 or 302
- * to a POST, is followed with a GET, as the JDK's client does.
+ * from the limiter of the host it goes to. A hop answered with anything but a {@linkplain
+ * Answer#CLEAN clean} status is not followed further. The body of a hop followed is dropped in the
+ * background ({@link DiscardedBody}: at most 64 KiB and 1 s of it are read to keep the connection,
+ * past either it is closed), holding the hop's slot until it ends; the caller's body handler sees
+ * only the final answer. A 303, or a 301 or 302 to a POST, is followed with a GET, as the JDK's
+ * client does.
  *
  * <p>A destination is not trusted with the caller's other hosts. A hop to another origin goes
  * without the request's {@code Authorization}, {@code Proxy-Authorization} and {@code Cookie}
@@ -110,14 +111,16 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Deadline</h2>
  *
- * With {@link Builder#answerTimeout}, each hop's answer must be complete within it (for a body read
- * into memory or a file, the body included), or the exchange is cancelled, which closes its
- * connection, and {@code send} throws {@link HttpTimeoutException} ({@code sendAsync}'s future
- * fails with it): a body trickling one byte at a time would otherwise hold the destination's
- * permit for as long as the server likes. {@code send} cancels it by interrupting its own thread,
- * waiting in the delegate's {@code send}, which cancels its exchange when interrupted, as the
- * JDK's client does; {@code sendAsync} cancels the delegate's future. Without one (the default),
- * as the delegate does.
+ * Each hop's answer must be complete within its deadline (for a body read into memory or a file,
+ * the body included), or the exchange is cancelled, which closes its connection, and {@code send}
+ * throws {@link HttpTimeoutException} ({@code sendAsync}'s future fails with it): a server that
+ * never answers, or a body trickling one byte at a time, would otherwise hold the caller and the
+ * destination's permit for as long as the server likes. The deadline is the request's own {@link
+ * HttpRequest#timeout()} if it has one, and otherwise the client's {@link Builder#answerTimeout}
+ * ({@link #DEFAULT_ANSWER_TIMEOUT} unless set; {@link Builder#noAnswerTimeout()} sets none, and
+ * such a request waits as the delegate would). {@code send} cancels the exchange by interrupting
+ * its own thread, waiting in the delegate's {@code send}, which cancels its exchange when
+ * interrupted, as the JDK's client does; {@code sendAsync} cancels the delegate's future.
  *
  * <h2>What it does not do</h2>
  *
@@ -127,9 +130,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class PacedHttpClient extends HttpClient {
 
+  /**
+   * The deadline of each hop's whole answer when neither the request nor the builder sets one:
+   * long enough for a slow page, short enough that a server that never answers does not keep a
+   * thread and a permit.
+   */
+  public static final Duration DEFAULT_ANSWER_TIMEOUT = Duration.ofSeconds(30);
+
   private static final Logger log = LoggerFactory.getLogger(PacedHttpClient.class);
-  /** How long the body of a hop nobody reads may drain when there is no answer timeout. */
-  private static final Duration DEFAULT_DISCARD_LIMIT = Duration.ofSeconds(60);
 
   private final HttpClient delegate;
   private final LimiterLookup limiters;
@@ -191,6 +199,17 @@ public final class PacedHttpClient extends HttpClient {
       delegate.send(get, HttpResponse.BodyHandlers.discarding());
       delegate.sendAsync(get, HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
     }, destinations);
+  }
+
+  /**
+   * The deadline of each hop's whole answer for a request without a {@linkplain
+   * HttpRequest#timeout() timeout} of its own.
+   *
+   * @return the builder's {@code answerTimeout}, {@link #DEFAULT_ANSWER_TIMEOUT} unless set, or
+   *     empty after {@link Builder#noAnswerTimeout()}
+   */
+  public Optional<Duration> answerTimeout() {
+    return answerTimeout;
   }
 
   /**
@@ -336,8 +355,7 @@ public final class PacedHttpClient extends HttpClient {
    * #answered}) or failure ({@link #failed}), each reported to the listener. As the delegate's body
    * handler, it classifies the answer as soon as its headers arrive, decides whether it is a
    * redirect to follow (then its body is dropped), and otherwise hands the body to the caller's
-   * handler, closing the slot when it ends (or, for a body nobody reads, when the answer is
-   * returned).
+   * handler; either way the slot is closed when the body ends.
    */
   private final class Hop<T> implements HttpResponse.BodyHandler<T> {
     private final HttpRequest requested;
@@ -346,11 +364,12 @@ public final class PacedHttpClient extends HttpClient {
     private final Optional<DestinationLimiter> limiter;
     private final Function<URI, HttpResponse.BodyHandler<T>> handlers;
     private final HttpResponse.PushPromiseHandler<T> pushes;
+    /** The whole answer's deadline: the request's own timeout, or the client's. */
+    private final Optional<Duration> deadline;
     private volatile Optional<Slot> slot = Optional.empty();
     private long sentNanos;
     private long sentMicros;
     private volatile int status = SentRequest.NO_STATUS;
-    private volatile boolean discarded;
     private volatile Answer answer = Answer.CLEAN;
     private volatile Redirects.Next next;
     /** The exchange's redirects, from when its first hop leaves; none if none are followed. */
@@ -365,6 +384,7 @@ public final class PacedHttpClient extends HttpClient {
       this.limiter = limiters.limiterFor(request.uri());
       this.handlers = handlers;
       this.pushes = pushes;
+      this.deadline = request.timeout().or(() -> answerTimeout);
       this.chain = chain;
     }
 
@@ -374,8 +394,8 @@ public final class PacedHttpClient extends HttpClient {
     }
 
     /**
-     * Sends this hop, holding {@code turn} if it is paced. The answer comes within the answer
-     * timeout if there is one, or the future fails with {@link TimeoutException}; a future that
+     * Sends this hop, holding {@code turn} if it is paced. The answer comes within the hop's
+     * deadline if there is one, or the future fails with {@link TimeoutException}; a future that
      * fails so, or is cancelled, cancels the exchange, which closes its connection (Java 16+), and
      * with it a trickling body.
      */
@@ -395,7 +415,7 @@ public final class PacedHttpClient extends HttpClient {
           answered.completeExceptionally(unwrapped(failure));
         }
       });
-      answerTimeout.ifPresent(d -> answered.orTimeout(d.toNanos(), TimeUnit.NANOSECONDS));
+      deadline.ifPresent(d -> answered.orTimeout(d.toNanos(), TimeUnit.NANOSECONDS));
       CompletableFuture<HttpResponse<T>> exchange = sent;
       answered.whenComplete((response, failure) -> {
         if (failure != null) {
@@ -413,7 +433,7 @@ public final class PacedHttpClient extends HttpClient {
      * common pool, two hand-overs between threads that cost a request sent and awaited that way
      * about 0.6 ms more than {@code send} on two cores (measured with {@code OverheadProbe}).
      *
-     * <p>The answer timeout interrupts this thread at the deadline: the delegate's {@code send}
+     * <p>The hop's deadline, if it has one, interrupts this thread: the delegate's {@code send}
      * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
      * TimeoutException}. An interrupt from anyone else is thrown as {@link InterruptedException},
      * the exchange likewise cancelled.
@@ -421,19 +441,19 @@ public final class PacedHttpClient extends HttpClient {
     HttpResponse<T> sendWaiting(Optional<Slot> turn)
         throws IOException, InterruptedException, TimeoutException {
       leaving(turn);
-      if (answerTimeout.isEmpty()) {
+      if (deadline.isEmpty()) {
         return delegate.send(request, this);
       }
-      Deadline deadline = new Deadline(answerTimeout.get());
+      Deadline interrupting = new Deadline(deadline.get());
       try {
         return delegate.send(request, this);
       } catch (InterruptedException e) {
-        if (deadline.end()) {
+        if (interrupting.end()) {
           throw new TimeoutException();
         }
         throw e;
       } finally {
-        deadline.end();
+        interrupting.end();
       }
     }
 
@@ -454,10 +474,6 @@ public final class PacedHttpClient extends HttpClient {
     /** The answer came: reports it, and says where it leads. */
     Step<T> answered(HttpResponse<T> response) {
       reportSent();
-      if (discarded) {
-        // Nobody reads this body: it drains in the background, holding no permit.
-        slot.ifPresent(Slot::close);
-      }
       if (next instanceof Redirects.Next.Follow follow) {
         return new Step.Follow<>(Redirects.nextRequest(request, response.statusCode(),
             follow.uri()));
@@ -477,7 +493,7 @@ public final class PacedHttpClient extends HttpClient {
       Throwable cause = unwrapped(failure);
       if (cause instanceof TimeoutException) {
         HttpTimeoutException late = new HttpTimeoutException("no complete response from "
-            + request.uri() + " within " + describe(answerTimeout.orElseThrow()));
+            + request.uri() + " within " + describe(deadline.orElseThrow()));
         late.initCause(cause);
         return late;
       }
@@ -503,16 +519,9 @@ public final class PacedHttpClient extends HttpClient {
           && Redirects.isRedirect(info.statusCode())) {
         next = chain.orElseThrow().next(request, info.statusCode(),
             info.headers().firstValue("Location"), followed);
-        if (next instanceof Redirects.Next.Follow) {
-          discarded = true;
-          return new DiscardedBody<>(null, discardLimit());
-        }
       }
-      HttpResponse.BodySubscriber<T> body = handlers.apply(uri).apply(info);
-      if (body instanceof DiscardedBody) {
-        discarded = true;
-        return body;
-      }
+      HttpResponse.BodySubscriber<T> body = next instanceof Redirects.Next.Follow
+          ? new DiscardedBody<>(null, info) : handlers.apply(uri).apply(info);
       Optional<Slot> held = slot;
       return held.isPresent() ? new SlotReleasingBody<>(body, held.get()) : body;
     }
@@ -599,11 +608,6 @@ public final class PacedHttpClient extends HttpClient {
             + " are not logged", e);
       }
     }
-  }
-
-  /** How long a body nobody reads may drain: the answer timeout, or 60 s without one. */
-  Duration discardLimit() {
-    return answerTimeout.orElse(DEFAULT_DISCARD_LIMIT);
   }
 
   static String describe(Duration d) {
@@ -710,7 +714,7 @@ public final class PacedHttpClient extends HttpClient {
     private int maxRedirects = 5;
     private Optional<Redirects> redirects = Optional.empty();
     private AddressPolicy addresses = AddressPolicy.system();
-    private Optional<Duration> answerTimeout = Optional.empty();
+    private Optional<Duration> answerTimeout = Optional.of(DEFAULT_ANSWER_TIMEOUT);
     private Optional<Consumer<SentRequest>> listener = Optional.empty();
 
     private Builder(HttpClient delegate, LimiterLookup limiters) {
@@ -766,7 +770,8 @@ public final class PacedHttpClient extends HttpClient {
     /**
      * Each hop's whole answer (a body read into memory or a file included) within {@code timeout},
      * or the exchange is cancelled and {@code send} throws {@link HttpTimeoutException} ({@code
-     * sendAsync}'s future fails with it). Default: none.
+     * sendAsync}'s future fails with it). A request's own {@linkplain HttpRequest#timeout()
+     * timeout} takes its place. Default {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}.
      *
      * @param timeout more than zero
      * @return this builder
@@ -776,6 +781,18 @@ public final class PacedHttpClient extends HttpClient {
         throw new IllegalArgumentException("answerTimeout must be > 0, got " + timeout);
       }
       this.answerTimeout = Optional.of(timeout);
+      return this;
+    }
+
+    /**
+     * No deadline for a request without a {@linkplain HttpRequest#timeout() timeout} of its own: it
+     * waits for its answer as the delegate would, for as long as the server likes, holding its
+     * thread (for {@code send}) and the destination's permit meanwhile.
+     *
+     * @return this builder
+     */
+    public Builder noAnswerTimeout() {
+      this.answerTimeout = Optional.empty();
       return this;
     }
 

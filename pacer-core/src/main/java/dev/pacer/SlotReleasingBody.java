@@ -11,6 +11,7 @@ import java.util.concurrent.Flow;
  * or cancelled by its reader (closing the stream of {@code BodyHandlers.ofInputStream()} cancels
  * it). For a body read into memory or a file that is before {@code send} returns; a streamed one
  * is received about as fast as the caller reads it, so the concurrency permit covers the transfer.
+ * A cancelled body closes its connection before the slot goes back.
  */
 final class SlotReleasingBody<T> implements HttpResponse.BodySubscriber<T> {
 
@@ -32,8 +33,11 @@ final class SlotReleasingBody<T> implements HttpResponse.BodySubscriber<T> {
 
       @Override
       public void cancel() {
-        slot.close();
-        subscription.cancel();
+        try {
+          subscription.cancel();
+        } finally {
+          slot.close();
+        }
       }
     });
   }

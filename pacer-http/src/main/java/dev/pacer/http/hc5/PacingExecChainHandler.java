@@ -80,8 +80,9 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * to its end or closed ({@code EntityUtils.consume}, a response handler's end, or closing the
  * response), which is also when the client releases the connection; the redirect handling does so
  * before it sends the next hop. An answer without an entity releases it at once, and so does a
- * request that fails. Interrupted while waiting for its turn, the request fails with an {@link
- * InterruptedIOException}.
+ * request that fails, and an answer whose classification throws, after closing its connection (a
+ * body read to its end would take as long as the destination likes). Interrupted while waiting
+ * for its turn, the request fails with an {@link InterruptedIOException}.
  *
  * <p>A request the {@link LimiterLookup} does not pace is sent without a turn, guarded as below.
  *
@@ -221,8 +222,14 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       interrupted.initCause(e);
       throw interrupted;
     }
+    ClassicHttpResponse response;
     try {
-      ClassicHttpResponse response = chain.proceed(request, guarded);
+      response = chain.proceed(request, guarded);
+    } catch (IOException | HttpException | RuntimeException | Error e) {
+      slot.close();
+      throw e;
+    }
+    try {
       Header retryAfter = response.getFirstHeader("Retry-After");
       limiter.get().noteAnswer(response.getCode(),
           retryAfter == null ? null : retryAfter.getValue(), uri);
@@ -233,8 +240,14 @@ public final class PacingExecChainHandler implements ExecChainHandler {
         response.setEntity(new SlotReleasingEntity(entity, slot));
       }
       return response;
-    } catch (IOException | HttpException | RuntimeException | Error e) {
-      slot.close();
+    } catch (RuntimeException | Error e) {
+      // No one will close this response. Closing it would read its body to the end, as long as
+      // the destination makes it: the connection is closed instead, which ends its lease.
+      try {
+        guarded.execRuntime.discardEndpoint();
+      } finally {
+        slot.close();
+      }
       throw e;
     }
   }

@@ -68,7 +68,8 @@ import okio.Okio;
  *
  * The slot (the destination's concurrency permit) is released when the response body is read to
  * its end or closed, which OkHttp requires of every response, and which its redirect handling does
- * before it sends the next hop; a request that fails releases it at once. A body never closed
+ * before it sends the next hop; a request that fails releases it at once, and so does an answer
+ * whose classification throws, closing the response before the call fails. A body never closed
  * holds its permit, as it holds its connection. Interrupted while waiting for its turn, the call
  * fails with an {@link InterruptedIOException}.
  *
@@ -190,12 +191,23 @@ public final class PacingInterceptor implements Interceptor {
     Response response;
     try {
       response = chain.proceed(request);
-      limiter.get().noteAnswer(response.code(), response.header("Retry-After"), request.url());
     } catch (IOException | RuntimeException | Error e) {
       slot.close();
       throw e;
     }
-    return response.newBuilder().body(new SlotReleasingBody(response.body(), slot)).build();
+    try {
+      limiter.get().noteAnswer(response.code(), response.header("Retry-After"), request.url());
+      return response.newBuilder().body(new SlotReleasingBody(response.body(), slot)).build();
+    } catch (RuntimeException | Error e) {
+      // No one will close this response: OkHttp would detach its exchange and close the
+      // connection; closing it here lets OkHttp reuse a connection whose body ends at once.
+      try {
+        response.close();
+      } finally {
+        slot.close();
+      }
+      throw e;
+    }
   }
 
   /**
