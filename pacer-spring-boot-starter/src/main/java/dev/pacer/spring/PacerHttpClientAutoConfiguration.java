@@ -36,8 +36,9 @@ import org.springframework.web.client.RestClient;
  * <p>The client honours Spring Boot's HTTP client settings ({@code spring.http.clients.*}):
  * connect timeout, SSL bundle and redirects for the client itself (redirects are followed by the
  * paced client, one turn per hop, never by the JDK's client inside one turn), and the read
- * timeout for each answer (the paced client's {@code answerTimeout}, from the request's turn) and
- * its body (the request factory's). Spring Boot 3.5 gets the JDK's defaults and no {@code
+ * timeout for each answer (the paced client's {@code answerTimeout}, from the request's turn; with
+ * none set, the paced client's default, {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}) and its
+ * body (the request factory's). Spring Boot 3.5 gets the JDK's defaults and no {@code
  * RestClient} pacing: its customizer interface lives in another package. {@code pacer.rest-client.enabled=false} leaves {@code RestClient}
  * alone; the {@link PacedHttpClient} bean stays, for the application to use as it likes.
  *
