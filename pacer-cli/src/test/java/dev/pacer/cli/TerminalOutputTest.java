@@ -17,6 +17,23 @@ import org.junit.jupiter.api.Test;
 class TerminalOutputTest {
 
   @Test
+  void statusReadsCursorRowsWhoseInstantsAreInfinite() {
+    String name = "infinite-" + UUID.randomUUID().toString().substring(0, 8);
+    try (PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build())) {
+      assertThat(cursor.reserve(name + "-a", Duration.ofMillis(1)).isGranted()).isTrue();
+    }
+    for (String value : new String[] {"infinity", "-infinity"}) {
+      TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+          + " VALUES ('" + name + value + "', '" + value + "', '" + value + "', '" + value + "')");
+    }
+    Cli.Result status = Cli.run("status", "--db", TestDatabase.jdbcUrl());
+    TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '" + name + "%'");
+    assertThat(status.code()).as(status.err()).isZero();
+    assertThat(status.out()).contains(name + "infinity", name + "-infinity");
+  }
+
+  @Test
   void aLockoutReasonFromTheDatabaseCannotMoveTheCursorOrReorderTheText() {
     String name = "terminal-" + UUID.randomUUID().toString().substring(0, 8);
     String hostile = "HTTP 403 \u001b[2J\u001b]0;owned\u0007 \u009b31m \u202etxt.exe";

@@ -256,6 +256,21 @@ class PostgresCursorTest {
   }
 
   @Test
+  void anInfiniteCursorWrittenByAnotherRoleIsHealedAtTheNextReservation() {
+    assertThat(pacerTable.reserve(freshName(), GAP).isGranted()).as("the table made").isTrue();
+    for (String value : new String[] {"infinity", "-infinity"}) {
+      String name = freshName();
+      TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+          + " VALUES ('" + name + "', '" + value + "', '" + value + "', '" + value + "')");
+      Reservation healed = pacerTable.reserve(name, GAP);
+      assertThat(healed.isGranted()).as("next_at = %s", value).isTrue();
+      assertThat(waitMillis(healed)).as("next_at = %s", value).isLessThanOrEqualTo(10L);
+      assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("then the gap")
+          .isBetween(GAP.toMillis() - 50, GAP.toMillis());
+    }
+  }
+
+  @Test
   void aCorruptValueIsOverwrittenAtTheNextReservation() {
     String name = freshName();
     cacheTable.reserve(name, GAP);

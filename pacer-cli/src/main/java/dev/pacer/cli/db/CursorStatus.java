@@ -1,5 +1,7 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.internal.CursorSql;
+
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -82,10 +84,11 @@ public final class CursorStatus {
       "'^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$'";
 
   private static String pacerTableRows(String table) {
-    return "SELECT name, extract(epoch FROM next_at - clock_timestamp()),"
-        + " extract(epoch FROM clock_timestamp() - updated_at),"
-        + " extract(epoch FROM (to_jsonb(c) ->> 'paused_until')::timestamptz"
-        + " - clock_timestamp()), coalesce((to_jsonb(c) ->> 'backoff')::integer, 1),"
+    return "SELECT name, " + CursorSql.secondsFrom("clock_timestamp()", "next_at") + ","
+        + " -" + CursorSql.secondsFrom("clock_timestamp()", "updated_at") + ","
+        + " " + CursorSql.secondsFrom("clock_timestamp()",
+            "(to_jsonb(c) ->> 'paused_until')::timestamptz") + ","
+        + " coalesce((to_jsonb(c) ->> 'backoff')::integer, 1),"
         + PER_HOST_JOBS_HOST + " FROM " + table + " c ORDER BY name";
   }
 

@@ -1,5 +1,7 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.internal.CursorSql;
+
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -201,7 +203,8 @@ public final class HostStatus {
    */
   static String heldBackSql(String cursors) {
     return "WITH h AS (SELECT f.host,"
-        + "   greatest(0, coalesce(extract(epoch FROM c.paused_until - clock_timestamp()), 0))"
+        + "   greatest(0, coalesce(" + CursorSql.secondsFrom("clock_timestamp()", "c.paused_until")
+        + ", 0))"
         + " AS pause, c.backoff"
         + "   FROM pacer_frontier f JOIN " + cursors + " c ON c.name = f.host"
         + "   WHERE f.job = ? AND (c.paused_until > clock_timestamp() OR c.backoff > 1))"

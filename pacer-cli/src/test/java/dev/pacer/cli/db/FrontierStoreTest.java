@@ -141,6 +141,10 @@ class FrontierStoreTest {
     TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
         + " VALUES ('" + paused + "', clock_timestamp() + interval '30 s', clock_timestamp(),"
         + " clock_timestamp() + interval '30 s')");
+    // Both copies start at '-infinity'; which of two equal keys the index gives first is its own.
+    TestDatabase.execute("UPDATE pacer_frontier SET next_at = clock_timestamp()"
+        + " - CASE host WHEN '" + paused + "' THEN interval '2 s' ELSE interval '1 s' END"
+        + " WHERE job = '" + job + "'");
     String before = cursorValue(paused);
     List<String> hosts = new ArrayList<>();
     List<Class<?>> outcomes = new ArrayList<>();

@@ -138,6 +138,20 @@ public final class CursorSql {
         + table + " ADD COLUMN " + column + " " + definition + "; END IF; END $$;\n";
   }
 
+  /**
+   * Seconds from {@code now} to {@code timestamp}, a value another role may have written
+   * ({@code 'infinity'} and {@code '-infinity'} included): counted no further than a century either
+   * way, so that the subtraction, which fails on an infinite timestamp, always has an answer.
+   *
+   * @param now an expression of the instant to count from
+   * @param timestamp an expression of the instant to count to
+   * @return a numeric expression
+   */
+  public static String secondsFrom(String now, String timestamp) {
+    return "extract(epoch FROM LEAST(GREATEST(" + timestamp + ", " + now + " - interval '100 years'), "
+        + now + " + interval '100 years') - " + now + ")";
+  }
+
   /** A pause or lockout announced on {@code channel}: kind, key and value, tab-separated. */
   private static String notify(String kind, String keyExpression, String valueExpression) {
     return "pg_notify(?, '" + kind + "' || chr(9) || " + keyExpression + " || chr(9) || "
@@ -230,11 +244,10 @@ public final class CursorSql {
             + "  RETURNING l.name, l.reason)\n"
             + "SELECT " + notify("L", "l.name", "''") + " FROM l";
     String clearLockout = "DELETE FROM " + lockouts + " WHERE name = ?";
-    // Read as at most a century, so that any value a writer put there ('infinity' included)
-    // converts; the limiter caps it at the destination's maxRetryAfter.
+    // The limiter caps the pause read at the destination's maxRetryAfter.
     String read =
-        "SELECT (SELECT (extract(epoch FROM LEAST(c.paused_until,"
-            + " clock_timestamp() + interval '100 years') - clock_timestamp()) * 1000000)::bigint"
+        "SELECT (SELECT (" + secondsFrom("clock_timestamp()", "c.paused_until")
+            + " * 1000000)::bigint"
             + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
@@ -286,7 +299,7 @@ public final class CursorSql {
         + "  RETURNING c.next_at" + (fleet ? ", c.backoff" : "") + ")\n"
         + "SELECT (extract(epoch FROM turn.next_at - " + spaced + " - p.now)"
         + " * 1000000)::bigint AS wait_micros,\n"
-        + "       (extract(epoch FROM prior.next_at - p.now) * 1000000)::bigint"
+        + "       (" + secondsFrom("p.now", "prior.next_at") + " * 1000000)::bigint"
         + " AS prior_ahead_micros,\n"
         + "       prior.next_at IS NOT NULL AS prior_existed,\n"
         + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
