@@ -51,7 +51,7 @@ class HostFetchersTest {
   void theHostsHeldStayBoundedByTheLastMinutesClaimsOverManyHosts() throws Exception {
     int perSecond = 5;
     List<Integer> held = new ArrayList<>();
-    new PerHostDriver(new LocalCursor(time)).drive("h", 2_000, perSecond,
+    new PerHostDriver(new LocalCursor(time)).drive("example", 2_000, perSecond,
         Set.of(500, 1_000, 1_500, 2_000), (claimed, fetchers) -> held.add(fetchers));
     // A host's turn leaves its cursor an interval (1 s) on; it goes 60 s after that.
     assertThat(held).as("fetchers held after 500, 1,000, 1,500 and 2,000 hosts, 5 a second")

@@ -41,13 +41,17 @@ public final class PerHostDriver {
   }
 
   /**
-   * Claims {@code count} new hosts named {@code prefix + i}, {@code perSecond} a second, telling
-   * {@code at} after each heartbeat that follows a number of claims in {@code checkpoints}.
+   * Claims {@code count} new hosts, {@code h1.domain} to {@code h<count>.domain}, {@code perSecond}
+   * a second, telling {@code at} of each number of claims in {@code checkpoints} (0: before the
+   * first), after that second's heartbeat if it had one.
    */
-  public void drive(String prefix, int count, int perSecond, Set<Integer> checkpoints,
+  public void drive(String domain, int count, int perSecond, Set<Integer> checkpoints,
       Checkpoint at) throws Exception {
+    if (checkpoints.contains(0)) {
+      at.reached(0, hosts.fetchersHeld());
+    }
     for (int i = 1; i <= count; i++) {
-      String host = prefix + i;
+      String host = "h" + i + "." + domain;
       DestinationFetcher fetcher = hosts.forHost(host, RATE);
       hosts.turns().prepay(host, Duration.ZERO, fetcher.limiter().destination().interval(), 1);
       fetcher.limiter().acquire().close();
