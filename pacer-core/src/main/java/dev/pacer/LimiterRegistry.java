@@ -205,11 +205,13 @@ public final class LimiterRegistry {
     for (Iterator<DestinationLimiter> all = limiters.values().iterator(); all.hasNext(); ) {
       DestinationLimiter limiter = all.next();
       if (limiter.evictIfIdle(idleNanos)) {
-        all.remove();
-        limiter.stopListening();
+        // Held weakly before it leaves: whatever the cursor or a listener does next, the limiter
+        // is found again while anything holds it.
         evicted.put(limiter.destination().name(), new Evicted(limiter, collected));
-        listeners.limiterEvicted(limiter);
+        all.remove();
         count++;
+        listeners.limiterEvicted(limiter);
+        limiter.stopListening();
       }
     }
     return count;
@@ -247,13 +249,17 @@ public final class LimiterRegistry {
    */
   private synchronized void takeBack(DestinationLimiter limiter) {
     String name = limiter.destination().name();
-    if (limiters.get(name) != limiter) {
+    boolean wasEvicted = limiters.get(name) != limiter;
+    if (wasEvicted) {
       evicted.remove(name);
-      limiter.startListening();
-      listeners.limiterCreated(limiter);
       limiters.put(name, limiter);
     }
+    // Open before anything is called out to: a call waiting to begin must not wait on a cursor.
     limiter.reopen();
+    if (wasEvicted) {
+      listeners.limiterCreated(limiter);
+      limiter.startListening();
+    }
   }
 
   /** Forgets the evicted limiters the collector has found nothing else held. */
