@@ -172,6 +172,16 @@ public interface Cursor {
    */
   default void listen(String name, Listener listener) {}
 
+  /**
+   * Stops telling {@code listener} of the pauses and lockouts of {@code name}: what {@link
+   * #listen} added, removed, so that a destination no one here paces any more costs the cursor
+   * nothing. A cursor that cannot tell, or that was never asked to, ignores it. Never throws.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @param listener a listener added for {@code name}
+   */
+  default void unlisten(String name, Listener listener) {}
+
   /** Hears what a destination told any process of the fleet. Called on the cursor's thread. */
   interface Listener {
     /**

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -121,16 +122,20 @@ public final class DestinationLimiter {
   private final Object lockoutLock = new Object();
   private volatile String lockoutReason;
   private volatile boolean degraded;
+  /** What this limiter is told of the cursor's pauses and lockouts by. */
+  private final Cursor.Listener holds;
+  private final EvictionGuard eviction;
 
   DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time,
-      AsyncPools pools, LimiterListener listener) {
+      AsyncPools pools, LimiterListener listener, Consumer<DestinationLimiter> takeBack) {
     this.destination = destination;
     this.listener = listener;
     this.shared = shared;
     this.fleetCap = fleetCap;
     this.time = time;
     this.pools = pools;
-    this.permits = new Permits(destination.maxConcurrency());
+    this.permits = new Permits(destination.maxConcurrency(), time);
+    this.eviction = new EvictionGuard(() -> takeBack.accept(this));
     this.baseIntervalNanos = destination.interval().toNanos();
     this.fleetScope = destination.backoffScope() == BackoffScope.FLEET;
     if (fleetScope && !shared.keepsFleetBackoff()) {
@@ -141,7 +146,7 @@ public final class DestinationLimiter {
     }
     // The fleet's turns less this process's own: what other processes may hold queued.
     this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
-    shared.listen(destination.name(), new Cursor.Listener() {
+    this.holds = new Cursor.Listener() {
       @Override
       public void paused(Duration left) {
         // What the cursor hands on comes from rows other roles may write: capped like a
@@ -158,7 +163,73 @@ public final class DestinationLimiter {
       public void lockedOut(String reason) {
         noteLockout(reason);
       }
-    });
+    };
+  }
+
+  /** Hears the pauses and lockouts the cursor announces: from creation, and once taken back. */
+  void startListening() {
+    shared.listen(destination.name(), holds);
+  }
+
+  /** Evicted: the cursor need no longer tell this limiter anything. */
+  void stopListening() {
+    shared.unlisten(destination.name(), holds);
+  }
+
+  /**
+   * Marks this limiter evicted if it has been idle for {@code idleNanos}: no caller holds, waits
+   * for or is asking for a turn; it is not locked out; no pause or hand-over is in force; its
+   * backoff, if this process's own ({@link BackoffScope#PROCESS}), is back at 1; and the last
+   * instant anything it knows matters (the last permit given back, the end of a pause or a
+   * hand-over, its local cursor, and where it last saw the shared cursor plus the turns the rest of
+   * the fleet may have queued after it) lies at least {@code idleNanos} in the past. A limiter made
+   * afresh for the destination then paces exactly as this one would: everything else it knows is
+   * the cursor's, read back at its first reservation, and a hold the cursor announces meanwhile is
+   * the cursor's too. What it does not know again: its counters and rate meter (the rate reads 0
+   * after 10 idle seconds anyway), and under {@link BackoffScope#FLEET} the clean answers not yet
+   * reported (the fleet's backoff halves a little later, never sooner) and the fleet's multiplier
+   * until its first reservation answers (a first reservation that finds the cursor unavailable
+   * paces at the destination's divided rate without it: under the ceiling, as a process started
+   * then would). Called by the registry, under its lock.
+   */
+  boolean evictIfIdle(long idleNanos) {
+    return eviction.evictIf(() -> isIdleFor(idleNanos));
+  }
+
+  /** Taken back by its registry after an eviction. */
+  void reopen() {
+    eviction.reopen();
+  }
+
+  private boolean isIdleFor(long idleNanos) {
+    OptionalLong allIn = permits.allInSince();
+    if (allIn.isEmpty() || lockoutReason != null || (!fleetScope && backoff.multiplier() > 1)) {
+      return false;
+    }
+    long last = allIn.getAsLong();
+    long pause = pausedUntil.get();
+    if (pause != NO_PAUSE) {
+      last = later(last, pause);
+    }
+    long handOver = handOverEnds;
+    if (handOver != NO_HAND_OVER) {
+      last = later(last, handOver);
+    }
+    long horizon = sharedHorizon.get();
+    if (horizon != Pacing.NO_CURSOR) {
+      last = later(last,
+          horizon + saturatedProduct(currentInterval().toNanos(), fleetPendingTurnsBound));
+    }
+    synchronized (degradedLock) {
+      if (degradedCursor != Pacing.NO_CURSOR) {
+        last = later(last, degradedCursor);
+      }
+    }
+    return time.nanoTime() - last >= idleNanos;
+  }
+
+  private static long later(long a, long b) {
+    return b - a > 0 ? b : a;
   }
 
   /**
@@ -198,17 +269,22 @@ public final class DestinationLimiter {
     if (intervals < 1 || intervals > 16) {
       throw new IllegalArgumentException("intervals must be 1-16, got " + intervals);
     }
-    long called = time.nanoTime();
-    checkNotLockedOut();
-    permits.acquire();
-    FleetCap.Held fleetSlot;
+    eviction.enter();
     try {
-      fleetSlot = fleetCap.take();
-    } catch (Throwable t) {
-      permits.release();
-      throw t;
+      long called = time.nanoTime();
+      checkNotLockedOut();
+      permits.acquire();
+      FleetCap.Held fleetSlot;
+      try {
+        fleetSlot = fleetCap.take();
+      } catch (Throwable t) {
+        permits.release();
+        throw t;
+      }
+      return turnHolding(fleetSlot, called, NO_DEADLINE, intervals);
+    } finally {
+      eviction.exit();
     }
-    return turnHolding(fleetSlot, called, NO_DEADLINE, intervals);
   }
 
   /**
@@ -232,13 +308,20 @@ public final class DestinationLimiter {
    *     throw if they refuse work (shut down); in every such case nothing is kept
    */
   public CompletableFuture<Slot> acquireAsync() {
-    String reason = lockoutReason;
-    if (reason != null) {
-      return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
+    // Once started, the acquisition holds a permit or its place in the queue, and no eviction
+    // can take the limiter from under it.
+    eviction.enter();
+    try {
+      String reason = lockoutReason;
+      if (reason != null) {
+        return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
+      }
+      long called = time.nanoTime();
+      return AsyncAcquisition.start(permits, pools,
+          took -> fleetSlotThenTurn(called, FleetCap.firstPollNanos(), took));
+    } finally {
+      eviction.exit();
     }
-    long called = time.nanoTime();
-    return AsyncAcquisition.start(permits, pools,
-        took -> fleetSlotThenTurn(called, FleetCap.firstPollNanos(), took));
   }
 
   /**
@@ -269,24 +352,29 @@ public final class DestinationLimiter {
    * @throws InterruptedException if interrupted while waiting; no permit is kept
    */
   public Optional<Slot> tryAcquire(Duration maxWait) throws InterruptedException {
-    checkNotLockedOut();
-    long called = time.nanoTime();
-    long deadline = called + maxWait.toNanos();
-    if (!permits.tryAcquire(maxWait.toNanos())) {
-      return refused(called);
-    }
-    Optional<FleetCap.Held> fleetSlot;
+    eviction.enter();
     try {
-      fleetSlot = fleetCap.takeBy(deadline);
-    } catch (Throwable t) {
-      permits.release();
-      throw t;
+      checkNotLockedOut();
+      long called = time.nanoTime();
+      long deadline = called + maxWait.toNanos();
+      if (!permits.tryAcquire(maxWait.toNanos())) {
+        return refused(called);
+      }
+      Optional<FleetCap.Held> fleetSlot;
+      try {
+        fleetSlot = fleetCap.takeBy(deadline);
+      } catch (Throwable t) {
+        permits.release();
+        throw t;
+      }
+      if (fleetSlot.isEmpty()) {
+        permits.release();
+        return refused(called);
+      }
+      return Optional.ofNullable(turnHolding(fleetSlot.get(), called, deadline, 1));
+    } finally {
+      eviction.exit();
     }
-    if (fleetSlot.isEmpty()) {
-      permits.release();
-      return refused(called);
-    }
-    return Optional.ofNullable(turnHolding(fleetSlot.get(), called, deadline, 1));
   }
 
   /** {@link #takeTurn}, with {@code fleetSlot} given back unless it goes out with the slot. */
@@ -564,18 +652,24 @@ public final class DestinationLimiter {
    * BackoffScope#FLEET}; while the cursor is unavailable, the last multiplier seen doubles here).
    */
   public void backoff() {
-    if (!fleetScope) {
-      backoff.onRatePressure();
-      listener.throttled(destination.name(), backoff.multiplier());
-      return;
+    eviction.enter();
+    try {
+      if (!fleetScope) {
+        backoff.onRatePressure();
+        listener.throttled(destination.name(), backoff.multiplier());
+        return;
+      }
+      OptionalInt recorded = shared.throttled(destination.name());
+      if (recorded.isPresent()) {
+        fleetMultiplier.set(recorded.getAsInt());
+      } else {
+        fleetMultiplier.accumulateAndGet(2,
+            (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
+      }
+      listener.throttled(destination.name(), fleetMultiplier.get());
+    } finally {
+      eviction.exit();
     }
-    OptionalInt recorded = shared.throttled(destination.name());
-    if (recorded.isPresent()) {
-      fleetMultiplier.set(recorded.getAsInt());
-    } else {
-      fleetMultiplier.accumulateAndGet(2, (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
-    }
-    listener.throttled(destination.name(), fleetMultiplier.get());
   }
 
   /**
@@ -583,10 +677,15 @@ public final class DestinationLimiter {
    * {@link BackoffScope#FLEET}, 100 anywhere in the fleet: counted with the next reservation).
    */
   public void noteCleanResponse() {
-    if (fleetScope) {
-      cleanSinceReservation.incrementAndGet();
-    } else {
-      backoff.onCleanResponse();
+    eviction.enter();
+    try {
+      if (fleetScope) {
+        cleanSinceReservation.incrementAndGet();
+      } else {
+        backoff.onCleanResponse();
+      }
+    } finally {
+      eviction.exit();
     }
   }
 
@@ -616,7 +715,12 @@ public final class DestinationLimiter {
     if (capped.isNegative() || capped.isZero()) {
       return;
     }
-    holdUntil(time.nanoTime() + capped.toNanos());
+    eviction.enter();
+    try {
+      holdUntil(time.nanoTime() + capped.toNanos());
+    } finally {
+      eviction.exit();
+    }
     boolean shared = this.shared.pause(destination.name(), capped);
     log.warn("Destination {} asked for a pause of {} ms{}; {}", destination.name(),
         capped.toMillis(), capped.equals(delay) ? "" : " (capped from " + delay.toMillis() + " ms)",
@@ -634,7 +738,14 @@ public final class DestinationLimiter {
    */
   public void lockOut(String reason) {
     String recorded = reason == null ? "locked out" : LockoutReasons.bounded(reason);
-    if (noteLockout(recorded) && !shared.lockOut(destination.name(), recorded)) {
+    boolean first;
+    eviction.enter();
+    try {
+      first = noteLockout(recorded);
+    } finally {
+      eviction.exit();
+    }
+    if (first && !shared.lockOut(destination.name(), recorded)) {
       log.error("Destination {}: the cursor did not record the lockout; processes started later"
           + " will not know of it", destination.name());
     }

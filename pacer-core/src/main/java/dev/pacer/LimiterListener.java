@@ -13,10 +13,14 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@link #limiterCreated}: the registry handed out a limiter for the first time, or already
- *       held it when this listener was added; once per limiter per listener. A new limiter is
- *       announced before the registry hands it to anyone. The place to register what is read from
- *       the limiter rather than counted ({@link DestinationLimiter#backoffMultiplier()}, {@link
- *       DestinationLimiter#isDegraded()}, {@link LimiterRegistry#isCursorLatched()}).
+ *       held it when this listener was added, or took back one it had evicted; once per limiter
+ *       per listener between evictions. A new limiter is announced before the registry hands it
+ *       to anyone. The place to register what is read from the limiter rather than counted
+ *       ({@link DestinationLimiter#backoffMultiplier()}, {@link DestinationLimiter#isDegraded()},
+ *       {@link LimiterRegistry#isCursorLatched()}).
+ *   <li>{@link #limiterEvicted}: the registry let go of an idle limiter ({@link
+ *       LimiterRegistry#evictIdle}); the place to drop what was registered for it, so that
+ *       nothing keeps it alive.
  *   <li>{@link #turn}: an {@code acquire} or {@code tryAcquire} ended with a turn ({@link
  *       Outcome#SHARED}: reserved on the shared cursor; {@link Outcome#DEGRADED}: paced locally
  *       because the shared cursor was unavailable), or a {@code tryAcquire} found no turn within
@@ -82,6 +86,15 @@ public interface LimiterListener {
    * @param limiter the limiter, from now on heard by this listener
    */
   default void limiterCreated(DestinationLimiter limiter) {}
+
+  /**
+   * The registry evicted {@code limiter}, idle ({@link LimiterRegistry#evictIdle}): it hands out
+   * the same limiter again, announced by {@link #limiterCreated}, only if something still holds
+   * it when its destination is next asked for; otherwise a new one.
+   *
+   * @param limiter the limiter, no longer held by its registry
+   */
+  default void limiterEvicted(DestinationLimiter limiter) {}
 
   /**
    * A call for a turn ended (see the class comment).

@@ -146,6 +146,14 @@ public final class LocalCursor implements Cursor {
   }
 
   @Override
+  public synchronized void unlisten(String name, Listener listener) {
+    List<Listener> those = listeners.get(name);
+    if (those != null && those.remove(listener) && those.isEmpty()) {
+      listeners.remove(name);
+    }
+  }
+
+  @Override
   public synchronized void clear(String name) {
     cursors.remove(name);
   }

@@ -1,6 +1,7 @@
 package dev.pacer;
 
 import java.util.ArrayDeque;
+import java.util.OptionalLong;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -18,14 +19,24 @@ import java.util.concurrent.TimeoutException;
  * that gives up cancels its future: if the cancel loses the race with the hand-over, the permit
  * it was handed goes back, to the next waiter. The lock is held only to move a permit or a waiter,
  * never while completing a future, so no waiter's code runs under it.
+ *
+ * <p>It also knows since when every permit has been in with no one waiting ({@link #allInSince}):
+ * from then on no request of the limiter is in flight or about to be, which is where the idle time
+ * its registry evicts it by begins.
  */
 final class Permits {
 
   private final ArrayDeque<CompletableFuture<Void>> waiters = new ArrayDeque<>();
+  private final int capacity;
+  private final TimeSource time;
   private int available;
+  private long allInSince;
 
-  Permits(int permits) {
+  Permits(int permits, TimeSource time) {
+    this.capacity = permits;
     this.available = permits;
+    this.time = time;
+    this.allInSince = time.nanoTime();
   }
 
   /** A future completed when this caller holds a permit; cancelling it before then gives up. */
@@ -94,6 +105,9 @@ final class Permits {
         next = waiters.pollFirst();
         if (next == null) {
           available++;
+          if (available == capacity) {
+            allInSince = time.nanoTime();
+          }
           return;
         }
       }
@@ -105,6 +119,15 @@ final class Permits {
 
   synchronized int available() {
     return available;
+  }
+
+  /**
+   * Since when (on the limiter's clock) every permit has been in with no one waiting; empty while a
+   * permit is out or a caller waits for one.
+   */
+  synchronized OptionalLong allInSince() {
+    return available == capacity && waiters.isEmpty()
+        ? OptionalLong.of(allInSince) : OptionalLong.empty();
   }
 
   /** Waiters queued now (a cancelled one leaves the queue as it is cancelled). */

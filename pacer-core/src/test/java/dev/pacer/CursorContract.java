@@ -209,6 +209,46 @@ public abstract class CursorContract {
     cursor().clearLockout(name);
   }
 
+  /**
+   * Two listeners of one destination, the first removed: the second hears the pause, the first
+   * nothing. The listeners of a destination are told in the order they were added, so by the time
+   * the second has heard, the first would have too.
+   */
+  @Test
+  void aListenerRemovedHearsNothingMore() throws Exception {
+    if (!recordsLockouts()) {
+      return; // announces nothing to hear
+    }
+    String name = freshName();
+    List<Duration> removedHeard = Collections.synchronizedList(new ArrayList<>());
+    CountDownLatch keptHeard = new CountDownLatch(1);
+    Cursor.Listener removed = new Cursor.Listener() {
+      @Override
+      public void paused(Duration left) {
+        removedHeard.add(left);
+      }
+
+      @Override
+      public void lockedOut(String reason) {}
+    };
+    cursor().listen(name, removed);
+    cursor().listen(name, new Cursor.Listener() {
+      @Override
+      public void paused(Duration left) {
+        keptHeard.countDown();
+      }
+
+      @Override
+      public void lockedOut(String reason) {}
+    });
+    cursor().unlisten(name, removed);
+    cursor().reserve(name, GAP);
+    cursor().pause(name, Duration.ofSeconds(3));
+    assertThat(keptHeard.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("pause heard")
+        .isTrue();
+    assertThat(removedHeard).as("heard by the listener removed").isEmpty();
+  }
+
   @Test
   void theFleetsBackoffSpacesEveryTurnFromTheNextOn() {
     if (!cursor().keepsFleetBackoff()) {

@@ -130,7 +130,7 @@ public final class BenchMain {
           settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
           settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
           settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
-          settings.enqueueHosts(), settings.frontier(), settings.claimCost());
+          settings.enqueueHosts(), settings.frontier(), settings.claimCost(), settings.hostHeap());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -241,6 +241,12 @@ public final class BenchMain {
           log.printf(Locale.ROOT, "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
                   + " max %.2f ms over %,d claims, %d without an item%n", p.hosts(), p.items(),
               p.p50Millis(), p.p99Millis(), p.maxMillis(), p.claims(), p.withoutItem());
+        }
+        r.hostHeap = HostHeap.measure(target, s.hostHeap(), scratch);
+        for (HostHeap.Point p : r.hostHeap.points()) {
+          log.printf(Locale.ROOT, "per-host state, %,d hosts claimed (%d new a second): %,d"
+                  + " fetchers held, %.1f MiB retained%n", p.hosts(), s.hostHeap().perSecond(),
+              p.fetchersHeld(), p.heapBytes() / 1048576.0);
         }
       } finally {
         FetchThroughput.deleteTree(scratch);

@@ -29,6 +29,7 @@ import java.util.List;
  * @param enqueueHosts enqueue: hosts the URLs spread over
  * @param frontier per-host mode: the hosts, their ceiling and backlog, the workers' threads
  * @param claimCost per-host claim cost: the frontier sizes, items per host, claims timed
+ * @param hostHeap per-host state: the checkpoints of hosts claimed, and new hosts a second
  */
 public record BenchSettings(
     List<Integer> processCounts,
@@ -50,7 +51,8 @@ public record BenchSettings(
     int enqueueUrls,
     int enqueueHosts,
     FrontierBench.Load frontier,
-    ClaimCost.Load claimCost) {
+    ClaimCost.Load claimCost,
+    HostHeap.Load hostHeap) {
 
   public BenchSettings {
     processCounts = List.copyOf(processCounts);
@@ -75,7 +77,8 @@ public record BenchSettings(
         1_000_000, 10_000,
         // 500 hosts at 0.5/s, Zipf s = 1, the heaviest with 60 items: about 2 minutes a run.
         new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10),
-        new ClaimCost.Load(List.of(1_000, 10_000), 10, 200, 2_000));
+        new ClaimCost.Load(List.of(1_000, 10_000), 10, 200, 2_000),
+        new HostHeap.Load(List.of(0, 1_000, 10_000, 100_000), 10));
   }
 
   /** Every measurement, briefly: for the smoke test and a quick look. */
@@ -89,7 +92,8 @@ public record BenchSettings(
         300, 8, 1,
         20_000, 200,
         new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2),
-        new ClaimCost.Load(List.of(10, 50), 4, 5, 20));
+        new ClaimCost.Load(List.of(10, 50), 4, 5, 20),
+        new HostHeap.Load(List.of(0, 1_000, 2_000, 5_000), 10));
   }
 
   /** The most worker JVMs any measurement needs at once. */

@@ -221,8 +221,26 @@ final class Report {
           p.withoutItem()));
     }
     md.append("\n");
+    hostHeap(md, r.hostHeap);
     md.append("Ratios are judged at ").append(n).append(" processes.\n");
     return md.toString();
+  }
+
+  private static void hostHeap(StringBuilder md, HostHeap.Result h) {
+    md.append("### Per-host state: a worker's heap over many hosts\n\n");
+    md.append(String.format(Locale.ROOT, "A per-host worker's own state (its fetchers and limiters"
+        + " on prepaid turns, its PostgreSQL cursor and hold listener) driven over new hosts, %d a"
+        + " second on a fake clock with a heartbeat every second, in a JVM of its own (`%s`);"
+        + " retained heap after `System.gc()` at each checkpoint:%n%n", h.load().perSecond(),
+        String.join(" ", HostHeap.JVM)));
+    md.append("| hosts claimed | fetchers held | retained heap MiB |\n|---:|---:|---:|\n");
+    for (HostHeap.Point p : h.points()) {
+      md.append(String.format(Locale.ROOT, "| %,d | %,d | %.1f |%n", p.hosts(), p.fetchersHeld(),
+          p.heapBytes() / 1048576.0));
+    }
+    md.append(String.format(Locale.ROOT, "%nAfter %,d hosts ÷ after %,d: %.3f; %.0f bytes per"
+            + " fetcher held at the last checkpoint.%n%n", h.load().hosts(),
+        h.points().get(1).hosts(), h.ratio(), h.bytesPerHeldFetcher()));
   }
 
   private static void frontier(StringBuilder md, FrontierBench.Result f) {

@@ -57,6 +57,7 @@ final class Results {
   EnqueueScale.Result enqueue;
   FrontierBench.Result frontier;
   List<ClaimCost.Point> claimCost;
+  HostHeap.Result hostHeap;
 
   Results(BenchSettings settings, String generatedAt) {
     this.settings = settings;
@@ -171,6 +172,10 @@ final class Results {
     targets.add(Target.atMost("frontier_finish", "per host: seconds from the first arrival to the"
         + " last (bound: 1.05 x heaviest backlog x interval + 10 s)", turn.doorSeconds(),
         load.finishBoundSeconds()));
+    HostHeap.Load heap = hostHeap.load();
+    targets.add(Target.atMost("host_heap_flat", String.format(Locale.ROOT, "per host, %d new hosts"
+            + " a second: a worker's retained heap after %,d hosts ÷ after %,d", heap.perSecond(),
+        heap.hosts(), hostHeap.points().get(1).hosts()), hostHeap.ratio(), HostHeap.FLAT));
     FrontierBench.Run fifo = frontier.fifo();
     targets.add(Target.atMost("frontier_fifo_fails", "non-vacuity: the FIFO twin's lowest 10-s"
         + " window (must fall below " + FrontierBench.WINDOW_SHARE + ")", fifo.minWindowRatio(),
@@ -259,6 +264,19 @@ final class Results {
       claims.add(c);
     }
     m.put("claim_cost", claims);
+    List<Map<String, Object>> heap = new ArrayList<>();
+    for (HostHeap.Point p : hostHeap.points()) {
+      Map<String, Object> h = new LinkedHashMap<>();
+      h.put("hosts", p.hosts());
+      h.put("fetchers_held", p.fetchersHeld());
+      h.put("heap_bytes", p.heapBytes());
+      heap.add(h);
+    }
+    m.put("host_heap", heap);
+    m.put("host_heap_new_hosts_per_s", hostHeap.load().perSecond());
+    m.put("host_heap_jvm", String.join(" ", HostHeap.JVM));
+    m.put("host_heap_ratio", hostHeap.ratio());
+    m.put("host_heap_bytes_per_held_fetcher", hostHeap.bytesPerHeldFetcher());
     FrontierBench.Load load = frontier.load();
     m.put("frontier_hosts", load.hosts());
     m.put("frontier_rate_per_host", load.rate());

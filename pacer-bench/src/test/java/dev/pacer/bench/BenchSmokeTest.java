@@ -61,6 +61,9 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("frontier_finish_bound_s", new double[] {10, 1e4});
     REQUIRED_NUMBERS.put("elapsed_s", new double[] {0.1, 1e4});
     REQUIRED_NUMBERS.put("busiest_host_window", new double[] {1, 1e4});
+    // The same hosts held at every checkpoint: the heap hardly moves.
+    REQUIRED_NUMBERS.put("host_heap_ratio", new double[] {0.5, 2});
+    REQUIRED_NUMBERS.put("host_heap_bytes_per_held_fetcher", new double[] {100, 1e6});
   }
 
   private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
@@ -112,6 +115,10 @@ class BenchSmokeTest {
     assertThat(r.enqueue.added()).as("every URL of the list is new").isEqualTo(r.enqueue.urls());
     assertThat(r.enqueue.addedAgain()).as("the same list again").isZero();
     assertThat(r.claimCost).extracting(ClaimCost.Point::hosts).containsExactly(10, 50);
+    assertThat(r.hostHeap.points()).extracting(HostHeap.Point::hosts)
+        .containsExactly(0, 1_000, 2_000, 5_000);
+    assertThat(r.hostHeap.points()).as("fetchers held: the last minute's hosts")
+        .allSatisfy(p -> assertThat(p.fetchersHeld()).isLessThanOrEqualTo(61 * 10));
     assertThat(r.claimCost).allSatisfy(p -> {
       assertThat(p.withoutItem()).as("claims without an item at %d hosts", p.hosts()).isZero();
       assertThat(p.p50Millis()).isPositive().isLessThanOrEqualTo(p.p99Millis());
@@ -120,6 +127,7 @@ class BenchSmokeTest {
     String md = Files.readString(out.resolve("benchmarks.md"));
     assertThat(md).contains(Report.BEGIN, Report.END, "### Targets", "| processes |",
         "### pacer fetch against a bare HTTP loop", "### Enqueue", "### Per-host claim cost",
+        "### Per-host state",
         Charts.THROUGHPUT, Charts.ACCURACY);
     for (String png : List.of(Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY)) {
       BufferedImage image = ImageIO.read(out.resolve(png).toFile());

@@ -5,11 +5,13 @@ import dev.pacer.LimiterListener;
 import dev.pacer.LimiterRegistry;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -57,6 +59,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * not kept alive by its meters (its gauges then read NaN). A binder bound twice to one meter
  * registry counts once. Events reach the meters through {@link LimiterListener}, on the thread
  * that caused them: a counter increment or a timer record, nothing that blocks.
+ *
+ * <p>A limiter the registry evicts ({@link LimiterRegistry#evictIdle}) takes its destination's
+ * meters with it, so that a process meeting many hosts keeps meters only for those it is busy
+ * with; when the destination's limiter comes back, its meters are registered again and count
+ * from there (a monitoring system reads that as a counter reset).
  */
 public final class PacerMetrics implements MeterBinder {
 
@@ -87,6 +94,10 @@ public final class PacerMetrics implements MeterBinder {
   private record Counted(Timer acquireWait, Counter shared, Counter degraded, Counter refused,
       Counter throttled, Counter lockouts) {
 
+    List<Meter> meters() {
+      return List.of(acquireWait, shared, degraded, refused, throttled, lockouts);
+    }
+
     static Counted register(MeterRegistry registry, String destination) {
       Tags tags = Tags.of("destination", destination);
       return new Counted(
@@ -116,6 +127,7 @@ public final class PacerMetrics implements MeterBinder {
     private final MeterRegistry registry;
     private final LimiterRegistry limiters;
     private final Map<String, Counted> counted = new ConcurrentHashMap<>();
+    private final Map<String, List<Gauge>> read = new ConcurrentHashMap<>();
 
     Meters(MeterRegistry registry, LimiterRegistry limiters) {
       this.registry = registry;
@@ -127,16 +139,35 @@ public final class PacerMetrics implements MeterBinder {
       String destination = limiter.destination().name();
       counted(destination);
       Tags tags = Tags.of("destination", destination);
-      Gauge.builder("pacer.backoff.multiplier", limiter, DestinationLimiter::backoffMultiplier)
-          .description("The backoff multiplier on the destination's interval (1 to 16)")
-          .tags(tags).register(registry);
-      Gauge.builder("pacer.degraded", limiter, l -> l.isDegraded() ? 1 : 0)
-          .description("1 while the limiter paces locally because the shared cursor is"
-              + " unavailable")
-          .tags(tags).register(registry);
-      Gauge.builder("pacer.cursor.latched", limiters, r -> r.isCursorLatched() ? 1 : 0)
-          .description("1 while the shared cursor is latched as unavailable")
-          .tags(tags).register(registry);
+      read.put(destination, List.of(
+          Gauge.builder("pacer.backoff.multiplier", limiter, DestinationLimiter::backoffMultiplier)
+              .description("The backoff multiplier on the destination's interval (1 to 16)")
+              .tags(tags).register(registry),
+          Gauge.builder("pacer.degraded", limiter, l -> l.isDegraded() ? 1 : 0)
+              .description("1 while the limiter paces locally because the shared cursor is"
+                  + " unavailable")
+              .tags(tags).register(registry),
+          Gauge.builder("pacer.cursor.latched", limiters, r -> r.isCursorLatched() ? 1 : 0)
+              .description("1 while the shared cursor is latched as unavailable")
+              .tags(tags).register(registry)));
+    }
+
+    /**
+     * Removes the destination's meters: its gauges would go on reading the evicted limiter (a
+     * gauge registered again under the same name and tags is the old one), and its counters
+     * would stay for a host this process may never meet again.
+     */
+    @Override
+    public void limiterEvicted(DestinationLimiter limiter) {
+      String destination = limiter.destination().name();
+      List<Gauge> gauges = read.remove(destination);
+      if (gauges != null) {
+        gauges.forEach(registry::remove);
+      }
+      Counted meters = counted.remove(destination);
+      if (meters != null) {
+        meters.meters().forEach(registry::remove);
+      }
     }
 
     @Override

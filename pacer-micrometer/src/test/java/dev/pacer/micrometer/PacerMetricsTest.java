@@ -155,6 +155,38 @@ class PacerMetricsTest {
   }
 
   @Test
+  void anEvictedLimiterTakesItsMetersAndTheOneMadeAfterItIsReadAfresh() throws Exception {
+    new PacerMetrics(limiters).bindTo(meters);
+    WeakReference<DestinationLimiter> first = usedAndDropped("d");
+    time.advance(Duration.ofMinutes(2));
+    assertThat(limiters.evictIdle(Duration.ofMinutes(1))).isEqualTo(1);
+    assertThat(meters.getMeters()).as("meters of the evicted destination").isEmpty();
+    for (int i = 0; i < 50 && first.get() != null; i++) {
+      System.gc();
+    }
+    assertThat(first.get()).as("the evicted limiter, collected").isNull();
+
+    DestinationLimiter afresh = limiters.limiter(destination("d"));
+    afresh.backoff();
+    assertThat(gauge("pacer.backoff.multiplier", "d")).as("read from the new limiter")
+        .isEqualTo(2.0);
+    assertThat(counter("pacer.throttled", "d")).as("counted from its creation").isEqualTo(1);
+    assertThat(meters.getMeters()).hasSize(9);
+  }
+
+  /** The limiter of {@code name}, having taken a turn, held by nothing but a weak reference. */
+  private WeakReference<DestinationLimiter> usedAndDropped(String name) throws Exception {
+    DestinationLimiter limiter = limiters.limiter(destination(name));
+    limiter.acquire().close();
+    limiter.backoff();
+    assertThat(gauge("pacer.backoff.multiplier", name)).isEqualTo(2.0);
+    for (int i = 0; i < 100; i++) {
+      limiter.noteCleanResponse();
+    }
+    return new WeakReference<>(limiter);
+  }
+
+  @Test
   void theMetersKeepNoLimiterAlive() throws Exception {
     WeakReference<LimiterRegistry> dropped = bindAndDrop();
     for (int i = 0; i < 50 && dropped.get() != null; i++) {
@@ -219,6 +251,11 @@ class PacerMetricsTest {
     @Override
     public void listen(String name, Listener listener) {
       delegate.listen(name, listener);
+    }
+
+    @Override
+    public void unlisten(String name, Listener listener) {
+      delegate.unlisten(name, listener);
     }
 
     @Override

@@ -48,7 +48,9 @@ import org.slf4j.LoggerFactory;
  * its own failures (a slow first connection on a busy host, a dropped session) are not reported as
  * an outage, because the reservations, which the fleet's pacing depends on, already do that. Whenever it (re)connects it reads
  * the holds in force for every destination it serves, so that nothing announced while it was away
- * is missed; a destination added later is read at the listener's next wake-up. A connection that
+ * is missed; a destination added later is read at the listener's next wake-up, and one whose last
+ * listener was removed is forgotten, so that the listener's memory follows the destinations this
+ * process paces now. A connection that
  * has heard nothing for a while is asked a {@code SELECT 1} within the probe's timeout: a
  * half-open connection delivers nothing and fails nothing, and would otherwise leave the listener
  * deaf until TCP's keepalive gives up. When the listener lets its connection go it stops listening
@@ -107,10 +109,34 @@ final class HoldListener implements AutoCloseable {
     }
   }
 
-  /** Serves {@code listener} for the destination stored under {@code key}. */
+  /**
+   * Serves {@code listener} for the destination stored under {@code key}. Adding and {@link
+   * #remove removing} are each one step on the key's entry, so that a listener added as the last
+   * one goes is served, and read for.
+   */
   void add(String key, Cursor.Listener listener) {
-    listeners.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(listener);
-    unread.add(key);
+    listeners.compute(key, (k, served) -> {
+      List<Cursor.Listener> those = served != null ? served : new CopyOnWriteArrayList<>();
+      those.add(listener);
+      unread.add(k);
+      return those;
+    });
+  }
+
+  /**
+   * Stops serving {@code listener}; a destination left with none is forgotten: no longer read,
+   * and its announcements no longer wake anyone.
+   */
+  void remove(String key, Cursor.Listener listener) {
+    listeners.computeIfPresent(key, (k, served) -> {
+      served.remove(listener);
+      if (!served.isEmpty()) {
+        return served;
+      }
+      unread.remove(k);
+      unreadable.remove(k);
+      return null;
+    });
   }
 
   @Override

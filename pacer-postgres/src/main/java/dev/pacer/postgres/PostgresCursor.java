@@ -292,6 +292,18 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     started.add(sql.key(name), listener);
   }
 
+  /** Stops handing {@code listener} the pauses and lockouts of {@code name}; see {@link #listen}. */
+  @Override
+  public void unlisten(String name, Cursor.Listener listener) {
+    HoldListener started;
+    synchronized (this) {
+      started = holdListener;
+    }
+    if (started != null) {
+      started.remove(sql.key(name), listener);
+    }
+  }
+
   /**
    * The pause and lockout recorded for {@code name} now: for an operator's tools, which must not
    * start a run against a locked-out destination. (The key/value layout records neither apart from

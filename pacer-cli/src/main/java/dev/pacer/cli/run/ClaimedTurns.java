@@ -145,6 +145,11 @@ final class ClaimedTurns implements Cursor {
   }
 
   @Override
+  public void unlisten(String name, Listener listener) {
+    shared.unlisten(name, listener);
+  }
+
+  @Override
   public void clear(String name) {
     shared.clear(name);
   }

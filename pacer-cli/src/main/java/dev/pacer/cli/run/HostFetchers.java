@@ -17,8 +17,11 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Per-host mode's fetchers in one worker process: one {@link DestinationFetcher} and limiter per
@@ -32,8 +35,23 @@ import java.util.function.Consumer;
  * the claim spaces the host's turns by the row's multiplier: a 429 anywhere slows the host for the
  * whole fleet and no other host. Its per-process permits are the process's threads (the
  * fleet-wide cap on a host's items in flight is the claim's).
+ *
+ * <p>A host idle for {@link #IDLE} is forgotten ({@link #evictIdle}, at every heartbeat): its
+ * limiters leave their registries ({@link LimiterRegistry#evictIdle}, which keeps one whose pause,
+ * lockout or claimed turns are still in force) and its fetchers go with them, and both are made
+ * again at its next claim. The state that bears on its ceiling is on its frontier and cursor
+ * rows, which the claim and the limiter read back, so the memory of a worker follows the hosts it
+ * has claimed in the last minute, not every host of the job.
  */
 final class HostFetchers {
+
+  /**
+   * How long a host stays held after it was last in use. Long enough that a host whose next item
+   * comes within a minute keeps its connection's first-request margin and its listener's entry;
+   * short enough that a worker claiming a few hundred new hosts a second holds tens of thousands
+   * of them at most.
+   */
+  static final Duration IDLE = Duration.ofSeconds(60);
 
   private final RunSettings settings;
   private final ClaimedTurns turns;
@@ -44,16 +62,24 @@ final class HostFetchers {
   /** robots.txt's limiters: the hosts' names, without the lockout status (see robotsFetcher). */
   private final LimiterRegistry robotsLimiters;
   private final Map<String, DestinationFetcher> robotsFetchers = new ConcurrentHashMap<>();
+  /** Counted as they happen rather than summed over the fetchers, which come and go. */
+  private final LongAdder requests = new LongAdder();
+  private final LongAdder throttled = new LongAdder();
 
   HostFetchers(RunSettings settings, Cursor shared, Consumer<SentRequest> recorder,
-      LimiterListener listener) {
+      LimiterListener listener, TimeSource time) {
     this.settings = settings;
-    this.turns = new ClaimedTurns(shared, TimeSource.SYSTEM);
-    this.limiters = new LimiterRegistry(turns);
+    this.turns = new ClaimedTurns(shared, time);
+    this.limiters = new LimiterRegistry(turns, time);
     this.limiters.addListener(listener);
-    this.robotsLimiters = new LimiterRegistry(turns);
+    this.limiters.addListener(new RegistryEvents(fetchers));
+    this.robotsLimiters = new LimiterRegistry(turns, time);
     this.robotsLimiters.addListener(listener);
-    this.recorder = recorder;
+    this.robotsLimiters.addListener(new RegistryEvents(robotsFetchers));
+    this.recorder = sent -> {
+      requests.increment();
+      recorder.accept(sent);
+    };
     this.client = HttpClient.newBuilder()
         .connectTimeout(Duration.ofSeconds(10))
         .followRedirects(HttpClient.Redirect.NEVER)
@@ -67,7 +93,9 @@ final class HostFetchers {
 
   /** The fetcher of {@code host} at {@code rate} (the job's ceiling for it). */
   DestinationFetcher forHost(String host, double rate) {
-    return fetchers.computeIfAbsent(host, h -> fetcher(limiters.limiter(destination(h, rate))));
+    DestinationFetcher held = fetchers.get(host);
+    return held != null ? held : made(fetchers, host,
+        () -> fetcher(limiters.limiter(destination(host, rate))));
   }
 
   /**
@@ -78,9 +106,58 @@ final class HostFetchers {
    * 500 KiB).
    */
   DestinationFetcher robotsFetcher(String host, double rate) {
-    return robotsFetchers.computeIfAbsent(host, h -> fetcher(robotsLimiters.limiter(
-        destination(h, rate).toBuilder().lockoutStatusCodes(java.util.Set.of()).build()),
+    DestinationFetcher held = robotsFetchers.get(host);
+    return held != null ? held : made(robotsFetchers, host, () -> fetcher(robotsLimiters.limiter(
+        destination(host, rate).toBuilder().lockoutStatusCodes(Set.of()).build()),
         ROBOTS_MAX_BYTES));
+  }
+
+  /**
+   * The fetcher of {@code host} in {@code map}, made if there is none. Under the lock {@link
+   * #evictIdle} holds, so that a fetcher is never put in a map after its limiter's eviction has
+   * taken it out: the map would keep the evicted limiter alive.
+   */
+  private synchronized DestinationFetcher made(Map<String, DestinationFetcher> map, String host,
+      Supplier<DestinationFetcher> make) {
+    return map.computeIfAbsent(host, h -> make.get());
+  }
+
+  /**
+   * Forgets the hosts idle for {@link #IDLE}: their limiters, and with them their fetchers ({@link
+   * RegistryEvents}).
+   *
+   * @return how many limiters were evicted
+   */
+  synchronized int evictIdle() {
+    return limiters.evictIdle(IDLE) + robotsLimiters.evictIdle(IDLE);
+  }
+
+  /** The fetchers held now: a host's, and its robots.txt's. */
+  int fetchersHeld() {
+    return fetchers.size() + robotsFetchers.size();
+  }
+
+  /**
+   * What this hears from one of its registries: an eviction, whose fetcher it drops from {@code
+   * map}, and a rate-pressure answer, which it counts.
+   */
+  private final class RegistryEvents implements LimiterListener {
+    private final Map<String, DestinationFetcher> map;
+
+    RegistryEvents(Map<String, DestinationFetcher> map) {
+      this.map = map;
+    }
+
+    @Override
+    public void limiterEvicted(DestinationLimiter limiter) {
+      map.computeIfPresent(limiter.destination().name(),
+          (host, fetcher) -> fetcher.limiter() == limiter ? null : fetcher);
+    }
+
+    @Override
+    public void throttled(String destination, int multiplier) {
+      throttled.increment();
+    }
   }
 
   static final long ROBOTS_MAX_BYTES = 512 * 1024;
@@ -134,11 +211,11 @@ final class HostFetchers {
   }
 
   long requestCount() {
-    return all().stream().mapToLong(DestinationFetcher::requestCount).sum();
+    return requests.sum();
   }
 
   long throttledCount() {
-    return all().stream().mapToLong(DestinationFetcher::throttledCount).sum();
+    return throttled.sum();
   }
 
   boolean anyDegraded() {
@@ -150,12 +227,15 @@ final class HostFetchers {
     return limiters.isCursorLatched();
   }
 
-  /** The widest backoff multiplier among this process's hosts. */
+  /** The widest backoff multiplier among the hosts this process holds. */
   int widestBackoff() {
     return all().stream().mapToInt(f -> f.limiter().backoffMultiplier()).max().orElse(1);
   }
 
-  /** This process's achieved rate over every host. */
+  /**
+   * This process's achieved rate over its hosts (the rate reads the last 10 s, so the hosts no
+   * longer held add nothing to it).
+   */
   double rate() {
     return all().stream().mapToDouble(f -> f.limiter().currentRate()).sum();
   }

@@ -174,7 +174,7 @@ public final class Worker {
     Optional<PostgresFleetSlots> fleetSlots = settings.destination().maxConcurrencyFleetWide()
         .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
     if (settings.perHost()) {
-      hosts = new HostFetchers(settings, cursor, recorder, limiterCounts);
+      hosts = new HostFetchers(settings, cursor, recorder, limiterCounts, TimeSource.SYSTEM);
       hostOutcomes = new HostOutcomes();
       hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
       if (settings.robots()) {
@@ -716,7 +716,10 @@ public final class Worker {
     }, 0, periodMillis, TimeUnit.MILLISECONDS);
   }
 
-  /** Heartbeat: leases, figures, and trips recorded elsewhere. Never throws. */
+  /**
+   * Heartbeat: leases, figures, and trips recorded elsewhere; per host, the hosts idle for a minute
+   * forgotten ({@link HostFetchers#evictIdle}). Never throws.
+   */
   private void heartbeat() {
     if (++beats % 5 == 0) {
       keepDispatchSlot();
@@ -727,6 +730,11 @@ public final class Worker {
         store.robots().extendLeases(settings.job(), workerId, settings.leaseMillis());
       }
       if (hosts != null) {
+        int evicted = hosts.evictIdle();
+        if (evicted > 0) {
+          log.debug("Forgot {} host(s) idle for {} s; {} fetcher(s) held", evicted,
+              HostFetchers.IDLE.toSeconds(), hosts.fetchersHeld());
+        }
         store.frontier().retireDrainedHosts(settings.job());
         countHostItems();
         Map<String, Integer> clean = hosts.turns().drainCleanAnswers();

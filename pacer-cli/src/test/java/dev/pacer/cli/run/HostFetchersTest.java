@@ -1,0 +1,115 @@
+package dev.pacer.cli.run;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.pacer.Destination;
+import dev.pacer.DestinationFetcher;
+import dev.pacer.FakeTime;
+import dev.pacer.LocalCursor;
+import dev.pacer.Slot;
+import dev.pacer.ThrottledException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A per-host worker's hosts: held while in use, forgotten a minute after, made again at their next
+ * claim. On a fake clock, with the turns the claims prepay, as the worker takes them.
+ */
+class HostFetchersTest {
+
+  private static final double RATE = 1;
+
+  private final FakeTime time = new FakeTime();
+  private final LocalCursor cursor = new LocalCursor(time);
+  private final HostFetchers hosts =
+      new HostFetchers(settings(), cursor, sent -> { }, new LimiterCounts(), time);
+
+  private static RunSettings settings() {
+    Destination template = Destination.builder("template").ratePerSecond(RATE).build();
+    return new RunSettings("run", "job", template, 4, Path.of("unused"), 60_000, 3, 5, 1e9,
+        Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 0, false, 0, true, false, false,
+        Duration.ofSeconds(30));
+  }
+
+  /** What the worker does with a claim of {@code host} whose turn is now: the turn, taken. */
+  private DestinationFetcher claimed(String host) throws InterruptedException {
+    DestinationFetcher fetcher = hosts.forHost(host, RATE);
+    hosts.turns().prepay(host, Duration.ZERO, fetcher.limiter().destination().interval(), 1);
+    fetcher.limiter().acquire().close();
+    return fetcher;
+  }
+
+  @Test
+  void theHostsHeldStayBoundedByTheLastMinutesClaimsOverManyHosts() throws Exception {
+    int perSecond = 5;
+    List<Integer> held = new ArrayList<>();
+    new PerHostDriver(new LocalCursor(time)).drive("example", 2_000, perSecond,
+        Set.of(500, 1_000, 1_500, 2_000), (claimed, fetchers) -> held.add(fetchers));
+    // A host's turn leaves its cursor an interval (1 s) on; it goes 60 s after that.
+    assertThat(held).as("fetchers held after 500, 1,000, 1,500 and 2,000 hosts, 5 a second")
+        .hasSize(4).allSatisfy(n -> assertThat(n).isBetween(60 * perSecond, 61 * perSecond));
+  }
+
+  @Test
+  void aHostForgottenIsMadeAgainAtItsNextClaimAndReadsItsRowBack() throws Exception {
+    claimed("a.example");
+    time.advance(HostFetchers.IDLE.plusSeconds(1));
+    assertThat(hosts.evictIdle()).isEqualTo(1);
+    assertThat(hosts.fetchersHeld()).isZero();
+
+    cursor.pause("a.example", Duration.ofSeconds(30));
+    DestinationFetcher again = hosts.forHost("a.example", RATE);
+    assertThat(hosts.fetchersHeld()).isOne();
+    // A turn not prepaid by a claim (a redirect hop, a turn retaken) reserves on the host's row.
+    long asked = time.nanoTime();
+    try (Slot slot = again.limiter().acquire()) {
+      assertThat(slot.turnNanos() - asked).isEqualTo(Duration.ofSeconds(30).toNanos());
+    }
+  }
+
+  @Test
+  void aHostLockedOutOrWithATurnOutIsKept() throws Exception {
+    claimed("locked-out.example").limiter().lockOut("HTTP 403 from https://locked-out.example/");
+    DestinationFetcher busy = hosts.forHost("busy.example", RATE);
+    Slot out = busy.limiter().acquire();
+    time.advance(Duration.ofHours(1));
+    assertThat(hosts.evictIdle()).isZero();
+    assertThat(hosts.fetchersHeld()).isEqualTo(2);
+    out.close();
+    time.advance(HostFetchers.IDLE);
+    assertThat(hosts.evictIdle()).isOne();
+  }
+
+  @Test
+  void theRequestsAndThrottledAnswersCountedOutliveTheirHosts() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
+    server.createContext("/", exchange -> {
+      exchange.sendResponseHeaders(exchange.getRequestURI().getPath().equals("/busy") ? 429 : 200,
+          -1);
+      exchange.close();
+    });
+    server.start();
+    try {
+      URI at = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/");
+      hosts.forHost("a.example", RATE).fetch(at.resolve("/ok"));
+      assertThatThrownBy(() -> hosts.forHost("b.example", RATE).fetch(at.resolve("/busy")))
+          .isInstanceOf(ThrottledException.class);
+      time.advance(Duration.ofMinutes(10));
+      assertThat(hosts.evictIdle()).isEqualTo(2);
+      hosts.forHost("a.example", RATE).fetch(at.resolve("/ok"));
+
+      assertThat(hosts.requestCount()).isEqualTo(3);
+      assertThat(hosts.throttledCount()).isOne();
+    } finally {
+      server.stop(0);
+    }
+  }
+}
