@@ -216,7 +216,7 @@ public abstract class CursorContract {
    */
   @Test
   void aListenerRemovedHearsNothingMore() throws Exception {
-    if (!recordsLockouts()) {
+    if (!recordsHolds()) {
       return; // announces nothing to hear
     }
     String name = freshName();
