@@ -396,11 +396,15 @@ public final class Worker {
       return (robots != null && robots.settleNext()) || nextClaim();
     }
     ItemStore.Done done = unrecorded.done;
+    // One token for every attempt: an attempt whose answer was lost leased under it, and the next
+    // answers that item instead of leasing another.
+    String claimToken = ItemStore.newLeaseToken();
     // With an outcome to record, the call is not given up when the run stops: the outcome is worth
     // waiting for, as on its own.
     Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed = retrying.call(
         done == null ? "claim an item" : "record a fetched item",
-        () -> store.items().recordAndClaim(settings.job(), done, workerId, settings.leaseMillis()),
+        () -> store.items().recordAndClaim(settings.job(), done, workerId, claimToken,
+            settings.leaseMillis()),
         done == null);
     if (done != null) {
       unrecorded.done = null;
