@@ -90,14 +90,15 @@ public final class TcpProxy implements AutoCloseable {
   }
 
   /**
-   * Lets the next statement a client sends whose text holds {@code marker} run, and loses its
-   * answer: the connection that sent it is cut (both sockets closed) when the server's
-   * ReadyForQuery for it arrives, and nothing of the answer in that read reaches the client. The
-   * server sends ReadyForQuery only after the transaction the statement ran in has ended, so
-   * in autocommit the statement has committed: what the client sees is a connection lost while it
-   * waited, although its work was done. One statement only; later ones are forwarded as usual.
-   * The marker is looked for in the bytes the client sends (a Parse or a simple Query carries the
-   * statement's text; a statement the driver has prepared on the server carries none).
+   * Lets the next statement a client sends whose text holds {@code marker} run, and loses the
+   * answer that ends its transaction: the connection that sent it is cut (both sockets closed)
+   * when the server's first ReadyForQuery after it that says the session is idle arrives (in
+   * autocommit, the statement's own; in a transaction, its commit's), and nothing of the answer in
+   * that read reaches the client. The server says so only once the transaction has committed: what
+   * the client sees is a connection lost while it waited, although its work was done. One
+   * statement only; later ones are forwarded as usual. The marker is looked for in the bytes the
+   * client sends (a Parse or a simple Query carries the statement's text; a statement the driver
+   * has prepared on the server carries none).
    */
   public void loseTheAnswerTo(String marker) {
     loseAnswerTo.set(marker.getBytes(StandardCharsets.UTF_8));
@@ -171,8 +172,9 @@ public final class TcpProxy implements AutoCloseable {
   /**
    * One connection's part in {@link #loseTheAnswerTo}: finds the marker in what the client sends,
    * then reads the server's messages that follow (a type byte and a length that counts itself)
-   * until ReadyForQuery. The client waits for the previous statement's ReadyForQuery before it
-   * sends the next, so the server's stream is at a message's start when the marker is seen.
+   * until a ReadyForQuery whose status is idle ({@code I}). The client waits for the previous
+   * statement's ReadyForQuery before it sends the next, so the server's stream is at a message's
+   * start when the marker is seen.
    */
   private final class AnswerCutter {
     /** The client's last bytes of its previous read: a marker may span two reads. */
@@ -181,6 +183,8 @@ public final class TcpProxy implements AutoCloseable {
     private final byte[] header = new byte[5];
     private int headerFilled;
     private long bodyLeft;
+    /** The next byte is a ReadyForQuery's transaction status. */
+    private boolean statusNext;
 
     void clientSent(byte[] bytes, int length) {
       byte[] marker = loseAnswerTo.get();
@@ -204,6 +208,16 @@ public final class TcpProxy implements AutoCloseable {
       }
       int i = 0;
       while (i < length) {
+        if (statusNext) {
+          statusNext = false;
+          bodyLeft--;
+          if (bytes[i++] == 'I') {
+            armed = false;
+            answersLost.incrementAndGet();
+            return false;
+          }
+          continue;
+        }
         if (bodyLeft > 0) {
           int skipped = (int) Math.min(bodyLeft, length - i);
           bodyLeft -= skipped;
@@ -213,13 +227,9 @@ public final class TcpProxy implements AutoCloseable {
         header[headerFilled++] = bytes[i++];
         if (headerFilled == header.length) {
           headerFilled = 0;
-          if (header[0] == 'Z') {
-            armed = false;
-            answersLost.incrementAndGet();
-            return false;
-          }
           bodyLeft = ((header[1] & 0xffL) << 24 | (header[2] & 0xff) << 16
               | (header[3] & 0xff) << 8 | header[4] & 0xff) - 4;
+          statusNext = header[0] == 'Z' && bodyLeft == 1;
         }
       }
       return true;
