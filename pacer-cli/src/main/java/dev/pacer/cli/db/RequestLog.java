@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.KeptConnection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -96,7 +97,11 @@ public final class RequestLog implements AutoCloseable {
     });
   }
 
-  /** Appends the requests in one statement. */
+  /**
+   * Appends the requests in one statement, at most once: made again after its answer was lost, it
+   * would log them twice. Fails with {@link KeptConnection#OUTCOME_UNKNOWN} if they may or may not
+   * have been appended.
+   */
   public void append(List<Sent> requests) throws SQLException {
     if (requests.isEmpty()) {
       return;
@@ -119,7 +124,7 @@ public final class RequestLog implements AutoCloseable {
       hops[i] = r.hop();
       statuses[i] = r.status() < 0 ? null : r.status();
     }
-    connection.call(c -> {
+    connection.callOnce(c -> {
       try (PreparedStatement s = c.prepareStatement("INSERT INTO pacer_request"
           + " (destination, job, worker, sent_at, lateness_us, hop, status)"
           + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"

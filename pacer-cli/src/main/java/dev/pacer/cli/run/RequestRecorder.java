@@ -2,6 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.SentRequest;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.postgres.KeptConnection;
 import java.sql.SQLException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -74,7 +75,17 @@ final class RequestRecorder implements Consumer<SentRequest> {
     while (!waiting.isEmpty()) {
       List<RequestLog.Sent> batch = new ArrayList<>(Math.min(BATCH, waiting.size()));
       waiting.stream().limit(BATCH).forEach(batch::add);
-      requestLog.append(batch);
+      try {
+        requestLog.append(batch);
+      } catch (SQLException e) {
+        if (!KeptConnection.isOutcomeUnknown(e)) {
+          throw e;
+        }
+        // Appended or not, not appended again: a request counted twice would show the door a
+        // busier window than it saw.
+        log.warn("The request log may miss {} request(s): the answer to their append was lost"
+            + " with the connection, and they are not appended again", batch.size());
+      }
       for (int i = 0; i < batch.size(); i++) {
         waiting.removeFirst();
       }

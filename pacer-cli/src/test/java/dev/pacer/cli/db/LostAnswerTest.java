@@ -3,6 +3,7 @@ package dev.pacer.cli.db;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.TcpProxy;
 import dev.pacer.postgres.TestDatabase;
 import java.sql.Connection;
@@ -10,7 +11,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -140,6 +143,103 @@ class LostAnswerTest {
         r.next();
         assertThat(r.getInt(1)).as("one failure counted").isEqualTo(1);
         assertThat(r.getInt(2)).as("one throttle counted").isEqualTo(1);
+      }
+    }
+  }
+
+  /**
+   * A per-host claim takes its host's turn and leases an item in one statement, and so is made at
+   * most once: its answer lost, the item it leased is given back, and the caller claims afresh.
+   */
+  @Test
+  void aPerHostClaimWhoseAnswerWasLostLeavesNoItemLeasedToNobody() throws Exception {
+    job = job + "-per-host";
+    Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
+    List<String> urls = new ArrayList<>();
+    for (String label : List.of("a", "b")) {
+      String host = label + "." + job + ".test";
+      ceilings.put(host, new FrontierStore.HostCeiling(10, 4));
+      urls.add("http://" + host + "/1");
+    }
+    store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", 10, urls);
+    store.frontier().plan(job, ceilings);
+    proxy.loseTheAnswerTo("pick AS MATERIALIZED");
+
+    List<String> held = new ArrayList<>();
+    try {
+      if (store.frontier().claim(job, "w1", "w1/t1", 60_000)
+          instanceof FrontierStore.Claim.Claimed claimed) {
+        held.add(claimed.item().url());
+      }
+    } catch (SQLException e) {
+      assertThat(KeptConnection.isOutcomeUnknown(e)).as(e.toString()).isTrue();
+    }
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(leased()).as("every item leased is one its claimant holds").isEqualTo(held);
+
+    awaitPolicyUp();
+    FrontierStore.Claim again = store.frontier().claim(job, "w1", "w1/t1", 60_000);
+    assertThat(again).isInstanceOf(FrontierStore.Claim.Claimed.class);
+    assertThat(leased()).containsExactly(((FrontierStore.Claim.Claimed) again).item().url());
+  }
+
+  @Test
+  void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
+    try (RequestLog log = new RequestLog(store.database())) {
+      log.clockOffsetMicros();
+      proxy.loseTheAnswerTo("INSERT INTO pacer_request");
+      long now = System.currentTimeMillis() * 1000;
+      List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
+          new RequestLog.Sent("a", job, "w1", now + 100_000, 0, 0, 200));
+      SQLException failure = failureOf(() -> log.append(sent));
+      assertThat(proxy.answersLost()).isEqualTo(1);
+      assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?"))
+          .as("each request logged once").isEqualTo(2);
+      assertOutcomeUnknown(failure);
+    }
+  }
+
+  @Test
+  void hostItemsWhoseCountWasLostAreNotCountedAgain() throws Exception {
+    job = job + "-bar";
+    String host = "a." + job + ".test";
+    store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", 10,
+        List.of("http://" + host + "/1"));
+    store.frontier().plan(job, Map.of(host, new FrontierStore.HostCeiling(10, 4)));
+    proxy.loseTheAnswerTo("bar_items = CASE"); // in a transaction: lost with its commit's answer
+    SQLException failure = failureOf(() -> store.frontier().countItems(job,
+        Map.of(host, new FrontierStore.HostItems(3, 1, "HTTP 500")), 20, 10));
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(count("SELECT bar_items FROM pacer_frontier WHERE job = ?"))
+        .as("each item counted once").isEqualTo(3);
+    assertOutcomeUnknown(failure);
+  }
+
+  /** A call that may fail. */
+  private interface SqlCall {
+    void run() throws SQLException;
+  }
+
+  private static SQLException failureOf(SqlCall call) {
+    try {
+      call.run();
+      return null;
+    } catch (SQLException e) {
+      return e;
+    }
+  }
+
+  private static void assertOutcomeUnknown(SQLException failure) {
+    assertThat((Object) failure).as("the caller is told the outcome is unknown").isNotNull();
+    assertThat(KeptConnection.isOutcomeUnknown(failure)).as(failure.toString()).isTrue();
+  }
+
+  private long count(String sql) throws SQLException {
+    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(sql)) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        return r.getLong(1);
       }
     }
   }
