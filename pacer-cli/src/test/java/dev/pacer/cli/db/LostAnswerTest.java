@@ -184,6 +184,61 @@ class LostAnswerTest {
   }
 
   @Test
+  void aRobotsTxtClaimWhoseAnswerWasLostLeasesOneHost() throws Exception {
+    planRobots();
+    proxy.loseTheAnswerTo("UPDATE pacer_robots r SET state = 'fetching'");
+
+    RobotsStore.Work work = store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000)
+        .orElseThrow();
+
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(fetchingHosts()).as("one host's robots.txt leased for one claim")
+        .containsExactly(work.host());
+  }
+
+  @Test
+  void aRobotsTxtAttemptWhoseAnswerWasLostIsCountedOnce() throws Exception {
+    planRobots();
+    RobotsStore.Work work = store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000)
+        .orElseThrow();
+    proxy.loseTheAnswerTo("verdict = $2"); // the driver numbers the parameters
+
+    store.robots().retry(work, "HTTP 500", java.time.Duration.ofMinutes(1));
+
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(count("SELECT sum(attempts) FROM pacer_robots WHERE job = ?")).isEqualTo(1);
+  }
+
+  /** Two hosts of a per-host job, each with an item, behind their robots.txt. */
+  private void planRobots() throws SQLException {
+    job = job + "-robots";
+    Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
+    List<String> urls = new ArrayList<>();
+    for (String label : List.of("a", "b")) {
+      String host = label + "." + job + ".test";
+      ceilings.put(host, new FrontierStore.HostCeiling(10, 4));
+      urls.add("http://" + host + "/1");
+    }
+    store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", 10, urls);
+    store.frontier().plan(job, ceilings);
+    store.robots().plan(job);
+  }
+
+  private List<String> fetchingHosts() throws SQLException {
+    List<String> hosts = new ArrayList<>();
+    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
+        "SELECT host FROM pacer_robots WHERE job = ? AND state = 'fetching' ORDER BY host")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          hosts.add(r.getString(1));
+        }
+      }
+    }
+    return hosts;
+  }
+
+  @Test
   void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
     try (RequestLog log = new RequestLog(store.database())) {
       log.clockOffsetMicros();
