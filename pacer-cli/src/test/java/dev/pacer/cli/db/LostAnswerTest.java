@@ -239,6 +239,17 @@ class LostAnswerTest {
   }
 
   @Test
+  void aTripAcknowledgedWhoseAnswerWasLostIsAnsweredAsAcknowledged() throws Exception {
+    long id = store.trips().recordTrip(UUID.randomUUID().toString(), job,
+        dev.pacer.cli.run.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
+    proxy.loseTheAnswerTo("ack_note = $");
+
+    assertThat(store.trips().ackTrip(id, "spoke to them")).as("not 'no open trip'").isPresent();
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(store.trips().openTrip(job)).isEmpty();
+  }
+
+  @Test
   void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
     try (RequestLog log = new RequestLog(store.database())) {
       log.clockOffsetMicros();
