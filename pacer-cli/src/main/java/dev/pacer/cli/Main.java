@@ -16,6 +16,9 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
+    // Before anything logs: the log lines go to System.err too.
+    System.setOut(Secrets.redacting(System.out));
+    System.setErr(Secrets.redacting(System.err));
     PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
     PrintWriter err = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     int code = execute(out, err, args);
