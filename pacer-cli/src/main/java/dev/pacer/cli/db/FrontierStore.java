@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.internal.CursorSql;
@@ -510,7 +511,8 @@ public final class FrontierStore {
    * counted, and its pending items are deferred to the next run, {@code last_error} saying why.
    * Answers the hosts passed over by this call. The bar is the fleet's, on the frontier row: every
    * worker adds what its threads counted. Made at most once: made again, it would count the items
-   * twice, and could pass over a host for failures it counted twice.
+   * twice, and could pass over a host for failures it counted twice. The last failure's message
+   * is kept redacted ({@link Secrets#redact}).
    */
   public List<PassedOver> countItems(String job, Map<String, HostItems> counted, int window,
       int maxFailures) throws SQLException {
@@ -543,7 +545,7 @@ public final class FrontierStore {
         s.setArray(3, c.createArrayOf("integer",
             hosts.stream().map(h -> counted.get(h).failures()).toArray()));
         s.setArray(4, c.createArrayOf("text",
-            hosts.stream().map(h -> counted.get(h).lastFailure()).toArray()));
+            hosts.stream().map(h -> Secrets.redact(counted.get(h).lastFailure())).toArray()));
         s.setString(5, job);
         try (ResultSet r = s.executeQuery()) {
           while (r.next()) {

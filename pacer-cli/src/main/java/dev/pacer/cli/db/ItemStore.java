@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import dev.pacer.postgres.StatementLane;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -338,7 +339,11 @@ public final class ItemStore {
     });
   }
 
-  /** Records an ordinary failure: retried after {@code retryMillis}, failed after maxAttempts. */
+  /**
+   * Records an ordinary failure: retried after {@code retryMillis}, failed after maxAttempts.
+   * {@code error} is kept redacted ({@link Secrets#redact}): a failure's message may name a URL it
+   * was sent to, credentials and all.
+   */
   public boolean markFailed(Item item, Integer status, String error,
       long retryMillis, int maxAttempts) throws SQLException {
     return connection.call(c -> {
@@ -356,7 +361,7 @@ public final class ItemStore {
         } else {
           s.setInt(4, status);
         }
-        s.setString(5, error);
+        s.setString(5, Secrets.redact(error));
         return leftLease(s, 6, item);
       }
     });

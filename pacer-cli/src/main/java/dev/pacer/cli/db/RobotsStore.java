@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -286,7 +287,8 @@ public final class RobotsStore {
   /**
    * Ends the lease of {@code work}'s row. The attempts are set, not added to, from those the claim
    * read (nobody else changes them while the row is leased), so that the statement made again
-   * counts an attempt once.
+   * counts an attempt once. The verdict is kept redacted ({@link Secrets#redact}): it may quote a
+   * failure's message, and the URL in it.
    */
   private static void endLease(Connection c, Work work, String state, String verdict,
       Duration after, boolean attempt) throws SQLException {
@@ -295,7 +297,7 @@ public final class RobotsStore {
         + " not_before = now() + ? * interval '1 microsecond', attempts = ?"
         + " WHERE job = ? AND host = ?")) {
       s.setString(1, state);
-      s.setString(2, verdict);
+      s.setString(2, Secrets.redact(verdict));
       s.setLong(3, after.toNanos() / 1000);
       s.setInt(4, work.attempts() + (attempt ? 1 : 0));
       s.setString(5, work.job());

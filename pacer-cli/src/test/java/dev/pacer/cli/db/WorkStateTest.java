@@ -234,6 +234,23 @@ class WorkStateTest {
     assertThat(store.items().hasOpenItems(job)).isFalse();
   }
 
+  /** A failure's message may name the URL it went to (a redirect's), credentials and all. */
+  @Test
+  void aFailureIsKeptWithoutTheCredentialsOfAUrlItsMessageNames() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().markFailed(item, 404, "HTTP 404 from https://user:Pw-in-redirect@b/x",
+        0, 2)).isTrue();
+    try (java.sql.Connection c = TestDatabase.connect(); java.sql.PreparedStatement s =
+        c.prepareStatement("SELECT last_error FROM pacer_item WHERE job = ?")) {
+      s.setString(1, job);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        r.next();
+        assertThat(r.getString(1)).isEqualTo("HTTP 404 from https://***@b/x");
+      }
+    }
+  }
+
   @Test
   void aTripRecordRetriedAfterItsAnswerWasLostRecordsOneTrip() throws Exception {
     // What a worker retries when the connection drops after the commit, before the answer.
