@@ -1,9 +1,6 @@
 package dev.pacer.cli;
 
 import dev.pacer.Printable;
-import dev.pacer.cli.ui.TerminalStream;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;
@@ -20,8 +17,9 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
-    // The log lines go to the process's stderr directly, not through the writers below.
-    System.setErr(TerminalStream.of(new FileOutputStream(FileDescriptor.err)));
+    // Before anything logs: the log lines go to System.err too.
+    System.setOut(Secrets.forTerminal(System.out));
+    System.setErr(Secrets.forTerminal(System.err));
     PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
     PrintWriter err = new PrintWriter(System.err, true, StandardCharsets.UTF_8);
     int code = execute(out, err, args);

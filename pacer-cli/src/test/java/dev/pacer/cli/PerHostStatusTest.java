@@ -67,7 +67,7 @@ class PerHostStatusTest {
       sent.add(new RequestLog.Sent(host("e"), job, "w", nowMicros - 5_000_000, 0, 0, 200));
       sent.add(new RequestLog.Sent(host("e"), job, "w", nowMicros - 4_000_000, 0, 0, 200));
       sent.add(new RequestLog.Sent(host("c"), job, "w", nowMicros - 120_000_000, 0, 0, 200));
-      log.append(sent);
+      log.append(java.util.UUID.randomUUID(), sent);
     }
     // b paused by its Retry-After and backed off; c backed off only; d locked out.
     TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until,"

@@ -103,6 +103,86 @@ class SecretsTest {
     assertThat(all).doesNotContain(SECRET).doesNotContain(WRONG);
   }
 
+  /**
+   * A URL list line with credentials before its host is skipped, its report showing {@code ***} in
+   * their place, and the work state keeps none of it.
+   */
+  @Test
+  void urlCredentialsAreNeitherStoredNorPrinted() throws Exception {
+    String password = "UrlPw-" + UUID.randomUUID().toString().substring(0, 12);
+    String token = "UrlToken-" + UUID.randomUUID().toString().substring(0, 12);
+    List<Path> outputs = new ArrayList<>();
+    String job = "url-secrets-" + ProcessHandle.current().pid();
+    try (TestDestination destination = new TestDestination()) {
+      List<String> lines = new ArrayList<>(destination.items(3));
+      String withPassword = destination.url("/private").replaceFirst("://", "://user:" + password + "@");
+      lines.add(withPassword);
+      lines.add(destination.url("/token").replaceFirst("://", "://" + token + "@"));
+      Path input = Files.write(dir.resolve("urls.txt"), lines);
+      assertThat(run(outputs, Map.of(), "fetch", input.toString(), "--job", job, "--destination",
+          job, "--rate", "50", "--db", url(SECRET), "--out", dir.resolve("out").toString(),
+          "--max-load", "1000", "--no-progress")).as("fetch").isZero();
+      assertThat(run(outputs, Map.of(), "status", "--job", job, "--db", url(SECRET))).isZero();
+    }
+    String fetchErr = Files.readString(outputs.get(1), StandardCharsets.UTF_8);
+    assertThat(fetchErr).contains("line 4: has credentials before the host")
+        .contains("line 5: has credentials before the host").contains("://***@127.0.0.1:");
+    StringBuilder everything = new StringBuilder();
+    for (Path p : outputs) {
+      everything.append(Files.readString(p, StandardCharsets.UTF_8));
+    }
+    assertThat(everything.toString()).doesNotContain(password).doesNotContain(token)
+        .doesNotContain(SECRET);
+    try (Connection c = postgres.getPostgresDatabase().getConnection();
+        java.sql.PreparedStatement s = c.prepareStatement("SELECT count(*), count(*) FILTER"
+            + " (WHERE url LIKE '%' || ? || '%' OR url LIKE '%' || ? || '%') FROM pacer_item"
+            + " WHERE job = ?")) {
+      s.setString(1, password);
+      s.setString(2, token);
+      s.setString(3, job);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        r.next();
+        assertThat(r.getLong(1)).as("the URLs without credentials are the job's").isEqualTo(3);
+        assertThat(r.getLong(2)).as("no item holds credentials").isZero();
+      }
+    }
+  }
+
+  /**
+   * Whatever the process prints passes through {@link Secrets#forTerminal}, the messages that quote
+   * what the user gave included: here a URL with credentials given as a destination's name.
+   */
+  @Test
+  void aMessageQuotingAUrlWithCredentialsShowsNoneOfThem() throws Exception {
+    String password = "UrlPw-" + UUID.randomUUID().toString().substring(0, 12);
+    List<Path> outputs = new ArrayList<>();
+    assertThat(run(outputs, Map.of(), "cursor", "clear", "https://user:" + password
+        + "@example.test/", "--db", url(SECRET))).as("not a destination's name").isEqualTo(2);
+    String err = Files.readString(outputs.get(1), StandardCharsets.UTF_8);
+    assertThat(err).as("the refusal quotes the name, redacted")
+        .contains("\"https://***@example.test/\"").doesNotContain(password);
+  }
+
+  /**
+   * What the process prints goes through {@link Secrets#forTerminal}, line by line: a line ends at a
+   * line feed, at a carriage return (a progress bar's redraw) or where the writer flushes.
+   */
+  @Test
+  void theProcessOutputIsRedactedLineByLine() {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream out = Secrets.forTerminal(new java.io.PrintStream(bytes, true,
+        StandardCharsets.UTF_8));
+    out.println("GET https://user:" + SECRET + "@a.example/x → 404");
+    out.print("\rprogress http://" + SECRET + "@b.example/ é");
+    out.flush();
+    out.print("\rand postgresql://u:p@" + SECRET + "@db/app");
+    out.println();
+    assertThat(bytes.toString(StandardCharsets.UTF_8)).isEqualTo(
+        "GET https://***@a.example/x → 404" + System.lineSeparator()
+            + "\rprogress http://***@b.example/ é"
+            + "\rand postgresql://u:***@db/app" + System.lineSeparator());
+  }
+
   @Test
   void everySecretBearingParameterIsRedacted() {
     String url = "jdbc:postgresql://db:5432/app?user=u&password=" + SECRET + "&sslpassword=" + SECRET

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -15,6 +18,18 @@ import org.junit.jupiter.api.Test;
  * bidirectional override.
  */
 class TerminalOutputTest {
+
+  @Test
+  void aLogLineNamingAHostileValueReachesTheTerminalEscaped() {
+    ByteArrayOutputStream terminal = new ByteArrayOutputStream();
+    PrintStream err = Secrets.forTerminal(new PrintStream(terminal, true, StandardCharsets.UTF_8));
+    err.println("WARN Destination h\u001b[31mé\u202e locked out: x\u009b2J");
+    err.print("\u001b[1A");
+    err.flush();
+    assertThat(terminal.toString(StandardCharsets.UTF_8)).isEqualTo(
+        "WARN Destination h\\u001b[31mé\\u202e locked out: x\\u009b2J" + System.lineSeparator()
+            + "\\u001b[1A");
+  }
 
   @Test
   void statusReadsCursorRowsWhoseInstantsAreInfinite() {

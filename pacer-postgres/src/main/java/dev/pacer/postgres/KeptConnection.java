@@ -23,14 +23,27 @@ import java.util.function.Predicate;
  * <p>A call first asks the policy; while the database is down it fails at once (SQLState 08001)
  * without touching the network. Otherwise it runs on the kept connection, opening one if there is
  * none. A kept connection that turns out to have died since its last use (a restart, a terminated
- * backend) is replaced and the work run once more in the same call: that costs a restart one
- * failed round trip instead of an outage. Only a failure that came quickly is retried: one that
- * took longer than {@code quickFailure} is a hung server timing out, and a second try would only
- * double the caller's wait. Any other failure discards the connection and is thrown, for the
- * caller to answer as it must (the cursor: "unavailable"; a store: the caller retries later). The
- * policy judges every call's outcome, whatever it threw ({@link OutagePolicy}'s "every attempt
- * ends"): a connection that cannot be opened and a failure that means the database cannot be used
- * now ({@link OutagePolicy#isUnavailable}, or the user's own {@code isOutage}) count as an outage.
+ * backend) is replaced in the same call: that costs a restart one failed round trip instead of an
+ * outage. Only a failure that came quickly counts so: one that took longer than {@code
+ * quickFailure} is a hung server timing out, and a second try would only double the caller's wait.
+ * Any other failure discards the connection and is thrown, for the caller to answer as it must
+ * (the cursor: "unavailable"; a store: the caller retries later). The policy judges every call's
+ * outcome, whatever it threw ({@link OutagePolicy}'s "every attempt ends"): a connection that
+ * cannot be opened and a failure that means the database cannot be used now ({@link
+ * OutagePolicy#isUnavailable}, or the user's own {@code isOutage}) count as an outage.
+ *
+ * <p><b>Work that may be done twice, and work that must not.</b> A lost connection does not say
+ * whether the statement reached the server: one cut after the server committed and before its
+ * answer arrived fails exactly as one that died between calls. So the caller says which its work
+ * is. {@link #call} is for work that may be done twice (a read, an upsert of values, a statement
+ * that recognises its own earlier run by a token the caller chose): after a quick loss of a reused
+ * connection it runs the work once more on a new one. {@link #callOnce} is for work that must not
+ * (an increment, a claim that also spends a turn): it never runs the work again, and when the connection is
+ * lost while the work runs, the call fails with SQLState {@value #OUTCOME_UNKNOWN} (transaction
+ * resolution unknown); its caller then finds out what was done, by a token the work wrote, or
+ * settles the doubt in the direction that cannot do the work twice. After a quick loss of a reused
+ * connection it opens the new connection all the same, so that the policy hears the database
+ * answer, as after {@code call}'s second run, instead of an outage.
  *
  * <p><b>An interrupt costs its caller, never the connection.</b> A virtual thread (JDK 21 and
  * later) interrupted while it reads from a socket has the socket closed under it: that is the JDK's
@@ -79,6 +92,13 @@ public final class KeptConnection implements AutoCloseable {
      */
     T apply(Connection c) throws SQLException;
   }
+
+  /**
+   * The SQLState of a {@link #callOnce} whose connection was lost while its work ran: the work may
+   * or may not have been done (the standard's "transaction resolution unknown"). A connection
+   * failure (class 08) for everything that judges failures so, the outage policy among them.
+   */
+  public static final String OUTCOME_UNKNOWN = "08007";
 
   /** {@code Thread.isVirtual()}, looked up once: null before JDK 21, where no thread is virtual. */
   private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
@@ -140,8 +160,9 @@ public final class KeptConnection implements AutoCloseable {
   }
 
   /**
-   * Runs {@code work}, replacing a connection that died since its last use and running it once
-   * more; on a platform thread if the caller is virtual. See the class comment.
+   * Runs {@code work}, which may be done twice: a connection that died since its last use is
+   * replaced and the work run once more; on a platform thread if the caller is virtual. See the
+   * class comment.
    *
    * @param <T> what the work returns
    * @param work the work, run once or twice
@@ -150,26 +171,71 @@ public final class KeptConnection implements AutoCloseable {
    *     or the failure of the work
    */
   public <T> T call(Work<T> work) throws SQLException {
+    return run(work, true);
+  }
+
+  /**
+   * Runs {@code work}, which must not be done twice, at most once; on a platform thread if the
+   * caller is virtual. See the class comment.
+   *
+   * @param <T> what the work returns
+   * @param work the work, run once
+   * @return the work's result
+   * @throws SQLException {@value #OUTCOME_UNKNOWN} if the connection was lost while the work ran
+   *     (it may have been done), 08001 while the policy holds the database down or after {@link
+   *     #close()}, or the work's other failure (then it was not done)
+   */
+  public <T> T callOnce(Work<T> work) throws SQLException {
+    return run(work, false);
+  }
+
+  /**
+   * Whether {@code e} says that a {@link #callOnce}'s work may or may not have been done.
+   *
+   * @param e a failure of a call
+   * @return whether its SQLState is {@value #OUTCOME_UNKNOWN}
+   */
+  public static boolean isOutcomeUnknown(SQLException e) {
+    return OUTCOME_UNKNOWN.equals(e.getSQLState());
+  }
+
+  private <T> T run(Work<T> work, boolean mayRepeat) throws SQLException {
     if (closed) {
       throw new SQLException("closed", "08003");
     }
-    return onPlatformThread(() -> callHere(work));
+    Ran<T> ran = onPlatformThread(() -> callHere(work, mayRepeat));
+    if (ran.lost() != null) {
+      throw outcomeUnknown(ran.lost());
+    }
+    return ran.value();
   }
 
-  private <T> T callHere(Work<T> work) throws SQLException {
+  /** What a call's attempt came to: the work's result, or the loss that hid it. */
+  private record Ran<T>(T value, SQLException lost) {}
+
+  private <T> Ran<T> callHere(Work<T> work, boolean mayRepeat) throws SQLException {
     openFailed = false;
     return policy.attempt(e -> openFailed || isOutage.test(e), admission -> {
       boolean reused = connection != null;
       long started = policy.time().nanoTime();
       try {
-        return work.apply(connection());
+        return new Ran<>(work.apply(connection()), null);
       } catch (SQLException first) {
         discard(first);
-        boolean diedBetweenCalls = reused && OutagePolicy.isConnectionLoss(first)
+        boolean lost = OutagePolicy.isConnectionLoss(first);
+        boolean diedBetweenCalls = reused && lost
             && policy.time().nanoTime() - started < quickFailureNanos;
         // Another user of the policy may have found the database down meanwhile (its connections
         // died with this one): then the retry is theirs to make, at the boundary.
-        if (!diedBetweenCalls || !admission.holds()) {
+        boolean replace = diedBetweenCalls && admission.holds();
+        if (!mayRepeat && lost) {
+          if (replace) {
+            replaceLost(first);
+            return new Ran<>(null, first);
+          }
+          throw outcomeUnknown(first);
+        }
+        if (!replace) {
           throw first;
         }
       } catch (RuntimeException | Error e) {
@@ -177,12 +243,32 @@ public final class KeptConnection implements AutoCloseable {
         throw e;
       }
       try {
-        return work.apply(connection());
+        return new Ran<>(work.apply(connection()), null);
       } catch (SQLException | RuntimeException | Error second) {
         discard(second);
         throw second;
       }
     });
+  }
+
+  /**
+   * Opens the connection that replaces one lost under a {@link #callOnce}: the database answering
+   * it is what the policy hears; one that cannot be opened is an outage, and the work's outcome is
+   * unknown all the same.
+   */
+  private void replaceLost(SQLException loss) throws SQLException {
+    try {
+      connection();
+    } catch (SQLException notOpened) {
+      SQLException unknown = outcomeUnknown(loss);
+      unknown.addSuppressed(notOpened);
+      throw unknown;
+    }
+  }
+
+  private static SQLException outcomeUnknown(SQLException loss) {
+    return new SQLException("the connection was lost before PostgreSQL answered, so the work may"
+        + " or may not have been done: " + loss.getMessage(), OUTCOME_UNKNOWN, loss);
   }
 
   /**

@@ -60,9 +60,14 @@ import org.slf4j.LoggerFactory;
  *   <li>every database operation is bounded by {@code operationTimeout} (connect, socket reads and
  *       the server's {@code statement_timeout} and {@code lock_timeout});
  *   <li>a connection that died between calls is replaced and the statement retried once in the
- *       same call ({@link KeptConnection}); a second failure, or a timeout, answers {@link
+ *       same call ({@link KeptConnection#call}); a second failure, or a timeout, answers {@link
  *       Reservation#unavailable()} and tells the policy, which then holds the database down until
- *       a retry boundary: reservations answer "unavailable" without touching the network;
+ *       a retry boundary: reservations answer "unavailable" without touching the network. Each of
+ *       the cursor's statements may be made twice so, when its first answer was lost after it
+ *       committed: a reservation made twice spends the turns of both and hands out the second's
+ *       (the destination sees fewer requests, never more); a pause or a lockout recorded twice is
+ *       the same hold; a rate-pressure answer recorded twice backs the fleet off twice (slower,
+ *       never faster);
  *   <li>during a hand-over (a return, until the next boundary has passed) granted turns are marked
  *       {@link Reservation#isHandOver()}, so that a limiter also paces them locally.
  * </ul>

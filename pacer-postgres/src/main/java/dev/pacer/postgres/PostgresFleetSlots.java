@@ -46,6 +46,12 @@ import org.slf4j.LoggerFactory;
  * would queue in front of reservations and make turns late. One more connection per process is
  * the price, and only for a process that has a capped destination.
  *
+ * <p><b>Every statement may be made twice.</b> A take names itself by a token chosen before it
+ * is made, and a take made again with that token (its first answer lost with the connection after
+ * it committed: {@link KeptConnection#call} makes it again) answers the slot it took instead of
+ * taking another (see {@code FleetSlotSql}); a give back frees only its token's slot, and a renewal
+ * made twice only renews twice.
+ *
  * <p>Failures: while the policy holds the database down, {@link #tryTake} answers {@link
  * Claim#unavailable()} without touching the network (the limiter then keeps its local share in
  * flight); a statement that fails answers unavailable too, and one that means the database cannot

@@ -73,6 +73,53 @@ class PostgresFleetSlotsTest {
         .isEqualTo(Claim.Outcome.TAKEN);
   }
 
+  /**
+   * A take that committed and whose answer was lost with the connection, as a restart or a cut
+   * network can make it (the proxy cuts the connection at the server's ReadyForQuery for the take):
+   * the take is made again on a new connection and must find the slot it took, not take another,
+   * which nobody would give back and the fleet would miss until its lease ran out.
+   */
+  @Test
+  void aTakeWhoseAnswerWasLostAfterItCommittedHoldsOneSlot() throws Exception {
+    try (TcpProxy proxy = new TcpProxy(TestDatabase.port())) {
+      PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forUrl(
+          "jdbc:postgresql://127.0.0.1:" + proxy.port()
+              + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable").build(), policy(),
+          "test:lost-answer", PostgresFleetSlots.DEFAULT_LEASE);
+      opened.add(s);
+      String d = fresh();
+      // A take and its give back first: the take whose answer is lost runs on a reused
+      // connection, which is the case where the take is made again.
+      s.tryTake(d, 3).lease().giveBack();
+      proxy.loseTheAnswerTo("generate_series");
+
+      Claim taken = s.tryTake(d, 3);
+      assertThat(proxy.answersLost()).as("the take's answer was lost").isEqualTo(1);
+      assertThat(taken.outcome()).isEqualTo(Claim.Outcome.TAKEN);
+      assertThat(liveSlots(d)).as("one slot held for one take").containsExactly(
+          taken.lease().slot());
+      assertThat(s.heldByThisProcess()).isEqualTo(1);
+      taken.lease().giveBack();
+      assertThat(liveSlots(d)).as("given back, no slot is left held").isEmpty();
+    }
+  }
+
+  /** The slots of {@code destination} held under live leases, by anyone. */
+  private static List<Integer> liveSlots(String destination) throws SQLException {
+    List<Integer> live = new ArrayList<>();
+    try (Connection c = TestDatabase.connect(); java.sql.PreparedStatement s = c.prepareStatement(
+        "SELECT slot FROM pacer_fleet_slot WHERE destination = ? AND holder IS NOT NULL"
+            + " AND expires_at >= now() ORDER BY slot")) {
+      s.setString(1, destination);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          live.add(r.getInt(1));
+        }
+      }
+    }
+    return live;
+  }
+
   @Test
   void aHeldSlotIsRenewedPastItsLease() throws Exception {
     PostgresFleetSlots holder = slots(Duration.ofMillis(600));

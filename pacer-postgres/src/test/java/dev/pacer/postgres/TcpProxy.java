@@ -6,17 +6,21 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A TCP forwarder to a database that a test can turn into a black hole: while blackholed it keeps
  * every socket open and accepts new ones, but forwards nothing in either direction, which is what
  * a hung server or a silently dropped network looks like to a client. It also counts the round
- * trips its clients begin, read from the protocol (see {@link FrontendRoundTrips}); that needs a
- * client that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
+ * trips its clients begin, read from the protocol (see {@link FrontendRoundTrips}), and can lose
+ * the answer to one statement after the statement has committed ({@link #loseTheAnswerTo}); both
+ * need a client that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -30,6 +34,9 @@ public final class TcpProxy implements AutoCloseable {
   private volatile boolean closed;
   private final AtomicLong accepted = new AtomicLong();
   private final AtomicLong roundTrips = new AtomicLong();
+  /** What the statement whose answer is to be lost contains, until a client sends it. */
+  private final AtomicReference<byte[]> loseAnswerTo = new AtomicReference<>();
+  private final AtomicLong answersLost = new AtomicLong();
 
   public TcpProxy(int upstreamPort) throws IOException {
     this.upstreamPort = upstreamPort;
@@ -82,6 +89,26 @@ public final class TcpProxy implements AutoCloseable {
     return !clients.get((int) (n - 1)).isClosed();
   }
 
+  /**
+   * Lets the next statement a client sends whose text holds {@code marker} run, and loses the
+   * answer that ends its transaction: the connection that sent it is cut (both sockets closed)
+   * when the server's first ReadyForQuery after it that says the session is idle arrives (in
+   * autocommit, the statement's own; in a transaction, its commit's), and nothing of the answer in
+   * that read reaches the client. The server says so only once the transaction has committed: what
+   * the client sees is a connection lost while it waited, although its work was done. One
+   * statement only; later ones are forwarded as usual. The marker is looked for in the bytes the
+   * client sends (a Parse or a simple Query carries the statement's text; a statement the driver
+   * has prepared on the server carries none).
+   */
+  public void loseTheAnswerTo(String marker) {
+    loseAnswerTo.set(marker.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Answers lost so far ({@link #loseTheAnswerTo}). */
+  public long answersLost() {
+    return answersLost.get();
+  }
+
   /** Stop forwarding; sockets stay open and silent. */
   public void blackhole() {
     blackholed = true;
@@ -120,8 +147,13 @@ public final class TcpProxy implements AutoCloseable {
         }
         sockets.add(upstream);
         FrontendRoundTrips fromClient = new FrontendRoundTrips(roundTrips);
-        pump(client, upstream, fromClient::read);
-        pump(upstream, client, (bytes, length) -> {});
+        AnswerCutter cutter = new AnswerCutter();
+        pump(client, upstream, (bytes, length) -> {
+          fromClient.read(bytes, length);
+          cutter.clientSent(bytes, length);
+          return true;
+        });
+        pump(upstream, client, cutter::serverSent);
       } catch (IOException e) {
         if (!closed) {
           continue;
@@ -133,7 +165,88 @@ public final class TcpProxy implements AutoCloseable {
 
   /** What a pump is shown of the bytes it copies, before it forwards them. */
   private interface Reader {
-    void read(byte[] bytes, int length);
+    /** Whether to forward them; false cuts the connection instead. */
+    boolean read(byte[] bytes, int length);
+  }
+
+  /**
+   * One connection's part in {@link #loseTheAnswerTo}: finds the marker in what the client sends,
+   * then reads the server's messages that follow (a type byte and a length that counts itself)
+   * until a ReadyForQuery whose status is idle ({@code I}). The client waits for the previous
+   * statement's ReadyForQuery before it sends the next, so the server's stream is at a message's
+   * start when the marker is seen.
+   */
+  private final class AnswerCutter {
+    /** The client's last bytes of its previous read: a marker may span two reads. */
+    private byte[] tail = new byte[0];
+    private volatile boolean armed;
+    private final byte[] header = new byte[5];
+    private int headerFilled;
+    private long bodyLeft;
+    /** The next byte is a ReadyForQuery's transaction status. */
+    private boolean statusNext;
+
+    void clientSent(byte[] bytes, int length) {
+      byte[] marker = loseAnswerTo.get();
+      if (marker == null || armed) {
+        return;
+      }
+      byte[] seen = new byte[tail.length + length];
+      System.arraycopy(tail, 0, seen, 0, tail.length);
+      System.arraycopy(bytes, 0, seen, tail.length, length);
+      if (contains(seen, marker) && loseAnswerTo.compareAndSet(marker, null)) {
+        armed = true;
+        return;
+      }
+      int keep = Math.min(seen.length, marker.length - 1);
+      tail = Arrays.copyOfRange(seen, seen.length - keep, seen.length);
+    }
+
+    boolean serverSent(byte[] bytes, int length) {
+      if (!armed) {
+        return true;
+      }
+      int i = 0;
+      while (i < length) {
+        if (statusNext) {
+          statusNext = false;
+          bodyLeft--;
+          if (bytes[i++] == 'I') {
+            armed = false;
+            answersLost.incrementAndGet();
+            return false;
+          }
+          continue;
+        }
+        if (bodyLeft > 0) {
+          int skipped = (int) Math.min(bodyLeft, length - i);
+          bodyLeft -= skipped;
+          i += skipped;
+          continue;
+        }
+        header[headerFilled++] = bytes[i++];
+        if (headerFilled == header.length) {
+          headerFilled = 0;
+          bodyLeft = ((header[1] & 0xffL) << 24 | (header[2] & 0xff) << 16
+              | (header[3] & 0xff) << 8 | header[4] & 0xff) - 4;
+          statusNext = header[0] == 'Z' && bodyLeft == 1;
+        }
+      }
+      return true;
+    }
+
+    private static boolean contains(byte[] bytes, byte[] marker) {
+      outer:
+      for (int i = 0; i + marker.length <= bytes.length; i++) {
+        for (int j = 0; j < marker.length; j++) {
+          if (bytes[i + j] != marker[j]) {
+            continue outer;
+          }
+        }
+        return true;
+      }
+      return false;
+    }
   }
 
   /** Copies one direction; when either side ends, closes both, as a real connection would. */
@@ -145,7 +258,9 @@ public final class TcpProxy implements AutoCloseable {
         OutputStream to = toSocket.getOutputStream();
         int n;
         while ((n = from.read(buffer)) >= 0) {
-          reader.read(buffer, n);
+          if (!reader.read(buffer, n)) {
+            return; // cut: both sides are closed below, the bytes read never forwarded
+          }
           if (!blackholed && !silenced.contains(fromSocket)) {
             to.write(buffer, 0, n);
             to.flush();

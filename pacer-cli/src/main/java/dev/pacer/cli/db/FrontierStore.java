@@ -1,6 +1,8 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
+import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.internal.CursorSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -357,11 +359,46 @@ public final class FrontierStore {
    * Claims an item whose host's turn starts within the {@link #HORIZON}: one statement. {@code
    * claimant} names the calling fetch thread (unique in the fleet): a turn an idle claim awaited is
    * its claimant's until it starts.
+   *
+   * <p>Made at most once: made again, it would take a second turn and lease a second item. When
+   * its answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is
+   * given back by its lease token before the failure is thrown, and the caller claims afresh: the
+   * turn the lost claim may have taken is spent (the host gets one request fewer, never one more).
+   * If the give back fails too, the item waits for its lease to run out.
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
     String token = UUID.randomUUID().toString();
-    return connection.call(c -> {
+    try {
+      return claimOnce(job, workerId, claimant, token, leaseMillis);
+    } catch (SQLException e) {
+      if (KeptConnection.isOutcomeUnknown(e)) {
+        try {
+          releaseLease(job, token);
+        } catch (SQLException notReleased) {
+          e.addSuppressed(notReleased);
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** Gives back the item leased under {@code token}, if one is: pending again, untouched. */
+  private void releaseLease(String job, String token) throws SQLException {
+    connection.call(c -> {
+      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'pending',"
+          + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
+          + " WHERE job = ? AND state = 'leased' AND lease_token = ?")) {
+        s.setString(1, job);
+        s.setString(2, token);
+        return s.executeUpdate();
+      }
+    });
+  }
+
+  private Claim claimOnce(String job, String workerId, String claimant, String token,
+      long leaseMillis) throws SQLException {
+    return connection.callOnce(c -> {
       try (PreparedStatement s = c.prepareStatement(claim)) {
         bindClaim(s, job, claimant, workerId, token, leaseMillis);
         try (ResultSet r = s.executeQuery()) {
@@ -427,13 +464,14 @@ public final class FrontierStore {
   /**
    * Counts clean answers heard with claimed turns on their hosts' cursor rows, as the library's
    * reservation under the fleet's backoff counts those reported with it: at 100 since the last
-   * rate-pressure answer the host's multiplier halves. Only rows backed off are touched.
+   * rate-pressure answer the host's multiplier halves. Only rows backed off are touched. Made at
+   * most once: made again, it would count them twice.
    */
   public int countCleanAnswers(Map<String, Integer> cleanByHost) throws SQLException {
     if (cleanByHost.isEmpty()) {
       return 0;
     }
-    return connection.call(c -> {
+    return connection.callOnce(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "UPDATE " + cursors + " k SET"
               + " backoff = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
@@ -465,7 +503,9 @@ public final class FrontierStore {
    * frontier row stands at {@code infinity}, where no claim reaches it, its bar is no longer
    * counted, and its pending items are deferred to the next run, {@code last_error} saying why.
    * Answers the hosts passed over by this call. The bar is the fleet's, on the frontier row: every
-   * worker adds what its threads counted.
+   * worker adds what its threads counted. Made at most once: made again, it would count the items
+   * twice, and could pass over a host for failures it counted twice. The last failure's message
+   * is kept redacted ({@link Secrets#redact}).
    */
   public List<PassedOver> countItems(String job, Map<String, HostItems> counted, int window,
       int maxFailures) throws SQLException {
@@ -489,7 +529,7 @@ public final class FrontierStore {
         + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
         + " RETURNING f.host, f.passed_over";
     List<String> hosts = new ArrayList<>(new TreeMap<>(counted).keySet());
-    return connection.transaction(c -> {
+    return connection.transactionOnce(c -> {
       List<PassedOver> passed = new ArrayList<>();
       try (PreparedStatement s = c.prepareStatement(sql)) {
         s.setArray(1, c.createArrayOf("text", hosts.toArray()));
@@ -498,7 +538,7 @@ public final class FrontierStore {
         s.setArray(3, c.createArrayOf("integer",
             hosts.stream().map(h -> counted.get(h).failures()).toArray()));
         s.setArray(4, c.createArrayOf("text",
-            hosts.stream().map(h -> counted.get(h).lastFailure()).toArray()));
+            hosts.stream().map(h -> Secrets.redact(counted.get(h).lastFailure())).toArray()));
         s.setString(5, job);
         try (ResultSet r = s.executeQuery()) {
           while (r.next()) {

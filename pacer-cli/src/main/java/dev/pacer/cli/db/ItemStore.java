@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import dev.pacer.postgres.StatementLane;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -7,8 +8,10 @@ import java.sql.SQLException;
 import java.sql.Types;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -22,6 +25,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * lives; an item whose lease has expired (its worker died) is claimable again. Every transition
  * out of {@code leased} names the claim's lease token, so a worker whose lease was taken over
  * cannot record the item a second time.
+ *
+ * <p><b>Every statement may be made twice.</b> A statement whose answer was lost with its
+ * connection after it committed is made again, by {@code KeptConnection#call} or by the worker's
+ * retry, and must then answer what its first run did rather than do it again. The lease token is
+ * chosen by the claimant before its claim is made, and a claim made again with it answers the item
+ * it leased instead of leasing another, which would stay leased, to nobody who knows it, until its
+ * lease ran out. The token stays on the item after the transition out of {@code leased} that it
+ * made, so that a record, a failure, a throttle or a release made again answers that it was made,
+ * not that the lease was lost.
  */
 public final class ItemStore {
 
@@ -55,18 +67,41 @@ public final class ItemStore {
   /** What {@link #recordAndClaim} did: whether {@code done} was recorded, and the item claimed. */
   public record RecordedAndClaimed(boolean recorded, Optional<Item> next) {}
 
-  /** The item leased by the claim's lease token: a transition out of {@code leased}. */
-  private static final String LEASED_ITEM =
-      " WHERE job = ? AND url_key = ? AND state = 'leased' AND lease_token = ?";
+  /**
+   * A transition of one item out of {@code leased} by its claim's lease token, {@code set} saying
+   * what else it changes, that answers whether the item left its lease by that token: now, or in
+   * an earlier run of the same transition whose answer was lost (the token stays on the row; see
+   * the class comment). False: the lease was lost. Parameters: those of {@code set}, then the item
+   * ({@link #bindItem}) twice.
+   */
+  private static String leavingLease(String set) {
+    String item = " WHERE job = ? AND url_key = ? AND state %s 'leased' AND lease_token = ?";
+    return "WITH moved AS (UPDATE pacer_item SET " + set + ", leased_by = NULL, lease_until = NULL"
+        + String.format(item, "=") + " RETURNING 1)"
+        + " SELECT EXISTS (SELECT 1 FROM moved)"
+        + " OR EXISTS (SELECT 1 FROM pacer_item" + String.format(item, "<>") + ")";
+  }
+
+  /** Runs a {@link #leavingLease} statement whose item is bound from {@code from} on. */
+  private static boolean leftLease(PreparedStatement s, int from, Item item) throws SQLException {
+    bindItem(s, from, item);
+    bindItem(s, from + 3, item);
+    try (ResultSet r = s.executeQuery()) {
+      r.next();
+      return r.getBoolean(1);
+    }
+  }
 
   /**
-   * Records {@code done} (if given) and claims the job's next claimable item for {@code workerId},
-   * in one statement shared with every other call waiting meanwhile. A fetch thread that has just
-   * fetched an item records it with its next claim, so an item costs a share of one statement, not
-   * a round trip and a commit of its own to record and another to claim: the claims and records of
-   * {@code pacer fetch} are most of PostgreSQL's work when no ceiling binds. No item recorded is
-   * ever the one claimed, even with its lease run out. {@code recorded} is false, as {@link
-   * #markDone}'s answer, if the lease was lost.
+   * Records {@code done} (if given) and claims the job's next claimable item for {@code workerId}
+   * under the lease token {@code claimToken}, in one statement shared with every other call
+   * waiting meanwhile. Made again with the same {@code claimToken} and {@code done} (its answer
+   * lost), it answers the item that token leased and that {@code done} is recorded, and changes
+   * nothing more. A fetch thread that has just fetched an item records it with its next claim, so
+   * an item costs a share of one statement, not a round trip and a commit of its own to record and
+   * another to claim: the claims and records of {@code pacer fetch} are most of PostgreSQL's work
+   * when no ceiling binds. No item recorded is ever the one claimed, even with its lease run out.
+   * {@code recorded} is false, as {@link #markDone}'s answer, if the lease was lost.
    *
    * <p><b>Calls waiting together</b> (a {@link StatementLane}). One such statement runs at a time;
    * the calls that arrive while it runs queue, and whichever of them takes the lane next makes them
@@ -77,8 +112,8 @@ public final class ItemStore {
    * the load; an idle one makes each call alone, as it arrives.
    */
   public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
-      long leaseMillis) throws SQLException {
-    Answer answer = lane.call(new Ask(job, done, workerId, leaseMillis))
+      String claimToken, long leaseMillis) throws SQLException {
+    Answer answer = lane.call(new Ask(job, done, workerId, claimToken, leaseMillis))
         .orElseThrow(() -> new SQLException("interrupted while waiting to claim an item", "57014"));
     if (answer.failure() != null) {
       // Thrown in the thread that made the statement; a copy here names this caller's stack too.
@@ -89,7 +124,8 @@ public final class ItemStore {
   }
 
   /** What a call of {@link #recordAndClaim} asks. */
-  private record Ask(String job, Done done, String workerId, long leaseMillis) {
+  private record Ask(String job, Done done, String workerId, String claimToken,
+      long leaseMillis) {
     boolean sharesAStatementWith(Ask other) {
       return job.equals(other.job) && workerId.equals(other.workerId)
           && leaseMillis == other.leaseMillis;
@@ -107,22 +143,23 @@ public final class ItemStore {
   private List<Answer> makeTogether(List<Ask> together) {
     Ask first = together.get(0);
     List<Done> dones = new ArrayList<>();
+    List<String> claimTokens = new ArrayList<>();
     for (Ask ask : together) {
       if (ask.done() != null) {
         dones.add(ask.done());
       }
+      claimTokens.add(ask.claimToken());
     }
     List<Answer> answers = new ArrayList<>(together.size());
     try {
       recordAndClaimStatements.incrementAndGet();
       Made made = recordAndClaimTogether(first.job(), dones, first.workerId(), first.leaseMillis(),
-          together.size());
-      for (int j = 0; j < together.size(); j++) {
-        Done done = together.get(j).done();
+          claimTokens);
+      for (Ask ask : together) {
+        Done done = ask.done();
         answers.add(new Answer(new RecordedAndClaimed(
             done != null && made.recorded().contains(done.item().token()),
-            j < made.claimed().size() ? Optional.of(made.claimed().get(j)) : Optional.empty()),
-            null));
+            Optional.ofNullable(made.claimed().get(ask.claimToken()))), null));
       }
     } catch (SQLException e) {
       answers.clear();
@@ -131,47 +168,59 @@ public final class ItemStore {
     return answers;
   }
 
-  /** What one shared statement did: the lease tokens recorded, and the items claimed, in order. */
-  private record Made(Set<String> recorded, List<Item> claimed) {}
+  /** What one shared statement did: the lease tokens recorded, and the items claimed by token. */
+  private record Made(Set<String> recorded, Map<String, Item> claimed) {}
 
   /**
-   * The statement: records every one of {@code dones} whose lease still holds, and claims up to
-   * {@code count} items in the job's order for {@code workerId}, none of them one it records, each
-   * with a lease token of its own. With {@code count} 0 it only records, and {@code workerId} and
-   * {@code leaseMillis} are not used.
+   * The statement: records every one of {@code dones} whose lease still holds, and claims an item
+   * for each of {@code claimTokens} in the job's order for {@code workerId}, in the tokens' order,
+   * none of them one it records. A token that holds an item already (this statement made before,
+   * its answer lost) answers that item, and a done recorded already by its own token counts as
+   * recorded. With no tokens it only records, and {@code workerId} and {@code leaseMillis} are not
+   * used.
    */
   private Made recordAndClaimTogether(String job, List<Done> dones, String workerId,
-      long leaseMillis, int count) throws SQLException {
-    String[] tokens = new String[count];
-    for (int i = 0; i < count; i++) {
-      tokens[i] = UUID.randomUUID().toString();
-    }
+      long leaseMillis, List<String> claimTokens) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
           "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
               + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
-              + "   finished_at = now(),"
-              + "   leased_by = NULL, lease_token = NULL, lease_until = NULL"
+              + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
               + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
               + "     AS d(url_key, token, status, body_path, bytes)"
               + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
               + "     AND p.lease_token = d.token"
               + "   RETURNING d.token),"
+              // On the statement's snapshot: done by an earlier run of it, never by this one.
+              + " done_before AS (SELECT lease_token AS token FROM pacer_item"
+              + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
+              + "     AND lease_token = ANY (?::text[])),"
+              // Leased by an earlier run of it: answered again, the lease renewed.
+              + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
+              + "   WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])"
+              + "   RETURNING url_key, url, failures, throttles, lease_token),"
               + " picked AS (SELECT job, url_key, seq FROM pacer_item"
               + "   WHERE job = ? AND url_key <> ALL (?::text[])"
+              + "     AND url_key NOT IN (SELECT url_key FROM mine)"
               + "     AND ((state = 'pending' AND not_before <= now())"
               + "       OR (state = 'leased' AND lease_until < now()))"
-              + "   ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED),"
+              + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
+              + "   FOR UPDATE SKIP LOCKED),"
               + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY seq) AS n"
               + "   FROM picked),"
+              + " unheld AS (SELECT t, row_number() OVER (ORDER BY o) AS n"
+              + "   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)"
+              + "   WHERE t NOT IN (SELECT lease_token FROM mine)),"
               + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
-              + "   lease_token = (?::text[])[n.n],"
-              + "   lease_until = now() + ? * interval '1 millisecond'"
-              + "   FROM numbered n WHERE i.job = n.job AND i.url_key = n.url_key"
-              + "   RETURNING n.n, i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
-              + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done"
-              + " UNION ALL SELECT n, url_key, url, failures, throttles, lease_token FROM claimed"
-              + " ORDER BY 1")) {
+              + "   lease_token = u.t, lease_until = now() + ? * interval '1 millisecond'"
+              + "   FROM numbered n JOIN unheld u ON u.n = n.n"
+              + "   WHERE i.job = n.job AND i.url_key = n.url_key"
+              + "   RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
+              + " SELECT 0, token, NULL::text, NULL::int, NULL::int, NULL::text FROM done"
+              + " UNION ALL SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before"
+              + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token FROM mine"
+              + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token"
+              + "   FROM claimed")) {
         int d = dones.size();
         String[] keys = new String[d];
         String[] doneTokens = new String[d];
@@ -186,6 +235,7 @@ public final class ItemStore {
           paths[i] = done.bodyPath();
           bytes[i] = done.bytes();
         }
+        java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
         s.setArray(1, c.createArrayOf("text", keys));
         s.setArray(2, c.createArrayOf("text", doneTokens));
         s.setArray(3, c.createArrayOf("int4", statuses));
@@ -194,19 +244,25 @@ public final class ItemStore {
         s.setString(6, job);
         s.setString(7, job);
         s.setArray(8, c.createArrayOf("text", keys));
-        s.setInt(9, count);
-        s.setString(10, workerId);
-        s.setArray(11, c.createArrayOf("text", tokens));
-        s.setLong(12, leaseMillis);
+        s.setArray(9, c.createArrayOf("text", doneTokens));
+        s.setLong(10, leaseMillis);
+        s.setString(11, job);
+        s.setArray(12, tokens);
+        s.setString(13, job);
+        s.setArray(14, c.createArrayOf("text", keys));
+        s.setArray(15, tokens);
+        s.setArray(16, tokens);
+        s.setString(17, workerId);
+        s.setLong(18, leaseMillis);
         Set<String> recorded = new HashSet<>();
-        List<Item> claimed = new ArrayList<>();
+        Map<String, Item> claimed = new HashMap<>();
         try (ResultSet r = s.executeQuery()) {
           while (r.next()) {
             if (r.getLong(1) == 0) {
               recorded.add(r.getString(2));
             } else {
-              claimed.add(new Item(job, r.getString(2), r.getString(3), r.getInt(4), r.getInt(5),
-                  r.getString(6)));
+              claimed.put(r.getString(6), new Item(job, r.getString(2), r.getString(3),
+                  r.getInt(4), r.getInt(5), r.getString(6)));
             }
           }
         }
@@ -228,7 +284,12 @@ public final class ItemStore {
   /** Claims the next claimable item of the job for {@code workerId}, if any. */
   public Optional<Item> claim(String job, String workerId, long leaseMillis)
       throws SQLException {
-    return recordAndClaim(job, null, workerId, leaseMillis).next();
+    return recordAndClaim(job, null, workerId, newLeaseToken(), leaseMillis).next();
+  }
+
+  /** A lease token for a claim, chosen before the claim is made (see the class comment). */
+  public static String newLeaseToken() {
+    return UUID.randomUUID().toString();
   }
 
   /**
@@ -254,8 +315,8 @@ public final class ItemStore {
 
   /** Records a fetched item on its own. False if the lease was lost: another worker owns it now. */
   public boolean markDone(Done done) throws SQLException {
-    return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, 0).recorded()
-        .contains(done.item().token());
+    return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, List.of())
+        .recorded().contains(done.item().token());
   }
 
   /**
@@ -266,31 +327,32 @@ public final class ItemStore {
       int maxThrottles) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET throttles = throttles + 1,"
+          leavingLease("throttles = throttles + 1,"
               + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
               + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
-              + " last_error = 'throttled', leased_by = NULL, lease_token = NULL, lease_until = NULL"
-              + LEASED_ITEM)) {
+              + " last_error = 'throttled'"))) {
         s.setInt(1, maxThrottles);
         s.setLong(2, retryMillis);
         s.setInt(3, status);
-        bindItem(s, 4, item);
-        return s.executeUpdate() == 1;
+        return leftLease(s, 4, item);
       }
     });
   }
 
-  /** Records an ordinary failure: retried after {@code retryMillis}, failed after maxAttempts. */
+  /**
+   * Records an ordinary failure: retried after {@code retryMillis}, failed after maxAttempts.
+   * {@code error} is kept redacted ({@link Secrets#redact}): a failure's message may name a URL it
+   * was sent to, credentials and all.
+   */
   public boolean markFailed(Item item, Integer status, String error,
       long retryMillis, int maxAttempts) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET failures = failures + 1,"
+          leavingLease("failures = failures + 1,"
               + " state = CASE WHEN failures + 1 >= ? THEN 'failed' ELSE 'pending' END,"
               + " finished_at = CASE WHEN failures + 1 >= ? THEN now() END,"
               + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
-              + " last_error = ?, leased_by = NULL, lease_token = NULL, lease_until = NULL"
-              + LEASED_ITEM)) {
+              + " last_error = ?"))) {
         s.setInt(1, maxAttempts);
         s.setInt(2, maxAttempts);
         s.setLong(3, retryMillis);
@@ -299,9 +361,8 @@ public final class ItemStore {
         } else {
           s.setInt(4, status);
         }
-        s.setString(5, error);
-        bindItem(s, 6, item);
-        return s.executeUpdate() == 1;
+        s.setString(5, Secrets.redact(error));
+        return leftLease(s, 6, item);
       }
     });
   }
@@ -309,11 +370,8 @@ public final class ItemStore {
   /** Gives a claimed item back untouched (a halt or lockout stopped it before it was fetched). */
   public boolean release(Item item) throws SQLException {
     return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
-              + " lease_until = NULL" + LEASED_ITEM)) {
-        bindItem(s, 1, item);
-        return s.executeUpdate() == 1;
+      try (PreparedStatement s = c.prepareStatement(leavingLease("state = 'pending'"))) {
+        return leftLease(s, 1, item);
       }
     });
   }

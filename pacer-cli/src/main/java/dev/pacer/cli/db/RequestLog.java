@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.UUID;
 
 /**
  * Every request the fleet sent, one row per request (each redirect hop is one), stamped on
@@ -96,10 +97,22 @@ public final class RequestLog implements AutoCloseable {
     });
   }
 
-  /** Appends the requests in one statement. */
-  public void append(List<Sent> requests) throws SQLException {
+  /**
+   * Appends the requests, all of one worker, in one statement, as batch {@code batch} of that
+   * worker. Made again with the same batch (its answer lost after it committed), it appends
+   * nothing: a request logged twice would show the door a busier window than it saw. Only the
+   * worker's last batch is remembered, so a worker appends its next batch only once this one is
+   * appended.
+   *
+   * @throws IllegalArgumentException if the requests are not all of one worker
+   */
+  public void append(UUID batch, List<Sent> requests) throws SQLException {
     if (requests.isEmpty()) {
       return;
+    }
+    String worker = requests.get(0).worker();
+    if (requests.stream().anyMatch(r -> !r.worker().equals(worker))) {
+      throw new IllegalArgumentException("a batch holds the requests of one worker, " + worker);
     }
     int n = requests.size();
     String[] destinations = new String[n];
@@ -120,17 +133,22 @@ public final class RequestLog implements AutoCloseable {
       statuses[i] = r.status() < 0 ? null : r.status();
     }
     connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("INSERT INTO pacer_request"
+      try (PreparedStatement s = c.prepareStatement("WITH mark AS (INSERT INTO"
+          + " pacer_request_batch AS b (worker, batch) VALUES (?, ?) ON CONFLICT (worker)"
+          + " DO UPDATE SET batch = excluded.batch WHERE b.batch <> excluded.batch RETURNING 1)"
+          + " INSERT INTO pacer_request"
           + " (destination, job, worker, sent_at, lateness_us, hop, status)"
           + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"
-          + " ?::bigint[], ?::integer[], ?::integer[])")) {
-        s.setArray(1, c.createArrayOf("text", destinations));
-        s.setArray(2, c.createArrayOf("text", jobs));
-        s.setArray(3, c.createArrayOf("text", workers));
-        s.setArray(4, c.createArrayOf("timestamptz", sentAt));
-        s.setArray(5, c.createArrayOf("bigint", lateness));
-        s.setArray(6, c.createArrayOf("integer", hops));
-        s.setArray(7, c.createArrayOf("integer", statuses));
+          + " ?::bigint[], ?::integer[], ?::integer[]) WHERE EXISTS (SELECT 1 FROM mark)")) {
+        s.setString(1, worker);
+        s.setObject(2, batch);
+        s.setArray(3, c.createArrayOf("text", destinations));
+        s.setArray(4, c.createArrayOf("text", jobs));
+        s.setArray(5, c.createArrayOf("text", workers));
+        s.setArray(6, c.createArrayOf("timestamptz", sentAt));
+        s.setArray(7, c.createArrayOf("bigint", lateness));
+        s.setArray(8, c.createArrayOf("integer", hops));
+        s.setArray(9, c.createArrayOf("integer", statuses));
         return s.executeUpdate();
       }
     });

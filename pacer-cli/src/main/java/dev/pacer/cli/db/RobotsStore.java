@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.cli.Secrets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -91,27 +92,43 @@ public final class RobotsStore {
 
   /**
    * Leases the next host whose robots.txt is due to be fetched or applied, to {@code workerId} for
-   * {@code leaseMillis}; empty if none is due now.
+   * {@code leaseMillis} under the lease token {@code token}; empty if none is due now. Made again
+   * with the same token (its answer lost after it committed), it answers the host that token
+   * leased, its lease renewed, instead of leasing another, whose robots.txt would wait, leased to
+   * nobody who knows it, for as long as the worker extends its leases.
    */
-  public Optional<Work> claim(String job, String workerId, long leaseMillis) throws SQLException {
+  public Optional<Work> claim(String job, String workerId, String token, long leaseMillis)
+      throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "WITH pick AS (SELECT job, host, attempts, status, body, fetched_at"
-              + "  FROM pacer_robots WHERE job = ?"
+          "WITH mine AS (UPDATE pacer_robots SET lease_until = now() + ? * interval '1 millisecond'"
+              + "  WHERE job = ? AND state = 'fetching' AND lease_token = ?"
+              + "  RETURNING job, host, attempts, status, body, fetched_at),"
+              + " pick AS (SELECT job, host, attempts, status, body, fetched_at"
+              + "  FROM pacer_robots WHERE job = ? AND NOT EXISTS (SELECT 1 FROM mine)"
               + "   AND ((state IN ('wanted', 'fetched') AND not_before <= now())"
               + "     OR (state = 'fetching' AND lease_until < now()))"
-              + "  ORDER BY not_before LIMIT 1 FOR UPDATE SKIP LOCKED)"
-              + " UPDATE pacer_robots r SET state = 'fetching', leased_by = ?,"
-              + "  lease_until = now() + ? * interval '1 millisecond'"
-              + " FROM pick WHERE r.job = pick.job AND r.host = pick.host"
-              + " RETURNING pick.host, pick.attempts, pick.fetched_at IS NOT NULL, pick.status,"
-              + "  pick.body, (SELECT i.url FROM pacer_item i"
-              + "   WHERE i.job = pick.job AND i.host = pick.host ORDER BY i.seq LIMIT 1),"
-              + "  (SELECT f.rate FROM pacer_frontier f WHERE f.job = pick.job"
-              + "   AND f.host = pick.host)")) {
-        s.setString(1, job);
-        s.setString(2, workerId);
-        s.setLong(3, leaseMillis);
+              // A host never leased (or given back) before one whose lease ran out.
+              + "  ORDER BY not_before, lease_until NULLS FIRST, host LIMIT 1"
+              + "  FOR UPDATE SKIP LOCKED),"
+              + " taken AS (UPDATE pacer_robots r SET state = 'fetching', leased_by = ?,"
+              + "  lease_token = ?, lease_until = now() + ? * interval '1 millisecond'"
+              + "  FROM pick WHERE r.job = pick.job AND r.host = pick.host"
+              + "  RETURNING pick.job, pick.host, pick.attempts, pick.status, pick.body,"
+              + "   pick.fetched_at),"
+              + " w AS (SELECT * FROM mine UNION ALL SELECT * FROM taken)"
+              + " SELECT w.host, w.attempts, w.fetched_at IS NOT NULL, w.status, w.body,"
+              + "  (SELECT i.url FROM pacer_item i"
+              + "   WHERE i.job = w.job AND i.host = w.host ORDER BY i.seq LIMIT 1),"
+              + "  (SELECT f.rate FROM pacer_frontier f WHERE f.job = w.job AND f.host = w.host)"
+              + " FROM w")) {
+        s.setLong(1, leaseMillis);
+        s.setString(2, job);
+        s.setString(3, token);
+        s.setString(4, job);
+        s.setString(5, workerId);
+        s.setString(6, token);
+        s.setLong(7, leaseMillis);
         try (ResultSet r = s.executeQuery()) {
           if (!r.next()) {
             return Optional.<Work>empty();
@@ -267,16 +284,22 @@ public final class RobotsStore {
   /** The reason recorded on items deferred for want of their host's robots.txt. */
   static final String DEFERRED = "robots.txt unavailable";
 
+  /**
+   * Ends the lease of {@code work}'s row. The attempts are set, not added to, from those the claim
+   * read (nobody else changes them while the row is leased), so that the statement made again
+   * counts an attempt once. The verdict is kept redacted ({@link Secrets#redact}): it may quote a
+   * failure's message, and the URL in it.
+   */
   private static void endLease(Connection c, Work work, String state, String verdict,
       Duration after, boolean attempt) throws SQLException {
     try (PreparedStatement s = c.prepareStatement("UPDATE pacer_robots SET state = ?,"
         + " verdict = ?, leased_by = NULL, lease_until = NULL,"
-        + " not_before = now() + ? * interval '1 microsecond', attempts = attempts + ?"
+        + " not_before = now() + ? * interval '1 microsecond', attempts = ?"
         + " WHERE job = ? AND host = ?")) {
       s.setString(1, state);
-      s.setString(2, verdict);
+      s.setString(2, Secrets.redact(verdict));
       s.setLong(3, after.toNanos() / 1000);
-      s.setInt(4, attempt ? 1 : 0);
+      s.setInt(4, work.attempts() + (attempt ? 1 : 0));
       s.setString(5, work.job());
       s.setString(6, work.host());
       s.executeUpdate();

@@ -32,6 +32,16 @@ import java.util.List;
  * whatever the session's mode: an enqueue, a trip and its acknowledgement ({@link
  * #durableTransaction}, {@link #commitDurably}).
  *
+ * <p><b>Made twice, or at most once.</b> A statement whose answer was lost with the connection
+ * after it committed is made again: by {@link #call} in the same call (see {@link
+ * KeptConnection}), and by a caller that retries. A statement made with {@link #call} or {@link
+ * #transaction} must therefore answer what its first run did when made again: a read, an upsert of
+ * values, or a statement that recognises its own earlier run by a key or token its caller chose
+ * (an enqueue, a trip, a claim of an item). One that would do its work twice (a sum added to, a
+ * turn and an item claimed together) is made with {@link #callOnce} or {@link #transactionOnce},
+ * which fail with {@link KeptConnection#OUTCOME_UNKNOWN} when the answer is lost; its caller then
+ * settles the doubt in the direction that cannot do the work twice.
+ *
  * <p>After a call finds its connection lost, the idle ones are dropped too: they were connected to
  * the same server and are most likely dead with it; the next calls open new ones, under the policy.
  */
@@ -71,10 +81,23 @@ final class StoreConnection implements AutoCloseable {
   }
 
   /**
-   * Runs {@code body} on a connection of its own for the call; see {@link KeptConnection#call}.
-   * Waits while all {@code size} are busy, unless the outage policy refuses every attempt now.
+   * Runs {@code body}, which may be made twice, on a connection of its own for the call; see
+   * {@link KeptConnection#call}. Waits while all {@code size} are busy, unless the outage policy
+   * refuses every attempt now.
    */
   <T> T call(SqlCall<T> body) throws SQLException {
+    return run(body, true);
+  }
+
+  /**
+   * Runs {@code body}, which must not be made twice, as {@link #call} does, at most once; see
+   * {@link KeptConnection#callOnce}.
+   */
+  <T> T callOnce(SqlCall<T> body) throws SQLException {
+    return run(body, false);
+  }
+
+  private <T> T run(SqlCall<T> body, boolean mayRepeat) throws SQLException {
     OutagePolicy policy = database.outagePolicy();
     if (policy.refusesNow()) {
       throw policy.refusal();
@@ -82,7 +105,7 @@ final class StoreConnection implements AutoCloseable {
     KeptConnection connection = borrow();
     boolean lost = false;
     try {
-      return connection.call(body);
+      return mayRepeat ? connection.call(body) : connection.callOnce(body);
     } catch (SQLException e) {
       lost = OutagePolicy.isConnectionLoss(e);
       throw e;
@@ -96,7 +119,16 @@ final class StoreConnection implements AutoCloseable {
    * back if it throws, the connection left in autocommit either way.
    */
   <T> T transaction(SqlCall<T> body) throws SQLException {
-    return call(c -> {
+    return call(inTransaction(body));
+  }
+
+  /** Runs {@code body} as {@link #transaction} does, at most once, as {@link #callOnce} does. */
+  <T> T transactionOnce(SqlCall<T> body) throws SQLException {
+    return callOnce(inTransaction(body));
+  }
+
+  private static <T> SqlCall<T> inTransaction(SqlCall<T> body) {
+    return c -> {
       c.setAutoCommit(false);
       try {
         T result = body.apply(c);
@@ -108,7 +140,7 @@ final class StoreConnection implements AutoCloseable {
       } finally {
         c.setAutoCommit(true);
       }
-    });
+    };
   }
 
   /**

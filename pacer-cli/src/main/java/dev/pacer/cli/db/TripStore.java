@@ -87,14 +87,20 @@ public final class TripStore {
   /** An acknowledged trip: its job and the bar it recorded. */
   public record Acked(String job, HaltReason bar) {}
 
-  /** Acknowledges an open trip; empty if there is no open trip with that id. */
+  /**
+   * Acknowledges an open trip; empty if there is no open trip with that id. A trip acknowledged
+   * already with the same note answers as the acknowledgement did, and keeps its time: made again
+   * after its answer was lost, the acknowledgement must not answer "no open trip" (and leave a
+   * lockout it recorded in place).
+   */
   public Optional<Acked> ackTrip(long id, String note) throws SQLException {
     return connection.durableTransaction(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_trip SET acked_at = now(), ack_note = ? WHERE id = ? AND acked_at IS NULL"
-              + " RETURNING job, bar")) {
+          "UPDATE pacer_trip SET acked_at = coalesce(acked_at, now()), ack_note = ? WHERE id = ?"
+              + " AND (acked_at IS NULL OR ack_note = ?) RETURNING job, bar")) {
         s.setString(1, note);
         s.setLong(2, id);
+        s.setString(3, note);
         try (ResultSet r = s.executeQuery()) {
           return r.next()
               ? Optional.of(new Acked(r.getString(1), HaltReason.valueOf(r.getString(2))))

@@ -145,12 +145,19 @@ public final class WorkState implements AutoCloseable {
     "ALTER TABLE pacer_frontier ADD COLUMN IF NOT EXISTS passed_over text",
     "CREATE INDEX IF NOT EXISTS pacer_frontier_passed_over ON pacer_frontier (job, host)"
         + " WHERE passed_over IS NOT NULL",
+    // A robots.txt claim made again (its answer lost) finds the host its token leased.
+    "ALTER TABLE pacer_robots ADD COLUMN IF NOT EXISTS lease_token text",
+    "CREATE INDEX IF NOT EXISTS pacer_robots_lease_token ON pacer_robots (job, lease_token)"
+        + " WHERE state = 'fetching'",
+    // The last batch each worker appended to the request log: an append made again (its answer
+    // lost) finds its batch here and appends nothing.
+    "CREATE TABLE IF NOT EXISTS pacer_request_batch (worker text PRIMARY KEY, batch uuid NOT NULL)",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_frontier_passed_over";
+  static final String LAST_OBJECT = "pacer_request_batch";
 
   private final StoreConnection connection;
   private final ItemStore items;

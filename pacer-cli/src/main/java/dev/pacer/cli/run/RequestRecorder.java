@@ -6,6 +6,7 @@ import java.sql.SQLException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -31,6 +32,11 @@ final class RequestRecorder implements Consumer<SentRequest> {
   private final ConcurrentLinkedQueue<SentRequest> sent = new ConcurrentLinkedQueue<>();
   private final ArrayDeque<RequestLog.Sent> waiting = new ArrayDeque<>();
   private long dropped;
+  /**
+   * The batch being appended, sent again as it is until the log has it: made again after its
+   * answer was lost, the same batch appends nothing ({@link RequestLog#append}).
+   */
+  private Batch pending;
   private volatile long clockOffsetMicros;
 
   /**
@@ -43,6 +49,9 @@ final class RequestRecorder implements Consumer<SentRequest> {
     this.job = job;
     this.worker = worker;
   }
+
+  /** Requests appended together, named by {@code id}. */
+  private record Batch(UUID id, List<RequestLog.Sent> rows) {}
 
   @Override
   public void accept(SentRequest request) {
@@ -71,13 +80,16 @@ final class RequestRecorder implements Consumer<SentRequest> {
           r.sentEpochMicros() + offset, (r.sentNanos() - r.turnNanos()) / 1000, r.hop(),
           r.status()));
     }
-    while (!waiting.isEmpty()) {
-      List<RequestLog.Sent> batch = new ArrayList<>(Math.min(BATCH, waiting.size()));
-      waiting.stream().limit(BATCH).forEach(batch::add);
-      requestLog.append(batch);
-      for (int i = 0; i < batch.size(); i++) {
-        waiting.removeFirst();
+    while (pending != null || !waiting.isEmpty()) {
+      if (pending == null) {
+        List<RequestLog.Sent> rows = new ArrayList<>(Math.min(BATCH, waiting.size()));
+        while (rows.size() < BATCH && !waiting.isEmpty()) {
+          rows.add(waiting.removeFirst());
+        }
+        pending = new Batch(UUID.randomUUID(), rows);
       }
+      requestLog.append(pending.id(), pending.rows());
+      pending = null;
     }
   }
 

@@ -13,6 +13,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.UUID;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,8 +60,10 @@ final class RobotsReader {
     if (settled) {
       return false;
     }
+    // One token for every attempt: an attempt whose answer was lost leased under it.
+    String token = UUID.randomUUID().toString();
     Retrying.Attempt<Optional<Work>> claimed = retrying.call("claim a host's robots.txt",
-        () -> store.get().claim(settings.job(), workerId, settings.leaseMillis()), true);
+        () -> store.get().claim(settings.job(), workerId, token, settings.leaseMillis()), true);
     if (!(claimed instanceof Retrying.Attempt.Answered<Optional<Work>> answered)) {
       return false;
     }

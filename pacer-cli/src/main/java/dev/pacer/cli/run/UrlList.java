@@ -22,12 +22,19 @@ import java.util.List;
 import java.util.Locale;
 import java.util.NoSuchElementException;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The input of {@code pacer fetch}: one URL per line. Blank lines and lines starting with {@code #}
  * are ignored; a line that is not an absolute http(s) URL with a host that DNS can hold (253
  * characters, labels of 63) is reported with its line number and skipped. Input that is not UTF-8
  * text, or has no URL at all, is refused whole.
+ *
+ * <p>A URL with user-info ({@code https://user:password@host/}) is skipped the same way. The HTTP
+ * client sends no credentials from a URL, so the request would go without them; and the URL would
+ * be kept in the work state and shown in status and log lines, password and all. The report of
+ * any skipped line shows {@code ***} in place of whatever stands before an {@code @} in its
+ * authority, so that a password given by mistake is not printed either.
  *
  * <p>The input is read once, and its checked URLs are written to a spool file that {@link #urls()}
  * reads again for each pass: a list of millions of URLs is never held in memory (what is held
@@ -156,7 +163,8 @@ public final class UrlList implements AutoCloseable {
         String problem = check(text);
         if (problem != null) {
           if (problemCount++ < MAX_PROBLEMS_KEPT) {
-            problems.add("line " + lineNumber + ": " + problem + ": " + shown(text));
+            problems.add("line " + lineNumber + ": " + problem + ": "
+                + shown(withoutUserInfo(text)));
           }
           continue;
         }
@@ -276,7 +284,23 @@ public final class UrlList implements AutoCloseable {
     if (uri.getHost() == null || uri.getHost().isEmpty()) {
       return "no host";
     }
+    if (uri.getRawUserInfo() != null) {
+      return "has credentials before the host (user-info), which pacer fetch neither sends nor"
+          + " stores";
+    }
     return dnsProblem(uri.getHost());
+  }
+
+  /**
+   * What stands before an {@code @} in the authority of a line that looks like a URL (a scheme, then
+   * {@code //}), the line valid or not: the authority ends at the first {@code /}, {@code ?}, {@code
+   * #} or white space, and its last {@code @} ends the user-info.
+   */
+  private static final Pattern USER_INFO = Pattern.compile("^([^:/?#\s]+://)[^/?#\s]*@");
+
+  /** {@code text} with {@code ***} in place of its user-info, if it has any. */
+  static String withoutUserInfo(String text) {
+    return USER_INFO.matcher(text).replaceFirst("$1***@");
   }
 
   /** The longest label of a DNS name, in characters (RFC 1035). */

@@ -18,6 +18,7 @@ import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.io.IOException;
@@ -396,11 +397,15 @@ public final class Worker {
       return (robots != null && robots.settleNext()) || nextClaim();
     }
     ItemStore.Done done = unrecorded.done;
+    // One token for every attempt: an attempt whose answer was lost leased under it, and the next
+    // answers that item instead of leasing another.
+    String claimToken = ItemStore.newLeaseToken();
     // With an outcome to record, the call is not given up when the run stops: the outcome is worth
     // waiting for, as on its own.
     Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed = retrying.call(
         done == null ? "claim an item" : "record a fetched item",
-        () -> store.items().recordAndClaim(settings.job(), done, workerId, settings.leaseMillis()),
+        () -> store.items().recordAndClaim(settings.job(), done, workerId, claimToken,
+            settings.leaseMillis()),
         done == null);
     if (done != null) {
       unrecorded.done = null;
@@ -775,7 +780,9 @@ public final class Worker {
 
   /**
    * Adds the items this process counted per host to the hosts' failure bars, and logs the hosts
-   * that this passes over. Counts that could not be added go with the next heartbeat.
+   * that this passes over. Counts that could not be added go with the next heartbeat; those whose
+   * answer was lost may have been added, and are not added again: a bar may count too few, never
+   * an item twice.
    */
   private void countHostItems() {
     Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
@@ -786,6 +793,12 @@ public final class Worker {
             + " {}; the other hosts go on", p.host(), p.reason(), settings.job());
       }
     } catch (SQLException e) {
+      if (KeptConnection.isOutcomeUnknown(e)) {
+        log.debug("The items of {} host(s) may or may not have been counted against their failure"
+            + " bars (the answer was lost); they are not counted again: {}", counted.size(),
+            database.describe(e));
+        return;
+      }
       hostOutcomes.putBack(counted);
       log.debug("Could not count {} host(s)' items against their failure bars: {}",
           counted.size(), database.describe(e));

@@ -7,6 +7,7 @@ import dev.pacer.postgres.TestDatabase;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,7 +47,7 @@ class RequestLogTest {
     for (int i = 0; i < 14; i++) {
       rows.add(sent("a", i * 1_000_000L / 7, 1000 + i));
     }
-    log.append(rows);
+    log.append(UUID.randomUUID(), rows);
     Instant from = Instant.ofEpochSecond(0, (T0 - 1) * 1000);
     RequestLog.DoorFigures door = log.destinationSince(destination, from);
     assertThat(door.requests()).isEqualTo(14);
@@ -55,7 +56,7 @@ class RequestLogTest {
 
     // The 8th request of job a, exactly 1 s after the first, is outside the first's window;
     // one 999,999 µs after it is inside.
-    log.append(List.of(sent("b", 999_999, 5000)));
+    log.append(UUID.randomUUID(), List.of(sent("b", 999_999, 5000)));
     door = log.destinationSince(destination, from);
     assertThat(door.busiestOneSecondWindow()).isEqualTo(8);
     assertThat(door.latenessMaxMillis()).isEqualTo(5.0);
@@ -70,7 +71,7 @@ class RequestLogTest {
     for (int i = 1; i <= 100; i++) {
       rows.add(sent("a", i * 200_000L, i * 1000L)); // 1..100 ms
     }
-    log.append(rows);
+    log.append(UUID.randomUUID(), rows);
     RequestLog.DoorFigures door = log.duringJob("a", destination);
     assertThat(door.latenessP50Millis()).isEqualTo(50.0);
     assertThat(door.latenessP99Millis()).isEqualTo(99.0);

@@ -43,6 +43,11 @@ class RobotsStoreTest {
     store.close();
   }
 
+  /** A claim of a host's robots.txt by {@code worker}, under a lease token of its own. */
+  private Optional<Work> claim(String worker, long leaseMillis) throws Exception {
+    return store.robots().claim(job, worker, UUID.randomUUID().toString(), leaseMillis);
+  }
+
   private String host(String label) {
     return label + "." + job + ".test";
   }
@@ -96,14 +101,14 @@ class RobotsStoreTest {
     assertThat(store.frontier().hasClaimableWork(job, true)).isTrue();
     assertThat(store.frontier().hasClaimableWork(job, false)).as("without --robots").isFalse();
 
-    Work first = store.robots().claim(job, "w1", 60_000).orElseThrow();
-    Work second = store.robots().claim(job, "w2", 60_000).orElseThrow();
+    Work first = claim("w1", 60_000).orElseThrow();
+    Work second = claim("w2", 60_000).orElseThrow();
     assertThat(List.of(first.host(), second.host())).containsExactlyInAnyOrder(host("a"),
         host("b"));
     assertThat(first.stored()).isEmpty();
     assertThat(first.rate()).isEqualTo(10);
     assertThat(first.sampleUrl()).contains("http://" + first.host() + "/item/1");
-    assertThat(store.robots().claim(job, "w3", 60_000)).as("both are being fetched").isEmpty();
+    assertThat(claim("w3", 60_000)).as("both are being fetched").isEmpty();
     assertThat(store.robots().hasOpenHosts(job)).isTrue();
 
     Work a = first.host().equals(host("a")) ? first : second;
@@ -136,14 +141,14 @@ class RobotsStoreTest {
   @Test
   void aLapsedLeaseIsTakenAgainAndAFailedHostIsDeferredThenWantedByTheNextRun() throws Exception {
     plan();
-    Work lapsed = store.robots().claim(job, "dead", 0).orElseThrow();
-    Work other = store.robots().claim(job, "w1", 60_000).orElseThrow();
+    Work lapsed = claim("dead", 0).orElseThrow();
+    Work other = claim("w1", 60_000).orElseThrow();
     assertThat(other.host()).isNotEqualTo(lapsed.host());
-    Work again = store.robots().claim(job, "w2", 60_000).orElseThrow();
+    Work again = claim("w2", 60_000).orElseThrow();
     assertThat(again.host()).as("taken again once its lease ran out").isEqualTo(lapsed.host());
 
     store.robots().retry(again, "HTTP 500", Duration.ofMinutes(1));
-    assertThat(store.robots().claim(job, "w3", 60_000)).as("not before its retry time").isEmpty();
+    assertThat(claim("w3", 60_000)).as("not before its retry time").isEmpty();
     store.robots().giveUp(again, "HTTP 500; 2 attempt(s)", true);
     String h = again.host().substring(0, 1);
     assertThat(states()).containsEntry(h + "/item/1", "deferred")
@@ -163,8 +168,8 @@ class RobotsStoreTest {
         new HostCeiling(10, 4)));
     store.robots().plan(job);
     List<Work> next = new ArrayList<>();
-    next.add(store.robots().claim(job, "w1", 60_000).orElseThrow());
-    next.add(store.robots().claim(job, "w1", 60_000).orElseThrow());
+    next.add(claim("w1", 60_000).orElseThrow());
+    next.add(claim("w1", 60_000).orElseThrow());
     Work stored = next.stream().filter(w -> w.host().equals(other.host())).findFirst()
         .orElseThrow();
     Work wanted = next.stream().filter(w -> w.host().equals(again.host())).findFirst()

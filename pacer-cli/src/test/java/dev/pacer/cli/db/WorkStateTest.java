@@ -64,10 +64,12 @@ class WorkStateTest {
     assertThat(taken.url()).isEqualTo(first.url());
     assertThat(taken.token()).isNotEqualTo(first.token());
 
-    // The first worker's lease was taken over: its record is refused, the item counted once.
+    // The first worker's lease was taken over: its record is refused, the item counted once; the
+    // second's, made again (as after a lost answer), is answered as recorded, and counted once.
     assertThat(store.items().markDone(new ItemStore.Done(first, 200, "/x", 1))).isFalse();
     assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isTrue();
-    assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isFalse();
+    assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isTrue();
+    assertThat(store.items().markDone(new ItemStore.Done(first, 200, "/x", 1))).isFalse();
     assertThat(store.items().counts(job).done()).isEqualTo(1);
   }
 
@@ -80,20 +82,23 @@ class WorkStateTest {
         + " WHERE job = '" + job + "'");
 
     ItemStore.RecordedAndClaimed both = store.items().recordAndClaim(job,
-        new ItemStore.Done(first, 200, "/1", 10), "w1", 60_000);
+        new ItemStore.Done(first, 200, "/1", 10), "w1", ItemStore.newLeaseToken(), 60_000);
     assertThat(both.recorded()).isTrue();
     ItemStore.Item second = both.next().orElseThrow();
     assertThat(second.url()).isEqualTo("http://a/2");
     assertThat(store.items().counts(job).done()).isEqualTo(1);
 
-    // Recorded already: refused as a lost lease would be; nothing left to claim.
+    // Recorded already by its own lease (a record made again, its answer lost): answered as
+    // recorded, and counted once; nothing left to claim.
     ItemStore.RecordedAndClaimed again = store.items().recordAndClaim(job,
-        new ItemStore.Done(first, 200, "/1", 10), "w1", 60_000);
-    assertThat(again.recorded()).isFalse();
+        new ItemStore.Done(first, 200, "/1", 10), "w1", ItemStore.newLeaseToken(), 60_000);
+    assertThat(again.recorded()).isTrue();
     assertThat(again.next()).isEmpty();
+    assertThat(store.items().counts(job).done()).isEqualTo(1);
 
     assertThat(store.items().recordAndClaim(job, new ItemStore.Done(second, 200, "/2", 10), "w1",
-        60_000)).isEqualTo(new ItemStore.RecordedAndClaimed(true, java.util.Optional.empty()));
+        ItemStore.newLeaseToken(), 60_000))
+        .isEqualTo(new ItemStore.RecordedAndClaimed(true, java.util.Optional.empty()));
     ItemStore.Counts counts = store.items().counts(job);
     assertThat(counts.done()).isEqualTo(2);
     assertThat(counts.open()).isZero();
@@ -128,7 +133,8 @@ class WorkStateTest {
           new java.util.ArrayList<>();
       for (int i = 0; i < callers; i++) {
         ItemStore.Done done = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
-        answers.add(threads.submit(() -> store.items().recordAndClaim(job, done, "w1", 60_000)));
+        answers.add(threads.submit(() -> store.items().recordAndClaim(job, done, "w1",
+            ItemStore.newLeaseToken(), 60_000)));
         int queued = i;
         awaitTrue(() -> queued == 0 ? blockedOnALock(holder) : store.items().queuedCalls() == queued);
       }
@@ -155,8 +161,10 @@ class WorkStateTest {
     assertThat(counts.leased()).isEqualTo(callers);
     for (int i = 0; i < callers; i++) {
       ItemStore.Done again = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
-      assertThat(store.items().markDone(again)).as("recorded once, item %d", i).isFalse();
+      assertThat(store.items().markDone(again)).as("made again, answered as made, item %d", i)
+          .isTrue();
     }
+    assertThat(store.items().counts(job).done()).as("each recorded once").isEqualTo(callers);
   }
 
   /** Whether a statement of another session is waiting for a lock {@code holder}'s session holds. */
@@ -224,6 +232,23 @@ class WorkStateTest {
     assertThat(counts.failed()).isEqualTo(1);
     assertThat(counts.open()).isZero();
     assertThat(store.items().hasOpenItems(job)).isFalse();
+  }
+
+  /** A failure's message may name the URL it went to (a redirect's), credentials and all. */
+  @Test
+  void aFailureIsKeptWithoutTheCredentialsOfAUrlItsMessageNames() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().markFailed(item, 404, "HTTP 404 from https://user:Pw-in-redirect@b/x",
+        0, 2)).isTrue();
+    try (java.sql.Connection c = TestDatabase.connect(); java.sql.PreparedStatement s =
+        c.prepareStatement("SELECT last_error FROM pacer_item WHERE job = ?")) {
+      s.setString(1, job);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        r.next();
+        assertThat(r.getString(1)).isEqualTo("HTTP 404 from https://***@b/x");
+      }
+    }
   }
 
   @Test

@@ -43,6 +43,31 @@ class UrlListTest {
   }
 
   /**
+   * A URL with credentials before its host is skipped with its line number and the reason, and no
+   * report of a skipped line shows them, whether the line is a URL or not: the client would not
+   * send them, and kept they would be stored and printed with the URL.
+   */
+  @Test
+  void skipsAUrlWithCredentialsAndNeverShowsThem() throws Exception {
+    String secret = "S3cr3t-pw";
+    String token = "ghp_T0ken";
+    UrlList list = read("https://ok.example/1\nhttps://user:" + secret + "@a.example/2\nhttp://"
+        + token + "@b.example:8080/3?q=1\nhttps://user:" + secret + "@c.example/a b\nftp://user:"
+        + secret + "@d.example/\nhttps://user:p@" + secret + "@e.example/\n");
+    assertThat(list.urls()).containsExactly("https://ok.example/1");
+    assertThat(list.hosts()).containsExactly("ok.example");
+    assertThat(list.problems()).hasSize(5);
+    assertThat(list.problems().get(0)).isEqualTo("line 2: has credentials before the host"
+        + " (user-info), which pacer fetch neither sends nor stores: https://***@a.example/2");
+    assertThat(list.problems().get(1)).startsWith("line 3: has credentials")
+        .endsWith(": http://***@b.example:8080/3?q=1");
+    assertThat(list.problems().get(2)).startsWith("line 4: not a URL");
+    assertThat(list.problems().get(3)).startsWith("line 5: scheme ftp");
+    assertThat(list.problems().get(4)).as("two @: no host for the URI").startsWith("line 6: no host");
+    assertThat(String.join("\n", list.problems())).doesNotContain(secret).doesNotContain(token);
+  }
+
+  /**
    * A host that DNS cannot hold (over 253 characters, or a label over 63) is refused on its line,
    * as the line of a URL that cannot be fetched: a destination could not be named by it. The
    * longest host DNS holds is kept.

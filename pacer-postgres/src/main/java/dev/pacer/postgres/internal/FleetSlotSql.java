@@ -16,6 +16,12 @@ package dev.pacer.postgres.internal;
  * changed between this statement's snapshot and its lock is re-read and its WHERE re-checked, so
  * a slot is never handed to two takers.
  *
+ * <p><b>A take made again finds its slot.</b> The token is the taker's, chosen before the take. A
+ * take whose answer was lost with its connection after it committed, and that is made again with
+ * the same token, finds the row that token holds ({@code mine}), renews its lease and answers its
+ * slot, and takes nothing else: otherwise the first slot would stay held, by nobody who knows it,
+ * until its lease ran out, and the fleet would run one request short of its cap meanwhile.
+ *
  * <p>Parameters of {@link #take()}, in order: destination (text), slots (int), holder (text),
  * token (uuid), lease (bigint milliseconds). The {@code p} CTE names them once; the statements
  * compare with scalar subqueries on it, which the planner treats as parameters, so the primary
@@ -40,9 +46,12 @@ public final class FleetSlotSql {
     this.take = "WITH p AS (SELECT CAST(? AS text) AS destination, CAST(? AS int) AS slots,"
         + " CAST(? AS text) AS holder, CAST(? AS uuid) AS token,"
         + " now() + CAST(? AS bigint) * interval '1 millisecond' AS expires_at),"
+        + " mine AS (UPDATE " + table + " SET expires_at = (SELECT expires_at FROM p)"
+        + " WHERE destination = (SELECT destination FROM p) AND token = (SELECT token FROM p)"
+        + " RETURNING slot),"
         + " free AS (SELECT slot FROM " + table
         + " WHERE destination = (SELECT destination FROM p) AND slot < (SELECT slots FROM p)"
-        + " AND (holder IS NULL OR expires_at < now())"
+        + " AND (holder IS NULL OR expires_at < now()) AND NOT EXISTS (SELECT 1 FROM mine)"
         + " ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED),"
         + " taken AS (UPDATE " + table + " SET holder = (SELECT holder FROM p),"
         + " token = (SELECT token FROM p), expires_at = (SELECT expires_at FROM p)"
@@ -51,11 +60,12 @@ public final class FleetSlotSql {
         + " created AS (INSERT INTO " + table + " (destination, slot, holder, token, expires_at)"
         + " SELECT p.destination, g, p.holder, p.token, p.expires_at"
         + " FROM p, generate_series(0, p.slots - 1) AS g"
-        + " WHERE NOT EXISTS (SELECT 1 FROM free)"
+        + " WHERE NOT EXISTS (SELECT 1 FROM free) AND NOT EXISTS (SELECT 1 FROM mine)"
         + " AND NOT EXISTS (SELECT 1 FROM " + table + " s"
         + " WHERE s.destination = (SELECT destination FROM p) AND s.slot = g)"
         + " ORDER BY g LIMIT 1 ON CONFLICT DO NOTHING RETURNING slot)"
-        + " SELECT slot FROM taken UNION ALL SELECT slot FROM created";
+        + " SELECT slot FROM mine UNION ALL SELECT slot FROM taken"
+        + " UNION ALL SELECT slot FROM created";
     this.giveBack = "UPDATE " + table + " SET holder = NULL, token = NULL, expires_at = now()"
         + " WHERE destination = ? AND slot = ? AND token = ?";
     // By token alone: the table holds a few rows per capped destination, and a token is never
