@@ -45,7 +45,12 @@ class FrontierStoreTest {
     return label + "." + job + ".test";
   }
 
-  /** Enqueues {@code items} URLs per host, in the map's order, under one ceiling per host. */
+  /**
+   * Enqueues {@code items} URLs per host, in the map's order, under one ceiling per host; the
+   * hosts' frontier copies are then set a millisecond apart in that order, so that the claim's
+   * {@code next_at} order is the map's (every copy starts at {@code '-infinity'}, and which of
+   * equal keys an index gives first is its own affair).
+   */
   private void plan(Map<String, Integer> items, double rate, int maxInFlight) throws Exception {
     List<String> urls = new ArrayList<>();
     Map<String, HostCeiling> ceilings = new LinkedHashMap<>();
@@ -58,6 +63,11 @@ class FrontierStoreTest {
     });
     store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", rate, urls);
     store.frontier().plan(job, ceilings);
+    int order = 0;
+    for (String h : items.keySet()) {
+      TestDatabase.execute("UPDATE pacer_frontier SET next_at = clock_timestamp() - interval '1 s'"
+          + " + " + order++ + " * interval '1 ms' WHERE job = '" + job + "' AND host = '" + h + "'");
+    }
   }
 
   private Claim claim() throws Exception {
@@ -141,10 +151,6 @@ class FrontierStoreTest {
     TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
         + " VALUES ('" + paused + "', clock_timestamp() + interval '30 s', clock_timestamp(),"
         + " clock_timestamp() + interval '30 s')");
-    // Both copies start at '-infinity'; which of two equal keys the index gives first is its own.
-    TestDatabase.execute("UPDATE pacer_frontier SET next_at = clock_timestamp()"
-        + " - CASE host WHEN '" + paused + "' THEN interval '2 s' ELSE interval '1 s' END"
-        + " WHERE job = '" + job + "'");
     String before = cursorValue(paused);
     List<String> hosts = new ArrayList<>();
     List<Class<?>> outcomes = new ArrayList<>();
