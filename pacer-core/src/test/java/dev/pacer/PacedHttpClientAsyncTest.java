@@ -58,9 +58,10 @@ class PacedHttpClientAsyncTest {
     // Threads of its own, so that a request held open does not delay the arrival of the next
     // one, started now: a thread started on demand would stamp its first arrival late.
     handlers.prestartAllCoreThreads();
-    server.setExecutor(handlers);
+    ArrivalClock clock = new ArrivalClock(handlers);
+    server.setExecutor(clock);
     server.createContext("/", exchange -> {
-      arrivals.add(System.nanoTime());
+      arrivals.add(clock.arrivedAt());
       String path = exchange.getRequestURI().getPath();
       paths.add(path);
       exchange.getRequestBody().readAllBytes();

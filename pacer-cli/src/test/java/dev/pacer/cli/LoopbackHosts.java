@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.ArrivalClock;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -63,14 +64,16 @@ public final class LoopbackHosts implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
+    ArrivalClock clock = new ArrivalClock(executor);
     for (int i = 0; i < count; i++) {
       String host = "127.0." + (i / PER_BLOCK) + "." + (i % PER_BLOCK + 2);
       HttpServer server = HttpServer.create(new InetSocketAddress(host, 0), 128);
-      server.setExecutor(executor);
+      server.setExecutor(clock);
       server.createContext("/", exchange -> {
-        long now = System.nanoTime();
         java.time.Instant wall = java.time.Instant.now();
-        long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000;
+        long now = clock.arrivedAt();
+        long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000
+            - (System.nanoTime() - now) / 1000;
         String path = exchange.getRequestURI().getPath();
         Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
         int attempt = robotsTxt != null ? 0

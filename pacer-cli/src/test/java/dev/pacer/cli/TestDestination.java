@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.ArrivalClock;
 import dev.pacer.Timeline;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -58,13 +59,14 @@ final class TestDestination implements AutoCloseable {
 
   TestDestination() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
-    server.setExecutor(Executors.newFixedThreadPool(32, r -> {
+    ArrivalClock clock = new ArrivalClock(Executors.newFixedThreadPool(32, r -> {
       Thread t = new Thread(r, "test-destination");
       t.setDaemon(true);
       return t;
     }));
+    server.setExecutor(clock);
     server.createContext("/", exchange -> {
-      long now = System.nanoTime();
+      long now = clock.arrivedAt();
       mostOpen.accumulateAndGet(open.incrementAndGet(), Math::max);
       boolean counted = true;
       try {

@@ -1,6 +1,7 @@
 package dev.pacer.examples;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.ArrivalClock;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -29,10 +30,11 @@ final class LocalDestination implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    server.setExecutor(Executors.newCachedThreadPool());
+    ArrivalClock clock = new ArrivalClock(Executors.newCachedThreadPool());
+    server.setExecutor(clock);
     server.createContext("/", exchange -> {
       synchronized (arrivals) {
-        arrivals.add(System.nanoTime());
+        arrivals.add(clock.arrivedAt());
       }
       Scripted answer = scripted.getOrDefault(exchange.getRequestURI().getPath(),
           new Scripted(200, Map.of()));

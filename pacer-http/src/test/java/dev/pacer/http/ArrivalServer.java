@@ -2,6 +2,7 @@ package dev.pacer.http;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.ArrivalClock;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -37,6 +38,7 @@ final class ArrivalServer implements AutoCloseable {
 
   private final HttpServer server;
   private final ExecutorService threads = Executors.newCachedThreadPool();
+  private final ArrivalClock clock = new ArrivalClock(threads);
   private final ConcurrentLinkedQueue<Arrival> arrivals = new ConcurrentLinkedQueue<>();
 
   ArrivalServer() throws IOException {
@@ -46,13 +48,13 @@ final class ArrivalServer implements AutoCloseable {
   /** A destination listening on {@code address}, a loopback one (127.0.0.2 is one too). */
   ArrivalServer(String address) throws IOException {
     server = HttpServer.create(new InetSocketAddress(address, 0), 64);
-    server.setExecutor(threads);
+    server.setExecutor(clock);
     server.createContext("/", this::answer);
     server.start();
   }
 
   private void answer(HttpExchange exchange) throws IOException {
-    long now = System.nanoTime();
+    long now = clock.arrivedAt();
     String path = exchange.getRequestURI().getPath();
     String received = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
     Map<String, List<String>> headers = new TreeMap<>();

@@ -1,6 +1,7 @@
 package dev.pacer.spring;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.ArrivalClock;
 import dev.pacer.Timeline;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -38,9 +39,10 @@ final class ArrivalCounter implements AutoCloseable {
   ArrivalCounter() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
     executor.prestartAllCoreThreads();
-    server.setExecutor(executor);
+    ArrivalClock clock = new ArrivalClock(executor);
+    server.setExecutor(clock);
     server.createContext("/", exchange -> {
-      long now = System.nanoTime();
+      long now = clock.arrivedAt();
       int n;
       synchronized (arrivals) {
         arrivals.add(now);
