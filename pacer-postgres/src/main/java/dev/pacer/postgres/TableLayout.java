@@ -11,9 +11,13 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  *       created on first use:
  *       <pre>
  * CREATE UNLOGGED TABLE IF NOT EXISTS pacer_cursor (
- *   name       text        PRIMARY KEY,  -- the destination name
- *   next_at    timestamptz NOT NULL,     -- the cursor: earliest start of the next turn
- *   updated_at timestamptz NOT NULL      -- database clock at the last reservation
+ *   name         text        PRIMARY KEY,         -- the destination name
+ *   next_at      timestamptz NOT NULL,            -- the cursor: earliest start of the next turn
+ *   updated_at   timestamptz NOT NULL,            -- database clock at the last reservation
+ *   paused_until timestamptz,                     -- end of the last Retry-After pause
+ *   backoff      smallint    NOT NULL DEFAULT 1,  -- the fleet's backoff multiplier
+ *   clean        integer     NOT NULL DEFAULT 0,  -- clean answers since the last rate pressure
+ *   reset_from   timestamptz                      -- the cursor the last reservation reset, if it did
  * )</pre>
  *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
  *       tables on crash recovery, the next reservation re-inserts the row at "now", and that

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.Reservation;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -13,9 +16,12 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
 
 /** Self-healing, the shared-table row format, and the dedicated connection, on a real server. */
 class PostgresCursorTest {
@@ -65,6 +71,49 @@ class PostgresCursorTest {
     update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?", name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("reset").isBetween(0L, 1L);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).isBetween(70L, 100L);
+  }
+
+  /**
+   * Another role pushes the row far ahead while a reservation is on its way: the reservation's
+   * snapshot still holds the row as it was, but its upsert waits for the other role's lock and then
+   * resets the value it finds. Whoever resets a row says so.
+   */
+  @Test
+  void aRowPushedFarAheadUnderAReservationInFlightIsResetWithAWarn() throws Exception {
+    assertResetWithAWarnUnderAReservationInFlight(pacerTable,
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?");
+  }
+
+  @Test
+  void aKeyValueRowPushedFarAheadUnderAReservationInFlightIsResetWithAWarnToo() throws Exception {
+    assertResetWithAWarnUnderAReservationInFlight(cacheTable,
+        "UPDATE " + CACHE + " SET value = (extract(epoch FROM clock_timestamp()) + 7200)::text"
+            + " WHERE cache_key = 'harvest-rate-cursor:' || ?");
+  }
+
+  /** {@code push} moves the row of its one parameter, a destination name, 2 h ahead. */
+  private static void assertResetWithAWarnUnderAReservationInFlight(PostgresCursor cursor,
+      String push) throws Exception {
+    String name = freshName();
+    cursor.reserve(name, GAP);
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream originalErr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try (Connection writer = TestDatabase.connect()) {
+      writer.setAutoCommit(false);
+      update(writer, push, name);
+      CompletableFuture<Reservation> inFlight =
+          CompletableFuture.supplyAsync(() -> cursor.reserve(name, GAP));
+      awaitBlockedBy(writer);
+      writer.commit();
+      assertThat(waitMillis(inFlight.get(5, TimeUnit.SECONDS))).as("reset").isBetween(0L, 1L);
+    } finally {
+      System.setErr(originalErr);
+    }
+    assertThat(err.toString(StandardCharsets.UTF_8).lines()
+        .filter(l -> l.contains("WARN") && l.contains(name + " was 71"))
+        .filter(l -> l.contains("s ahead of the database clock")))
+        .as("the WARN of the reset, in %s", err).hasSize(1);
   }
 
   @Test
@@ -487,6 +536,26 @@ class PostgresCursorTest {
     try (PreparedStatement s = c.prepareStatement(sql)) {
       s.setString(1, param);
       s.execute();
+    }
+  }
+
+  /** Waits until another session is blocked by {@code holder}'s locks. */
+  private static void awaitBlockedBy(Connection holder) throws SQLException, InterruptedException {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement("SELECT count(*) FROM pg_stat_activity"
+            + " WHERE ?::int = ANY(pg_blocking_pids(pid))")) {
+      s.setInt(1, holder.unwrap(PGConnection.class).getBackendPID());
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (true) {
+        try (ResultSet row = s.executeQuery()) {
+          row.next();
+          if (row.getInt(1) > 0) {
+            return;
+          }
+        }
+        assertThat(System.nanoTime()).as("a session blocked within 5 s").isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(5);
+      }
     }
   }
 

@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The frontier of a job in per-host mode ({@code pacer fetch --per-host}): every host of the job is
@@ -48,7 +50,7 @@ import java.util.UUID;
  *       turn at the later of now and the frontier's copy (where this job last saw the turns end).
  *       An implausible row (further ahead than the larger of two minutes and 64 intervals, of now
  *       and of the end of its pause, a pause counted at most a day: {@code CursorSql}'s rule) is
- *       reset the same way. A host with a lockout row ({@code
+ *       reset the same way, with a WARN naming how far ahead the turn found it. A host with a lockout row ({@code
  *       pacer_cursor_lockout}) gets no turn. A {@code Retry-After} pause needs no check of its own:
  *       it pushed the cursor row itself ({@code PostgresCursor.pause}), so the host's turns are
  *       refused until it ends, while other hosts' claims go on at full pace;
@@ -94,6 +96,8 @@ import java.util.UUID;
  */
 public final class FrontierStore {
 
+  private static final Logger log = LoggerFactory.getLogger(FrontierStore.class);
+
   /**
    * An item is leased only if its host's turn starts within this: the longest sleep after a claim.
    * An idle thread is woken half of it before the next host's turn, so that its claim lands before
@@ -114,13 +118,16 @@ public final class FrontierStore {
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
    * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
    * a turn coming)
-   * contended (nothing was picked although a host was eligible: another claim held its row) and
-   * held (some host is due but could not be claimed).
+   * contended (nothing was picked although a host was eligible: another claim held its row),
+   * held (some host is due but could not be claimed), fronts, backoff (the host's multiplier), and
+   * reset_from_micros (how far ahead of now the turn found the host's cursor, where it reset it;
+   * NULL otherwise) with the host's reset_beyond_micros.
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
     // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
     String start = CursorSql.pacerTurnStart("k", "c");
+    String resetFrom = CursorSql.pacerResetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
           + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
           + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
@@ -150,10 +157,10 @@ public final class FrontierStore {
           + "  SELECT c.host, c.earliest + c.gap, c.now FROM c\n"
           + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
           + "  ON CONFLICT (name) DO UPDATE\n"
-          + "    SET (next_at, updated_at) = (SELECT " + start + " + c.gap * k.backoff, c.now"
-          + " FROM c)\n"
+          + "    SET (next_at, updated_at, reset_from) = (SELECT " + start + " + c.gap * k.backoff,"
+          + " c.now, " + resetFrom + " FROM c)\n"
           + "    WHERE (SELECT " + start + " <= c.now + c.horizon FROM c)\n"
-          + "  RETURNING k.next_at, k.backoff),\n"
+          + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
           + "lease AS (\n"
           + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
           + "         lease_until = c.now + ?::bigint * interval '1 millisecond'\n"
@@ -212,7 +219,10 @@ public final class FrontierStore {
           + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
           + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
           + "       (SELECT count(*) FROM front) AS fronts,\n"
-          + "       turn.backoff\n"
+          + "       turn.backoff,\n"
+          + "       (" + CursorSql.secondsFrom("c.now", "turn.reset_from") + " * 1000000)::bigint"
+          + " AS reset_from_micros,\n"
+          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
   }
 
@@ -415,6 +425,12 @@ public final class FrontierStore {
           String lockout = r.getString(8);
           if (lockout != null) {
             return new Claim.LockedOut(host, lockout);
+          }
+          long resetFromMicros = r.getLong("reset_from_micros");
+          if (!r.wasNull()) {
+            log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset", host,
+                resetFromMicros / 1_000_000,
+                Duration.ofNanos(r.getLong("reset_beyond_micros") * 1000));
           }
           long waitMicros = r.getLong(7);
           if (r.wasNull()) {

@@ -6,6 +6,9 @@ import dev.pacer.cli.db.FrontierStore.Claim;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -217,8 +220,20 @@ class FrontierStoreTest {
     TestDatabase.execute("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 year'"
         + " WHERE name = '" + h + "'");
     TestDatabase.execute("UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = '" + job + "'");
-    Claim.Claimed reset = claimed();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream originalErr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    Claim.Claimed reset;
+    try {
+      reset = claimed();
+    } finally {
+      System.setErr(originalErr);
+    }
     assertThat(reset.turnIn()).as("a year ahead: reset to now").isLessThanOrEqualTo(Duration.ofMillis(20));
+    assertThat(err.toString(StandardCharsets.UTF_8).lines()
+        .filter(l -> l.contains("WARN") && l.contains("Cursor " + h + " was 3"))
+        .filter(l -> l.contains("s ahead of the database clock (bound PT2M)")))
+        .as("the reset, told: %s", err).hasSize(1);
   }
 
   @Test

@@ -46,20 +46,26 @@ import java.util.Locale;
  * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
  * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
  * now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced the
- * turn; NULL outside the fleet's backoff). The prior value is read from the statement's snapshot, only so
- * that resets and repairs can be logged. The key/value layout reads it always (a {@code prior} CTE,
- * which compares the key with a scalar subquery, a plan parameter, rather than joining {@code p},
- * so that the primary key's index can answer it: a join condition would leave it a filter over a
- * whole scan of the table). Pacer's table, whose value is always readable, reads it only when the
- * turn started at {@code earliest}, the one case in which the cursor can have been reset; otherwise
- * {@code prior_ahead_micros} is NULL and {@code prior_existed} false.
+ * turn; NULL outside the fleet's backoff). The prior value is returned only so that resets and
+ * repairs can be logged, and it must be the value the upsert found under the row lock, not the one
+ * in the statement's snapshot: another role's write that commits while the statement waits for the
+ * row is invisible to the snapshot, and the upsert resets it all the same. Pacer's table, whose
+ * value is always readable, reports only a reset: the upsert keeps the value it overwrote in
+ * {@code reset_from} (NULL when it did not reset), and returns it, since RETURNING sees only the
+ * row written (PostgreSQL 18's {@code RETURNING old} is out of reach of the releases supported);
+ * otherwise {@code prior_ahead_micros} is NULL and {@code prior_existed} false. The key/value layout
+ * cannot add a column to its table: it reads the value always, {@code FOR UPDATE}, before the
+ * upsert (a {@code prior} CTE that the upsert's own source joins, so that it runs first; it
+ * compares the key with a scalar subquery, a plan parameter, rather than joining {@code p}, so that
+ * the primary key's index can answer it: a join condition would leave it a filter over a whole scan
+ * of the table). Locked, the read waits for the other role's write as the upsert would have, and
+ * holds what the upsert then finds.
  *
  * <p>Pacer's table's statement is kept lean, because it is the reservation's whole server cost
  * (measured per variant in docs/benchmarks.md): the lockout probe is a column of {@code p}, read
- * once; the ON CONFLICT branch reads {@code p} in one sub-select for all four columns it sets and
- * one for its WHERE; besides the prior read above, the cursor table is read only for the max_wait
- * edge ({@link #insertWithinMaxWait}), when a try-reservation's {@code earliest} lies beyond its
- * max_wait.
+ * once; the ON CONFLICT branch reads {@code p} in one sub-select for all the columns it sets and
+ * one for its WHERE; the cursor table is read only for the max_wait edge ({@link
+ * #insertWithinMaxWait}), when a try-reservation's {@code earliest} lies beyond its max_wait.
  */
 public final class CursorSql {
 
@@ -180,13 +186,31 @@ public final class CursorSql {
    * @return a timestamptz expression
    */
   public static String pacerTurnStart(String row, String ask) {
+    return "CASE WHEN " + pacerResets(row, ask) + " THEN " + ask + ".earliest ELSE GREATEST("
+        + ask + ".now, " + row + ".next_at) END";
+  }
+
+  /**
+   * The value of {@code reset_from} that a reservation writes on a row of Pacer's table: the cursor
+   * it found, where {@link #pacerTurnStart} resets it; NULL where it does not. The statement
+   * returns it, so that the reset is logged with the value actually overwritten.
+   *
+   * @param row the alias of the cursor's row, as the upsert locked it
+   * @param ask the alias of the reservation's terms
+   * @return a timestamptz expression
+   */
+  public static String pacerResetFrom(String row, String ask) {
+    return "CASE WHEN " + pacerResets(row, ask) + " THEN " + row + ".next_at END";
+  }
+
+  /** Whether the reset bound takes the cursor of {@code row} for a corrupt one. */
+  private static String pacerResets(String row, String ask) {
     String next = row + ".next_at";
     String resetBeyond = ask + ".reset_beyond";
-    return "CASE WHEN " + next + " > " + ask + ".now + " + resetBeyond
+    return next + " > " + ask + ".now + " + resetBeyond
         + " AND (" + row + ".paused_until IS NULL OR " + next + " > LEAST(" + row
         + ".paused_until, " + ask + ".now + " + LONGEST_PAUSE_MICROS
-        + " * interval '1 microsecond') + " + resetBeyond + ")"
-        + " THEN " + ask + ".earliest ELSE GREATEST(" + ask + ".now, " + next + ") END";
+        + " * interval '1 microsecond') + " + resetBeyond + ")";
   }
 
   /** Pacer's own table: a typed timestamptz cursor per destination name. */
@@ -199,20 +223,21 @@ public final class CursorSql {
             + "  updated_at   timestamptz NOT NULL,\n"
             + "  paused_until timestamptz,\n"
             + "  backoff      smallint    NOT NULL DEFAULT 1,\n"
-            + "  clean        integer     NOT NULL DEFAULT 0\n"
+            + "  clean        integer     NOT NULL DEFAULT 0,\n"
+            + "  reset_from   timestamptz\n"
             + ");\n"
             + addColumnIfMissing(table, "paused_until", "timestamptz")
             + addColumnIfMissing(table, "backoff", "smallint NOT NULL DEFAULT 1")
             + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
+            + addColumnIfMissing(table, "reset_from", "timestamptz")
             // Logged, unlike the cursors: a lockout must outlive a crash.
             + "CREATE TABLE IF NOT EXISTS " + lockouts + " (\n"
             + "  name      text        PRIMARY KEY,\n"
             + "  reason    text        NOT NULL,\n"
             + "  locked_at timestamptz NOT NULL\n"
             + ")";
-    String start = pacerTurnStart("c", "p");
-    String reserve = pacerReservation(table, lockouts, start, false);
-    String reserveUnderFleetBackoff = pacerReservation(table, lockouts, start, true);
+    String reserve = pacerReservation(table, lockouts, false);
+    String reserveUnderFleetBackoff = pacerReservation(table, lockouts, true);
     String throttled =
         "INSERT INTO " + table + " AS c (name, next_at, updated_at, backoff)"
             + " VALUES (?, clock_timestamp(), clock_timestamp(), 2)\n"
@@ -261,8 +286,9 @@ public final class CursorSql {
    * Only the second reads and writes {@code backoff} and {@code clean}, and takes the parameter
    * {@code clean}.
    */
-  private static String pacerReservation(String table, String lockouts, String start,
-      boolean fleet) {
+  private static String pacerReservation(String table, String lockouts, boolean fleet) {
+    String start = pacerTurnStart("c", "p");
+    String resetFrom = pacerResetFrom("c", "p");
     // Under the fleet's backoff: the multiplier after this reservation's clean answers are counted,
     // which also spaces this turn, so that the answer's multiplier is the one its wait used.
     String halves = "c.clean + p.clean >= " + CLEAN_ANSWERS_TO_HALVE;
@@ -288,28 +314,26 @@ public final class CursorSql {
             "EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)") + "\n"
         + "  ON CONFLICT (name) DO UPDATE\n"
         + (fleet
-            ? "    SET (next_at, updated_at, backoff, clean) = (SELECT\n"
+            ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
                 + "          " + start + " + " + gap + ",\n"
                 + "          p.now,\n"
+                + "          " + resetFrom + ",\n"
                 + "          " + backoff + ",\n"
                 + "          CASE WHEN " + halves + " THEN 0 ELSE c.clean + p.clean END\n"
                 + "        FROM p)\n"
-            : "    SET (next_at, updated_at) = (SELECT " + start + " + p.gap, p.now FROM p)\n")
+            : "    SET (next_at, updated_at, reset_from) = (SELECT " + start + " + p.gap, p.now, "
+                + resetFrom + " FROM p)\n")
         + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
-        + "  RETURNING c.next_at" + (fleet ? ", c.backoff" : "") + ")\n"
+        + "  RETURNING c.next_at, c.reset_from" + (fleet ? ", c.backoff" : "") + ")\n"
         + "SELECT (extract(epoch FROM turn.next_at - " + spaced + " - p.now)"
         + " * 1000000)::bigint AS wait_micros,\n"
-        + "       (" + secondsFrom("p.now", "prior.next_at") + " * 1000000)::bigint"
+        + "       (" + secondsFrom("p.now", "turn.reset_from") + " * 1000000)::bigint"
         + " AS prior_ahead_micros,\n"
-        + "       prior.next_at IS NOT NULL AS prior_existed,\n"
+        + "       turn.reset_from IS NOT NULL AS prior_existed,\n"
         + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
         + "       p.lockout AS lockout_reason,\n"
         + "       " + (fleet ? "turn.backoff" : "NULL::smallint") + " AS fleet_backoff\n"
-        + "FROM p LEFT JOIN turn ON true\n"
-        // Read only when the turn started at earliest, the one case in which a reset may have
-        // happened; the statement's snapshot still holds the value before this reservation.
-        + "LEFT JOIN LATERAL (SELECT x.next_at FROM " + table + " x WHERE x.name = p.key"
-        + " AND turn.next_at - " + spaced + " = p.earliest) AS prior ON true";
+        + "FROM p LEFT JOIN turn ON true";
   }
 
   /**
@@ -338,13 +362,14 @@ public final class CursorSql {
             + "         clock.now,\n"
             + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
             + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
-            + "prior AS (SELECT " + value + " AS value FROM " + table + " c"
-            + " WHERE c." + keyColumn + " = (SELECT p.key FROM p)),\n"
+            + "prior AS MATERIALIZED (SELECT " + value + " AS value FROM " + table + " c"
+            + " WHERE c." + keyColumn + " = (SELECT p.key FROM p) FOR UPDATE),\n"
             + "turn AS (\n"
             + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
             + expiresColumn + ")\n"
+            // Joined, so that the row is locked and read before the upsert looks for it.
             + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
-            + " clock_timestamp() + interval '30 days' FROM p\n"
+            + " clock_timestamp() + interval '30 days' FROM p LEFT JOIN prior ON true\n"
             + "  WHERE " + insertWithinMaxWait("EXISTS (SELECT 1 FROM prior)") + "\n"
             + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
             + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
