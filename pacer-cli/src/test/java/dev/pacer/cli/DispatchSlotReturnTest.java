@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.Timeline;
 import dev.pacer.postgres.RestartablePostgres;
 import dev.pacer.postgres.TcpProxy;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -63,12 +64,7 @@ class DispatchSlotReturnTest {
         Thread.sleep(4_000);
         assertThat(openItems(postgres)).as("every run has items open at the outage").allMatch(
             open -> open > 0);
-        List<Integer> holders = new ArrayList<>();
-        for (int i = 0; i < JOBS.size(); i++) {
-          if (Files.readString(dir.resolve(JOBS.get(i) + ".err")).contains("Holding dispatch slot")) {
-            holders.add(i);
-          }
-        }
+        List<Integer> holders = runnersHoldingASlot();
         assertThat(holders).as("runners holding a slot").hasSize(2);
         TcpProxy lastBack = paths.get(holders.get(1));
         lastBack.blackhole();
@@ -81,6 +77,7 @@ class DispatchSlotReturnTest {
         awaitSlotsHeld(postgres, 2);
         lastBack.restore();
 
+        int lastBackRun = holders.get(1);
         for (int i = 0; i < runs.size(); i++) {
           String job = JOBS.get(i);
           Process run = runs.get(i);
@@ -93,6 +90,10 @@ class DispatchSlotReturnTest {
           String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
           assertThat(out[out.length - 1]).as(job)
               .contains("\"done\":" + ITEMS, "\"pending\":0", "\"failed\":0");
+          if (i == lastBackRun) {
+            assertThat(err).as("%s, back last, found every slot taken", job)
+                .contains("dispatch slots of destination slots are taken; waiting for one");
+          }
         }
       } finally {
         runs.forEach(Process::destroyForcibly);
@@ -119,6 +120,18 @@ class DispatchSlotReturnTest {
       assertThat(System.nanoTime()).as("%d arrivals within 60 s", n).isLessThan(deadline);
       Thread.sleep(20);
     }
+  }
+
+  /** The runs (indexes into {@link #JOBS}) that have said they hold a dispatch slot. */
+  private List<Integer> runnersHoldingASlot() throws IOException {
+    List<Integer> holders = new ArrayList<>();
+    for (int i = 0; i < JOBS.size(); i++) {
+      String err = Files.readString(dir.resolve(JOBS.get(i) + ".err"));
+      if (err.contains("Holding dispatch slot")) {
+        holders.add(i);
+      }
+    }
+    return holders;
   }
 
   /** Waits until {@code n} dispatch slots (advisory locks) are held. */
