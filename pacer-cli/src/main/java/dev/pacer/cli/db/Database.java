@@ -8,7 +8,9 @@ import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,6 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Database {
 
   private static final Duration STORE_READ_TIMEOUT = Duration.ofSeconds(10);
+  /** SQLSTATE read_only_sql_transaction. */
+  private static final String READ_ONLY = "25006";
 
   private final String url;
   private final CursorPlace cursorPlace;
@@ -128,7 +132,7 @@ public final class Database {
 
   private Connection openForRecords() throws SQLException {
     Connection c = openForWork();
-    try (java.sql.Statement s = c.createStatement()) {
+    try (Statement s = c.createStatement()) {
       s.execute("SET synchronous_commit = off");
     } catch (SQLException e) {
       c.close();
@@ -137,9 +141,21 @@ public final class Database {
     return c;
   }
 
-  /** The policy's attempt at a retry boundary: can this process connect at all? */
+  /**
+   * The policy's attempt at a retry boundary: can this process connect, and would the server take
+   * its writes? Every user of the policy writes. A read-only server (a standby, {@code
+   * default_transaction_read_only}) accepts connections: a probe that only connected would end
+   * the outage at every boundary, for the next write to begin it again, with a WARN each time.
+   */
   private void probe() throws SQLException {
-    connect(1, 1, "pacer-probe").close();
+    try (Connection c = connect(1, 1, "pacer-probe");
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SHOW transaction_read_only")) {
+      if (r.next() && "on".equals(r.getString(1))) {
+        throw new SQLException("the server is read-only (transaction_read_only is on: a standby,"
+            + " or default_transaction_read_only)", READ_ONLY);
+      }
+    }
   }
 
   private Connection connect(int connectSeconds, int socketSeconds, String applicationName)

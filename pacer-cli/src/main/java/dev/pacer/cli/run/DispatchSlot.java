@@ -41,14 +41,37 @@ public final class DispatchSlot implements AutoCloseable {
 
   /**
    * Waits for a free slot, polling every second, until one is taken or {@code giveUp} says the
-   * wait is pointless (for example the job has no work left).
+   * wait is pointless (for example the job has no work left). That all slots are taken is logged
+   * once, and so is PostgreSQL failing to answer.
    */
   public static Optional<DispatchSlot> acquire(Database db, String destination, int maxDispatches,
       BooleanSupplier giveUp) throws InterruptedException {
+    return waitForSlot(db, destination, maxDispatches, giveUp, Optional.empty());
+  }
+
+  /**
+   * Waits for a slot again, as {@link #acquire} does, once this one's lock is gone ({@link
+   * #isHeld} false): first this slot's session is ended if it outlived the worker's view of it
+   * ({@link #endAbandonedSession}), so that the worker does not wait for a lock it holds itself.
+   */
+  public Optional<DispatchSlot> takeAgain(Database db, String destination, int maxDispatches,
+      BooleanSupplier giveUp) throws InterruptedException {
+    close();
+    return waitForSlot(db, destination, maxDispatches, giveUp, Optional.of(this));
+  }
+
+  private static Optional<DispatchSlot> waitForSlot(Database db, String destination,
+      int maxDispatches, BooleanSupplier giveUp, Optional<DispatchSlot> lost)
+      throws InterruptedException {
+    boolean lostSessionEnded = lost.isEmpty();
     boolean announced = false;
     boolean unreachableAnnounced = false;
     while (true) {
       try {
+        if (!lostSessionEnded) {
+          lost.get().endAbandonedSession(db);
+          lostSessionEnded = true;
+        }
         Optional<DispatchSlot> slot = tryAcquire(db, destination, maxDispatches);
         if (slot.isPresent()) {
           return slot;
@@ -72,7 +95,7 @@ public final class DispatchSlot implements AutoCloseable {
   }
 
   /** One pass over the slots: the first free one, or empty if all are held. */
-  public static Optional<DispatchSlot> tryAcquire(Database db, String destination,
+  private static Optional<DispatchSlot> tryAcquire(Database db, String destination,
       int maxDispatches) throws SQLException {
     Connection c = db.open();
     try (PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), ?)")) {
@@ -98,7 +121,8 @@ public final class DispatchSlot implements AutoCloseable {
 
   /**
    * Whether the session holding the lock is still there. After a PostgreSQL restart it is not:
-   * the lock went with it, and the worker must take a slot again or stop.
+   * the lock went with it, and the worker must take a slot again ({@link #takeAgain}) before it
+   * fetches again.
    */
   public boolean isHeld() {
     try {
@@ -114,7 +138,7 @@ public final class DispatchSlot implements AutoCloseable {
    * the lock, so the worker would find every slot held, one of them by itself. Only this very
    * session is ended: the same backend pid and start time.
    */
-  public void endAbandonedSession(Database db) throws SQLException {
+  private void endAbandonedSession(Database db) throws SQLException {
     try (Connection c = db.open();
         PreparedStatement s = c.prepareStatement("SELECT pg_terminate_backend(pid, 5000)"
             + " FROM pg_stat_activity WHERE pid = ? AND backend_start = ?")) {

@@ -41,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -129,6 +130,8 @@ public final class Worker {
   private volatile DispatchSlot slot;
   /** Set when PostgreSQL failed us: the slot's session may have gone with it. */
   private volatile boolean slotSuspect;
+  /** Held by the one fetch thread that waits for a dispatch slot again. */
+  private final ReentrantLock slotLock = new ReentrantLock();
   private int beats;
 
   public Worker(Database database, RunSettings settings, Envelope envelope, StartLine startLine) {
@@ -425,12 +428,9 @@ public final class Worker {
       Thread.sleep(IDLE_POLL_MILLIS);
       return true;
     }
-    if (slotSuspect) {
-      keepDispatchSlot();
-      if (stop.get()) {
-        retrying.record("release an item", () -> store.items().release(item.get()));
-        return false;
-      }
+    if (!holdsDispatchSlot()) {
+      retrying.record("release an item", () -> store.items().release(item.get()));
+      return takeDispatchSlotAgain();
     }
     held.add(item.get().token());
     try {
@@ -458,8 +458,9 @@ public final class Worker {
     FrontierStore.Claim claim = answered.value();
     claims.count(claim);
     if (claim instanceof FrontierStore.Claim.Claimed c) {
-      if (slotSuspect) {
-        keepDispatchSlot();
+      if (!holdsDispatchSlot()) {
+        retrying.record("release an item", () -> store.items().release(c.item()));
+        return takeDispatchSlotAgain();
       }
       if (stop.get()) {
         retrying.record("release an item", () -> store.items().release(c.item()));
@@ -677,32 +678,56 @@ public final class Worker {
   }
 
   /**
-   * After a PostgreSQL restart the dispatch slot's lock is gone; after a hung network its session
-   * may still hold it, and is ended. Then take a free slot again, or, if waiting workers have taken
-   * them all, stop (items in flight finish) so the cap holds.
+   * Whether this worker may fetch the item it has just claimed: it holds its dispatch slot (or
+   * takes none). Only asked of PostgreSQL after PostgreSQL failed this worker, or the heartbeat
+   * found the slot's session gone: after a restart its lock went with it.
    */
-  private synchronized void keepDispatchSlot() {
+  private boolean holdsDispatchSlot() {
     DispatchSlot current = slot;
-    if (current == null || stop.get() || current.isHeld()) {
+    if (!slotSuspect || current == null || current.isHeld()) {
       slotSuspect = false;
-      return;
+      return true;
     }
-    current.close();
+    return false;
+  }
+
+  /**
+   * Waits for a dispatch slot again, as at the start of the run, after the one this worker held
+   * was lost; meanwhile this worker fetches nothing new, so the cap on fetching runners holds
+   * however the slots are taken again. One fetch thread waits, the others queue behind it and
+   * find the slot it took. False once the wait is given up: the run stops, or the job has no work
+   * left. Never asked of the heartbeat, which goes on extending the leases of the items in flight.
+   */
+  private boolean takeDispatchSlotAgain() throws InterruptedException {
+    slotLock.lockInterruptibly();
     try {
-      current.endAbandonedSession(database);
-      Optional<DispatchSlot> again = DispatchSlot.tryAcquire(database,
-          settings.destination().name(), settings.maxDispatches());
-      slotSuspect = false;
-      if (again.isPresent()) {
-        slot = again.get();
-        log.info("Took a dispatch slot again after losing it (PostgreSQL restarted)");
-      } else {
-        log.warn("Lost the dispatch slot (PostgreSQL restarted) and all {} are held by other"
-            + " workers now; this worker stops taking items", settings.maxDispatches());
-        stop.set(true);
+      DispatchSlot lost = slot;
+      if (lost.isHeld()) {
+        return true;
       }
-    } catch (SQLException e) {
-      log.debug("Could not take a dispatch slot again yet: {}", database.describe(e));
+      if (stop.get()) {
+        return false;
+      }
+      log.info("Lost the dispatch slot of destination {} (its PostgreSQL session ended); this"
+          + " worker takes no new item until it holds one again", settings.destination().name());
+      Optional<DispatchSlot> again = lost.takeAgain(database, settings.destination().name(),
+          settings.maxDispatches(), () -> stop.get() || nothingLeft());
+      if (again.isEmpty()) {
+        return false;
+      }
+      slot = again.get();
+      slotSuspect = false;
+      return true;
+    } finally {
+      slotLock.unlock();
+    }
+  }
+
+  /** Flags a dispatch slot whose session is gone, for the next claim to take one again. */
+  private void checkDispatchSlot() {
+    DispatchSlot current = slot;
+    if (current != null && !current.isHeld()) {
+      slotSuspect = true;
     }
   }
 
@@ -727,7 +752,7 @@ public final class Worker {
    */
   private void heartbeat() {
     if (++beats % 5 == 0) {
-      keepDispatchSlot();
+      checkDispatchSlot();
     }
     try {
       store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
