@@ -964,7 +964,7 @@ public final class DestinationLimiter {
    * @param seen the processes the cursor counted, 0 if none
    * @return the divisor, at least {@code configured}
    */
-  static int degradeDivisor(int configured, int seen) {
+  private static int degradeDivisor(int configured, int seen) {
     return Math.max(configured, Math.min(seen, Destination.MOST_PROCESSES_COUNTED));
   }
 

@@ -334,8 +334,19 @@ class DestinationLimiterTest {
     limiter.acquire().close();
     long cappedMillis = 100L * Destination.MOST_PROCESSES_COUNTED;
     assertThat(time.sleepsMillis()).containsExactly(0L, cappedMillis, cappedMillis);
-    assertThat(DestinationLimiter.degradeDivisor(100, 1_000_000))
-        .as("a configured value above the cap counts in full").isEqualTo(100);
+  }
+
+  @Test
+  void aConfiguredValueAboveTheCapCountsInFull() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 1_000_000;
+    DestinationLimiter limiter = limiter(10, 1, 100, flaky);
+    limiter.acquire().close();
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).containsExactly(0L, 10_000L, 10_000L);
   }
 
   @Test
