@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A census that fails costs only the census: it is logged once, tried again a period later, and
  * the reservation that follows goes on (and, if the connection is gone, finds out itself). A
- * dropped table is made again with the cursor's. Its statement is never prepared on the server,
+ * missing table is made by the census itself, never with the cursors: a role that may not create it
+ * still reserves turns, and only goes uncounted. Its statement is never prepared on the server,
  * so that a transaction pooler in front meets no named statement of it.
  *
  * <p>Not thread-safe but for {@link #processes}: {@link #note} and {@link #takeIfDue} run with the

@@ -172,10 +172,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     // this database: a lost connection, a timeout, a row lock held by a stuck transaction.
     this.session = new KeptConnection(policy, this::openSession, e -> true,
         config.dataSource() != null, config.operationTimeout().dividedBy(2));
-    this.census = sql.census() == null ? null : new FetcherCensus(sql.census(), time,
+    this.census = sql.census() == null ? null : new FetcherCensus(sql.census().statement(), time,
         FetcherCensus.PERIOD, FetcherCensus.WINDOW, c -> {
           try (Statement session = c.createStatement()) {
-            createTable(session);
+            ConcurrentCreate.execute(session, sql.census().createTable());
           }
         });
   }

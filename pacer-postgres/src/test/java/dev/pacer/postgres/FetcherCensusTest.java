@@ -30,12 +30,13 @@ class FetcherCensusTest {
   private final CursorSql sql = CursorSql.pacerTable(table);
 
   private FetcherCensus census(Duration window) {
-    return new FetcherCensus(sql.census(), time, FetcherCensus.PERIOD, window, this::createTable);
+    return new FetcherCensus(sql.census().statement(), time, FetcherCensus.PERIOD, window,
+        this::createTable);
   }
 
   private void createTable(Connection c) throws SQLException {
     try (Statement s = c.createStatement()) {
-      s.execute(sql.createTable());
+      s.execute(sql.census().createTable());
     }
   }
 
@@ -46,7 +47,7 @@ class FetcherCensusTest {
       FetcherCensus second = census(SHORT_WINDOW);
       first.note("api");
       first.takeIfDue(c);
-      assertThat(first.processes("api")).as("the table is made at the first census")
+      assertThat(first.processes("api")).as("the census's table is made at the first census")
           .isEqualTo(OptionalInt.of(1));
       second.note("api");
       second.note("other");
@@ -113,7 +114,7 @@ class FetcherCensusTest {
   @Test
   void aCensusThatFailsCostsOnlyTheCensus() throws Exception {
     try (Connection c = TestDatabase.connect()) {
-      FetcherCensus census = new FetcherCensus(sql.census(), time, FetcherCensus.PERIOD,
+      FetcherCensus census = new FetcherCensus(sql.census().statement(), time, FetcherCensus.PERIOD,
           FetcherCensus.WINDOW, ignored -> {
             throw new SQLException("no table for you", "42501");
           });

@@ -20,15 +20,20 @@ import org.junit.jupiter.api.Test;
 
 /**
  * More processes fetch than {@code maxFetchingProcesses} says, and PostgreSQL goes away: four
- * worker JVMs of two threads each, configured for 2, a 10/s ceiling, the server stopped with
+ * worker JVMs of two threads each, configured for 2, a 7/s ceiling, the server stopped with
  * {@code pg_ctl stop -m immediate} once every worker has been counted by the census and left down
  * to the end of the run. Each process divides by the 4 it saw taking turns, so the fleet at the
  * door stays at the ceiling through the outage; divided by the configured 2 alone it would run at
  * twice the ceiling.
+ *
+ * <p>Why 7/s: processes pacing alone keep no common phase, so in a sliding 1-s window each can
+ * show one turn more than its rate. At 7/s each of the four paces every 571 ms, two turns in any
+ * window, eight in all: the ceiling + 1 whatever their phases, with 71 ms to spare for a late
+ * stamp. (At 10/s each would pace every 400 ms, and four phases can line up three turns each.)
  */
 class LargerFleetOutageTest {
 
-  private static final double RATE = 10;
+  private static final double RATE = 7;
   private static final int PROCESSES = 4;
   private static final int THREADS = 2;
   private static final int MAX_FETCHING_PROCESSES = 2;

@@ -88,7 +88,13 @@ public final class CursorSql {
   private final String keyPrefix;
   private final Holds holds;
   private final FleetBackoff fleetBackoff;
-  private final String census;
+  private final Census census;
+
+  /**
+   * The census of the processes taking turns of each destination: its table's DDL and its
+   * statement (see {@link #census(String)}).
+   */
+  public record Census(String createTable, String statement) {}
 
   /**
    * The statements of the fleet's backoff ({@code BackoffScope.FLEET}): the reservation under it
@@ -119,7 +125,7 @@ public final class CursorSql {
   }
 
   private CursorSql(String description, String createTable, String reserve, String clear,
-      String keyPrefix, Holds holds, FleetBackoff fleetBackoff, String census) {
+      String keyPrefix, Holds holds, FleetBackoff fleetBackoff, Census census) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
@@ -212,13 +218,6 @@ public final class CursorSql {
             + "  name      text        PRIMARY KEY,\n"
             + "  reason    text        NOT NULL,\n"
             + "  locked_at timestamptz NOT NULL\n"
-            + ");\n"
-            // Unlogged, like the cursors: after a crash the census starts again within a period.
-            + "CREATE UNLOGGED TABLE IF NOT EXISTS " + fetchers + " (\n"
-            + "  name    text        NOT NULL,\n"
-            + "  process text        NOT NULL,\n"
-            + "  seen_at timestamptz NOT NULL,\n"
-            + "  PRIMARY KEY (name, process)\n"
             + ")";
     String start = pacerTurnStart("c", "p");
     String reserve = pacerReservation(table, lockouts, start, false);
@@ -262,7 +261,22 @@ public final class CursorSql {
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
         new Holds(channel(table), pause, lockOut, clearLockout, read),
-        new FleetBackoff(reserveUnderFleetBackoff, throttled), census(fetchers));
+        new FleetBackoff(reserveUnderFleetBackoff, throttled),
+        new Census(censusTable(fetchers), census(fetchers)));
+  }
+
+  /**
+   * The census's table, made by the census that finds it missing, never with the cursors: a role
+   * that may not create it still reserves turns, and only goes uncounted. Unlogged, like the
+   * cursors: after a crash the census starts again within a period.
+   */
+  private static String censusTable(String fetchers) {
+    return "CREATE UNLOGGED TABLE IF NOT EXISTS " + fetchers + " (\n"
+        + "  name    text        NOT NULL,\n"
+        + "  process text        NOT NULL,\n"
+        + "  seen_at timestamptz NOT NULL,\n"
+        + "  PRIMARY KEY (name, process)\n"
+        + ")";
   }
 
   /**
@@ -449,7 +463,7 @@ public final class CursorSql {
    * The census of the processes taking turns (see {@link #census(String)}), or null where the
    * layout has nowhere to keep it: a key/value table is the user's, and gets no table beside it.
    */
-  public String census() {
+  public Census census() {
     return census;
   }
 
