@@ -24,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * <p>At most once a {@link #PERIOD}, before a reservation and on its connection, one statement
  * stamps every destination reserved since the last census and reads back, for each, how many
  * processes stamped it within {@link #WINDOW} (see {@code CursorSql}'s census): one extra round
- * trip per process per period, however many destinations and reservations, and nothing added to
- * the reservation's own statement. A process that stopped taking turns of a destination a window
+ * trip per process per period, however many reservations, and nothing added to the reservation's
+ * own statement. A census stamps at most {@link #MOST_KEYS_PER_CENSUS} destinations, so that no
+ * reservation waits long behind it; a process reserving more per period takes a census more often,
+ * and past about {@code WINDOW ÷ (PERIOD ÷ 8)} × that many, some destinations go uncounted. A process that stopped taking turns of a destination a window
  * ago no longer counts there. The count of a destination is kept for a window after its last
  * census, as long as a process taking a turn every few seconds may go without one.
  *
@@ -46,6 +48,12 @@ final class FetcherCensus {
   static final Duration PERIOD = Duration.ofSeconds(2);
   /** How long a stamp counts: several periods, so that one census late or lost drops no one. */
   static final Duration WINDOW = Duration.ofSeconds(10);
+  /**
+   * The most destinations one census stamps: its statement's time grows with them, and every
+   * reservation of the process waits behind it. Those left over go first in a census due an
+   * eighth of a period later.
+   */
+  static final int MOST_KEYS_PER_CENSUS = 64;
 
   /** A table DDL, run on the connection, when the census finds its table missing. */
   interface TableMaker {
@@ -89,9 +97,11 @@ final class FetcherCensus {
     }
     taken = true;
     censuses++;
-    nextAt = now + periodNanos;
-    String[] keys = noted.toArray(String[]::new);
-    noted.clear();
+    String[] keys = noted.stream().limit(MOST_KEYS_PER_CENSUS).toArray(String[]::new);
+    for (String key : keys) {
+      noted.remove(key);
+    }
+    nextAt = now + (noted.isEmpty() ? periodNanos : periodNanos / 8);
     Map<String, Integer> read;
     try {
       read = readCreatingTable(c, keys);

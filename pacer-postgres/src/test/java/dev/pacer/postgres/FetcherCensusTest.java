@@ -75,6 +75,28 @@ class FetcherCensusTest {
   }
 
   @Test
+  void aCensusStampsABoundedNumberOfDestinationsAndTheRestSoonAfter() throws Exception {
+    try (Connection c = TestDatabase.connect()) {
+      FetcherCensus census = census(FetcherCensus.WINDOW);
+      int keys = FetcherCensus.MOST_KEYS_PER_CENSUS + 10;
+      for (int i = 0; i < keys; i++) {
+        census.note("host-" + i);
+      }
+      census.takeIfDue(c);
+      assertThat(census.processes("host-0")).isEqualTo(OptionalInt.of(1));
+      assertThat(census.processes("host-" + (keys - 1))).as("left for the next census").isEmpty();
+      time.advance(FetcherCensus.PERIOD.dividedBy(8).minusNanos(1));
+      census.takeIfDue(c);
+      assertThat(census.censuses()).isEqualTo(1);
+      time.advance(Duration.ofNanos(1));
+      census.takeIfDue(c);
+      assertThat(census.censuses()).as("an eighth of a period later").isEqualTo(2);
+      assertThat(census.processes("host-" + (keys - 1))).isEqualTo(OptionalInt.of(1));
+      assertThat(census.processes("host-0")).as("still known").isEqualTo(OptionalInt.of(1));
+    }
+  }
+
+  @Test
   void whatACensusLearnedIsForgottenAWindowLater() throws Exception {
     try (Connection c = TestDatabase.connect()) {
       FetcherCensus census = census(FetcherCensus.WINDOW);
