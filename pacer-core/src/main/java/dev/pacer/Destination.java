@@ -144,9 +144,10 @@ public final class Destination {
 
   /**
    * The most processes that can fetch from this destination at once: while the cursor is
-   * unavailable each paces at the rate divided by this.
+   * unavailable each paces at the rate divided by this, or by the processes the cursor saw taking
+   * turns if more ({@link Cursor#fetchingProcesses}).
    *
-   * @return the degrade divisor (default 1)
+   * @return the least degrade divisor (default 1)
    */
   public int maxFetchingProcesses() {
     return maxFetchingProcesses;
@@ -363,7 +364,7 @@ public final class Destination {
 
     /**
      * The most processes that can fetch from this destination at once: the divisor of the rate
-     * while the cursor is unavailable. Default 1.
+     * while the cursor is unavailable, unless the cursor saw more taking turns. Default 1.
      *
      * @param maxFetchingProcesses at least 1
      * @return this builder
