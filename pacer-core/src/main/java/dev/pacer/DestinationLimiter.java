@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * reserves a turn from the shared {@link Cursor} at the destination's interval times the current
  * backoff multiplier, sleeps until that turn (holding no lock and no connection), and returns the
  * slot. If the shared cursor is unavailable, the turn comes from a local cursor at the interval
- * times the processes that may be fetching ({@link #degradeDivisor}): the larger of {@code
+ * times the processes that may be fetching: the larger of {@code
  * maxFetchingProcesses} and the count the cursor gave with the last shared turn ({@link
  * Cursor#fetchingProcesses}), so that with every process degraded at once the fleet still stays
  * under the ceiling, a fleet larger than configured too, and no process stops (neither fail open

@@ -52,10 +52,10 @@ import org.slf4j.LoggerFactory;
  * Reservations under the fleet's backoff carry their own counts of clean answers and are made one
  * at a time.
  *
- * <p><b>The cursor counts the fleet.</b> At most once every {@link FetcherCensus#PERIOD}, before a
- * reservation and on its connection, Pacer's table layout stamps the destinations this cursor
- * reserved turns of in a table beside the cursors and reads back how many processes did so lately
- * ({@link FetcherCensus}): {@link #fetchingProcesses}, by which a limiter divides its ceiling when
+ * <p><b>The cursor counts the fleet.</b> At most once every 2 s, before a reservation and on its
+ * connection, Pacer's table layout stamps the destinations this cursor reserved turns of in a
+ * table beside the cursors and reads back how many processes did so lately (the census, {@code
+ * FetcherCensus}): {@link #fetchingProcesses}, by which a limiter divides its ceiling when
  * this database is lost, if more than its destination's {@code maxFetchingProcesses}. One round
  * trip per period per process; the reservation's statement is unchanged.
  *
@@ -662,9 +662,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   /**
-   * The processes that took turns of {@code name} through Pacer's table within the last {@link
-   * FetcherCensus#WINDOW}, as the last census counted them ({@link FetcherCensus}); the key/value
-   * layout counts no one.
+   * The processes that took turns of {@code name} through Pacer's table within the last 10 s, as
+   * the last census counted them (see the class comment); the key/value layout counts no one.
    */
   @Override
   public OptionalInt fetchingProcesses(String name) {

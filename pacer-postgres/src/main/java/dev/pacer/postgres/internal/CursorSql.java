@@ -92,7 +92,8 @@ public final class CursorSql {
 
   /**
    * The census of the processes taking turns of each destination: its table's DDL and its
-   * statement (see {@link #census(String)}).
+   * statement, which stamps this process against every key it names and answers, per key, the
+   * processes that stamped it within the window.
    */
   public record Census(String createTable, String statement) {}
 
@@ -460,8 +461,7 @@ public final class CursorSql {
   }
 
   /**
-   * The census of the processes taking turns (see {@link #census(String)}), or null where the
-   * layout has nowhere to keep it: a key/value table is the user's, and gets no table beside it.
+   * The census of the processes taking turns, or null where the layout has nowhere to keep it: a key/value table is the user's, and gets no table beside it.
    */
   public Census census() {
     return census;
