@@ -87,6 +87,22 @@ public interface Cursor {
   }
 
   /**
+   * How many processes took turns of {@code name} from this cursor's store lately, this one
+   * included, as far as the cursor last learned it; empty if it cannot tell. Answered from what the
+   * cursor already knows, never by a round trip of its own, and so, once its store is lost, the
+   * count from just before. A limiter asks it after each shared turn, and while the store is
+   * unavailable paces at the ceiling divided by the larger of the last answer and the
+   * destination's {@code maxFetchingProcesses} (the answer counted to at most {@link
+   * Destination#MOST_PROCESSES_COUNTED}). A cursor that counts no one answers empty.
+   *
+   * @param name the destination's name, the key of its cursor
+   * @return the processes seen taking turns, at least 1, or empty
+   */
+  default OptionalInt fetchingProcesses(String name) {
+    return OptionalInt.empty();
+  }
+
+  /**
    * Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}).
    *
    * @return whether {@link #reserveUnderFleetBackoff} and {@link #throttled} are supported

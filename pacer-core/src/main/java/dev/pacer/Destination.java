@@ -25,8 +25,10 @@ import java.util.TreeSet;
  *       uncapped one nothing.
  *   <li>{@code maxFetchingProcesses}: the most processes that can fetch this destination at once.
  *       While the shared cursor is unreachable each process paces alone at {@code ratePerSecond ÷
- *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling; while the
- *       fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
+ *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling. Where the cursor
+ *       counts the processes it saw taking turns ({@link Cursor#fetchingProcesses}), each divides
+ *       by the larger of this and the count it saw last, at most {@link #MOST_PROCESSES_COUNTED}:
+ *       a fleet larger than configured still holds the ceiling. While the fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
  *       maxFetchingProcesses} (at least 1) in flight.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
@@ -52,6 +54,13 @@ public final class Destination {
    * no further.
    */
   public static final Duration LONGEST_RETRY_AFTER = Duration.ofDays(1);
+  /**
+   * The most processes a cursor's count of the fleet ({@link Cursor#fetchingProcesses}) may make a
+   * degraded process divide by: a count comes from rows other roles may write, and a larger one
+   * would slow each process to a standstill for as long as the outage lasts. A configured {@code
+   * maxFetchingProcesses} above it still counts in full.
+   */
+  public static final int MOST_PROCESSES_COUNTED = 64;
 
   private final String name;
   private final double ratePerSecond;
@@ -135,9 +144,10 @@ public final class Destination {
 
   /**
    * The most processes that can fetch from this destination at once: while the cursor is
-   * unavailable each paces at the rate divided by this.
+   * unavailable each paces at the rate divided by this, or by the processes the cursor saw taking
+   * turns if more ({@link Cursor#fetchingProcesses}).
    *
-   * @return the degrade divisor (default 1)
+   * @return the least degrade divisor (default 1)
    */
   public int maxFetchingProcesses() {
     return maxFetchingProcesses;
@@ -354,7 +364,7 @@ public final class Destination {
 
     /**
      * The most processes that can fetch from this destination at once: the divisor of the rate
-     * while the cursor is unavailable. Default 1.
+     * while the cursor is unavailable, unless the cursor saw more taking turns. Default 1.
      *
      * @param maxFetchingProcesses at least 1
      * @return this builder

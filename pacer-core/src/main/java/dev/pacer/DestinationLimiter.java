@@ -36,8 +36,11 @@ import org.slf4j.LoggerFactory;
  * reserves a turn from the shared {@link Cursor} at the destination's interval times the current
  * backoff multiplier, sleeps until that turn (holding no lock and no connection), and returns the
  * slot. If the shared cursor is unavailable, the turn comes from a local cursor at the interval
- * times {@code maxFetchingProcesses}: with every process degraded at once the fleet still stays
- * under the ceiling, and no process stops (neither fail open nor fail closed). The two hand-overs
+ * times the processes that may be fetching: the larger of {@code
+ * maxFetchingProcesses} and the count the cursor gave with the last shared turn ({@link
+ * Cursor#fetchingProcesses}), so that with every process degraded at once the fleet still stays
+ * under the ceiling, a fleet larger than configured too, and no process stops (neither fail open
+ * nor fail closed). The two hand-overs
  * are guarded too: the first local turn waits for the turns the fleet may still hold on the shared
  * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and
  * a shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
@@ -106,7 +109,12 @@ public final class DestinationLimiter {
   private final AtomicInteger cleanSinceReservation = new AtomicInteger();
   private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
   private final long baseIntervalNanos;
-  private final long fleetPendingTurnsBound;
+  /**
+   * The processes the cursor counted with the last shared turn ({@link Cursor#fetchingProcesses}),
+   * 0 if it counted none. Kept through an outage: the processes it counted pace locally beside
+   * this one for as long as it lasts.
+   */
+  private final AtomicInteger processesSeen = new AtomicInteger();
   /** Where this process last saw the shared cursor, on the local clock. */
   private final AtomicLong sharedHorizon = new AtomicLong(Pacing.NO_CURSOR);
   private final Object degradedLock = new Object();
@@ -144,8 +152,6 @@ public final class DestinationLimiter {
           + " keeps none (the key/value table layout has nowhere to keep it without changing"
           + " the row format); use Pacer's own table, or backoffScope PROCESS");
     }
-    // The fleet's turns less this process's own: what other processes may hold queued.
-    this.fleetPendingTurnsBound = destination.maxQueuedTurns() - destination.maxConcurrency();
     this.holds = new Cursor.Listener() {
       @Override
       public void paused(Duration left) {
@@ -218,7 +224,7 @@ public final class DestinationLimiter {
     long horizon = sharedHorizon.get();
     if (horizon != Pacing.NO_CURSOR) {
       last = later(last,
-          horizon + saturatedProduct(currentInterval().toNanos(), fleetPendingTurnsBound));
+          horizon + saturatedProduct(currentInterval().toNanos(), fleetPendingTurns()));
     }
     synchronized (degradedLock) {
       if (degradedCursor != Pacing.NO_CURSOR) {
@@ -876,7 +882,7 @@ public final class DestinationLimiter {
     // beyond that. A restarted cursor starts after them.
     Duration notBefore = Duration.ofNanos(horizon == Pacing.NO_CURSOR
         ? 0
-        : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurnsBound) - before));
+        : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurns()) - before));
     Reservation turn;
     Duration maxWait =
         deadline == NO_DEADLINE ? null : Duration.ofNanos(Math.max(0, deadline - before));
@@ -905,6 +911,7 @@ public final class DestinationLimiter {
         fleetMultiplier.set(turn.fleetBackoff().getAsInt());
         spaced = base.multipliedBy(turn.fleetBackoff().getAsInt());
       }
+      processesSeen.set(shared.fetchingProcesses(destination.name()).orElse(0));
       long cursorAfter = answered + turn.startsIn().toNanos() + spaced.toNanos();
       sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
       if (turn.isHandOver()) {
@@ -918,10 +925,10 @@ public final class DestinationLimiter {
   /**
    * The wait for a turn paced locally, or -1 if it would start after {@code deadline}.
    *
-   * <p>Locally the interval is multiplied by {@code maxFetchingProcesses}. The first local turn
-   * after coordination is lost also waits until every turn the fleet may still hold on the shared
-   * cursor has passed: other processes hold at most (maxFetchingProcesses - 1) x maxConcurrency of
-   * them, queued after the last cursor position this process saw. Without that, local turns would
+   * <p>Locally the interval is multiplied by the {@linkplain #degradeDivisor processes that may be
+   * fetching}. The first local turn after coordination is lost also waits until every turn the
+   * fleet may still hold on the shared cursor has passed: other processes hold at most (processes -
+   * 1) x maxConcurrency of them, queued after the last cursor position this process saw. Without that, local turns would
    * start while the shared queue still drains, and the fleet would briefly run at twice the
    * ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false) holds a shared turn
    * as well, so it only keeps to the local spacing.
@@ -932,9 +939,9 @@ public final class DestinationLimiter {
       long horizon = sharedHorizon.get();
       long fleetQueueEnd = horizon == Pacing.NO_CURSOR || !afterFleetQueue
           ? Pacing.NO_CURSOR
-          : horizon + saturatedProduct(intervalNanos, fleetPendingTurnsBound);
+          : horizon + saturatedProduct(intervalNanos, fleetPendingTurns());
       long stored = Math.max(degradedCursor, fleetQueueEnd);
-      long localInterval = saturatedProduct(intervalNanos, destination.maxFetchingProcesses());
+      long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
       Pacing.Turn turn = deadline == NO_DEADLINE
           ? Pacing.reserve(stored, now, localInterval)
           : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
@@ -944,6 +951,31 @@ public final class DestinationLimiter {
       degradedCursor = turn.newCursor();
       return turn.waitNanos();
     }
+  }
+
+  /**
+   * How many processes a degraded process divides the ceiling by: {@code configured} ({@code
+   * maxFetchingProcesses}), or the processes the cursor saw taking turns if more, counted to at
+   * most {@link Destination#MOST_PROCESSES_COUNTED}. A count of 0 (none seen) or below the
+   * configured value never lowers it, and a count from a foreign row cannot slow a process beyond
+   * the cap.
+   *
+   * @param configured the destination's {@code maxFetchingProcesses}, at least 1
+   * @param seen the processes the cursor counted, 0 if none
+   * @return the divisor, at least {@code configured}
+   */
+  private static int degradeDivisor(int configured, int seen) {
+    return Math.max(configured, Math.min(seen, Destination.MOST_PROCESSES_COUNTED));
+  }
+
+  /** The processes that may be fetching the destination now: see {@link #degradeDivisor}. */
+  private int fetchingProcesses() {
+    return degradeDivisor(destination.maxFetchingProcesses(), processesSeen.get());
+  }
+
+  /** The turns the rest of the fleet may hold queued: each other process's permits. */
+  private long fleetPendingTurns() {
+    return (long) (fetchingProcesses() - 1) * destination.maxConcurrency();
   }
 
   private static long saturatedProduct(long a, long b) {
@@ -956,10 +988,13 @@ public final class DestinationLimiter {
     if (nowDegraded != degraded) {
       degraded = nowDegraded;
       if (nowDegraded) {
+        int processes = fetchingProcesses();
         log.warn("Destination {}: shared cursor unavailable, pacing locally at {}/s "
-                + "(ceiling {}/s divided by maxFetchingProcesses {})",
-            destination.name(), destination.ratePerSecond() / destination.maxFetchingProcesses(),
-            destination.ratePerSecond(), destination.maxFetchingProcesses());
+                + "(ceiling {}/s divided by {} processes: maxFetchingProcesses {}, {} seen"
+                + " taking turns)",
+            destination.name(), destination.ratePerSecond() / processes,
+            destination.ratePerSecond(), processes, destination.maxFetchingProcesses(),
+            processesSeen.get());
       } else {
         log.info("Destination {}: shared cursor available again", destination.name());
       }

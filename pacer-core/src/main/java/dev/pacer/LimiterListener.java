@@ -49,8 +49,8 @@ public interface LimiterListener {
     /** A turn reserved on the shared cursor: the fleet-wide ceiling holds it. */
     SHARED,
     /**
-     * A turn paced locally, at the ceiling divided by {@code maxFetchingProcesses}, because the
-     * shared cursor was unavailable.
+     * A turn paced locally, at the ceiling divided by {@code maxFetchingProcesses} (or by the
+     * processes the cursor saw taking turns, if more), because the shared cursor was unavailable.
      */
     DEGRADED,
     /** A {@code tryAcquire} that found no turn within its {@code maxWait}. */

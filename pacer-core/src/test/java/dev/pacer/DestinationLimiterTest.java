@@ -294,6 +294,91 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void aFleetLargerThanConfiguredIsDividedByTheProcessesTheCursorSaw() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 4;
+    DestinationLimiter limiter = limiter(10, 1, 2, flaky);
+    limiter.acquire().close(); // shared: wait 0, cursor at +100, 4 processes seen
+    flaky.delegate = null;
+    for (int i = 0; i < 3; i++) {
+      limiter.acquire().close();
+    }
+    // The 3 others may hold a turn each after +100, so the first local turn is at +400; then one
+    // every 4 x 100 ms. With the configured 2 alone it would be +200, then every 200 ms.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 400L, 400L, 400L);
+  }
+
+  @Test
+  void aCountBelowTheConfiguredProcessesNeverLowersTheDivisor() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 1;
+    DestinationLimiter limiter = limiter(10, 1, 3, flaky);
+    limiter.acquire().close();
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 300L);
+  }
+
+  @Test
+  void aHugeCountIsCappedSoThatNoProcessStalls() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 1_000_000;
+    DestinationLimiter limiter = limiter(10, 1, 2, flaky);
+    limiter.acquire().close();
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    long cappedMillis = 100L * Destination.MOST_PROCESSES_COUNTED;
+    assertThat(time.sleepsMillis()).containsExactly(0L, cappedMillis, cappedMillis);
+  }
+
+  @Test
+  void aConfiguredValueAboveTheCapCountsInFull() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 1_000_000;
+    DestinationLimiter limiter = limiter(10, 1, 100, flaky);
+    limiter.acquire().close();
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    assertThat(time.sleepsMillis()).containsExactly(0L, 10_000L, 10_000L);
+  }
+
+  @Test
+  void theCountOfTheLastSharedTurnHoldsThroughTheOutage() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    flaky.processes = 5;
+    DestinationLimiter limiter = limiter(10, 1, 2, flaky);
+    limiter.acquire().close(); // 5 seen
+    time.advance(Duration.ofSeconds(10));
+    flaky.processes = 3;
+    limiter.acquire().close(); // shared again, at +10 s: the fleet shrank to 3
+    flaky.delegate = null;
+    flaky.processes = 0;
+    limiter.acquire().close();
+    time.advance(Duration.ofMinutes(10));
+    limiter.acquire().close();
+    limiter.acquire().close();
+    // After the turn at +10 s: 2 others' turns, then every 300 ms, 10 minutes into the outage too.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 0L, 300L, 0L, 300L);
+
+    flaky.delegate = sharedStandIn;
+    limiter.acquire().close(); // shared, and the cursor no longer counts anyone
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    List<Long> sleeps = time.sleepsMillis();
+    assertThat(sleeps.subList(sleeps.size() - 1, sleeps.size()))
+        .as("back to the configured 2").containsExactly(200L);
+  }
+
+  @Test
   void aLocalTurnEndingAfterTheCursorIsBackAlsoTakesASharedTurn() throws Exception {
     sharedStandIn.reserve("dest", Duration.ofMillis(100));
     sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn is 200 ms ahead
@@ -616,6 +701,13 @@ class DestinationLimiterTest {
   /** A store that cannot be reached, until a delegate is set. */
   private static class UnavailableCursor implements Cursor {
     volatile Cursor delegate;
+    /** What {@link #fetchingProcesses} answers; 0 for nothing. */
+    volatile int processes;
+
+    @Override
+    public java.util.OptionalInt fetchingProcesses(String name) {
+      return processes == 0 ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(processes);
+    }
 
     @Override
     public Reservation reserve(String name, Duration interval, Duration notBefore) {

@@ -52,6 +52,13 @@ import org.slf4j.LoggerFactory;
  * Reservations under the fleet's backoff carry their own counts of clean answers and are made one
  * at a time.
  *
+ * <p><b>The cursor counts the fleet.</b> At most once every 2 s, before a reservation and on its
+ * connection, Pacer's table layout stamps the destinations this cursor reserved turns of in a
+ * table beside the cursors and reads back how many processes did so lately (the census, {@code
+ * FetcherCensus}): {@link #fetchingProcesses}, by which a limiter divides its ceiling when
+ * this database is lost, if more than its destination's {@code maxFetchingProcesses}. One round
+ * trip per period per process; the reservation's statement is unchanged.
+ *
  * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator, is
  * the database's {@link OutagePolicy} (one per database per process, shared with whatever else the
  * process keeps there; the cursor makes its own if the config names none):
@@ -118,6 +125,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /** Round trips of reservations made, combined or not: for tests of the combining. */
   private final AtomicLong reservationStatements = new AtomicLong();
   private final KeptConnection session;
+  /** The processes taking turns of each destination; null where the layout keeps no census. */
+  private final FetcherCensus census;
   /** The reservation statements, plain and under the fleet's backoff, on {@link #statementConnection}. */
   private PreparedStatement reserveStatement;
   private PreparedStatement fleetReserveStatement;
@@ -163,6 +172,12 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     // this database: a lost connection, a timeout, a row lock held by a stuck transaction.
     this.session = new KeptConnection(policy, this::openSession, e -> true,
         config.dataSource() != null, config.operationTimeout().dividedBy(2));
+    this.census = sql.census() == null ? null : new FetcherCensus(sql.census().statement(), time,
+        FetcherCensus.PERIOD, FetcherCensus.WINDOW, c -> {
+          try (Statement session = c.createStatement()) {
+            ConcurrentCreate.execute(session, sql.census().createTable());
+          }
+        });
   }
 
   @Override
@@ -608,8 +623,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return Answered.notGranted(Reservation.unavailable());
     }
     reservationStatements.incrementAndGet();
+    if (census != null) {
+      census.note(ask.key());
+    }
     try {
-      Answered answered = session.call(c -> reserveCreatingTable(c, ask));
+      Answered answered = session.call(c -> {
+        if (census != null) {
+          census.takeIfDue(c);
+        }
+        return reserveCreatingTable(c, ask);
+      });
       return answered.reservation().isGranted()
           ? answered.handingOver(policy.handOverLeft()) : answered;
     } catch (SQLException e) {
@@ -623,6 +646,28 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /** Reservation statements made so far, combined or not. */
   long reservationStatements() {
     return reservationStatements.get();
+  }
+
+  /** Censuses taken so far (see {@link FetcherCensus}), with the connection held. */
+  long censuses() {
+    if (census == null) {
+      return 0;
+    }
+    lane.hold();
+    try {
+      return census.censuses();
+    } finally {
+      lane.release();
+    }
+  }
+
+  /**
+   * The processes that took turns of {@code name} through Pacer's table within the last 10 s, as
+   * the last census counted them (see the class comment); the key/value layout counts no one.
+   */
+  @Override
+  public OptionalInt fetchingProcesses(String name) {
+    return census == null ? OptionalInt.empty() : census.processes(sql.key(name));
   }
 
   /**

@@ -23,6 +23,9 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  *       tables on crash recovery, the next reservation re-inserts the row at "now", and that
  *       costs at most one immediate turn per destination, while every reservation saves a WAL
  *       write.
+ *       Beside it {@code <table>_lockout} (logged) keeps lockouts, and {@code <table>_fetcher}
+ *       (unlogged, made by the first census) the census of the processes taking turns, which a
+ *       degraded limiter divides its ceiling by when they outnumber {@code maxFetchingProcesses}.
  *   <li>{@link #keyValueTable} / {@link #djangoCache(String)}: an existing key/value table with
  *       no schema change, the shape of Django's database cache table ({@code cache_key
  *       varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL}). The cursor

@@ -18,7 +18,8 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /**
- * What coordination costs: one statement and one round trip per reservation, counted, and the
+ * What coordination costs: one statement and one round trip per reservation, counted (and one
+ * census of the processes taking turns per period, whatever the reservations), and the
  * session settings the cursor promises. What that round trip costs in time, against a {@code
  * SELECT 1} on the same connection, is a benchmark's figure: pacer-bench's latency series ({@code
  * reserve_to_select1_ratio}, docs/benchmarks.md).
@@ -51,23 +52,32 @@ class CoordinationCostTest {
         selectOne(ping);
       }
 
+      // The census of the processes taking turns adds one statement (prepared, executed) per
+      // period, whatever the reservations: counted apart, and bounded by the time taken.
+      long censusesBefore = cursor.censuses();
+      long started = System.nanoTime();
       Cost alone = Cost.of(proxy, counted,
           () -> assertThat(cursor.reserve(name, zero).isGranted()).isTrue());
+      long censuses = cursor.censuses() - censusesBefore;
+      assertThat(censuses).as("censuses while %d reservations were made", RESERVATIONS)
+          .isLessThanOrEqualTo(1 + (System.nanoTime() - started) / FetcherCensus.PERIOD.toNanos());
       assertThat(alone.roundTrips()).as("round trips for %d reservations", RESERVATIONS)
-          .isEqualTo(RESERVATIONS);
+          .isEqualTo(RESERVATIONS + censuses);
       assertThat(alone.executions()).as("statements executed for %d reservations", RESERVATIONS)
-          .isEqualTo(RESERVATIONS);
-      assertThat(alone.connectionCalls()).as("other calls on the connection").isZero();
+          .isEqualTo(RESERVATIONS + censuses);
+      assertThat(alone.connectionCalls()).as("other calls on the connection").isEqualTo(censuses);
 
+      censusesBefore = cursor.censuses();
       Cost withOneMore = Cost.of(proxy, counted, () -> {
         assertThat(cursor.reserve(name, zero).isGranted()).isTrue();
         selectOne(ping);
       });
+      censuses = cursor.censuses() - censusesBefore;
       assertThat(withOneMore.roundTrips())
           .as("round trips for %d reservations each followed by a SELECT 1", RESERVATIONS)
-          .isEqualTo(2L * RESERVATIONS);
+          .isEqualTo(2L * RESERVATIONS + censuses);
       assertThat(withOneMore.executions()).as("statements the cursor executed")
-          .isEqualTo(RESERVATIONS);
+          .isEqualTo(RESERVATIONS + censuses);
       assertThat(source.taken).isEqualTo(1);
     }
   }

@@ -3,8 +3,15 @@ package dev.pacer.postgres;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
+import dev.pacer.Slot;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,10 +19,13 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A fleet member for {@link OutageTest}: {@code threads} threads acquiring turns as fast as the
- * limiter allows for {@code seconds}, printing {@code ACQ <epoch nanos>} per turn.
+ * A fleet member for {@link OutageTest} and {@link LargerFleetOutageTest}: {@code threads} threads
+ * acquiring turns as fast as the limiter allows for {@code seconds}, printing {@code ACQ <epoch
+ * nanos>} per turn; given a {@code door} URI, each turn also sends a GET there while it holds its
+ * slot.
  *
- * <p>Arguments: {@code jdbcUrl destination ratePerSecond threads maxFetchingProcesses seconds}.
+ * <p>Arguments: {@code jdbcUrl destination ratePerSecond threads maxFetchingProcesses seconds
+ * [door]}.
  */
 public final class OutageWorker {
 
@@ -28,10 +38,20 @@ public final class OutageWorker {
         .maxFetchingProcesses(Integer.parseInt(args[4]))
         .build();
     long runNanos = Duration.ofSeconds(Long.parseLong(args[5])).toNanos();
+    URI door = args.length > 6 ? URI.create(args[6]) : null;
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build());
     DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
     if (!cursor.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
+    }
+    if (door != null) {
+      // A cold client's first requests leave late and bunch at the door; warm it on a path of its
+      // own, which the tests do not count.
+      URI warm = door.resolve("/warm");
+      for (int i = 0; i < 3; i++) {
+        http.send(HttpRequest.newBuilder(warm).build(), HttpResponse.BodyHandlers.discarding());
+      }
     }
     System.out.println("READY");
     System.out.flush();
@@ -45,12 +65,19 @@ public final class OutageWorker {
       Thread worker = new Thread(() -> {
         try {
           while (System.nanoTime() < end) {
-            limiter.acquire().close();
+            try (Slot slot = limiter.acquire()) {
+              if (door != null) {
+                http.send(HttpRequest.newBuilder(door).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.discarding());
+              }
+            }
             Instant now = Instant.now();
             System.out.println("ACQ " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
           }
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
         }
       });
       worker.start();

@@ -101,6 +101,16 @@ final class ClaimedTurns implements Cursor {
     return shared.isLatched();
   }
 
+  /**
+   * What the shared cursor counted: only the hosts it reserved turns of itself (a redirect hop, a
+   * turn retaken), since a claim's turn is the frontier's statement, which takes no census; for the
+   * others a degraded limiter divides by {@code maxFetchingProcesses} alone.
+   */
+  @Override
+  public OptionalInt fetchingProcesses(String name) {
+    return shared.fetchingProcesses(name);
+  }
+
   @Override
   public boolean keepsFleetBackoff() {
     return shared.keepsFleetBackoff();

@@ -94,6 +94,14 @@ public final class CursorSql {
   private final String keyPrefix;
   private final Holds holds;
   private final FleetBackoff fleetBackoff;
+  private final Census census;
+
+  /**
+   * The census of the processes taking turns of each destination: its table's DDL and its
+   * statement, which stamps this process against every key it names and answers, per key, the
+   * processes that stamped it within the window.
+   */
+  public record Census(String createTable, String statement) {}
 
   /**
    * The statements of the fleet's backoff ({@code BackoffScope.FLEET}): the reservation under it
@@ -124,7 +132,7 @@ public final class CursorSql {
   }
 
   private CursorSql(String description, String createTable, String reserve, String clear,
-      String keyPrefix, Holds holds, FleetBackoff fleetBackoff) {
+      String keyPrefix, Holds holds, FleetBackoff fleetBackoff, Census census) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
@@ -132,6 +140,7 @@ public final class CursorSql {
     this.keyPrefix = keyPrefix;
     this.holds = holds;
     this.fleetBackoff = fleetBackoff;
+    this.census = census;
   }
 
   /**
@@ -216,6 +225,7 @@ public final class CursorSql {
   /** Pacer's own table: a typed timestamptz cursor per destination name. */
   public static CursorSql pacerTable(String table) {
     String lockouts = table + "_lockout";
+    String fetchers = table + "_fetcher";
     String createTable =
         "CREATE UNLOGGED TABLE IF NOT EXISTS " + table + " (\n"
             + "  name         text        PRIMARY KEY,\n"
@@ -277,7 +287,57 @@ public final class CursorSql {
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
         new Holds(channel(table), pause, lockOut, clearLockout, read),
-        new FleetBackoff(reserveUnderFleetBackoff, throttled));
+        new FleetBackoff(reserveUnderFleetBackoff, throttled),
+        new Census(censusTable(fetchers), census(fetchers)));
+  }
+
+  /**
+   * The census's table, made by the census that finds it missing, never with the cursors: a role
+   * that may not create it still reserves turns, and only goes uncounted. Unlogged, like the
+   * cursors: after a crash the census starts again within a period.
+   */
+  private static String censusTable(String fetchers) {
+    return "CREATE UNLOGGED TABLE IF NOT EXISTS " + fetchers + " (\n"
+        + "  name    text        NOT NULL,\n"
+        + "  process text        NOT NULL,\n"
+        + "  seen_at timestamptz NOT NULL,\n"
+        + "  PRIMARY KEY (name, process)\n"
+        + ")";
+  }
+
+  /**
+   * The census of the processes taking turns, in the table {@code fetchers}: one row per
+   * destination and process, its {@code seen_at} the database's clock at that process's last
+   * census. The statement records this process against every key it names and answers, per key,
+   * the processes seen within the window either side of now, this one included: a row stamped
+   * outside it (long ago, or ahead of the clock, as no process writes) counts for nothing, and
+   * other processes' such rows under the keys named are deleted, skipping any another census holds,
+   * so that no two censuses wait for each other. The count reads at most {@link
+   * Destination#MOST_PROCESSES_COUNTED} rows, however many there are. Only this process's own rows
+   * are updated, so censuses of different processes never contend for a row.
+   *
+   * <p>Parameters: process (text), window (bigint microseconds), keys (text[], no key twice).
+   * Result rows: key, processes (integer, at least 1).
+   */
+  private static String census(String fetchers) {
+    String recent = "x.seen_at BETWEEN ask.now - ask.span AND ask.now + ask.span";
+    return "WITH ask AS MATERIALIZED (\n"
+        + "  SELECT k.key, ?::text AS process, ?::bigint * interval '1 microsecond' AS span,"
+        + " clock.now\n"
+        + "  FROM unnest(?::text[]) AS k(key), (SELECT clock_timestamp() AS now) AS clock),\n"
+        + "seen AS (\n"
+        + "  INSERT INTO " + fetchers + " AS f (name, process, seen_at)\n"
+        + "  SELECT ask.key, ask.process, ask.now FROM ask\n"
+        + "  ON CONFLICT (name, process) DO UPDATE SET seen_at = EXCLUDED.seen_at),\n"
+        + "gone AS (\n"
+        + "  DELETE FROM " + fetchers + " WHERE ctid = ANY (ARRAY(\n"
+        + "    SELECT x.ctid FROM " + fetchers + " x JOIN ask ON x.name = ask.key\n"
+        + "    WHERE x.process <> ask.process AND NOT (" + recent + ")\n"
+        + "    FOR UPDATE OF x SKIP LOCKED)))\n"
+        + "SELECT ask.key, 1 + (SELECT count(*) FROM (SELECT 1 FROM " + fetchers + " x\n"
+        + "    WHERE x.name = ask.key AND x.process <> ask.process AND " + recent + "\n"
+        + "    LIMIT " + (Destination.MOST_PROCESSES_COUNTED - 1) + ") AS other)::integer\n"
+        + "FROM ask";
   }
 
   /**
@@ -405,7 +465,7 @@ public final class CursorSql {
         "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
             + ") under prefix '" + keyPrefix + "'",
         null, reserve, clear, keyPrefix,
-        new Holds(null, pause, null, null, null), null);
+        new Holds(null, pause, null, null, null), null, null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
@@ -423,6 +483,13 @@ public final class CursorSql {
 
   public Holds holds() {
     return holds;
+  }
+
+  /**
+   * The census of the processes taking turns, or null where the layout has nowhere to keep it: a key/value table is the user's, and gets no table beside it.
+   */
+  public Census census() {
+    return census;
   }
 
   /** The fleet's backoff statements, or null where the layout has nowhere to keep it. */

@@ -53,7 +53,8 @@ class ConcurrentCreateTest {
         s.execute("SELECT 1 FROM " + table + "_lockout");
       }
     } finally {
-      TestDatabase.execute("DROP TABLE IF EXISTS " + table + ", " + table + "_lockout");
+      TestDatabase.execute("DROP TABLE IF EXISTS " + table + ", " + table + "_lockout, " + table
+          + "_fetcher");
     }
   }
 
