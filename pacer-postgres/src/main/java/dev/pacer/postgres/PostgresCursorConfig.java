@@ -151,11 +151,14 @@ public final class PostgresCursorConfig {
 
   /**
    * A new connection as {@link #openConnection} opens it, probed for a pooler in front ({@link
-   * ServerSession#probe}), so that no statement is ever named on it behind one.
+   * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read
+   * is bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
    */
   Connection openProbed(long connectTimeoutNanos) throws SQLException {
     Connection c = openConnection(connectTimeoutNanos);
     try {
+      c.setNetworkTimeout(Runnable::run,
+          (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeoutNanos / 1_000_000)));
       ServerSession.probe(c);
       return c;
     } catch (SQLException | RuntimeException e) {
