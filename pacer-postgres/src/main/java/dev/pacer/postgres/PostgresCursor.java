@@ -16,13 +16,14 @@ import java.sql.Types;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import org.postgresql.PGStatement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,7 +66,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>every database operation is bounded by {@code operationTimeout} (connect, socket reads and
- *       the server's {@code statement_timeout} and {@code lock_timeout});
+ *       the server's {@code statement_timeout} and {@code lock_timeout}; behind a transaction
+ *       pooler, a cancel the driver sends, see {@link ServerSession});
  *   <li>a connection that died between calls is replaced and the statement retried once in the
  *       same call ({@link KeptConnection#call}); a second failure, or a timeout, answers {@link
  *       Reservation#unavailable()} and tells the policy, which then holds the database down until
@@ -90,6 +92,11 @@ import org.slf4j.LoggerFactory;
  * parameters on it ({@code synchronous_commit}, timeouts, planner settings); whenever it gives the
  * connection back (closed, or discarded after a failed statement), it runs {@code RESET ALL} first,
  * or aborts the connection if that fails, so no other borrower inherits them.
+ *
+ * <p><b>Behind a transaction pooler</b> (found at each connect, {@link ServerSession}), where any
+ * transaction may run on a server connection other clients use next, the cursor sets nothing on
+ * the session and names no statement: each statement is parsed and planned where it runs, and is
+ * still one round trip.
  *
  * <p><b>An interrupted caller costs only itself.</b> A reservation already in its round trip is
  * answered, and the caller's interrupt is kept for its next wait (a limiter's sleep for the turn),
@@ -131,6 +138,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private PreparedStatement reserveStatement;
   private PreparedStatement fleetReserveStatement;
   private Connection statementConnection;
+  /** What the server behind the session keeps; set with each connection opened. */
+  private ServerSession server = ServerSession.OWN;
   private long openTimeoutNanos;
 
   private volatile boolean closed;
@@ -203,7 +212,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         throw new CursorStoreException("cursor closed; could not clear " + name, null);
       }
       session.call(c -> {
-        try (PreparedStatement delete = c.prepareStatement(sql.clear())) {
+        try (PreparedStatement delete = server.prepare(c, sql.clear(), timeoutMillis)) {
           delete.setString(1, sql.key(name));
           return delete.executeUpdate();
         }
@@ -232,7 +241,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     Duration held = delay.compareTo(Destination.LONGEST_RETRY_AFTER) > 0
         ? Destination.LONGEST_RETRY_AFTER : delay;
     return onSession("pause " + name, c -> {
-      try (PreparedStatement pause = c.prepareStatement(holds.pause())) {
+      try (PreparedStatement pause = server.prepare(c, holds.pause(), timeoutMillis)) {
         pause.setString(1, sql.key(name));
         pause.setLong(2, ceilMicros(held));
         if (holds.channel() != null) {
@@ -256,7 +265,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     }
     return onSession("lock out " + name, c -> {
-      try (PreparedStatement lockOut = c.prepareStatement(holds.lockOut())) {
+      try (PreparedStatement lockOut = server.prepare(c, holds.lockOut(), timeoutMillis)) {
         lockOut.setString(1, sql.key(name));
         lockOut.setString(2, reason);
         lockOut.setString(3, holds.channel());
@@ -273,7 +282,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return;
     }
     if (!onSession("clear the lockout of " + name, c -> {
-      try (PreparedStatement clear = c.prepareStatement(clearLockout)) {
+      try (PreparedStatement clear = server.prepare(c, clearLockout, timeoutMillis)) {
         clear.setString(1, sql.key(name));
         clear.executeUpdate();
         return true;
@@ -301,7 +310,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       }
       if (holdListener == null) {
         holdListener = new HoldListener(sql, policy,
-            () -> config.openConnection(LISTENER_CONNECT_TIMEOUT.toNanos()),
+            () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos()),
             LISTENER_PROBE_EVERY, config.operationTimeout());
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
@@ -339,7 +348,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
     DestinationHolds[] read = {DestinationHolds.NONE};
     boolean answered = onSession("read the holds of " + name, c -> {
-      try (PreparedStatement s = c.prepareStatement(sql.holds().read())) {
+      try (PreparedStatement s = server.prepare(c, sql.holds().read(), timeoutMillis)) {
         s.setString(1, sql.key(name));
         s.setString(2, sql.key(name));
         try (ResultSet row = s.executeQuery()) {
@@ -520,7 +529,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     String throttled = sql.fleetBackoff().throttled();
     int[] multiplier = {0};
     boolean recorded = onSession("record a rate answer for " + name, c -> {
-      try (PreparedStatement s = c.prepareStatement(throttled)) {
+      try (PreparedStatement s = server.prepare(c, throttled, timeoutMillis)) {
         s.setString(1, sql.key(name));
         try (ResultSet row = s.executeQuery()) {
           row.next();
@@ -789,10 +798,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return reserveStatement;
   }
 
-  private static PreparedStatement prepare(Connection c, String statementSql) throws SQLException {
-    PreparedStatement statement = c.prepareStatement(statementSql);
-    statement.unwrap(PGStatement.class).setPrepareThreshold(1);
-    return statement;
+  private PreparedStatement prepare(Connection c, String statementSql) throws SQLException {
+    return server.prepareForReuse(c, statementSql, timeoutMillis);
   }
 
   /**
@@ -818,18 +825,17 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     try {
       fresh.setAutoCommit(true);
       fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
+      server = ServerSession.probe(fresh);
       try (Statement session = fresh.createStatement()) {
         // The generic plan is made once, at the first reservation, when the table may hold a
         // page or two and a sequential scan looks cheapest for the statement's read of the prior
         // value. A hot key's updates then grow the table (HOT pruning loses to concurrent pins),
         // and that scan would read every page on every reservation: measured on one key from 4
         // clients, 27,000/s falling to 8,000/s within 20 s. This session runs only primary-key
-        // statements, for which the index is always the right path.
-        session.execute("SET statement_timeout = " + timeoutMillis
-            + "; SET lock_timeout = " + timeoutMillis
-            + "; SET synchronous_commit = " + (config.synchronousCommit() ? "on" : "off")
-            + "; SET plan_cache_mode = force_generic_plan"
-            + "; SET enable_seqscan = off");
+        // statements, for which the index is always the right path. Behind a pooler nothing is
+        // set: each statement is planned where it runs, on the table as it is then, and carries
+        // its own deadline.
+        server.set(session, sessionSettings());
         // On every connection, not only the first: the rehearsal below needs the table, and a
         // database found again after an outage may have come back without it.
         if (sql.createTable() != null) {
@@ -877,6 +883,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         c.setAutoCommit(true);
       }
     }
+  }
+
+  private Map<String, String> sessionSettings() {
+    Map<String, String> settings = new LinkedHashMap<>();
+    settings.put("statement_timeout", Integer.toString(timeoutMillis));
+    settings.put("lock_timeout", Integer.toString(timeoutMillis));
+    settings.put("synchronous_commit", config.synchronousCommit() ? "on" : "off");
+    settings.put("plan_cache_mode", "force_generic_plan");
+    settings.put("enable_seqscan", "off");
+    return settings;
   }
 
   private void createTable(Statement session) throws SQLException {

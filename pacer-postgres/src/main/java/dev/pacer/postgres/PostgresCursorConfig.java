@@ -17,7 +17,8 @@ import javax.sql.DataSource;
  * <ul>
  *   <li>{@code operationTimeout} (default 1 s): the most a reservation may spend on the database
  *       before it answers "unavailable": it bounds connecting, each socket read, and the server's
- *       {@code statement_timeout}. pgjdbc counts connect and login timeouts in whole seconds, so a
+ *       {@code statement_timeout} (behind a transaction pooler, a cancel three quarters of the way
+ *       through, see {@link ServerSession}). pgjdbc counts connect and login timeouts in whole seconds, so a
  *       fresh connection attempt is bounded by the timeout rounded up to a second.
  *   <li>{@code outagePolicy}: the database's {@link OutagePolicy}, when the process shares one with
  *       other users of the database; otherwise the cursor makes its own from {@code
@@ -33,7 +34,8 @@ import javax.sql.DataSource;
  *       dev.pacer.Destination#longestHonestQueue()}; in the key/value layout, which records no
  *       pause, also the destinations' {@code maxRetryAfter}.
  *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
- *       synchronous_commit = off}; see docs/operations.md for the measurement.
+ *       synchronous_commit = off}; see docs/operations.md for the measurement. Behind a
+ *       transaction pooler the session keeps no setting, and the server's own applies.
  * </ul>
  */
 public final class PostgresCursorConfig {
@@ -145,6 +147,28 @@ public final class PostgresCursorConfig {
       throw new SQLException("not a PostgreSQL JDBC URL: " + JdbcUrls.redact(jdbcUrl));
     }
     return c;
+  }
+
+  /**
+   * A new connection as {@link #openConnection} opens it, probed for a pooler in front ({@link
+   * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read
+   * is bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
+   */
+  Connection openProbed(long connectTimeoutNanos) throws SQLException {
+    Connection c = openConnection(connectTimeoutNanos);
+    try {
+      c.setNetworkTimeout(Runnable::run,
+          (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeoutNanos / 1_000_000)));
+      ServerSession.probe(c);
+      return c;
+    } catch (SQLException | RuntimeException e) {
+      try {
+        c.close();
+      } catch (SQLException | RuntimeException ignored) {
+        // Thrown away because its probe failed; its close may fail the same way.
+      }
+      throw e;
+    }
   }
 
   /**

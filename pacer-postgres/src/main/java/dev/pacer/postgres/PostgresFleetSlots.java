@@ -12,6 +12,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
@@ -76,6 +77,8 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   private final Set<PgLease> held = ConcurrentHashMap.newKeySet();
   private ScheduledExecutorService renewal;
   private boolean tableEnsured;
+  /** What the server behind the session keeps; set with each connection opened. */
+  private volatile ServerSession server = ServerSession.OWN;
   private volatile boolean closed;
 
   /**
@@ -236,7 +239,7 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
 
   private Integer take(Connection c, String destination, int slots, UUID token)
       throws SQLException {
-    try (PreparedStatement s = c.prepareStatement(sql.take())) {
+    try (PreparedStatement s = server.prepare(c, sql.take(), timeoutMillis)) {
       s.setString(1, destination);
       s.setInt(2, slots);
       s.setString(3, holder);
@@ -249,7 +252,7 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   }
 
   private void giveBack(Connection c, PgLease lease) throws SQLException {
-    try (PreparedStatement s = c.prepareStatement(sql.giveBack())) {
+    try (PreparedStatement s = server.prepare(c, sql.giveBack(), timeoutMillis)) {
       s.setString(1, lease.destination);
       s.setInt(2, lease.slot);
       s.setObject(3, lease.token);
@@ -279,7 +282,7 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     connectionLock.lock();
     try {
       session.call(c -> {
-        try (PreparedStatement s = c.prepareStatement(sql.renew())) {
+        try (PreparedStatement s = server.prepare(c, sql.renew(), timeoutMillis)) {
           Array array = c.createArrayOf("uuid", tokens.toArray());
           s.setLong(1, leaseMillis);
           s.setArray(2, array);
@@ -301,10 +304,11 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     try {
       fresh.setAutoCommit(true);
       fresh.setNetworkTimeout(Runnable::run, timeoutMillis);
+      server = ServerSession.probe(fresh);
       try (Statement s = fresh.createStatement()) {
-        s.execute("SET statement_timeout = " + timeoutMillis + "; SET lock_timeout = "
-            + timeoutMillis + "; SET synchronous_commit = "
-            + (config.synchronousCommit() ? "on" : "off"));
+        server.set(s, Map.of("statement_timeout", Integer.toString(timeoutMillis),
+            "lock_timeout", Integer.toString(timeoutMillis),
+            "synchronous_commit", config.synchronousCommit() ? "on" : "off"));
         if (!tableEnsured) {
           createTable(s);
         }

@@ -7,6 +7,7 @@ import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.PostgresFleetSlots;
+import dev.pacer.postgres.ServerSession;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -126,19 +127,40 @@ public final class Database {
     return connectionAttempts.get();
   }
 
+  /**
+   * A work-state connection, probed for a transaction pooler in front ({@link
+   * ServerSession#probe}), behind which no statement is named on it.
+   */
   private Connection openForWork() throws SQLException {
-    return connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer");
+    return probed(connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer"));
   }
 
+  /**
+   * A work-state connection committing asynchronously where the session keeps the setting; behind
+   * a pooler it would stay on a server connection for other clients, and the server's own setting
+   * is used.
+   */
   private Connection openForRecords() throws SQLException {
-    Connection c = openForWork();
+    Connection c = connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer");
     try (Statement s = c.createStatement()) {
-      s.execute("SET synchronous_commit = off");
-    } catch (SQLException e) {
+      if (ServerSession.probe(c) == ServerSession.OWN) {
+        s.execute("SET synchronous_commit = off");
+      }
+    } catch (SQLException | RuntimeException e) {
       c.close();
       throw e;
     }
     return c;
+  }
+
+  private static Connection probed(Connection c) throws SQLException {
+    try {
+      ServerSession.probe(c);
+      return c;
+    } catch (SQLException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
   }
 
   /**
