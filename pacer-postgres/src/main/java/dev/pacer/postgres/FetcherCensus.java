@@ -33,8 +33,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A census that fails costs only the census: it is logged once, tried again a period later, and
  * the reservation that follows goes on (and, if the connection is gone, finds out itself). A
- * missing table is made by the census itself, never with the cursors: a role that may not create it
- * still reserves turns, and only goes uncounted. Its statement is never prepared on the server,
+ * missing table is made when the cursor opens a connection, and by the census if it goes missing
+ * later, never as a condition of the cursor's: a role that may not create it still reserves turns,
+ * and only goes uncounted. Its statement is never prepared on the server,
  * so that a transaction pooler in front meets no named statement of it.
  *
  * <p>Not thread-safe but for {@link #processes}: {@link #note} and {@link #takeIfDue} run with the
@@ -106,12 +107,7 @@ final class FetcherCensus {
     try {
       read = readCreatingTable(c, keys);
     } catch (SQLException e) {
-      if (!failing) {
-        failing = true;
-        log.warn("Could not count the processes taking turns (a degraded process divides by"
-            + " maxFetchingProcesses alone until it can): {} [SQLState {}]", e.getMessage(),
-            e.getSQLState());
-      }
+      failed(e);
       return;
     }
     if (failing) {
@@ -126,6 +122,28 @@ final class FetcherCensus {
     });
     read.forEach((key, processes) -> next.put(key, new Count(processes, now)));
     counts = Map.copyOf(next);
+  }
+
+  /**
+   * Makes the table, if it is missing, on a connection just opened, so that the first census, due
+   * before the first reservation, does not hold that reservation behind DDL. A failure is the
+   * census's alone: logged once, as a census's, and the connection goes on.
+   */
+  void makeTable(Connection c) {
+    try {
+      tableMaker.create(c);
+    } catch (SQLException e) {
+      failed(e);
+    }
+  }
+
+  private void failed(SQLException e) {
+    if (!failing) {
+      failing = true;
+      log.warn("Could not count the processes taking turns (a degraded process divides by"
+          + " maxFetchingProcesses alone until it can): {} [SQLState {}]", e.getMessage(),
+          e.getSQLState());
+    }
   }
 
   /** The processes the last census within a window counted for {@code key}; empty if none. */

@@ -842,6 +842,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
           createTable(session);
         }
       }
+      if (census != null) {
+        census.makeTable(fresh);
+      }
       rehearse(fresh);
       return fresh;
     } catch (SQLException e) {

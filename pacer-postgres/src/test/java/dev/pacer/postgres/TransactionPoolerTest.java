@@ -100,11 +100,17 @@ class TransactionPoolerTest {
       String name = "pooled-cost-" + UUID.randomUUID().toString().substring(0, 8);
       assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
       long before = proxy.roundTrips();
+      long censusesBefore = cursor.censuses();
+      long started = System.nanoTime();
       for (int i = 0; i < reservations; i++) {
         assertThat(cursor.reserve(name, GAP).isGranted()).isTrue();
       }
-      assertThat(proxy.roundTrips() - before).as("round trips for %d reservations", reservations)
-          .isEqualTo(reservations);
+      // The census of the processes taking turns is one round trip of its own per period.
+      long censuses = cursor.censuses() - censusesBefore;
+      assertThat(censuses).as("censuses while %d reservations were made", reservations)
+          .isLessThanOrEqualTo(1 + (System.nanoTime() - started) / FetcherCensus.PERIOD.toNanos());
+      assertThat(proxy.roundTrips() - before).as("round trips for %d reservations and %d"
+          + " census(es)", reservations, censuses).isEqualTo(reservations + censuses);
     }
   }
 
