@@ -303,7 +303,9 @@ class PerHostFleetTest {
   }
 
   /**
-   * Three hosts at 5/s; the first answers its third request with 429 and {@code Retry-After: 2}.
+   * Three hosts at 5/s; the first answers its tenth request with 429 and {@code Retry-After: 2}:
+   * about 2 s in, after every process's first request to every host, which takes two turns
+   * ({@code DestinationFetcher}), so that the pause does not fall in the run's first second.
    * From the moment the pause is recorded on that host's cursor row (read back from the row: its
    * {@code paused_until} less 2 s, on the database's clock, the machine's wall clock here) the host
    * gets nothing for 2 s from any process, then resumes; the other two keep their pace meanwhile.
@@ -313,14 +315,14 @@ class PerHostFleetTest {
   void aRetryAfterPausesItsHostAloneWhileTheOthersKeepPace() throws Exception {
     String job = "per-host-pause-" + ProcessHandle.current().pid();
     String paused = hosts.hosts().get(0);
-    hosts.answering((host, attempt) -> host.equals(paused) && attempt == 3 ? 429 : 200, "2");
+    hosts.answering((host, attempt) -> host.equals(paused) && attempt == 10 ? 429 : 200, "2");
     List<String> urls = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      urls.addAll(hosts.urls(i, 20));
+      urls.addAll(hosts.urls(i, 30));
     }
     Cli.Result run = fetch(job, urls, "--rate", "5");
     assertThat(run.code()).as(run.err()).isZero();
-    assertThat(run.number("done")).isEqualTo(60);
+    assertThat(run.number("done")).isEqualTo(90);
 
     long pausedUntil;
     try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
