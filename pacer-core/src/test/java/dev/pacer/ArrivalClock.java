@@ -10,9 +10,8 @@ import java.util.concurrent.Executor;
  *
  * <p>Why: every fleet test judges the ceiling from these instants, and a bound of the ceiling + 1
  * leaves room for one request to stray from its turn by less than one interval. The hop from the
- * dispatcher to a handler thread is the test server's own delay, not the fleet's: beside a second
- * fleet on two cores it measured p50 3 ms, p99 58 ms, max 161 ms, and two requests that reached
- * the server 100 ms apart were stamped together when the handler threads got the CPU back.
+ * dispatcher to a handler thread is the test server's own delay, not the fleet's, and on a busy
+ * machine it can exceed an interval (figures in docs/reliability.md, the door's item 7).
  * The dispatcher stamps every request, those on a kept-alive connection included (it hands each
  * one to the executor when the connection turns readable).
  *

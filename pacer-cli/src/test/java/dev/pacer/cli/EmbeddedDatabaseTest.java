@@ -36,8 +36,8 @@ class EmbeddedDatabaseTest {
       List<String> a = new ArrayList<>();
       List<String> b = new ArrayList<>();
       // The second invocation may start fetching a second or more after the first (its JVM and
-      // its wait for the database the first one starts: 1.1 s pinned to one core): 40 items keep
-      // the first fetching, alone at 10/s, for 4 s, so that the two overlap however they start.
+      // its wait for the database the first one starts): 40 items keep the first fetching, alone
+      // at 10/s, for 4 s, so that the two overlap however they start.
       for (int i = 1; i <= 40; i++) {
         a.add(destination.url("/a/" + i));
       }
