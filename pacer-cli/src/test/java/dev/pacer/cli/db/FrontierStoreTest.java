@@ -237,6 +237,25 @@ class FrontierStoreTest {
   }
 
   @Test
+  void aPlausibleCursorIsNotToldAsReset() throws Exception {
+    String h = host("plain");
+    plan(Map.of(h, 3), 1000.0, 10);
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream originalErr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      for (int i = 0; i < 3; i++) {
+        assertThat(claimed().host()).isEqualTo(h);
+      }
+    } finally {
+      System.setErr(originalErr);
+    }
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .as("three claims of a host whose cursor is where it should be")
+        .doesNotContain("ahead of the database clock");
+  }
+
+  @Test
   void aLockedOutHostIsPassedOver() throws Exception {
     String locked = host("locked");
     String other = host("fine");

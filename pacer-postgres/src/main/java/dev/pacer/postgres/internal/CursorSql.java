@@ -156,15 +156,18 @@ public final class CursorSql {
   /**
    * Seconds from {@code now} to {@code timestamp}, a value another role may have written
    * ({@code 'infinity'} and {@code '-infinity'} included): counted no further than a century either
-   * way, so that the subtraction, which fails on an infinite timestamp, always has an answer.
+   * way, so that the subtraction, which fails on an infinite timestamp, always has an answer. A
+   * NULL timestamp answers NULL, as a subtraction would; the clamp alone would not, since
+   * {@code GREATEST} passes over NULLs.
    *
    * @param now an expression of the instant to count from
    * @param timestamp an expression of the instant to count to
    * @return a numeric expression
    */
   public static String secondsFrom(String now, String timestamp) {
-    return "extract(epoch FROM LEAST(GREATEST(" + timestamp + ", " + now + " - interval '100 years'), "
-        + now + " + interval '100 years') - " + now + ")";
+    return "CASE WHEN " + timestamp + " IS NOT NULL THEN extract(epoch FROM LEAST(GREATEST("
+        + timestamp + ", " + now + " - interval '100 years'), " + now + " + interval '100 years') - "
+        + now + ") END";
   }
 
   /** A pause or lockout announced on {@code channel}: kind, key and value, tab-separated. */
