@@ -3,6 +3,8 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Timeline;
+import dev.pacer.cli.run.DispatchSlot;
+import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.RestartablePostgres;
 import dev.pacer.postgres.TcpProxy;
 import java.io.IOException;
@@ -134,18 +136,16 @@ class DispatchSlotReturnTest {
     return holders;
   }
 
-  /** Waits until {@code n} dispatch slots (advisory locks) are held. */
+  /** Waits until {@code n} dispatch slots of the destination are held under live leases. */
   private static void awaitSlotsHeld(RestartablePostgres postgres, int n) throws Exception {
     long deadline = System.nanoTime() + 30 * SECOND;
-    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
-        Statement s = c.createStatement()) {
+    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl())) {
       while (true) {
-        try (var r = s.executeQuery(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")) {
-          r.next();
-          if (r.getLong(1) >= n) {
-            return;
-          }
+        int held = PostgresFleetSlots.holdings(c).stream()
+            .filter(h -> h.destination().equals(DispatchSlot.key("slots")))
+            .mapToInt(PostgresFleetSlots.Holding::slotsHeld).sum();
+        if (held >= n) {
+          return;
         }
         assertThat(System.nanoTime()).as("%d dispatch slots held within 30 s", n)
             .isLessThan(deadline);

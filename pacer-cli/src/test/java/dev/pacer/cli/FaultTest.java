@@ -144,7 +144,7 @@ class FaultTest {
         .isLessThanOrEqualTo(RATE + 1);
     assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
     // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
-    // ending the abandoned slot sessions (up to 5 s each): well under 20 s.
+    // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under 20 s.
     assertThat(resumed).as("fetching resumed after the restore").isLessThan(20 * SECOND);
   }
 

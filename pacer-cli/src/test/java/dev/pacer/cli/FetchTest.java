@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Timeline;
 import dev.pacer.cli.db.UrlKeys;
+import dev.pacer.cli.run.DispatchSlot;
+import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -276,14 +278,10 @@ class FetchTest {
       Thread.sleep(50);
     }
     assertThat(destination.arrivals()).as("the run has started fetching").hasSizeGreaterThan(2);
-    try (java.sql.Connection c = new dev.pacer.cli.db.Database(TestDatabase.jdbcUrl()).open();
-        java.sql.PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), 0)")) {
-      s.setString(1, "pacer-dispatch:" + name);
-      try (java.sql.ResultSet r = s.executeQuery()) {
-        r.next();
-        assertThat(r.getBoolean(1)).as("the only dispatch slot is free while a pooled run fetches")
-            .isFalse();
-      }
+    try (java.sql.Connection c = new dev.pacer.cli.db.Database(TestDatabase.jdbcUrl()).open()) {
+      assertThat(PostgresFleetSlots.holdings(c))
+          .as("the only dispatch slot is held while a pooled run fetches")
+          .contains(new PostgresFleetSlots.Holding(DispatchSlot.key(name), 1, 1));
     }
     Cli.Result result = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
     assertThat(result.code()).as(result.err()).isEqualTo(0);

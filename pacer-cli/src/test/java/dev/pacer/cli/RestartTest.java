@@ -32,8 +32,8 @@ class RestartTest {
     String home = dir.resolve("pacer-home").toString();
     try (TestDestination destination = new TestDestination()) {
       Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));
-      // Two workers, one slot: one fetches, the other waits. The restart drops the slot's
-      // advisory lock; afterwards one worker must fetch alone again, not both side by side.
+      // Two workers, one slot: one fetches, the other waits. The restart may outlast the slot's
+      // lease; afterwards one worker must fetch alone again, not both side by side.
       Process run = Cli.spawn(Map.of(), dir.resolve("run.out"), dir.resolve("run.err"),
           "fetch", input.toString(), "--data-dir", home, "--destination", "restart-cap-test",
           "--processes", "2", "--max-dispatches", "1", "--threads", "2", "--rate", "10",

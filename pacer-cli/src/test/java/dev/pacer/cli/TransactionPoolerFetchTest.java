@@ -6,6 +6,11 @@ import dev.pacer.postgres.PgBouncer;
 import dev.pacer.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.LongSummaryStatistics;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,6 +42,46 @@ class TransactionPoolerFetchTest {
       assertThat(run.code()).as("%s%n%s", run.err(), run.out()).isEqualTo(0);
       assertThat(run.number("done")).isEqualTo(ITEMS);
       TestDestination.assertHeldCeiling(destination.arrivals(), RATE);
+    }
+  }
+
+  /**
+   * One dispatch slot, three workers, and a pool of one server connection, which every worker's
+   * transactions share: a slot held by a server session would be held by all of them. Judged at
+   * the destination: no worker's requests fall between another's first and last.
+   */
+  @Test
+  void oneDispatchSlotBehindAPoolerLetsOneWorkerFetchAtATime() throws Exception {
+    String name = "pooled-slot-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
+    try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 1);
+        TestDestination destination = new TestDestination()) {
+      Path input = dir.resolve(name + ".txt");
+      Files.write(input, destination.items("/run/", 30));
+      Cli.Result run = Cli.run("fetch", input.toString(), "--job", name, "--destination", name,
+          "--db", pooler.jdbcUrl(), "--out", dir.resolve("out").toString(), "--max-load", "1000",
+          "--rate", "10", "--processes", "3", "--max-dispatches", "1", "--no-progress");
+      assertThat(run.code()).as("%s%n%s", run.err(), run.out()).isEqualTo(0);
+      assertThat(run.number("done")).isEqualTo(30);
+
+      List<TestDestination.Arrival> arrivals = destination.arrivals();
+      long origin = arrivals.stream().mapToLong(TestDestination.Arrival::nanos).min().orElseThrow();
+      Map<String, LongSummaryStatistics> byWorker = new TreeMap<>();
+      arrivals.forEach(a -> byWorker.computeIfAbsent(a.worker(), w -> new LongSummaryStatistics())
+          .accept(a.nanos()));
+      StringBuilder spans = new StringBuilder();
+      byWorker.forEach((w, t) -> spans.append(String.format(Locale.ROOT,
+          " pid %s: %d requests in [%.3f, %.3f] s;", w, t.getCount(), (t.getMin() - origin) / 1e9,
+          (t.getMax() - origin) / 1e9)));
+      for (Map.Entry<String, LongSummaryStatistics> a : byWorker.entrySet()) {
+        for (Map.Entry<String, LongSummaryStatistics> b : byWorker.entrySet()) {
+          if (!a.getKey().equals(b.getKey())) {
+            assertThat(b.getValue().getMin() > a.getValue().getMax()
+                    || b.getValue().getMax() < a.getValue().getMin())
+                .as("pid %s fetched while pid %s did:%s", b.getKey(), a.getKey(), spans)
+                .isTrue();
+          }
+        }
+      }
     }
   }
 }

@@ -3,7 +3,6 @@ package dev.pacer.postgres;
 import dev.pacer.FleetSlots;
 import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.FleetSlotSql;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -11,6 +10,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -39,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * believes the session alive, which a hung network or a half-open TCP connection can stretch to the
  * kernel's keepalive timeouts. The other side of a lease: a holder that cannot renew for a whole
  * lease (its database away while its request still runs) loses the slot, and another process may
- * take it while that request is still in flight.
+ * take it while that request is still in flight. {@link #holds} tells a holder that must not go
+ * on without its slot (the CLI's dispatch slots) whether it may still count on it.
  *
  * <p><b>Its own connection.</b> The slots keep one connection of their own ({@link
  * KeptConnection}), under the database's {@link OutagePolicy}, shared with the cursor. Polls for a
@@ -132,11 +133,12 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
         return Claim.unavailable();
       }
       UUID token = UUID.randomUUID();
+      long sent = System.nanoTime();
       Integer slot = session.call(c -> take(c, destination, slots, token));
       if (slot == null) {
         return Claim.full();
       }
-      PgLease lease = new PgLease(destination, slot, token);
+      PgLease lease = new PgLease(destination, slot, token, sent + leaseNanos());
       held.add(lease);
       startRenewal();
       return Claim.taken(lease);
@@ -160,6 +162,20 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
    */
   public Duration lease() {
     return Duration.ofMillis(leaseMillis);
+  }
+
+  /**
+   * Whether {@code lease}, taken here and not given back, is still this process's for certain: its
+   * last take or renewal that answered was sent less than one lease ago (the database's expiry is
+   * later still), and no renewal found its slot taken by another holder. False for a lease not
+   * taken here. Asks nothing of the database.
+   *
+   * @param lease a lease this instance's {@link #tryTake} answered
+   * @return whether no other process can hold its slot now
+   */
+  public boolean holds(Lease lease) {
+    return lease instanceof PgLease mine && held.contains(mine)
+        && System.nanoTime() - mine.heldUntilNanos < 0;
   }
 
   /**
@@ -273,30 +289,57 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     renewal.scheduleWithFixedDelay(this::renew, every, every, TimeUnit.MILLISECONDS);
   }
 
-  /** Extends every held slot's lease by one lease from now, in one statement. */
+  /**
+   * Extends every held slot's lease by one lease from now, in one statement. A lease the statement
+   * did not renew is no longer held: another holder took its slot after it ran out.
+   */
   private void renew() {
-    List<UUID> tokens = held.stream().map(l -> l.token).toList();
-    if (tokens.isEmpty() || closed || policy.refusesNow()) {
+    if (held.isEmpty() || closed || policy.refusesNow()) {
       return;
     }
     connectionLock.lock();
+    List<PgLease> leases = List.of();
     try {
-      session.call(c -> {
+      leases = List.copyOf(held);
+      if (leases.isEmpty()) {
+        return;
+      }
+      Object[] tokens = leases.stream().map(l -> l.token).toArray();
+      long sent = System.nanoTime();
+      Set<UUID> renewed = session.call(c -> {
         try (PreparedStatement s = server.prepare(c, sql.renew(), timeoutMillis)) {
-          Array array = c.createArrayOf("uuid", tokens.toArray());
           s.setLong(1, leaseMillis);
-          s.setArray(2, array);
-          return s.executeUpdate();
+          s.setArray(2, c.createArrayOf("uuid", tokens));
+          Set<UUID> answered = new HashSet<>();
+          try (ResultSet r = s.executeQuery()) {
+            while (r.next()) {
+              answered.add(r.getObject(1, UUID.class));
+            }
+          }
+          return answered;
         }
       });
+      for (PgLease lease : leases) {
+        if (renewed.contains(lease.token)) {
+          lease.heldUntilNanos = sent + leaseNanos();
+        } else if (held.remove(lease)) {
+          log.info("Fleet slot {} of {} is no longer this process's: the database no longer holds"
+              + " its lease (it ran out unrenewed and another holder took the slot, or a crash"
+              + " lost it)", lease.slot, lease.destination);
+        }
+      }
     } catch (SQLException e) {
-      log.debug("Renewing {} fleet slot lease(s) failed: {}", tokens.size(), e.getMessage());
+      log.debug("Renewing {} fleet slot lease(s) failed: {}", leases.size(), e.getMessage());
     } catch (RuntimeException e) {
       // The renewal thread must survive anything: a dead one would let every lease run out.
       log.warn("Renewing fleet slot leases threw", e);
     } finally {
       connectionLock.unlock();
     }
+  }
+
+  private long leaseNanos() {
+    return TimeUnit.MILLISECONDS.toNanos(leaseMillis);
   }
 
   private Connection openSession() throws SQLException {
@@ -339,11 +382,14 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
     private final int slot;
     private final UUID token;
     private final AtomicBoolean given = new AtomicBoolean();
+    /** Before this {@link System#nanoTime()} no other holder can take the slot. */
+    private volatile long heldUntilNanos;
 
-    PgLease(String destination, int slot, UUID token) {
+    PgLease(String destination, int slot, UUID token, long heldUntilNanos) {
       this.destination = destination;
       this.slot = slot;
       this.token = token;
+      this.heldUntilNanos = heldUntilNanos;
     }
 
     @Override

@@ -130,9 +130,66 @@ class PostgresFleetSlotsTest {
       Thread.sleep(200);
       assertThat(other.tryTake(d, 1).outcome()).as("after %d ms", (i + 1) * 200)
           .isEqualTo(Claim.Outcome.FULL);
+      assertThat(holder.holds(lease)).as("held after %d ms", (i + 1) * 200).isTrue();
     }
     lease.giveBack();
+    assertThat(holder.holds(lease)).as("given back").isFalse();
     assertThat(other.tryTake(d, 1).outcome()).isEqualTo(Claim.Outcome.TAKEN);
+  }
+
+  /**
+   * A holder that cannot renew (its database held down by the outage policy) stops counting on
+   * its slot one lease after its last renewal was sent, although nobody has taken the slot yet.
+   */
+  @Test
+  void aLeaseNotRenewedForAWholeLeaseIsNotCountedOn() throws Exception {
+    OutagePolicy policy = policy();
+    PostgresFleetSlots holder = new PostgresFleetSlots(PostgresCursorConfig.forUrl(
+        TestDatabase.jdbcUrl()).build(), policy, "test:unrenewed", Duration.ofMillis(600));
+    opened.add(holder);
+    FleetSlots.Lease lease = holder.tryTake(fresh(), 1).lease();
+    assertThat(holder.holds(lease)).isTrue();
+    assertThatThrownBy(() -> policy.open(() -> {
+      throw new SQLException("gone", "08006");
+    })).isInstanceOf(SQLException.class);
+    Thread.sleep(700);
+    assertThat(policy.refusesNow()).as("the policy still holds the database down").isTrue();
+    assertThat(holder.holds(lease)).as("700 ms without a renewal, on a 600-ms lease").isFalse();
+  }
+
+  /**
+   * A slot that another holder took after its lease ran out (here run out by hand, as a stall
+   * longer than a lease would) is no longer held once the old holder's next renewal finds its
+   * token gone; it is not renewed again, and the new holder keeps it.
+   */
+  @Test
+  void aSlotTakenByAnotherHolderIsNoLongerHeldAfterTheNextRenewal() throws Exception {
+    PostgresFleetSlots holder = slots(Duration.ofSeconds(2));
+    PostgresFleetSlots other = slots(Duration.ofSeconds(2));
+    String d = fresh();
+    FleetSlots.Lease lease = holder.tryTake(d, 1).lease();
+    Claim taken = Claim.full();
+    // The holder's renewal may extend the lease between the two statements: then again.
+    for (int i = 0; i < 5 && taken.outcome() != Claim.Outcome.TAKEN; i++) {
+      try (Connection c = TestDatabase.connect(); java.sql.PreparedStatement s = c.prepareStatement(
+          "UPDATE pacer_fleet_slot SET expires_at = now() - interval '1 second'"
+              + " WHERE destination = ?")) {
+        s.setString(1, d);
+        s.executeUpdate();
+      }
+      taken = other.tryTake(d, 1);
+    }
+    assertThat(taken.outcome()).isEqualTo(Claim.Outcome.TAKEN);
+    long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+    while (holder.holds(lease)) {
+      assertThat(System.nanoTime()).as("not held within 2 s (renewals every 0.5 s)")
+          .isLessThan(deadline);
+      Thread.sleep(20);
+    }
+    assertThat(holder.heldByThisProcess()).as("no longer renewed").isZero();
+    Thread.sleep(2_500);
+    assertThat(other.holds(taken.lease())).as("the new holder's, renewed").isTrue();
+    assertThat(holder.tryTake(d, 1).outcome()).isEqualTo(Claim.Outcome.FULL);
   }
 
   @Test

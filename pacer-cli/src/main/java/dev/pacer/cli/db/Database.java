@@ -20,10 +20,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Where Pacer's state lives: a PostgreSQL JDBC URL, which may carry a password. The URL itself is
  * never printed; {@link #toString()} and {@link #redactedUrl()} hide the password.
  *
- * <p>One {@link OutagePolicy} per database per process, here: the cursor, the fleet slots, the
- * work stores and the dispatch slots all connect under it, so an outage costs this process one connection attempt per
- * 5-s boundary (the policy's probe), whichever component noticed it, and every process of the fleet
- * returns on the same boundary.
+ * <p>One {@link OutagePolicy} per database per process, here: the cursor, the fleet slots (the
+ * dispatch slots among them) and the work stores all connect under it, so an outage costs this
+ * process one connection attempt per 5-s boundary (the policy's probe), whichever component
+ * noticed it, and every process of the fleet returns on the same boundary.
  */
 public final class Database {
 

@@ -1,42 +1,40 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.cli.db.Database;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Timestamp;
+import dev.pacer.FleetSlots;
+import dev.pacer.postgres.PostgresFleetSlots;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One of a destination's {@code maxDispatches} fleet-wide conveyor slots: a PostgreSQL session
- * advisory lock {@code (hashtext('pacer-dispatch:' || destination), slot)} held on a dedicated
- * connection for as long as the worker runs. Every host using the same database sees the same
- * locks, so the cap holds across hosts; a worker that dies (even by kill -9) loses its connection
- * and with it the slot. Its connections are opened by {@link Database#open()}, under the database's
- * outage policy: while PostgreSQL is down a slot is not asked for, and costs no connection attempt.
+ * One of a destination's {@code maxDispatches} fleet-wide conveyor slots, held for as long as the
+ * worker runs: a fleet slot lease ({@link PostgresFleetSlots}, the same table and renewal as the
+ * destinations' fleet concurrency caps) under the key {@link #key}. Every host using the same
+ * database sees the same leases, so the cap holds across hosts, and behind a transaction pooler
+ * too, since a lease belongs to its token and not to a server session. A worker that dies (even by
+ * kill -9) stops renewing, and its slot is free within one lease. The slots ask PostgreSQL under
+ * the database's outage policy: while PostgreSQL is down a slot is not asked for, and costs no
+ * connection attempt.
  */
 public final class DispatchSlot implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(DispatchSlot.class);
 
-  private final Connection connection;
-  /** The server session holding the lock: its backend pid and start time identify it. */
-  private final int backendPid;
-  private final Timestamp backendStart;
+  private final PostgresFleetSlots slots;
+  private final FleetSlots.Lease lease;
 
-  private DispatchSlot(Connection connection) throws SQLException {
-    this.connection = connection;
-    try (PreparedStatement s = connection.prepareStatement(
-            "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()");
-        ResultSet r = s.executeQuery()) {
-      r.next();
-      this.backendPid = r.getInt(1);
-      this.backendStart = r.getTimestamp(2);
-    }
+  private DispatchSlot(PostgresFleetSlots slots, FleetSlots.Lease lease) {
+    this.slots = slots;
+    this.lease = lease;
+  }
+
+  /**
+   * The fleet slot key of a destination's dispatch slots. No destination name holds whitespace,
+   * so the key is never a destination's own, whose fleet concurrency slots live in the same table.
+   */
+  public static String key(String destination) {
+    return "pacer-dispatch " + destination;
   }
 
   /**
@@ -44,47 +42,31 @@ public final class DispatchSlot implements AutoCloseable {
    * wait is pointless (for example the job has no work left). That all slots are taken is logged
    * once, and so is PostgreSQL failing to answer.
    */
-  public static Optional<DispatchSlot> acquire(Database db, String destination, int maxDispatches,
-      BooleanSupplier giveUp) throws InterruptedException {
-    return waitForSlot(db, destination, maxDispatches, giveUp, Optional.empty());
-  }
-
-  /**
-   * Waits for a slot again, as {@link #acquire} does, once this one's lock is gone ({@link
-   * #isHeld} false): first this slot's session is ended if it outlived the worker's view of it
-   * ({@link #endAbandonedSession}), so that the worker does not wait for a lock it holds itself.
-   */
-  public Optional<DispatchSlot> takeAgain(Database db, String destination, int maxDispatches,
-      BooleanSupplier giveUp) throws InterruptedException {
-    close();
-    return waitForSlot(db, destination, maxDispatches, giveUp, Optional.of(this));
-  }
-
-  private static Optional<DispatchSlot> waitForSlot(Database db, String destination,
-      int maxDispatches, BooleanSupplier giveUp, Optional<DispatchSlot> lost)
-      throws InterruptedException {
-    boolean lostSessionEnded = lost.isEmpty();
+  public static Optional<DispatchSlot> acquire(PostgresFleetSlots slots, String destination,
+      int maxDispatches, BooleanSupplier giveUp) throws InterruptedException {
     boolean announced = false;
     boolean unreachableAnnounced = false;
     while (true) {
-      try {
-        if (!lostSessionEnded) {
-          lost.get().endAbandonedSession(db);
-          lostSessionEnded = true;
-        }
-        Optional<DispatchSlot> slot = tryAcquire(db, destination, maxDispatches);
-        if (slot.isPresent()) {
-          return slot;
-        }
-        if (!announced) {
-          log.info("All {} dispatch slots of destination {} are taken; waiting for one",
+      FleetSlots.Claim claim = slots.tryTake(key(destination), maxDispatches);
+      switch (claim.outcome()) {
+        case TAKEN -> {
+          log.info("Holding dispatch slot {} of {} for destination {}", claim.lease().slot() + 1,
               maxDispatches, destination);
-          announced = true;
+          return Optional.of(new DispatchSlot(slots, claim.lease()));
         }
-      } catch (SQLException e) {
-        if (!unreachableAnnounced) {
-          log.warn("Could not ask PostgreSQL for a dispatch slot ({}); retrying", db.describe(e));
-          unreachableAnnounced = true;
+        case FULL -> {
+          if (!announced) {
+            log.info("All {} dispatch slots of destination {} are taken; waiting for one",
+                maxDispatches, destination);
+            announced = true;
+          }
+        }
+        case UNAVAILABLE -> {
+          if (!unreachableAnnounced) {
+            log.warn("Could not ask PostgreSQL for a dispatch slot of destination {}; retrying",
+                destination);
+            unreachableAnnounced = true;
+          }
         }
       }
       if (giveUp.getAsBoolean()) {
@@ -94,78 +76,28 @@ public final class DispatchSlot implements AutoCloseable {
     }
   }
 
-  /** One pass over the slots: the first free one, or empty if all are held. */
-  private static Optional<DispatchSlot> tryAcquire(Database db, String destination,
-      int maxDispatches) throws SQLException {
-    Connection c = db.open();
-    try (PreparedStatement s = c.prepareStatement("SELECT pg_try_advisory_lock(hashtext(?), ?)")) {
-      for (int slot = 0; slot < maxDispatches; slot++) {
-        s.setString(1, "pacer-dispatch:" + destination);
-        s.setInt(2, slot);
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          if (r.getBoolean(1)) {
-            log.info("Holding dispatch slot {} of {} for destination {}", slot + 1,
-                maxDispatches, destination);
-            DispatchSlot taken = new DispatchSlot(c);
-            c = null;
-            return Optional.of(taken);
-          }
-        }
-      }
-      return Optional.empty();
-    } finally {
-      closeQuietly(c);
-    }
+  /**
+   * Gives this slot back and waits for one again, as {@link #acquire} does: once its lease is no
+   * longer certainly held ({@link #isHeld} false), another worker may hold the slot.
+   */
+  public Optional<DispatchSlot> takeAgain(String destination, int maxDispatches,
+      BooleanSupplier giveUp) throws InterruptedException {
+    close();
+    return acquire(slots, destination, maxDispatches, giveUp);
   }
 
   /**
-   * Whether the session holding the lock is still there. After a PostgreSQL restart it is not:
-   * the lock went with it, and the worker must take a slot again ({@link #takeAgain}) before it
-   * fetches again.
+   * Whether the slot is still this worker's: its lease was renewed within the last lease and never
+   * went to another worker. After an outage longer than a lease it may not be, and the worker must
+   * take a slot again ({@link #takeAgain}) before it fetches again. Asks nothing of PostgreSQL.
    */
   public boolean isHeld() {
-    try {
-      return connection.isValid(2);
-    } catch (SQLException e) {
-      return false;
-    }
+    return slots.holds(lease);
   }
 
-  /**
-   * Ends this slot's server session if it is still there. When the network to PostgreSQL hangs
-   * (rather than the server restarting) the session outlives the worker's view of it and keeps
-   * the lock, so the worker would find every slot held, one of them by itself. Only this very
-   * session is ended: the same backend pid and start time.
-   */
-  private void endAbandonedSession(Database db) throws SQLException {
-    try (Connection c = db.open();
-        PreparedStatement s = c.prepareStatement("SELECT pg_terminate_backend(pid, 5000)"
-            + " FROM pg_stat_activity WHERE pid = ? AND backend_start = ?")) {
-      s.setInt(1, backendPid);
-      s.setTimestamp(2, backendStart);
-      try (ResultSet r = s.executeQuery()) {
-        if (r.next() && r.getBoolean(1)) {
-          log.info("Ended this worker's abandoned session (pid {}) that still held its dispatch"
-              + " slot", backendPid);
-        }
-      }
-    }
-  }
-
+  /** Gives the slot back; if PostgreSQL cannot be told, its lease runs out. */
   @Override
   public void close() {
-    closeQuietly(connection);
-  }
-
-  private static void closeQuietly(Connection c) {
-    if (c == null) {
-      return;
-    }
-    try {
-      c.close();
-    } catch (SQLException ignored) {
-      // Closing the session releases its advisory locks; a dead connection already has.
-    }
+    lease.giveBack();
   }
 }

@@ -62,7 +62,6 @@ final class Retrying {
   private final TimeSource time;
   private final Duration giveUpAfter;
   private final BooleanSupplier stopped;
-  private final Runnable onFailure;
   private final Function<SQLException, String> describe;
   private final LongSupplier connectionAttempts;
   private final Supplier<Duration> untilDatabaseRetry;
@@ -70,18 +69,16 @@ final class Retrying {
 
   /**
    * @param stopped whether the run has stopped
-   * @param onFailure run on every failed call (the worker then checks its dispatch slot)
    * @param describe a failure in words, with secrets redacted
    * @param connectionAttempts connection attempts by this process so far, for the INFO line
    * @param untilDatabaseRetry the outage policy's time to its next attempt; zero while it is up
    */
-  Retrying(TimeSource time, Duration giveUpAfter, BooleanSupplier stopped, Runnable onFailure,
+  Retrying(TimeSource time, Duration giveUpAfter, BooleanSupplier stopped,
       Function<SQLException, String> describe, LongSupplier connectionAttempts,
       Supplier<Duration> untilDatabaseRetry) {
     this.time = time;
     this.giveUpAfter = giveUpAfter;
     this.stopped = stopped;
-    this.onFailure = onFailure;
     this.describe = describe;
     this.connectionAttempts = connectionAttempts;
     this.untilDatabaseRetry = untilDatabaseRetry;
@@ -101,7 +98,6 @@ final class Retrying {
         }
         return new Attempt.Answered<>(value);
       } catch (SQLException e) {
-        onFailure.run();
         if (outageWarned.compareAndSet(false, true)) {
           log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
               + " fetched items (bodies already on disk) and retry until it answers; no new item"

@@ -128,8 +128,6 @@ public final class Worker {
   private BodyStore bodies;
   /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
   private volatile DispatchSlot slot;
-  /** Set when PostgreSQL failed us: the slot's session may have gone with it. */
-  private volatile boolean slotSuspect;
   /** Held by the one fetch thread that waits for a dispatch slot again. */
   private final ReentrantLock slotLock = new ReentrantLock();
   private int beats;
@@ -142,7 +140,7 @@ public final class Worker {
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
     this.retrying = new Retrying(TimeSource.SYSTEM, RECORD_GIVE_UP, stop::get,
-        () -> slotSuspect = true, database::describe, database::connectionAttempts,
+        database::describe, database::connectionAttempts,
         database.outagePolicy()::untilNextAttempt);
   }
 
@@ -174,9 +172,11 @@ public final class Worker {
     } catch (SQLException e) {
       log.debug("Could not read the database clock at start-up: {}", database.describe(e));
     }
-    // Only a capped destination opens the slots' connection and asks them anything.
-    Optional<PostgresFleetSlots> fleetSlots = settings.destination().maxConcurrencyFleetWide()
-        .isPresent() ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
+    // The fleet cap's slots and the dispatch slot are leases of one kind: one connection, one
+    // renewal. A worker that needs neither opens nothing.
+    boolean fleetCapped = settings.destination().maxConcurrencyFleetWide().isPresent();
+    Optional<PostgresFleetSlots> fleetSlots = fleetCapped || settings.maxDispatches() > 0
+        ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
     if (settings.perHost()) {
       hosts = new HostFetchers(settings, cursor, recorder, limiterCounts, TimeSource.SYSTEM);
       hostOutcomes = new HostOutcomes();
@@ -185,7 +185,7 @@ public final class Worker {
         robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
       }
     } else {
-      limiters = fleetSlots.isPresent() ? new LimiterRegistry(cursor, fleetSlots.get())
+      limiters = fleetCapped ? new LimiterRegistry(cursor, fleetSlots.get())
           : new LimiterRegistry(cursor);
       limiters.addListener(limiterCounts);
       limiter = limiters.limiter(settings.destination());
@@ -228,7 +228,7 @@ public final class Worker {
     Runtime.getRuntime().addShutdownHook(releaseOnExit);
     try {
       if (settings.maxDispatches() > 0) {
-        Optional<DispatchSlot> taken = DispatchSlot.acquire(database,
+        Optional<DispatchSlot> taken = DispatchSlot.acquire(fleetSlots.get(),
             settings.destination().name(), settings.maxDispatches(), this::nothingLeft);
         if (taken.isEmpty()) {
           log.info("Job {} has no work left; this worker is not needed", settings.job());
@@ -675,20 +675,21 @@ public final class Worker {
       log.warn("Terminated: could not give leased items back ({}); their leases expire in {} s",
           e.getMessage(), settings.leaseMillis() / 1000);
     }
+    // A waiting worker takes the slot now rather than when its lease runs out.
+    DispatchSlot held = slot;
+    if (held != null) {
+      held.close();
+    }
   }
 
   /**
    * Whether this worker may fetch the item it has just claimed: it holds its dispatch slot (or
-   * takes none). Only asked of PostgreSQL after PostgreSQL failed this worker, or the heartbeat
-   * found the slot's session gone: after a restart its lock went with it.
+   * takes none). A slot whose lease could not be renewed for a whole lease (an outage) may be
+   * another worker's by now.
    */
   private boolean holdsDispatchSlot() {
     DispatchSlot current = slot;
-    if (!slotSuspect || current == null || current.isHeld()) {
-      slotSuspect = false;
-      return true;
-    }
-    return false;
+    return current == null || current.isHeld();
   }
 
   /**
@@ -708,26 +709,17 @@ public final class Worker {
       if (stop.get()) {
         return false;
       }
-      log.info("Lost the dispatch slot of destination {} (its PostgreSQL session ended); this"
+      log.info("Lost the dispatch slot of destination {} (its lease was not renewed in time); this"
           + " worker takes no new item until it holds one again", settings.destination().name());
-      Optional<DispatchSlot> again = lost.takeAgain(database, settings.destination().name(),
+      Optional<DispatchSlot> again = lost.takeAgain(settings.destination().name(),
           settings.maxDispatches(), () -> stop.get() || nothingLeft());
       if (again.isEmpty()) {
         return false;
       }
       slot = again.get();
-      slotSuspect = false;
       return true;
     } finally {
       slotLock.unlock();
-    }
-  }
-
-  /** Flags a dispatch slot whose session is gone, for the next claim to take one again. */
-  private void checkDispatchSlot() {
-    DispatchSlot current = slot;
-    if (current != null && !current.isHeld()) {
-      slotSuspect = true;
     }
   }
 
@@ -751,9 +743,7 @@ public final class Worker {
    * forgotten ({@link HostFetchers#evictIdle}). Never throws.
    */
   private void heartbeat() {
-    if (++beats % 5 == 0) {
-      checkDispatchSlot();
-    }
+    beats++;
     try {
       store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
       if (robots != null && robots.reading()) {

@@ -72,7 +72,7 @@ public final class FleetSlotSql {
     // reused, so a slot that expired and went to another holder is never extended.
     this.renew = "UPDATE " + table
         + " SET expires_at = now() + CAST(? AS bigint) * interval '1 millisecond'"
-        + " WHERE token = ANY(?)";
+        + " WHERE token = ANY(?) RETURNING token";
     this.holdings = "SELECT destination, count(*), count(DISTINCT holder) FROM " + table
         + " WHERE holder IS NOT NULL AND expires_at >= now() GROUP BY destination"
         + " ORDER BY destination";
@@ -92,7 +92,10 @@ public final class FleetSlotSql {
     return giveBack;
   }
 
-  /** Parameters: lease (bigint milliseconds), tokens (uuid[]). */
+  /**
+   * Parameters: lease (bigint milliseconds), tokens (uuid[]). Returns the tokens renewed: one not
+   * returned holds no slot any more (its lease ran out and another holder took the slot).
+   */
   public String renew() {
     return renew;
   }
