@@ -9,10 +9,12 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.EnumSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -57,6 +59,19 @@ import org.slf4j.LoggerFactory;
  * first, since a pool would lend the connection, still listening, to someone else. The cursor's
  * reservation statement refuses a locked-out destination on its own, so a lockout never depends
  * on this thread; a pause moves the cursor itself, so only turns already granted depend on it.
+ *
+ * <p><b>Where no notification arrives, it polls.</b> Behind a pooler ({@link ServerSession#POOLED})
+ * a {@code LISTEN} lands on whichever server connection runs it, which then serves other clients:
+ * what is announced later reaches one of them, or nobody, never this session; and a {@code NOTIFY}
+ * of its own would come back whenever it ran on that same server connection, proving nothing. So
+ * behind a pooler the listener does not listen. Connected otherwise, it listens and then announces
+ * a payload only it knows on its own channel: if that does not come back within a second,
+ * something between it and the server keeps notifications from it, and it stops listening. Either
+ * way it then reads, every poll interval, the holds of every destination it serves, in one
+ * statement that names them all, and hands on what the rows say as it does after a notification.
+ * A turn granted elsewhere before a pause then goes out if it begins within about one interval of
+ * the pause; the rest are held as they are after a notification. It logs once for each cause
+ * that it polls, and decides again at every connection.
  */
 final class HoldListener implements AutoCloseable {
 
@@ -65,13 +80,16 @@ final class HoldListener implements AutoCloseable {
   private static final int WAIT_MILLIS = 250;
   /** The least a listener whose connection failed waits before it connects again. */
   private static final long RETRY_MILLIS = 1000;
+  /** How long a listener that has just listened waits for its own notification to come back. */
+  private static final long OWN_NOTIFICATION_WAIT_MILLIS = 1000;
   private static final String UNDEFINED_TABLE = "42P01";
 
   private final CursorSql sql;
   private final OutagePolicy policy;
-  private final KeptConnection.Opener opener;
+  private final Opener opener;
   private final long probeEveryNanos;
   private final int probeTimeoutMillis;
+  private final long pollEveryNanos;
   private final Map<String, List<Cursor.Listener>> listeners = new ConcurrentHashMap<>();
   /** Destinations whose holds are to be read at the next wake-up; each at most once. */
   private final Set<String> unread = ConcurrentHashMap.newKeySet();
@@ -79,19 +97,43 @@ final class HoldListener implements AutoCloseable {
   private final Set<String> unreadable = ConcurrentHashMap.newKeySet();
   private final Thread thread;
   private final CountDownLatch firstAttempt = new CountDownLatch(1);
+  /** The causes of polling already logged; this thread's alone. */
+  private final Set<Deafness> logged = EnumSet.noneOf(Deafness.class);
+  /** What the server behind the connection keeps; this thread's alone, set at each connection. */
+  private ServerSession server = ServerSession.OWN;
   private volatile boolean closed;
+
+  /** Opens the listener's connection, and finds out what the server behind it keeps. */
+  @FunctionalInterface
+  interface Opener {
+    ServerSession.Probed open() throws SQLException;
+  }
+
+  /** Why a connection hears no notification, and so polls. */
+  private enum Deafness {
+    BEHIND_A_POOLER, OWN_NOTIFICATION_LOST
+  }
+
+  /** How the listener learns of holds on one connection: listening, or polling. */
+  private interface Watch {
+    /** One wait, at most about {@link #WAIT_MILLIS} or one poll interval, and what it found. */
+    void next() throws SQLException;
+  }
 
   /**
    * @param probeEvery how long a connection may hear nothing before it is asked a {@code SELECT 1}
    * @param probeTimeout how long that {@code SELECT 1} (and any read) may take
+   * @param pollEvery how often a connection that hears no notification reads the holds of every
+   *     destination served
    */
-  HoldListener(CursorSql sql, OutagePolicy policy, KeptConnection.Opener opener,
-      Duration probeEvery, Duration probeTimeout) {
+  HoldListener(CursorSql sql, OutagePolicy policy, Opener opener, Duration probeEvery,
+      Duration probeTimeout, Duration pollEvery) {
     this.sql = sql;
     this.policy = policy;
     this.opener = opener;
     this.probeEveryNanos = probeEvery.toNanos();
     this.probeTimeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, probeTimeout.toMillis()));
+    this.pollEveryNanos = pollEvery.toNanos();
     this.thread = new Thread(this::run, "pacer-hold-listener");
     thread.setDaemon(true);
   }
@@ -147,7 +189,7 @@ final class HoldListener implements AutoCloseable {
 
   private void run() {
     Connection connection = null;
-    long lastHeardNanos = 0;
+    Watch watch = null;
     while (!closed) {
       try {
         if (connection == null) {
@@ -158,29 +200,17 @@ final class HoldListener implements AutoCloseable {
             }
             continue;
           }
-          connection = opener.open();
+          ServerSession.Probed opened = opener.open();
+          connection = opened.connection();
+          server = opened.server();
           connection.setAutoCommit(true);
           connection.setNetworkTimeout(Runnable::run, probeTimeoutMillis);
-          try (Statement listen = connection.createStatement()) {
-            listen.execute("LISTEN " + quoted(sql.holds().channel()));
-          }
-          firstAttempt.countDown();
           unreadable.clear();
           unread.addAll(listeners.keySet());
-          lastHeardNanos = System.nanoTime();
+          watch = watch(connection);
+          firstAttempt.countDown();
         }
-        readUnread(connection);
-        PGNotification[] notifications =
-            connection.unwrap(PGConnection.class).getNotifications(WAIT_MILLIS);
-        if (notifications != null && notifications.length > 0) {
-          lastHeardNanos = System.nanoTime();
-          for (PGNotification n : notifications) {
-            wakeUp(n.getParameter());
-          }
-        } else if (System.nanoTime() - lastHeardNanos > probeEveryNanos) {
-          probe(connection);
-          lastHeardNanos = System.nanoTime();
-        }
+        watch.next();
       } catch (SQLException e) {
         firstAttempt.countDown();
         letGo(connection);
@@ -209,6 +239,107 @@ final class HoldListener implements AutoCloseable {
   }
 
   /**
+   * How {@code c} is to learn of holds: by listening where its own notification comes back, by
+   * polling where it cannot come back from anyone else's (behind a pooler) or did not.
+   */
+  private Watch watch(Connection c) throws SQLException {
+    if (server == ServerSession.POOLED) {
+      return polling(c, Deafness.BEHIND_A_POOLER);
+    }
+    execute(c, "LISTEN " + quoted(sql.holds().channel()));
+    if (ownNotificationComesBack(c)) {
+      return listening(c);
+    }
+    execute(c, "UNLISTEN *");
+    return polling(c, Deafness.OWN_NOTIFICATION_LOST);
+  }
+
+  /**
+   * Announces on the channel a payload only this listener knows, and waits a bounded time for it;
+   * whatever else arrives meanwhile is a wake-up, as ever. The payload names no destination, so
+   * other listeners pass over it.
+   */
+  private boolean ownNotificationComesBack(Connection c) throws SQLException {
+    String own = "probe\t" + UUID.randomUUID();
+    try (PreparedStatement announce =
+        server.prepare(c, "SELECT pg_notify(?, ?)", probeTimeoutMillis)) {
+      announce.setString(1, sql.holds().channel());
+      announce.setString(2, own);
+      announce.executeQuery().close();
+    }
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(OWN_NOTIFICATION_WAIT_MILLIS);
+    boolean heard = false;
+    for (long left = deadline - System.nanoTime(); !heard && left > 0;
+        left = deadline - System.nanoTime()) {
+      // At least 1 ms: a wait of 0 would never end.
+      PGNotification[] notifications = c.unwrap(PGConnection.class)
+          .getNotifications((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+      for (PGNotification n : notifications != null ? notifications : new PGNotification[0]) {
+        if (own.equals(n.getParameter())) {
+          heard = true;
+        } else {
+          wakeUp(n.getParameter());
+        }
+      }
+    }
+    return heard;
+  }
+
+  /** Waits for notifications, and reads the destinations they name. */
+  private Watch listening(Connection c) {
+    long[] lastHeardNanos = {System.nanoTime()};
+    return () -> {
+      readUnread(c);
+      PGNotification[] notifications = c.unwrap(PGConnection.class).getNotifications(WAIT_MILLIS);
+      if (notifications != null && notifications.length > 0) {
+        lastHeardNanos[0] = System.nanoTime();
+        for (PGNotification n : notifications) {
+          wakeUp(n.getParameter());
+        }
+      } else if (System.nanoTime() - lastHeardNanos[0] > probeEveryNanos) {
+        probe(c);
+        lastHeardNanos[0] = System.nanoTime();
+      }
+    };
+  }
+
+  /**
+   * Reads the holds of every destination served, in one statement, every poll interval. A
+   * connection that cannot deliver anything fails its next poll, so it needs no probe.
+   */
+  private Watch polling(Connection c, Deafness cause) throws SQLException {
+    if (logged.add(cause)) {
+      String instead = "; it reads the pauses and lockouts of every destination it serves every "
+          + TimeUnit.NANOSECONDS.toMillis(pollEveryNanos) + " ms instead";
+      if (cause == Deafness.BEHIND_A_POOLER) {
+        log.info("Hold listener: its connection goes through a pooler (the server process"
+            + " announced at connect is not the one that answers), where LISTEN does not reach"
+            + " this session{}", instead);
+      } else {
+        log.warn("Hold listener: its own NOTIFY on {} did not come back within {} ms, so"
+            + " notifications do not reach it{}", sql.holds().channel(),
+            OWN_NOTIFICATION_WAIT_MILLIS, instead);
+      }
+    }
+    PreparedStatement readAll =
+        server.prepareForReuse(c, sql.holds().readAll(), probeTimeoutMillis);
+    long[] nextPollNanos = {System.nanoTime()};
+    return () -> {
+      long wait = nextPollNanos[0] - System.nanoTime();
+      if (wait > 0) {
+        try {
+          TimeUnit.NANOSECONDS.sleep(wait);
+        } catch (InterruptedException e) {
+          // Only close() interrupts this thread; the loop then ends.
+        }
+        return;
+      }
+      nextPollNanos[0] = System.nanoTime() + pollEveryNanos;
+      readAll(c, readAll);
+    };
+  }
+
+  /**
    * Waits on the wall clock, not the cursor's {@code TimeSource}: this is a background thread, and a
    * test's fake clock must move only when the test moves it.
    */
@@ -218,6 +349,12 @@ final class HoldListener implements AutoCloseable {
       return true;
     } catch (InterruptedException e) {
       return false;
+    }
+  }
+
+  private static void execute(Connection c, String statement) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute(statement);
     }
   }
 
@@ -233,20 +370,12 @@ final class HoldListener implements AutoCloseable {
     for (Iterator<String> keys = unread.iterator(); keys.hasNext(); ) {
       String key = keys.next();
       keys.remove();
-      try (PreparedStatement read = c.prepareStatement(sql.holds().read())) {
+      try (PreparedStatement read = server.prepare(c, sql.holds().read(), probeTimeoutMillis)) {
         read.setString(1, key);
         read.setString(2, key);
         try (ResultSet row = read.executeQuery()) {
-          if (!row.next()) {
-            continue;
-          }
-          long pauseMicros = row.getLong(1);
-          if (!row.wasNull() && pauseMicros > 0) {
-            paused(key, Duration.of(pauseMicros, ChronoUnit.MICROS));
-          }
-          String reason = row.getString(2);
-          if (reason != null) {
-            lockedOut(key, reason);
+          if (row.next()) {
+            handOn(key, row, 1);
           }
         }
       } catch (SQLException e) {
@@ -264,6 +393,49 @@ final class HoldListener implements AutoCloseable {
         unread.add(key);
         throw e;
       }
+    }
+  }
+
+  /**
+   * The holds of every destination served but those that could not be read, in one statement. A
+   * row no read can convert fails the statement; then each destination is read alone, and the one
+   * that cannot be read is passed over as after a notification.
+   */
+  private void readAll(Connection c, PreparedStatement readAll) throws SQLException {
+    unread.clear();
+    List<String> keys = listeners.keySet().stream().filter(k -> !unreadable.contains(k)).toList();
+    if (keys.isEmpty()) {
+      return;
+    }
+    readAll.setArray(1, c.createArrayOf("text", keys.toArray()));
+    try (ResultSet rows = readAll.executeQuery()) {
+      while (rows.next()) {
+        handOn(rows.getString(1), rows, 2);
+      }
+    } catch (SQLException e) {
+      if (UNDEFINED_TABLE.equals(e.getSQLState())) {
+        return;
+      }
+      if (!isDataError(e)) {
+        throw e;
+      }
+      unread.addAll(keys);
+      readUnread(c);
+    }
+  }
+
+  /**
+   * What one row of holds says, from column {@code first}: the pause's micros left (NULL if none),
+   * then the lockout's reason (NULL if none), handed to the listeners of {@code key}.
+   */
+  private void handOn(String key, ResultSet row, int first) throws SQLException {
+    long pauseMicros = row.getLong(first);
+    if (!row.wasNull() && pauseMicros > 0) {
+      paused(key, Duration.of(pauseMicros, ChronoUnit.MICROS));
+    }
+    String reason = row.getString(first + 1);
+    if (reason != null) {
+      lockedOut(key, reason);
     }
   }
 

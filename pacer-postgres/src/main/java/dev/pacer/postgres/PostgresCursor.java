@@ -311,7 +311,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       if (holdListener == null) {
         holdListener = new HoldListener(sql, policy,
             () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos()),
-            LISTENER_PROBE_EVERY, config.operationTimeout());
+            LISTENER_PROBE_EVERY, config.operationTimeout(), config.holdPollInterval());
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
         return;

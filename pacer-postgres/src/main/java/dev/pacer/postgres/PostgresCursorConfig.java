@@ -36,9 +36,22 @@ import javax.sql.DataSource;
  *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
  *       synchronous_commit = off}; see docs/operations.md for the measurement. Behind a
  *       transaction pooler the session keeps no setting, and the server's own applies.
+ *   <li>{@code holdPollInterval} (default 100 ms): how often the cursor's {@link HoldListener}
+ *       reads the pauses and lockouts of every destination it serves, in one statement, where
+ *       notifications do not reach it (behind a pooler, or where its own does not come back).
+ *       Directly connected it listens, and this costs nothing.
  * </ul>
  */
 public final class PostgresCursorConfig {
+
+  private static final Duration DEFAULT_HOLD_POLL_INTERVAL = Duration.ofMillis(100);
+  /**
+   * Below this, every process's polls add up to a load of their own on the database, for a pause
+   * heard a few milliseconds sooner.
+   */
+  private static final long LEAST_HOLD_POLL_MILLIS = 10;
+  /** Above this, a pause reaches the other processes after most turns it should have held. */
+  private static final long MOST_HOLD_POLL_MILLIS = 10_000;
 
   private final String jdbcUrl;
   private final Properties properties;
@@ -51,6 +64,7 @@ public final class PostgresCursorConfig {
   private final boolean backgroundReconnect;
   private final TimeSource time;
   private final OutagePolicy outagePolicy;
+  private final Duration holdPollInterval;
 
   private PostgresCursorConfig(Builder b) {
     this.jdbcUrl = b.jdbcUrl;
@@ -64,6 +78,7 @@ public final class PostgresCursorConfig {
     this.backgroundReconnect = b.backgroundReconnect;
     this.time = b.time;
     this.outagePolicy = b.outagePolicy;
+    this.holdPollInterval = b.holdPollInterval;
   }
 
   /**
@@ -154,13 +169,12 @@ public final class PostgresCursorConfig {
    * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read
    * is bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
    */
-  Connection openProbed(long connectTimeoutNanos) throws SQLException {
+  ServerSession.Probed openProbed(long connectTimeoutNanos) throws SQLException {
     Connection c = openConnection(connectTimeoutNanos);
     try {
       c.setNetworkTimeout(Runnable::run,
           (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeoutNanos / 1_000_000)));
-      ServerSession.probe(c);
-      return c;
+      return new ServerSession.Probed(c, ServerSession.probe(c));
     } catch (SQLException | RuntimeException e) {
       try {
         c.close();
@@ -238,6 +252,16 @@ public final class PostgresCursorConfig {
     return Optional.ofNullable(outagePolicy);
   }
 
+  /**
+   * How often the hold listener reads the holds of every destination it serves where
+   * notifications do not reach it (see the class comment).
+   *
+   * @return the interval (default 100 ms)
+   */
+  public Duration holdPollInterval() {
+    return holdPollInterval;
+  }
+
   @Override
   public String toString() {
     return "PostgresCursorConfig{"
@@ -245,7 +269,7 @@ public final class PostgresCursorConfig {
         + ", layout=" + layout + ", operationTimeout=" + operationTimeout
         + ", failureCooldown=" + failureCooldown + ", resetBeyond=" + resetBeyond
         + ", synchronousCommit=" + synchronousCommit + ", backgroundReconnect="
-        + backgroundReconnect + "}";
+        + backgroundReconnect + ", holdPollInterval=" + holdPollInterval + "}";
   }
 
   /** Builder for {@link PostgresCursorConfig}. */
@@ -261,6 +285,7 @@ public final class PostgresCursorConfig {
     private boolean backgroundReconnect = true;
     private TimeSource time = TimeSource.SYSTEM;
     private OutagePolicy outagePolicy;
+    private Duration holdPollInterval = DEFAULT_HOLD_POLL_INTERVAL;
 
     private Builder(String jdbcUrl, Properties properties, DataSource dataSource) {
       this.jdbcUrl = jdbcUrl;
@@ -364,6 +389,25 @@ public final class PostgresCursorConfig {
      */
     public Builder outagePolicy(OutagePolicy policy) {
       this.outagePolicy = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /**
+     * How often the hold listener reads the holds of every destination it serves where
+     * notifications do not reach it: a turn another process's pause should hold may go out up to
+     * this long after the pause was recorded. Default 100 ms.
+     *
+     * @param interval from 10 ms to 10 s
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is outside that range
+     */
+    public Builder holdPollInterval(Duration interval) {
+      if (interval == null || interval.toMillis() < LEAST_HOLD_POLL_MILLIS
+          || interval.compareTo(Duration.ofMillis(MOST_HOLD_POLL_MILLIS)) > 0) {
+        throw new IllegalArgumentException("holdPollInterval must be from "
+            + LEAST_HOLD_POLL_MILLIS + " ms to " + MOST_HOLD_POLL_MILLIS + " ms, got " + interval);
+      }
+      this.holdPollInterval = interval;
       return this;
     }
 

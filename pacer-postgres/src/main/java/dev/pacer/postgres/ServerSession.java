@@ -90,6 +90,9 @@ public enum ServerSession {
     }
   };
 
+  /** A connection newly opened, and what the server behind it keeps. */
+  record Probed(Connection connection, ServerSession server) {}
+
   /**
    * Finds out what the server behind {@code c} keeps, in one round trip; on a {@link #POOLED} one
    * it also sets the driver never to name a statement on {@code c} (pgjdbc's {@code

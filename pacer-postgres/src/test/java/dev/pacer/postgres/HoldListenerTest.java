@@ -7,7 +7,9 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LimiterLookup;
+import dev.pacer.LockedOutException;
 import dev.pacer.PacedHttpClient;
+import dev.pacer.Slot;
 import dev.pacer.Timeline;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -27,11 +29,14 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
+import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -220,6 +225,106 @@ class HoldListenerTest {
     }
   }
 
+  /**
+   * Two cursors, as two processes have, each with its own connections through a real PgBouncer in
+   * transaction mode, where no notification reaches the other's listener: the pause one records
+   * reaches the other within half a second, and the turn the other was granted before it, due
+   * inside the pause, is held until the pause ends.
+   */
+  @Test
+  void aPauseRecordedBehindATransactionPoolerReachesTheOtherProcessAndHoldsItsGrantedTurn()
+      throws Exception {
+    String name = fresh("pooled-pause");
+    Destination everyTwoSeconds = Destination.builder(name).ratePerSecond(0.5).maxConcurrency(2)
+        .maxFetchingProcesses(2).maxRetryAfter(MAX_RETRY_AFTER).build();
+    Duration pause = Duration.ofSeconds(3);
+    ExecutorService thread = Executors.newSingleThreadExecutor();
+    try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
+        PostgresCursor a = throughThePooler(pooler);
+        PostgresCursor b = throughThePooler(pooler)) {
+      DestinationLimiter pausing = new LimiterRegistry(a).limiter(everyTwoSeconds);
+      DestinationLimiter hearing = new LimiterRegistry(b).limiter(everyTwoSeconds);
+      hearing.acquire().close();
+      long reservationsBefore = b.reservationStatements();
+      Future<Long> wentOut = thread.submit(() -> {
+        try (Slot turn = hearing.acquire()) {
+          return System.nanoTime();
+        }
+      });
+      assertThat(eventually(Duration.ofSeconds(2),
+          () -> b.reservationStatements() > reservationsBefore))
+          .as("the other process's second turn, 2 s after its first, granted").isTrue();
+
+      long pausedAt = System.nanoTime();
+      pausing.pause(pause);
+      Optional<Duration> heard = heldAfter(pausedAt, Duration.ofSeconds(2),
+          () -> hearing.pauseLeft().compareTo(pause.minusSeconds(1)) > 0);
+      long out = wentOut.get(10, TimeUnit.SECONDS);
+      SoftAssertions softly = new SoftAssertions();
+      softly.assertThat(heard).as("from the pause's recording to the other process's hearing it")
+          .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
+      softly.assertThat(Duration.ofNanos(out - pausedAt))
+          .as("from the pause's recording to the granted turn's going out")
+          .isGreaterThanOrEqualTo(pause);
+      softly.assertThat(hearing.turnsHeldForPause()).as("turns held for the pause").isEqualTo(1);
+      softly.assertAll();
+    } finally {
+      thread.shutdownNow();
+    }
+  }
+
+  /**
+   * The same through the pooler for a lockout: it reaches the other process within half a second,
+   * and the turn that process was granted before it never goes out.
+   */
+  @Test
+  void aLockoutRecordedBehindATransactionPoolerReachesTheOtherProcess() throws Exception {
+    String name = fresh("pooled-lockout");
+    Destination everyTwoSeconds = Destination.builder(name).ratePerSecond(0.5).maxConcurrency(2)
+        .maxFetchingProcesses(2).maxRetryAfter(MAX_RETRY_AFTER).build();
+    String reason = "HTTP 403 from https://example.org/";
+    ExecutorService thread = Executors.newSingleThreadExecutor();
+    try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
+        PostgresCursor a = throughThePooler(pooler);
+        PostgresCursor b = throughThePooler(pooler)) {
+      DestinationLimiter lockingOut = new LimiterRegistry(a).limiter(everyTwoSeconds);
+      DestinationLimiter hearing = new LimiterRegistry(b).limiter(everyTwoSeconds);
+      hearing.acquire().close();
+      long reservationsBefore = b.reservationStatements();
+      Future<?> granted = thread.submit(() -> {
+        hearing.acquire().close();
+        return null;
+      });
+      assertThat(eventually(Duration.ofSeconds(2),
+          () -> b.reservationStatements() > reservationsBefore))
+          .as("the other process's second turn, 2 s after its first, granted").isTrue();
+
+      long lockedAt = System.nanoTime();
+      lockingOut.lockOut(reason);
+      Optional<Duration> heard = heldAfter(lockedAt, Duration.ofSeconds(2), hearing::isLockedOut);
+      Throwable met = null;
+      try {
+        granted.get(10, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        met = e.getCause();
+      }
+      SoftAssertions softly = new SoftAssertions();
+      softly.assertThat(heard)
+          .as("from the lockout's recording to the other process's hearing it")
+          .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
+      softly.assertThat(hearing.lockoutReason()).isEqualTo(reason);
+      softly.assertThat(met).as("what the turn granted before the lockout met, instead of going out")
+          .isInstanceOf(LockedOutException.class);
+      softly.assertAll();
+    } finally {
+      thread.shutdownNow();
+    }
+  }
+
+  private static PostgresCursor throughThePooler(PgBouncer pooler) {
+    return new PostgresCursor(PostgresCursorConfig.forUrl(pooler.jdbcUrl()).build());
+  }
+
   @Test
   void aPooledListenerConnectionGoesBackListeningToNothing() throws Exception {
     String name = fresh("pooled");
@@ -302,6 +407,22 @@ class HoldListenerTest {
     try (Statement s = c.createStatement()) {
       s.execute(sql);
     }
+  }
+
+  /**
+   * How long after {@code sinceNanos} {@code condition} first held, polled every millisecond on
+   * the wall clock; empty if it did not hold within {@code within}.
+   */
+  private static Optional<Duration> heldAfter(long sinceNanos, Duration within,
+      BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        return Optional.empty();
+      }
+      Thread.sleep(1);
+    }
+    return Optional.of(Duration.ofNanos(System.nanoTime() - sinceNanos));
   }
 
   /** Polls {@code condition} on the wall clock until it holds or {@code within} has passed. */

@@ -115,7 +115,9 @@ public final class CursorSql {
    * The statements of a destination's holds: a pause ({@code Retry-After}) and a lockout, and the
    * notification channel every process listens on. Parameters: pause (key, delay micros, then
    * channel where there is one), lockOut (key, reason, channel), clearLockout (key), read (key,
-   * key): the pause's micros left (NULL if none) and the lockout's reason (NULL if none).
+   * key): the pause's micros left (NULL if none) and the lockout's reason (NULL if none); readAll
+   * (keys, text[]): the same of every key named that is paused or locked out, one row each (key,
+   * pause micros, reason), in one statement, for a listener that hears no notification.
    *
    * <p>A notification is only a wake-up (it says which destination to read again; any role that can
    * connect can send one), so a layout that records its holds nowhere but the cursor has nothing to
@@ -123,7 +125,7 @@ public final class CursorSql {
    * the cursor itself, which every later turn of every process honours.
    */
   public record Holds(String channel, String pause, String lockOut, String clearLockout,
-      String read) {
+      String read, String readAll) {
 
     /** Whether the layout records lockouts and announces holds; false for the key/value layout. */
     public boolean recordsLockouts() {
@@ -288,8 +290,18 @@ public final class CursorSql {
             + " * 1000000)::bigint"
             + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
             + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
+    // By primary key for each key named: the cost grows with the destinations served, never with
+    // the table.
+    String readAll =
+        "SELECT k.key, (" + secondsFrom("clock.now", "c.paused_until") + " * 1000000)::bigint,"
+            + " l.reason\n"
+            + "FROM (SELECT clock_timestamp() AS now) AS clock\n"
+            + "CROSS JOIN unnest(?::text[]) AS k(key)\n"
+            + "LEFT JOIN " + table + " c ON c.name = k.key AND c.paused_until > clock.now\n"
+            + "LEFT JOIN " + lockouts + " l ON l.name = k.key\n"
+            + "WHERE c.name IS NOT NULL OR l.name IS NOT NULL";
     return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
-        new Holds(channel(table), pause, lockOut, clearLockout, read),
+        new Holds(channel(table), pause, lockOut, clearLockout, read, readAll),
         new FleetBackoff(reserveUnderFleetBackoff, throttled),
         new Census(censusTable(fetchers), census(fetchers)));
   }
@@ -468,7 +480,7 @@ public final class CursorSql {
         "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
             + ") under prefix '" + keyPrefix + "'",
         null, reserve, clear, keyPrefix,
-        new Holds(null, pause, null, null, null), null, null);
+        new Holds(null, pause, null, null, null, null), null, null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
