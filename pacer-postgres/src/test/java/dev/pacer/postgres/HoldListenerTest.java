@@ -321,6 +321,34 @@ class HoldListenerTest {
     }
   }
 
+  /**
+   * Connected with a server process of its own, through a proxy that passes on no notification:
+   * the listener's own NOTIFY does not come back, so it polls, and a pause recorded after that
+   * reaches it within half a second.
+   */
+  @Test
+  void aListenerWhoseOwnNotificationDoesNotComeBackHearsAPauseAllTheSame() throws Exception {
+    String name = fresh("unnotified");
+    try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
+        PostgresCursor direct = TestDatabase.cursor(TableLayout.pacerTable())) {
+      proxy.dropNotifications();
+      try (PostgresCursor proxied = new PostgresCursor(PostgresCursorConfig.forUrl(
+          "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres"
+              + "&sslmode=disable&gssEncMode=disable").build())) {
+        DestinationLimiter pausing = new LimiterRegistry(direct).limiter(destination(name));
+        DestinationLimiter hearing = new LimiterRegistry(proxied).limiter(destination(name));
+        // Long enough for the listener to have waited for its own notification in vain.
+        Thread.sleep(2000);
+        long pausedAt = System.nanoTime();
+        pausing.pause(Duration.ofSeconds(5));
+        assertThat(heldAfter(pausedAt, Duration.ofSeconds(2),
+            () -> hearing.pauseLeft().toMillis() > 3000))
+            .as("from the pause's recording to the proxied process's hearing it")
+            .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
+      }
+    }
+  }
+
   private static PostgresCursor throughThePooler(PgBouncer pooler) {
     return new PostgresCursor(PostgresCursorConfig.forUrl(pooler.jdbcUrl()).build());
   }

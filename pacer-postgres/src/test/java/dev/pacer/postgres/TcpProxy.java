@@ -19,8 +19,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * every socket open and accepts new ones, but forwards nothing in either direction, which is what
  * a hung server or a silently dropped network looks like to a client. It also counts the round
  * trips its clients begin, read from the protocol (see {@link FrontendRoundTrips}), and can lose
- * the answer to one statement after the statement has committed ({@link #loseTheAnswerTo}); both
- * need a client that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
+ * the answer to one statement after the statement has committed ({@link #loseTheAnswerTo}), and
+ * can keep every notification from its clients ({@link #dropNotifications}); these need a client
+ * that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -31,6 +32,7 @@ public final class TcpProxy implements AutoCloseable {
   private final List<Socket> clients = new CopyOnWriteArrayList<>();
   private final java.util.Set<Socket> silenced = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile boolean blackholed;
+  private volatile boolean droppingNotifications;
   private volatile boolean closed;
   private final AtomicLong accepted = new AtomicLong();
   private final AtomicLong roundTrips = new AtomicLong();
@@ -109,6 +111,15 @@ public final class TcpProxy implements AutoCloseable {
     return answersLost.get();
   }
 
+  /**
+   * Forwards everything but the server's NotificationResponse messages, on connections accepted
+   * from now on: what a proxy or pooler that does not pass on {@code NOTIFY} looks like to a
+   * client that {@code LISTEN}s, with its own server process behind it all along.
+   */
+  public void dropNotifications() {
+    droppingNotifications = true;
+  }
+
   /** Stop forwarding; sockets stay open and silent. */
   public void blackhole() {
     blackholed = true;
@@ -152,8 +163,9 @@ public final class TcpProxy implements AutoCloseable {
           fromClient.read(bytes, length);
           cutter.clientSent(bytes, length);
           return true;
-        });
-        pump(upstream, client, cutter::serverSent);
+        }, Filter.NONE);
+        pump(upstream, client, cutter::serverSent,
+            droppingNotifications ? new NotificationDropper() : Filter.NONE);
       } catch (IOException e) {
         if (!closed) {
           continue;
@@ -167,6 +179,53 @@ public final class TcpProxy implements AutoCloseable {
   private interface Reader {
     /** Whether to forward them; false cuts the connection instead. */
     boolean read(byte[] bytes, int length);
+  }
+
+  /** What a pump forwards of the bytes it read. */
+  private interface Filter {
+    Filter NONE = Arrays::copyOf;
+
+    byte[] forwarded(byte[] bytes, int length);
+  }
+
+  /**
+   * Cuts the server's NotificationResponse messages ({@code A}) out of its stream, whole: reads
+   * every message from the connection's first byte (a type byte and a length that counts itself),
+   * holding a message's header back until it is complete.
+   */
+  private static final class NotificationDropper implements Filter {
+    private final byte[] header = new byte[5];
+    private int headerFilled;
+    private long bodyLeft;
+    private boolean dropping;
+
+    @Override
+    public byte[] forwarded(byte[] bytes, int length) {
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(length + header.length);
+      int i = 0;
+      while (i < length) {
+        if (bodyLeft > 0) {
+          int body = (int) Math.min(bodyLeft, length - i);
+          if (!dropping) {
+            out.write(bytes, i, body);
+          }
+          bodyLeft -= body;
+          i += body;
+          continue;
+        }
+        header[headerFilled++] = bytes[i++];
+        if (headerFilled == header.length) {
+          headerFilled = 0;
+          bodyLeft = ((header[1] & 0xffL) << 24 | (header[2] & 0xff) << 16
+              | (header[3] & 0xff) << 8 | header[4] & 0xff) - 4;
+          dropping = header[0] == 'A';
+          if (!dropping) {
+            out.write(header, 0, header.length);
+          }
+        }
+      }
+      return out.toByteArray();
+    }
   }
 
   /**
@@ -250,7 +309,7 @@ public final class TcpProxy implements AutoCloseable {
   }
 
   /** Copies one direction; when either side ends, closes both, as a real connection would. */
-  private void pump(Socket fromSocket, Socket toSocket, Reader reader) {
+  private void pump(Socket fromSocket, Socket toSocket, Reader reader, Filter filter) {
     Thread t = new Thread(() -> {
       byte[] buffer = new byte[16384];
       try {
@@ -262,7 +321,7 @@ public final class TcpProxy implements AutoCloseable {
             return; // cut: both sides are closed below, the bytes read never forwarded
           }
           if (!blackholed && !silenced.contains(fromSocket)) {
-            to.write(buffer, 0, n);
+            to.write(filter.forwarded(buffer, n));
             to.flush();
           }
         }
