@@ -96,7 +96,8 @@ import org.slf4j.LoggerFactory;
  * <p><b>Behind a transaction pooler</b> (found at each connect, {@link ServerSession}), where any
  * transaction may run on a server connection other clients use next, the cursor sets nothing on
  * the session and names no statement: each statement is parsed and planned where it runs, and is
- * still one round trip.
+ * still one round trip. Its listener, which no notification can reach there, polls the holds
+ * instead ({@link HoldListener}).
  *
  * <p><b>An interrupted caller costs only itself.</b> A reservation already in its round trip is
  * answered, and the caller's interrupt is kept for its next wait (a limiter's sleep for the turn),
@@ -295,7 +296,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   /**
    * Starts, at the first call, this cursor's listener: a connection of its own that waits for the
    * pauses and lockouts any process announces, and hands each to the listeners of its destination
-   * within milliseconds. See {@link HoldListener}. The key/value layout announces nothing, and
+   * within milliseconds (where no notification reaches it, within about {@link
+   * PostgresCursorConfig#holdPollInterval}). See {@link HoldListener}. The key/value layout announces nothing, and
    * starts none.
    */
   @Override
