@@ -239,8 +239,9 @@ final class HoldListener implements AutoCloseable {
   }
 
   /**
-   * How {@code c} is to learn of holds: by listening where its own notification comes back, by
-   * polling where it cannot come back from anyone else's (behind a pooler) or did not.
+   * How {@code c} is to learn of holds: by listening where its own notification comes back; by
+   * polling behind a pooler, where its own coming back says nothing of anyone else's, and where
+   * its own did not come back.
    */
   private Watch watch(Connection c) throws SQLException {
     if (server == ServerSession.POOLED) {
