@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.Reservation;
+import dev.pacer.TimeSource;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.math.BigDecimal;
@@ -435,7 +436,25 @@ class PostgresCursorTest {
     int callers = 16;
     Duration gap = Duration.ofMillis(50);
     String name = freshName();
-    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable());
+    // The cursor's clock, remembering per thread the instant a caller's wait was counted from:
+    // that instant plus the wait is the turn's start exactly, wherever the scheduler put the thread.
+    ThreadLocal<long[]> lastRead = ThreadLocal.withInitial(() -> new long[1]);
+    TimeSource remembering = new TimeSource() {
+      @Override
+      public long nanoTime() {
+        long now = System.nanoTime();
+        lastRead.get()[0] = now;
+        return now;
+      }
+
+      @Override
+      public void sleepNanos(long nanos) throws InterruptedException {
+        TimeSource.SYSTEM.sleepNanos(nanos);
+      }
+    };
+    try (PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig
+            .forUrl(TestDatabase.jdbcUrl()).layout(TableLayout.pacerTable())
+            .timeSource(remembering).build());
         Connection holder = TestDatabase.connect()) {
       cursor.reserve(name, Duration.ZERO);
       long statementsBefore = cursor.reservationStatements();
@@ -446,38 +465,43 @@ class PostgresCursorTest {
       java.util.concurrent.ExecutorService threads =
           java.util.concurrent.Executors.newFixedThreadPool(callers);
       try {
-        // Each turn's start, known to lie between the reservation's call plus its wait and its
-        // return plus its wait: a thread held up by the scheduler widens its window, never moves it.
-        java.util.List<java.util.concurrent.Future<long[]>> starts = new java.util.ArrayList<>();
+        java.util.List<java.util.concurrent.Future<Long>> starts = new java.util.ArrayList<>();
         for (int i = 0; i < callers; i++) {
           starts.add(threads.submit(() -> {
-            long called = System.nanoTime();
             Reservation turn = cursor.reserve(name, gap);
-            long returned = System.nanoTime();
             assertThat(turn.isGranted()).as("granted: %s", turn).isTrue();
-            long wait = turn.waitTime().toNanos();
-            return new long[] {called + wait, returned + wait};
+            return lastRead.get()[0] + turn.startsIn().toNanos();
           }));
         }
         Thread.sleep(300);
         holder.commit();
-        java.util.List<long[]> windows = new java.util.ArrayList<>();
-        for (java.util.concurrent.Future<long[]> start : starts) {
-          windows.add(start.get(20, java.util.concurrent.TimeUnit.SECONDS));
+        java.util.List<Long> turns = new java.util.ArrayList<>();
+        for (java.util.concurrent.Future<Long> start : starts) {
+          turns.add(start.get(20, java.util.concurrent.TimeUnit.SECONDS));
         }
-        windows.sort(java.util.Comparator.comparingLong(w -> w[0]));
+        java.util.Collections.sort(turns);
+        long statements = cursor.reservationStatements() - statementsBefore;
         // The first caller's turn began when its statement did, before it waited for the row: its
-        // answer is "now", well after that turn's start. The others' turns are the combined ones.
+        // answer is "now", well after that turn's start. The turns of one combined statement are
+        // a gap apart to the microsecond the statement counts in. Between two statements the
+        // database's spacing holds too, seen through the mapping of its clock onto this one,
+        // which the clock's kept sample makes good to well under a millisecond; a statement that
+        // began after its turn was due starts it later, never sooner.
         long gapNanos = gap.toNanos();
-        long slack = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1);
+        long exact = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(2);
+        long mapping = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+        int spacedExactly = 0;
         for (int i = 2; i < callers; i++) {
-          long[] earlier = windows.get(i - 1);
-          long[] later = windows.get(i);
-          assertThat(later[1] - earlier[0]).as("turn %d can be a gap after turn %d", i + 1, i)
-              .isGreaterThanOrEqualTo(gapNanos - slack);
-          assertThat(later[0] - earlier[1]).as("turn %d can be only a gap after turn %d", i + 1, i)
-              .isLessThanOrEqualTo(gapNanos + slack);
+          long spacing = turns.get(i) - turns.get(i - 1);
+          assertThat(spacing).as("turn %d after turn %d, of %s", i + 1, i, turns)
+              .isGreaterThanOrEqualTo(gapNanos - mapping);
+          if (Math.abs(spacing - gapNanos) <= exact) {
+            spacedExactly++;
+          }
         }
+        assertThat(spacedExactly)
+            .as("turns a gap apart to the microsecond, of %s, from %d statements", turns, statements)
+            .isGreaterThanOrEqualTo((int) (callers - statements));
       } finally {
         threads.shutdownNow();
       }
@@ -485,23 +509,6 @@ class PostgresCursorTest {
           .as("round trips for %d reservations, the first holding the rest up", callers)
           .isLessThan(callers / 2);
     }
-  }
-
-  @Test
-  void aHoldPollIntervalOutsideItsRangeIsRefusedByName() {
-    PostgresCursorConfig.Builder config = PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl());
-    assertThat(config.build().holdPollInterval()).isEqualTo(Duration.ofMillis(100));
-    for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofMillis(9),
-        Duration.ofMillis(10_001), Duration.ofMillis(-100)}) {
-      assertThatThrownBy(() -> config.holdPollInterval(bad))
-          .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("holdPollInterval")
-          .hasMessageContaining(String.valueOf(bad));
-    }
-    assertThat(config.holdPollInterval(Duration.ofMillis(10)).build().holdPollInterval())
-        .isEqualTo(Duration.ofMillis(10));
-    assertThat(config.holdPollInterval(Duration.ofSeconds(10)).build().holdPollInterval())
-        .isEqualTo(Duration.ofSeconds(10));
   }
 
   @Test
