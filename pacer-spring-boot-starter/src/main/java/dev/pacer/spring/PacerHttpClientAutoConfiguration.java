@@ -1,6 +1,5 @@
 package dev.pacer.spring;
 
-import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.PacedHttpClient;
 import java.net.http.HttpClient;
@@ -38,9 +37,9 @@ import org.springframework.web.client.RestClient;
  * paced client, one turn per hop, never by the JDK's client inside one turn), and the read
  * timeout for each answer (the paced client's {@code answerTimeout}, from the request's turn; with
  * none set, the paced client's default, {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}) and its
- * body (the request factory's). Spring Boot 3.5 gets the JDK's defaults and no {@code
- * RestClient} pacing: its customizer interface lives in another package. {@code pacer.rest-client.enabled=false} leaves {@code RestClient}
- * alone; the {@link PacedHttpClient} bean stays, for the application to use as it likes.
+ * body (the request factory's). This class is Spring Boot 4's; {@code pacer-spring-boot3-starter}
+ * has Spring Boot 3.5's, which reads the same settings from that line's types. {@code
+ * pacer.rest-client.enabled=false} leaves {@code RestClient} alone; the {@link PacedHttpClient} bean stays, for the application to use as it likes.
  *
  * <p><b>Warm-up at start.</b> Once every singleton exists, the client is warmed up ({@link
  * PacedHttpClient#warmUp}: a GET through each of its paths to a throwaway server on 127.0.0.1,
@@ -75,13 +74,8 @@ public class PacerHttpClientAutoConfiguration {
       HttpClientSettings s = settings.getIfAvailable(HttpClientSettings::defaults);
       HttpClient delegate = new JdkHttpClientBuilder()
           .build(s.withReadTimeout(null).withRedirects(HttpRedirects.DONT_FOLLOW));
-      PacedHttpClient.Builder paced = PacedHttpClient.builder(delegate, lookup(registry, destinations))
-          .followRedirects(s.redirects() == HttpRedirects.DONT_FOLLOW
-              ? HttpClient.Redirect.NEVER : HttpClient.Redirect.NORMAL);
-      if (s.readTimeout() != null) {
-        paced.answerTimeout(s.readTimeout());
-      }
-      return paced.build();
+      return HttpClientPacing.pacedClient(registry, destinations, delegate,
+          s.redirects() != HttpRedirects.DONT_FOLLOW, s.readTimeout());
     }
   }
 
@@ -89,23 +83,15 @@ public class PacerHttpClientAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations) {
-    HttpClient delegate = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build();
-    return PacedHttpClient.builder(delegate, lookup(registry, destinations))
-        .followRedirects(HttpClient.Redirect.NORMAL)
-        .build();
+    return HttpClientPacing.pacedClient(registry, destinations,
+        HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), true, null);
   }
 
   /** The warm-up at start (see the class comment). */
   @Bean
   @ConditionalOnBooleanProperty(name = "pacer.http.warm-up", matchIfMissing = true)
   SmartInitializingSingleton pacerHttpClientWarmUp(ObjectProvider<PacedHttpClient> client) {
-    return () -> client.ifAvailable(paced -> {
-      try {
-        paced.warmUp();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    return HttpClientPacing.warmUpAtStart(client);
   }
 
   @Configuration(proxyBeanMethods = false)
@@ -118,18 +104,7 @@ public class PacerHttpClientAutoConfiguration {
     RestClientCustomizer pacerRestClientCustomizer(PacedHttpClient client,
         ObjectProvider<HttpClientSettings> settings) {
       Duration readTimeout = settings.getIfAvailable(HttpClientSettings::defaults).readTimeout();
-      return builder -> {
-        JdkClientHttpRequestFactory factory =
-            new JdkClientHttpRequestFactory(client);
-        if (readTimeout != null) {
-          factory.setReadTimeout(readTimeout);
-        }
-        builder.requestFactory(factory);
-      };
+      return builder -> builder.requestFactory(HttpClientPacing.requestFactory(client, readTimeout));
     }
-  }
-
-  private static LimiterLookup lookup(LimiterRegistry registry, PacerDestinations destinations) {
-    return LimiterLookup.byHost(registry, destinations::destinationForHost);
   }
 }
