@@ -4,13 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Cursor;
 import dev.pacer.LocalCursor;
-import dev.pacer.LimiterRegistry;
 import dev.pacer.PacedHttpClient;
 import dev.pacer.micrometer.PacerMetrics;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.http.HttpClient;
-import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
@@ -19,17 +17,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.http.client.HttpClientSettings;
-import org.springframework.boot.http.client.HttpRedirects;
-import org.springframework.boot.restclient.RestClientCustomizer;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.web.client.RestClient;
 
 /**
  * The paced HTTP client, the {@code RestClient} customizer and the meters: made when their classes
- * are present, left out when not, switched off by property, and backing off for the application's
- * own. (What they do to requests and meters is {@link SampleApplicationTest}'s subject.)
+ * are present, left out when not, switched off by property, and warmed up, on every Spring Boot
+ * line; {@code SpringBoot4HttpClientTest} has what names Spring Boot 4's own types. (What they do
+ * to requests and meters is {@link SampleApplicationTest}'s subject.)
  */
 class IntegrationsAutoConfigurationTest {
 
@@ -52,17 +47,6 @@ class IntegrationsAutoConfigurationTest {
   }
 
   @Test
-  void springBootsHttpClientSettingsReachThePacedClient() {
-    runner.withBean(HttpClientSettings.class, () -> HttpClientSettings.defaults()
-            .withConnectTimeout(Duration.ofMillis(1234)).withRedirects(HttpRedirects.DONT_FOLLOW))
-        .run(context -> {
-          PacedHttpClient client = context.getBean(PacedHttpClient.class);
-          assertThat(client.followRedirects()).isEqualTo(HttpClient.Redirect.NEVER);
-          assertThat(client.delegate().connectTimeout()).contains(Duration.ofMillis(1234));
-        });
-  }
-
-  @Test
   void theRestClientCustomizerIsSwitchedOffByProperty() {
     runner.withPropertyValues("pacer.rest-client.enabled=false")
         .run(context -> assertThat(context).doesNotHaveBean("pacerRestClientCustomizer")
@@ -72,28 +56,6 @@ class IntegrationsAutoConfigurationTest {
         .run(context -> assertThat(context).doesNotHaveBean("pacerMetrics"));
     runner.withClassLoader(new FilteredClassLoader(MeterBinder.class))
         .run(context -> assertThat(context).doesNotHaveBean("pacerMetrics"));
-  }
-
-  @Test
-  void withoutRestClientOrMicrometerTheirIntegrationsAreLeftOut() {
-    runner.withClassLoader(new FilteredClassLoader(RestClient.class))
-        .run(context -> assertThat(context).doesNotHaveBean(RestClientCustomizer.class)
-            .hasSingleBean(PacedHttpClient.class));
-  }
-
-  @Test
-  void eachBacksOffForTheApplicationsOwn() {
-    PacedHttpClient own = PacedHttpClient.builder(HttpClient.newBuilder().build(),
-        uri -> java.util.Optional.empty()).build();
-    RestClientCustomizer ownCustomizer = builder -> { };
-    runner.withBean(PacedHttpClient.class, () -> own)
-        .withBean("pacerRestClientCustomizer", RestClientCustomizer.class, () -> ownCustomizer)
-        .withBean(PacerMetrics.class, () -> new PacerMetrics(new LimiterRegistry(new LocalCursor())))
-        .run(context -> {
-          assertThat(context.getBean(PacedHttpClient.class)).isSameAs(own);
-          assertThat(context.getBean("pacerRestClientCustomizer")).isSameAs(ownCustomizer);
-          assertThat(context).hasSingleBean(PacerMetrics.class);
-        });
   }
 
   @Test
