@@ -86,7 +86,7 @@ class FaultTest {
     int items = 260;
     long wallOffset = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
     Process run = fetch(job, items);
-    awaitArrivals(50);
+    destination.awaitArrivals(50);
     Set<String> workersBefore = workers(0, Long.MAX_VALUE);
     long attemptsBefore = proxy.connectionsAccepted();
     long down = System.nanoTime();
@@ -101,14 +101,14 @@ class FaultTest {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
     double outage = (up - down) / 1e9;
-    // Back on the first 5-s boundary after the return; paced locally as well until the next.
-    long handOverEnds =
-        RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up + wallOffset)) - wallOffset;
-    int recovered = count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
+    long handOverEnds = RetryGrid.handOverEnds(up + wallOffset) - wallOffset;
+    int recovered =
+        TestDestination.count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
     System.out.printf("crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
             + " %d requests during it; %d in [hand-over end + 1 s, + 4 s]%n",
-        fleet, outage, attemptsDuringOutage, count(arrivals, down, up), recovered);
-    System.out.println("crash: requests per second from the outage on: " + perSecond(arrivals, down));
+        fleet, outage, attemptsDuringOutage, TestDestination.count(arrivals, down, up), recovered);
+    System.out.println("crash: requests per second from the outage on: "
+        + TestDestination.perSecond(arrivals, down));
     assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
         .isLessThanOrEqualTo(RATE + 1);
     // The orchestrating process and three workers: each the attempt that noticed the outage, then
@@ -125,7 +125,7 @@ class FaultTest {
     String job = "fault-hung";
     int items = 150;
     Process run = fetch(job, items);
-    awaitArrivals(40);
+    destination.awaitArrivals(40);
     long hung = System.nanoTime();
     proxy.blackhole();
     Thread.sleep(8_000);
@@ -135,7 +135,7 @@ class FaultTest {
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
-    int during = count(arrivals, hung, restored);
+    int during = TestDestination.count(arrivals, hung, restored);
     long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
         .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
     System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
@@ -153,23 +153,23 @@ class FaultTest {
     String job = "fault-cursor";
     int items = 150;
     Process run = fetch(job, items);
-    awaitArrivals(40);
+    destination.awaitArrivals(40);
     long truncated = System.nanoTime();
     sql("TRUNCATE pacer_cursor");
-    awaitArrivals(90);
+    destination.awaitArrivals(90);
     long pushed = System.nanoTime();
     sql("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 hour'");
     String err = finish(run, job, items);
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
-    long stalled = longestGap(arrivals, pushed);
+    long stalled = TestDestination.longestGap(arrivals, pushed);
     System.out.println("cursor: around the truncate: " + TestDestination.describe(arrivals.stream()
         .filter(a -> a.nanos() >= truncated - 2 * SECOND && a.nanos() < truncated + 3 * SECOND)
         .toList()));
     System.out.printf("cursor: %s; %d requests in the second after the truncate;"
             + " longest gap after the hour push %.2f s%n",
-        fleet, count(arrivals, truncated, truncated + SECOND), stalled / 1e9);
+        fleet, TestDestination.count(arrivals, truncated, truncated + SECOND), stalled / 1e9);
     // A lost row restarts after the turns already granted (not_before: where the process last
     // saw the cursor, plus a bound on the rest of the fleet's pending turns), so the ceiling's own
     // bound holds across the truncation.
@@ -177,29 +177,6 @@ class FaultTest {
         .isLessThanOrEqualTo(RATE + 1);
     assertThat(stalled).as("the hour-ahead cursor was reset, not waited for").isLessThan(5 * SECOND);
     assertThat(err).contains("ahead of the database clock");
-  }
-
-  private void awaitArrivals(int n) throws InterruptedException {
-    long deadline = System.nanoTime() + 90 * SECOND;
-    while (destination.arrivals().size() < n) {
-      assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
-      Thread.sleep(20);
-    }
-  }
-
-  private static List<Integer> perSecond(List<TestDestination.Arrival> arrivals, long from) {
-    List<Integer> counts = new java.util.ArrayList<>();
-    for (TestDestination.Arrival a : arrivals) {
-      if (a.nanos() < from) {
-        continue;
-      }
-      int second = (int) ((a.nanos() - from) / SECOND);
-      while (counts.size() <= second) {
-        counts.add(0);
-      }
-      counts.set(second, counts.get(second) + 1);
-    }
-    return counts;
   }
 
   private Set<String> workers(long from, long to) {
@@ -210,21 +187,6 @@ class FaultTest {
       }
     }
     return pids;
-  }
-
-  private static int count(List<TestDestination.Arrival> arrivals, long from, long to) {
-    return (int) arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to).count();
-  }
-
-  private static long longestGap(List<TestDestination.Arrival> arrivals, long from) {
-    long previous = from;
-    long longest = 0;
-    for (TestDestination.Arrival a : arrivals.stream()
-        .filter(a -> a.nanos() >= from).sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList()) {
-      longest = Math.max(longest, a.nanos() - previous);
-      previous = a.nanos();
-    }
-    return longest;
   }
 
   private long doneRows(String job) throws SQLException {

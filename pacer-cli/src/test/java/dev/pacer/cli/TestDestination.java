@@ -268,6 +268,48 @@ final class TestDestination implements AutoCloseable {
     return arrivals().stream().filter(a -> a.status() == status).count();
   }
 
+  /** Waits until {@code n} requests have arrived; fails after 90 s. */
+  void awaitArrivals(int n) throws InterruptedException {
+    long deadline = System.nanoTime() + 90 * SECOND;
+    while (arrivals().size() < n) {
+      assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
+      Thread.sleep(20);
+    }
+  }
+
+  /** The arrivals in {@code [from, to)}, {@link System#nanoTime} instants. */
+  static int count(List<Arrival> arrivals, long from, long to) {
+    return (int) arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to).count();
+  }
+
+  /** The arrivals per whole second from {@code from} on. */
+  static List<Integer> perSecond(List<Arrival> arrivals, long from) {
+    List<Integer> counts = new ArrayList<>();
+    for (Arrival a : arrivals) {
+      if (a.nanos() < from) {
+        continue;
+      }
+      int second = (int) ((a.nanos() - from) / SECOND);
+      while (counts.size() <= second) {
+        counts.add(0);
+      }
+      counts.set(second, counts.get(second) + 1);
+    }
+    return counts;
+  }
+
+  /** The longest time without an arrival from {@code from} to the last arrival, in nanoseconds. */
+  static long longestGap(List<Arrival> arrivals, long from) {
+    long previous = from;
+    long longest = 0;
+    for (Arrival a : arrivals.stream().filter(a -> a.nanos() >= from)
+        .sorted(Comparator.comparingLong(Arrival::nanos)).toList()) {
+      longest = Math.max(longest, a.nanos() - previous);
+      previous = a.nanos();
+    }
+    return longest;
+  }
+
   @Override
   public void close() {
     server.stop(0);

@@ -24,11 +24,16 @@ public final class RestartablePostgres implements AutoCloseable {
   private long postmasterPid;
 
   public RestartablePostgres() throws IOException {
+    this(Map.of());
+  }
+
+  /** A server whose first run has {@code settings} on top of zonky's. */
+  public RestartablePostgres(Map<String, String> settings) throws IOException {
     this.dataDirectory = Files.createTempDirectory("pacer-restartable-pg");
     try (ServerSocket s = new ServerSocket(0)) {
       this.port = s.getLocalPort();
     }
-    start();
+    start(settings);
   }
 
   public int port() {

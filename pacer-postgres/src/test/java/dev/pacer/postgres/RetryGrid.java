@@ -24,6 +24,15 @@ public final class RetryGrid {
     return Math.floorDiv(epochNanos, gridNanos) * gridNanos + gridNanos;
   }
 
+  /**
+   * Where the hand-over after PostgreSQL's return at {@code epochNanos} ends, on the 5-s grid: the
+   * fleet is back on the first boundary after the return, and paces locally as well until the
+   * next one.
+   */
+  public static long handOverEnds(long epochNanos) {
+    return boundaryAfter(boundaryAfter(epochNanos));
+  }
+
   /** How many boundaries of the 5-s grid lie in (from, to]. */
   public static long boundariesBetween(long fromEpochNanos, long toEpochNanos) {
     return boundariesBetween(fromEpochNanos, toEpochNanos, DEFAULT_GRID);
