@@ -103,7 +103,6 @@ class FailoverTest {
     assertThat(tripped.code()).as(tripped.err()).isEqualTo(3);
     assertThat(tripped.text("lockedOut")).isEqualTo("true");
     standby.awaitReplayed(Duration.ofSeconds(10));
-    assertThat(destination.arrivals()).as("the fleet started fetching after the lockout").isEmpty();
     destination.awaitArrivals(1);
     System.out.printf(Locale.ROOT, "failover: first arrival %.1f s after the spawn%n",
         (System.nanoTime() - spawned) / 1e9);
