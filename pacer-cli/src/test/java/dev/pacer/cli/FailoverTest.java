@@ -49,6 +49,7 @@ class FailoverTest {
   private StreamingStandby standby;
   private TestDestination destination;
   private TestDestination lockedOut;
+  private Process run;
 
   @BeforeEach
   void start() throws Exception {
@@ -65,6 +66,9 @@ class FailoverTest {
 
   @AfterEach
   void stop() {
+    if (run != null) {
+      run.destroyForcibly();
+    }
     destination.close();
     lockedOut.close();
     if (standby != null) {
@@ -92,7 +96,7 @@ class FailoverTest {
     Path input = Files.write(dir.resolve(job + ".txt"), destination.items(ITEMS));
     long wallOffset = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
     long spawned = System.nanoTime();
-    Process run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+    run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
         "fetch", input.toString(), "--job", job, "--destination", job, "--db", url(),
         "--processes", "3", "--threads", "6", "--concurrency", "6", "--rate", String.valueOf(RATE),
         "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
