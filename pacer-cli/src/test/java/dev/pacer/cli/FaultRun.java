@@ -1,0 +1,184 @@
+package dev.pacer.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.postgres.RetryGrid;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real conveyor run to inject a fault under (three worker JVMs x six threads, a 10/s fleet
+ * ceiling) against a destination that records every arrival, and what the fault tests judge it
+ * by: every item done exactly once, the arrivals in a window, the workers seen, and where the
+ * outage policy's retry grid puts the end of the hand-over after a return.
+ */
+final class FaultRun {
+
+  static final int RATE = 10;
+  static final long SECOND = 1_000_000_000L;
+
+  private final Path dir;
+  private final TestDestination destination;
+  private final String directUrl;
+  /** Epoch nanoseconds less {@link System#nanoTime()}: places the test's instants on the grid. */
+  private final long wallOffset = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
+
+  /**
+   * A run in {@code dir} against {@code destination}, whose work state is read back from the
+   * database at {@code directUrl} (the server itself, not the way the run reaches it).
+   */
+  FaultRun(Path dir, TestDestination destination, String directUrl) {
+    this.dir = dir;
+    this.destination = destination;
+    this.directUrl = directUrl;
+  }
+
+  /** Starts {@code pacer fetch --processes 3} of {@code items} URLs through {@code dbUrl}. */
+  Process fetch(String job, int items, String dbUrl) throws IOException {
+    Path input = Files.write(dir.resolve(job + ".txt"), destination.items(items));
+    return Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+        "fetch", input.toString(), "--job", job, "--destination", job, "--db", dbUrl,
+        "--processes", "3", "--threads", "6", "--concurrency", "6", "--rate", String.valueOf(RATE),
+        "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
+        // An item whose last state change was lost in the fault waits for its lease to expire
+        // before another worker takes it; a short lease keeps the test short.
+        "--lease-seconds", "20");
+  }
+
+  /**
+   * Waits for the run to end and asserts that it exited 0 with every item done, each recorded
+   * done exactly once and each URL fetched; answers the run's stderr.
+   */
+  String finish(Process run, String job, int items) throws Exception {
+    assertThat(run.waitFor(180, TimeUnit.SECONDS)).as("the run finished").isTrue();
+    String err = Files.readString(dir.resolve(job + ".err"));
+    err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO dev.pacer"))
+        .forEach(l -> System.out.println(job + " | " + l));
+    assertThat(run.exitValue()).as(err).isZero();
+    String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
+    assertThat(out[out.length - 1]).contains("\"done\":" + items, "\"pending\":0", "\"failed\":0");
+    assertThat(doneRows(job)).as("each item recorded done exactly once").isEqualTo(items);
+    Set<String> fetched = new HashSet<>();
+    destination.arrivals().forEach(a -> fetched.add(a.path()));
+    assertThat(fetched).as("no item lost").hasSize(items);
+    return err;
+  }
+
+  void awaitArrivals(int n) throws InterruptedException {
+    long deadline = System.nanoTime() + 90 * SECOND;
+    while (destination.arrivals().size() < n) {
+      assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
+      Thread.sleep(20);
+    }
+  }
+
+  /**
+   * Where the hand-over after a return at {@code up} (a {@link System#nanoTime()} instant) ends:
+   * every process is back on the first 5-s boundary after the return, and paces locally as well
+   * until the next.
+   */
+  private long handOverEnds(long up) {
+    return RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up + wallOffset)) - wallOffset;
+  }
+
+  /** How many 5-s retry boundaries lie in ({@code from}, {@code to}], both nanoTime instants. */
+  long boundariesBetween(long from, long to) {
+    return RetryGrid.boundariesBetween(from + wallOffset, to + wallOffset);
+  }
+
+  /**
+   * Asserts that the fleet fetched at the full rate, at least 9/s, from 1 s after the hand-over
+   * that followed a return at {@code up} to 4 s after it.
+   */
+  void assertFullRateAfterHandOver(List<TestDestination.Arrival> arrivals, long up) {
+    long handOverEnds = handOverEnds(up);
+    // A fetch again (a lease lost in the outage) says nothing of the items left: first fetches do.
+    Map<String, Long> firstFetches = new HashMap<>();
+    arrivals.forEach(a -> firstFetches.merge(a.path(), a.nanos(), Math::min));
+    long lastFirstFetch = firstFetches.values().stream().mapToLong(Long::longValue).max().orElse(up);
+    assertThat(lastFirstFetch).as("items left to fetch until the end of the window judged, %.1f s"
+        + " after the return: the run needs more items", (handOverEnds + 4 * SECOND - up) / 1e9)
+        .isGreaterThanOrEqualTo(handOverEnds + 4 * SECOND - SECOND / RATE);
+    int recovered = count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
+    System.out.printf("%d requests in [hand-over end + 1 s, + 4 s], the hand-over ending %.1f s"
+        + " after the return%n", recovered, (handOverEnds - up) / 1e9);
+    assertThat(recovered / 3.0).as("full rate after the hand-over: %d in [+1 s, +4 s]; per second"
+            + " from the return: %s", recovered, perSecond(arrivals, up))
+        .isGreaterThanOrEqualTo(9.0);
+  }
+
+  /** The workers that fetched in [from, to). */
+  Set<String> workers(long from, long to) {
+    Set<String> pids = new HashSet<>();
+    for (TestDestination.Arrival a : destination.arrivals()) {
+      if (a.nanos() >= from && a.nanos() < to) {
+        pids.add(a.worker());
+      }
+    }
+    return pids;
+  }
+
+  static List<Integer> perSecond(List<TestDestination.Arrival> arrivals, long from) {
+    List<Integer> counts = new ArrayList<>();
+    for (TestDestination.Arrival a : arrivals) {
+      if (a.nanos() < from) {
+        continue;
+      }
+      int second = (int) ((a.nanos() - from) / SECOND);
+      while (counts.size() <= second) {
+        counts.add(0);
+      }
+      counts.set(second, counts.get(second) + 1);
+    }
+    return counts;
+  }
+
+  static int count(List<TestDestination.Arrival> arrivals, long from, long to) {
+    return (int) arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to).count();
+  }
+
+  static long longestGap(List<TestDestination.Arrival> arrivals, long from) {
+    long previous = from;
+    long longest = 0;
+    for (TestDestination.Arrival a : arrivals.stream()
+        .filter(a -> a.nanos() >= from).sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList()) {
+      longest = Math.max(longest, a.nanos() - previous);
+      previous = a.nanos();
+    }
+    return longest;
+  }
+
+  private long doneRows(String job) throws SQLException {
+    try (Connection c = DriverManager.getConnection(directUrl);
+        PreparedStatement s = c.prepareStatement("SELECT count(*) FROM pacer_item WHERE job = ?"
+            + " AND state = 'done' AND finished_at IS NOT NULL")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        return r.getLong(1);
+      }
+    }
+  }
+
+  /** Runs {@code statement} on the database directly, beside the run. */
+  void sql(String statement) throws SQLException {
+    try (Connection c = DriverManager.getConnection(directUrl);
+        Statement s = c.createStatement()) {
+      s.execute(statement);
+    }
+  }
+}
