@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * by: every item done exactly once, the arrivals in a window, the workers seen, and where the
  * outage policy's retry grid puts the end of the hand-over after a return.
  */
-final class FaultRun {
+final class FaultRun implements AutoCloseable {
 
   static final int RATE = 10;
   static final long SECOND = 1_000_000_000L;
@@ -34,6 +34,7 @@ final class FaultRun {
   private final Path dir;
   private final TestDestination destination;
   private final String directUrl;
+  private final List<Process> started = new ArrayList<>();
   /** Epoch nanoseconds less {@link System#nanoTime()}: places the test's instants on the grid. */
   private final long wallOffset = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
 
@@ -50,13 +51,15 @@ final class FaultRun {
   /** Starts {@code pacer fetch --processes 3} of {@code items} URLs through {@code dbUrl}. */
   Process fetch(String job, int items, String dbUrl) throws IOException {
     Path input = Files.write(dir.resolve(job + ".txt"), destination.items(items));
-    return Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+    Process run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
         "fetch", input.toString(), "--job", job, "--destination", job, "--db", dbUrl,
         "--processes", "3", "--threads", "6", "--concurrency", "6", "--rate", String.valueOf(RATE),
         "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
         // An item whose last state change was lost in the fault waits for its lease to expire
         // before another worker takes it; a short lease keeps the test short.
         "--lease-seconds", "20");
+    started.add(run);
+    return run;
   }
 
   /**
@@ -82,6 +85,15 @@ final class FaultRun {
     long deadline = System.nanoTime() + 90 * SECOND;
     while (destination.arrivals().size() < n) {
       assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
+      Thread.sleep(20);
+    }
+  }
+
+  /** Waits until each of the three workers has fetched, so that a fault finds all of them busy. */
+  void awaitEveryWorker() throws InterruptedException {
+    long deadline = System.nanoTime() + 90 * SECOND;
+    while (workers(0, Long.MAX_VALUE).size() < 3) {
+      assertThat(System.nanoTime()).as("three workers fetching within 90 s").isLessThan(deadline);
       Thread.sleep(20);
     }
   }
@@ -179,6 +191,15 @@ final class FaultRun {
     try (Connection c = DriverManager.getConnection(directUrl);
         Statement s = c.createStatement()) {
       s.execute(statement);
+    }
+  }
+
+  /** Ends every run still going (a test that failed before it ended), with its workers. */
+  @Override
+  public void close() {
+    for (Process run : started) {
+      run.descendants().forEach(ProcessHandle::destroyForcibly);
+      run.destroyForcibly();
     }
   }
 }

@@ -43,6 +43,7 @@ class FaultTest {
 
   @AfterEach
   void stop() throws IOException {
+    faults.close();
     destination.close();
     proxy.close();
     postgres.close();

@@ -383,8 +383,9 @@ class OutagePolicyTest {
 
   @Test
   void whatCountsAsTheDatabaseBeingUnavailable() {
-    for (String state : new String[] {"08001", "08006", "57P01", "57P03", "53300", "53100",
-        "28P01", "28000", "25006", "57014"}) {
+    // 08P01: what PgBouncer answers for a server it cannot reach or has lost.
+    for (String state : new String[] {"08001", "08006", "08P01", "57P01", "57P03", "53300",
+        "53100", "28P01", "28000", "25006", "57014"}) {
       assertThat(OutagePolicy.isUnavailable(new SQLException("test", state))).as(state).isTrue();
     }
     assertThat(OutagePolicy.isUnavailable(new SQLException("no state"))).isTrue();

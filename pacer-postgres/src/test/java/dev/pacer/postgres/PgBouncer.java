@@ -31,6 +31,8 @@ import org.junit.jupiter.api.Assumptions;
 public final class PgBouncer implements AutoCloseable {
 
   public static final String SKIP_PROPERTY = "pacer.pgbouncer.skip";
+  /** PgBouncer's own default. */
+  public static final Duration DEFAULT_SERVER_LOGIN_RETRY = Duration.ofSeconds(15);
   private static final Duration START_TIMEOUT = Duration.ofSeconds(15);
 
   private final Path binary;
@@ -45,12 +47,23 @@ public final class PgBouncer implements AutoCloseable {
    * {@code postgres}, database {@code postgres}), with {@code poolSize} server connections.
    */
   public static PgBouncer transactionMode(int serverPort, int poolSize) throws IOException {
-    PgBouncer bouncer = new PgBouncer(findBinary(), serverPort, poolSize);
+    return transactionMode(serverPort, poolSize, DEFAULT_SERVER_LOGIN_RETRY);
+  }
+
+  /**
+   * As {@link #transactionMode(int, int)}, with {@code server_login_retry} set: after a failed
+   * login to the server, PgBouncer tries the next only this long after it, and meanwhile turns its
+   * clients away ({@code 08P01}, "server login has been failing"), even once the server is back.
+   */
+  public static PgBouncer transactionMode(int serverPort, int poolSize,
+      Duration serverLoginRetry) throws IOException {
+    PgBouncer bouncer = new PgBouncer(findBinary(), serverPort, poolSize, serverLoginRetry);
     bouncer.start();
     return bouncer;
   }
 
-  private PgBouncer(Path binary, int serverPort, int poolSize) throws IOException {
+  private PgBouncer(Path binary, int serverPort, int poolSize, Duration serverLoginRetry)
+      throws IOException {
     this.binary = binary;
     this.directory = Files.createTempDirectory("pacer-pgbouncer",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxrwxrwx")));
@@ -75,6 +88,7 @@ public final class PgBouncer implements AutoCloseable {
         "pool_mode = transaction",
         "default_pool_size = " + poolSize,
         "max_client_conn = 200",
+        "server_login_retry = " + serverLoginRetry.toMillis() / 1000.0,
         // pgjdbc sends it at start-up; PgBouncer refuses start-up parameters it does not know.
         "ignore_startup_parameters = extra_float_digits",
         root ? "user = nobody" : "",
