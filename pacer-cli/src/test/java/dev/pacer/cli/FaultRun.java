@@ -82,11 +82,7 @@ final class FaultRun implements AutoCloseable {
   }
 
   void awaitArrivals(int n) throws InterruptedException {
-    long deadline = System.nanoTime() + 90 * SECOND;
-    while (destination.arrivals().size() < n) {
-      assertThat(System.nanoTime()).as("%d arrivals within 90 s", n).isLessThan(deadline);
-      Thread.sleep(20);
-    }
+    destination.awaitArrivals(n);
   }
 
   /** Waits until each of the three workers has fetched, so that a fault finds all of them busy. */
@@ -104,7 +100,7 @@ final class FaultRun implements AutoCloseable {
    * until the next.
    */
   private long handOverEnds(long up) {
-    return RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up + wallOffset)) - wallOffset;
+    return RetryGrid.handOverEnds(up + wallOffset) - wallOffset;
   }
 
   /** How many 5-s retry boundaries lie in ({@code from}, {@code to}], both nanoTime instants. */
@@ -125,11 +121,11 @@ final class FaultRun implements AutoCloseable {
     assertThat(lastFirstFetch).as("items left to fetch until the end of the window judged, %.1f s"
         + " after the return: the run needs more items", (handOverEnds + 4 * SECOND - up) / 1e9)
         .isGreaterThanOrEqualTo(handOverEnds + 4 * SECOND - SECOND / RATE);
-    int recovered = count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
+    int recovered = TestDestination.count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
     System.out.printf("%d requests in [hand-over end + 1 s, + 4 s], the hand-over ending %.1f s"
         + " after the return%n", recovered, (handOverEnds - up) / 1e9);
     assertThat(recovered / 3.0).as("full rate after the hand-over: %d in [+1 s, +4 s]; per second"
-            + " from the return: %s", recovered, perSecond(arrivals, up))
+            + " from the return: %s", recovered, TestDestination.perSecond(arrivals, up))
         .isGreaterThanOrEqualTo(9.0);
   }
 
@@ -142,36 +138,6 @@ final class FaultRun implements AutoCloseable {
       }
     }
     return pids;
-  }
-
-  static List<Integer> perSecond(List<TestDestination.Arrival> arrivals, long from) {
-    List<Integer> counts = new ArrayList<>();
-    for (TestDestination.Arrival a : arrivals) {
-      if (a.nanos() < from) {
-        continue;
-      }
-      int second = (int) ((a.nanos() - from) / SECOND);
-      while (counts.size() <= second) {
-        counts.add(0);
-      }
-      counts.set(second, counts.get(second) + 1);
-    }
-    return counts;
-  }
-
-  static int count(List<TestDestination.Arrival> arrivals, long from, long to) {
-    return (int) arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to).count();
-  }
-
-  static long longestGap(List<TestDestination.Arrival> arrivals, long from) {
-    long previous = from;
-    long longest = 0;
-    for (TestDestination.Arrival a : arrivals.stream()
-        .filter(a -> a.nanos() >= from).sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList()) {
-      longest = Math.max(longest, a.nanos() - previous);
-      previous = a.nanos();
-    }
-    return longest;
   }
 
   private long doneRows(String job) throws SQLException {

@@ -1,8 +1,8 @@
 package dev.pacer.cli;
 
-import static dev.pacer.cli.FaultRun.count;
-import static dev.pacer.cli.FaultRun.longestGap;
-import static dev.pacer.cli.FaultRun.perSecond;
+import static dev.pacer.cli.TestDestination.count;
+import static dev.pacer.cli.TestDestination.longestGap;
+import static dev.pacer.cli.TestDestination.perSecond;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Timeline;

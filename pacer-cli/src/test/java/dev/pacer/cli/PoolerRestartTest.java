@@ -1,7 +1,7 @@
 package dev.pacer.cli;
 
-import static dev.pacer.cli.FaultRun.count;
-import static dev.pacer.cli.FaultRun.perSecond;
+import static dev.pacer.cli.TestDestination.count;
+import static dev.pacer.cli.TestDestination.perSecond;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.postgres.PgBouncer;
