@@ -18,43 +18,77 @@ import org.junit.jupiter.api.Test;
  * The behaviour every {@link Cursor} must have, run against each implementation (as Bucket4j runs
  * one suite against every backend). Nothing sleeps: reservations only compute waits.
  *
- * <p>Each backend names the clock its cursor's "now" moves with ({@link #clock()}), and every
- * expected wait allows exactly the time that clock says passed since the sequence began: a
- * reservation's wait is its turn minus the cursor's now, and that now can have moved on by no more
- * than the caller saw. A local cursor on {@link FakeTime} sees none, so its waits are asserted
- * exactly; a database's cursor reads the server's clock on the same host, and its waits may fall
- * short of the ideal by the measured time of the calls, never by more, and never exceed it.
+ * <p>Each backend hands its cursor a {@link TurnClock} ({@link #clock()}), so every granted turn's
+ * start is known on that clock exactly, however long the calls took or wherever the scheduler held
+ * the threads. A sequence's turns are then asserted where they must start from its first turn, to
+ * within the backend's {@link #turnTolerance()}: none for a local cursor, and for a cursor that
+ * maps another clock onto this one the error of that mapping. Only the first turn of a sequence is
+ * placed against the calls themselves, as an instant inside them.
  */
 public abstract class CursorContract {
 
-  private static final Duration GAP = Duration.ofMillis(100);
+  /**
+   * The gap between turns: long beside the calls, so that a sequence's reservations all come
+   * before the turns they queue behind, and the cursor's now cannot overtake its queue.
+   */
+  private static final Duration GAP = Duration.ofSeconds(1);
+
+  /** How many threads reserve at once in {@link #assertConcurrentReservationsNeverShareATurn}. */
+  public static final int CONCURRENT_CALLERS = 4;
 
   protected abstract Cursor cursor();
 
-  /** The clock the cursor's "now" advances with, as this process can read it. */
-  protected abstract TimeSource clock();
+  /** The clock the cursor reads its now from, or maps its now onto. */
+  protected abstract TurnClock clock();
+
+  /**
+   * How far, either way, a turn's start on {@link #clock()} may be from where the cursor's own
+   * arithmetic puts it: zero when the cursor computes on that clock; for a cursor that computes on
+   * another, how far the mapping of that clock onto this one can err. A fixed figure: it must not
+   * grow with the time the calls take.
+   */
+  protected abstract Duration turnTolerance();
 
   protected String freshName() {
     return "contract-" + UUID.randomUUID().toString().substring(0, 8);
   }
 
-  /** Where the current sequence of reservations began, on {@link #clock()}. */
-  private long sequenceStart;
+  /** This clock's reading just before the current sequence's first call. */
+  private long sequenceCalled;
+  /** The start of the current sequence's first turn, and the wait it was asserted at. */
+  private long firstStart;
+  private Duration firstIdeal;
 
   private void startSequence() {
-    sequenceStart = clock().nanoTime();
+    firstIdeal = null;
+    sequenceCalled = clock().nanoTime();
   }
 
   /**
-   * The wait is {@code ideal} less at most the time passed since {@link #startSequence()}: the
-   * cursor's now cannot have moved further than that between the sequence's reservations.
+   * The turn starts {@code ideal} after the sequence's origin: the instant its first call read the
+   * cursor's now. The first turn asserted fixes the origin, and must lie {@code ideal} after some
+   * instant of the calls since {@link #startSequence()}; every later one starts exactly where its
+   * {@code ideal} puts it from the first, give or take {@link #turnTolerance()}.
    */
   private void assertWait(Reservation r, Duration ideal, String what) {
-    long elapsed = clock().nanoTime() - sequenceStart;
     assertThat(r.isGranted()).as("%s granted: %s", what, r).isTrue();
-    Duration lowest = ideal.minusNanos(elapsed);
-    assertThat(r.waitTime()).as("%s (%d us passed)", what, elapsed / 1000)
-        .isBetween(lowest.isNegative() ? Duration.ZERO : lowest, ideal);
+    long start = clock().startOf(r);
+    long tolerance = turnTolerance().toNanos();
+    if (firstIdeal == null) {
+      long answered = clock().lastRead();
+      assertThat(start).as("%s: a turn %s after an instant of the calls (%d us long)", what, ideal,
+              (answered - sequenceCalled) / 1000)
+          .isBetween(sequenceCalled + ideal.toNanos() - tolerance,
+              answered + ideal.toNanos() + tolerance);
+      firstStart = start;
+      firstIdeal = ideal;
+      return;
+    }
+    long expected = firstStart + ideal.minus(firstIdeal).toNanos();
+    assertThat(start - expected)
+        .as("%s: ns from %s after the first turn (the first at %s; %d ms since the first call)",
+            what, ideal, firstIdeal, (clock().lastRead() - sequenceCalled) / 1_000_000)
+        .isBetween(-tolerance, tolerance);
   }
 
   @Test
@@ -87,10 +121,10 @@ public abstract class CursorContract {
   void aWidenedIntervalIsHonoured() {
     String name = freshName();
     startSequence();
-    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ZERO, "first");
-    assertWait(cursor().reserve(name, Duration.ofMillis(800)), Duration.ofMillis(100), "widened");
-    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ofMillis(900), "after it");
-    assertWait(cursor().reserve(name, Duration.ofMillis(100)), Duration.ofMillis(1000), "next");
+    assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
+    assertWait(cursor().reserve(name, GAP.multipliedBy(8)), GAP, "widened");
+    assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(9), "after it");
+    assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(10), "next");
   }
 
   /**
@@ -107,9 +141,11 @@ public abstract class CursorContract {
     String name = freshName();
     startSequence();
     assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
-    assertThat(cursor().pause(name, Duration.ofSeconds(2))).as("recorded").isTrue();
-    assertWait(cursor().reserve(name, GAP), Duration.ofSeconds(2), "the first after the pause");
-    assertWait(cursor().reserve(name, GAP), Duration.ofMillis(2100), "the next");
+    startSequence();
+    Duration pause = GAP.multipliedBy(2);
+    assertThat(cursor().pause(name, pause)).as("recorded").isTrue();
+    assertWait(cursor().reserve(name, GAP), pause, "the first after the pause");
+    assertWait(cursor().reserve(name, GAP), pause.plus(GAP), "the next");
   }
 
   /**
@@ -125,6 +161,7 @@ public abstract class CursorContract {
     Duration longest = Destination.LONGEST_RETRY_AFTER;
     startSequence();
     assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
+    startSequence();
     assertThat(cursor().pause(name, longest)).as("recorded").isTrue();
     assertWait(cursor().reserve(name, GAP), longest, "the first after the pause");
     assertWait(cursor().reserve(name, GAP), longest.plus(GAP), "the next");
@@ -135,18 +172,18 @@ public abstract class CursorContract {
     String name = freshName();
     startSequence();
     for (int i = 0; i < 3; i++) {
-      cursor().reserve(name, GAP);
+      assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(i), "queued");
     }
-    cursor().pause(name, Duration.ofMillis(100));
-    assertWait(cursor().reserve(name, GAP), Duration.ofMillis(300), "the queue's next turn");
+    cursor().pause(name, GAP);
+    assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(3), "the queue's next turn");
   }
 
   @Test
   void aPauseOfAFreshCursorStartsItAfterThePause() {
     String name = freshName();
     startSequence();
-    cursor().pause(name, Duration.ofSeconds(1));
-    assertWait(cursor().reserve(name, GAP), Duration.ofSeconds(1), "first");
+    cursor().pause(name, GAP);
+    assertWait(cursor().reserve(name, GAP), GAP, "first");
   }
 
   @Test
@@ -289,12 +326,12 @@ public abstract class CursorContract {
     String name = freshName();
     startSequence();
     for (int i = 0; i < 3; i++) {
-      cursor().reserve(name, GAP); // the next turn starts 300 ms ahead, less the time passed
+      assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(i), "queued");
     }
-    Reservation refused = cursor().tryReserve(name, GAP, Duration.ofMillis(200));
+    Reservation refused = cursor().tryReserve(name, GAP, GAP.multipliedBy(2));
     assertThat(refused.isRefused()).as("refused: %s", refused).isTrue();
-    assertThat(cursor().tryReserve(name, GAP, Duration.ofMillis(200)).isRefused()).isTrue();
-    assertWait(cursor().tryReserve(name, GAP, Duration.ofSeconds(1)), Duration.ofMillis(300),
+    assertThat(cursor().tryReserve(name, GAP, GAP.multipliedBy(2)).isRefused()).isTrue();
+    assertWait(cursor().tryReserve(name, GAP, GAP.multipliedBy(10)), GAP.multipliedBy(3),
         "the refusals left the cursor where it was");
   }
 
@@ -304,7 +341,7 @@ public abstract class CursorContract {
     startSequence();
     assertWait(cursor().reserve(name, GAP, Duration.ofMillis(500)), Duration.ofMillis(500),
         "a missing cursor starts at notBefore, from the call");
-    assertWait(cursor().reserve(name, GAP, Duration.ofMillis(900)), Duration.ofMillis(600),
+    assertWait(cursor().reserve(name, GAP, GAP.multipliedBy(2)), GAP.plusMillis(500),
         "an intact cursor ignores it");
     cursor().clear(name);
     startSequence();
@@ -323,16 +360,27 @@ public abstract class CursorContract {
 
   @Test
   void concurrentReservationsNeverShareATurn() throws Exception {
-    String name = freshName();
-    // A turn starts its wait after the call returns. The cursor read its now somewhere inside
-    // the call and a remote cursor places the turn within it, so a start is off by at most that
-    // call's duration either way, and two consecutive starts are at least the gap less twice the
-    // longest call apart. A non-atomic cursor hands two callers the same turn (0 apart).
+    assertConcurrentReservationsNeverShareATurn(cursor(), clock(), turnTolerance());
+  }
+
+  /**
+   * {@link #CONCURRENT_CALLERS} threads reserve ten turns each of one destination at once, a gap apart: on {@code clock}
+   * every two turns' starts must be at least the gap less {@code tolerance} apart. A cursor that
+   * hands two callers one turn puts them as good as 0 apart.
+   *
+   * @param cursor the cursor, reading or mapping its now onto {@code clock}
+   * @param clock the clock the cursor reads
+   * @param tolerance how far the cursor may place a turn from its own arithmetic, on {@code clock}
+   * @throws AssertionError if two turns are closer, or one is not granted
+   * @throws Exception if a thread cannot be run
+   */
+  public static void assertConcurrentReservationsNeverShareATurn(Cursor cursor, TurnClock clock,
+      Duration tolerance) throws Exception {
+    String name = "contract-" + UUID.randomUUID().toString().substring(0, 8);
     Duration gap = Duration.ofMillis(200);
-    int threads = 4;
+    int threads = CONCURRENT_CALLERS;
     int each = 10;
     List<Long> starts = Collections.synchronizedList(new ArrayList<>());
-    List<Long> calls = Collections.synchronizedList(new ArrayList<>());
     CountDownLatch go = new CountDownLatch(1);
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
@@ -341,29 +389,33 @@ public abstract class CursorContract {
         done.add(pool.submit(() -> {
           go.await();
           for (int i = 0; i < each; i++) {
-            long before = clock().nanoTime();
-            Reservation r = cursor().reserve(name, gap);
-            long after = clock().nanoTime();
-            calls.add(after - before);
-            starts.add(after + r.waitTime().toNanos());
+            Reservation r = cursor.reserve(name, gap);
+            assertThat(r.isGranted()).as("granted: %s", r).isTrue();
+            starts.add(clock.startOf(r));
           }
           return null;
         }));
       }
       go.countDown();
       for (Future<?> f : done) {
-        f.get();
+        try {
+          f.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+          if (e.getCause() instanceof AssertionError failed) {
+            throw failed;
+          }
+          throw e;
+        }
       }
     } finally {
       pool.shutdownNow();
     }
     Collections.sort(starts);
-    long longestCall = Collections.max(calls);
     assertThat(starts).hasSize(threads * each);
     for (int i = 1; i < starts.size(); i++) {
       assertThat(starts.get(i) - starts.get(i - 1))
-          .as("turn %d after turn %d (longest call %d us)", i, i - 1, longestCall / 1000)
-          .isGreaterThanOrEqualTo(gap.toNanos() - 2 * longestCall);
+          .as("ns from turn %d to turn %d, a gap of %s less %s at least", i - 1, i, gap, tolerance)
+          .isGreaterThanOrEqualTo(gap.minus(tolerance).toNanos());
     }
   }
 }

@@ -1,8 +1,10 @@
 package dev.pacer;
 
-/** The contract on a fake clock: no time passes between reservations, so every wait is exact. */
+import java.time.Duration;
+
+/** The contract on a fake clock: no time passes between reservations, so every turn is exact. */
 class LocalCursorContractTest extends CursorContract {
-  private final FakeTime time = new FakeTime();
+  private final TurnClock time = new TurnClock(new FakeTime());
   private final LocalCursor cursor = new LocalCursor(time);
 
   @Override
@@ -11,7 +13,13 @@ class LocalCursorContractTest extends CursorContract {
   }
 
   @Override
-  protected TimeSource clock() {
+  protected TurnClock clock() {
     return time;
+  }
+
+  /** The cursor computes on the clock itself. */
+  @Override
+  protected Duration turnTolerance() {
+    return Duration.ZERO;
   }
 }

@@ -8,24 +8,31 @@ import dev.pacer.CursorContract;
 import dev.pacer.Destination;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.TimeSource;
+import dev.pacer.TurnClock;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 class KeyValueTableContractTest extends CursorContract {
 
+  private static final TurnClock CLOCK = new TurnClock(TimeSource.SYSTEM);
   private static PostgresCursor cursor;
 
   @BeforeAll
   static void createDjangoCacheTable() {
     TestDatabase.createDjangoCacheTable("contract_cache");
-    cursor = TestDatabase.cursor(TableLayout.djangoCache("contract_cache"));
+    cursor = TestDatabase.cursor(TableLayout.djangoCache("contract_cache"), CLOCK);
   }
 
-  /** The server's clock_timestamp() runs on this host's clock. */
   @Override
-  protected TimeSource clock() {
-    return TimeSource.SYSTEM;
+  protected TurnClock clock() {
+    return CLOCK;
+  }
+
+  @Override
+  protected Duration turnTolerance() {
+    return TestDatabase.CLOCK_MAPPING;
   }
 
   /**

@@ -3,16 +3,23 @@ package dev.pacer.postgres;
 import dev.pacer.Cursor;
 import dev.pacer.CursorContract;
 import dev.pacer.TimeSource;
+import dev.pacer.TurnClock;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 
 class PacerTableContractTest extends CursorContract {
 
-  private static final PostgresCursor CURSOR = TestDatabase.cursor(TableLayout.pacerTable());
+  private static final TurnClock CLOCK = new TurnClock(TimeSource.SYSTEM);
+  private static final PostgresCursor CURSOR = TestDatabase.cursor(TableLayout.pacerTable(), CLOCK);
 
-  /** The server's clock_timestamp() runs on this host's clock. */
   @Override
-  protected TimeSource clock() {
-    return TimeSource.SYSTEM;
+  protected TurnClock clock() {
+    return CLOCK;
+  }
+
+  @Override
+  protected Duration turnTolerance() {
+    return TestDatabase.CLOCK_MAPPING;
   }
 
   @Override

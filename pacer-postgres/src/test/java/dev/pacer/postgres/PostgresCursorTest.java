@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.pacer.Destination;
 import dev.pacer.Reservation;
 import dev.pacer.TimeSource;
+import dev.pacer.TurnClock;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.math.BigDecimal;
@@ -436,25 +437,8 @@ class PostgresCursorTest {
     int callers = 16;
     Duration gap = Duration.ofMillis(50);
     String name = freshName();
-    // The cursor's clock, remembering per thread the instant a caller's wait was counted from:
-    // that instant plus the wait is the turn's start exactly, wherever the scheduler put the thread.
-    ThreadLocal<long[]> lastRead = ThreadLocal.withInitial(() -> new long[1]);
-    TimeSource remembering = new TimeSource() {
-      @Override
-      public long nanoTime() {
-        long now = System.nanoTime();
-        lastRead.get()[0] = now;
-        return now;
-      }
-
-      @Override
-      public void sleepNanos(long nanos) throws InterruptedException {
-        TimeSource.SYSTEM.sleepNanos(nanos);
-      }
-    };
-    try (PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig
-            .forUrl(TestDatabase.jdbcUrl()).layout(TableLayout.pacerTable())
-            .timeSource(remembering).build());
+    TurnClock clock = new TurnClock(TimeSource.SYSTEM);
+    try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable(), clock);
         Connection holder = TestDatabase.connect()) {
       cursor.reserve(name, Duration.ZERO);
       long statementsBefore = cursor.reservationStatements();
@@ -470,7 +454,7 @@ class PostgresCursorTest {
           starts.add(threads.submit(() -> {
             Reservation turn = cursor.reserve(name, gap);
             assertThat(turn.isGranted()).as("granted: %s", turn).isTrue();
-            return lastRead.get()[0] + turn.startsIn().toNanos();
+            return clock.startOf(turn);
           }));
         }
         Thread.sleep(300);
@@ -489,7 +473,7 @@ class PostgresCursorTest {
         // began after its turn was due starts it later, never sooner.
         long gapNanos = gap.toNanos();
         long exact = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(2);
-        long mapping = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+        long mapping = TestDatabase.CLOCK_MAPPING.toNanos();
         int spacedExactly = 0;
         for (int i = 2; i < callers; i++) {
           long spacing = turns.get(i) - turns.get(i - 1);

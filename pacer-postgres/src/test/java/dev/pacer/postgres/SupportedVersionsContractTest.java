@@ -3,6 +3,8 @@ package dev.pacer.postgres;
 import dev.pacer.Cursor;
 import dev.pacer.CursorContract;
 import dev.pacer.TimeSource;
+import dev.pacer.TurnClock;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -31,7 +33,9 @@ class SupportedVersionsContractTest {
     OPENED.values().forEach(PostgresCursor::close);
   }
 
-  /** One layout on one release; the server's clock_timestamp() runs on this host's clock. */
+  private static final TurnClock CLOCK = new TurnClock(TimeSource.SYSTEM);
+
+  /** One layout on one release. */
   abstract static class OnRelease extends CursorContract {
 
     abstract String release();
@@ -44,15 +48,20 @@ class SupportedVersionsContractTest {
     }
 
     @Override
-    protected TimeSource clock() {
-      return TimeSource.SYSTEM;
+    protected TurnClock clock() {
+      return CLOCK;
+    }
+
+    @Override
+    protected Duration turnTolerance() {
+      return TestDatabase.CLOCK_MAPPING;
     }
 
     @Override
     protected Cursor cursor() {
       synchronized (OPENED) {
         return OPENED.computeIfAbsent(getClass(),
-            c -> VersionedDatabase.cursor(release(), layout()));
+            c -> VersionedDatabase.cursor(release(), layout(), CLOCK));
       }
     }
   }

@@ -1,17 +1,26 @@
 package dev.pacer.postgres;
 
+import dev.pacer.TimeSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 
 /**
  * One real PostgreSQL (zonky's embedded binaries) for the whole test JVM, started on first use and
  * stopped at JVM exit. Tests isolate themselves by destination name or table name, not by server.
  */
 public final class TestDatabase {
+
+  /**
+   * How far a turn a cursor computed on the server's clock may start from where that clock puts
+   * it, seen on this process's clock: the error of the cursor's mapping of the one clock onto the
+   * other, which its kept sample, the reservation with the shortest round trip, bounds.
+   */
+  public static final Duration CLOCK_MAPPING = Duration.ofMillis(5);
 
   private static EmbeddedPostgres postgres;
 
@@ -66,5 +75,11 @@ public final class TestDatabase {
   /** A cursor on the test database with the given layout and otherwise default settings. */
   public static PostgresCursor cursor(TableLayout layout) {
     return new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).build());
+  }
+
+  /** A cursor with the given layout, reading {@code time}. */
+  public static PostgresCursor cursor(TableLayout layout, TimeSource time) {
+    return new PostgresCursor(
+        PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).timeSource(time).build());
   }
 }

@@ -1,5 +1,6 @@
 package dev.pacer.postgres;
 
+import dev.pacer.TimeSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import io.zonky.test.db.postgres.embedded.PgBinaryResolver;
 import java.io.ByteArrayInputStream;
@@ -54,11 +55,11 @@ final class VersionedDatabase {
     });
   }
 
-  /** A cursor with the given layout on a server of {@code release}. */
-  static PostgresCursor cursor(String release, TableLayout layout) {
+  /** A cursor with the given layout on a server of {@code release}, reading {@code time}. */
+  static PostgresCursor cursor(String release, TableLayout layout, TimeSource time) {
     EmbeddedPostgres postgres = postgres(release);
     return new PostgresCursor(PostgresCursorConfig.forUrl(
-        postgres.getJdbcUrl("postgres", "postgres")).layout(layout).build());
+        postgres.getJdbcUrl("postgres", "postgres")).layout(layout).timeSource(time).build());
   }
 
   static void execute(String release, String sql) {
