@@ -12,6 +12,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -48,6 +49,17 @@ public abstract class CursorContract {
    * grow with the time the calls take.
    */
   protected abstract Duration turnTolerance();
+
+  /**
+   * Readies the cursor before each test, so that {@link #turnTolerance()} holds from the test's
+   * first turn: a cursor that maps another clock onto {@link #clock()} settles its mapping here.
+   */
+  protected void settleClock() {}
+
+  @BeforeEach
+  final void settleTheClock() {
+    settleClock();
+  }
 
   protected String freshName() {
     return "contract-" + UUID.randomUUID().toString().substring(0, 8);

@@ -35,6 +35,11 @@ class KeyValueTableContractTest extends CursorContract {
     return TestDatabase.CLOCK_MAPPING;
   }
 
+  @Override
+  protected void settleClock() {
+    TestDatabase.settleClock(cursor, CLOCK);
+  }
+
   /**
    * The key/value layout keeps only the cursor: a lockout is neither recorded nor announced, and a
    * pause is the cursor itself.

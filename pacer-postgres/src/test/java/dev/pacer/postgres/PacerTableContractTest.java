@@ -23,6 +23,11 @@ class PacerTableContractTest extends CursorContract {
   }
 
   @Override
+  protected void settleClock() {
+    TestDatabase.settleClock(CURSOR, CLOCK);
+  }
+
+  @Override
   protected Cursor cursor() {
     return CURSOR;
   }

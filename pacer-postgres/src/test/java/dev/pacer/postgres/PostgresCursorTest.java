@@ -440,6 +440,7 @@ class PostgresCursorTest {
     TurnClock clock = new TurnClock(TimeSource.SYSTEM);
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable(), clock);
         Connection holder = TestDatabase.connect()) {
+      TestDatabase.settleClock(cursor, clock);
       cursor.reserve(name, Duration.ZERO);
       long statementsBefore = cursor.reservationStatements();
       // The row locked by another transaction holds the first caller's statement, and with it

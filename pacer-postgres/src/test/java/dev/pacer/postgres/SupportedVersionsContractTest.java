@@ -58,6 +58,11 @@ class SupportedVersionsContractTest {
     }
 
     @Override
+    protected void settleClock() {
+      TestDatabase.settleClock(cursor(), CLOCK);
+    }
+
+    @Override
     protected Cursor cursor() {
       synchronized (OPENED) {
         return OPENED.computeIfAbsent(getClass(),

@@ -1,5 +1,6 @@
 package dev.pacer.postgres;
 
+import dev.pacer.Cursor;
 import dev.pacer.TimeSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
@@ -8,6 +9,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.UUID;
 
 /**
  * One real PostgreSQL (zonky's embedded binaries) for the whole test JVM, started on first use and
@@ -16,11 +18,19 @@ import java.time.Duration;
 public final class TestDatabase {
 
   /**
-   * How far a turn a cursor computed on the server's clock may start from where that clock puts
-   * it, seen on this process's clock: the error of the cursor's mapping of the one clock onto the
-   * other, which its kept sample, the reservation with the shortest round trip, bounds.
+   * How far, on this process's clock, a turn of a cursor that computes on the server's clock may
+   * start from where the server's arithmetic puts it, once {@link #settleClock} has run. The cursor
+   * maps the one clock onto the other by its kept sample, which errs by at most half that sample's
+   * round trip: after settling half of {@link #SETTLED_CALL}, and more only as the drift the
+   * mapping allows for (100 us a second) lets a slower sample replace it. Two turns can err
+   * opposite ways: 2 x (0.5 ms + 0.1 ms a second), within this for a test of up to 20 s.
    */
   public static final Duration CLOCK_MAPPING = Duration.ofMillis(5);
+
+  /** A reservation call at least as quick as this settles a cursor's clock mapping. */
+  static final Duration SETTLED_CALL = Duration.ofMillis(1);
+
+  private static final int SETTLING_CALLS = 100;
 
   private static EmbeddedPostgres postgres;
 
@@ -75,6 +85,30 @@ public final class TestDatabase {
   /** A cursor on the test database with the given layout and otherwise default settings. */
   public static PostgresCursor cursor(TableLayout layout) {
     return new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).build());
+  }
+
+  /**
+   * Reserves turns of a destination of its own until a call on {@code time} returns within {@link
+   * #SETTLED_CALL}, so that the cursor's mapping of the server's clock onto {@code time} keeps a
+   * sample that good: the first statements of a connection, or of a loaded host, can take tens of
+   * milliseconds, and a mapping by their sample errs by up to half of that.
+   *
+   * @throws AssertionError if no call of {@value #SETTLING_CALLS} is that quick
+   */
+  public static void settleClock(Cursor cursor, TimeSource time) {
+    String name = "settle-" + UUID.randomUUID();
+    long quickest = Long.MAX_VALUE;
+    for (int i = 0; i < SETTLING_CALLS; i++) {
+      long called = time.nanoTime();
+      cursor.reserve(name, Duration.ZERO);
+      long took = time.nanoTime() - called;
+      if (took <= SETTLED_CALL.toNanos()) {
+        return;
+      }
+      quickest = Math.min(quickest, took);
+    }
+    throw new AssertionError("no reservation of " + SETTLING_CALLS + " returned within "
+        + SETTLED_CALL + " (quickest " + quickest / 1000 + " us): the clock mapping is unsettled");
   }
 
   /** A cursor with the given layout, reading {@code time}. */

@@ -21,6 +21,7 @@ class TurnSpacingCheckTest {
     TurnClock clock = new TurnClock(TimeSource.SYSTEM);
     try (ReadThenWriteCursor racy = new ReadThenWriteCursor(clock, CursorContract.CONCURRENT_CALLERS)) {
       for (int i = 0; i < TRIES; i++) {
+        TestDatabase.settleClock(racy, clock);
         assertThatThrownBy(() -> CursorContract.assertConcurrentReservationsNeverShareATurn(
                 racy, clock, TestDatabase.CLOCK_MAPPING))
             .as("try %d", i + 1)
@@ -35,6 +36,7 @@ class TurnSpacingCheckTest {
     TurnClock clock = new TurnClock(TimeSource.SYSTEM);
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable(), clock)) {
       for (int i = 0; i < TRIES; i++) {
+        TestDatabase.settleClock(cursor, clock);
         CursorContract.assertConcurrentReservationsNeverShareATurn(
             cursor, clock, TestDatabase.CLOCK_MAPPING);
       }
