@@ -135,12 +135,16 @@ class AsyncAcquirePostgresTest {
       }
       long waiting = turns.stream().filter(t -> !t.isDone()).count();
       turns.forEach(t -> t.cancel(false));
+      // A send that failed ends its future as a cancelled turn's does, with an ExecutionException:
+      // only the cause tells "cancelled before its turn, nothing sent" from a failure.
+      List<Throwable> failedSends = new ArrayList<>();
       for (CompletableFuture<?> s : sent) {
         try {
           s.get(10, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.CancellationException
-            | java.util.concurrent.ExecutionException cancelled) {
-          // cancelled before its turn: nothing was sent
+        } catch (java.util.concurrent.ExecutionException e) {
+          if (!(e.getCause() instanceof java.util.concurrent.CancellationException)) {
+            failedSends.add(e.getCause());
+          }
         }
       }
       List<Arrivals.Arrival> run = door.arrivals().stream()
@@ -152,6 +156,7 @@ class AsyncAcquirePostgresTest {
               + " waiting at the end; added: %s)%n%s%n", measured, trace.sends(), trace.turns(),
           skipped, baseline, mostThreads, FUTURES, waiting, added, trace.busiestWindow(run));
 
+      assertThat(failedSends).as("turns that failed or whose request failed").isEmpty();
       assertThat(waiting).as("futures still waiting when the run ended").isGreaterThan(100);
       assertThat(mostThreads - baseline).as("threads added while the futures waited")
           .isLessThanOrEqualTo(MORE_THREADS_ALLOWED);

@@ -40,6 +40,7 @@ public final class InterruptedRoundTripWorker {
 
     AtomicReference<Reservation> interruptedAnswer = new AtomicReference<>();
     AtomicBoolean keptInterrupt = new AtomicBoolean();
+    WorkerThreads threads = new WorkerThreads();
     Thread reserving;
     try (Connection locker = DriverManager.getConnection(jdbcUrl)) {
       locker.setAutoCommit(false);
@@ -52,7 +53,7 @@ public final class InterruptedRoundTripWorker {
           }
         }
       }
-      reserving = startVirtual(() -> {
+      reserving = threads.startVirtual(() -> {
         interruptedAnswer.set(cursor.reserve(name, GAP, Duration.ZERO));
         keptInterrupt.set(Thread.currentThread().isInterrupted());
       });
@@ -77,6 +78,7 @@ public final class InterruptedRoundTripWorker {
         + " failures=" + cursor.failureCount()
         + " next=" + describe(next));
     cursor.close();
+    threads.exitIfAnyDied();
   }
 
   private static String describe(Reservation r) {
@@ -102,10 +104,5 @@ public final class InterruptedRoundTripWorker {
   private static boolean parked(Thread thread) {
     Thread.State state = thread.getState();
     return state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING;
-  }
-
-  private static Thread startVirtual(Runnable task) throws ReflectiveOperationException {
-    return (Thread) Thread.class.getMethod("startVirtualThread", Runnable.class)
-        .invoke(null, task);
   }
 }

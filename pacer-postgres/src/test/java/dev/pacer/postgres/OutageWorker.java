@@ -5,9 +5,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.Slot;
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -15,14 +13,13 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * A fleet member for {@link OutageTest} and {@link LargerFleetOutageTest}: {@code threads} threads
  * acquiring turns as fast as the limiter allows for {@code seconds}, printing {@code ACQ <epoch
  * nanos>} per turn; given a {@code door} URI, each turn also sends a GET there while it holds its
- * slot.
+ * slot. At the end it prints {@code ATTEMPTS <connection attempts>}; a thread that died of anything
+ * but an interrupt makes it exit {@link WorkerThreads#DIED}.
  *
  * <p>Arguments: {@code jdbcUrl destination ratePerSecond threads maxFetchingProcesses seconds
  * [door]}.
@@ -60,34 +57,25 @@ public final class OutageWorker {
       throw new IllegalStateException("expected GO");
     }
     long end = System.nanoTime() + runNanos;
-    List<Thread> workers = new ArrayList<>();
+    WorkerThreads workers = new WorkerThreads();
     for (int t = 0; t < threads; t++) {
-      Thread worker = new Thread(() -> {
-        try {
-          while (System.nanoTime() < end) {
-            try (Slot slot = limiter.acquire()) {
-              if (door != null) {
-                http.send(HttpRequest.newBuilder(door).timeout(Duration.ofSeconds(5)).build(),
-                    HttpResponse.BodyHandlers.discarding());
-              }
+      workers.start(() -> {
+        while (System.nanoTime() < end) {
+          try (Slot slot = limiter.acquire()) {
+            if (door != null) {
+              http.send(HttpRequest.newBuilder(door).timeout(Duration.ofSeconds(5)).build(),
+                  HttpResponse.BodyHandlers.discarding());
             }
-            Instant now = Instant.now();
-            System.out.println("ACQ " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
           }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
+          Instant now = Instant.now();
+          System.out.println("ACQ " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
         }
       });
-      worker.start();
-      workers.add(worker);
     }
-    for (Thread worker : workers) {
-      worker.join();
-    }
+    workers.joinAll();
     System.out.println("ATTEMPTS " + cursor.connectionAttempts());
     System.out.flush();
     cursor.close();
+    workers.exitIfAnyDied();
   }
 }

@@ -43,6 +43,9 @@ import jdk.jfr.consumer.RecordingFile;
  * initializer, which pins on every JDK so far): that event must be seen, or the count of the
  * others proves nothing.
  *
+ * <p>A virtual thread that died of anything but an interrupt, the warm-up's included, makes it
+ * exit {@link WorkerThreads#DIED} after its report.
+ *
  * <p>Arguments: {@code jdbcUrl destination doorUri threads ratePerSecond maxConcurrency
  * runMillis}.
  */
@@ -85,12 +88,11 @@ public final class VirtualThreadWorker {
     // class being loaded pins its carrier for that once (measured: 10-18 such events, in
     // BuiltinClassLoader and the HTTP client's class initializers, when 10,000 threads start cold;
     // then one of 7.5 ms waiting for the JDK's socket poller, first used by a read that waited).
-    startVirtual(() -> {
+    WorkerThreads threadsOfTheRun = new WorkerThreads();
+    threadsOfTheRun.startVirtual(() -> {
       try (Slot slot = limiter.acquire()) {
         client.get(WARM_UP_PATH);
         client.waitOnASocketOnce();
-      } catch (Exception e) {
-        throw new IllegalStateException("the warm-up request failed", e);
       }
     }).join();
     // A connection for each request that can be in flight at once: one per permit.
@@ -99,7 +101,7 @@ public final class VirtualThreadWorker {
     for (int i = 0; i < concurrency; i++) {
       allPermits.add(limiter.acquire());
     }
-    Thread queued = startVirtual(() -> acquireUntilInterrupted(limiter));
+    Thread queued = threadsOfTheRun.startVirtual(() -> acquireUntilInterrupted(limiter));
     // Interrupted only once parked: interrupted as soon as it was queued, it had not yet made its
     // future's waiter, and in 2 of 3 runs beside a CPU hog a waiter of the run pinned its carrier
     // there, for 0.5 and 1 ms (CompletableFuture.waitingGet's first line, "freeze or preempt
@@ -116,7 +118,7 @@ public final class VirtualThreadWorker {
     DestinationLimiter slow = registry.limiter(Destination.builder(name + "-warm")
         .ratePerSecond(1).maxConcurrency(1).maxFetchingProcesses(1).build());
     slow.acquire().close();
-    Thread sleeping = startVirtual(() -> acquireUntilInterrupted(slow));
+    Thread sleeping = threadsOfTheRun.startVirtual(() -> acquireUntilInterrupted(slow));
     while (!blockedIn(sleeping, TimeSource.SYSTEM.getClass().getName(), "sleepNanos")
         || !blockedIn(sleeping, LockSupport.class.getName(), "parkNanos")) {
       Thread.sleep(1);
@@ -127,7 +129,7 @@ public final class VirtualThreadWorker {
     Recording recording = new Recording();
     recording.enable(PINNED).withoutThreshold().withStackTrace();
     recording.start();
-    startVirtual(PinsItsCarrier::load).join();
+    threadsOfTheRun.startVirtual(PinsItsCarrier::load).join();
 
     long skippedBefore = limiter.lateTurnsSkipped();
     AtomicInteger sent = new AtomicInteger();
@@ -145,7 +147,7 @@ public final class VirtualThreadWorker {
       String path = "/" + i;
       AtomicInteger phase = new AtomicInteger(WAITING);
       phases.add(phase);
-      all.add(startVirtual(() -> {
+      all.add(threadsOfTheRun.startVirtual(() -> {
         try (Slot slot = limiter.acquire()) {
           if (phase.compareAndSet(WAITING, SENDING)) {
             turnAt[index] = slot.turnNanos();
@@ -218,6 +220,7 @@ public final class VirtualThreadWorker {
             + " pinned=%d control=%d skipped=%d%n", Runtime.version().feature(), sent.get(),
         interrupted.get(), failed.get(), alive, permits, concurrency, pinned, control, skipped);
     System.out.flush();
+    threadsOfTheRun.exitIfAnyDied();
   }
 
   private static void acquireUntilInterrupted(DestinationLimiter limiter) {
@@ -259,11 +262,6 @@ public final class VirtualThreadWorker {
       }
     }
     return false;
-  }
-
-  private static Thread startVirtual(Runnable task) throws ReflectiveOperationException {
-    return (Thread) Thread.class.getMethod("startVirtualThread", Runnable.class)
-        .invoke(null, task);
   }
 
   /**

@@ -93,7 +93,7 @@ class VirtualThreadsTest {
               + "%s%nthe child's stderr:%n%s%n", jdk, arrivals, trace.sends(), trace.turns(),
           result, trace.busiestWindow(run), errors);
 
-      assertThat(child.exitValue()).as("child exit").isZero();
+      assertThat(child.exitValue()).as("child exit; its stderr:%n%s", errors).isZero();
       assertThat(result).as("the child's report").containsKeys("pinned", "control", "sent");
       assertThat(Integer.parseInt(result.get("control")))
           .as("the deliberate pin was seen, so the count below can see one").isGreaterThan(0);
