@@ -497,6 +497,23 @@ class PostgresCursorTest {
   }
 
   @Test
+  void aHoldPollIntervalOutsideItsRangeIsRefusedByName() {
+    PostgresCursorConfig.Builder config = PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl());
+    assertThat(config.build().holdPollInterval()).isEqualTo(Duration.ofMillis(100));
+    for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofMillis(9),
+        Duration.ofMillis(10_001), Duration.ofMillis(-100)}) {
+      assertThatThrownBy(() -> config.holdPollInterval(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("holdPollInterval")
+          .hasMessageContaining(String.valueOf(bad));
+    }
+    assertThat(config.holdPollInterval(Duration.ofMillis(10)).build().holdPollInterval())
+        .isEqualTo(Duration.ofMillis(10));
+    assertThat(config.holdPollInterval(Duration.ofSeconds(10)).build().holdPollInterval())
+        .isEqualTo(Duration.ofSeconds(10));
+  }
+
+  @Test
   void badIdentifiersAreRefusedBeforeAnySql() {
     assertThatThrownBy(() -> TableLayout.djangoCache("x; drop table y"))
         .isInstanceOf(IllegalArgumentException.class)
