@@ -38,7 +38,13 @@ import org.slf4j.LoggerFactory;
  * <p>One dedicated autocommit connection per cursor, and so per process if the process makes one
  * cursor: never the caller's connection or transaction, because a reservation inside a caller's
  * transaction would hold the cursor row's lock until that transaction commits and stall the whole
- * fleet. Threads take turns on the connection; a reservation holds it for one round trip.
+ * fleet. Threads take turns on the connection; a reservation holds it for one round trip. Nothing
+ * else of the process runs on it, however rare: a turn is computed when its statement runs, so a
+ * reservation queued behind someone else's slower statement gets a later turn than it asked for,
+ * and its request leaves late. The {@link HoldListener} keeps a second connection, started at the
+ * first {@link #listen}: it waits on it for notifications, which would hold reservations back for
+ * each wait, and a {@code LISTEN} belongs to a server session, which behind a transaction pooler
+ * this connection is not.
  *
  * <p><b>Reservations waiting together share a round trip.</b> Plain reservations ({@link #reserve}
  * and {@link #tryReserve}) that queue for the connection are made together by whichever of them
@@ -312,7 +318,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       }
       if (holdListener == null) {
         holdListener = new HoldListener(sql, policy,
-            () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos()),
+            () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos(),
+                PostgresCursorConfig.LISTENER_CONNECTION),
             LISTENER_PROBE_EVERY, config.operationTimeout(), config.holdPollInterval());
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
@@ -905,7 +912,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   private Connection openConnection(long connectTimeoutNanos) throws SQLException {
-    return config.openConnection(connectTimeoutNanos);
+    return config.openConnection(connectTimeoutNanos, PostgresCursorConfig.CURSOR_CONNECTION);
   }
 
   private static void closeQuietly(Connection c) {

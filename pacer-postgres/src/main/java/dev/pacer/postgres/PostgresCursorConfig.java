@@ -41,6 +41,14 @@ import javax.sql.DataSource;
  *       notifications do not reach it (behind a pooler, or where its own does not come back).
  *       Directly connected it listens, and this costs nothing.
  * </ul>
+ *
+ * <p><b>Each connection says what it is for.</b> Unless the properties name an {@code
+ * ApplicationName}, each connection opened from a URL is named for its purpose, so that {@code
+ * pg_stat_activity} tells an operator which of a process's connections is which, and what to
+ * count against {@code max_connections}: {@value #CURSOR_CONNECTION} (the cursor's reservations),
+ * {@value #LISTENER_CONNECTION} (the {@link HoldListener}'s {@code LISTEN}) and {@value
+ * #SLOTS_CONNECTION} ({@link PostgresFleetSlots}). Named properties are the caller's choice and
+ * name every connection alike.
  */
 public final class PostgresCursorConfig {
 
@@ -52,6 +60,13 @@ public final class PostgresCursorConfig {
   private static final long LEAST_HOLD_POLL_MILLIS = 10;
   /** Above this, a pause reaches the other processes after most turns it should have held. */
   private static final long MOST_HOLD_POLL_MILLIS = 10_000;
+
+  /** The application name of a cursor's reservation connection, unless the properties name one. */
+  public static final String CURSOR_CONNECTION = "pacer-cursor";
+  /** The application name of a cursor's listener connection, unless the properties name one. */
+  public static final String LISTENER_CONNECTION = "pacer-listener";
+  /** The application name of the fleet slots' connection, unless the properties name one. */
+  public static final String SLOTS_CONNECTION = "pacer-slots";
 
   private final String jdbcUrl;
   private final Properties properties;
@@ -142,9 +157,11 @@ public final class PostgresCursorConfig {
   /**
    * A new connection to the configured database (or one borrowed from its data source), with
    * connecting, logging in and each socket read bounded by {@code connectTimeoutNanos} unless the
-   * properties say otherwise: the cursor's session and the fleet slots' session open theirs here.
+   * properties say otherwise, named {@code applicationName} unless they name it: the cursor's
+   * session and the fleet slots' session open theirs here.
    */
-  Connection openConnection(long connectTimeoutNanos) throws SQLException {
+  Connection openConnection(long connectTimeoutNanos, String applicationName)
+      throws SQLException {
     if (dataSource != null) {
       return dataSource.getConnection();
     }
@@ -156,7 +173,7 @@ public final class PostgresCursorConfig {
     props.putIfAbsent("loginTimeout", wholeSeconds);
     props.putIfAbsent("socketTimeout", wholeSeconds);
     props.putIfAbsent("tcpKeepAlive", "true");
-    props.putIfAbsent("ApplicationName", "pacer");
+    props.putIfAbsent("ApplicationName", applicationName);
     Connection c = new org.postgresql.Driver().connect(jdbcUrl, props);
     if (c == null) {
       throw new SQLException("not a PostgreSQL JDBC URL: " + JdbcUrls.redact(jdbcUrl));
@@ -169,8 +186,9 @@ public final class PostgresCursorConfig {
    * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read
    * is bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
    */
-  ServerSession.Probed openProbed(long connectTimeoutNanos) throws SQLException {
-    Connection c = openConnection(connectTimeoutNanos);
+  ServerSession.Probed openProbed(long connectTimeoutNanos, String applicationName)
+      throws SQLException {
+    Connection c = openConnection(connectTimeoutNanos, applicationName);
     try {
       c.setNetworkTimeout(Runnable::run,
           (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeoutNanos / 1_000_000)));

@@ -43,10 +43,13 @@ import org.slf4j.LoggerFactory;
  * on without its slot (the CLI's dispatch slots) whether it may still count on it.
  *
  * <p><b>Its own connection.</b> The slots keep one connection of their own ({@link
- * KeptConnection}), under the database's {@link OutagePolicy}, shared with the cursor. Polls for a
- * slot come from every waiting thread at up to 200 a second each; on the cursor's connection they
- * would queue in front of reservations and make turns late. One more connection per process is
- * the price, and only for a process that has a capped destination.
+ * KeptConnection}), under the database's {@link OutagePolicy}, shared with the cursor, opened at
+ * the first take. Polls for a slot come from every waiting thread at up to 200 a second each; on
+ * the cursor's connection they would queue in front of reservations and make turns late. Nor do
+ * they share the caller's other connections: a renewal is bounded by the operation timeout so that
+ * a lease is renewed well within itself, and queued behind statements with wider bounds it could
+ * lapse while its holder still runs. One more connection per process is the price, and only for a
+ * process that takes slots; every holder in the process shares it, whatever its slots are for.
  *
  * <p><b>Every statement may be made twice.</b> A take names itself by a token chosen before it
  * is made, and a take made again with that token (its first answer lost with the connection after
@@ -343,7 +346,8 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   }
 
   private Connection openSession() throws SQLException {
-    Connection fresh = config.openConnection(config.operationTimeout().toNanos());
+    Connection fresh = config.openConnection(config.operationTimeout().toNanos(),
+        PostgresCursorConfig.SLOTS_CONNECTION);
     try {
       fresh.setAutoCommit(true);
       fresh.setNetworkTimeout(Runnable::run, timeoutMillis);

@@ -115,7 +115,6 @@ public class PacerAutoConfiguration {
       if (own.getPassword() != null) {
         props.setProperty("password", own.getPassword());
       }
-      props.setProperty("ApplicationName", "pacer-cursor");
       try {
         return PostgresCursorConfig.forUrl(own.getUrl(), props);
       } catch (IllegalArgumentException e) {

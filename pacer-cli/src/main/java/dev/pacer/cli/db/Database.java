@@ -28,6 +28,10 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Database {
 
   private static final Duration STORE_READ_TIMEOUT = Duration.ofSeconds(10);
+  /** The application name of the work store's connections. */
+  private static final String STORE_CONNECTION = "pacer-store";
+  /** The application name of the outage policy's probe at a retry boundary. */
+  private static final String PROBE_CONNECTION = "pacer-probe";
   /** SQLSTATE read_only_sql_transaction. */
   private static final String READ_ONLY = "25006";
 
@@ -111,9 +115,7 @@ public final class Database {
   }
 
   private PostgresCursorConfig.Builder cursorConfig() {
-    Properties props = new Properties();
-    props.setProperty("ApplicationName", "pacer-cursor");
-    return PostgresCursorConfig.forUrl(url, props).outagePolicy(policy)
+    return PostgresCursorConfig.forUrl(url, new Properties()).outagePolicy(policy)
         .layout(cursorPlace.tableLayout());
   }
 
@@ -132,7 +134,7 @@ public final class Database {
    * ServerSession#probe}), behind which no statement is named on it.
    */
   private Connection openForWork() throws SQLException {
-    return probed(connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer"));
+    return probed(connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), STORE_CONNECTION));
   }
 
   /**
@@ -141,7 +143,7 @@ public final class Database {
    * is used.
    */
   private Connection openForRecords() throws SQLException {
-    Connection c = connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), "pacer");
+    Connection c = connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), STORE_CONNECTION);
     try (Statement s = c.createStatement()) {
       if (ServerSession.probe(c) == ServerSession.OWN) {
         s.execute("SET synchronous_commit = off");
@@ -170,7 +172,7 @@ public final class Database {
    * the outage at every boundary, for the next write to begin it again, with a WARN each time.
    */
   private void probe() throws SQLException {
-    try (Connection c = connect(1, 1, "pacer-probe");
+    try (Connection c = connect(1, 1, PROBE_CONNECTION);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SHOW transaction_read_only")) {
       if (r.next() && "on".equals(r.getString(1))) {
