@@ -143,58 +143,57 @@ final class JobRun {
     List<RobotsStore.HostReport> robots = List.of();
     RobotsStore.Counts robotsCounts = null;
     double elapsed;
-    try (RequestLog requestLog = new RequestLog(database)) {
-      Instant runStart = requestLog.databaseNow();
-      Progress bar = Progress.startIfInteractive(state, jobName, settings.runId(), out, progress);
-      try {
-        Ended ended = processes > 0 ? conveyor(database, settings, processes, timeLimit)
-            : pooled(database, settings);
-        halted = ended.halted();
-        timedOut = ended.timedOut();
-      } finally {
-        if (bar != null) {
-          bar.close();
-        }
+    RequestLog requestLog = state.requestLog();
+    Instant runStart = requestLog.databaseNow();
+    Progress bar = Progress.startIfInteractive(state, jobName, settings.runId(), out, progress);
+    try {
+      Ended ended = processes > 0 ? conveyor(database, settings, processes, timeLimit)
+          : pooled(database, settings);
+      halted = ended.halted();
+      timedOut = ended.timedOut();
+    } finally {
+      if (bar != null) {
+        bar.close();
       }
-      elapsed = (System.nanoTime() - started) / 1e9;
-      // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
-      // rather than end an hours-long run without its summary.
-      for (int attempt = 1; counts == null; attempt++) {
-        try {
-          if (settings.perHost()) {
-            // An item in flight when its host was passed over came back pending, out of reach.
-            state.frontier().deferPassedOver(jobName);
-          }
-          counts = state.items().counts(jobName);
-          limiter = state.workers().workers(settings.runId(), 0).stream()
-              .map(WorkerStore.WorkerRow::limiter)
-              .reduce(LimiterFigures.NONE, LimiterFigures::plus);
-          if (settings.perHost()) {
-            door = requestLog.jobSince(jobName, runStart);
-            busiestHost = requestLog.busiestHost(jobName, runStart);
-            lockedOut = state.frontier().lockedOutHosts(jobName);
-            passedOver = state.hosts().passedOver(jobName, PASSED_OVER_HOSTS_SHOWN);
-            if (settings.robots()) {
-              robots = state.robots().report(jobName, ROBOTS_HOSTS_SHOWN + 1);
-              robotsCounts = state.robots().counts(jobName);
-            }
-          } else {
-            door = requestLog.destinationSince(settings.destination().name(), runStart);
-          }
-          // A trip open now was recorded during this run (an open trip refuses a run at its
-          // start): by this process, one of its workers, or an invocation cooperating on the job.
-          tripped = state.trips().openTrip(jobName);
-        } catch (SQLException e) {
-          counts = null;
-          if (attempt == 120) {
-            throw e;
-          }
-          if (attempt == 1) {
-            err.println("pacer: waiting for PostgreSQL to report the job's final state: "
-                + database.describe(e));
-          }
-          Thread.sleep(1000);
+    }
+    elapsed = (System.nanoTime() - started) / 1e9;
+    // The work state is in PostgreSQL: if it is away just now, wait for it (up to 2 minutes)
+    // rather than end an hours-long run without its summary.
+    for (int attempt = 1; counts == null; attempt++) {
+      try {
+        if (settings.perHost()) {
+          // An item in flight when its host was passed over came back pending, out of reach.
+          state.frontier().deferPassedOver(jobName);
         }
+        counts = state.items().counts(jobName);
+        limiter = state.workers().workers(settings.runId(), 0).stream()
+            .map(WorkerStore.WorkerRow::limiter)
+            .reduce(LimiterFigures.NONE, LimiterFigures::plus);
+        if (settings.perHost()) {
+          door = requestLog.jobSince(jobName, runStart);
+          busiestHost = requestLog.busiestHost(jobName, runStart);
+          lockedOut = state.frontier().lockedOutHosts(jobName);
+          passedOver = state.hosts().passedOver(jobName, PASSED_OVER_HOSTS_SHOWN);
+          if (settings.robots()) {
+            robots = state.robots().report(jobName, ROBOTS_HOSTS_SHOWN + 1);
+            robotsCounts = state.robots().counts(jobName);
+          }
+        } else {
+          door = requestLog.destinationSince(settings.destination().name(), runStart);
+        }
+        // A trip open now was recorded during this run (an open trip refuses a run at its
+        // start): by this process, one of its workers, or an invocation cooperating on the job.
+        tripped = state.trips().openTrip(jobName);
+      } catch (SQLException e) {
+        counts = null;
+        if (attempt == 120) {
+          throw e;
+        }
+        if (attempt == 1) {
+          err.println("pacer: waiting for PostgreSQL to report the job's final state: "
+              + database.describe(e));
+        }
+        Thread.sleep(1000);
       }
     }
     if (tripped.isPresent()) {

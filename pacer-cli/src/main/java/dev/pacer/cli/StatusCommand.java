@@ -63,8 +63,8 @@ public final class StatusCommand implements Callable<Integer> {
     RunOptions.require(lastSeconds > 0 && lastSeconds <= 86_400,
         "--last must be more than 0 and at most 86400 seconds, got " + HostReport.number(lastSeconds));
     CursorPlace cursorPlace = cursorOptions.place();
-    try (WorkState store = dbOptions.connect(cursorPlace);
-        RequestLog requestLog = new RequestLog(store.database())) {
+    try (WorkState store = dbOptions.connect(cursorPlace)) {
+      RequestLog requestLog = store.requestLog();
       out.println("Database: " + store.database().redactedUrl());
       out.println();
       List<JobStore.JobRow> jobs = store.jobs().jobs(job);

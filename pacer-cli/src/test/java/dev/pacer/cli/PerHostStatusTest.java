@@ -47,8 +47,8 @@ class PerHostStatusTest {
         urls.add("http://" + h + "/" + i);
       }
     });
-    try (WorkState state = new WorkState(new Database(TestDatabase.jdbcUrl()));
-        RequestLog log = new RequestLog(new Database(TestDatabase.jdbcUrl()))) {
+    try (WorkState state = new WorkState(new Database(TestDatabase.jdbcUrl()))) {
+      RequestLog log = state.requestLog();
       state.ensureSchema();
       state.jobs().enqueue(UUID.randomUUID().toString(), job, RunOptions.perHostName(job), 1, urls);
       state.frontier().plan(job, ceilings);

@@ -24,8 +24,15 @@ import java.util.UUID;
  * host the offset is about zero, across hosts it removes their clock skew (to within half a round
  * trip). Rows are appended in batches, so recording costs one statement per heartbeat, not one per
  * request.
+ *
+ * <p>The log has no connection of its own: it is a part of the work state ({@link
+ * WorkState#requestLog}) and runs on its connections. Its statements are few (an append per
+ * heartbeat, a clock reading a minute, the figures once at a run's end) and short, so beside a
+ * worker's claims they queue for milliseconds, and a connection of their own would be one more
+ * server backend per process for nothing. A clock reading is timed from inside its call, after the
+ * connection is taken, so waiting for one does not skew the offset.
  */
-public final class RequestLog implements AutoCloseable {
+public final class RequestLog {
 
   /** One request, stamped on the database's clock. */
   public record Sent(String destination, String job, String worker, long sentEpochMicros,
@@ -65,8 +72,8 @@ public final class RequestLog implements AutoCloseable {
 
   private final StoreConnection connection;
 
-  public RequestLog(Database database) {
-    this.connection = new StoreConnection(database);
+  RequestLog(StoreConnection connection) {
+    this.connection = connection;
   }
 
   /**
@@ -302,10 +309,5 @@ public final class RequestLog implements AutoCloseable {
 
   private static long epochMicros(Instant t) {
     return t.getEpochSecond() * 1_000_000L + t.getNano() / 1000;
-  }
-
-  @Override
-  public void close() {
-    connection.close();
   }
 }

@@ -168,6 +168,7 @@ public final class WorkState implements AutoCloseable {
   private final FrontierStore frontier;
   private final RobotsStore robots;
   private final HostStatus hosts;
+  private final RequestLog requestLog;
 
   /** The work state on one connection: for a command that makes one call at a time. */
   public WorkState(Database database) {
@@ -193,6 +194,7 @@ public final class WorkState implements AutoCloseable {
     this.frontier = new FrontierStore(connection, connection.database().cursorPlace());
     this.robots = new RobotsStore(connection, connection.database().cursorPlace());
     this.hosts = new HostStatus(connection, connection.database().cursorPlace());
+    this.requestLog = new RequestLog(connection);
   }
 
   public Database database() {
@@ -257,6 +259,11 @@ public final class WorkState implements AutoCloseable {
 
   public HostStatus hosts() {
     return hosts;
+  }
+
+  /** The request log, on this work state's connections. */
+  public RequestLog requestLog() {
+    return requestLog;
   }
 
   /**

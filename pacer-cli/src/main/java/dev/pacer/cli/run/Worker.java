@@ -72,6 +72,13 @@ import org.slf4j.LoggerFactory;
  * run.
  * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
  * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
+ *
+ * <p><b>Connections.</b> A worker holds the work state's ({@link #storeConnections}, the request
+ * log's statements among theirs: they are few and short), the cursor's reservation connection and
+ * its listener's (each its own, see {@link PostgresCursor} and {@code HoldListener}), and the
+ * fleet slots' (the dispatch slot and any fleet cap's slots, see {@link PostgresFleetSlots}); the
+ * outage policy's probe connects only at a retry boundary, for a moment. docs/operations.md counts
+ * them for sizing {@code max_connections}.
  */
 public final class Worker {
 
@@ -164,7 +171,7 @@ public final class Worker {
     if (cursor instanceof PostgresCursor pg) {
       pg.connect(STARTUP_CONNECT);
     }
-    requestLog = new RequestLog(database);
+    requestLog = store.requestLog();
     recorder = new RequestRecorder(requestLog,
         settings.perHost() ? null : settings.destination().name(), settings.job(), workerId);
     try {
@@ -286,7 +293,6 @@ public final class Worker {
       }
       fleetSlots.ifPresent(PostgresFleetSlots::close);
       store.close();
-      requestLog.close();
     }
   }
 
@@ -294,11 +300,12 @@ public final class Worker {
    * The work-state connections a worker may open. With one destination, two: the fetch threads'
    * claims and records are statements shared by every thread waiting ({@link
    * ItemStore#recordAndClaim}), one at a time, and the other connection serves the rest (a failure
-   * or a throttle recorded, an item released, the heartbeat). Per host each claim is a round trip
-   * of its own ({@link FrontierStore}): one for every two fetch threads, up to 8, since each thread
-   * spends a round trip claiming and one recording around every request, so half the threads at
-   * once is the most that can want one; beyond 8, two cores' worth of PostgreSQL backends only
-   * take turns. They are opened before the start line (see {@code StoreConnection#openAll}).
+   * or a throttle recorded, an item released, the heartbeat, the request log's appends). Per host
+   * each claim is a round trip of its own ({@link FrontierStore}): one for every two fetch
+   * threads, up to 8, since each thread spends a round trip claiming and one recording around
+   * every request, so half the threads at once is the most that can want one; beyond 8, two
+   * cores' worth of PostgreSQL backends only take turns. They are opened before the start line
+   * (see {@code StoreConnection#openAll}).
    */
   static int storeConnections(int threads, boolean perHost) {
     return perHost ? Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2)) : 2;

@@ -250,20 +250,19 @@ class LostAnswerTest {
 
   @Test
   void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
-    try (RequestLog log = new RequestLog(store.database())) {
-      log.clockOffsetMicros();
-      proxy.loseTheAnswerTo("INSERT INTO pacer_request");
-      long now = System.currentTimeMillis() * 1000;
-      List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
-          new RequestLog.Sent("a", job, "w1", now + 100_000, 0, 0, 200));
-      UUID batch = UUID.randomUUID();
-      log.append(batch, sent);
-      assertThat(proxy.answersLost()).isEqualTo(1);
-      assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?"))
-          .as("each request logged once").isEqualTo(2);
-      log.append(batch, sent); // as the worker's next flush would, had the call failed
-      assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?")).isEqualTo(2);
-    }
+    RequestLog log = store.requestLog();
+    log.clockOffsetMicros();
+    proxy.loseTheAnswerTo("INSERT INTO pacer_request");
+    long now = System.currentTimeMillis() * 1000;
+    List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
+        new RequestLog.Sent("a", job, "w1", now + 100_000, 0, 0, 200));
+    UUID batch = UUID.randomUUID();
+    log.append(batch, sent);
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?"))
+        .as("each request logged once").isEqualTo(2);
+    log.append(batch, sent); // as the worker's next flush would, had the call failed
+    assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?")).isEqualTo(2);
   }
 
   @Test

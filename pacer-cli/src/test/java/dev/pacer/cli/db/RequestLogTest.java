@@ -18,22 +18,22 @@ class RequestLogTest {
 
   private static final AtomicInteger UNIQUE = new AtomicInteger();
   private static final long T0 = 1_900_000_000_000_000L; // microseconds since the epoch
+  private WorkState store;
   private RequestLog log;
   private String destination;
 
   @BeforeEach
   void open() throws Exception {
     Database database = new Database(TestDatabase.jdbcUrl());
-    try (WorkState store = new WorkState(database)) {
-      store.ensureSchema();
-    }
-    log = new RequestLog(database);
+    store = new WorkState(database);
+    store.ensureSchema();
+    log = store.requestLog();
     destination = "door-" + ProcessHandle.current().pid() + "-" + UNIQUE.incrementAndGet();
   }
 
   @AfterEach
   void close() {
-    log.close();
+    store.close();
   }
 
   private RequestLog.Sent sent(String job, long atMicros, long latenessMicros) {
