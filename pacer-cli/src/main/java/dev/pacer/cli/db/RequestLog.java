@@ -109,7 +109,9 @@ public final class RequestLog {
    * worker. Made again with the same batch (its answer lost after it committed), it appends
    * nothing: a request logged twice would show the door a busier window than it saw. Only the
    * worker's last batch is remembered, so a worker appends its next batch only once this one is
-   * appended.
+   * appended. Committed durably whatever the session's commit mode (a worker's commits
+   * asynchronously, see {@link StoreConnection}): the rows are what the door figures judge the
+   * ceiling by, and rows a server crash forgot would show the door a quieter window than it saw.
    *
    * @throws IllegalArgumentException if the requests are not all of one worker
    */
@@ -139,7 +141,7 @@ public final class RequestLog {
       hops[i] = r.hop();
       statuses[i] = r.status() < 0 ? null : r.status();
     }
-    connection.call(c -> {
+    connection.durableTransaction(c -> {
       try (PreparedStatement s = c.prepareStatement("WITH mark AS (INSERT INTO"
           + " pacer_request_batch AS b (worker, batch) VALUES (?, ?) ON CONFLICT (worker)"
           + " DO UPDATE SET batch = excluded.batch WHERE b.batch <> excluded.batch RETURNING 1)"

@@ -29,8 +29,8 @@ import java.util.List;
  * forget is the last few hundred milliseconds of claims, records and lease extensions; their items
  * are pending again (or still leased, until the lease lapses) and are fetched again, never lost.
  * (The embedded database runs its whole server so.) What someone acts on is committed durably
- * whatever the session's mode: an enqueue, a trip and its acknowledgement ({@link
- * #durableTransaction}, {@link #commitDurably}).
+ * whatever the session's mode: an enqueue, a trip and its acknowledgement, the request log's rows
+ * ({@link #durableTransaction}, {@link #commitDurably}).
  *
  * <p><b>Made twice, or at most once.</b> A statement whose answer was lost with the connection
  * after it committed is made again: by {@link #call} in the same call (see {@link
