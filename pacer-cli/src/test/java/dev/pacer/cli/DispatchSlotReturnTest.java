@@ -2,11 +2,14 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.FleetSlots;
+import dev.pacer.TimeSource;
 import dev.pacer.Timeline;
 import dev.pacer.cli.run.DispatchSlot;
+import dev.pacer.postgres.OutagePolicy;
+import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.RestartablePostgres;
-import dev.pacer.postgres.TcpProxy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,6 +17,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -25,18 +29,24 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Three pooled runs of one destination, two dispatch slots between them, so one run waits for a
- * slot from its start. PostgreSQL stops under them and comes back with their role held to two
- * connections, then free. Which runners take the slots again is a race; here the path of one
- * runner that held a slot stays silent (a TCP proxy) until the other two hold both, so that it is
- * the one to find them all taken. It waits for one, as it did at its start: every run finishes its
- * own job, and the destination never sees more than the ceiling.
+ * slot from its start. PostgreSQL stops under them and comes back with their role shut out, then
+ * held to two connections, then free. While the runners are shut out, the two slots' leases run
+ * out and this test takes both, so that every runner that held a slot finds them all taken when
+ * it is back: each waits for one, as at its start, and fetches nothing meanwhile. The test gives
+ * its slots back one at a time; the runners take them, every run finishes its own job, and the
+ * destination never sees more than the ceiling.
  */
 class DispatchSlotReturnTest {
 
   private static final int RATE = 10;
   private static final int ITEMS = 60;
+  private static final int MAX_DISPATCHES = 2;
   private static final long SECOND = 1_000_000_000L;
   private static final String ROLE = "pacer_runner";
+  private static final String LOST = "Lost the dispatch slot of destination slots";
+  private static final String WAITING =
+      "dispatch slots of destination slots are taken; waiting for one";
+  private static final String HOLDING = "Holding dispatch slot";
   private static final List<String> JOBS = List.of("slots-a", "slots-b", "slots-c");
 
   @TempDir Path dir;
@@ -47,17 +57,14 @@ class DispatchSlotReturnTest {
         TestDestination destination = new TestDestination()) {
       administer(postgres, "CREATE ROLE " + ROLE + " LOGIN",
           "GRANT CREATE, USAGE ON SCHEMA public TO " + ROLE);
-      List<TcpProxy> paths = new ArrayList<>();
       List<Process> runs = new ArrayList<>();
       for (String job : JOBS) {
-        TcpProxy path = new TcpProxy(postgres.port());
-        paths.add(path);
         Path input = Files.write(dir.resolve(job + ".txt"),
             destination.items("/" + job + "/", ITEMS));
         runs.add(Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
             "fetch", input.toString(), "--job", job, "--destination", "slots",
-            "--db", "jdbc:postgresql://127.0.0.1:" + path.port() + "/postgres?user=" + ROLE,
-            "--rate", String.valueOf(RATE), "--max-dispatches", "2",
+            "--db", "jdbc:postgresql://127.0.0.1:" + postgres.port() + "/postgres?user=" + ROLE,
+            "--rate", String.valueOf(RATE), "--max-dispatches", String.valueOf(MAX_DISPATCHES),
             "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
             "--lease-seconds", "20"));
       }
@@ -66,20 +73,30 @@ class DispatchSlotReturnTest {
         Thread.sleep(4_000);
         assertThat(openItems(postgres)).as("every run has items open at the outage").allMatch(
             open -> open > 0);
-        List<Integer> holders = runnersHoldingASlot();
-        assertThat(holders).as("runners holding a slot").hasSize(2);
-        TcpProxy lastBack = paths.get(holders.get(1));
-        lastBack.blackhole();
-        administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT 2");
+        List<Integer> holders = runnersHolding(1);
+        assertThat(holders).as("runners holding a slot").hasSize(MAX_DISPATCHES);
+        administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT 0");
         postgres.stopImmediately();
         Thread.sleep(4_000);
         postgres.start();
-        Thread.sleep(8_000);
-        administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT -1");
-        awaitSlotsHeld(postgres, 2);
-        lastBack.restore();
 
-        int lastBackRun = holders.get(1);
+        try (PostgresFleetSlots test = testsOwnSlots(postgres)) {
+          List<FleetSlots.Lease> taken = takeEverySlot(test);
+          administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT 2");
+          Thread.sleep(4_000);
+          administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT -1");
+          for (int holder : holders) {
+            awaitLogged(holder, LOST, WAITING);
+          }
+          int before = destination.arrivals().size();
+          Thread.sleep(2_000);
+          assertThat(destination.arrivals()).as("requests while this test holds every slot")
+              .hasSize(before);
+
+          taken.get(0).giveBack();
+          awaitRunnersHolding(2, 1);
+        }
+
         for (int i = 0; i < runs.size(); i++) {
           String job = JOBS.get(i);
           Process run = runs.get(i);
@@ -92,16 +109,9 @@ class DispatchSlotReturnTest {
           String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
           assertThat(out[out.length - 1]).as(job)
               .contains("\"done\":" + ITEMS, "\"pending\":0", "\"failed\":0");
-          if (i == lastBackRun) {
-            assertThat(err).as("%s, back last, found every slot taken", job)
-                .contains("dispatch slots of destination slots are taken; waiting for one");
-          }
         }
       } finally {
         runs.forEach(Process::destroyForcibly);
-        for (TcpProxy path : paths) {
-          path.close();
-        }
       }
 
       List<TestDestination.Arrival> arrivals = destination.arrivals();
@@ -115,6 +125,60 @@ class DispatchSlotReturnTest {
     }
   }
 
+  /** Fleet slots of this test's own, as the server's superuser, whom no role limit holds. */
+  private static PostgresFleetSlots testsOwnSlots(RestartablePostgres postgres) {
+    OutagePolicy policy = new OutagePolicy("test", Duration.ofSeconds(1), TimeSource.SYSTEM,
+        OutagePolicy.Scheduler.none(), () -> { });
+    return new PostgresFleetSlots(PostgresCursorConfig.forUrl(postgres.jdbcUrl()).build(),
+        policy, "test", PostgresFleetSlots.DEFAULT_LEASE);
+  }
+
+  /**
+   * Takes every dispatch slot of the destination as soon as the runners' leases run out: none of
+   * them can reach PostgreSQL to renew or take one meanwhile.
+   */
+  private static List<FleetSlots.Lease> takeEverySlot(PostgresFleetSlots slots)
+      throws InterruptedException {
+    List<FleetSlots.Lease> taken = new ArrayList<>();
+    long deadline = System.nanoTime() + 30 * SECOND;
+    while (taken.size() < MAX_DISPATCHES) {
+      FleetSlots.Claim claim = slots.tryTake(DispatchSlot.key("slots"), MAX_DISPATCHES);
+      if (claim.outcome() == FleetSlots.Claim.Outcome.TAKEN) {
+        taken.add(claim.lease());
+      } else {
+        assertThat(System.nanoTime()).as("every dispatch slot taken by this test within 30 s")
+            .isLessThan(deadline);
+        Thread.sleep(50);
+      }
+    }
+    return taken;
+  }
+
+  /** Waits until run {@code run} has logged {@code first} and, after it, {@code then}. */
+  private void awaitLogged(int run, String first, String then) throws Exception {
+    long deadline = System.nanoTime() + 30 * SECOND;
+    while (true) {
+      String err = Files.readString(dir.resolve(JOBS.get(run) + ".err"));
+      int at = err.indexOf(first);
+      if (at >= 0 && err.indexOf(then, at) >= 0) {
+        return;
+      }
+      assertThat(System.nanoTime()).as("%s logged \"%s\" and then \"%s\" within 30 s: %s",
+          JOBS.get(run), first, then, err).isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
+  /** Waits until {@code n} runs have said {@code times} times that they hold a dispatch slot. */
+  private void awaitRunnersHolding(int times, int n) throws Exception {
+    long deadline = System.nanoTime() + 30 * SECOND;
+    while (runnersHolding(times).size() < n) {
+      assertThat(System.nanoTime()).as("%d run(s) holding a dispatch slot again within 30 s", n)
+          .isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
   private static void awaitArrivals(TestDestination destination, int n)
       throws InterruptedException {
     long deadline = System.nanoTime() + 60 * SECOND;
@@ -124,34 +188,16 @@ class DispatchSlotReturnTest {
     }
   }
 
-  /** The runs (indexes into {@link #JOBS}) that have said they hold a dispatch slot. */
-  private List<Integer> runnersHoldingASlot() throws IOException {
+  /** The runs (indexes into {@link #JOBS}) that have said {@code times} times they hold a slot. */
+  private List<Integer> runnersHolding(int times) throws IOException {
     List<Integer> holders = new ArrayList<>();
     for (int i = 0; i < JOBS.size(); i++) {
       String err = Files.readString(dir.resolve(JOBS.get(i) + ".err"));
-      if (err.contains("Holding dispatch slot")) {
+      if (err.split(HOLDING, -1).length - 1 >= times) {
         holders.add(i);
       }
     }
     return holders;
-  }
-
-  /** Waits until {@code n} dispatch slots of the destination are held under live leases. */
-  private static void awaitSlotsHeld(RestartablePostgres postgres, int n) throws Exception {
-    long deadline = System.nanoTime() + 30 * SECOND;
-    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl())) {
-      while (true) {
-        int held = PostgresFleetSlots.holdings(c).stream()
-            .filter(h -> h.destination().equals(DispatchSlot.key("slots")))
-            .mapToInt(PostgresFleetSlots.Holding::slotsHeld).sum();
-        if (held >= n) {
-          return;
-        }
-        assertThat(System.nanoTime()).as("%d dispatch slots held within 30 s", n)
-            .isLessThan(deadline);
-        Thread.sleep(50);
-      }
-    }
   }
 
   /** Each job's items not yet done or failed. */
