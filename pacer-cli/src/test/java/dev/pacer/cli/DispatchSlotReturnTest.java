@@ -73,7 +73,7 @@ class DispatchSlotReturnTest {
         Thread.sleep(4_000);
         assertThat(openItems(postgres)).as("every run has items open at the outage").allMatch(
             open -> open > 0);
-        List<Integer> holders = runnersHolding(1);
+        List<Integer> holders = runnersHoldingASlot();
         assertThat(holders).as("runners holding a slot").hasSize(MAX_DISPATCHES);
         administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT 0");
         postgres.stopImmediately();
@@ -92,9 +92,11 @@ class DispatchSlotReturnTest {
           Thread.sleep(2_000);
           assertThat(destination.arrivals()).as("requests while this test holds every slot")
               .hasSize(before);
+          assertThat(slotsTakenByRunners()).as("dispatch slots the runners took, all before the"
+              + " outage").isEqualTo(MAX_DISPATCHES);
 
           taken.get(0).giveBack();
-          awaitRunnersHolding(2, 1);
+          awaitSlotsTakenByRunners(MAX_DISPATCHES + 1);
         }
 
         for (int i = 0; i < runs.size(); i++) {
@@ -169,16 +171,6 @@ class DispatchSlotReturnTest {
     }
   }
 
-  /** Waits until {@code n} runs have said {@code times} times that they hold a dispatch slot. */
-  private void awaitRunnersHolding(int times, int n) throws Exception {
-    long deadline = System.nanoTime() + 30 * SECOND;
-    while (runnersHolding(times).size() < n) {
-      assertThat(System.nanoTime()).as("%d run(s) holding a dispatch slot again within 30 s", n)
-          .isLessThan(deadline);
-      Thread.sleep(50);
-    }
-  }
-
   private static void awaitArrivals(TestDestination destination, int n)
       throws InterruptedException {
     long deadline = System.nanoTime() + 60 * SECOND;
@@ -188,12 +180,30 @@ class DispatchSlotReturnTest {
     }
   }
 
-  /** The runs (indexes into {@link #JOBS}) that have said {@code times} times they hold a slot. */
-  private List<Integer> runnersHolding(int times) throws IOException {
+  /** Waits until the runners have said {@code n} times in all that they hold a dispatch slot. */
+  private void awaitSlotsTakenByRunners(int n) throws Exception {
+    long deadline = System.nanoTime() + 30 * SECOND;
+    while (slotsTakenByRunners() < n) {
+      assertThat(System.nanoTime()).as("%d dispatch slots taken by the runners within 30 s", n)
+          .isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
+  /** How many times in all the runners have said that they hold a dispatch slot. */
+  private int slotsTakenByRunners() throws IOException {
+    int taken = 0;
+    for (String job : JOBS) {
+      taken += Files.readString(dir.resolve(job + ".err")).split(HOLDING, -1).length - 1;
+    }
+    return taken;
+  }
+
+  /** The runs (indexes into {@link #JOBS}) that have said they hold a dispatch slot. */
+  private List<Integer> runnersHoldingASlot() throws IOException {
     List<Integer> holders = new ArrayList<>();
     for (int i = 0; i < JOBS.size(); i++) {
-      String err = Files.readString(dir.resolve(JOBS.get(i) + ".err"));
-      if (err.split(HOLDING, -1).length - 1 >= times) {
+      if (Files.readString(dir.resolve(JOBS.get(i) + ".err")).contains(HOLDING)) {
         holders.add(i);
       }
     }
