@@ -122,8 +122,7 @@ class DispatchSlotReturnTest {
       assertThat(fetched).as("every item of every job fetched").hasSize(JOBS.size() * ITEMS);
       Timeline fleet = TestDestination.timeline(arrivals);
       System.out.println("dispatch slots after a messy return: " + fleet);
-      assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
-          .isLessThanOrEqualTo(RATE + 1);
+      TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
     }
   }
 

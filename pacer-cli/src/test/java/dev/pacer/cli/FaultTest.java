@@ -78,8 +78,7 @@ class FaultTest {
             + " %d requests during it%n",
         fleet, outage, attemptsDuringOutage, count(arrivals, down, up));
     System.out.println("crash: requests per second from the outage on: " + perSecond(arrivals, down));
-    assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
-        .isLessThanOrEqualTo(RATE + 1);
+    TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
     // The orchestrating process and three workers: each the attempt that noticed the outage, then
     // at most one per 5-s boundary.
     assertThat(attemptsDuringOutage).isLessThanOrEqualTo(
@@ -109,8 +108,7 @@ class FaultTest {
         .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
     System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
         + " the restore%n", fleet, during, resumed / 1e9);
-    assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
-        .isLessThanOrEqualTo(RATE + 1);
+    TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
     assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
     // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
     // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under 20 s.
@@ -142,8 +140,7 @@ class FaultTest {
     // A lost row restarts after the turns already granted (not_before: where the process last
     // saw the cursor, plus a bound on the rest of the fleet's pending turns), so the ceiling's own
     // bound holds across the truncation.
-    assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
-        .isLessThanOrEqualTo(RATE + 1);
+    TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
     assertThat(stalled).as("the hour-ahead cursor was reset, not waited for").isLessThan(5 * SECOND);
     assertThat(err).contains("ahead of the database clock");
   }

@@ -81,8 +81,7 @@ class ReadOnlyServerTest {
         System.out.printf("read-only server: %s; %d requests from 3 s after it turned read-only"
             + " until it was writable%n", fleet, during);
         assertThat(during).as("no item claimed from a read-only server").isZero();
-        assertThat(fleet.peakOneSecondWindow()).as(TestDestination.describe(arrivals))
-            .isLessThanOrEqualTo(RATE + 1);
+        TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
       } finally {
         run.destroyForcibly();
       }
