@@ -4,40 +4,20 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.BackoffScope;
 import dev.pacer.Cursor;
-import dev.pacer.CursorContract;
 import dev.pacer.Destination;
 import dev.pacer.LimiterRegistry;
-import dev.pacer.TimeSource;
-import dev.pacer.TurnClock;
-import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class KeyValueTableContractTest extends CursorContract {
+class KeyValueTableContractTest extends DatabaseCursorContract {
 
-  private static final TurnClock CLOCK = new TurnClock(TimeSource.SYSTEM);
   private static PostgresCursor cursor;
 
   @BeforeAll
   static void createDjangoCacheTable() {
     TestDatabase.createDjangoCacheTable("contract_cache");
     cursor = TestDatabase.cursor(TableLayout.djangoCache("contract_cache"), CLOCK);
-  }
-
-  @Override
-  protected TurnClock clock() {
-    return CLOCK;
-  }
-
-  @Override
-  protected Duration turnTolerance() {
-    return TestDatabase.CLOCK_MAPPING;
-  }
-
-  @Override
-  protected void settleClock() {
-    TestDatabase.settleClock(cursor, CLOCK);
   }
 
   /**

@@ -1,10 +1,6 @@
 package dev.pacer.postgres;
 
 import dev.pacer.Cursor;
-import dev.pacer.CursorContract;
-import dev.pacer.TimeSource;
-import dev.pacer.TurnClock;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -33,10 +29,8 @@ class SupportedVersionsContractTest {
     OPENED.values().forEach(PostgresCursor::close);
   }
 
-  private static final TurnClock CLOCK = new TurnClock(TimeSource.SYSTEM);
-
   /** One layout on one release. */
-  abstract static class OnRelease extends CursorContract {
+  abstract static class OnRelease extends DatabaseCursorContract {
 
     abstract String release();
 
@@ -45,21 +39,6 @@ class SupportedVersionsContractTest {
     @Override
     protected boolean recordsHolds() {
       return layout().recordsLockouts();
-    }
-
-    @Override
-    protected TurnClock clock() {
-      return CLOCK;
-    }
-
-    @Override
-    protected Duration turnTolerance() {
-      return TestDatabase.CLOCK_MAPPING;
-    }
-
-    @Override
-    protected void settleClock() {
-      TestDatabase.settleClock(cursor(), CLOCK);
     }
 
     @Override
