@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -2,7 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;

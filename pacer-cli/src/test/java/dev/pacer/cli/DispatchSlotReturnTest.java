@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.FleetSlots;
 import dev.pacer.TimeSource;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import dev.pacer.cli.run.DispatchSlot;
 import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursorConfig;

@@ -5,7 +5,7 @@ import static dev.pacer.cli.TestDestination.longestGap;
 import static dev.pacer.cli.TestDestination.perSecond;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.RestartablePostgres;
 import dev.pacer.postgres.TcpProxy;
 import java.io.IOException;

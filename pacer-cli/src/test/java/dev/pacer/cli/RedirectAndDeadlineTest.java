@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.TestDatabase;
 import java.io.IOException;
 import java.io.OutputStream;

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.pacer.ArrivalClock;
-import dev.pacer.Timeline;
-import dev.pacer.WallClockSteps;
+import dev.pacer.testing.Timeline;
+import dev.pacer.testing.WallClockSteps;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;

@@ -2,7 +2,7 @@ package dev.pacer.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -7,7 +7,7 @@ import dev.pacer.Destination;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TestDatabase;

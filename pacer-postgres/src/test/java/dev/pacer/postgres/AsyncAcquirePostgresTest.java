@@ -7,7 +7,9 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.Slot;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.Timeline;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -35,7 +37,7 @@ class AsyncAcquirePostgresTest {
    * thread (5 to 82 ms late; the connections are now opened first); the door in the sending JVM,
    * whose pauses would hold the stamps of requests already sent (it is now a JVM of its own); and
    * the door's thread waiting for a CPU behind the senders' (6 to 12 ms; see {@link
-   * Arrivals#start()}). Each request's path is built when its future is asked for, not after its
+   * Door#start()}). Each request's path is built when its future is asked for, not after its
    * turn, where its first concatenation would link ({@link VirtualThreadWorker} measured that
    * delaying the first request 8 to 17 ms). What remains at 100/s is the hand-over from the
    * completed future to the sending pool, which the limiter cannot see: beside a CPU hog, 1 of 4
@@ -82,7 +84,7 @@ class AsyncAcquirePostgresTest {
     clientThreads.prestartAllCoreThreads();
     // The requests are written on kept-alive sockets by the sending threads themselves, with no
     // hand-over to an HTTP client's own threads between the turn and the write.
-    try (Arrivals door = Arrivals.start();
+    try (Door door = Door.start();
         PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
       assertThat(cursor.connect(Duration.ofSeconds(30))).isTrue();
       DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
@@ -147,9 +149,9 @@ class AsyncAcquirePostgresTest {
           }
         }
       }
-      List<Arrivals.Arrival> run = door.arrivals().stream()
+      List<Arrival> run = door.arrivals().stream()
           .filter(a -> !a.path().equals(WARM_UP_PATH)).toList();
-      Timeline measured = new Timeline(run.stream().map(Arrivals.Arrival::nanos).toList());
+      Timeline measured = new Timeline(run.stream().map(Arrival::nanos).toList());
       long skipped = limiter.lateTurnsSkipped();
       System.out.printf("acquireAsync on PostgreSQL: at the door %s; as sent %s; turns %s; %d turns"
               + " given up as late; threads %d before, at most %d while %d futures waited (%d still"

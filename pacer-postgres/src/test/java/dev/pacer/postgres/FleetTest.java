@@ -7,7 +7,7 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;

@@ -5,12 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.LimiterRegistry;
 import dev.pacer.LimiterLookup;
+import dev.pacer.LimiterRegistry;
 import dev.pacer.LockedOutException;
 import dev.pacer.PacedHttpClient;
 import dev.pacer.Slot;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.Timeline;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.net.URI;
@@ -59,7 +61,7 @@ class HoldListenerTest {
     createIntruder();
     try (PostgresCursor a = TestDatabase.cursor(TableLayout.pacerTable());
         PostgresCursor b = TestDatabase.cursor(TableLayout.pacerTable());
-        Arrivals door = Arrivals.start();
+        Door door = Door.start();
         Connection intruder = connectAs(INTRUDER)) {
       Destination d = destination(name);
       LimiterRegistry registryA = new LimiterRegistry(a);
@@ -123,7 +125,7 @@ class HoldListenerTest {
         assertThat(flood.get()).as("forged notifications sent").isGreaterThan(forged.size() * 10);
 
         Timeline arrivals = new Timeline(door.arrivals().stream()
-            .filter(arrival -> arrival.path().equals("/r")).map(Arrivals.Arrival::nanos).toList());
+            .filter(arrival -> arrival.path().equals("/r")).map(Arrival::nanos).toList());
         System.out.printf("%d forged notifications beside a fleet at %.0f/s: at the door %s%n",
             flood.get(), RATE, arrivals);
         assertThat(arrivals.size()).as("arrivals against requests sent").isEqualTo(sent);

@@ -2,7 +2,9 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.Timeline;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
@@ -44,7 +46,7 @@ class LargerFleetOutageTest {
   @Test
   void aFleetLargerThanConfiguredHoldsTheCeilingThroughAnOutage() throws Exception {
     String destination = "larger-" + UUID.randomUUID().toString().substring(0, 8);
-    try (RestartablePostgres postgres = new RestartablePostgres(); Arrivals door = Arrivals.start()) {
+    try (RestartablePostgres postgres = new RestartablePostgres(); Door door = Door.start()) {
       List<Process> workers = new ArrayList<>();
       try {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
@@ -82,7 +84,7 @@ class LargerFleetOutageTest {
         }
 
         List<Long> turns = door.arrivals().stream().filter(a -> a.path().equals("/r"))
-            .map(Arrivals.Arrival::nanos).toList();
+            .map(Arrival::nanos).toList();
         Timeline before = new Timeline(turns.stream().filter(t -> t - down < 0).toList());
         Timeline during = new Timeline(turns.stream().filter(t -> t - down >= 0).toList());
         System.out.printf("larger fleet: %d processes, maxFetchingProcesses %d, at the door"

@@ -2,7 +2,7 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;

@@ -1,6 +1,7 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Timeline;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -46,9 +47,9 @@ final class TurnTrace {
    * and arrivals spans, and for its first and last three requests how late each was sent after
    * its turn and stamped after its send, in milliseconds.
    */
-  synchronized String busiestWindow(List<Arrivals.Arrival> arrivals) {
-    List<Arrivals.Arrival> sorted = new ArrayList<>(arrivals);
-    sorted.sort(Comparator.comparingLong(Arrivals.Arrival::nanos));
+  synchronized String busiestWindow(List<Arrival> arrivals) {
+    List<Arrival> sorted = new ArrayList<>(arrivals);
+    sorted.sort(Comparator.comparingLong(Arrival::nanos));
     int bestStart = 0;
     int bestCount = 0;
     int end = 0;
@@ -61,9 +62,9 @@ final class TurnTrace {
         bestStart = start;
       }
     }
-    List<Arrivals.Arrival> window = sorted.subList(bestStart, bestStart + bestCount);
+    List<Arrival> window = sorted.subList(bestStart, bestStart + bestCount);
     List<long[]> traced = new ArrayList<>();
-    for (Arrivals.Arrival a : window) {
+    for (Arrival a : window) {
       long[] r = sent.get(a.target());
       if (r != null) {
         traced.add(new long[] {r[0], r[1], a.nanos(), a.opened() ? 1 : 0});

@@ -3,7 +3,9 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
-import dev.pacer.Timeline;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.Timeline;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -54,7 +56,7 @@ class VirtualThreadsTest {
     Path jdk = virtualThreadJdk();
     String name = "virtual-" + UUID.randomUUID().toString().substring(0, 8);
     Path childErr = Files.createTempFile("virtual-threads", ".err");
-    try (Arrivals door = Arrivals.start()) {
+    try (Door door = Door.start()) {
       String java = jdk.resolve("bin").resolve("java").toString();
       Process child = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
           VirtualThreadWorker.class.getName(), TestDatabase.jdbcUrl(), name,
@@ -84,9 +86,9 @@ class VirtualThreadsTest {
           child.destroyForcibly();
         }
       }
-      List<Arrivals.Arrival> run = door.arrivals().stream()
+      List<Arrival> run = door.arrivals().stream()
           .filter(a -> !a.path().equals(VirtualThreadWorker.WARM_UP_PATH)).toList();
-      Timeline arrivals = new Timeline(run.stream().map(Arrivals.Arrival::nanos).toList());
+      Timeline arrivals = new Timeline(run.stream().map(Arrival::nanos).toList());
       // The child's stderr: its log, and the stack of every carrier pinned.
       String errors = Files.readString(childErr);
       System.out.printf("10,000 virtual threads on %s: at the door %s; as sent %s; turns %s; %s%n"

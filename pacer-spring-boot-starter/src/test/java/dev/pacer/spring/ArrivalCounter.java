@@ -2,7 +2,7 @@ package dev.pacer.spring;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.pacer.ArrivalClock;
-import dev.pacer.Timeline;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;

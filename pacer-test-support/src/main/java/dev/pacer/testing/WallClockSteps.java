@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.testing;
 
 import java.util.ArrayDeque;
 import java.util.Deque;

@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.testing;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -18,6 +18,40 @@ public final class Timeline {
   public Timeline(Collection<Long> instants) {
     this.instants = new ArrayList<>(instants);
     Collections.sort(this.instants);
+  }
+
+  /** The instants of {@code arrivals}. */
+  public static Timeline of(Collection<Arrival> arrivals) {
+    return new Timeline(arrivals.stream().map(Arrival::nanos).toList());
+  }
+
+  /** The instants in [{@code from}, {@code to}). */
+  public Timeline between(long from, long to) {
+    List<Long> out = new ArrayList<>();
+    for (long t : instants) {
+      if (t - from >= 0 && t - to < 0) {
+        out.add(t);
+      }
+    }
+    return new Timeline(out);
+  }
+
+  /** The timeline without its events of the first {@code seconds} after its first one. */
+  public Timeline after(double seconds) {
+    if (instants.isEmpty()) {
+      return this;
+    }
+    return new Timeline(instantsFrom(instants.get(0) + (long) (seconds * SECOND)));
+  }
+
+  /** The first instant, or 0 if there is none. */
+  public long first() {
+    return instants.isEmpty() ? 0 : instants.get(0);
+  }
+
+  /** The last instant, or 0 if there is none. */
+  public long last() {
+    return instants.isEmpty() ? 0 : instants.get(instants.size() - 1);
   }
 
   /** The instants at or after {@code from}. */
@@ -40,9 +74,9 @@ public final class Timeline {
     return instants.isEmpty() ? 0 : (instants.get(instants.size() - 1) - instants.get(0)) / 1e9;
   }
 
-  /** (events - 1) ÷ span: the rate the events were delivered at. */
+  /** (events - 1) ÷ span: the rate the events were delivered at; 0 for fewer than two. */
   public double aggregateRatePerSecond() {
-    return (instants.size() - 1) / spanSeconds();
+    return instants.size() < 2 ? 0 : (instants.size() - 1) / spanSeconds();
   }
 
   /** The most events in any half-open window [t, t + 1 s) that starts at an event. */

@@ -1,0 +1,175 @@
+package dev.pacer.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The door in a JVM of its own: a {@link DoorServer} answering {@link Answer#byPath}, started as
+ * a child process (the same {@code java}, the test's class path), so that a pause of the JVM that
+ * sends the requests (a collection, a safepoint) cannot also hold the stamps of requests already
+ * sent. {@code System.nanoTime()} is the machine's monotonic clock on Linux, so the door's
+ * instants compare with the sender's.
+ *
+ * <p>The door stands for a destination on a machine of its own, whose stamps the sender's load
+ * cannot delay. Sharing two cores with the senders, PostgreSQL and the build, its thread was
+ * measured waiting runnable 6 to 12 ms before it could read a request already sent (from {@code
+ * /proc/thread-self/schedstat} beside each stamp): at 100/s, requests 10 ms apart, that alone put
+ * one request too many into a second. So where the system allows it (as root, or with
+ * CAP_SYS_NICE) the door runs under the real-time FIFO policy, which gives it a CPU the moment a
+ * request wakes it. Where it does not, {@link #realTime()} says so and {@link FleetBounds} reports
+ * a broken upper bound as a skip naming that cause rather than as the fleet's fault.
+ *
+ * <p>The child's protocol: it prints {@code READY <port>}; each {@code REPORT} line on its stdin
+ * is answered with one {@code ARRIVAL <nanos> opened|kept <status> <worker|-> <method> <target>}
+ * line per arrival so far and {@code END}; it exits when its stdin closes.
+ */
+public final class Door implements AutoCloseable {
+
+  private static final boolean REAL_TIME_ALLOWED = realTimeAllowed();
+
+  private final Process child;
+  private final BufferedReader out;
+  private final Writer in;
+  private final Path log;
+  private final URI uri;
+
+  private Door(Process child, Path log) throws IOException {
+    this.child = child;
+    this.log = log;
+    this.out = new BufferedReader(new InputStreamReader(child.getInputStream(),
+        StandardCharsets.UTF_8));
+    this.in = new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8);
+    String ready = out.readLine();
+    if (ready == null || !ready.startsWith("READY ")) {
+      child.destroyForcibly();
+      throw new IOException("the door did not start (" + ready + "): " + Files.readString(log));
+    }
+    this.uri = URI.create("http://127.0.0.1:" + ready.substring(6) + "/");
+  }
+
+  /** Starts the door's JVM, at the real-time policy where allowed, and waits until it listens. */
+  public static Door start() throws IOException {
+    String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+    Path log = Files.createTempFile("door", ".log");
+    List<String> command = new ArrayList<>();
+    if (REAL_TIME_ALLOWED) {
+      command.addAll(List.of("chrt", "--fifo", "10"));
+    }
+    command.addAll(List.of(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+        System.getProperty("java.class.path"), Door.class.getName()));
+    Process child = new ProcessBuilder(command).redirectError(log.toFile()).start();
+    return new Door(child, log);
+  }
+
+  /** Whether {@code chrt --fifo} can start a process here: it needs root or CAP_SYS_NICE. */
+  private static boolean realTimeAllowed() {
+    try {
+      Process probe = new ProcessBuilder("chrt", "--fifo", "10", "true")
+          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+      return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** Whether the door runs at the real-time policy, as a destination of its own machine would. */
+  public boolean realTime() {
+    return REAL_TIME_ALLOWED;
+  }
+
+  public URI uri() {
+    return uri;
+  }
+
+  /** {@link #uri()} resolved against {@code path}. */
+  public String url(String path) {
+    return uri.resolve(path).toString();
+  }
+
+  /** Every arrival so far, in the order the door stamped them. */
+  public List<Arrival> arrivals() throws IOException {
+    in.write("REPORT\n");
+    in.flush();
+    List<Arrival> all = new ArrayList<>();
+    String line;
+    while ((line = out.readLine()) != null && !line.equals("END")) {
+      String[] parts = line.split(" ", 7);
+      Map<String, List<String>> headers = parts[4].equals("-") ? Map.of()
+          : Map.of(Arrival.WORKER_HEADER.toLowerCase(java.util.Locale.ROOT), List.of(parts[4]));
+      all.add(new Arrival(Long.parseLong(parts[1]),
+          new Request(parts[5], parts[6], headers, new byte[0]), parts[2].equals("opened"),
+          Integer.parseInt(parts[3])));
+    }
+    if (line == null) {
+      throw new IOException("the door's JVM ended mid-report: " + Files.readString(log));
+    }
+    return all;
+  }
+
+  /** The arrivals so far. */
+  public Timeline timeline() throws IOException {
+    return Timeline.of(arrivals());
+  }
+
+  /** The arrivals so far, but for those of {@code path} (a warm-up request's, say). */
+  public Timeline timelineWithout(String path) throws IOException {
+    return Timeline.of(arrivals().stream().filter(a -> !a.path().equals(path)).toList());
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      in.close();
+      if (!child.waitFor(10, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+      }
+    } catch (InterruptedException e) {
+      child.destroyForcibly();
+      Thread.currentThread().interrupt();
+    } finally {
+      Files.deleteIfExists(log);
+    }
+  }
+
+  /** The door itself, in its own JVM: see the class comment for its protocol. */
+  public static void main(String[] args) throws IOException {
+    try (DoorServer server = new DoorServer(Answer::byPath)) {
+      System.out.println("READY " + server.port());
+      System.out.flush();
+      BufferedReader commands = new BufferedReader(new InputStreamReader(System.in,
+          StandardCharsets.UTF_8));
+      String command;
+      while ((command = commands.readLine()) != null) {
+        if (!command.equals("REPORT")) {
+          throw new IllegalArgumentException("unknown command: " + command);
+        }
+        StringBuilder report = new StringBuilder();
+        for (Arrival a : server.arrivals()) {
+          String worker = a.worker();
+          report.append("ARRIVAL ").append(a.nanos()).append(a.opened() ? " opened " : " kept ")
+              .append(a.status()).append(' ')
+              .append(worker == null || worker.isBlank() ? "-" : worker.replace(' ', '_'))
+              .append(' ').append(a.request().method()).append(' ').append(a.target())
+              .append('\n');
+        }
+        System.out.print(report.append("END\n"));
+        System.out.flush();
+      }
+    }
+  }
+}

@@ -1,0 +1,187 @@
+package dev.pacer.testing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The bounds a fleet test holds a run to, judged at the door, at a ceiling of {@code c} per second:
+ *
+ * <ol>
+ *   <li><b>Busiest window.</b> No 1-s window, from the first arrival on, holds more than {@code
+ *       floor(c) + 1}: the turns are {@code 1/c} apart, so a window holds {@code c} of them, plus
+ *       one when a stamp's delay moves an arrival across the window's edge.
+ *   <li><b>Aggregate.</b> Over the run's steady part, {@code n} arrivals span at least {@code (n -
+ *       1)/c} less the stamp error: the arrivals of a perfect grid each stamped up to {@link
+ *       #STAMP_ERROR_SECONDS} late. At low rates this is the bound that bites: at 2/s a window may
+ *       hold 3, 1.5 times the ceiling, while 20 arrivals at 2.2/s break the aggregate.
+ *   <li><b>Delivered.</b> Over the steady part, the aggregate is at least {@link #MIN_DELIVERED}
+ *       times the rate the run should deliver (the ceiling, or the share a degraded fleet paces
+ *       at): a limiter that gives up one turn in ten delivers 0.9 of it.
+ *   <li><b>Late turns.</b> Turns given up because their taker woke too late are at most {@link
+ *       #MAX_LATE_SHARE} of the turns taken.
+ * </ol>
+ *
+ * <p>A run whose upper bound broke is reported as skipped, naming the cause, in two cases the test
+ * cannot tell from a fault of the fleet: this host's wall clock stepped forward during it ({@link
+ * WallClockSteps}: the database's clock is this host's, and a step with turns queued is a known
+ * limit, docs/reliability.md), or the door could not run at the real-time policy ({@link
+ * Door#realTime()}), so its stamps lag on a busy machine.
+ */
+public final class FleetBounds {
+
+  /**
+   * How late a request's stamp at the door may be against its turn: the sleep that ends the turn
+   * may end late, and the request has a loopback hop to make. Measured as the spread of arrivals
+   * about a perfect grid ({@link Timeline#gridSpreadSeconds}) in the fleet tests on the 2-core
+   * build machine shared with other builds (load average 6 to 9): 3.6 to 11.3 ms; 30 ms is nearly
+   * three times the largest.
+   */
+  public static final double STAMP_ERROR_SECONDS = 0.030;
+  /** Half-way between a limiter that delivers every turn and one that gives up one in ten. */
+  public static final double MIN_DELIVERED = 0.95;
+  /** The share of turns a fleet may give up as late, on a quiet or a loaded machine. */
+  public static final double MAX_LATE_SHARE = 0.01;
+
+  private static final long SECOND = 1_000_000_000L;
+
+  private final double ceiling;
+  private final String what;
+  private final boolean doorRealTime;
+
+  private FleetBounds(double ceiling, String what, boolean doorRealTime) {
+    if (!(ceiling > 0)) {
+      throw new IllegalArgumentException("ceiling " + ceiling + " is not positive");
+    }
+    this.ceiling = ceiling;
+    this.what = what;
+    this.doorRealTime = doorRealTime;
+  }
+
+  /** The bounds at {@code ceiling} per second for a run stamped by {@code door}. */
+  public static FleetBounds at(double ceiling, String what, Door door) {
+    return new FleetBounds(ceiling, what, door.realTime());
+  }
+
+  /**
+   * The bounds at {@code ceiling} per second for a run stamped by a {@link DoorServer} in the
+   * test's JVM, whose senders are other JVMs: it runs at the ordinary policy by design.
+   */
+  public static FleetBounds at(double ceiling, String what) {
+    return new FleetBounds(ceiling, what, true);
+  }
+
+  /** The most arrivals any 1-s window may hold. */
+  public int mostInAWindow() {
+    return (int) Math.floor(ceiling) + 1;
+  }
+
+  /** The highest aggregate rate {@code events} arrivals may show: see the class comment. */
+  public double mostAggregate(int events) {
+    double shortest = (events - 1) / ceiling - STAMP_ERROR_SECONDS;
+    return shortest <= 0 ? Double.POSITIVE_INFINITY : (events - 1) / shortest;
+  }
+
+  /**
+   * Asserts the upper bounds: the busiest window over all of {@code run}, the aggregate over all
+   * of it too. See {@link #assertHeld(Timeline, Timeline)}.
+   */
+  public void assertHeld(Timeline run) {
+    assertHeld(run, run);
+  }
+
+  /**
+   * Asserts the upper bounds: the busiest window over {@code run} from its first arrival, the
+   * aggregate over {@code steady} (the part of the run in which every member asks without pause,
+   * of at least three arrivals).
+   */
+  public void assertHeld(Timeline run, Timeline steady) {
+    String figures = figures(run, steady);
+    System.out.println(what + ": " + figures);
+    assertThat(steady.size()).as("%s: arrivals in the steady part, %s", what, figures)
+        .isGreaterThanOrEqualTo(3);
+    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
+    boolean aggregateHeld = steady.aggregateRatePerSecond() <= mostAggregate(steady.size());
+    if (!windowHeld || !aggregateHeld) {
+      long step = WallClockSteps.get().largestStepBetween(run.first() - 10 * SECOND, run.last());
+      assumeTrue(step == 0, String.format(Locale.ROOT, "%s: this host's wall clock stepped %.0f ms"
+          + " forward during the run, and an upper bound broke: %s", what, step / 1e6, figures));
+      assumeTrue(doorRealTime, what + ": the door could not run at the real-time policy (chrt"
+          + " --fifo needs root or CAP_SYS_NICE), and an upper bound broke: " + figures);
+    }
+    assertThat(run.peakOneSecondWindow()).as("%s: busiest 1-s window, %s", what, figures)
+        .isLessThanOrEqualTo(mostInAWindow());
+    assertThat(steady.aggregateRatePerSecond()).as("%s: aggregate rate, %s", what, figures)
+        .isLessThanOrEqualTo(mostAggregate(steady.size()));
+  }
+
+  /**
+   * Asserts that {@code steady} delivered at least {@link #MIN_DELIVERED} times {@code expected}
+   * per second: the ceiling, or the share the fleet paces at while degraded.
+   */
+  public void assertDelivered(Timeline steady, double expected) {
+    assertThat(steady.aggregateRatePerSecond())
+        .as("%s: delivered rate against %.2f/s, %s", what, expected, steady)
+        .isGreaterThanOrEqualTo(MIN_DELIVERED * expected);
+  }
+
+  /** {@link #assertDelivered(Timeline, double)} at the ceiling. */
+  public void assertDelivered(Timeline steady) {
+    assertDelivered(steady, ceiling);
+  }
+
+  /** Asserts that at most {@link #MAX_LATE_SHARE} of {@code turns} were given up as late. */
+  public void assertFewLateTurns(long skipped, long turns) {
+    assertThat(turns).as("%s: turns taken", what).isPositive();
+    assertThat((double) skipped / turns)
+        .as("%s: turns given up as late, %d of %d", what, skipped, turns)
+        .isLessThanOrEqualTo(MAX_LATE_SHARE);
+  }
+
+  /** For a twin: asserts that the busiest window of {@code run} broke its bound. */
+  public void assertWindowBroke(Timeline run) {
+    System.out.println(what + " (a twin that must break a bound): " + figures(run, run));
+    assertThat(run.peakOneSecondWindow()).as("%s: busiest 1-s window, %s", what, run)
+        .isGreaterThan(mostInAWindow());
+  }
+
+  /** For a twin: asserts that the aggregate of {@code steady} broke its bound. */
+  public void assertAggregateBroke(Timeline steady) {
+    System.out.println(what + " (a twin that must break a bound): " + figures(steady, steady));
+    assertThat(steady.aggregateRatePerSecond()).as("%s: aggregate rate, %s", what, steady)
+        .isGreaterThan(mostAggregate(steady.size()));
+  }
+
+  /** For a twin: asserts that {@code steady} delivered below the bound of the delivered rate. */
+  public void assertDeliveredBroke(Timeline steady, double expected) {
+    System.out.println(what + " (a twin that must break a bound): " + steady);
+    assertThat(steady.aggregateRatePerSecond())
+        .as("%s: delivered rate against %.2f/s, %s", what, expected, steady)
+        .isLessThan(MIN_DELIVERED * expected);
+  }
+
+  private String figures(Timeline run, Timeline steady) {
+    return String.format(Locale.ROOT, "%d arrivals over %.3f s, busiest 1-s window %d (at most %d),"
+            + " per second %s; steady part %d arrivals at %.3f/s (at most %.3f, delivered at least"
+            + " %.3f at the ceiling); spread about the grid %.1f ms; door at real-time policy %s",
+        run.size(), run.spanSeconds(), run.peakOneSecondWindow(), mostInAWindow(),
+        perSecond(run), steady.size(), steady.aggregateRatePerSecond(),
+        mostAggregate(steady.size()), MIN_DELIVERED * ceiling,
+        steady.gridSpreadSeconds(ceiling) * 1000, doorRealTime);
+  }
+
+  private static List<Integer> perSecond(Timeline run) {
+    List<Integer> counts = new ArrayList<>();
+    for (long t : run.instantsFrom(run.first())) {
+      int second = (int) ((t - run.first()) / SECOND);
+      while (counts.size() <= second) {
+        counts.add(0);
+      }
+      counts.set(second, counts.get(second) + 1);
+    }
+    return counts;
+  }
+}
