@@ -96,19 +96,21 @@ class FrontierStoreTest {
       items.put(host("light" + i), 1);
     }
     plan(items, 1.0, 10);
-    List<String> hosts = new ArrayList<>();
-    for (int i = 0; i < 6; i++) {
-      Claim.Claimed c = claimed();
-      assertThat(c.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
-      hosts.add(c.host());
+    try (Connection clock = TestDatabase.connect()) {
+      List<String> hosts = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        Claim.Claimed c = claimed();
+        assertThat(c.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
+        hosts.add(c.host());
+      }
+      assertThat(hosts).doesNotHaveDuplicates().containsAll(items.keySet());
+      // Every host has had its turn; the next is the first host's, a second after its first, and no
+      // item is leased for it.
+      TimedIdle idle = timedIdleClaim(clock);
+      assertThat(idle.claim().wake()).hasValueSatisfying(w -> assertThat(w)
+          .isLessThanOrEqualTo(Duration.ofSeconds(1).minus(FrontierStore.HORIZON.dividedBy(2))));
+      idle.assertWakesHalfTheHorizonBefore(cursorMicros(clock, hosts.get(0)));
     }
-    assertThat(hosts).doesNotHaveDuplicates().containsAll(items.keySet());
-    // Every host has had its turn; the next is a second away, and no item is leased for it.
-    Claim next = claim();
-    assertThat(next).isInstanceOf(Claim.Idle.class);
-    Claim.Idle idle = (Claim.Idle) next;
-    assertThat(idle.wake()).hasValueSatisfying(w -> assertThat(w)
-        .isLessThanOrEqualTo(Duration.ofSeconds(1).minus(FrontierStore.HORIZON.dividedBy(2))));
     assertThat(store.items().counts(job).leased()).isEqualTo(6);
   }
 
@@ -116,25 +118,69 @@ class FrontierStoreTest {
   void aHostsTurnsAreSpacedByItsIntervalOnTheDatabaseClock() throws Exception {
     String h = host("spaced");
     plan(Map.of(h, 3), 5.0, 10); // 200 ms apart
-    assertThat(claimed().host()).isEqualTo(h);
-    long first = cursorMicros(h);
-    Claim.Idle idle = (Claim.Idle) claim();
-    assertThat(idle.held()).isFalse();
-    Duration wake = idle.wake().orElseThrow();
-    // Half the horizon before the next turn, within the interval of the first.
-    assertThat(wake).isLessThanOrEqualTo(
-        Duration.ofMillis(200).minus(FrontierStore.HORIZON.dividedBy(2)));
-    Thread.sleep(wake.toMillis() + 1);
-    Claim.Claimed second = claimed();
-    assertThat(second.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
-    // The second turn started at the first's next_at (the claim landed before it) or later, never
-    // before.
-    assertThat(cursorMicros(h) - first).isBetween(200_000L, 700_000L);
+    try (Connection clock = TestDatabase.connect()) {
+      assertThat(claimed().host()).isEqualTo(h);
+      long first = cursorMicros(clock, h);
+      TimedIdle idle = timedIdleClaim(clock);
+      assertThat(idle.claim().held()).isFalse();
+      Duration wake = idle.claim().wake().orElseThrow();
+      // Half the horizon before the next turn, within the interval of the first.
+      assertThat(wake).isLessThanOrEqualTo(
+          Duration.ofMillis(200).minus(FrontierStore.HORIZON.dividedBy(2)));
+      idle.assertWakesHalfTheHorizonBefore(first);
+      Thread.sleep(wake.toMillis() + 1);
+      Claim.Claimed second = claimed();
+      assertThat(second.turnIn()).isLessThanOrEqualTo(FrontierStore.HORIZON);
+      // The second turn started at the first's next_at (the claim landed before it) or later,
+      // never before.
+      assertThat(cursorMicros(clock, h) - first).isBetween(200_000L, 700_000L);
+    }
+  }
+
+  /**
+   * An idle claim, with the database's clock read just before and just after it: the claim reads
+   * that clock once, between the two.
+   */
+  private record TimedIdle(Claim.Idle claim, long beforeMicros, long afterMicros) {
+
+    /**
+     * Asserts the claim says to wake half the horizon before {@code turnMicros} (on the database's
+     * clock), counted from the claim's own reading of the clock, so from no earlier than {@code
+     * beforeMicros} and no later than {@code afterMicros}; a wake already past is at once.
+     */
+    void assertWakesHalfTheHorizonBefore(long turnMicros) {
+      long wakeAt = turnMicros - FrontierStore.HORIZON.toNanos() / 2000;
+      assertThat(claim.wake().orElseThrow().toNanos() / 1000)
+          .as("wake (us), half the horizon before the turn at %d, claimed between %d and %d",
+              turnMicros, beforeMicros, afterMicros)
+          .isBetween(Math.max(0, wakeAt - afterMicros), Math.max(0, wakeAt - beforeMicros));
+    }
+  }
+
+  /**
+   * An idle claim timed on {@code clock}, a connection the test opened before its first claim: a
+   * connection opened between claims would delay the later one by tens of milliseconds on a busy
+   * machine, which a host's interval of 200 ms cannot spare.
+   */
+  private TimedIdle timedIdleClaim(Connection clock) throws Exception {
+    long before = databaseMicros(clock);
+    Claim claim = claim();
+    long after = databaseMicros(clock);
+    assertThat(claim).isInstanceOf(Claim.Idle.class);
+    return new TimedIdle((Claim.Idle) claim, before, after);
+  }
+
+  private static long databaseMicros(Connection c) throws Exception {
+    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
+      r.next();
+      return r.getLong(1);
+    }
   }
 
   /** In whole microseconds: seconds since 1970 as a double keep only about a quarter of one. */
-  private static long cursorMicros(String host) throws Exception {
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
+  private static long cursorMicros(Connection c, String host) throws Exception {
+    try (Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT (extract(epoch FROM next_at) * 1000000)::bigint"
             + " FROM pacer_cursor WHERE name = '" + host + "'")) {
       r.next();
@@ -370,26 +416,38 @@ class FrontierStoreTest {
     String h = host("awaited");
     plan(Map.of(h, 4), 1.0, 4);
     assertThat(claimed().host()).isEqualTo(h);
-    long soon = FrontierStore.HORIZON.toNanos() * 9 / 10;
-    // The other claimant must ask before the turn starts; on a machine too busy for that, the
-    // attempt proves nothing and is made again, for up to 30 s.
-    long giveUp = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-    for (int attempt = 0; ; attempt++) {
-      long set = System.nanoTime();
-      String turn = "clock_timestamp() + interval '" + soon / 1000 + " microseconds'";
-      TestDatabase.execute("UPDATE pacer_cursor SET next_at = " + turn + " WHERE name = '" + h
-          + "'; UPDATE pacer_frontier SET next_at = k.next_at, awaited_at = k.next_at,"
-          + " awaited_by = 'w1/t2' FROM pacer_cursor k WHERE k.name = '" + h + "' AND job = '"
-          + job + "' AND host = '" + h + "'");
-      Claim other = claimAs("w1/t3");
-      if (System.nanoTime() - set < soon * 8 / 10) {
-        assertThat(other).isEqualTo(new Claim.Idle(java.util.Optional.empty(), true, false));
-        break;
-      }
-      assertThat(System.nanoTime()).as("still trying after %d attempts the machine was too busy"
-          + " for", attempt + 1).isLessThan(giveUp);
-      if (other instanceof Claim.Claimed c) {
-        store.items().release(c.item());
+    try (Connection setUp = TestDatabase.connect(); PreparedStatement awaitSoon =
+        setUp.prepareStatement("WITH k AS (UPDATE pacer_cursor SET next_at = clock_timestamp()"
+            + " + ?::bigint * interval '1 microsecond' WHERE name = ? RETURNING next_at)"
+            + " UPDATE pacer_frontier f SET next_at = k.next_at, awaited_at = k.next_at,"
+            + " awaited_by = 'w1/t2' FROM k WHERE f.job = ? AND f.host = ?"
+            + " RETURNING (extract(epoch FROM k.next_at) * 1000000)::bigint")) {
+      // A turn one horizon ahead, awaited by w1/t2: within the horizon of any claim after this.
+      awaitSoon.setLong(1, FrontierStore.HORIZON.toNanos() / 1000);
+      awaitSoon.setString(2, h);
+      awaitSoon.setString(3, job);
+      awaitSoon.setString(4, h);
+      // The other claimant must ask before the turn starts. A claim that lands after it takes the
+      // turn, as it may, and proves nothing: it is made again, at most 4 times, for a claim
+      // descheduled for the horizon on a busy machine.
+      for (int attempt = 1; ; attempt++) {
+        long turn;
+        try (ResultSet r = awaitSoon.executeQuery()) {
+          r.next();
+          turn = r.getLong(1);
+        }
+        Claim other = claimAs("w1/t3");
+        if (!(other instanceof Claim.Claimed taken)) {
+          assertThat(other).isEqualTo(new Claim.Idle(java.util.Optional.empty(), true, false));
+          break;
+        }
+        // The turn taken starts at the later of the claim's now and the awaited turn: at the
+        // awaited turn itself only if the claim came before it.
+        assertThat(cursorMicros(setUp, h) - 1_000_000)
+            .as("start of the awaited turn (at %d) another claimant took", turn)
+            .isGreaterThan(turn);
+        assertThat(attempt).as("attempts whose claim landed after the turn started").isLessThan(5);
+        store.items().release(taken.item());
       }
     }
     assertThat(claimAs("w1/t2")).isInstanceOf(Claim.Claimed.class);
