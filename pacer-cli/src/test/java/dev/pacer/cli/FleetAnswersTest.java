@@ -5,21 +5,30 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * What the destination answers reaches every process, with real worker JVMs and the arrivals
- * measured at the destination: a {@code Retry-After} pauses the whole fleet, and a lockout stops
- * every job on the destination. Each has a per-process twin ({@code --pacing PER_PROCESS}, an
- * in-memory cursor per process) that fails the same assertion: only the process that heard the
- * answer obeys it.
+ * measured at the destination: a {@code Retry-After} pauses the whole fleet, for no longer than
+ * {@code --max-retry-after}, and a lockout stops every job on the destination. Each has a
+ * per-process twin ({@code --pacing PER_PROCESS}, an in-memory cursor per process) that fails the
+ * same assertion: only the process that heard the answer obeys it.
  */
 class FleetAnswersTest {
 
@@ -94,6 +103,82 @@ class FleetAnswersTest {
             answered + 3 * SECOND), ON_THE_WIRE / 1_000_000,
         (firstAfter(arrivals, answered + ON_THE_WIRE) - answered) / 1e9);
     return arrivals;
+  }
+
+  /**
+   * A {@code Retry-After} of a day, on a 429 and on a 503, under {@code --max-retry-after 2}: 3
+   * worker JVMs x 6 threads at 7/s, the 25th item answered so once. The cursor row records a pause
+   * that ends 2 s after the answer arrived, not a day; no process sends anything in those 2 s; and
+   * the fleet resumes as the pause ends and finishes the run. The run is its own JVM, so that a
+   * pause of a day fails the test in a minute rather than holding it for the day.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {429, 503})
+  void aRetryAfterOfADayPausesTheFleetForTheCapAlone(int status) throws Exception {
+    String name = "retry-after-day-" + status + "-" + ProcessHandle.current().pid();
+    long cap = 2 * SECOND;
+    destination.withRetryAfter("86400")
+        .answering((path, attempt) -> path.equals("/item/25") && attempt == 1 ? status : 200);
+    Path input = Files.write(dir.resolve(name + ".txt"), destination.items(60));
+    long wallOffsetMicros = System.currentTimeMillis() * 1000 - System.nanoTime() / 1000;
+    Process run = Cli.spawn(Map.of(), dir.resolve(name + ".out"), dir.resolve(name + ".err"),
+        fetchArgs(name, name, input, "FLEET", "--processes", "3", "--threads", "6",
+            "--concurrency", "6", "--max-retry-after", "2"));
+    boolean finished;
+    try {
+      finished = run.waitFor(90, TimeUnit.SECONDS);
+    } finally {
+      run.descendants().forEach(ProcessHandle::destroyForcibly);
+      run.destroyForcibly();
+    }
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    String err = Files.readString(dir.resolve(name + ".err"));
+    long answered = answerAt(arrivals, status);
+    long recorded = pausedUntilMicros(name) - (answered / 1000 + wallOffsetMicros);
+    OptionalLong resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
+        .filter(t -> t > answered + ON_THE_WIRE).min();
+    long resumedAt = resumed.orElse(answered);
+    Set<String> before = workers(arrivals, Long.MIN_VALUE, answered);
+    Set<String> after = workers(arrivals, resumedAt, Long.MAX_VALUE);
+    System.out.printf("retry-after 86400 on a %d, capped at 2 s: %s; the row's pause ends %.3f s"
+            + " after the answer arrived; %d requests in the 2 s after it (beyond %d ms on the"
+            + " wire); first request %.3f s after it; workers sending before it %s, after %s%n",
+        status, TestDestination.timeline(arrivals), recorded / 1e6,
+        count(arrivals, answered + ON_THE_WIRE, answered + cap), ON_THE_WIRE / 1_000_000,
+        (resumedAt - answered) / 1e9, before, after);
+
+    assertThat(recorded / 1e6).as("the pause recorded on the cursor row, s after the answer")
+        .isBetween(cap / 1e9, cap / 1e9 + 1);
+    assertThat(finished).as("the run finished within 90 s: %s", err).isTrue();
+    assertThat(run.exitValue()).as(err).isZero();
+    assertThat(count(arrivals, answered + ON_THE_WIRE, answered + cap))
+        .as("requests in the 2 s of the capped pause: %s", TestDestination.describe(arrivals))
+        .isZero();
+    assertThat((resumed.getAsLong() - answered) / 1e9)
+        .as("the fleet resumed when the capped pause ended").isBetween(cap / 1e9, cap / 1e9 + 0.5);
+    assertThat(before).as("processes fetching before the answer that fetched after the pause")
+        .filteredOn(after::contains).hasSizeGreaterThanOrEqualTo(2);
+    assertThat(arrivals.stream().map(TestDestination.Arrival::path).distinct())
+        .as("every item fetched").hasSize(60);
+  }
+
+  /** Where the destination's cursor row says its last pause ends, in µs since the epoch. */
+  private static long pausedUntilMicros(String name) throws Exception {
+    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
+        "SELECT (extract(epoch FROM paused_until) * 1000000)::bigint FROM pacer_cursor"
+            + " WHERE name = ?")) {
+      s.setString(1, name);
+      try (ResultSet r = s.executeQuery()) {
+        assertThat(r.next()).as("the cursor row of %s", name).isTrue();
+        return r.getLong(1);
+      }
+    }
+  }
+
+  /** The workers (X-Pacer-Worker) that sent requests arriving in {@code [from, to)}. */
+  private static Set<String> workers(List<TestDestination.Arrival> arrivals, long from, long to) {
+    return arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to)
+        .map(TestDestination.Arrival::worker).collect(Collectors.toCollection(TreeSet::new));
   }
 
   /**
