@@ -11,8 +11,12 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -23,8 +27,9 @@ import org.junit.jupiter.api.Test;
  * worker JVMs of two threads each, configured for 2, a 7/s ceiling, the server stopped with
  * {@code pg_ctl stop -m immediate} once every worker has been counted by the census and left down
  * to the end of the run. Each process divides by the 4 it saw taking turns, so the fleet at the
- * door stays at the ceiling through the outage; divided by the configured 2 alone it would run at
- * twice the ceiling.
+ * door stays at the ceiling through the outage: 4 × 7/4 = 7/s once the shared queue has drained.
+ * The twin runs the same fleet on the key/value layout, which keeps no census: each process
+ * divides by the configured 2 alone, and the fleet runs at twice the ceiling.
  *
  * <p>Why 7/s: processes pacing alone keep no common phase, so in a sliding 1-s window each can
  * show one turn more than its rate. At 7/s each of the four paces every 571 ms, two turns in any
@@ -40,22 +45,95 @@ class LargerFleetOutageTest {
   /** Two census periods and a little: every worker has counted all four. */
   private static final long COUNTED_AFTER_MILLIS = 2 * FetcherCensus.PERIOD.toMillis() + 1000;
   private static final int RUN_SECONDS = 13;
+  /**
+   * From the outage's start to the first local turns: the shared queue drains ((4 − 1) × 2 turns
+   * at 7/s, 0.86 s, after the cursor as last seen), then each process waits out its first local
+   * interval (4/7 s). 3 s leaves room for a worker that noticed the outage late.
+   */
+  private static final long LOCAL_PACING_AFTER_NANOS = 3_000_000_000L;
+  /** The per-process rates' sum may exceed the ceiling by 2 %: the stamps' jitter over 5 s. */
+  private static final double RATE_TOLERANCE = 0.02;
+  private static final long SECOND = 1_000_000_000L;
 
   @Test
   void aFleetLargerThanConfiguredHoldsTheCeilingThroughAnOutage() throws Exception {
+    Outage outage = runThroughAnOutage(null);
+    assertThat(outage.before().peakOneSecondWindow()).as("before the outage, %s", outage)
+        .isLessThanOrEqualTo((int) RATE + 1);
+    assertThat(outage.during().peakOneSecondWindow()).as("busiest 1-s window of the outage, %s",
+        outage).isLessThanOrEqualTo((int) RATE + 1);
+    assertThat(outage.localRate()).as("the processes' local rates summed, %s", outage)
+        .isLessThanOrEqualTo(RATE * (1 + RATE_TOLERANCE));
+    // Divided by 4, the fleet runs at the ceiling once the shared queue has drained; a process
+    // that stalled, or divided by far more, would fall well short.
+    assertThat(outage.localRate()).as("the processes' local rates summed, %s", outage)
+        .isGreaterThan(0.9 * RATE);
+    assertThat(outage.during().aggregateRatePerSecond()).as("fleet rate during the outage, %s",
+        outage).isBetween(0.6 * RATE, RATE * (1 + RATE_TOLERANCE));
+  }
+
+  /**
+   * The key/value layout keeps no census (docs/reliability.md): the same fleet divides by the
+   * configured 2, paces at 3.5/s a process, and breaks both bounds the census keeps.
+   */
+  @Test
+  void withoutTheCensusTheSameFleetRunsAtTwiceTheCeilingThroughAnOutage() throws Exception {
+    Outage outage = runThroughAnOutage("larger_fleet_cache");
+    assertThat(outage.during().peakOneSecondWindow()).as("busiest 1-s window of the outage, %s",
+        outage).isGreaterThan((int) RATE + 1);
+    assertThat(outage.localRate()).as("the processes' local rates summed, %s", outage)
+        .isGreaterThan(RATE * (1 + RATE_TOLERANCE));
+  }
+
+  /**
+   * What the door saw: the turns before the server stopped and after, and the sum of the
+   * processes' own rates over their local pacing ({@link #LOCAL_PACING_AFTER_NANOS} after the
+   * stop to the end), each {@code (turns − 1) ÷ span}, so that no process's phase against the
+   * others' moves the figure.
+   */
+  private record Outage(Timeline before, Timeline during, List<Timeline> local) {
+    double localRate() {
+      return local.stream().mapToDouble(Timeline::aggregateRatePerSecond).sum();
+    }
+
+    @Override
+    public String toString() {
+      return String.format(Locale.ROOT, "before the outage %s, during it %s; from %d s into it,"
+              + " each process %s, %.2f/s summed", before, during,
+          LOCAL_PACING_AFTER_NANOS / SECOND, local.stream().map(t -> String.format(Locale.ROOT,
+              "%.3f/s", t.aggregateRatePerSecond())).toList(), localRate());
+    }
+  }
+
+  /**
+   * Runs the fleet, each worker sending its turns to the door as {@code /r?worker=i}, on Pacer's
+   * table, or on a Django-style cache table of that name when {@code djangoCacheTable} is given.
+   */
+  private static Outage runThroughAnOutage(String djangoCacheTable) throws Exception {
     String destination = "larger-" + UUID.randomUUID().toString().substring(0, 8);
     try (RestartablePostgres postgres = new RestartablePostgres(); Arrivals door = Arrivals.start()) {
+      if (djangoCacheTable != null) {
+        try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
+            Statement s = c.createStatement()) {
+          s.execute("CREATE TABLE " + djangoCacheTable + " (cache_key varchar(255) PRIMARY KEY,"
+              + " value text NOT NULL, expires timestamptz NOT NULL)");
+        }
+      }
       List<Process> workers = new ArrayList<>();
       try {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         Path logs = Files.createTempDirectory("larger-fleet-logs");
         List<BufferedReader> readers = new ArrayList<>();
         for (int i = 0; i < PROCESSES; i++) {
-          Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
+          List<String> command = new ArrayList<>(List.of(java, "-XX:TieredStopAtLevel=1", "-cp",
               System.getProperty("java.class.path"), OutageWorker.class.getName(),
               postgres.jdbcUrl(), destination, String.valueOf(RATE), String.valueOf(THREADS),
               String.valueOf(MAX_FETCHING_PROCESSES), String.valueOf(RUN_SECONDS),
-              door.uri().resolve("/r").toString())
+              door.uri().resolve("/r?worker=" + i).toString()));
+          if (djangoCacheTable != null) {
+            command.add(djangoCacheTable);
+          }
+          Process p = new ProcessBuilder(command)
               .redirectError(logs.resolve("worker-" + i + ".log").toFile()).start();
           workers.add(p);
           readers.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
@@ -81,13 +159,24 @@ class LargerFleetOutageTest {
           assertThat(workers.get(i).exitValue()).as("worker %d exit", i).isZero();
         }
 
-        List<Long> turns = door.arrivals().stream().filter(a -> a.path().equals("/r"))
-            .map(Arrivals.Arrival::nanos).toList();
-        Timeline before = new Timeline(turns.stream().filter(t -> t - down < 0).toList());
-        Timeline during = new Timeline(turns.stream().filter(t -> t - down >= 0).toList());
-        System.out.printf("larger fleet: %d processes, maxFetchingProcesses %d, at the door"
-                + " before the outage %s, during it %s%n", PROCESSES, MAX_FETCHING_PROCESSES,
-            before, during);
+        List<Arrivals.Arrival> turns = door.arrivals().stream()
+            .filter(a -> a.path().equals("/r")).toList();
+        List<Timeline> local = new ArrayList<>();
+        for (int i = 0; i < PROCESSES; i++) {
+          String target = "/r?worker=" + i;
+          local.add(new Timeline(turns.stream().filter(a -> a.target().equals(target))
+              .map(Arrivals.Arrival::nanos).filter(t -> t - down >= LOCAL_PACING_AFTER_NANOS)
+              .toList()));
+        }
+        Outage outage = new Outage(
+            new Timeline(turns.stream().map(Arrivals.Arrival::nanos).filter(t -> t - down < 0)
+                .toList()),
+            new Timeline(turns.stream().map(Arrivals.Arrival::nanos).filter(t -> t - down >= 0)
+                .toList()),
+            local);
+        System.out.printf("larger fleet on %s: %d processes, maxFetchingProcesses %d, at the door"
+                + " %s%n", djangoCacheTable == null ? "Pacer's table" : "a key/value table",
+            PROCESSES, MAX_FETCHING_PROCESSES, outage);
         for (int i = 0; i < PROCESSES; i++) {
           for (String line : Files.readAllLines(logs.resolve("worker-" + i + ".log"))) {
             if (line.contains("pacing locally")) {
@@ -95,14 +184,7 @@ class LargerFleetOutageTest {
             }
           }
         }
-        assertThat(before.peakOneSecondWindow()).as("before the outage, %s", before)
-            .isLessThanOrEqualTo((int) RATE + 1);
-        assertThat(during.peakOneSecondWindow()).as("busiest 1-s window of the outage, %s", during)
-            .isLessThanOrEqualTo((int) RATE + 1);
-        // Divided by 4, the fleet runs at the ceiling once the shared queue has drained; a process
-        // that stalled, or divided by far more, would fall well short.
-        assertThat(during.aggregateRatePerSecond()).as("fleet rate during the outage, %s", during)
-            .isGreaterThan(0.6 * RATE);
+        return outage;
       } finally {
         workers.forEach(Process::destroyForcibly);
       }

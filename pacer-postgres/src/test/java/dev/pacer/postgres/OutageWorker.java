@@ -22,7 +22,8 @@ import java.time.Instant;
  * but an interrupt makes it exit {@link WorkerThreads#DIED}.
  *
  * <p>Arguments: {@code jdbcUrl destination ratePerSecond threads maxFetchingProcesses seconds
- * [door]}.
+ * [door [djangoCacheTable]]}: with a table named, the cursor keeps the destination in that
+ * Django-style cache table (which must exist) rather than in Pacer's own.
  */
 public final class OutageWorker {
 
@@ -37,7 +38,10 @@ public final class OutageWorker {
     long runNanos = Duration.ofSeconds(Long.parseLong(args[5])).toNanos();
     URI door = args.length > 6 ? URI.create(args[6]) : null;
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-    PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build());
+    TableLayout layout =
+        args.length > 7 ? TableLayout.djangoCache(args[7]) : TableLayout.pacerTable();
+    PostgresCursor cursor = new PostgresCursor(
+        PostgresCursorConfig.forUrl(jdbcUrl).layout(layout).build());
     DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
     if (!cursor.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
