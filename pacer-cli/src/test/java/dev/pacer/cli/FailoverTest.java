@@ -158,6 +158,16 @@ class FailoverTest {
         TestDestination.longestGap(arrivals, killed) / 1e9, recovered, twice.size(), fetchedTwice);
     System.out.println("failover: requests per second from the kill on: "
         + TestDestination.perSecond(arrivals, killed));
+    long fullRate = handOverEnds + SECOND;
+    System.out.printf(Locale.ROOT, "failover: turns missed against the %d/s grid: %.1f in the 2 s"
+            + " before the kill, %.1f from the kill to the return (%.2f s), %.1f from the return"
+            + " to 1 s after the hand-over's end (%.2f s), %.1f in the 3 s after that; busiest 1-s"
+            + " window from the return on %d%n", RATE, missedTurns(arrivals, killed - 2 * SECOND,
+            killed), missedTurns(arrivals, killed, back), (back - killed) / 1e9,
+        missedTurns(arrivals, back, fullRate), (fullRate - back) / 1e9,
+        missedTurns(arrivals, fullRate, fullRate + 3 * SECOND),
+        new Timeline(arrivals.stream().map(TestDestination.Arrival::nanos)
+            .filter(t -> t >= back).toList()).peakOneSecondWindow());
 
     TestDestination.assertHeldCeiling(arrivals, RATE);
     assertThat(fetches).as("no item lost").hasSize(ITEMS);
@@ -177,6 +187,11 @@ class FailoverTest {
     assertThat(refused.err()).contains("destination failover-locked is locked out");
     assertThat(lockedOut.arrivals()).as("the locked-out destination, after the failover too")
         .hasSize(1);
+  }
+
+  /** The turns of the {@link #RATE} grid in {@code [from, to)} less the arrivals there. */
+  private static double missedTurns(List<TestDestination.Arrival> arrivals, long from, long to) {
+    return (to - from) * RATE / 1e9 - TestDestination.count(arrivals, from, to);
   }
 
   /**

@@ -20,9 +20,10 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  *   reset_from   timestamptz                      -- the cursor the last reservation reset, if it did
  * )</pre>
  *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
- *       tables on crash recovery, the next reservation re-inserts the row at "now", and that
- *       costs at most one immediate turn per destination, while every reservation saves a WAL
- *       write.
+ *       tables on crash recovery (and a standby has them empty); the next reservation re-inserts
+ *       the row no earlier than the turns the fleet may still hold, so the destination sees no
+ *       turn beyond the ceiling for it, and what the fleet loses is the outage's turns, as it
+ *       would with a logged table. In exchange every reservation saves a WAL write.
  *       Beside it {@code <table>_lockout} (logged) keeps lockouts, and {@code <table>_fetcher}
  *       (unlogged, made by the first census) the census of the processes taking turns, which a
  *       degraded limiter divides its ceiling by when they outnumber {@code maxFetchingProcesses}.

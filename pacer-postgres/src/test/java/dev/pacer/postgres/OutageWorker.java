@@ -38,7 +38,8 @@ public final class OutageWorker {
     long runNanos = Duration.ofSeconds(Long.parseLong(args[5])).toNanos();
     URI door = args.length > 6 ? URI.create(args[6]) : null;
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-    TableLayout layout = args.length > 7 ? TableLayout.djangoCache(args[7]) : TableLayout.pacerTable();
+    TableLayout layout =
+        args.length > 7 ? TableLayout.djangoCache(args[7]) : TableLayout.pacerTable();
     PostgresCursor cursor = new PostgresCursor(
         PostgresCursorConfig.forUrl(jdbcUrl).layout(layout).build());
     DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
