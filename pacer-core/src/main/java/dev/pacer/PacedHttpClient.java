@@ -182,12 +182,14 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination ({@link WarmUp}): one GET through the delegate's {@code send} and one through its
-   * {@code sendAsync} (the paths this client's {@code send} and {@code sendAsync} take) to a
-   * throwaway server on 127.0.0.1, then, for each https URL of {@code destinations}, the TLS
-   * stack, and the resolution of each host name. It takes no turn. Call it once, before the first
-   * request; failures are logged and ignored, since a cold first request is slower, not wrong.
-   * Without it, a cold JVM's first requests reached a 10/s destination 13 in one second.
+   * destination ({@link WarmUp}): one GET through this client's {@code send} and one through its
+   * {@code sendAsync}, each taking the way a paced request takes but no turn, through the
+   * delegate's {@code send} and {@code sendAsync}, to a throwaway server on 127.0.0.1; then, for
+   * each https URL of {@code destinations}, the TLS stack, and the resolution of each host name.
+   * Call it once, before the first request; failures are logged and ignored, since a cold first
+   * request is slower, not wrong. Without it, a cold JVM's first requests reached a 10/s
+   * destination 13 in one second; and what this client does between a turn and its send (a hop's
+   * deadline starts the JDK's delay scheduler) would load its classes after the first turn began.
    *
    * @param destinations URLs of the destinations this client will send to, for their scheme and
    *     host (none is needed for the client's own warm-up)
@@ -196,9 +198,15 @@ public final class PacedHttpClient extends HttpClient {
   public void warmUp(URI... destinations) throws InterruptedException {
     WarmUp.run(loopback -> {
       HttpRequest get = HttpRequest.newBuilder(loopback).build();
-      delegate.send(get, HttpResponse.BodyHandlers.discarding());
-      delegate.sendAsync(get, HttpResponse.BodyHandlers.discarding()).get(10, TimeUnit.SECONDS);
+      exchange(unpaced(get), 1);
+      exchangeAsync(unpaced(get), new Pending<>()).get(10, TimeUnit.SECONDS);
     }, destinations);
+  }
+
+  /** A first hop to {@code request} that takes no turn, whatever the lookup says of its host. */
+  private Hop<Void> unpaced(HttpRequest request) {
+    return new Hop<>(request, request, 0, uri -> HttpResponse.BodyHandlers.discarding(), null,
+        Optional.empty(), Optional.empty());
   }
 
   /**
@@ -243,8 +251,14 @@ public final class PacedHttpClient extends HttpClient {
   <T> Exchanged<T> exchange(HttpRequest request,
       Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
-    Hop<T> hop = new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers, null,
-        Optional.empty());
+    return exchange(new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers,
+        null, Optional.empty()), firstIntervals);
+  }
+
+  /** {@link #exchange(HttpRequest, Function, int)} from its first hop. */
+  private <T> Exchanged<T> exchange(Hop<T> first, int firstIntervals)
+      throws IOException, InterruptedException {
+    Hop<T> hop = first;
     while (true) {
       Optional<Slot> slot = Optional.empty();
       if (hop.limiter.isPresent()) {
@@ -378,10 +392,19 @@ public final class PacedHttpClient extends HttpClient {
     Hop(HttpRequest requested, HttpRequest request, int followed,
         Function<URI, HttpResponse.BodyHandler<T>> handlers,
         HttpResponse.PushPromiseHandler<T> pushes, Optional<Redirects.Chain> chain) {
+      this(requested, request, followed, handlers, pushes, chain,
+          limiters.limiterFor(request.uri()));
+    }
+
+    /** A hop paced by {@code limiter}, or by none. */
+    Hop(HttpRequest requested, HttpRequest request, int followed,
+        Function<URI, HttpResponse.BodyHandler<T>> handlers,
+        HttpResponse.PushPromiseHandler<T> pushes, Optional<Redirects.Chain> chain,
+        Optional<DestinationLimiter> limiter) {
       this.requested = requested;
       this.request = request;
       this.followed = followed;
-      this.limiter = limiters.limiterFor(request.uri());
+      this.limiter = limiter;
       this.handlers = handlers;
       this.pushes = pushes;
       this.deadline = request.timeout().or(() -> answerTimeout);
