@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
+import dev.pacer.FakeTime;
 import dev.pacer.FleetSlots;
 import dev.pacer.FleetSlots.Claim;
 import dev.pacer.LimiterRegistry;
@@ -143,7 +144,10 @@ class PostgresFleetSlotsTest {
    */
   @Test
   void aLeaseNotRenewedForAWholeLeaseIsNotCountedOn() throws Exception {
-    OutagePolicy policy = policy();
+    // The policy's clock stands still, so its retry boundary (a multiple of the cooldown on its
+    // wall clock) cannot fall inside the wait and let a renewal through.
+    OutagePolicy policy = new OutagePolicy("test", Duration.ofSeconds(5), new FakeTime(),
+        OutagePolicy.Scheduler.none(), () -> { });
     PostgresFleetSlots holder = new PostgresFleetSlots(PostgresCursorConfig.forUrl(
         TestDatabase.jdbcUrl()).build(), policy, "test:unrenewed", Duration.ofMillis(600));
     opened.add(holder);
