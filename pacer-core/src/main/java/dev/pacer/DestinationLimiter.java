@@ -9,7 +9,6 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -855,14 +854,6 @@ public final class DestinationLimiter {
   /** The clock this limiter paces on; a fetcher measures lateness on the same one. */
   TimeSource time() {
     return time;
-  }
-
-  /**
-   * Where work that follows an asynchronous turn may run off the scheduler's thread: the round-trip
-   * executor of this limiter's {@link AsyncPools}.
-   */
-  Executor roundTrips() {
-    return pools.roundTrips();
   }
 
   int availablePermits() {

@@ -78,9 +78,10 @@ import org.slf4j.LoggerFactory;
  * {@link #sendAsync} takes the steps above, hop by hop, as {@code send} does (one {@code Hop}
  * class holds them, and two short drivers wait for them: a loop that blocks, and a composition of
  * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
- * executor} if it was built with one, or else on the round-trip executor of the limiter's {@link
- * AsyncPools}: never on the scheduler's thread, which completes the turn, because a send there
- * delays every turn of the JVM queued behind it. Cancelling the future before the turn gives back
+ * executor} if it was built with one, or else on two send threads of Pacer's ({@link
+ * AsyncPools}): never on the scheduler's thread, which completes the turn, because a send there
+ * delays every turn of the JVM queued behind it, nor on the round-trip executor, whose queue
+ * holds later turns' reservations. Cancelling the future before the turn gives back
  * the permit, or the place in its queue; after the send, it cancels the exchange (Java 16+ closes
  * its connection), which releases the permit. Server pushes ({@code
  * sendAsync(request, handler, pushPromises)}) go to the push promise handler as the delegate
@@ -196,6 +197,9 @@ public final class PacedHttpClient extends HttpClient {
    * @throws InterruptedException if interrupted during the warm-up
    */
   public void warmUp(URI... destinations) throws InterruptedException {
+    if (delegate.executor().isEmpty()) {
+      AsyncPools.hopSenders().prestartAllCoreThreads();
+    }
     WarmUp.run(loopback -> {
       HttpRequest get = HttpRequest.newBuilder(loopback).build();
       exchange(unpaced(get), 1);
@@ -319,18 +323,20 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Where a hop is sent after its turn: the delegate's executor if it was built with one (the
-   * threads its own work runs on), or else the round-trip executor of the hop's limiter, never
-   * the scheduler's thread that completes the turn. A send on that thread delays every turn of
-   * the JVM queued behind it (see {@link AsyncPools}); the JDK client's {@code sendAsync} only
-   * builds the exchange and hands it to the client's own threads, so it holds a round-trip thread
-   * for far less than a round trip. An unpaced hop has no turn to wait for and is sent on the
-   * thread that asked (the caller's, or the one that completed the previous hop's answer).
+   * threads its own work runs on), or else Pacer's {@linkplain AsyncPools#hopSenders() send
+   * threads}. Never the scheduler's thread that completes the turn: a send there delays every
+   * turn of the JVM queued behind it (see {@link AsyncPools}). Never the round-trip executor
+   * either: its queue holds the reservations of later turns, and a hop behind them would leave
+   * after its late check, by as long as they take. The JDK client's {@code sendAsync} only builds
+   * the exchange and hands it to the client's own threads, so two threads keep up with any rate a
+   * destination is paced at. An unpaced hop has no turn to wait for and is sent on the thread that
+   * asked (the caller's, or the one that completed the previous hop's answer).
    */
   private Executor sendingExecutor(Hop<?> hop) {
     if (hop.limiter.isEmpty()) {
       return Runnable::run;
     }
-    return delegate.executor().orElseGet(() -> hop.limiter.get().roundTrips());
+    return delegate.executor().orElseGet(AsyncPools::hopSenders);
   }
 
   /** What a hop's answer leads to: the next hop's request, or the final answer. */

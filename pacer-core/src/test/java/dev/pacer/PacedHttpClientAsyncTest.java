@@ -25,7 +25,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
@@ -150,7 +152,48 @@ class PacedHttpClientAsyncTest {
     assertThat(timeline.aggregateRatePerSecond()).as(timeline.toString())
         .isGreaterThan(0.8 * ceiling);
     assertThat(delegate.threads).as("threads the delegate's sendAsync was called on")
-        .hasSize(n).allMatch(name -> name.startsWith("pacer-round-trip-"));
+        .hasSize(n).allMatch(name -> name.startsWith("pacer-send-"));
+  }
+
+  /**
+   * A hop whose turn has come is sent while the round-trip executor is busy with later turns'
+   * reservations: here that executor runs the first reservation and then holds everything given
+   * to it, as a queue of blocking JDBC calls would, and the request must still arrive. Sent
+   * behind them, it would wait for the last of them, well after its late check.
+   */
+  @Test
+  void aHopIsNotSentBehindTheRoundTripsOfLaterTurns() throws Exception {
+    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+    HoldsAllButTheFirst roundTrips = new HoldsAllButTheFirst();
+    try {
+      DestinationLimiter limiter = new LimiterRegistry(new LocalCursor(TimeSource.SYSTEM),
+          TimeSource.SYSTEM, AsyncPools.of(scheduler, roundTrips))
+          .limiter(Destination.builder("async-busy-round-trips").ratePerSecond(10).build());
+      CompletableFuture<HttpResponse<String>> first = PacedHttpClient.of(delegate, limiter)
+          .sendAsync(get("/first"), HttpResponse.BodyHandlers.ofString());
+      assertThat(first.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+      assertThat(roundTrips.held).as("the hop went to the round-trip executor").isEmpty();
+      assertThat(delegate.threads).singleElement().asString().startsWith("pacer-send-");
+    } finally {
+      roundTrips.held.forEach(Runnable::run);
+      scheduler.shutdownNow();
+    }
+  }
+
+  /** Runs the first task it is given on a thread of its own, and holds every later one. */
+  private static final class HoldsAllButTheFirst implements java.util.concurrent.Executor {
+    final List<Runnable> held = new CopyOnWriteArrayList<>();
+    private boolean ranOne;
+
+    @Override
+    public synchronized void execute(Runnable task) {
+      if (ranOne) {
+        held.add(task);
+        return;
+      }
+      ranOne = true;
+      new Thread(task, "first-round-trip").start();
+    }
   }
 
   @Test
