@@ -20,7 +20,9 @@ import java.util.Locale;
  *       hold 3, 1.5 times the ceiling, while 20 arrivals at 2.2/s break the aggregate.
  *   <li><b>Delivered.</b> Over the steady part, the aggregate is at least {@link #MIN_DELIVERED}
  *       times the rate the run should deliver (the ceiling, or the share a degraded fleet paces
- *       at): a limiter that gives up one turn in ten delivers 0.9 of it.
+ *       at): a limiter that gives up one turn in ten delivers 0.9 of it. The members of a
+ *       degraded fleet, each paced alone, are judged together ({@link
+ *       #assertDeliveredByMembers}).
  *   <li><b>Late turns.</b> Turns given up because their taker woke too late are at most {@link
  *       #MAX_LATE_SHARE} of the turns taken.
  * </ol>
@@ -131,6 +133,22 @@ public final class FleetBounds {
   /** {@link #assertDelivered(Timeline, double)} at the ceiling. */
   public void assertDelivered(Timeline steady) {
     assertDelivered(steady, ceiling);
+  }
+
+  /**
+   * Asserts that {@code members}, each paced on a cursor of its own at this ceiling (the members
+   * of a degraded fleet), delivered together at least {@link #MIN_DELIVERED} times the ceiling
+   * each: the sum of their steady parts' aggregates against the sum of their rates. Not the
+   * merged arrivals' aggregate, since the members keep no common phase and over a short span it
+   * strays from the sum by up to an interval per member at each end; and not each member alone,
+   * since over the few turns of a degraded phase one turn given up looks like one in ten.
+   */
+  public void assertDeliveredByMembers(List<Timeline> members) {
+    double delivered = members.stream().mapToDouble(Timeline::aggregateRatePerSecond).sum();
+    assertThat(delivered)
+        .as("%s: delivered by %d members together against %.2f/s each, %s", what,
+            members.size(), ceiling, members)
+        .isGreaterThanOrEqualTo(MIN_DELIVERED * ceiling * members.size());
   }
 
   /** Asserts that at most {@link #MAX_LATE_SHARE} of {@code turns} were given up as late. */

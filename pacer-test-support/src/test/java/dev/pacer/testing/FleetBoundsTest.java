@@ -57,6 +57,25 @@ class FleetBoundsTest {
   }
 
   @Test
+  void membersPacedApartAreJudgedOnTheSumOfTheirRates() {
+    // Four members at 1.75/s, each with 11 turns: one of them giving up one turn passes, as it
+    // would not alone (10 of 11 turns: 0.9 of the rate); each giving up one turn in ten breaks.
+    FleetBounds bounds = FleetBounds.at(1.75, "four members paced apart");
+    List<Timeline> oneSkips = new ArrayList<>();
+    List<Timeline> allSkip = new ArrayList<>();
+    for (int m = 0; m < 4; m++) {
+      int member = m;
+      oneSkips.add(grid(1.75, 11, k -> member != 0 || k != 5));
+      allSkip.add(grid(1.75, 11, k -> k != 5));
+    }
+    bounds.assertDeliveredByMembers(oneSkips);
+    assertThatThrownBy(() -> bounds.assertDelivered(oneSkips.get(0)))
+        .hasMessageContaining("delivered");
+    assertThatThrownBy(() -> bounds.assertDeliveredByMembers(allSkip))
+        .hasMessageContaining("delivered by 4 members together");
+  }
+
+  @Test
   void twoTurnsSharedBreakTheBusiestWindow() {
     List<Long> instants = new ArrayList<>(grid(10, 40, k -> true).instantsFrom(0));
     instants.add(instants.get(20) + 1_000_000);
