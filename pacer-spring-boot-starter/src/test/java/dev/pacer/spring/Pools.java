@@ -4,10 +4,13 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.pacer.postgres.TestDatabase;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.function.IntSupplier;
 
@@ -51,10 +54,43 @@ final class Pools {
         + applicationName + "'");
   }
 
-  /** Terminates every server session named {@code applicationName}; returns how many. */
-  static int terminate(String applicationName) {
-    return queryInt("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-        + " WHERE application_name = '" + applicationName + "'");
+  /**
+   * Terminates every server session named {@code applicationName} and waits (up to 10 s) until
+   * their backends have left {@code pg_stat_activity}; returns how many. A terminated backend
+   * stays listed until it has exited, which on a busy machine can outlast the client's next
+   * connection, and {@link #sessions} would count it as one of the application's.
+   */
+  static int terminate(String applicationName) throws InterruptedException {
+    List<Integer> pids = new ArrayList<>();
+    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
+        "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?")) {
+      s.setString(1, applicationName);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          pids.add(r.getInt(1));
+        }
+      }
+      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      try (PreparedStatement left = c.prepareStatement(
+          "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY (?)")) {
+        left.setArray(1, c.createArrayOf("int4", pids.toArray()));
+        while (true) {
+          try (ResultSet r = left.executeQuery()) {
+            r.next();
+            if (r.getInt(1) == 0) {
+              return pids.size();
+            }
+          }
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException("terminated backends " + pids + " of "
+                + applicationName + " still listed after 10 s");
+          }
+          Thread.sleep(10);
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("terminating the sessions of " + applicationName, e);
+    }
   }
 
   private static int queryInt(String sql) {
