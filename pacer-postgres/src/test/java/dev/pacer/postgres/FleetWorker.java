@@ -14,8 +14,8 @@ import java.time.Duration;
 /**
  * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter and its {@link
  * DoorClient}, prints READY, waits for GO on stdin (so that every process starts together), then
- * sends {@code count} requests to the door, one per turn, and prints its {@link TurnsTaken} (the
- * turns given up as late counted from GO: the opening request's turn is no turn of the run).
+ * sends {@code count} requests to the door, one per turn, and prints its {@link TurnsTaken} in the
+ * run's steady part ({@link SteadyTurns}).
  *
  * <p>Arguments: {@code shared|local jdbcUrl destination ratePerSecond count doorUrl member}.
  */
@@ -38,17 +38,18 @@ public final class FleetWorker {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
     DoorClient client = DoorClient.opened(limiter, door, args[6]);
-    long lateBefore = limiter.lateTurnsSkipped();
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }
+    SteadyTurns steady = new SteadyTurns(System.nanoTime(), limiter::lateTurnsSkipped);
     for (int i = 0; i < count; i++) {
+      steady.beforeTurn();
       client.send();
     }
-    System.out.println(new TurnsTaken(count, limiter.lateTurnsSkipped() - lateBefore).line());
+    System.out.println(steady.taken().line());
     System.out.flush();
     if (cursor instanceof PostgresCursor pg) {
       pg.close();

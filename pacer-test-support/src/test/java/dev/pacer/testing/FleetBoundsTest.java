@@ -88,11 +88,17 @@ class FleetBoundsTest {
   }
 
   @Test
-  void lateTurnsAboveOnePercentFail() {
-    FleetBounds bounds = FleetBounds.at(100, "late turns");
+  void lateTurnsAboveOnePercentOrOneStallFail() {
+    FleetBounds bounds = FleetBounds.at(20, "late turns");
     bounds.assertFewLateTurns(8, 800);
     assertThatThrownBy(() -> bounds.assertFewLateTurns(9, 800))
         .hasMessageContaining("given up as late, 9 of 800");
+    // 1 % of 82 is not one turn; a 150-ms stall at 20/s holds 3.
+    bounds.assertFewLateTurns(3, 82);
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(4, 82))
+        .hasMessageContaining("given up as late, 4 of 82");
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(8, 82))
+        .as("one turn in ten").hasMessageContaining("given up as late, 8 of 82");
   }
 
   @Test
