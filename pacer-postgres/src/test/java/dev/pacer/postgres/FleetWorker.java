@@ -7,15 +7,17 @@ import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
+import java.time.Duration;
 
 /**
- * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter, prints READY,
- * waits for GO on stdin (so that every process starts together), then acquires {@code count}
- * turns and prints each one's wall-clock instant as {@code ACQ <epoch nanos>}.
+ * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter and its {@link
+ * DoorClient}, prints READY, waits for GO on stdin (so that every process starts together), then
+ * sends {@code count} requests to the door, one per turn, and prints its {@link TurnsTaken} in the
+ * run's steady part ({@link SteadyTurns}).
  *
- * <p>Arguments: {@code shared|local jdbcUrl destination ratePerSecond count}.
+ * <p>Arguments: {@code shared|local jdbcUrl destination ratePerSecond count doorUrl member}.
  */
 public final class FleetWorker {
 
@@ -25,26 +27,29 @@ public final class FleetWorker {
     Destination destination = Destination.builder(args[2])
         .ratePerSecond(Double.parseDouble(args[3])).maxConcurrency(1).maxFetchingProcesses(3).build();
     int count = Integer.parseInt(args[4]);
+    URI door = URI.create(args[5]);
 
     Cursor cursor = shared
         ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
         : new LocalCursor();
     LimiterRegistry registry = new LimiterRegistry(cursor);
     DestinationLimiter limiter = registry.limiter(destination);
-    if (shared && !((PostgresCursor) cursor).connect(java.time.Duration.ofSeconds(30))) {
+    if (shared && !((PostgresCursor) cursor).connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
+    DoorClient client = DoorClient.opened(limiter, door, args[6]);
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }
+    SteadyTurns steady = new SteadyTurns(System.nanoTime(), limiter::lateTurnsSkipped);
     for (int i = 0; i < count; i++) {
-      limiter.acquire().close();
-      Instant now = Instant.now();
-      System.out.println("ACQ " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
+      steady.beforeTurn();
+      client.send();
     }
+    System.out.println(steady.taken().line());
     System.out.flush();
     if (cursor instanceof PostgresCursor pg) {
       pg.close();

@@ -6,20 +6,39 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.Reservation;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.Timeline;
+import java.net.URI;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
  * A database that stops answering without closing anything: each reservation gives up within the
- * configured bound (about 1 s) and the limiter goes on at the degraded rate.
+ * configured bound (about 1 s) and the limiter goes on at the degraded rate, judged at the door:
+ * 10/s ÷ 2 = 5/s, no faster and no slower. Its twin, configured for one fetching process, paces
+ * at the full rate on the same hung cursor and must break those bounds.
  */
 class HungDatabaseTest {
 
   private static final Duration GAP = Duration.ofMillis(100);
+  private static final double RATE = 10;
+  private static final int MAX_FETCHING_PROCESSES = 2;
+  /** 4 s at 10/s ÷ 2. */
+  private static final int DEGRADED_TURNS = 21;
+  /** 2 s at the full rate, ample to break the bounds of 5/s. */
+  private static final int TWIN_TURNS = 21;
 
   @Test
   void aBlackholedDatabaseCostsAboutOneSecondPerCooldownThenRecovers() throws Exception {
-    try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
+    try (Door door = Door.start();
+        TcpProxy proxy = new TcpProxy(TestDatabase.port());
         PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig
             .forUrl("jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres")
             .failureCooldown(Duration.ofMillis(500)).build())) {
@@ -50,26 +69,52 @@ class HungDatabaseTest {
       assertThat(proxy.isOpen(probe)).as("the probe gave up within its bound").isFalse();
       assertThat(cursor.connectionAttempts()).as("the probe's attempt, bounded").isBetween(2L, 4L);
 
-      Destination d = Destination.builder("hung").ratePerSecond(10).maxConcurrency(1)
-          .maxFetchingProcesses(2).build();
-      DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(d);
-      double threeTurns = secondsFor(() -> {
-        for (int i = 0; i < 3; i++) {
-          try {
-            limiter.acquire().close();
-          } catch (InterruptedException e) {
-            throw new IllegalStateException(e);
-          }
-        }
-      });
+      // Degraded, the limiter paces at 10/s ÷ maxFetchingProcesses. Its twin, configured for 1,
+      // divides by nothing and runs beside it on the same hung cursor: it must break the bounds.
+      LimiterRegistry registry = new LimiterRegistry(cursor);
+      DestinationLimiter limiter = registry.limiter(Destination.builder("hung").ratePerSecond(RATE)
+          .maxConcurrency(1).maxFetchingProcesses(MAX_FETCHING_PROCESSES).build());
+      DestinationLimiter twin = registry.limiter(Destination.builder("hung-twin")
+          .ratePerSecond(RATE).maxConcurrency(1).maxFetchingProcesses(1).build());
+      DoorClient client = DoorClient.opened(limiter, URI.create(door.url("/hung")), "hung");
+      DoorClient twinClient = DoorClient.opened(twin, URI.create(door.url("/twin")), "twin");
+      long lateBefore = limiter.lateTurnsSkipped();
+      ExecutorService senders = Executors.newFixedThreadPool(2);
+      try {
+        Future<?> degraded = senders.submit(() -> send(client, DEGRADED_TURNS));
+        Future<?> twinDegraded = senders.submit(() -> send(twinClient, TWIN_TURNS));
+        degraded.get(30, TimeUnit.SECONDS);
+        twinDegraded.get(30, TimeUnit.SECONDS);
+      } finally {
+        senders.shutdownNow();
+      }
       assertThat(limiter.isDegraded()).isTrue();
-      assertThat(threeTurns).as("degraded pacing at 10/s / 2").isBetween(0.39, 2.6);
+      List<Arrival> arrivals = door.arrivals();
+      Timeline paced = RunArrivals.on(arrivals, "/hung");
+      assertThat(paced.size()).as("requests at the door").isEqualTo(DEGRADED_TURNS);
+      FleetBounds bounds = FleetBounds.at(RATE / MAX_FETCHING_PROCESSES,
+          "hung database, pacing locally", door);
+      bounds.assertHeld(paced, RunArrivals.steady(paced));
+      bounds.assertDelivered(RunArrivals.steady(paced));
+      bounds.assertFewLateTurns(limiter.lateTurnsSkipped() - lateBefore, DEGRADED_TURNS);
+      Timeline twinPaced = RunArrivals.on(arrivals, "/twin");
+      FleetBounds twinBounds = FleetBounds.at(RATE / MAX_FETCHING_PROCESSES,
+          "hung database, twin without the divisor", door);
+      twinBounds.assertWindowBroke(twinPaced);
+      twinBounds.assertAggregateBroke(twinPaced);
 
       proxy.restore();
       Thread.sleep(2500); // a probe at a boundary after the restore (a pending one may still hang)
       Reservation back = cursor.reserve("hung", GAP);
       assertThat(back.isGranted()).as("recovered: %s", back).isTrue();
     }
+  }
+
+  private static Void send(DoorClient client, int turns) throws Exception {
+    for (int i = 0; i < turns; i++) {
+      client.send();
+    }
+    return null;
   }
 
   private static double secondsFor(Runnable action) {

@@ -2,30 +2,29 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import dev.pacer.testing.WallClockSteps;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
  * PostgreSQL crashes under a running fleet and comes back: three worker JVMs of six threads each,
- * a 10/s ceiling, the server stopped with {@code pg_ctl stop -m immediate} and restarted 12 s
- * later. The fleet must neither exceed the ceiling (through the outage and both hand-overs) nor
- * stop, must cost each process at most the attempt that noticed the outage and one per 5-s retry
- * boundary, and must be back at the coordinated full rate from 1 s after the hand-over ends (the
- * second boundary after the server's return).
+ * a 10/s ceiling, each turn a request to the door, the server stopped with {@code pg_ctl stop -m
+ * immediate} and restarted 12 s later. At the door the fleet must neither exceed the ceiling
+ * (through the outage and both hand-overs) nor stop: at the coordinated full rate before the
+ * crash, each process at 10/4 = 2.5/s once it paces locally, and back at the full rate from 1 s
+ * after the hand-over ends (the second boundary after the server's return). The outage must cost
+ * each process at most the attempt that noticed it and one per 5-s retry boundary.
+ *
+ * <p>Its twin runs beside it through the same crash, on a destination of its own: three members
+ * with {@code maxFetchingProcesses} 1 on the key/value layout, which keeps no census of the
+ * processes taking turns, so nothing divides their ceiling while the database is away. Each paces
+ * at the full rate, and the fleet's degraded phase must break the bounds the fleet above holds.
  */
 class OutageTest {
 
@@ -35,126 +34,92 @@ class OutageTest {
   /** As the CLI derives it: the most processes that can fetch at once, plus one. */
   private static final int MAX_FETCHING_PROCESSES = PROCESSES + 1;
   private static final int RUN_SECONDS = 36;
+  /** Long enough for a few seconds of local pacing after the crash, 6 s after GO. */
+  private static final int TWIN_SECONDS = 10;
+  private static final String TWIN_TABLE = "outage_twin_cache";
+  /** Time the crash may take to refuse the last reservation after {@code down} is read. */
+  private static final long CRASH_NANOS = 200_000_000L;
   private static final long SECOND = 1_000_000_000L;
 
   @Test
   void theFleetHoldsTheCeilingThroughACrashAndRestart() throws Exception {
+    WallClockSteps.get();
     try (RestartablePostgres postgres = new RestartablePostgres();
-        TcpProxy proxy = new TcpProxy(postgres.port())) {
+        TcpProxy proxy = new TcpProxy(postgres.port());
+        Door door = Door.start()) {
+      postgres.execute(TestDatabase.djangoCacheTableDdl(TWIN_TABLE));
       String url = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres";
-      List<Process> workers = new ArrayList<>();
-      List<CompletableFuture<List<String>>> outputs = new ArrayList<>();
-      try {
-        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-        List<BufferedReader> readers = new ArrayList<>();
-        Path logs = Files.createTempDirectory("outage-test-logs");
-        for (int i = 0; i < PROCESSES; i++) {
-          Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
-              System.getProperty("java.class.path"), OutageWorker.class.getName(), url, "outage",
-              String.valueOf(RATE), String.valueOf(THREADS), String.valueOf(MAX_FETCHING_PROCESSES),
-              String.valueOf(RUN_SECONDS))
-              .redirectError(logs.resolve("worker-" + i + ".log").toFile()).start();
-          workers.add(p);
-          readers.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
-        }
-        for (BufferedReader r : readers) {
-          assertThat(r.readLine()).isEqualTo("READY");
-        }
-        for (Process p : workers) {
-          Writer in = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
-          in.write("GO\n");
-          in.flush();
-        }
-        long started = epochNanos();
-        for (BufferedReader r : readers) {
-          outputs.add(CompletableFuture.supplyAsync(() -> r.lines().toList()));
-        }
+      OutageFleet.Plan plan = new OutageFleet.Plan(url, "pacer", "outage", RATE,
+          MAX_FETCHING_PROCESSES, PROCESSES, 1, THREADS, RUN_SECONDS);
+      // Straight to the server, not through the proxy, whose connections the main fleet's count.
+      OutageFleet.Plan twinPlan = new OutageFleet.Plan(postgres.jdbcUrl(),
+          "key-value:" + TWIN_TABLE, "outage-twin", RATE, 1, 1, PROCESSES, 1, TWIN_SECONDS);
+      try (OutageFleet fleet = OutageFleet.start(plan, door.url("/fleet"), "worker");
+          OutageFleet twin = OutageFleet.start(twinPlan, door.url("/twin"), "twin")) {
+        fleet.go();
+        twin.go();
 
         Thread.sleep(6_000);
         long attemptsBefore = proxy.connectionsAccepted();
-        long down = epochNanos();
+        long down = System.nanoTime();
+        long downEpoch = epochNanos();
         postgres.stopImmediately();
         Thread.sleep(12_000);
         long attemptsDuringOutage = proxy.connectionsAccepted() - attemptsBefore;
-        long attemptsWindow = epochNanos() - down;
+        long attemptsWindow = epochNanos() - downEpoch;
         postgres.start();
-        long up = epochNanos();
+        long up = System.nanoTime();
+        long upEpoch = epochNanos();
 
-        List<Long> all = new ArrayList<>();
-        List<List<Long>> perProcess = new ArrayList<>();
-        for (int i = 0; i < PROCESSES; i++) {
-          List<Long> mine = new ArrayList<>();
-          for (String line : outputs.get(i).get(RUN_SECONDS + 30, TimeUnit.SECONDS)) {
-            if (line.startsWith("ACQ ")) {
-              mine.add(Long.parseLong(line.substring(4)));
-            }
-          }
-          assertThat(workers.get(i).waitFor(30, TimeUnit.SECONDS)).isTrue();
-          assertThat(workers.get(i).exitValue()).as("worker %d exit", i).isZero();
-          perProcess.add(mine);
-          all.addAll(mine);
-        }
-        Timeline whole = new Timeline(all);
-        double outageSeconds = (up - down) / 1e9;
-        int beforeOutage = count(all, down - 5 * SECOND, down);
-        int duringOutage = count(all, down, up);
-        long handOverEnds = RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(up));
-        int recovered = count(all, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
-        System.out.printf("outage test: %s; %.1f s outage, %d connection attempts during it;"
-                + " turns: %d in the 5 s before (%.1f/s), %d during (%.1f/s),"
-                + " %d in [hand-over end + 1 s, + 4 s] (%.1f/s)%n",
-            whole, outageSeconds, attemptsDuringOutage, beforeOutage, beforeOutage / 5.0,
-            duringOutage, duringOutage / outageSeconds, recovered, recovered / 3.0);
-        System.out.println("outage test: busiest windows " + busiestWindows(all, started));
-        for (int i = 0; i < PROCESSES; i++) {
-          for (String line : Files.readAllLines(logs.resolve("worker-" + i + ".log"))) {
-            if (line.contains("WARN") || line.contains("INFO")) {
-              System.out.println("outage test: worker " + i + ": " + line);
-            }
-          }
-        }
+        TurnsTaken turns = fleet.finish();
+        TurnsTaken twinTurns = twin.finish();
+        List<Arrival> arrivals = door.arrivals();
+        Timeline whole = RunArrivals.on(arrivals, "/fleet");
+        long localFrom = down + CRASH_NANOS
+            + (long) (plan.secondsToLocalPacing(MAX_FETCHING_PROCESSES) * SECOND);
+        List<Timeline> local = new ArrayList<>();
+        RunArrivals.byMember(arrivals, "/fleet").values().forEach(m -> local.add(m.between(localFrom, up)));
+        long handOverEnds = up + (RetryGrid.handOverEnds(upEpoch) - upEpoch);
+        Timeline before = RunArrivals.steady(whole.between(whole.first(), down));
+        Timeline recovered = whole.between(handOverEnds + SECOND, whole.last() + 1);
+        System.out.printf("outage test: %.1f s outage, %d connection attempts during it; the"
+                + " fleet's %s; %s before it, %s paced locally by each process, %s from 1 s after"
+                + " the hand-over; %s%n", (up - down) / 1e9, attemptsDuringOutage, whole, before,
+            local, recovered, turns);
+        fleet.logLines(line -> line.contains("WARN") || line.contains("INFO"))
+            .forEach(line -> System.out.println("outage test: " + line));
 
-        assertThat(whole.peakOneSecondWindow()).as("never above the ceiling, %s", whole)
-            .isLessThanOrEqualTo((int) RATE + 1);
-        for (int i = 0; i < PROCESSES; i++) {
-          assertThat(count(perProcess.get(i), down + 3 * SECOND, up))
-              .as("worker %d kept fetching during the outage", i).isPositive();
-        }
-        // Degraded, the fleet paces at 3 x 10/4 = 7.5/s after the shared queue drains (<= 1.8 s).
-        assertThat(duringOutage / outageSeconds).as("fleet rate during the outage").isGreaterThan(0.5 * 7.5);
-        assertThat(attemptsDuringOutage).as("connection attempts during a %.1f s outage", outageSeconds)
-            .isLessThanOrEqualTo(PROCESSES * (RetryGrid.boundariesBetween(down, down + attemptsWindow) + 1));
-        // Coordinated full rate is 10/s; still degraded (or handing over) would be 7.5/s.
-        assertThat(recovered / 3.0).as("rate after the hand-over").isGreaterThanOrEqualTo(9.0);
-      } finally {
-        workers.forEach(Process::destroyForcibly);
+        assertThat(whole.size()).as("requests at the door").isEqualTo(turns.sent());
+        FleetBounds bounds = FleetBounds.at(RATE, "outage test, the fleet", door);
+        bounds.assertHeld(whole, before);
+        bounds.assertDelivered(before);
+        FleetBounds paced = FleetBounds.at(RATE / MAX_FETCHING_PROCESSES,
+            "outage test, one process pacing locally", door);
+        assertThat(local).as("processes at the door").hasSize(PROCESSES);
+        local.forEach(paced::assertHeld);
+        paced.assertDeliveredByMembers(local);
+        bounds.assertHeld(recovered);
+        bounds.assertDelivered(recovered);
+        bounds.assertFewLateTurns(turns.late(), turns.sent());
+        assertThat(attemptsDuringOutage).as("connection attempts during a %.1f s outage",
+                attemptsWindow / 1e9)
+            .isLessThanOrEqualTo(PROCESSES
+                * (RetryGrid.boundariesBetween(downEpoch, downEpoch + attemptsWindow) + 1));
+
+        long twinLocalFrom = down + CRASH_NANOS
+            + (long) (twinPlan.secondsToLocalPacing(1) * SECOND);
+        Timeline twinWhole = RunArrivals.on(arrivals, "/twin");
+        assertThat(twinWhole.size()).as("the twin's requests at the door")
+            .isEqualTo(twinTurns.sent());
+        FleetBounds twinBounds = FleetBounds.at(RATE, "outage test, twin without the divisor",
+            door);
+        twinBounds.assertWindowBroke(twinWhole.between(twinLocalFrom, twinWhole.last() + 1));
+        FleetBounds twinPaced = FleetBounds.at(RATE / MAX_FETCHING_PROCESSES,
+            "outage test, twin member without the divisor", door);
+        RunArrivals.byMember(arrivals, "/twin").values().forEach(m ->
+            twinPaced.assertAggregateBroke(m.between(twinLocalFrom, m.last() + 1)));
       }
     }
-  }
-
-  private static int count(List<Long> instants, long from, long to) {
-    int n = 0;
-    for (long t : instants) {
-      if (t >= from && t < to) {
-        n++;
-      }
-    }
-    return n;
-  }
-
-  /** Turns per whole second since the start, for the log. */
-  private static List<Integer> busiestWindows(List<Long> all, long started) {
-    List<Long> sorted = new ArrayList<>(all);
-    Collections.sort(sorted);
-    List<Integer> perSecond = new ArrayList<>();
-    for (long t : sorted) {
-      int second = (int) ((t - started) / SECOND);
-      while (perSecond.size() <= second) {
-        perSecond.add(0);
-      }
-      perSecond.set(second, perSecond.get(second) + 1);
-    }
-    return perSecond;
   }
 
   private static long epochNanos() {

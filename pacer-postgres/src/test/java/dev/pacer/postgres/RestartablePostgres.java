@@ -4,6 +4,10 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -42,6 +46,13 @@ public final class RestartablePostgres implements AutoCloseable {
 
   public String jdbcUrl() {
     return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres";
+  }
+
+  /** Runs {@code sql} on a connection of its own. */
+  public void execute(String sql) throws SQLException {
+    try (Connection c = DriverManager.getConnection(jdbcUrl()); Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
   }
 
   public synchronized void start() throws IOException {

@@ -78,8 +78,13 @@ public final class TestDatabase {
 
   /** Creates (if missing) a table of the shape of Django's database cache table. */
   public static void createDjangoCacheTable(String table) {
-    execute("CREATE TABLE IF NOT EXISTS " + table + " (cache_key varchar(255) PRIMARY KEY,"
-        + " value text NOT NULL, expires timestamptz NOT NULL)");
+    execute(djangoCacheTableDdl(table));
+  }
+
+  /** The statement that creates (if missing) a table of the shape of Django's cache table. */
+  public static String djangoCacheTableDdl(String table) {
+    return "CREATE TABLE IF NOT EXISTS " + table + " (cache_key varchar(255) PRIMARY KEY,"
+        + " value text NOT NULL, expires timestamptz NOT NULL)";
   }
 
   /** A cursor on the test database with the given layout and otherwise default settings. */

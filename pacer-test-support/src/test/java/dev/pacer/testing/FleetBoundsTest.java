@@ -57,6 +57,25 @@ class FleetBoundsTest {
   }
 
   @Test
+  void membersPacedApartAreJudgedOnTheSumOfTheirRates() {
+    // Four members at 1.75/s, each with 11 turns: one of them giving up one turn passes, as it
+    // would not alone (10 of 11 turns: 0.9 of the rate); each giving up one turn in ten breaks.
+    FleetBounds bounds = FleetBounds.at(1.75, "four members paced apart");
+    List<Timeline> oneSkips = new ArrayList<>();
+    List<Timeline> allSkip = new ArrayList<>();
+    for (int m = 0; m < 4; m++) {
+      int member = m;
+      oneSkips.add(grid(1.75, 11, k -> member != 0 || k != 5));
+      allSkip.add(grid(1.75, 11, k -> k != 5));
+    }
+    bounds.assertDeliveredByMembers(oneSkips);
+    assertThatThrownBy(() -> bounds.assertDelivered(oneSkips.get(0)))
+        .hasMessageContaining("delivered");
+    assertThatThrownBy(() -> bounds.assertDeliveredByMembers(allSkip))
+        .hasMessageContaining("delivered by 4 members together");
+  }
+
+  @Test
   void twoTurnsSharedBreakTheBusiestWindow() {
     List<Long> instants = new ArrayList<>(grid(10, 40, k -> true).instantsFrom(0));
     instants.add(instants.get(20) + 1_000_000);
@@ -69,11 +88,17 @@ class FleetBoundsTest {
   }
 
   @Test
-  void lateTurnsAboveOnePercentFail() {
-    FleetBounds bounds = FleetBounds.at(100, "late turns");
+  void lateTurnsAboveOnePercentOrOneStallFail() {
+    FleetBounds bounds = FleetBounds.at(20, "late turns");
     bounds.assertFewLateTurns(8, 800);
     assertThatThrownBy(() -> bounds.assertFewLateTurns(9, 800))
         .hasMessageContaining("given up as late, 9 of 800");
+    // 1 % of 82 is not one turn; a 150-ms stall at 20/s holds 3.
+    bounds.assertFewLateTurns(3, 82);
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(4, 82))
+        .hasMessageContaining("given up as late, 4 of 82");
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(8, 82))
+        .as("one turn in ten").hasMessageContaining("given up as late, 8 of 82");
   }
 
   @Test
