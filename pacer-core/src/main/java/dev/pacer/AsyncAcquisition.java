@@ -1,6 +1,7 @@
 package dev.pacer;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -28,31 +29,36 @@ final class AsyncAcquisition {
 
   private final Permits permits;
   private final AsyncPools pools;
+  /** Where a wait's end continues (the check for a late turn, the grant): null for the scheduler. */
+  private final Executor grantOn;
   private final CompletableFuture<Slot> result = new CompletableFuture<>();
   private final CompletableFuture<Void> permit;
   private final AtomicBoolean settled = new AtomicBoolean();
   private final AtomicReference<FleetCap.Held> fleetSlot = new AtomicReference<>(NOTHING);
   private volatile Future<?> pendingWait = CompletableFuture.completedFuture(null);
 
-  private AsyncAcquisition(Permits permits, AsyncPools pools) {
+  private AsyncAcquisition(Permits permits, AsyncPools pools, Executor grantOn) {
     this.permits = permits;
     this.pools = pools;
+    this.grantOn = grantOn;
     this.permit = permits.acquireAsync();
   }
 
   /**
    * Starts an acquisition: a permit from {@code permits}, then the steps {@code steps} gives, to
-   * which it hands the consumer that records the fleet slot once taken.
+   * which it hands the consumer that records the fleet slot once taken. Each wait's end runs on
+   * {@code grantOn}, or on the scheduler's thread if it is null.
    */
-  static CompletableFuture<Slot> start(Permits permits, AsyncPools pools,
+  static CompletableFuture<Slot> start(Permits permits, AsyncPools pools, Executor grantOn,
       Function<Consumer<FleetCap.Held>, TurnStep> steps) {
-    AsyncAcquisition acquisition = new AsyncAcquisition(permits, pools);
+    AsyncAcquisition acquisition = new AsyncAcquisition(permits, pools, grantOn);
     // Completed by anyone but this acquisition (cancelled, or completed by the caller): it is
     // abandoned. Completed by this acquisition, it is settled already and abandon() does nothing.
     acquisition.result.whenComplete((slot, failure) -> acquisition.abandon());
     acquisition.permit.whenComplete((granted, failure) -> {
       if (failure == null) {
-        acquisition.resume(() -> steps.apply(acquisition::tookFleetSlot), false);
+        acquisition.resume(() -> steps.apply(acquisition::tookFleetSlot), false,
+            acquisition.grantOn == null);
       }
     });
     return acquisition.result;
@@ -60,9 +66,10 @@ final class AsyncAcquisition {
 
   /**
    * Runs {@code next} and the steps it leads to, on this thread while they neither wait nor (when
-   * {@code mayBlock} is false, on the scheduler's thread) make a round trip.
+   * {@code mayBlock} is false, on the scheduler's thread or {@link #grantOn}) make a round trip,
+   * nor (when {@code onGrantThread} is false) end a wait, which goes on on {@link #grantOn}.
    */
-  private void resume(TurnStep.Next next, boolean mayBlock) {
+  private void resume(TurnStep.Next next, boolean mayBlock, boolean onGrantThread) {
     try {
       if (settled.get()) {
         return;
@@ -71,14 +78,18 @@ final class AsyncAcquisition {
       while (!settled.get()) {
         if (step instanceof TurnStep.Wait wait) {
           if (wait.nanos() > 0) {
-            pendingWait = pools.scheduler().schedule(() -> resume(wait.then(), false),
+            pendingWait = pools.scheduler().schedule(() -> afterWait(wait.then()),
                 wait.nanos(), TimeUnit.NANOSECONDS);
+            return;
+          }
+          if (!onGrantThread) {
+            afterWait(wait.then());
             return;
           }
           step = wait.then().run();
         } else if (step instanceof TurnStep.RoundTrip trip) {
           if (!mayBlock) {
-            pools.roundTrips().execute(() -> resume(trip.then(), true));
+            pools.roundTrips().execute(() -> resume(trip.then(), true, grantOn == null));
             return;
           }
           step = trip.then().run();
@@ -89,6 +100,22 @@ final class AsyncAcquisition {
           throw new IllegalStateException("a turn without a deadline was refused");
         }
       }
+    } catch (Throwable t) {
+      fail(t);
+    }
+  }
+
+  /**
+   * Goes on after a wait where the turn is to be granted: on this thread (the scheduler's) or on
+   * {@link #grantOn}, so that the check for a late turn sees how long that executor took to run it.
+   */
+  private void afterWait(TurnStep.Next then) {
+    if (grantOn == null) {
+      resume(then, false, true);
+      return;
+    }
+    try {
+      grantOn.execute(() -> resume(then, false, true));
     } catch (Throwable t) {
       fail(t);
     }

@@ -5,10 +5,12 @@ import dev.pacer.internal.Pacing;
 import dev.pacer.internal.RateMeter;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -313,6 +315,28 @@ public final class DestinationLimiter {
    *     throw if they refuse work (shut down); in every such case nothing is kept
    */
   public CompletableFuture<Slot> acquireAsync() {
+    return startAsync(null);
+  }
+
+  /**
+   * {@link #acquireAsync()}, the turn granted on {@code grantOn}: each wait's end, and with it the
+   * check for a turn woken too late for, runs on that executor, and completes the future there.
+   * Give it the executor the request is sent on, and send in a stage added without {@code
+   * ...Async} ({@code thenCompose}, {@code handle}): the request then leaves on the thread that
+   * judged the turn in time, as with {@link #acquire()}, and a busy executor that runs the task
+   * late has its turn given up and another taken instead of its request sent late, unseen.
+   * ({@link PacedHttpClient#sendAsync} does so.)
+   *
+   * @param grantOn where the turn is granted
+   * @return as {@link #acquireAsync()}; also exceptionally with what {@code grantOn} throws if it
+   *     refuses the task
+   */
+  public CompletableFuture<Slot> acquireAsync(Executor grantOn) {
+    return startAsync(Objects.requireNonNull(grantOn, "grantOn"));
+  }
+
+  /** An asynchronous acquisition whose waits end on {@code grantOn}, or the scheduler's thread. */
+  private CompletableFuture<Slot> startAsync(Executor grantOn) {
     // Once started, the acquisition holds a permit or its place in the queue, and no eviction
     // can take the limiter from under it.
     eviction.enter();
@@ -322,7 +346,7 @@ public final class DestinationLimiter {
         return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
       }
       long called = time.nanoTime();
-      return AsyncAcquisition.start(permits, pools,
+      return AsyncAcquisition.start(permits, pools, grantOn,
           took -> fleetSlotThenTurn(called, FleetCap.firstPollNanos(), took));
     } finally {
       eviction.exit();

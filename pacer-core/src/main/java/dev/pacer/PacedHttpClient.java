@@ -79,7 +79,8 @@ import org.slf4j.LoggerFactory;
  * class holds them, and two short drivers wait for them: a loop that blocks, and a composition of
  * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
  * executor} if it was built with one, or else on two send threads of Pacer's ({@link
- * AsyncPools}): never on the scheduler's thread, which completes the turn, because a send there
+ * AsyncPools}), the thread whose check found the turn in time ({@link
+ * DestinationLimiter#acquireAsync(Executor)}): never on the scheduler's thread, which completes the turn, because a send there
  * delays every turn of the JVM queued behind it, nor on the round-trip executor, whose queue
  * holds later turns' reservations. Cancelling the future before the turn gives back
  * the permit, or the place in its queue; after the send, it cancels the exchange (Java 16+ closes
@@ -287,14 +288,18 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Sends {@code request} as {@link #send} does, with no thread waiting: each turn is {@link
-   * DestinationLimiter#acquireAsync()}'s, each answer the delegate's future, and each hop after a
-   * turn is sent on {@link #sendingExecutor}, off the thread that completed the turn.
+   * DestinationLimiter#acquireAsync(Executor)}'s, granted on {@link #sendingExecutor}, and each
+   * hop is sent there right after its turn was judged in time; each answer is the delegate's
+   * future.
    */
   private <T> CompletableFuture<Exchanged<T>> exchangeAsync(Hop<T> hop, Pending<T> pending) {
-    CompletableFuture<Slot> turn = hop.limiter.map(DestinationLimiter::acquireAsync)
+    Executor sending = sendingExecutor(hop);
+    CompletableFuture<Slot> turn = hop.limiter.map(limiter -> limiter.acquireAsync(sending))
         .orElse(CompletableFuture.completedFuture(null));
     pending.track(turn);
-    return turn.handleAsync((slot, failure) -> {
+    // Not handleAsync: the turn is granted on the sending executor, and the hop leaves on the
+    // thread that judged it in time.
+    return turn.handle((slot, failure) -> {
       if (failure != null) {
         throw new CompletionException(unwrapped(failure));
       }
@@ -313,7 +318,7 @@ public final class PacedHttpClient extends HttpClient {
         }
         return hop.answered(response);
       });
-    }, sendingExecutor(hop)).thenCompose(Function.identity()).thenCompose(step -> {
+    }).thenCompose(Function.identity()).thenCompose(step -> {
       if (step instanceof Step.Done<T> done) {
         return CompletableFuture.completedFuture(done.exchanged());
       }

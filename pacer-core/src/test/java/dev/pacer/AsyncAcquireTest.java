@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -232,6 +234,39 @@ class AsyncAcquireTest {
     blocked.join(TimeUnit.SECONDS.toMillis(10));
     assertThat(blockedGot).hasSize(1);
     assertThat(limiter.availablePermits()).isEqualTo(1);
+  }
+
+  /**
+   * A turn granted on an executor of the caller's is checked for lateness where that executor runs
+   * it: here the executor runs its first task 60 ms after it was given (at 10/s the limit is 50
+   * ms), so that turn is given up and the next one granted in time. Granted on the scheduler's
+   * thread, the same turn would pass its check, and the request sent from the busy executor
+   * would leave 60 ms late, unseen.
+   */
+  @Test
+  void aTurnGrantedOnACallersExecutorIsCheckedWhereThatExecutorRunsIt() {
+    DestinationLimiter limiter = rig.limiter(10, 1, 1, rig.standIn);
+    Queue<Runnable> granting = new ConcurrentLinkedQueue<>();
+    CompletableFuture<Slot> turn = limiter.acquireAsync(granting::add);
+    boolean firstRunLate = true;
+    for (int i = 0; i < 10 && !turn.isDone(); i++) {
+      rig.scheduler.runUntilIdle();
+      for (Runnable task = granting.poll(); task != null; task = granting.poll()) {
+        if (firstRunLate) {
+          rig.time.advance(Duration.ofMillis(60));
+          firstRunLate = false;
+        }
+        task.run();
+      }
+    }
+    assertThat(turn).isDone();
+    assertThat(limiter.lateTurnsSkipped()).as("turns given up as late").isEqualTo(1);
+    Slot slot = turn.join();
+    assertThat(Math.round((slot.turnNanos() - rig.start) / 1e6)).as("the turn granted, ms")
+        .isEqualTo(100);
+    assertThat(rig.time.nanoTime() - slot.turnNanos()).as("granted this late after its start")
+        .isLessThanOrEqualTo(Duration.ofMillis(50).toNanos());
+    slot.close();
   }
 
   @Test
