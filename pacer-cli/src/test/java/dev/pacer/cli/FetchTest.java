@@ -1,6 +1,8 @@
 package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.pacer.testing.Timeline;
 import dev.pacer.cli.db.UrlKeys;
@@ -16,6 +18,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,9 +57,15 @@ class FetchTest {
   }
 
   private Cli.Result fetch(Path input, String... extra) {
+    List<String> args = new ArrayList<>(List.of("--max-load", "1000"));
+    args.addAll(List.of(extra));
+    return fetchInDefaultEnvelope(input, args.toArray(String[]::new));
+  }
+
+  /** {@code pacer fetch} with the envelope's defaults, as a user runs it. */
+  private Cli.Result fetchInDefaultEnvelope(Path input, String... extra) {
     List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", name,
-        "--destination", name, "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
-        "--max-load", "1000"));
+        "--destination", name, "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString()));
     args.addAll(List.of(extra));
     return Cli.run(args.toArray(String[]::new));
   }
@@ -237,6 +246,26 @@ class FetchTest {
   }
 
   /**
+   * The same two invocations under the default envelope (no {@code --max-load}: a load average of
+   * 4 x the cores halts a run), as a user runs them, which every other test widens. On a host
+   * loaded past that bar the default halts the run, as it should, and the test cannot judge it:
+   * it says so as a skip.
+   */
+  @Test
+  void twoInvocationsInTheDefaultEnvelopeShareItsItemsAndTheCeiling() throws Exception {
+    double bar = 4.0 * Runtime.getRuntime().availableProcessors();
+    assumeTrue(hostLoad() <= bar, String.format(Locale.ROOT, "the host's load average, %.2f, is"
+        + " above the default bar of %.0f before the run", hostLoad(), bar));
+    List<TestDestination.Arrival> arrivals = twoInvocations("FLEET", true);
+    TestDestination.assertHeldCeiling(arrivals, SHARED_RATE);
+  }
+
+  private static double hostLoad() {
+    return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        .getSystemLoadAverage();
+  }
+
+  /**
    * The same two invocations, each pacing alone at the full rate: together they break the
    * ceiling that {@link #twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce} asserts.
    */
@@ -250,14 +279,28 @@ class FetchTest {
    * sliding second of the run is bounded, not only the run as a whole.
    */
   private List<TestDestination.Arrival> twoInvocations(String pacing) throws Exception {
+    return twoInvocations(pacing, false);
+  }
+
+  private List<TestDestination.Arrival> twoInvocations(String pacing, boolean defaultEnvelope)
+      throws Exception {
     Path input = input(destination.items(ITEMS));
     String[] options = {"--rate", Integer.toString(SHARED_RATE), "--concurrency", "2",
         "--pacing", pacing};
+    java.util.function.Supplier<Cli.Result> invocation = defaultEnvelope
+        ? () -> fetchInDefaultEnvelope(input, options) : () -> fetch(input, options);
     java.util.concurrent.CompletableFuture<Cli.Result> other =
-        java.util.concurrent.CompletableFuture.supplyAsync(() -> fetch(input, options));
-    Cli.Result mine = fetch(input, options);
+        java.util.concurrent.CompletableFuture.supplyAsync(invocation);
+    Cli.Result mine = invocation.get();
     Cli.Result theirs = other.get(60, java.util.concurrent.TimeUnit.SECONDS);
 
+    if (defaultEnvelope) {
+      for (Cli.Result r : List.of(mine, theirs)) {
+        assumeFalse("HOST_LOAD".equals(r.text("haltedBar")) && hostLoad()
+                > 4.0 * Runtime.getRuntime().availableProcessors(),
+            "the host's load average crossed the default bar during the run: " + r.err());
+      }
+    }
     assertThat(mine.code()).as(mine.err()).isEqualTo(0);
     assertThat(theirs.code()).as(theirs.err()).isEqualTo(0);
     assertThat(mine.number("done")).isEqualTo(ITEMS);
