@@ -2,117 +2,139 @@ package dev.pacer.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Cursor;
-import dev.pacer.Destination;
-import dev.pacer.LimiterLookup;
-import dev.pacer.LimiterRegistry;
-import dev.pacer.LocalCursor;
-import dev.pacer.testing.Timeline;
-import dev.pacer.postgres.PostgresCursor;
-import dev.pacer.postgres.PostgresCursorConfig;
+import dev.pacer.http.fleet.FleetMember;
 import dev.pacer.postgres.TestDatabase;
-import java.time.Duration;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.Timeline;
+import dev.pacer.testing.WallClockSteps;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CyclicBarrier;
-import java.util.function.Function;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The JDK decorator, the OkHttp interceptor and the Apache chain handler, each on its own thread
- * and with its own registry (as three processes would have), pacing one destination through one
- * {@link PostgresCursor} on a real PostgreSQL, in real time. The ceiling is judged where requests
- * arrive: the busiest 1-s window at the local destination, from its first request, is at most the
- * ceiling + 1, and the delivered rate is not collapsed. The twin paces each client on its own
- * {@link LocalCursor}, as a per-process pacer would, and breaks the same bound, so the first test
- * can fail.
+ * Three processes, one per client (the JDK's through {@code PacedHttpClient}, OkHttp through
+ * {@code PacingInterceptor}, Apache's through {@code PacingExecChainHandler}), each written with
+ * Pacer's public API alone ({@link FleetMember}) and its own {@code PostgresCursor} on a real
+ * PostgreSQL, pace one destination together, judged at the {@link Door} by {@link FleetBounds}:
+ * the busiest 1-s window from the first arrival, the aggregate and the delivered rate over the run
+ * but its first second, the turns given up as late. The twin runs the same processes each on a
+ * {@code LocalCursor}, as per-process pacers would, and must break the ceiling.
  */
 class ThreeClientsOneCursorTest {
 
-  private static final int CEILING = 10;
-  private static final Duration RUN = Duration.ofSeconds(6);
+  private static final double CEILING = 10;
+  private static final double RUN_SECONDS = 6;
+  private static final double TWIN_SECONDS = 3;
+  /** The steady part: every process asks without pause from GO, its first second aside. */
+  private static final double START_SECONDS = 1;
 
-  @Test
-  void threeClientsOnOneCursorKeepTheCeilingAtTheDestination() throws Exception {
-    try (PostgresCursor cursor =
-        new PostgresCursor(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build())) {
-      Run run = run("three-clients-" + System.nanoTime(), kind -> cursor, RUN);
-      Timeline arrivals = run.timeline();
-      System.out.printf("three clients, one PostgresCursor: %d arrivals, busiest 1-s window %d,"
-              + " %.2f/s delivered, by client %s%n", arrivals.size(),
-          arrivals.peakOneSecondWindow(), arrivals.aggregateRatePerSecond(), run.byClient());
-      assertThat(arrivals.peakOneSecondWindow()).isLessThanOrEqualTo(CEILING + 1);
-      assertThat(arrivals.aggregateRatePerSecond()).isGreaterThanOrEqualTo(0.9 * CEILING);
-      assertThat(run.byClient().values()).as("every client sent its share")
-          .allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(10));
-    }
+  private static Door door;
+
+  /** What a run left at the door, and what its members reported. */
+  private record Run(Timeline arrivals, Map<Client, Long> byClient, long sent, long late) {}
+
+  @BeforeAll
+  static void openTheDoor() throws IOException {
+    WallClockSteps.get();
+    door = Door.start();
+  }
+
+  @AfterAll
+  static void closeTheDoor() throws IOException {
+    door.close();
   }
 
   @Test
-  void theTwinPacingEachClientOnItsOwnCursorBreaksTheCeiling() throws Exception {
-    Run run = run("three-cursors-" + System.nanoTime(), kind -> new LocalCursor(),
-        Duration.ofSeconds(3));
-    Timeline arrivals = run.timeline();
-    System.out.printf("twin, a LocalCursor each: busiest 1-s window %d%n",
-        arrivals.peakOneSecondWindow());
-    assertThat(arrivals.peakOneSecondWindow()).isGreaterThan(2 * CEILING);
+  void threeClientsInThreeProcessesKeepTheCeilingAtTheDoor() throws Exception {
+    Run run = run("shared", RUN_SECONDS);
+    FleetBounds bounds = FleetBounds.at(CEILING, "three clients, three processes, one table",
+        door);
+    System.out.printf("three clients: by client %s; %d sent, %d given up as late%n",
+        run.byClient(), run.sent(), run.late());
+    assertThat(run.arrivals().size()).as("requests at the door").isEqualTo(run.sent());
+    Timeline steady = run.arrivals().after(START_SECONDS);
+    bounds.assertHeld(run.arrivals(), steady);
+    bounds.assertDelivered(steady);
+    bounds.assertFewLateTurns(run.late(), run.sent() + run.late());
+    assertThat(run.byClient().values()).as("every client sent its share, %s", run.byClient())
+        .allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(10));
   }
 
-  /** What the destination saw. */
-  private record Run(List<ArrivalServer.Arrival> arrivals, Map<Client, Integer> byClient) {
-    Timeline timeline() {
-      return new Timeline(arrivals.stream().map(ArrivalServer.Arrival::nanos).toList());
-    }
+  @Test
+  void theTwinPacingEachProcessOnItsOwnCursorBreaksTheCeiling() throws Exception {
+    Run run = run("local", TWIN_SECONDS);
+    FleetBounds bounds = FleetBounds.at(CEILING, "three clients, a local cursor each", door);
+    bounds.assertWindowBroke(run.arrivals());
+    bounds.assertAggregateBroke(run.arrivals());
   }
 
-  /**
-   * Each client on its own thread, sending GETs for {@code length}, paced on its cursor. Each
-   * client first sends one unpaced request to another local server, so that its cold start
-   * (class loading, its first connection) is not in the measured run: a request leaving late after
-   * its turn is the client's lateness, which {@code DestinationFetcher.warmUp} exists to remove
-   * and this test does not measure.
-   */
-  private static Run run(String name, Function<Client, Cursor> cursors, Duration length)
-      throws Exception {
-    Destination destination = Destination.builder(name).ratePerSecond(CEILING)
-        .maxConcurrency(2).maxFetchingProcesses(3).build();
-    Map<Client, Throwable> failures = new ConcurrentHashMap<>();
-    try (ArrivalServer server = new ArrivalServer(); ArrivalServer warmUp = new ArrivalServer()) {
-      int port = server.uri("/").getPort();
-      CyclicBarrier warm = new CyclicBarrier(Client.values().length);
-      List<Thread> threads = new ArrayList<>();
+  private static Run run(String mode, double seconds) throws Exception {
+    String destination = "three-clients-" + UUID.randomUUID().toString().substring(0, 8);
+    String path = "/" + destination;
+    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    List<Process> processes = new ArrayList<>();
+    List<BufferedReader> outputs = new ArrayList<>();
+    try {
       for (Client kind : Client.values()) {
-        LimiterRegistry registry = new LimiterRegistry(cursors.apply(kind));
-        LimiterLookup limiters = uri -> uri.getPort() == port
-            ? Optional.of(registry.limiter(destination)) : Optional.empty();
-        Thread thread = new Thread(() -> {
-          try (Client.Getter client = kind.open(limiters)) {
-            client.get(warmUp.uri("/warm"));
-            warm.await();
-            long end = System.nanoTime() + length.toNanos();
-            while (System.nanoTime() - end < 0) {
-              assertThat(client.get(server.uri("/ok/" + kind)).status()).isEqualTo(200);
-            }
-          } catch (Throwable t) {
-            failures.put(kind, t);
+        Process p = new ProcessBuilder(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+            "-cp", System.getProperty("java.class.path"), FleetMember.class.getName(),
+            kind.name(), mode, TestDatabase.jdbcUrl(), destination, String.valueOf(CEILING),
+            String.valueOf(Client.values().length), door.url(path), String.valueOf(seconds))
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
+        processes.add(p);
+        outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(),
+            StandardCharsets.UTF_8)));
+      }
+      for (BufferedReader out : outputs) {
+        assertThat(out.readLine()).as("member start-up").isEqualTo("READY");
+      }
+      for (Process p : processes) {
+        Writer in = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
+        in.write("GO\n");
+        in.flush();
+      }
+      long sent = 0;
+      long late = 0;
+      for (BufferedReader out : outputs) {
+        String line;
+        while ((line = out.readLine()) != null) {
+          String[] parts = line.split(" ");
+          if (parts.length == 4 && parts[0].equals("SENT") && parts[2].equals("LATE")) {
+            sent += Long.parseLong(parts[1]);
+            late += Long.parseLong(parts[3]);
           }
-        }, "client-" + kind);
-        threads.add(thread);
-        thread.start();
+        }
       }
-      for (Thread thread : threads) {
-        thread.join();
+      for (Process p : processes) {
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("member exited").isTrue();
+        assertThat(p.exitValue()).as("member exit code").isZero();
       }
-      assertThat(failures).isEmpty();
-      Map<Client, Integer> byClient = new EnumMap<>(Client.class);
+      List<Arrival> arrivals = door.arrivals().stream()
+          .filter(a -> a.path().startsWith(path + "/ok/")).toList();
+      Map<Client, Long> byClient = new EnumMap<>(Client.class);
       for (Client kind : Client.values()) {
-        byClient.put(kind, (int) server.paths().stream().filter(("/ok/" + kind)::equals).count());
+        byClient.put(kind, arrivals.stream()
+            .filter(a -> a.path().equals(path + "/ok/" + kind)).count());
       }
-      return new Run(server.arrivals(), byClient);
+      return new Run(Timeline.of(arrivals), byClient, sent, late);
+    } finally {
+      processes.forEach(Process::destroyForcibly);
     }
   }
 }
