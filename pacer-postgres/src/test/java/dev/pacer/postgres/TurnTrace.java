@@ -93,6 +93,33 @@ final class TurnTrace {
     return out.toString();
   }
 
+  /**
+   * How long the door took to stamp the traced requests of {@code arrivals} after they were sent:
+   * the largest, when it came (from the first arrival), and how many took over 10 ms.
+   */
+  synchronized String stampDelays(List<Arrival> arrivals) {
+    long first = arrivals.stream().mapToLong(Arrival::nanos).min().orElse(0);
+    long largest = 0;
+    long largestAt = 0;
+    int over10 = 0;
+    for (Arrival a : arrivals) {
+      long[] r = sent.get(a.target());
+      if (r == null) {
+        continue;
+      }
+      long delay = a.nanos() - r[1];
+      if (delay > largest) {
+        largest = delay;
+        largestAt = a.nanos() - first;
+      }
+      if (delay > 10_000_000L) {
+        over10++;
+      }
+    }
+    return String.format("stamped after the send: at most %.1f ms (%.3f s into the run), %d over"
+        + " 10 ms", largest / 1e6, largestAt / 1e9, over10);
+  }
+
   private static double spanMillis(List<long[]> traced, int column) {
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;

@@ -92,8 +92,8 @@ class VirtualThreadsTest {
       // The child's stderr: its log, and the stack of every carrier pinned.
       String errors = Files.readString(childErr);
       System.out.printf("10,000 virtual threads on %s: at the door %s; as sent %s; turns %s; %s%n"
-              + "%s%nthe child's stderr:%n%s%n", jdk, arrivals, trace.sends(), trace.turns(),
-          result, trace.busiestWindow(run), errors);
+              + "%s%n%s%nthe child's stderr:%n%s%n", jdk, arrivals, trace.sends(), trace.turns(),
+          result, trace.busiestWindow(run), trace.stampDelays(run), errors);
 
       assertThat(child.exitValue()).as("child exit; its stderr:%n%s", errors).isZero();
       assertThat(result).as("the child's report").containsKeys("pinned", "control", "sent");

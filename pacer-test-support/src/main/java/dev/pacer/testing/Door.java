@@ -27,9 +27,11 @@ import java.util.concurrent.TimeUnit;
  * measured waiting runnable 6 to 12 ms before it could read a request already sent (from {@code
  * /proc/thread-self/schedstat} beside each stamp): at 100/s, requests 10 ms apart, that alone put
  * one request too many into a second. So where the system allows it (as root, or with
- * CAP_SYS_NICE) the door runs under the real-time FIFO policy, which gives it a CPU the moment a
- * request wakes it. Where it does not, {@link #realTime()} says so and {@link FleetBounds} reports
- * a broken upper bound as a skip naming that cause rather than as the fleet's fault.
+ * CAP_SYS_NICE) the door's threads run under the real-time FIFO policy, which gives them a CPU the
+ * moment a request wakes them (its JVM's other threads do not: {@link
+ * #keepRealTimeForTheDoorsThreads}). Where it does not, {@link #realTime()} says so and {@link
+ * FleetBounds} reports a broken upper bound as a skip naming that cause rather than as the
+ * fleet's fault.
  *
  * <p>The child's protocol: it prints {@code READY <port>}; each {@code REPORT} line on its stdin
  * is answered with one {@code ARRIVAL <nanos> opened|kept <status> <worker|-> <method> <target>}
@@ -38,6 +40,8 @@ import java.util.concurrent.TimeUnit;
 public final class Door implements AutoCloseable {
 
   private static final boolean REAL_TIME_ALLOWED = realTimeAllowed();
+  /** Tells the door's JVM it was started at the real-time policy. */
+  private static final String REAL_TIME_PROPERTY = "pacer.door.realTime";
 
   private final Process child;
   private final BufferedReader out;
@@ -67,7 +71,8 @@ public final class Door implements AutoCloseable {
     if (REAL_TIME_ALLOWED) {
       command.addAll(List.of("chrt", "--fifo", "10"));
     }
-    command.addAll(List.of(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+    command.addAll(List.of(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+        "-D" + REAL_TIME_PROPERTY + "=" + REAL_TIME_ALLOWED, "-cp",
         System.getProperty("java.class.path"), Door.class.getName()));
     Process child = new ProcessBuilder(command).redirectError(log.toFile()).start();
     return new Door(child, log);
@@ -94,6 +99,11 @@ public final class Door implements AutoCloseable {
 
   public URI uri() {
     return uri;
+  }
+
+  /** The door JVM's process id. */
+  public long pid() {
+    return child.pid();
   }
 
   /** {@link #uri()} resolved against {@code path}. */
@@ -146,9 +156,47 @@ public final class Door implements AutoCloseable {
     }
   }
 
+  /**
+   * Started under {@code chrt --fifo}, every thread of this JVM runs at the real-time policy, its
+   * JIT compiler's too: a compile then holds a core from every ordinary thread of the machine, and
+   * from the door's own threads queued behind it at the same priority, until it ends (in a
+   * verify run, with two such doors in parallel test JVMs, one request was stamped 98 ms after it
+   * was sent while the next, 10 ms later, took 0.2 ms). Only the threads that read and stamp
+   * requests ({@code door-accept}, and the {@code door} threads it starts, which inherit its
+   * policy) and the VM thread (which stops every thread at a safepoint and restarts them) keep
+   * it; the rest, and the threads they start later, go back to the ordinary policy.
+   */
+  private static void keepRealTimeForTheDoorsThreads() throws IOException, InterruptedException {
+    try (java.nio.file.DirectoryStream<Path> tasks =
+        Files.newDirectoryStream(Paths.get("/proc/self/task"))) {
+      for (Path task : tasks) {
+        String name;
+        try {
+          name = Files.readString(task.resolve("comm")).trim();
+        } catch (IOException ended) {
+          continue;
+        }
+        if (name.startsWith("door") || name.equals("VM Thread")) {
+          continue;
+        }
+        Process chrt = new ProcessBuilder("chrt", "--other", "-p", "0",
+            task.getFileName().toString()).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        if ((!chrt.waitFor(10, TimeUnit.SECONDS) || chrt.exitValue() != 0)
+            && Files.exists(task)) {
+          throw new IOException("chrt --other could not move thread " + task.getFileName() + " ("
+              + name + ") of the door's JVM off the real-time policy");
+        }
+      }
+    }
+  }
+
   /** The door itself, in its own JVM: see the class comment for its protocol. */
-  public static void main(String[] args) throws IOException {
+  public static void main(String[] args) throws IOException, InterruptedException {
     try (DoorServer server = new DoorServer(Answer::byPath)) {
+      if (Boolean.getBoolean(REAL_TIME_PROPERTY)) {
+        keepRealTimeForTheDoorsThreads();
+      }
       System.out.println("READY " + server.port());
       System.out.flush();
       BufferedReader commands = new BufferedReader(new InputStreamReader(System.in,
