@@ -208,9 +208,8 @@ class DestinationFetcherTest {
           .isEqualTo(Duration.ofMillis(i == 1 ? 200 : 100).toNanos());
     }
     assertThat(sent).allSatisfy(r -> assertThat(r.lateness().isNegative()).isFalse());
-    // A redirect hop's slot is held while its unread body drains, in the background (DiscardedBody),
-    // at most DiscardedBody.MAX_TIME: pinned to one core, the last one had not drained when
-    // fetch returned.
+    // A redirect hop's slot is held while its unread body drains in the background, at most
+    // DiscardedBody.MAX_TIME, which may end after fetch returns.
     long drained = System.nanoTime() + DiscardedBody.MAX_TIME.multipliedBy(2).toNanos();
     while (limiter.availablePermits() < 2 && System.nanoTime() < drained) {
       Thread.sleep(5);

@@ -5,9 +5,8 @@ import java.util.function.LongSupplier;
 /**
  * One fleet member's count of the turns it takes, and of those its limiter gives up as late, from
  * the run's steady part on ({@link RunArrivals#START_SECONDS} after GO), the part the aggregate and
- * the delivered rate are judged on. At GO every member asks at once: pinned to one core, two of a
- * 102-turn run's turns were given up in its first second, their reservations answered after the
- * turns they placed had begun, and none after it.
+ * the delivered rate are judged on. At GO every member asks at once, and on a busy host a
+ * reservation can be answered after the turn it placed has begun.
  */
 final class SteadyTurns {
 

@@ -159,12 +159,11 @@ public final class Door implements AutoCloseable {
   /**
    * Started under {@code chrt --fifo}, every thread of this JVM runs at the real-time policy, its
    * JIT compiler's too: a compile then holds a core from every ordinary thread of the machine, and
-   * from the door's own threads queued behind it at the same priority, until it ends (in a
-   * verify run, with two such doors in parallel test JVMs, one request was stamped 98 ms after it
-   * was sent while the next, 10 ms later, took 0.2 ms). Only the threads that read and stamp
-   * requests ({@code door-accept}, and the {@code door} threads it starts, which inherit its
-   * policy) and the VM thread (which stops every thread at a safepoint and restarts them) keep
-   * it; the rest, and the threads they start later, go back to the ordinary policy.
+   * from the door's own threads queued behind it at the same priority, until it ends. Only the
+   * threads that read and stamp requests ({@code door-accept}, and the {@code door} threads it
+   * starts, which inherit its policy) and the VM thread (which stops every thread at a safepoint
+   * and restarts them) keep it; the rest, and the threads they start later, go back to the
+   * ordinary policy.
    */
   private static void keepRealTimeForTheDoorsThreads() throws IOException, InterruptedException {
     try (java.nio.file.DirectoryStream<Path> tasks =

@@ -50,9 +50,8 @@ public final class FleetBounds {
   /** The share of turns a fleet may give up as late, on a quiet or a loaded machine. */
   public static final double MAX_LATE_SHARE = 0.01;
   /**
-   * The longest stall of the whole host a run may meet: pinned to one core beside the database and
-   * the door, two worker processes of a 20/s fleet woke 47 and 109 ms after their turns at the same
-   * instant, and gave both up.
+   * The longest stall of the whole host a run may meet, every member waking late at once, as on
+   * one core shared with the database and the door.
    */
   public static final double STALL_SECONDS = 0.15;
 
