@@ -172,6 +172,9 @@ public final class DemoCommand implements Callable<Integer> {
       out.println("Requests per worker process: " + split);
       out.println("429 answers from the destination: " + refused);
       out.println("Timeline (PNG): " + png);
+      Path csv = png.resolveSibling(job + ".csv");
+      DemoServer.writeCsv(List.of(server), csv);
+      out.println("Arrivals (CSV): " + csv);
       out.printf(Locale.ROOT, perProcess
           ? "Each process kept %.1f/s by its own count; together they sent %d requests in their"
               + " busiest second (%.1f x the ceiling), the destination refused %d, and the backoff"

@@ -161,6 +161,10 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
     out.println("429 answers from the hosts: " + refused);
     out.println("Items done: " + done + " of " + items);
     out.println("Timeline (PNG): " + png);
+    String name = png.getFileName().toString();
+    Path csv = png.resolveSibling(name.substring(0, name.length() - ".png".length()) + ".csv");
+    DemoServer.writeCsv(servers, csv);
+    out.println("Arrivals (CSV): " + csv);
     return code;
   }
 }
