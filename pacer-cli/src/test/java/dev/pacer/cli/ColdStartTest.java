@@ -17,7 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
  * very first request. A cold JVM's first HTTP request is slow (class loading, the client's
  * selector thread): if that happened after the first turn, the first few turns would wait in it
  * together and then leave together, a burst in the first second. Each run is also held to the
- * aggregate and delivered bounds over its steady part ({@link FleetBounds}, {@link SteadyPart});
+ * aggregate over its steady part and a delivered bound ({@link FleetBounds}, {@link
+ * DeliverableRate});
  * the same cold start paced per process (the twin) breaks the window and the aggregate.
  */
 class ColdStartTest {
@@ -49,7 +50,7 @@ class ColdStartTest {
         assertThat(firstSecond).as(figures.toString()).isLessThanOrEqualTo((long) RATE + 1);
         FleetBounds bounds = FleetBounds.at(RATE, "cold start, run " + run);
         bounds.assertHeld(door, steady(arrivals));
-        bounds.assertDelivered(door, SteadyPart.deliverable(RATE, arrivals,
+        bounds.assertDelivered(door, DeliverableRate.of(RATE, arrivals,
             TestDestination.Arrival::nanos, TestDestination.Arrival::worker));
         // The run judges itself from the request log: it must agree with the door.
         assertThat(result.number("requestsAtDestination")).isEqualTo(ITEMS);
@@ -91,9 +92,9 @@ class ColdStartTest {
     return result;
   }
 
-  /** The arrivals after every worker's first ({@link SteadyPart}). */
+  /** The steady part: the arrivals after the first second, which holds the cold first requests. */
   private static Timeline steady(List<TestDestination.Arrival> arrivals) {
-    return SteadyPart.of(arrivals, TestDestination.Arrival::nanos, TestDestination.Arrival::worker);
+    return TestDestination.timeline(arrivals).after(1);
   }
 
   /**

@@ -96,6 +96,8 @@ class DemoTest {
     for (int i = 0; i < HOST_CEILINGS.length; i++) {
       String host = "127.0.0." + (i + 2);
       List<Arrival> at = byHost.get(host);
+      System.out.printf("demo --hosts, %s: arrivals at ms %s; sent (ms, lateness ms) %s%n", host,
+          offsets(at), sent(find(demo.out(), "\"job\":\"([^\"]+)\""), host));
       FleetBounds bounds = FleetBounds.at(HOST_CEILINGS[i], "demo --hosts, " + host);
       Timeline steady = steady(at);
       if (steady.size() >= 3) {
@@ -173,14 +175,39 @@ class DemoTest {
     return new Timeline(arrivals.stream().map(Arrival::nanos).toList());
   }
 
-  /** The arrivals after every worker's first ({@link SteadyPart}). */
+  /** The steady part: the arrivals after the first second, which holds the cold first requests. */
   private static Timeline steady(List<Arrival> arrivals) {
-    return SteadyPart.of(arrivals, Arrival::nanos, Arrival::worker);
+    return timeline(arrivals).after(1);
   }
 
-  /** The rate all of {@code arrivals} span if every turn was taken ({@link SteadyPart}). */
+  /** The rate all of {@code arrivals} span if every turn was taken ({@link DeliverableRate}). */
   private static double deliverable(double ceiling, List<Arrival> arrivals) {
-    return SteadyPart.deliverable(ceiling, arrivals, Arrival::nanos, Arrival::worker);
+    return DeliverableRate.of(ceiling, arrivals, Arrival::nanos, Arrival::worker);
+  }
+
+  /** Offsets in ms from the first of {@code arrivals}. */
+  private static String offsets(List<Arrival> arrivals) {
+    long first = arrivals.get(0).nanos();
+    return arrivals.stream().map(a -> Long.toString((a.nanos() - first) / 1_000_000))
+        .collect(Collectors.joining(" "));
+  }
+
+  /** When the job's requests to {@code host} were handed to the client, from the request log. */
+  private static String sent(String job, String host) throws Exception {
+    StringBuilder out = new StringBuilder();
+    try (java.sql.Connection c = TestDatabase.connect();
+        java.sql.PreparedStatement s = c.prepareStatement("SELECT (extract(epoch FROM sent_at"
+            + " - min(sent_at) OVER ()) * 1000)::bigint, lateness_us / 1000 FROM pacer_request"
+            + " WHERE job = ? AND destination = ? ORDER BY sent_at")) {
+      s.setString(1, job);
+      s.setString(2, host);
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          out.append(r.getLong(1)).append(" (").append(r.getLong(2)).append(") ");
+        }
+      }
+    }
+    return out.toString();
   }
 
   private static String find(String text, String regex) {

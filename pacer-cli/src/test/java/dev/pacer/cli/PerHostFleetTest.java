@@ -29,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code pacer fetch --per-host} with three worker JVMs x 4 threads against many hosts on loopback
  * addresses, judged where the requests arrive ({@link FleetBounds}, per host): every host's busiest
- * 1-s window holds its ceiling + 1, and every host with a steady part (after every worker's first
- * request to it, {@link SteadyPart}) its aggregate; a skewed backlog does not hold the other hosts
+ * 1-s window holds its ceiling + 1, and every host with a steady part (its arrivals after its
+ * first second) its aggregate; a skewed backlog does not hold the other hosts
  * back, the heavy host delivering its ceiling, and claiming in input order (the FIFO twin) does;
  * a Zipf-skewed backlog over 48 hosts keeps every ceiling, every item done once and its finish
  * time through a SIGKILL of one worker; a Retry-After pauses its host alone while the others keep
@@ -116,14 +116,14 @@ class PerHostFleetTest {
     return new Timeline(arrivals.stream().map(LoopbackHosts.Arrival::nanos).toList());
   }
 
-  /** A host's {@code arrivals} after every worker's first one ({@link SteadyPart}). */
+  /** A host's steady part: after its first second, which holds the cold first requests. */
   private static Timeline steady(List<LoopbackHosts.Arrival> arrivals) {
-    return SteadyPart.of(arrivals, LoopbackHosts.Arrival::nanos, LoopbackHosts.Arrival::worker);
+    return timeline(arrivals).after(1);
   }
 
-  /** The rate a host's {@code arrivals} span if every turn was taken ({@link SteadyPart}). */
+  /** The rate a host's {@code arrivals} span if every turn was taken ({@link DeliverableRate}). */
   private static double deliverable(double ceiling, List<LoopbackHosts.Arrival> arrivals) {
-    return SteadyPart.deliverable(ceiling, arrivals, LoopbackHosts.Arrival::nanos,
+    return DeliverableRate.of(ceiling, arrivals, LoopbackHosts.Arrival::nanos,
         LoopbackHosts.Arrival::worker);
   }
 
@@ -314,8 +314,8 @@ class PerHostFleetTest {
    * {@code paused_until} less 2 s, on the database's clock, the machine's wall clock here) the host
    * gets nothing for 2 s from any process, then resumes; the other two keep their pace meanwhile.
    * Turns granted between the answer and the record are not recalled: that lag is printed. The
-   * other two hold and deliver 5/s over their steady parts, and break the aggregate of 4/s: the
-   * twin of a fleet that paces each host at 1.25 x its ceiling.
+   * other two hold 5/s over their steady parts and deliver it, and break the aggregate of 4/s:
+   * the twin of a fleet that paces each host at 1.25 x its ceiling.
    */
   @Test
   void aRetryAfterPausesItsHostAloneWhileTheOthersKeepPace() throws Exception {
