@@ -104,10 +104,8 @@ class FaultTest {
       Process twinRun = twin.fetch(twinJob, twinItems, postgres.jdbcUrl(), "--max-redirects",
           String.valueOf(HOPS), "--cursor-layout", "django-cache", "--cursor-table", TWIN_TABLE,
           "--degrade-divisor", "1");
-      faults.awaitEveryWorker();
       twin.awaitEveryWorker();
-      long everyWorkerFetching = System.nanoTime();
-      faults.awaitArrivals(destination.arrivals().size() + STEADY_BEFORE);
+      long everyWorkerFetching = awaitSteadyRun();
       Set<String> workersBefore = faults.workers(0, Long.MAX_VALUE);
       long attemptsBefore = proxy.connectionsAccepted();
       destination.redirectingUpTo(HOPS);
@@ -178,7 +176,7 @@ class FaultTest {
     String job = "fault-hung";
     int items = 150;
     Process run = fetch(job, items);
-    faults.awaitArrivals(40);
+    long everyWorkerFetching = awaitSteadyRun();
     long hung = System.nanoTime();
     proxy.blackhole();
     Thread.sleep(8_000);
@@ -191,9 +189,22 @@ class FaultTest {
     int during = count(arrivals, hung, restored);
     long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
         .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
+    Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
+    long handOverEnds = faults.handOverEnds(restored);
+    Timeline recovered = fleet.between(handOverEnds + SECOND, fleet.last() + 1);
     System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
-        + " the restore%n", fleet, during, resumed / 1e9);
-    TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
+            + " the restore; %s before it, %s from 1 s after the hand-over, which ended %.1f s"
+            + " after the restore; per second from the restore: %s%n", fleet, during,
+        resumed / 1e9, before, recovered, (handOverEnds - restored) / 1e9,
+        perSecond(arrivals, restored));
+    FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
+    bounds.assertHeld(fleet, before);
+    bounds.assertDelivered(before);
+    faults.assertItemsLeftAfterHandOver(arrivals, restored);
+    // Only the upper bound after a hang: a worker's work-state connection can stay stuck on the
+    // silent server past the restore, until its read timeout, and then waits for the retry
+    // boundary after that, so the fleet's return to the full rate is not bound to the hand-over.
+    bounds.assertHeld(recovered);
     assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
     // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
     // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under 20 s.
@@ -203,12 +214,14 @@ class FaultTest {
   @Test
   void theCursorRowTruncatedThenPushedAnHourAhead() throws Exception {
     String job = "fault-cursor";
-    int items = 150;
+    int items = 200;
     Process run = fetch(job, items);
-    faults.awaitArrivals(40);
+    long everyWorkerFetching = awaitSteadyRun();
     long truncated = System.nanoTime();
     faults.sql("TRUNCATE pacer_cursor");
-    faults.awaitArrivals(90);
+    // The turns granted before the truncate, the restart's gap, then 5 s at the ceiling.
+    faults.awaitArrivals(destination.arrivals().size() + FaultRun.PROCESSES * FaultRun.THREADS
+        + STEADY_BEFORE);
     long pushed = System.nanoTime();
     faults.sql("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 hour'");
     String err = faults.finish(run, job, items);
@@ -216,17 +229,58 @@ class FaultTest {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
     long stalled = longestGap(arrivals, pushed);
+    long restarted = endOfLongestGap(fleet.between(truncated, pushed), truncated);
+    long reset = endOfLongestGap(fleet, pushed);
+    Timeline beforeTheTruncate = fleet.between(everyWorkerFetching + START_NANOS, truncated);
+    Timeline afterTheRestart = fleet.between(restarted + START_NANOS, pushed);
+    Timeline afterTheReset = fleet.between(reset + START_NANOS, fleet.last() + 1);
     System.out.println("cursor: around the truncate: " + TestDestination.describe(arrivals.stream()
         .filter(a -> a.nanos() >= truncated - 2 * SECOND && a.nanos() < truncated + 3 * SECOND)
         .toList()));
-    System.out.printf("cursor: %s; %d requests in the second after the truncate;"
-            + " longest gap after the hour push %.2f s%n",
-        fleet, count(arrivals, truncated, truncated + SECOND), stalled / 1e9);
+    System.out.printf("cursor: %s; %d requests in the second after the truncate; the row"
+            + " restarted %.2f s after it; longest gap after the hour push %.2f s; %s before the"
+            + " truncate, %s from 1 s after the restart, %s from 1 s after the reset; per second"
+            + " from the truncate: %s%n",
+        fleet, count(arrivals, truncated, truncated + SECOND), (restarted - truncated) / 1e9,
+        stalled / 1e9, beforeTheTruncate, afterTheRestart, afterTheReset,
+        perSecond(arrivals, truncated));
     // A lost row restarts after the turns already granted (not_before: where the process last
     // saw the cursor, plus a bound on the rest of the fleet's pending turns), so the ceiling's own
-    // bound holds across the truncation.
-    TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
+    // bound holds across the truncation, and the fleet is at the ceiling again once it restarts.
+    FleetBounds bounds = FleetBounds.at(RATE, "cursor, the fleet");
+    bounds.assertHeld(fleet, beforeTheTruncate);
+    bounds.assertDelivered(beforeTheTruncate);
+    bounds.assertHeld(afterTheRestart);
+    bounds.assertDelivered(afterTheRestart);
     assertThat(stalled).as("the hour-ahead cursor was reset, not waited for").isLessThan(5 * SECOND);
+    bounds.assertHeld(afterTheReset);
+    bounds.assertDelivered(afterTheReset);
     assertThat(err).contains("ahead of the database clock");
+  }
+
+  /**
+   * Waits until every worker fetches and then for {@link #STEADY_BEFORE} more arrivals; answers
+   * when every worker was seen fetching.
+   */
+  private long awaitSteadyRun() throws InterruptedException {
+    faults.awaitEveryWorker();
+    long everyWorkerFetching = System.nanoTime();
+    faults.awaitArrivals(destination.arrivals().size() + STEADY_BEFORE);
+    return everyWorkerFetching;
+  }
+
+  /** The arrival that ends the longest time without one from {@code from} on. */
+  private static long endOfLongestGap(Timeline run, long from) {
+    long previous = from;
+    long longest = -1;
+    long end = from;
+    for (long t : run.instantsFrom(from)) {
+      if (t - previous > longest) {
+        longest = t - previous;
+        end = t;
+      }
+      previous = t;
+    }
+    return end;
   }
 }
