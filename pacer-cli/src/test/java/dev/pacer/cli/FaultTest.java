@@ -190,21 +190,17 @@ class FaultTest {
     long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
         .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
     Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
-    long handOverEnds = faults.handOverEnds(restored);
-    Timeline recovered = fleet.between(handOverEnds + SECOND, fleet.last() + 1);
+    Timeline afterTheRestore = fleet.between(restored, fleet.last() + 1);
     System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
-            + " the restore; %s before it, %s from 1 s after the hand-over, which ended %.1f s"
-            + " after the restore; per second from the restore: %s%n", fleet, during,
-        resumed / 1e9, before, recovered, (handOverEnds - restored) / 1e9,
-        perSecond(arrivals, restored));
+            + " the restore; %s before it, %s after the restore, per second: %s%n", fleet,
+        during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored));
     FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
     bounds.assertHeld(fleet, before);
     bounds.assertDelivered(before);
-    faults.assertItemsLeftAfterHandOver(arrivals, restored);
-    // Only the upper bound after a hang: a worker's work-state connection can stay stuck on the
-    // silent server past the restore, until its read timeout, and then waits for the retry
-    // boundary after that, so the fleet's return to the full rate is not bound to the hand-over.
-    bounds.assertHeld(recovered);
+    // After the restore only the upper bound: a worker's work-state read can stay stuck on the
+    // silent server past the restore, until its timeout, and that worker's outage then lasts
+    // until the retry boundary after it, so no part of the return is known to be steady.
+    bounds.assertHeld(afterTheRestore);
     assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
     // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
     // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under 20 s.
