@@ -130,6 +130,13 @@ public final class RunOptions {
       description = "FLEET (default) or PER_PROCESS (the N x defect, for demonstrations).")
   Pacing pacing;
 
+  @Option(names = "--degrade-divisor", paramLabel = "N", hidden = true,
+      description = "The least degrade divisor, the destination's maxFetchingProcesses (default:"
+          + " --max-dispatches + 1). For tests only: 1, with a cursor layout that counts no"
+          + " processes, runs a fleet whose processes each pace at the full rate while PostgreSQL"
+          + " is away, the defect the divisor prevents.")
+  Integer degradeDivisor;
+
   int effectiveMaxDispatches(int processes) {
     if (maxDispatches != null) {
       return maxDispatches;
@@ -142,6 +149,8 @@ public final class RunOptions {
       throws BadInputException {
     int dispatches = effectiveMaxDispatches(processes);
     require(dispatches >= 1, "--max-dispatches must be >= 1, got " + dispatches);
+    int divisor = degradeDivisor != null ? degradeDivisor : dispatches + 1;
+    require(divisor >= 1, "--degrade-divisor must be >= 1, got " + divisor);
     if (processes > 0) {
       require(processes <= 64, "--processes must be 1-64, got " + processes);
     }
@@ -185,7 +194,7 @@ public final class RunOptions {
       Destination.Builder builder = Destination.builder(destinationName)
           .ratePerSecond(rate)
           .maxConcurrency(concurrency)
-          .maxFetchingProcesses(dispatches + 1)
+          .maxFetchingProcesses(divisor)
           .backoffScope(backoffScope)
           .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)));
       if (fleetConcurrency != null) {
@@ -214,7 +223,8 @@ public final class RunOptions {
         "--rate", Double.toString(s.destination().ratePerSecond()),
         "--concurrency", Integer.toString(s.destination().maxConcurrency()),
         "--threads", Integer.toString(s.threads()),
-        "--max-dispatches", Integer.toString(s.destination().maxFetchingProcesses() - 1),
+        "--max-dispatches", Integer.toString(s.maxDispatches()),
+        "--degrade-divisor", Integer.toString(s.destination().maxFetchingProcesses()),
         "--out", s.out().toString(),
         "--lease-seconds", Double.toString(s.leaseMillis() / 1000.0),
         "--max-attempts", Integer.toString(s.maxAttempts()),

@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.postgres.RetryGrid;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +19,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -29,6 +31,8 @@ import java.util.concurrent.TimeUnit;
 final class FaultRun implements AutoCloseable {
 
   static final int RATE = 10;
+  static final int PROCESSES = 3;
+  static final int THREADS = 6;
   static final long SECOND = 1_000_000_000L;
 
   private final Path dir;
@@ -48,18 +52,37 @@ final class FaultRun implements AutoCloseable {
     this.directUrl = directUrl;
   }
 
-  /** Starts {@code pacer fetch --processes 3} of {@code items} URLs through {@code dbUrl}. */
-  Process fetch(String job, int items, String dbUrl) throws IOException {
+  /**
+   * Starts {@code pacer fetch --processes 3} of {@code items} URLs through {@code dbUrl}, with
+   * {@code options} added to its command line.
+   */
+  Process fetch(String job, int items, String dbUrl, String... options) throws IOException {
     Path input = Files.write(dir.resolve(job + ".txt"), destination.items(items));
-    Process run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+    List<String> args = new ArrayList<>(List.of(
         "fetch", input.toString(), "--job", job, "--destination", job, "--db", dbUrl,
-        "--processes", "3", "--threads", "6", "--concurrency", "6", "--rate", String.valueOf(RATE),
+        "--processes", String.valueOf(PROCESSES), "--threads", String.valueOf(THREADS),
+        "--concurrency", String.valueOf(THREADS), "--rate", String.valueOf(RATE),
         "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
         // An item whose last state change was lost in the fault waits for its lease to expire
         // before another worker takes it; a short lease keeps the test short.
-        "--lease-seconds", "20");
+        "--lease-seconds", "20"));
+    args.addAll(List.of(options));
+    Process run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
+        args.toArray(String[]::new));
     started.add(run);
     return run;
+  }
+
+  /**
+   * The longest from the database's last answer until every worker paces locally, dividing the
+   * ceiling by {@code divisor}: each thread holds a turn on the shared cursor, so its end lies at
+   * most one turn per thread of the fleet ahead, and a worker's first local turn waits for the
+   * turns the others may still hold queued after it, {@code (divisor - 1) x threads} more
+   * ({@code DestinationLimiter}'s degraded pacing). From then on each worker's arrivals are its
+   * local grid alone.
+   */
+  static double secondsToLocalPacing(int divisor) {
+    return (PROCESSES * THREADS + (divisor - 1) * THREADS) / (double) RATE;
   }
 
   /**
@@ -99,7 +122,7 @@ final class FaultRun implements AutoCloseable {
    * every process is back on the first 5-s boundary after the return, and paces locally as well
    * until the next.
    */
-  private long handOverEnds(long up) {
+  long handOverEnds(long up) {
     return RetryGrid.handOverEnds(up + wallOffset) - wallOffset;
   }
 
@@ -109,24 +132,50 @@ final class FaultRun implements AutoCloseable {
   }
 
   /**
-   * Asserts that the fleet fetched at the full rate, at least 9/s, from 1 s after the hand-over
-   * that followed a return at {@code up} to 4 s after it.
+   * Asserts that the run had items left to fetch until 4 s after the hand-over that followed a
+   * return at {@code up}: the part of it judged at the full rate, from 1 s after the hand-over,
+   * is then at least 3 s of a fleet that asks without pause.
    */
-  void assertFullRateAfterHandOver(List<TestDestination.Arrival> arrivals, long up) {
+  void assertItemsLeftAfterHandOver(List<TestDestination.Arrival> arrivals, long up) {
     long handOverEnds = handOverEnds(up);
     // A fetch again (a lease lost in the outage) says nothing of the items left: first fetches do.
     Map<String, Long> firstFetches = new HashMap<>();
     arrivals.forEach(a -> firstFetches.merge(a.path(), a.nanos(), Math::min));
-    long lastFirstFetch = firstFetches.values().stream().mapToLong(Long::longValue).max().orElse(up);
-    assertThat(lastFirstFetch).as("items left to fetch until the end of the window judged, %.1f s"
+    long lastFirstFetch =
+        firstFetches.values().stream().mapToLong(Long::longValue).max().orElse(up);
+    assertThat(lastFirstFetch).as("items left to fetch until 4 s after the hand-over, %.1f s"
         + " after the return: the run needs more items", (handOverEnds + 4 * SECOND - up) / 1e9)
         .isGreaterThanOrEqualTo(handOverEnds + 4 * SECOND - SECOND / RATE);
-    int recovered = TestDestination.count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
+  }
+
+  /**
+   * Asserts that the fleet fetched at the full rate, at least 9/s, from 1 s after the hand-over
+   * that followed a return at {@code up} to 4 s after it.
+   */
+  void assertFullRateAfterHandOver(List<TestDestination.Arrival> arrivals, long up) {
+    assertItemsLeftAfterHandOver(arrivals, up);
+    long handOverEnds = handOverEnds(up);
+    int recovered =
+        TestDestination.count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
     System.out.printf("%d requests in [hand-over end + 1 s, + 4 s], the hand-over ending %.1f s"
         + " after the return%n", recovered, (handOverEnds - up) / 1e9);
     assertThat(recovered / 3.0).as("full rate after the hand-over: %d in [+1 s, +4 s]; per second"
             + " from the return: %s", recovered, TestDestination.perSecond(arrivals, up))
         .isGreaterThanOrEqualTo(9.0);
+  }
+
+  /** The arrivals of each worker in [{@code from}, {@code to}), by its pid. */
+  static Map<String, Timeline> byWorker(List<TestDestination.Arrival> arrivals, long from,
+      long to) {
+    Map<String, List<Long>> instants = new TreeMap<>();
+    for (TestDestination.Arrival a : arrivals) {
+      if (a.nanos() >= from && a.nanos() < to) {
+        instants.computeIfAbsent(a.worker(), w -> new ArrayList<>()).add(a.nanos());
+      }
+    }
+    Map<String, Timeline> members = new TreeMap<>();
+    instants.forEach((w, t) -> members.put(w, new Timeline(t)));
+    return members;
   }
 
   /** The workers that fetched in [from, to). */

@@ -56,6 +56,7 @@ final class TestDestination implements AutoCloseable {
   private volatile BiFunction<String, Integer, Integer> rule = (path, attempt) -> 200;
   private volatile String retryAfter;
   private volatile long delayMillis;
+  private volatile int redirects;
   private final AtomicInteger open = new AtomicInteger();
   private final AtomicInteger mostOpen = new AtomicInteger();
 
@@ -78,7 +79,11 @@ final class TestDestination implements AutoCloseable {
         }
         String path = exchange.getRequestURI().getPath();
         int attempt = attempts.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
-        int status = rule.apply(path, attempt);
+        boolean redirect = attempt <= redirects;
+        int status = redirect ? 302 : rule.apply(path, attempt);
+        if (redirect) {
+          exchange.getResponseHeaders().add("Location", url(path + "?hop=" + attempt));
+        }
         synchronized (arrivals) {
           arrivals.add(new Arrival(now, path,
               exchange.getRequestHeaders().getFirst("X-Pacer-Worker"), status));
@@ -114,6 +119,16 @@ final class TestDestination implements AutoCloseable {
   /** Sends {@code Retry-After: value} with every 429 and 503 from now on. */
   TestDestination withRetryAfter(String value) {
     this.retryAfter = value;
+    return this;
+  }
+
+  /**
+   * From now on, answers a path's first {@code hops} requests with a redirect to the same path
+   * (its query counting the hop), each a request of its own that takes a turn of its own: an item
+   * claimed then keeps asking for turns until its hops run out, with no new claim. 0 ends it.
+   */
+  TestDestination redirectingUpTo(int hops) {
+    this.redirects = hops;
     return this;
   }
 

@@ -10,7 +10,7 @@ import java.time.Duration;
  * @param runId the invocation of {@code pacer fetch} this worker belongs to
  * @param job the job's name
  * @param destination the destination and its ceiling; {@code maxFetchingProcesses} is already
- *     max-dispatches + 1
+ *     max-dispatches + 1 (or the hidden --degrade-divisor, for tests)
  * @param threads fetch threads in this worker process
  * @param out the bodies' root directory
  * @param leaseMillis how long a claimed item stays leased without a heartbeat
