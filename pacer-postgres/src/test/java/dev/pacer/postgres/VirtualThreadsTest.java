@@ -98,10 +98,10 @@ class VirtualThreadsTest {
     Child child = run.children().get(0);
     Timeline arrivals = run.timeline();
     System.out.printf("10,000 virtual threads: at the door %s; as sent %s; turns %s; %s; steady"
-            + " part %s%n%s%n%s%nthe child's stderr:%n%s%n", arrivals, run.trace().sends(),
-        run.trace().turns(), child.result(), child.steady(),
+            + " part %s%n%s%n%s%n%s%nthe child's stderr:%n%s%n", arrivals,
+        run.trace().sends(), run.trace().turns(), child.result(), child.steady(),
         run.trace().busiestWindow(run.arrivals()), run.trace().stampDelays(run.arrivals()),
-        child.errors());
+        run.trace().holes(), child.errors());
 
     assertThat(child.exit()).as("child exit; its stderr:%n%s", child.errors()).isZero();
     assertThat(child.result()).as("the child's report")
