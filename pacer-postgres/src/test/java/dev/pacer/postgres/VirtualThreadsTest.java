@@ -37,9 +37,10 @@ import org.junit.jupiter.api.Test;
  * The blocking {@code send} of {@code PacedHttpClient} on virtual threads, as an application on
  * them sends: 10,000 virtual threads on one limiter at 100/s, a real PostgreSQL cursor, each
  * sending one request through the JDK's client, which waits for its turn in {@code acquire()}.
- * The build is Java 17, so the threads run in a child JVM ({@link VirtualThreadWorker}, written
- * with the public API alone) on a JDK of 21 or later, found by {@link #virtualThreadJdk()};
- * without one this test fails, since CI has one.
+ * The build is Java 17, so the threads run in a child JVM ({@link VirtualThreadWorker}, which
+ * sends with the public API alone and reads the limiter's permits through a test probe only once
+ * its threads have ended) on a JDK of 21 or later, found by {@link #virtualThreadJdk()}; without
+ * one this test fails, since CI has one.
  *
  * <p>It asserts that no virtual thread pinned its carrier (JFR's {@code jdk.VirtualThreadPinned},
  * every event, against a deliberate pin that must be seen), that no request failed, that the
