@@ -122,8 +122,9 @@ final class TurnTrace {
 
   /**
    * Where the turns of the requests sent leave holes in their grid, each hole's turns missing and
-   * when it began (from the first turn): turns given up as late, or the limiter's turns taken by
-   * no request of the trace.
+   * when it began (from the first turn, whose instant it gives, to line the holes up with a log
+   * stamped on the same clock): turns given up as late, or the limiter's turns taken by no request
+   * of the trace.
    */
   synchronized String holes() {
     List<Long> turns = new ArrayList<>(sent.values().stream().map(r -> r[0]).sorted().toList());
@@ -138,7 +139,8 @@ final class TurnTrace {
             (turns.get(i - 1) - turns.get(0)) / 1e9));
       }
     }
-    return "turns missing from the grid: " + missing + (missing == 0 ? "" : ":" + out);
+    return "turns missing from the grid: " + missing + (missing == 0 ? "" : ":" + out)
+        + (turns.isEmpty() ? "" : " (the first turn at " + turns.get(0) + " ns)");
   }
 
   private static double spanMillis(List<long[]> traced, int column) {

@@ -154,7 +154,11 @@ class VirtualThreadsTest {
       for (int i = 0; i < processes; i++) {
         Path err = Files.createTempFile("virtual-threads", ".err");
         errors.add(err);
-        children.add(new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        // The child's collections and safepoints go to its stderr, printed by the test, stamped
+        // on System.nanoTime() as the trace is: a pause stalls every thread of the child, between
+        // a turn's check and its request's write too, where the limiter cannot see it.
+        children.add(new ProcessBuilder(java, "-Xlog:gc,safepoint:stderr:timenanos", "-cp",
+            System.getProperty("java.class.path"),
             VirtualThreadWorker.class.getName(), mode, TestDatabase.jdbcUrl(), destination,
             String.valueOf(processes), door.url(path), "process-" + i, String.valueOf(THREADS),
             String.valueOf(RATE), String.valueOf(CONCURRENCY), String.valueOf(runMillis))
