@@ -54,11 +54,11 @@ import org.slf4j.LoggerFactory;
  *       for the turn with no thread held ({@link DestinationLimiter#acquireAsync()}). If the
  *       destination is locked out, {@code send} throws {@link LockedOutException} and {@code
  *       sendAsync}'s future fails with it: nothing is sent.
- *   <li>The request goes to the delegate: {@code send}'s through the delegate's {@code send}, on
- *       the calling thread, as the delegate alone would send it, and {@code sendAsync}'s through
- *       its {@code sendAsync}. (Awaiting the JDK client's {@code sendAsync} costs about 0.6 ms a
- *       request more than its {@code send}: it hands the exchange to the client's executor and
- *       the answer to the common pool.) When the answer's headers arrive, its status and {@code
+ *   <li>The request goes to the delegate: {@code send}'s through the delegate's {@code send}, as
+ *       the delegate alone would send it, and {@code sendAsync}'s through its {@code sendAsync}.
+ *       (The JDK's client starts either exchange on its executor; awaiting its {@code sendAsync}
+ *       costs about 0.6 ms a request more than its {@code send}, which hands the answer to the
+ *       common pool too.) When the answer's headers arrive, its status and {@code
  *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
  *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
  *       is a 429 response, and the limiter has already backed off (and with a {@code Retry-After}
@@ -461,11 +461,14 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Sends this hop as {@link #send} does, on this thread, which waits for the answer: through
-     * the delegate's {@code send}, which the JDK's client runs on the calling thread until the
-     * exchange must wait for the network. Its {@code sendAsync} (which {@link #send} must use,
-     * since it may not wait) hands the exchange to the client's executor and its completion to the
-     * common pool, two hand-overs between threads that cost a request sent and awaited that way
-     * about 0.6 ms more than {@code send} on two cores (measured with {@code OverheadProbe}).
+     * the delegate's {@code send}. The JDK's client sends there as its {@code
+     * sendAsync} does and waits, so the exchange starts on the client's executor: the time from
+     * the turn to the socket includes that thread's wake-up, which the check for a late turn,
+     * made before, cannot see. A sender starved of CPU or paused by a collection there delivers
+     * its request late unseen, and at a turn of 10 ms a request more than a turn late puts one
+     * more than the ceiling + 1 into a window at the destination. Awaiting the delegate's {@code
+     * sendAsync} (which {@link #send} must use, since it may not wait) also hands its completion
+     * to the common pool, about 0.6 ms a request more on two cores ({@code OverheadProbe}).
      *
      * <p>The hop's deadline, if it has one, interrupts this thread: the delegate's {@code send}
      * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
