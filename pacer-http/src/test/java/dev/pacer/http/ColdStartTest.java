@@ -21,13 +21,14 @@ import org.junit.jupiter.params.provider.EnumSource;
  * 50/s, judged at the {@link Door} by {@link FleetBounds}: the busiest 1-s window from the first
  * arrival, and the aggregate and the delivered rate over the whole run, since every thread asks
  * from the start. The JDK's {@code PacedHttpClient} and Apache's {@code PacingExecChainHandler}
- * take a turn before their client does anything for the request: in a cold JVM the first request
- * loads the client's classes and opens its connection after its turn began, the requests of other
- * threads granted turns meanwhile wait for the same loading, and they reach the door together. At
- * 50/s, turns 20 ms apart, that loading spans more than one turn, so the busiest window then holds
- * more than the ceiling + 1: the twin, run without the warm-up, must break it. OkHttp's {@code
- * PacingInterceptor}, a network interceptor, takes its turn once the call has its connection, after
- * most of a call's cold costs: its cold requests break no bound, and it has no twin here.
+ * take a turn before their client opens a connection or does most of its work for the request: in
+ * a cold JVM the first request loads the client's classes after its turn began, the requests of
+ * other threads granted turns meanwhile wait for the same loading, and they reach the door
+ * together. At 50/s, turns 20 ms apart, that loading spans more than one turn, so the busiest
+ * window then holds more than the ceiling + 1: the twin, run without the warm-up, must break it.
+ * OkHttp's {@code PacingInterceptor}, a network interceptor, takes its turn once the call has its
+ * connection, after most of a call's cold costs: its cold requests break no bound, and it has no
+ * twin here.
  */
 class ColdStartTest {
 
