@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ColdStart {
 
-  static final int CEILING = 50;
-  static final int REQUESTS = 100;
+  static final int CEILING = 10;
+  static final int REQUESTS = 30;
   static final int THREADS = 30;
 
   public static void main(String[] args) throws Exception {

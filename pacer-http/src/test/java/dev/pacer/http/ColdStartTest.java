@@ -17,18 +17,18 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Each integration's warm-up in a fresh JVM ({@link ColdStart}): 100 requests from 30 threads at
- * 50/s, judged at the {@link Door} by {@link FleetBounds}: the busiest 1-s window from the first
+ * Each integration's warm-up in a fresh JVM ({@link ColdStart}): 30 requests from 30 threads at
+ * 10/s, judged at the {@link Door} by {@link FleetBounds}: the busiest 1-s window from the first
  * arrival, and the aggregate and the delivered rate over the whole run, since every thread asks
- * from the start. The JDK's {@code PacedHttpClient} and Apache's {@code PacingExecChainHandler}
- * take a turn before their client opens a connection or does most of its work for the request: in
- * a cold JVM the first request loads the client's classes after its turn began, the requests of
- * other threads granted turns meanwhile wait for the same loading, and they reach the door
- * together. At 50/s, turns 20 ms apart, that loading spans more than one turn, so the busiest
- * window then holds more than the ceiling + 1: the twin, run without the warm-up, must break it.
- * OkHttp's {@code PacingInterceptor}, a network interceptor, takes its turn once the call has its
- * connection, after most of a call's cold costs: its cold requests break no bound, and it has no
- * twin here.
+ * from the start. The JDK's {@code PacedHttpClient} takes a turn before its client opens a
+ * connection or does any of its work for the request: in a cold JVM the first request loads the
+ * client's classes after its turn began and reaches the door late by that loading, more than the
+ * stamps' error, and requests of other threads granted turns meanwhile may wait for the same
+ * loading and leave with it. The run's aggregate from its first arrival then exceeds its bound:
+ * the twin, run without the warm-up, must break it. Apache's {@code PacingExecChainHandler} loads
+ * less after its turn, not always more than the stamps' error, and OkHttp's {@code
+ * PacingInterceptor}, a network interceptor, takes its turn once the call has its connection:
+ * neither has a twin here.
  */
 class ColdStartTest {
 
@@ -60,11 +60,11 @@ class ColdStartTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = Client.class, names = {"JDK", "APACHE"})
-  void theTwinWithoutTheWarmUpBreaksTheCeiling(Client kind) throws Exception {
+  @EnumSource(value = Client.class, names = "JDK")
+  void theTwinWithoutTheWarmUpBreaksTheAggregate(Client kind) throws Exception {
     Run run = run(kind, "cold");
     assertThat(run.arrivals().size()).isEqualTo(ColdStart.REQUESTS);
-    FleetBounds.at(ColdStart.CEILING, kind + " cold", door).assertWindowBroke(run.arrivals());
+    FleetBounds.at(ColdStart.CEILING, kind + " cold", door).assertAggregateBroke(run.arrivals());
   }
 
   private static Run run(Client kind, String warmth) throws Exception {
