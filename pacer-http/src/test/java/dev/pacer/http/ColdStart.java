@@ -14,11 +14,11 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The child JVM of {@link ColdStartTest}: builds one paced client in a fresh JVM, warms it up
- * (argument {@code warm}) or not ({@code cold}), and sends {@link #REQUESTS} GETs to {@code
+ * The child JVM of {@link ColdStartTest}: builds one client in a fresh JVM, paced and warmed up
+ * (argument {@code warm}) or unpaced ({@code unpaced}), and sends {@link #REQUESTS} GETs to {@code
  * <url>/ok/<i>} from {@link #THREADS} threads at once, paced at {@link #CEILING}/s. It prints
  * {@code LATE <n>}: the turns its limiter gave up as late. Arguments: the {@link Client}, the
- * destination's URL (no trailing slash), {@code warm} or {@code cold}.
+ * destination's URL (no trailing slash), {@code warm} or {@code unpaced}.
  */
 public final class ColdStart {
 
@@ -29,12 +29,12 @@ public final class ColdStart {
   public static void main(String[] args) throws Exception {
     Client kind = Client.valueOf(args[0]);
     String url = args[1];
-    boolean warm = args[2].equals("warm");
+    boolean paced = args[2].equals("warm");
     DestinationLimiter limiter = new LimiterRegistry(new LocalCursor()).limiter(
         Destination.builder("cold-start").ratePerSecond(CEILING).maxConcurrency(THREADS).build());
     ExecutorService threads = Executors.newFixedThreadPool(THREADS);
-    try (Client.Getter client = kind.open(LimiterLookup.only(limiter))) {
-      if (warm) {
+    try (Client.Getter client = paced ? kind.open(LimiterLookup.only(limiter)) : kind.bare()) {
+      if (paced) {
         client.warmUp(URI.create(url));
       }
       List<Future<Client.Answer>> answers = new ArrayList<>();
