@@ -3,110 +3,118 @@ package dev.pacer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.sun.net.httpserver.HttpServer;
+import dev.pacer.testing.Answer;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.Request;
 import dev.pacer.testing.Timeline;
+import dev.pacer.testing.WallClockSteps;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.Authenticator;
 import java.net.CookieHandler;
-import java.net.InetSocketAddress;
 import java.net.ProxySelector;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * {@link PacedHttpClient#sendAsync} against a local server, in real time on Pacer's default
  * {@link AsyncPools}: the ceiling holds where requests arrive while one thread issues them all
- * without waiting, each redirect hop takes its own turn, a 429 pauses and a 403 locks out, and a
- * cancelled future gives back its permit. Every scenario lasts a few seconds at most.
+ * without waiting (judged at the {@link Door} by {@link FleetBounds}; the same requests unpaced
+ * break it), each redirect hop takes its own turn, a 429 pauses and a 403 locks out, and a
+ * cancelled future gives back its permit. Every scenario lasts a few seconds at most. The
+ * scenarios whose answers follow the test (a request held, a chain of redirects) and which judge
+ * no ceiling run against a {@link DoorServer} in this JVM.
  */
 class PacedHttpClientAsyncTest {
 
-  private final List<Long> arrivals = new CopyOnWriteArrayList<>();
+  /** The paths the door began to answer, in order: a held request is in it while it is held. */
   private final List<String> paths = new CopyOnWriteArrayList<>();
   private final CountDownLatch release = new CountDownLatch(1);
-  private final ThreadPoolExecutor handlers = new ThreadPoolExecutor(16, 16, 0, TimeUnit.SECONDS,
-      new LinkedBlockingQueue<>());
-  private HttpServer server;
+  private DoorServer server;
   private final SendThreads delegate = new SendThreads(
       HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build());
   private final LimiterRegistry registry =
       new LimiterRegistry(new LocalCursor(TimeSource.SYSTEM), TimeSource.SYSTEM);
+  /** The door the ceiling is judged at: its senders share this JVM, so it runs in its own. */
+  private static Door door;
+
+  @BeforeAll
+  static void openTheDoor() throws IOException {
+    WallClockSteps.get();
+    door = Door.start();
+  }
+
+  @AfterAll
+  static void closeTheDoor() throws IOException {
+    door.close();
+  }
 
   @BeforeEach
   void start() throws IOException {
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    // Threads of its own, so that a request held open does not delay the arrival of the next
-    // one, started now: a thread started on demand would stamp its first arrival late.
-    handlers.prestartAllCoreThreads();
-    ArrivalClock clock = new ArrivalClock(handlers);
-    server.setExecutor(clock);
-    server.createContext("/", exchange -> {
-      arrivals.add(clock.arrivedAt());
-      String path = exchange.getRequestURI().getPath();
-      paths.add(path);
-      exchange.getRequestBody().readAllBytes();
-      int status = 200;
-      if (path.startsWith("/chain/") && !path.equals("/chain/0")) {
-        status = 302;
-        int left = Integer.parseInt(path.substring("/chain/".length()));
-        exchange.getResponseHeaders().add("Location", "/chain/" + (left - 1));
-      } else if (path.equals("/busy")) {
-        status = 429;
-        exchange.getResponseHeaders().add("Retry-After", "1");
-      } else if (path.equals("/forbidden")) {
-        status = 403;
-      } else if (path.equals("/held")) {
-        try {
-          release.await(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+    server = new DoorServer(this::answer);
+  }
+
+  /**
+   * {@code /chain/N}: 302 to {@code /chain/N-1} down to {@code /chain/0}; {@code /busy}: 429 with
+   * {@code Retry-After: 1}; {@code /forbidden}: 403; {@code /held}: 200 once the test ends;
+   * {@code /big}: 8 MiB, more than the client buffers ahead of a reader who has not read yet;
+   * anything else 200 with "body of PATH".
+   */
+  private Answer answer(Request request) {
+    String path = request.path();
+    paths.add(path);
+    if (path.startsWith("/chain/") && !path.equals("/chain/0")) {
+      int left = Integer.parseInt(path.substring("/chain/".length()));
+      return Answer.text(302, "moved").with("Location", "/chain/" + (left - 1));
+    } else if (path.equals("/busy")) {
+      return Answer.text(429, "busy").with("Retry-After", "1");
+    } else if (path.equals("/forbidden")) {
+      return Answer.text(403, "forbidden");
+    } else if (path.equals("/held")) {
+      try {
+        release.await(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
-      // 8 MiB: more than the client buffers ahead of a reader who has not read yet.
-      byte[] body = path.equals("/big") ? new byte[8 << 20]
-          : ("body of " + path).getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(status, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      } catch (IOException e) {
-        // The client cancelled the exchange and closed the connection.
-      }
-    });
-    server.start();
+    } else if (path.equals("/big")) {
+      return new Answer(200, Map.of(), new byte[8 << 20]);
+    }
+    return Answer.text(200, "body of " + path);
   }
 
   @AfterEach
-  void stop() {
+  void stop() throws IOException {
     release.countDown();
-    server.stop(0);
-    handlers.shutdownNow();
+    server.close();
   }
 
   private URI uri(String path) {
-    return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+    return URI.create(server.url(path));
   }
 
   private HttpRequest get(String path) {
@@ -128,31 +136,57 @@ class PacedHttpClientAsyncTest {
     // classes, starting the pools' threads) leaves tens of ms after its turn, late enough at 20/s
     // to put it into the next request's second: warm up on a destination of its own.
     PacedHttpClient.of(delegate, limiter("async-warm-up", ceiling, 8))
-        .sendAsync(get("/warm"), HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
-    arrivals.clear();
+        .sendAsync(atTheDoor("/warm"), HttpResponse.BodyHandlers.ofString())
+        .get(10, TimeUnit.SECONDS);
     delegate.threads.clear();
+    String run = "/async-ceiling-" + UUID.randomUUID().toString().substring(0, 8) + "/";
     List<CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
     long before = System.nanoTime();
     for (int i = 0; i < n; i++) {
-      futures.add(client.sendAsync(get("/page/" + i), HttpResponse.BodyHandlers.ofString()));
+      futures.add(client.sendAsync(atTheDoor(run + i), HttpResponse.BodyHandlers.ofString()));
     }
     long issuedMillis = (System.nanoTime() - before) / 1_000_000;
     for (CompletableFuture<HttpResponse<String>> future : futures) {
       assertThat(future.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
     }
-    Timeline timeline = new Timeline(arrivals);
+    Timeline timeline = Timeline.of(door.arrivals().stream()
+        .filter(a -> a.path().startsWith(run)).toList());
     System.out.printf("sendAsync: %d issued in %d ms; %s; %d late turns given up%n", n,
         issuedMillis, timeline, limiter.lateTurnsSkipped());
     // Waiting for the turns on this thread would take (n - 1) / ceiling = 2.45 s; issuing them
     // took 5-42 ms on the 2-core build machine at load 3-11.
     assertThat(issuedMillis).as("ms to issue %d requests", n).isLessThan(5 * 1000 / ceiling);
     assertThat(timeline.size()).isEqualTo(n);
-    assertThat(timeline.peakOneSecondWindow()).as(timeline.toString())
-        .isLessThanOrEqualTo(ceiling + 1);
-    assertThat(timeline.aggregateRatePerSecond()).as(timeline.toString())
-        .isGreaterThan(0.8 * ceiling);
+    FleetBounds bounds = FleetBounds.at(ceiling, "sendAsync from one thread", door);
+    bounds.assertHeld(timeline, timeline);
+    bounds.assertDelivered(timeline);
+    bounds.assertFewLateTurns(limiter.lateTurnsSkipped(), n + limiter.lateTurnsSkipped());
     assertThat(delegate.threads).as("threads the delegate's sendAsync was called on")
         .hasSize(n).allMatch(name -> name.startsWith("pacer-send-"));
+  }
+
+  /** The same requests sent by the same client unpaced: the bounds above can fail. */
+  @Test
+  void theTwinWithoutPacingBreaksTheCeiling() throws Exception {
+    int ceiling = 20;
+    int n = 50;
+    String run = "/async-unpaced-" + UUID.randomUUID().toString().substring(0, 8) + "/";
+    List<CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      futures.add(delegate.sendAsync(atTheDoor(run + i), HttpResponse.BodyHandlers.ofString()));
+    }
+    for (CompletableFuture<HttpResponse<String>> future : futures) {
+      assertThat(future.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    }
+    Timeline timeline = Timeline.of(door.arrivals().stream()
+        .filter(a -> a.path().startsWith(run)).toList());
+    FleetBounds bounds = FleetBounds.at(ceiling, "sendAsync from one thread, unpaced", door);
+    bounds.assertWindowBroke(timeline);
+    bounds.assertAggregateBroke(timeline);
+  }
+
+  private static HttpRequest atTheDoor(String path) {
+    return HttpRequest.newBuilder(URI.create(door.url(path))).build();
   }
 
   /**
@@ -225,7 +259,8 @@ class PacedHttpClientAsyncTest {
     assertThat(busy.statusCode()).as("returned as it is").isEqualTo(429);
     client.sendAsync(get("/after"), HttpResponse.BodyHandlers.ofString())
         .get(10, TimeUnit.SECONDS);
-    long gapMillis = (arrivals.get(1) - arrivals.get(0)) / 1_000_000;
+    List<Arrival> arrivals = server.arrivals();
+    long gapMillis = (arrivals.get(1).nanos() - arrivals.get(0).nanos()) / 1_000_000;
     assertThat(gapMillis).as("Retry-After: 1 between the two arrivals")
         .isGreaterThanOrEqualTo(900);
   }

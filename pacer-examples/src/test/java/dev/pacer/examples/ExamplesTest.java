@@ -7,6 +7,11 @@ import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.TableLayout;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.Timeline;
+import dev.pacer.testing.WallClockSteps;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.util.concurrent.ExecutorService;
@@ -20,49 +25,67 @@ import dev.pacer.DestinationLimiter;
 import java.net.http.HttpRequest;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** Runs the documentation's examples against a local destination and real PostgreSQL. */
+/**
+ * Runs the documentation's examples against real PostgreSQL and a {@link Door} of their own (the
+ * senders share this JVM), the ceiling judged there by {@link FleetBounds}.
+ */
 class ExamplesTest {
 
-  private final LocalDestination destination = new LocalDestination();
+  private Door door;
+
+  @BeforeAll
+  static void watchTheClock() {
+    WallClockSteps.get();
+  }
+
+  @BeforeEach
+  void openTheDoor() throws IOException {
+    door = Door.start();
+  }
 
   @AfterEach
-  void stop() {
-    destination.close();
+  void closeTheDoor() throws IOException {
+    door.close();
+  }
+
+  private URI uri(String path) {
+    return URI.create(door.url(path));
   }
 
   @Test
   void theLimiterAroundAClientPacesAndClassifies() throws Exception {
-    destination.answer("/4", 429, Map.of("Retry-After", "1"));
-    destination.answer("/9", 403, Map.of());
     List<HttpRequest> requests = new ArrayList<>();
     for (int i = 0; i < 12; i++) {
-      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+      String path = i == 4 ? "/status/429/1" : i == 9 ? "/status/403" : "/" + i;
+      requests.add(HttpRequest.newBuilder(uri(path)).build());
     }
     LimiterExample.Outcome outcome = LimiterExample.fetchAll(TestDatabase.jdbcUrl(),
         new Properties(), HttpClient.newHttpClient(), requests);
 
-    assertThat(outcome.deferred()).extracting(r -> r.uri().getPath()).containsExactly("/4");
+    assertThat(outcome.deferred()).extracting(r -> r.uri().getPath())
+        .containsExactly("/status/429/1");
     assertThat(outcome.stopped()).as("the 403 stopped the list").isTrue();
     assertThat(outcome.fetched()).hasSize(8);
-    assertThat(destination.arrivals()).as("nothing after the 403").isEqualTo(10);
-    assertThat(destination.busiestSecond()).isLessThanOrEqualTo(8);
+    Timeline arrivals = door.timeline();
+    assertThat(arrivals.size()).as("nothing after the 403").isEqualTo(10);
+    FleetBounds.at(7, "the limiter example", door).assertHeld(arrivals);
     // Turns 1/7 s apart to the 429 on the fifth (0.57 s), a pause of 1 s, then 2/7 s apart:
     // the 403 arrives at 2.71 s.
-    assertThat(destination.span()).isBetween(2.65, 4.0);
+    assertThat(arrivals.spanSeconds()).isBetween(2.65, 4.0);
   }
 
   @Test
   void theMetersShowWhatTheLimiterDid() throws Exception {
-    destination.answer("/2", 429, Map.of());
     List<HttpRequest> requests = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
-      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+      requests.add(HttpRequest.newBuilder(uri(i == 2 ? "/status/429" : "/" + i)).build());
     }
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     MetricsExample.fetchAll(TestDatabase.jdbcUrl(), new Properties(), HttpClient.newHttpClient(),
@@ -84,7 +107,7 @@ class ExamplesTest {
   void threeClientsPacedByHostShareOneCeiling() throws Exception {
     List<URI> uris = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
-      uris.add(destination.uri("/" + i));
+      uris.add(uri("/" + i));
     }
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
       LimiterLookup limiters =
@@ -102,34 +125,41 @@ class ExamplesTest {
         threads.shutdownNow();
       }
     }
-    assertThat(destination.arrivals()).isEqualTo(24);
-    assertThat(destination.busiestSecond()).as("busiest 1-s window at 10/s").isLessThanOrEqualTo(11);
+    Timeline arrivals = door.timeline();
+    assertThat(arrivals.size()).isEqualTo(24);
+    FleetBounds bounds = FleetBounds.at(10, "three clients paced by host", door);
+    bounds.assertHeld(arrivals, arrivals);
+    bounds.assertDelivered(arrivals);
     // 24 turns 0.1 s apart: the last arrives 2.3 s after the first.
-    assertThat(destination.span()).isGreaterThan(2.2);
+    assertThat(arrivals.spanSeconds()).isGreaterThan(2.2);
   }
 
   @Test
   void asynchronousSendsKeepTheCeilingWithoutAWaitingThread() throws Exception {
     List<HttpRequest> requests = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
-      requests.add(HttpRequest.newBuilder(destination.uri("/" + i)).build());
+      requests.add(HttpRequest.newBuilder(uri("/" + i)).build());
     }
+    DestinationLimiter limiter;
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
-      DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(
+      limiter = new LimiterRegistry(cursor).limiter(
           Destination.builder("async-example").ratePerSecond(10).maxConcurrency(30).build());
       long start = System.nanoTime();
       List<CompletableFuture<HttpResponse<String>>> responses =
-          AsyncExample.fetchAll(limiter, destination.uri("/"), requests);
-      assertThat(destination.arrivals()).as("all 30 issued before the second turn").isLessThan(2);
+          AsyncExample.fetchAll(limiter, uri("/"), requests);
+      assertThat(door.arrivals()).as("all 30 issued before the second turn").hasSizeLessThan(2);
       for (CompletableFuture<HttpResponse<String>> r : responses) {
         assertThat(r.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
       }
       assertThat((System.nanoTime() - start) / 1e9).isLessThan(30);
     }
-    assertThat(destination.arrivals()).isEqualTo(30);
-    assertThat(destination.busiestSecond()).as("busiest 1-s window at 10/s")
-        .isLessThanOrEqualTo(11);
+    Timeline arrivals = door.timeline();
+    assertThat(arrivals.size()).isEqualTo(30);
+    FleetBounds bounds = FleetBounds.at(10, "the asynchronous example", door);
+    bounds.assertHeld(arrivals, arrivals);
+    bounds.assertDelivered(arrivals);
+    bounds.assertFewLateTurns(limiter.lateTurnsSkipped(), 30 + limiter.lateTurnsSkipped());
     // 30 turns 0.1 s apart: the last arrives 2.9 s after the first.
-    assertThat(destination.span()).isGreaterThan(2.8);
+    assertThat(arrivals.spanSeconds()).isGreaterThan(2.8);
   }
 }

@@ -1,6 +1,7 @@
 package dev.pacer.http;
 
 import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
@@ -13,30 +14,32 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The child JVM of {@link ColdStartTest}: builds one paced client in a fresh JVM, warms it up
- * (argument {@code warm}) or not ({@code cold}), and sends {@link #REQUESTS} GETs to the door from
- * as many threads at once, paced at {@link #CEILING}/s. Arguments: the {@link Client}, the door's
- * URI, {@code warm} or {@code cold}.
+ * The child JVM of {@link ColdStartTest}: builds one client in a fresh JVM, paced and warmed up
+ * (argument {@code warm}) or unpaced ({@code unpaced}), and sends {@link #REQUESTS} GETs to {@code
+ * <url>/ok/<i>} from {@link #THREADS} threads at once, paced at {@link #CEILING}/s. It prints
+ * {@code LATE <n>}: the turns its limiter gave up as late. Arguments: the {@link Client}, the
+ * destination's URL (no trailing slash), {@code warm} or {@code unpaced}.
  */
 public final class ColdStart {
 
   static final int CEILING = 10;
   static final int REQUESTS = 30;
+  static final int THREADS = 30;
 
   public static void main(String[] args) throws Exception {
     Client kind = Client.valueOf(args[0]);
-    URI door = URI.create(args[1]);
-    boolean warm = args[2].equals("warm");
-    LimiterLookup limiters = LimiterLookup.only(new LimiterRegistry(new LocalCursor()).limiter(
-        Destination.builder("cold-start").ratePerSecond(CEILING).maxConcurrency(REQUESTS).build()));
-    ExecutorService threads = Executors.newFixedThreadPool(REQUESTS);
-    try (Client.Getter client = kind.open(limiters)) {
-      if (warm) {
-        client.warmUp(door);
+    String url = args[1];
+    boolean paced = args[2].equals("warm");
+    DestinationLimiter limiter = new LimiterRegistry(new LocalCursor()).limiter(
+        Destination.builder("cold-start").ratePerSecond(CEILING).maxConcurrency(THREADS).build());
+    ExecutorService threads = Executors.newFixedThreadPool(THREADS);
+    try (Client.Getter client = paced ? kind.open(LimiterLookup.only(limiter)) : kind.bare()) {
+      if (paced) {
+        client.warmUp(URI.create(url));
       }
       List<Future<Client.Answer>> answers = new ArrayList<>();
       for (int i = 0; i < REQUESTS; i++) {
-        URI uri = door.resolve("/ok/" + i);
+        URI uri = URI.create(url + "/ok/" + i);
         answers.add(threads.submit(() -> client.get(uri)));
       }
       for (Future<Client.Answer> answer : answers) {
@@ -47,5 +50,6 @@ public final class ColdStart {
     } finally {
       threads.shutdownNow();
     }
+    System.out.println("LATE " + limiter.lateTurnsSkipped());
   }
 }

@@ -4,15 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.DestinationLimiter;
+import dev.pacer.testing.Door;
+import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
+import dev.pacer.testing.WallClockSteps;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
@@ -48,8 +55,20 @@ class SampleApplicationTest {
   }
   // end::application[]
 
-  private static ConfigurableApplicationContext start(ArrivalCounter destination,
-      String... more) {
+  private static Door door;
+
+  @BeforeAll
+  static void openTheDoor() throws IOException {
+    WallClockSteps.get();
+    door = Door.start();
+  }
+
+  @AfterAll
+  static void closeTheDoor() throws IOException {
+    door.close();
+  }
+
+  private static ConfigurableApplicationContext start(String... more) {
     List<String> properties = new ArrayList<>(List.of(
         // tag::properties[]
         "spring.datasource.url=" + Pools.url(),
@@ -66,8 +85,21 @@ class SampleApplicationTest {
         .run();
   }
 
-  /** {@code REQUESTS} GETs from {@code THREADS} threads, as fast as the client lets them go. */
-  private static void fetchAll(RestClient client, ArrivalCounter destination) throws Exception {
+  /** A path of its own at the door for one run: {@code /<name>-<random>/}. */
+  private static String run(String name) {
+    return "/" + name + "-" + UUID.randomUUID().toString().substring(0, 8) + "/";
+  }
+
+  /** The arrivals at the door under {@code run}. */
+  private static Timeline arrivals(String run) throws IOException {
+    return Timeline.of(door.arrivals().stream().filter(a -> a.path().startsWith(run)).toList());
+  }
+
+  /**
+   * {@code REQUESTS} GETs to {@code <run>item/<i>} from {@code THREADS} threads, as fast as the
+   * client lets them go.
+   */
+  private static void fetchAll(RestClient client, String run) throws Exception {
     ExecutorService threads = Executors.newFixedThreadPool(THREADS);
     AtomicInteger next = new AtomicInteger();
     try {
@@ -76,7 +108,7 @@ class SampleApplicationTest {
         done.add(threads.submit(() -> {
           int i;
           while ((i = next.incrementAndGet()) <= REQUESTS) {
-            client.get().uri(destination.url("/item/" + i)).retrieve().body(String.class);
+            client.get().uri(door.url(run + "item/" + i)).retrieve().body(String.class);
           }
           return null;
         }));
@@ -90,36 +122,32 @@ class SampleApplicationTest {
   }
 
   /**
-   * Every arrival counts, the first request included. That first request goes alone, before the
-   * threads start: in a cold JVM the JDK client's first request spends 100-300 ms loading its
-   * classes and starting its selector thread after its turn began, and requests of other threads
-   * granted turns meanwhile leave with it (measured here, at load 25: the first 4 arrivals within
-   * 13 ms, a busiest window of 13 once). The starter now warms the client up at start ({@code
-   * pacer.http.warm-up}), which pays the classes and the threads; the first connection to the
-   * destination is still opened inside the first turn, so the first request still goes alone.
-   *
-   * <p>The destination runs in the application's JVM: a stall of the whole JVM on a busy host
-   * (measured once at load 17: 260 ms without an arrival, then 3 within 43 ms) stamps the requests
-   * that reached it meanwhile together, and the busiest window reads 12. The fleet tests keep
-   * their destination in a JVM of its own.
+   * Every arrival counts, the first request included, judged at the {@link Door} by {@link
+   * FleetBounds}: the busiest window over them all, the aggregate and the delivered rate over the
+   * concurrent requests. The first request goes alone, before the threads start: the starter
+   * warms the client up at start ({@code pacer.http.warm-up}), which pays its classes and threads,
+   * but the first connection to the destination is still opened inside the first turn, and in a
+   * cold JVM requests of other threads granted turns meanwhile would leave with it.
    */
   @Test
   void theApplicationsRestClientHoldsTheCeilingAndShowsPacersMeters() throws Exception {
-    try (ArrivalCounter destination = new ArrivalCounter();
-        ConfigurableApplicationContext app = start(destination)) {
+    try (ConfigurableApplicationContext app = start()) {
       RestClient client = app.getBean(RestClient.class);
-      client.get().uri(destination.url("/first")).retrieve().body(String.class);
-      fetchAll(client, destination);
-      Timeline t = destination.timeline();
-      System.out.printf("sample application, paced: %s; after the first: %s%n", t,
-          destination.timelineAfterFirst());
+      String run = run("sample");
+      client.get().uri(door.url(run + "first")).retrieve().body(String.class);
+      fetchAll(client, run);
+      Timeline t = arrivals(run);
+      // The concurrent requests: the first one went alone, and waited for nobody.
+      Timeline concurrent = Timeline.of(door.arrivals().stream()
+          .filter(a -> a.path().startsWith(run + "item/")).toList());
+      System.out.printf("sample application, paced: %s; after the first: %s%n", t, concurrent);
       assertThat(t.size()).isEqualTo(REQUESTS + 1);
-      assertThat(t.peakOneSecondWindow()).as("busiest 1-s window, %s", t)
-          .isLessThanOrEqualTo((int) CEILING + 1);
-      // The rate of the concurrent requests: the first one went alone, and waited for nobody.
-      Timeline concurrent = destination.timelineAfterFirst();
-      assertThat(concurrent.aggregateRatePerSecond()).as("rate not collapsed, %s", concurrent)
-          .isGreaterThanOrEqualTo(CEILING * 0.95);
+      FleetBounds bounds = FleetBounds.at(CEILING, "sample application, paced", door);
+      bounds.assertHeld(t, concurrent);
+      bounds.assertDelivered(concurrent);
+      DestinationLimiter limiter = app.getBean(PacerDestinations.class).limiter("sample");
+      bounds.assertFewLateTurns(limiter.lateTurnsSkipped(),
+          REQUESTS + 1 + limiter.lateTurnsSkipped());
 
       MeterRegistry meters = app.getBean(MeterRegistry.class);
       assertThat(meters.get("pacer.acquire.wait").tag("destination", "sample").timer().count())
@@ -136,10 +164,9 @@ class SampleApplicationTest {
    */
   @Test
   void aRateAnswerReachesTheApplicationAndBacksTheDestinationOff() throws Exception {
-    try (ArrivalCounter destination = new ArrivalCounter().answering(n -> n == 1 ? 429 : 200, "1");
-        ConfigurableApplicationContext app = start(destination)) {
+    try (ConfigurableApplicationContext app = start()) {
       RestClient client = app.getBean(RestClient.class);
-      assertThatThrownBy(() -> client.get().uri(destination.url("/busy")).retrieve()
+      assertThatThrownBy(() -> client.get().uri(door.url("/status/429/1")).retrieve()
           .body(String.class)).isInstanceOf(HttpClientErrorException.TooManyRequests.class);
       DestinationLimiter limiter = app.getBean(PacerDestinations.class).limiter("sample");
       assertThat(limiter.backoffMultiplier()).isEqualTo(2);
@@ -151,13 +178,13 @@ class SampleApplicationTest {
   /** The same application with the starter's RestClient pacing switched off: the test can fail. */
   @Test
   void withoutPacingTheSameApplicationBreaksTheCeiling() throws Exception {
-    try (ArrivalCounter destination = new ArrivalCounter();
-        ConfigurableApplicationContext app = start(destination, "pacer.rest-client.enabled=false")) {
-      fetchAll(app.getBean(RestClient.class), destination);
-      Timeline t = destination.timeline();
+    try (ConfigurableApplicationContext app = start("pacer.rest-client.enabled=false")) {
+      String run = run("unpaced");
+      fetchAll(app.getBean(RestClient.class), run);
+      Timeline t = arrivals(run);
       System.out.printf("sample application, unpaced: %s%n", t);
       assertThat(t.size()).isEqualTo(REQUESTS);
-      assertThat(t.peakOneSecondWindow()).isGreaterThan((int) CEILING + 1);
+      FleetBounds.at(CEILING, "sample application, unpaced", door).assertWindowBroke(t);
     }
   }
 }
