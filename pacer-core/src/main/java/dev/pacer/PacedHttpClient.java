@@ -294,12 +294,23 @@ public final class PacedHttpClient extends HttpClient {
    */
   private <T> CompletableFuture<Exchanged<T>> exchangeAsync(Hop<T> hop, Pending<T> pending) {
     Executor sending = sendingExecutor(hop);
-    CompletableFuture<Slot> turn = hop.limiter.map(limiter -> limiter.acquireAsync(sending))
+    // The acquisition's tasks wait until the send below is attached to the turn: a turn granted
+    // before that would run the send on this thread when it attaches, after the check for a late
+    // turn, by as long as this thread took to get there.
+    CompletableFuture<Void> attached = new CompletableFuture<>();
+    Executor grantOn = task -> {
+      if (attached.isDone()) {
+        sending.execute(task);
+      } else {
+        attached.thenRun(() -> sending.execute(task));
+      }
+    };
+    CompletableFuture<Slot> turn = hop.limiter.map(limiter -> limiter.acquireAsync(grantOn))
         .orElse(CompletableFuture.completedFuture(null));
     pending.track(turn);
     // Not handleAsync: the turn is granted on the sending executor, and the hop leaves on the
     // thread that judged it in time.
-    return turn.handle((slot, failure) -> {
+    CompletableFuture<CompletableFuture<Step<T>>> sent = turn.handle((slot, failure) -> {
       if (failure != null) {
         throw new CompletionException(unwrapped(failure));
       }
@@ -318,7 +329,9 @@ public final class PacedHttpClient extends HttpClient {
         }
         return hop.answered(response);
       });
-    }).thenCompose(Function.identity()).thenCompose(step -> {
+    });
+    attached.complete(null);
+    return sent.thenCompose(Function.identity()).thenCompose(step -> {
       if (step instanceof Step.Done<T> done) {
         return CompletableFuture.completedFuture(done.exchanged());
       }
