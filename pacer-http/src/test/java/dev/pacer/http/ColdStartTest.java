@@ -50,7 +50,7 @@ class ColdStartTest {
     Run run = run(kind, "warm");
     FleetBounds bounds = FleetBounds.at(ColdStart.CEILING, kind + " warmed up", door);
     assertThat(run.arrivals().size()).isEqualTo(ColdStart.REQUESTS);
-    Timeline steady = new Timeline(run.arrivals().instantsFrom(run.arrivals().first() + 1));
+    Timeline steady = run.arrivals().withoutFirst();
     bounds.assertHeld(run.arrivals(), steady);
     bounds.assertDelivered(steady);
     bounds.assertFewLateTurns(run.late(), ColdStart.REQUESTS + run.late());

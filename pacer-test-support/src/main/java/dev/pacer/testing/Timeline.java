@@ -44,6 +44,15 @@ public final class Timeline {
     return new Timeline(instantsFrom(instants.get(0) + (long) (seconds * SECOND)));
   }
 
+  /**
+   * The timeline without its first event: the steady part of a run whose first request opens the
+   * client's connection to the destination inside its turn, and so arrives late by as long as
+   * the connection took, which shortens the span the aggregate is judged over.
+   */
+  public Timeline withoutFirst() {
+    return instants.isEmpty() ? this : new Timeline(instants.subList(1, instants.size()));
+  }
+
   /** The first instant, or 0 if there is none. */
   public long first() {
     return instants.isEmpty() ? 0 : instants.get(0);
