@@ -56,9 +56,9 @@ import org.slf4j.LoggerFactory;
  *       sendAsync}'s future fails with it: nothing is sent.
  *   <li>The request goes to the delegate: {@code send}'s through the delegate's {@code send}, as
  *       the delegate alone would send it, and {@code sendAsync}'s through its {@code sendAsync}.
- *       (The JDK's client starts either exchange on its executor; awaiting its {@code sendAsync}
- *       costs about 0.6 ms a request more than its {@code send}, which hands the answer to the
- *       common pool too.) When the answer's headers arrive, its status and {@code
+ *       (The JDK's client writes either on threads of its own, and its {@code sendAsync} also
+ *       starts the exchange there; awaiting its {@code sendAsync} costs about 0.6 ms a request
+ *       more than its {@code send}, which hands the answer to the common pool too.) When the answer's headers arrive, its status and {@code
  *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
  *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
  *       is a 429 response, and the limiter has already backed off (and with a {@code Retry-After}
@@ -474,10 +474,10 @@ public final class PacedHttpClient extends HttpClient {
 
     /**
      * Sends this hop as {@link #send} does, on this thread, which waits for the answer: through
-     * the delegate's {@code send}. The JDK's client sends there as its {@code
-     * sendAsync} does and waits, so the exchange starts on the client's executor: the time from
-     * the turn to the socket includes that thread's wake-up, which the check for a late turn,
-     * made before, cannot see. A sender starved of CPU or paused by a collection there delivers
+     * the delegate's {@code send}. The JDK's client builds the exchange on this thread and hands
+     * the write to its selector thread, which hands it to the client's executor, whose thread
+     * writes: the time from the turn to the socket includes those two threads' wake-ups, which
+     * the check for a late turn, made before, cannot see. A sender starved of CPU or paused by a collection there delivers
      * its request late unseen, and at a turn of 10 ms a request more than a turn late puts one
      * more than the ceiling + 1 into a window at the destination. Awaiting the delegate's {@code
      * sendAsync} (which {@link #send} must use, since it may not wait) also hands its completion
