@@ -69,6 +69,13 @@ class BadInputTest {
     assertThat(r.err()).contains("--concurrency").contains("0");
   }
 
+  @ParameterizedTest
+  @CsvSource({"0", "-3"})
+  void aDegradeDivisorBelowOne(String divisor) throws Exception {
+    Cli.Result r = refused(goodInput(), job(), "--degrade-divisor", divisor);
+    assertThat(r.err()).contains("--degrade-divisor must be >= 1, got " + divisor);
+  }
+
   static Stream<Arguments> badDestinationNames() {
     String tooLong = "a".repeat(254);
     return Stream.of(
