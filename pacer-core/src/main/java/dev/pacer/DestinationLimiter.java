@@ -77,9 +77,11 @@ import org.slf4j.LoggerFactory;
  * JDK 21 to 23, where a virtual thread blocked inside {@code synchronized} pins its carrier, none
  * can block there. From JDK 24 a virtual thread blocked in {@code synchronized} no longer pins at
  * all. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at 100/s on a real
- * cursor, on the oldest JDK of 21 or later it finds, and counts JFR's {@code
- * jdk.VirtualThreadPinned} events: none, once the classes on the path are loaded (a virtual thread
- * meeting a class that another is loading pins for that once, a JDK matter). Where that JDK is 24
+ * cursor, each sending through {@code PacedHttpClient}'s blocking {@code send} with nothing warmed
+ * but the client's {@code warmUp} and one opening request, on the oldest JDK of 21 or later it
+ * finds, and counts JFR's {@code jdk.VirtualThreadPinned} events: none. A virtual thread meeting a
+ * class that another is loading pins for that once, a JDK matter, so {@code Permits} meets the
+ * classes of a waiter's giving up before any waiter can. Where that JDK is 24
  * or later (Temurin 25 in CI), the test cannot see a {@code synchronized} block that blocks, and
  * the paragraph above is what rules one out on 21 to 23.
  */

@@ -26,6 +26,15 @@ import java.util.concurrent.TimeoutException;
  */
 final class Permits {
 
+  static {
+    // A waiter gives up by cancelling its future, whose first cancel in the JVM loads and
+    // initializes CancellationException. A virtual thread that meets a class another thread is
+    // loading or initializing pins its carrier while it waits (JDK 25 too), and an application
+    // that stops many waiters at once, interrupting them, has them meet it together: it is met
+    // here instead, where the first limiter is built.
+    new CompletableFuture<Void>().cancel(false);
+  }
+
   private final ArrayDeque<CompletableFuture<Void>> waiters = new ArrayDeque<>();
   private final int capacity;
   private final TimeSource time;

@@ -120,6 +120,29 @@ final class TurnTrace {
         + " 10 ms", largest / 1e6, largestAt / 1e9, over10);
   }
 
+  /**
+   * Where the turns of the requests sent leave holes in their grid, each hole's turns missing and
+   * when it began (from the first turn, whose instant it gives, to line the holes up with a log
+   * stamped on the same clock): turns given up as late, or the limiter's turns taken by no request
+   * of the trace.
+   */
+  synchronized String holes() {
+    List<Long> turns = new ArrayList<>(sent.values().stream().map(r -> r[0]).sorted().toList());
+    StringBuilder out = new StringBuilder();
+    int missing = 0;
+    for (int i = 1; i < turns.size(); i++) {
+      long gap = turns.get(i) - turns.get(i - 1);
+      long holes = Math.round((double) gap / intervalNanos) - 1;
+      if (holes > 0) {
+        missing += holes;
+        out.append(String.format(" %d at +%.3f s;", holes,
+            (turns.get(i - 1) - turns.get(0)) / 1e9));
+      }
+    }
+    return "turns missing from the grid: " + missing + (missing == 0 ? "" : ":" + out)
+        + (turns.isEmpty() ? "" : " (the first turn at " + turns.get(0) + " ns)");
+  }
+
   private static double spanMillis(List<long[]> traced, int column) {
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;
