@@ -128,6 +128,44 @@ public final class FleetBounds {
   }
 
   /**
+   * {@link #assertHeld(Timeline, Timeline)} for a run whose requests are each traced from turn to
+   * door. The turns themselves, the limiter's work, are held with no excuse: no 1-s window holds
+   * more than the door's bound, and no two are closer than half a turn, which two turns handed
+   * out as one break while the error of mapping each process's turns onto this clock (a few
+   * milliseconds at most) does not. At the door, a broken upper bound is reported as skipped, naming the figures, when a
+   * request of a window over the bound reached the door at least half a turn after the limiter
+   * handed it to its client: a delay after the check for a late turn (the client's own threads, a
+   * pause of the sending JVM), which no check made before the send can see, and which at turns of
+   * a few milliseconds moves a request beside the next turn's (docs/reliability.md, "The ceiling
+   * at the destination's door", item 8). Without such a request the bounds are as strict as
+   * {@link #assertHeld(Timeline, Timeline)}'s.
+   */
+  public void assertHeld(Timeline run, Timeline steady, TurnTrace trace,
+      List<Arrival> arrivals) {
+    Timeline turns = trace.turns();
+    assertThat(turns.peakOneSecondWindow())
+        .as("%s: busiest 1-s window of the turns themselves, %s", what, turns)
+        .isLessThanOrEqualTo(mostInAWindow());
+    long halfTurn = Math.round(0.5e9 / ceiling);
+    assertThat(turns.shortestGapNanos())
+        .as("%s: the shortest gap between two turns, against half a turn (%d ns), %s", what,
+            halfTurn, trace.busiestWindow(arrivals))
+        .isGreaterThanOrEqualTo(halfTurn);
+    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
+    boolean aggregateHeld = steady.aggregateRatePerSecond() <= mostAggregate(steady.size());
+    if (!windowHeld || !aggregateHeld) {
+      long afterHandOver = trace.longestAfterHandOverInWindowsOver(arrivals, mostInAWindow());
+      assumeTrue(afterHandOver < halfTurn, String.format(Locale.ROOT, "%s: a request of a window"
+              + " over the bound reached the door %.1f ms after it was handed to its client (half"
+              + " a turn is %.1f ms), a delay after the check for a late turn that no check before"
+              + " the send can see (docs/reliability.md), and an upper bound broke: %s; %s", what,
+          afterHandOver / 1e6, halfTurn / 1e6, figures(run, steady),
+          trace.busiestWindow(arrivals)));
+    }
+    assertHeld(run, steady);
+  }
+
+  /**
    * Asserts that {@code steady} delivered at least {@link #MIN_DELIVERED} times {@code expected}
    * per second: the ceiling, or the share the fleet paces at while degraded.
    */

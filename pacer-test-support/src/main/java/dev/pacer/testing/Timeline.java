@@ -53,6 +53,15 @@ public final class Timeline {
     return instants.isEmpty() ? this : new Timeline(instants.subList(1, instants.size()));
   }
 
+  /** The shortest time between two consecutive events, or Long.MAX_VALUE if fewer than two. */
+  public long shortestGapNanos() {
+    long shortest = Long.MAX_VALUE;
+    for (int i = 1; i < instants.size(); i++) {
+      shortest = Math.min(shortest, instants.get(i) - instants.get(i - 1));
+    }
+    return shortest;
+  }
+
   /** The first instant, or 0 if there is none. */
   public long first() {
     return instants.isEmpty() ? 0 : instants.get(0);

@@ -6,8 +6,10 @@ import static org.assertj.core.api.Assertions.offset;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.LongPredicate;
 import org.junit.jupiter.api.Test;
+import org.opentest4j.TestAbortedException;
 
 /** Each bound holds a perfect grid at the ceiling and breaks on the fault it is there to catch. */
 class FleetBoundsTest {
@@ -107,5 +109,72 @@ class FleetBoundsTest {
     // 20 arrivals at 2/s span 9.5 s; stamped up to 30 ms late they span at least 9.47 s.
     assertThat(bounds.mostAggregate(20)).isCloseTo(19 / 9.47, offset(1e-9));
     assertThat(bounds.mostInAWindow()).isEqualTo(3);
+  }
+
+  /**
+   * A run at 100/s traced from turn to door: turns on a perfect 10-ms grid (or with one turn
+   * {@code doubled}), each handed over 0.1 ms after its turn and stamped 0.2 ms after that, but
+   * turn 50's request stamped {@code lateMillis} after its hand-over and turn 151's 0.1 ms after
+   * (a window is half-open: a request held up by a turn adds one to it, a stamp's jitter across
+   * its edge one more).
+   */
+  private static List<Arrival> tracedRun(TurnTrace trace, boolean doubled, double lateMillis) {
+    List<Arrival> arrivals = new ArrayList<>();
+    long start = 5 * SECOND;
+    for (int k = 0; k < 300; k++) {
+      long turn = start + k * 10_000_000L - (doubled && k == 150 ? 10_000_000L : 0);
+      long handedOver = turn + 100_000;
+      long stamped = handedOver
+          + (k == 50 ? Math.round(lateMillis * 1e6) : k == 151 ? 100_000 : 200_000);
+      String target = "/run?n=" + k;
+      trace.sent(target, turn, handedOver);
+      arrivals.add(new Arrival(stamped, new Request("GET", target, Map.of(), new byte[0]),
+          false, 200));
+    }
+    return arrivals;
+  }
+
+  @Test
+  void aRequestHeldUpAfterItsHandOverIsToldFromTurnsTooClose() {
+    FleetBounds bounds = FleetBounds.at(100, "traced at 100/s");
+    TurnTrace onTime = new TurnTrace(100);
+    List<Arrival> quiet = tracedRun(onTime, false, 0.2);
+    Timeline quietRun = Timeline.of(quiet);
+    bounds.assertHeld(quietRun, quietRun.after(1), onTime, quiet);
+
+    // Held up 10.5 ms after its hand-over, the request lands beside the next turn's: the window
+    // breaks at the door while the turns kept their grid, and the run is reported as skipped.
+    TurnTrace heldUp = new TurnTrace(100);
+    List<Arrival> late = tracedRun(heldUp, false, 10.5);
+    Timeline lateRun = Timeline.of(late);
+    assertThat(lateRun.peakOneSecondWindow()).isEqualTo(102);
+    assertThatThrownBy(() -> bounds.assertHeld(lateRun, lateRun.after(1), heldUp, late))
+        .isInstanceOf(TestAbortedException.class)
+        .hasMessageContaining("10.5 ms after it was handed to its client");
+
+    // Two turns on one instant fail whatever else the trace shows.
+    TurnTrace doubledTurn = new TurnTrace(100);
+    List<Arrival> doubled = tracedRun(doubledTurn, true, 10.5);
+    Timeline doubledRun = Timeline.of(doubled);
+    assertThatThrownBy(() -> bounds.assertHeld(doubledRun, doubledRun.after(1), doubledTurn,
+        doubled)).isInstanceOf(AssertionError.class)
+        .hasMessageContaining("the shortest gap between two turns");
+  }
+
+  @Test
+  void aWindowOverTheBoundWithNoRequestHeldUpAfterItsHandOverFails() {
+    // The turns keep their grid on the trace, but the door saw two requests more in a second
+    // (sent by something the trace does not follow): nothing excuses it.
+    TurnTrace trace = new TurnTrace(100);
+    List<Arrival> arrivals = new ArrayList<>(tracedRun(trace, false, 0.2));
+    long at = arrivals.get(100).nanos();
+    for (int extra = 0; extra < 2; extra++) {
+      arrivals.add(new Arrival(at + 1_000 * (extra + 1),
+          new Request("GET", "/run?untraced=" + extra, Map.of(), new byte[0]), false, 200));
+    }
+    Timeline run = Timeline.of(arrivals);
+    FleetBounds bounds = FleetBounds.at(100, "untraced requests");
+    assertThatThrownBy(() -> bounds.assertHeld(run, run.after(1), trace, arrivals))
+        .isInstanceOf(AssertionError.class).hasMessageContaining("busiest 1-s window");
   }
 }

@@ -1,7 +1,5 @@
-package dev.pacer.postgres;
+package dev.pacer.testing;
 
-import dev.pacer.testing.Arrival;
-import dev.pacer.testing.Timeline;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -16,29 +14,29 @@ import java.util.Map;
  * pacer's turns too close (a double turn), the sends bunched after on-time turns (the sender's
  * threads late), or on-time sends stamped together (the door late).
  */
-final class TurnTrace {
+public final class TurnTrace {
 
   /** By request target: the turn's instant and the send's. */
   private final Map<String, long[]> sent = new HashMap<>();
   private final long intervalNanos;
 
   /** For turns at {@code ratePerSecond}. */
-  TurnTrace(double ratePerSecond) {
+  public TurnTrace(double ratePerSecond) {
     this.intervalNanos = Math.round(1e9 / ratePerSecond);
   }
 
   /** Records that the request to {@code target}, of the turn at {@code turnNanos}, left at {@code sentNanos}. */
-  synchronized void sent(String target, long turnNanos, long sentNanos) {
+  public synchronized void sent(String target, long turnNanos, long sentNanos) {
     sent.put(target, new long[] {turnNanos, sentNanos});
   }
 
   /** The turns of the requests sent. */
-  synchronized Timeline turns() {
+  public synchronized Timeline turns() {
     return new Timeline(sent.values().stream().map(r -> r[0]).toList());
   }
 
   /** The requests' sends. */
-  synchronized Timeline sends() {
+  public synchronized Timeline sends() {
     return new Timeline(sent.values().stream().map(r -> r[1]).toList());
   }
 
@@ -47,7 +45,7 @@ final class TurnTrace {
    * and arrivals spans, and for its first and last three requests how late each was sent after
    * its turn and stamped after its send, in milliseconds.
    */
-  synchronized String busiestWindow(List<Arrival> arrivals) {
+  public synchronized String busiestWindow(List<Arrival> arrivals) {
     List<Arrival> sorted = new ArrayList<>(arrivals);
     sorted.sort(Comparator.comparingLong(Arrival::nanos));
     int bestStart = 0;
@@ -94,10 +92,46 @@ final class TurnTrace {
   }
 
   /**
+   * The longest time from a traced request's hand-over to its client to the door's stamp, among
+   * the requests of every 1-s window of {@code arrivals} (from each arrival on) that holds more
+   * than {@code most}: where such a window was made, if not by the turns. 0 if no window holds
+   * more, or none of its requests is traced.
+   *
+   * @param arrivals the run's arrivals at the door
+   * @param most the most a window may hold
+   * @return the longest delay after a hand-over, in nanoseconds
+   */
+  public synchronized long longestAfterHandOverInWindowsOver(List<Arrival> arrivals, int most) {
+    List<Arrival> sorted = new ArrayList<>(arrivals);
+    sorted.sort(Comparator.comparingLong(Arrival::nanos));
+    boolean[] over = new boolean[sorted.size()];
+    int end = 0;
+    for (int start = 0; start < sorted.size(); start++) {
+      while (end < sorted.size()
+          && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
+        end++;
+      }
+      if (end - start > most) {
+        for (int i = start; i < end; i++) {
+          over[i] = true;
+        }
+      }
+    }
+    long longest = 0;
+    for (int i = 0; i < sorted.size(); i++) {
+      long[] r = over[i] ? sent.get(sorted.get(i).target()) : null;
+      if (r != null) {
+        longest = Math.max(longest, sorted.get(i).nanos() - r[1]);
+      }
+    }
+    return longest;
+  }
+
+  /**
    * How long the door took to stamp the traced requests of {@code arrivals} after they were sent:
    * the largest, when it came (from the first arrival), and how many took over 10 ms.
    */
-  synchronized String stampDelays(List<Arrival> arrivals) {
+  public synchronized String stampDelays(List<Arrival> arrivals) {
     long first = arrivals.stream().mapToLong(Arrival::nanos).min().orElse(0);
     long largest = 0;
     long largestAt = 0;
@@ -126,7 +160,7 @@ final class TurnTrace {
    * stamped on the same clock): turns given up as late, or the limiter's turns taken by no request
    * of the trace.
    */
-  synchronized String holes() {
+  public synchronized String holes() {
     List<Long> turns = new ArrayList<>(sent.values().stream().map(r -> r[0]).sorted().toList());
     StringBuilder out = new StringBuilder();
     int missing = 0;
