@@ -27,12 +27,25 @@ import java.util.concurrent.TimeoutException;
 final class Permits {
 
   static {
-    // A waiter gives up by cancelling its future, whose first cancel in the JVM loads and
-    // initializes CancellationException. A virtual thread that meets a class another thread is
-    // loading or initializing pins its carrier while it waits (JDK 25 too), and an application
-    // that stops many waiters at once, interrupting them, has them meet it together: it is met
-    // here instead, where the first limiter is built.
+    // A waiter interrupted gives up: its future's get throws InterruptedException, and it cancels
+    // the future, whose first cancel in the JVM initializes CancellationException. A virtual
+    // thread that meets a class another thread is loading or initializing pins its carrier while
+    // it waits (JDK 25 too), and an application that stops many waiters at once, interrupting
+    // them, has them meet that path together: it is met here instead, where the first limiter is
+    // built, the interrupt status of this thread left as it was.
+    boolean interrupted = Thread.interrupted();
+    Thread.currentThread().interrupt();
+    try {
+      new CompletableFuture<Void>().get();
+    } catch (InterruptedException expected) {
+      // The path met; get cleared the interrupt it threw for.
+    } catch (ExecutionException impossible) {
+      throw new AssertionError(impossible);
+    }
     new CompletableFuture<Void>().cancel(false);
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private final ArrayDeque<CompletableFuture<Void>> waiters = new ArrayDeque<>();
