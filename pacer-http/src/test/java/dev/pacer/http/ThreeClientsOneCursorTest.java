@@ -17,7 +17,7 @@ import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -33,11 +33,23 @@ import org.junit.jupiter.api.Test;
  * PostgreSQL, pace one destination together, judged at the {@link Door} by {@link FleetBounds}:
  * the busiest 1-s window from the first arrival, the aggregate and the delivered rate over the run
  * but its first second, the turns given up as late. The twin runs the same processes each on a
- * {@code LocalCursor}, as per-process pacers would, and must break the ceiling.
+ * {@code LocalCursor}, as per-process pacers would, and must break the ceiling. A second fleet, three
+ * processes of the JDK's client through {@code PacedHttpClient}, is held to the same bounds at
+ * 100/s.
  */
 class ThreeClientsOneCursorTest {
 
-  private static final double CEILING = 10;
+  /** The three clients at a rate where the aggregate is the bound that bites. */
+  private static final double MIXED_CEILING = 10;
+  private static final List<Client> MIXED = List.of(Client.values());
+  /**
+   * Three processes of the JDK's client at 100/s, turns 10 ms apart, where a window may hold one
+   * request more than the ceiling, a hundredth of it. One client throughout, since the clients
+   * take different times from a turn to the socket, and at 10 ms a turn that difference is what
+   * a window's slack of one request must absorb.
+   */
+  private static final double JDK_CEILING = 100;
+  private static final List<Client> JDK_ONLY = List.of(Client.JDK, Client.JDK, Client.JDK);
   private static final double RUN_SECONDS = 6;
   private static final double TWIN_SECONDS = 3;
   /** The steady part: every process asks without pause from GO, its first second aside. */
@@ -46,7 +58,7 @@ class ThreeClientsOneCursorTest {
   private static Door door;
 
   /** What a run left at the door, and what its members reported. */
-  private record Run(Timeline arrivals, Map<Client, Long> byClient, long sent, long late) {}
+  private record Run(Timeline arrivals, Map<String, Long> byMember, long sent, long late) {}
 
   @BeforeAll
   static void openTheDoor() throws IOException {
@@ -61,40 +73,66 @@ class ThreeClientsOneCursorTest {
 
   @Test
   void threeClientsInThreeProcessesKeepTheCeilingAtTheDoor() throws Exception {
-    Run run = run("shared", RUN_SECONDS);
-    FleetBounds bounds = FleetBounds.at(CEILING, "three clients, three processes, one table",
-        door);
-    System.out.printf("three clients: by client %s; %d sent, %d given up as late%n",
-        run.byClient(), run.sent(), run.late());
+    assertKept(MIXED, MIXED_CEILING, "three clients, three processes, one table");
+  }
+
+  @Test
+  void threeClientsInThreeProcessesEachOnALocalCursorBreakTheCeiling() throws Exception {
+    assertBroke(MIXED, MIXED_CEILING, "three clients, a local cursor each");
+  }
+
+  @Test
+  void threePacedHttpClientProcessesKeepAHundredPerSecondAtTheDoor() throws Exception {
+    assertKept(JDK_ONLY, JDK_CEILING, "three PacedHttpClient processes at 100/s, one table");
+  }
+
+  @Test
+  void threePacedHttpClientProcessesEachOnALocalCursorBreakAHundredPerSecond()
+      throws Exception {
+    assertBroke(JDK_ONLY, JDK_CEILING, "three PacedHttpClient processes, a local cursor each");
+  }
+
+  private static void assertKept(List<Client> members, double ceiling, String what)
+      throws Exception {
+    Run run = run(members, "shared", ceiling, RUN_SECONDS);
+    FleetBounds bounds = FleetBounds.at(ceiling, what, door);
+    System.out.printf("%s: by member %s; %d sent, %d given up as late%n", what, run.byMember(),
+        run.sent(), run.late());
     assertThat(run.arrivals().size()).as("requests at the door").isEqualTo(run.sent());
     Timeline steady = run.arrivals().after(START_SECONDS);
     bounds.assertHeld(run.arrivals(), steady);
     bounds.assertDelivered(steady);
     bounds.assertFewLateTurns(run.late(), run.sent() + run.late());
-    assertThat(run.byClient().values()).as("every client sent its share, %s", run.byClient())
-        .allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(10));
+    assertThat(run.byMember().values()).as("every member sent its share, %s", run.byMember())
+        .allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo((long) ceiling));
   }
 
-  @Test
-  void theTwinPacingEachProcessOnItsOwnCursorBreaksTheCeiling() throws Exception {
-    Run run = run("local", TWIN_SECONDS);
-    FleetBounds bounds = FleetBounds.at(CEILING, "three clients, a local cursor each", door);
+  private static void assertBroke(List<Client> members, double ceiling, String what)
+      throws Exception {
+    Run run = run(members, "local", ceiling, TWIN_SECONDS);
+    FleetBounds bounds = FleetBounds.at(ceiling, what, door);
     bounds.assertWindowBroke(run.arrivals());
     bounds.assertAggregateBroke(run.arrivals());
   }
 
-  private static Run run(String mode, double seconds) throws Exception {
+  /**
+   * Runs one process per client of {@code members}, the {@code i}th sending under {@code
+   * <path>/<i>} so that each member's arrivals are told apart.
+   */
+  private static Run run(List<Client> members, String mode, double ceiling, double seconds)
+      throws Exception {
     String destination = "three-clients-" + UUID.randomUUID().toString().substring(0, 8);
     String path = "/" + destination;
     String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
     List<Process> processes = new ArrayList<>();
     List<BufferedReader> outputs = new ArrayList<>();
     try {
-      for (Client kind : Client.values()) {
+      for (int i = 0; i < members.size(); i++) {
         Process p = new ProcessBuilder(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1",
             "-cp", System.getProperty("java.class.path"), FleetMember.class.getName(),
-            kind.name(), mode, TestDatabase.jdbcUrl(), destination, String.valueOf(CEILING),
-            String.valueOf(Client.values().length), door.url(path), String.valueOf(seconds))
+            members.get(i).name(), mode, TestDatabase.jdbcUrl(), destination,
+            String.valueOf(ceiling), String.valueOf(members.size()), door.url(path + "/" + i),
+            String.valueOf(seconds))
             .redirectError(ProcessBuilder.Redirect.INHERIT)
             .start();
         processes.add(p);
@@ -126,13 +164,14 @@ class ThreeClientsOneCursorTest {
         assertThat(p.exitValue()).as("member exit code").isZero();
       }
       List<Arrival> arrivals = door.arrivals().stream()
-          .filter(a -> a.path().startsWith(path + "/ok/")).toList();
-      Map<Client, Long> byClient = new EnumMap<>(Client.class);
-      for (Client kind : Client.values()) {
-        byClient.put(kind, arrivals.stream()
-            .filter(a -> a.path().equals(path + "/ok/" + kind)).count());
+          .filter(a -> a.path().startsWith(path + "/") && a.path().contains("/ok/")).toList();
+      Map<String, Long> byMember = new LinkedHashMap<>();
+      for (int i = 0; i < members.size(); i++) {
+        String member = path + "/" + i + "/ok/" + members.get(i);
+        byMember.put(members.get(i) + " " + i,
+            arrivals.stream().filter(a -> a.path().equals(member)).count());
       }
-      return new Run(Timeline.of(arrivals), byClient, sent, late);
+      return new Run(Timeline.of(arrivals), byMember, sent, late);
     } finally {
       processes.forEach(Process::destroyForcibly);
     }
