@@ -1,25 +1,24 @@
 package dev.pacer.cli;
 
-import com.sun.net.httpserver.HttpServer;
-import dev.pacer.ArrivalClock;
+import dev.pacer.testing.Answer;
+import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.Request;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 import java.util.stream.Collectors;
 
 /**
  * Many destinations on one machine for per-host tests and the frontier bench (pacer-bench uses it
- * from this module's test jar): one HTTP server on each of the loopback addresses 127.0.0.2,
+ * from this module's test jar): one door ({@link DoorServer}, stamping each request at the socket)
+ * on each of the loopback addresses 127.0.0.2,
  * 127.0.0.3, … 127.0.0.251, then 127.0.1.2 and on ({@value #PER_BLOCK} to a block of 256, Linux
  * routing all of 127/8 to the loopback interface), each a host of its own to a URL list, all
  * recording their arrivals in one list with the host that received them. Answers 200 unless the
@@ -41,10 +40,8 @@ public final class LoopbackHosts implements AutoCloseable {
   public record Arrival(long nanos, long epochMicros, String host, String path, int status,
       String worker) {}
 
-  private final List<HttpServer> servers = new ArrayList<>();
+  private final List<DoorServer> servers = new ArrayList<>();
   private final List<String> hosts = new ArrayList<>();
-  private final ExecutorService executor;
-  private final List<Arrival> arrivals = new ArrayList<>();
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
   /** When set, answers for (host, path) instead of {@link #rule}. */
@@ -59,46 +56,25 @@ public final class LoopbackHosts implements AutoCloseable {
     if (count < 1 || count > MOST) {
       throw new IllegalArgumentException("1-" + MOST + " loopback hosts, got " + count);
     }
-    executor = Executors.newFixedThreadPool(32, r -> {
-      Thread t = new Thread(r, "loopback-hosts");
-      t.setDaemon(true);
-      return t;
-    });
-    ArrivalClock clock = new ArrivalClock(executor);
     for (int i = 0; i < count; i++) {
       String host = "127.0." + (i / PER_BLOCK) + "." + (i % PER_BLOCK + 2);
-      HttpServer server = HttpServer.create(new InetSocketAddress(host, 0), 128);
-      server.setExecutor(clock);
-      server.createContext("/", exchange -> {
-        java.time.Instant wall = java.time.Instant.now();
-        long now = clock.arrivedAt();
-        long epochMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000
-            - (System.nanoTime() - now) / 1000;
-        String path = exchange.getRequestURI().getPath();
-        Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
-        int attempt = robotsTxt != null ? 0
-            : attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
-        BiFunction<String, String, Integer> byPath = pathRule;
-        int status = robotsTxt != null ? robotsTxt.status()
-            : byPath != null ? byPath.apply(host, path) : rule.apply(host, attempt);
-        synchronized (arrivals) {
-          arrivals.add(new Arrival(now, epochMicros, host, path, status,
-              exchange.getRequestHeaders().getFirst("X-Pacer-Worker")));
-        }
-        if (retryAfter != null && status == 429) {
-          exchange.getResponseHeaders().add("Retry-After", retryAfter);
-        }
-        byte[] body = (robotsTxt != null ? robotsTxt.body() : "body of " + host + path)
-            .getBytes(StandardCharsets.UTF_8);
-        exchange.sendResponseHeaders(status, body.length);
-        try (OutputStream out = exchange.getResponseBody()) {
-          out.write(body);
-        }
-      });
-      server.start();
-      servers.add(server);
+      servers.add(new DoorServer(InetAddress.getByName(host), request -> answer(host, request)));
       hosts.add(host);
     }
+  }
+
+  private Answer answer(String host, Request request) {
+    String path = request.path();
+    Robots robotsTxt = path.equals("/robots.txt") ? robots.get(host) : null;
+    if (robotsTxt != null) {
+      return Answer.text(robotsTxt.status(), robotsTxt.body());
+    }
+    int attempt = attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
+    BiFunction<String, String, Integer> byPath = pathRule;
+    Answer answer = Answer.text(byPath != null ? byPath.apply(host, path)
+        : rule.apply(host, attempt), "body of " + host + path);
+    return retryAfter != null && answer.status() == 429
+        ? answer.with("Retry-After", retryAfter) : answer;
   }
 
   public List<String> hosts() {
@@ -107,17 +83,17 @@ public final class LoopbackHosts implements AutoCloseable {
 
   /** {@code n} URLs of the {@code index}-th host. */
   public List<String> urls(int index, int n) {
-    HttpServer server = servers.get(index);
+    DoorServer server = servers.get(index);
     List<String> out = new ArrayList<>();
     for (int i = 1; i <= n; i++) {
-      out.add("http://" + hosts.get(index) + ":" + server.getAddress().getPort() + "/item/" + i);
+      out.add("http://" + hosts.get(index) + ":" + server.port() + "/item/" + i);
     }
     return out;
   }
 
   /** The {@code index}-th host stops listening: a connection to it is refused from now on. */
-  void refusing(int index) {
-    servers.get(index).stop(0);
+  void refusing(int index) throws IOException {
+    servers.get(index).close();
   }
 
   /** {@code /robots.txt} of the hosts named answers as given, from now on. */
@@ -135,10 +111,23 @@ public final class LoopbackHosts implements AutoCloseable {
     this.retryAfter = retryAfter;
   }
 
+  /**
+   * Every arrival at every host, in time order; {@code epochMicros} is each stamp moved onto the
+   * wall clock by the offset between the two clocks now.
+   */
   public List<Arrival> arrivals() {
-    synchronized (arrivals) {
-      return arrivals.stream().sorted(Comparator.comparingLong(Arrival::nanos)).toList();
+    java.time.Instant wall = java.time.Instant.now();
+    long offsetMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000
+        - System.nanoTime() / 1000;
+    List<Arrival> all = new ArrayList<>();
+    for (int i = 0; i < servers.size(); i++) {
+      for (dev.pacer.testing.Arrival a : servers.get(i).arrivals()) {
+        all.add(new Arrival(a.nanos(), a.nanos() / 1000 + offsetMicros, hosts.get(i), a.path(),
+            a.status(), a.worker()));
+      }
     }
+    all.sort(Comparator.comparingLong(Arrival::nanos));
+    return all;
   }
 
   /** The arrivals of each host, in time order. */
@@ -168,7 +157,12 @@ public final class LoopbackHosts implements AutoCloseable {
 
   @Override
   public void close() {
-    servers.forEach(s -> s.stop(0));
-    executor.shutdownNow();
+    try {
+      for (DoorServer server : servers) {
+        server.close();
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 }

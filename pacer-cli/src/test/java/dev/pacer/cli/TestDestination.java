@@ -3,14 +3,13 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import com.sun.net.httpserver.HttpServer;
-import dev.pacer.ArrivalClock;
+import dev.pacer.testing.Answer;
+import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.Request;
 import dev.pacer.testing.Timeline;
 import dev.pacer.testing.WallClockSteps;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -19,13 +18,13 @@ import java.util.LongSummaryStatistics;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 
 /**
- * A local HTTP destination for end-to-end tests: records every arrival (when, which path, which
- * worker, what it answered) and answers what the test's rule says for (path, attempt number of
+ * A local HTTP destination for end-to-end tests, on the door that every module's fleet tests
+ * share ({@link DoorServer}, stamping each request at the socket): records every arrival (when,
+ * which path, which worker, what it answered) and answers what the test's rule says for (path, attempt number of
  * that path, starting at 1): 200 by default, or 429, 503, 403, 500 on demand. It can take its time
  * over each answer ({@link #answeringAfter}), and counts the requests it has open at once, from
  * the moment its handler starts to the moment before it answers: a request counted open here was
@@ -50,8 +49,7 @@ final class TestDestination implements AutoCloseable {
   static final double SPAN_TOLERANCE_SECONDS = 0.05;
   private static final long SECOND = 1_000_000_000L;
 
-  private final HttpServer server;
-  private final List<Arrival> arrivals = new ArrayList<>();
+  private final DoorServer server;
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (path, attempt) -> 200;
   private volatile String retryAfter;
@@ -60,54 +58,36 @@ final class TestDestination implements AutoCloseable {
   private final AtomicInteger open = new AtomicInteger();
   private final AtomicInteger mostOpen = new AtomicInteger();
 
+  /** A destination on 127.0.0.1, stamping each request at the socket ({@link DoorServer}). */
   TestDestination() throws IOException {
     WallClockSteps.get();
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 128);
-    ArrivalClock clock = new ArrivalClock(Executors.newFixedThreadPool(32, r -> {
-      Thread t = new Thread(r, "test-destination");
-      t.setDaemon(true);
-      return t;
-    }));
-    server.setExecutor(clock);
-    server.createContext("/", exchange -> {
-      long now = clock.arrivedAt();
-      mostOpen.accumulateAndGet(open.incrementAndGet(), Math::max);
-      boolean counted = true;
-      try {
-        if (delayMillis > 0) {
-          Thread.sleep(delayMillis);
-        }
-        String path = exchange.getRequestURI().getPath();
-        int attempt = attempts.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
-        boolean redirect = attempt <= redirects;
-        int status = redirect ? 302 : rule.apply(path, attempt);
-        if (redirect) {
-          exchange.getResponseHeaders().add("Location", url(path + "?hop=" + attempt));
-        }
-        synchronized (arrivals) {
-          arrivals.add(new Arrival(now, path,
-              exchange.getRequestHeaders().getFirst("X-Pacer-Worker"), status));
-        }
-        byte[] body = ("body of " + path).getBytes(StandardCharsets.UTF_8);
-        if (retryAfter != null && (status == 429 || status == 503)) {
-          exchange.getResponseHeaders().add("Retry-After", retryAfter);
-        }
-        // No longer open once the answer may reach the client, which may then start another.
-        counted = false;
-        open.decrementAndGet();
-        exchange.sendResponseHeaders(status, body.length);
-        try (OutputStream out = exchange.getResponseBody()) {
-          out.write(body);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } finally {
-        if (counted) {
-          open.decrementAndGet();
-        }
+    server = new DoorServer(this::answer);
+  }
+
+  private Answer answer(Request request) {
+    mostOpen.accumulateAndGet(open.incrementAndGet(), Math::max);
+    try {
+      if (delayMillis > 0) {
+        Thread.sleep(delayMillis);
       }
-    });
-    server.start();
+      String path = request.path();
+      int attempt = attempts.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
+      boolean redirect = attempt <= redirects;
+      Answer answer = Answer.text(redirect ? 302 : rule.apply(path, attempt), "body of " + path);
+      if (redirect) {
+        answer = answer.with("Location", url(path + "?hop=" + attempt));
+      }
+      if (retryAfter != null && (answer.status() == 429 || answer.status() == 503)) {
+        answer = answer.with("Retry-After", retryAfter);
+      }
+      return answer;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Answer.status(503);
+    } finally {
+      // No longer open once the answer may reach the client, which may then start another.
+      open.decrementAndGet();
+    }
   }
 
   /** Answers {@code rule(path, attempt)} from now on. */
@@ -144,7 +124,7 @@ final class TestDestination implements AutoCloseable {
   }
 
   String url(String path) {
-    return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    return "http://127.0.0.1:" + server.port() + path;
   }
 
   /** {@code count} URLs: /item/1 .. /item/count. */
@@ -162,9 +142,8 @@ final class TestDestination implements AutoCloseable {
   }
 
   List<Arrival> arrivals() {
-    synchronized (arrivals) {
-      return new ArrayList<>(arrivals);
-    }
+    return server.arrivals().stream()
+        .map(a -> new Arrival(a.nanos(), a.path(), a.worker(), a.status())).toList();
   }
 
   /** The arrivals as a timeline: the figures the fleet bounds are stated in. */
@@ -229,14 +208,6 @@ final class TestDestination implements AutoCloseable {
   }
 
   /**
-   * The fleet bounds, judged where requests arrive and from the very first one, for {@code rate}
-   * per second: no sliding 1-s window holds more than {@code rate + 1} arrivals (the turns are
-   * {@code 1/rate} apart, so a window holds {@code rate} of them, plus one when send jitter
-   * moves a turn's arrival across the window's edge); the aggregate rate is at most {@code rate}
-   * times {@code 1 + RATE_TOLERANCE}; and the span is at least {@code (n - 1) / rate} less
-   * {@code SPAN_TOLERANCE_SECONDS}.
-   */
-  /**
    * No sliding 1-s window of {@code arrivals} holds more than {@code most}, from the very first
    * arrival. A run over which this host's wall clock stepped forward ({@link WallClockSteps}), and
    * whose busiest window then held more, is reported as skipped with the step measured: the fleet
@@ -257,6 +228,14 @@ final class TestDestination implements AutoCloseable {
         .isLessThanOrEqualTo(most);
   }
 
+  /**
+   * The fleet bounds, judged where requests arrive and from the very first one, for {@code rate}
+   * per second: no sliding 1-s window holds more than {@code rate + 1} arrivals (the turns are
+   * {@code 1/rate} apart, so a window holds {@code rate} of them, plus one when send jitter
+   * moves a turn's arrival across the window's edge); the aggregate rate is at most {@code rate}
+   * times {@code 1 + RATE_TOLERANCE}; and the span is at least {@code (n - 1) / rate} less
+   * {@code SPAN_TOLERANCE_SECONDS}.
+   */
   static void assertHeldCeiling(List<Arrival> arrivals, double rate) {
     Timeline fleet = timeline(arrivals);
     String figures = describe(arrivals) + gridOffsets(arrivals, rate);
@@ -350,6 +329,10 @@ final class TestDestination implements AutoCloseable {
 
   @Override
   public void close() {
-    server.stop(0);
+    try {
+      server.close();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 }
