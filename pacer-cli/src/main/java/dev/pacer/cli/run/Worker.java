@@ -110,6 +110,7 @@ public final class Worker {
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicReference<HaltReason> haltedBar = new AtomicReference<>();
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
+  private final AtomicBoolean lateTurnsReported = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
   /** Lease tokens of the items this worker's threads hold right now. */
@@ -846,11 +847,13 @@ public final class Worker {
   }
 
   /**
-   * Logs {@link #LATE_TURNS}, even when no turn was given up: whoever judges the fleet's late
-   * turns sums every worker's.
+   * Logs {@link #LATE_TURNS} once, even when no turn was given up: whoever judges the fleet's late
+   * turns sums every worker's. Once, though a run terminated as it ends reaches both of its ends.
    */
   private void reportLateTurns() {
-    log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), limiterFigures().turns());
+    if (lateTurnsReported.compareAndSet(false, true)) {
+      log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), limiterFigures().turns());
+    }
   }
 
   private boolean nothingLeft() {
