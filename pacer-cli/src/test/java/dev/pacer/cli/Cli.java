@@ -3,13 +3,17 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.run.JvmOptions;
+import dev.pacer.cli.run.Worker;
+import dev.pacer.testing.FleetBounds;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -34,6 +38,59 @@ final class Cli {
       assertThat(m.find()).as("field %s in %s", field, summary()).isTrue();
       return m.group(2) != null ? m.group(2) : m.group(1);
     }
+
+    /** What the run's worker processes said of their late turns, in {@code err}. */
+    LateTurns lateTurns() {
+      return LateTurns.in(err);
+    }
+  }
+
+  /**
+   * The turns a run's worker processes gave up as late, and those they took, summed over the
+   * workers that said so at their end ({@link Worker#LATE_TURNS}, one line each). Only a run whose
+   * workers log where the test reads them has them: one started with {@link #spawn} or {@link
+   * #runAlone}; in this JVM ({@link #run}) the workers log to this JVM's own stderr.
+   */
+  record LateTurns(int workers, long skipped, long turns) {
+
+    private static final Pattern LINE = line();
+
+    static LateTurns in(String stderr) {
+      int workers = 0;
+      long skipped = 0;
+      long turns = 0;
+      Matcher m = LINE.matcher(stderr);
+      while (m.find()) {
+        workers++;
+        skipped += Long.parseLong(m.group(1));
+        turns += Long.parseLong(m.group(2));
+      }
+      return new LateTurns(workers, skipped, turns);
+    }
+
+    /**
+     * Asserts that {@code workers} worker processes said how many turns they gave up as late, and
+     * that together they gave up no more than {@code bounds} allows.
+     */
+    void assertFew(FleetBounds bounds, int workers) {
+      assertThat(this.workers).as("workers that said how many turns they gave up as late, %s",
+          this).isEqualTo(workers);
+      bounds.assertFewLateTurns(skipped, turns);
+    }
+
+    @Override
+    public String toString() {
+      return skipped + " turn(s) given up as late beside " + turns + " taken, by " + workers
+          + " worker(s)";
+    }
+
+    /** {@link Worker#LATE_TURNS} with a number where it has a placeholder. */
+    private static Pattern line() {
+      String[] parts = Worker.LATE_TURNS.split("\\{}", -1);
+      assertThat(parts).as(Worker.LATE_TURNS).hasSize(3);
+      return Pattern.compile(Pattern.quote(parts[0]) + "(\\d+)" + Pattern.quote(parts[1])
+          + "(\\d+)" + Pattern.quote(parts[2]));
+    }
   }
 
   private Cli() {}
@@ -43,6 +100,23 @@ final class Cli {
     StringWriter err = new StringWriter();
     int code = Main.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
     return new Result(code, out.toString(), err.toString());
+  }
+
+  /**
+   * Runs {@code pacer ARGS} as its own JVM, as {@link #run} does in this one, its stdout and
+   * stderr (with its workers' logs) kept in {@code dir} as {@code name.out} and {@code name.err}.
+   */
+  static Result runAlone(Path dir, String name, String... args) throws Exception {
+    Path out = dir.resolve(name + ".out");
+    Path err = dir.resolve(name + ".err");
+    Process p = spawn(Map.of(), out, err, args);
+    try {
+      assertThat(p.waitFor(300, TimeUnit.SECONDS)).as("pacer %s finished", name).isTrue();
+    } finally {
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+    }
+    return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
   }
 
   /** Starts {@code pacer ARGS} as its own JVM; stdout and stderr go to the given files. */

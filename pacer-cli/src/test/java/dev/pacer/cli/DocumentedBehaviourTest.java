@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.testing.FleetBounds;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -97,8 +98,9 @@ class DocumentedBehaviourTest {
   }
 
   /**
-   * SIGTERM to {@code pacer fetch --processes 2} ends both workers: each gives its items back and
-   * exits within a few seconds, no request arrives after that, and no item stays leased.
+   * SIGTERM to {@code pacer fetch --processes 2} ends both workers: each gives its items back,
+   * says how many turns it gave up as late, and exits within a few seconds; no request arrives
+   * after that, and no item stays leased.
    */
   @Test
   void terminatingTheOrchestratorEndsItsWorkers() throws Exception {
@@ -120,6 +122,9 @@ class DocumentedBehaviourTest {
     assertThat(destination.arrivals()).as("no request after the workers ended").hasSize(arrivals);
     assertThat(arrivals).as("the run was cut short").isLessThan(100);
     assertThat(openItems("leased")).as("no item left leased").isZero();
+    Cli.LateTurns late = Cli.LateTurns.in(Files.readString(dir.resolve("fetch.err")));
+    System.out.println("SIGTERM: " + late);
+    late.assertFew(FleetBounds.at(5, "SIGTERM, the fleet"), 2);
   }
 
   /**

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Faults injected under a real conveyor run (three worker JVMs x six threads, a 10/s fleet
  * ceiling) against a destination that records every arrival, with PostgreSQL behind a TCP proxy
- * that counts connection attempts and can turn into a black hole.
+ * that counts connection attempts and can turn into a black hole. In every run the workers give up
+ * few turns as late, as they say at their end ({@link Cli.LateTurns}), paced locally or not.
  */
 class FaultTest {
 
@@ -138,8 +139,13 @@ class FaultTest {
           recovered, (handOverEnds - up) / 1e9);
       System.out.println("crash: requests per second from the outage on: "
           + perSecond(arrivals, down));
+      Cli.LateTurns late = Cli.LateTurns.in(err);
+      System.out.println("crash: " + late);
       FleetBounds bounds = FleetBounds.at(RATE, "crash, the fleet");
       bounds.assertHeld(whole, before);
+      // Turns paced locally through the outage are turns too, and late ones are given up alike.
+      // Before the delivered bounds: turns given up as late are a reason to deliver less.
+      late.assertFew(bounds, FaultRun.PROCESSES);
       bounds.assertDelivered(before);
       FleetBounds paced = FleetBounds.at((double) RATE / DIVISOR, "crash, a worker pacing locally");
       assertThat(local).as("workers pacing locally").hasSize(FaultRun.PROCESSES);
@@ -182,7 +188,7 @@ class FaultTest {
     Thread.sleep(8_000);
     proxy.restore();
     long restored = System.nanoTime();
-    faults.finish(run, job, items);
+    Cli.LateTurns late = Cli.LateTurns.in(faults.finish(run, job, items));
 
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     Timeline fleet = TestDestination.timeline(arrivals);
@@ -192,10 +198,11 @@ class FaultTest {
     Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
     Timeline afterTheRestore = fleet.between(restored, fleet.last() + 1);
     System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
-            + " the restore; %s before it, %s after the restore, per second: %s%n", fleet,
-        during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored));
+            + " the restore; %s before it, %s after the restore, per second: %s; %s%n", fleet,
+        during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored), late);
     FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
     bounds.assertHeld(fleet, before);
+    late.assertFew(bounds, FaultRun.PROCESSES);
     bounds.assertDelivered(before);
     // After the restore only the upper bound: a worker's work-state read can stay stuck on the
     // silent server past the restore, until its timeout, and that worker's outage then lasts
@@ -236,15 +243,16 @@ class FaultTest {
     System.out.printf("cursor: %s; %d requests in the second after the truncate; the row"
             + " restarted %.2f s after it; longest gap after the hour push %.2f s; %s before the"
             + " truncate, %s from 1 s after the restart, %s from 1 s after the reset; per second"
-            + " from the truncate: %s%n",
+            + " from the truncate: %s; %s%n",
         fleet, count(arrivals, truncated, truncated + SECOND), (restarted - truncated) / 1e9,
         stalled / 1e9, beforeTheTruncate, afterTheRestart, afterTheReset,
-        perSecond(arrivals, truncated));
+        perSecond(arrivals, truncated), Cli.LateTurns.in(err));
     // A lost row restarts after the turns already granted (not_before: where the process last
     // saw the cursor, plus a bound on the rest of the fleet's pending turns), so the ceiling's own
     // bound holds across the truncation, and the fleet is at the ceiling again once it restarts.
     FleetBounds bounds = FleetBounds.at(RATE, "cursor, the fleet");
     bounds.assertHeld(fleet, beforeTheTruncate);
+    Cli.LateTurns.in(err).assertFew(bounds, FaultRun.PROCESSES);
     bounds.assertDelivered(beforeTheTruncate);
     bounds.assertHeld(afterTheRestart);
     bounds.assertDelivered(afterTheRestart);

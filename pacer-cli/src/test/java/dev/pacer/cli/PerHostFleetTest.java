@@ -35,14 +35,17 @@ import org.junit.jupiter.api.io.TempDir;
  * a Zipf-skewed backlog over 48 hosts keeps every ceiling, every item done once and its finish
  * time through a SIGKILL of one worker; a Retry-After pauses its host alone while the others keep
  * and deliver their pace, which judged against a ceiling of 4/s (the twin: 1.25 x per host, which
- * the window of 5 at 4/s may admit) breaks the aggregate. The full-size runs (500 hosts) are
- * pacer-bench's {@code FrontierBench}.
+ * the window of 5 at 4/s may admit) breaks the aggregate. In every run the workers give up few
+ * turns as late, as they say at their end ({@link Cli.LateTurns}), the hosts' ceilings together
+ * being the fleet's for that bound. The full-size runs (500 hosts) are pacer-bench's {@code
+ * FrontierBench}.
  */
 class PerHostFleetTest {
 
   private static final long SECOND = 1_000_000_000L;
   /** A request sent just before the pause was recorded reaches its host within this. */
   private static final long ON_THE_WIRE_MICROS = 100_000;
+  private static final int PROCESSES = 3;
   /** Every host's ceiling. */
   private static final int RATE = 4;
   private static final int HOSTS = 16;
@@ -85,16 +88,29 @@ class PerHostFleetTest {
     Path input = Files.write(dir.resolve(job + ".txt"), urls);
     List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", job,
         "--per-host", "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
-        "--max-load", "1000", "--no-progress", "--processes", "3", "--threads", "4"));
+        "--max-load", "1000", "--no-progress", "--processes", Integer.toString(PROCESSES),
+        "--threads", "4"));
     List<String> more = List.of(extra);
     if (!more.contains("--rate")) {
       args.addAll(List.of("--rate", Integer.toString(RATE)));
     }
     args.addAll(more);
-    Cli.Result run = Cli.run(args.toArray(String[]::new));
+    Cli.Result run = Cli.runAlone(dir, job, args.toArray(String[]::new));
     run.err().lines().filter(l -> l.contains("WARN") || l.contains("ERROR")
         || l.startsWith("pacer:")).forEach(l -> System.out.println(job + " | " + l));
     return run;
+  }
+
+  /**
+   * Asserts that the workers of {@code run} gave up few turns as late, {@code workers} of them
+   * saying so, over hosts whose ceilings add up to {@code ceilings}: a stall of the whole machine
+   * wakes every host's takers late at once.
+   */
+  private static void assertFewLateTurns(Cli.Result run, String what, double ceilings,
+      int workers) {
+    Cli.LateTurns late = run.lateTurns();
+    System.out.println(what + ": " + late);
+    late.assertFew(FleetBounds.at(ceilings, what), workers);
   }
 
   /** When the job's requests to {@code host} were handed to the client, from the request log. */
@@ -152,6 +168,7 @@ class PerHostFleetTest {
     assertThat(run.code()).as(run.err()).isZero();
     int items = HEAVY_ITEMS + (HOSTS - 1) * LIGHT_ITEMS;
     assertThat(run.number("done")).isEqualTo(items);
+    assertFewLateTurns(run, "per host, the fleet", HOSTS * RATE, PROCESSES);
 
     List<LoopbackHosts.Arrival> all = hosts.arrivals();
     assertThat(all).hasSize(items);
@@ -195,6 +212,7 @@ class PerHostFleetTest {
     String job = "per-host-fifo-" + ProcessHandle.current().pid();
     Cli.Result run = fetch(job, skewedBacklog(), "--claim-order", "FIFO");
     assertThat(run.code()).as(run.err()).isZero();
+    assertFewLateTurns(run, "per host in input order, the fleet", HOSTS * RATE, PROCESSES);
     long lightDone = lightHostsDone(hosts.arrivals());
     System.out.printf(Locale.ROOT, "per host, claimed in input order: light hosts done %.2f s"
         + " after the first arrival%n", lightDone / 1e9);
@@ -233,7 +251,7 @@ class PerHostFleetTest {
     Optional<ProcessHandle> victim = Optional.empty();
     while (victim.isEmpty() && !running.isDone() && System.nanoTime() < deadline) {
       if (hosts.arrivals().size() >= urls.size() / 3) {
-        for (ProcessHandle child : ProcessHandle.current().children().toList()) {
+        for (ProcessHandle child : ProcessHandle.current().descendants().toList()) {
           if (leasedBy(job, child.pid()) > 0) {
             child.destroyForcibly();
             victim = Optional.of(child);
@@ -247,6 +265,9 @@ class PerHostFleetTest {
     Cli.Result run = running.get(120, TimeUnit.SECONDS);
     assertThat(run.code()).as(run.err()).isZero();
     assertThat(run.number("done")).isEqualTo(urls.size());
+    // The victim's late turns died with it: the two that finished say theirs.
+    assertFewLateTurns(run, "per host through a SIGKILL, the fleet", KILL_HOSTS * KILL_RATE,
+        PROCESSES - 1);
     try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
         "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
       s.setString(1, job);
@@ -329,6 +350,7 @@ class PerHostFleetTest {
     Cli.Result run = fetch(job, urls, "--rate", "5");
     assertThat(run.code()).as(run.err()).isZero();
     assertThat(run.number("done")).isEqualTo(90);
+    assertFewLateTurns(run, "per host beside a pause, the fleet", 3 * 5, PROCESSES);
 
     long pausedUntil;
     try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();

@@ -90,6 +90,12 @@ public final class Worker {
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
   private static final int MAX_STORE_CONNECTIONS = 8;
+  /**
+   * The line each worker logs as it ends, or is terminated, on the turns its limiters gave up as
+   * late, with its two figures: given up, and taken. A fleet's are these summed over its workers.
+   */
+  public static final String LATE_TURNS = "{} turn(s) given up because this process woke too"
+      + " late for them, beside {} turn(s) taken (a busy host slows the run, not the ceiling)";
 
   /** What this worker did; {@code halted} says why, if the run was halted. */
   public record Result(long requests, long throttled, long done, long failed,
@@ -104,6 +110,7 @@ public final class Worker {
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicReference<HaltReason> haltedBar = new AtomicReference<>();
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
+  private final AtomicBoolean lateTurnsReported = new AtomicBoolean();
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
   /** Lease tokens of the items this worker's threads hold right now. */
@@ -284,6 +291,7 @@ public final class Worker {
         log.info("{} claimed turn(s) began more than half an interval before their claim answered"
             + " (a slow or busy database) and were given up for fresh ones", lateClaims.get());
       }
+      reportLateTurns();
       DispatchSlot held = slot;
       if (held != null) {
         held.close();
@@ -682,6 +690,7 @@ public final class Worker {
       log.warn("Terminated: could not give leased items back ({}); their leases expire in {} s",
           e.getMessage(), settings.leaseMillis() / 1000);
     }
+    reportLateTurns();
     // A waiting worker takes the slot now rather than when its lease runs out.
     DispatchSlot held = slot;
     if (held != null) {
@@ -834,6 +843,16 @@ public final class Worker {
           hosts != null ? hosts.rate() : limiter.currentRate(), limiterFigures()));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
+    }
+  }
+
+  /**
+   * Logs {@link #LATE_TURNS} once, even when no turn was given up: whoever judges the fleet's late
+   * turns sums every worker's. Once, though a run terminated as it ends reaches both of its ends.
+   */
+  private void reportLateTurns() {
+    if (lateTurnsReported.compareAndSet(false, true)) {
+      log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), limiterFigures().turns());
     }
   }
 
