@@ -92,7 +92,7 @@ final class FaultRun implements AutoCloseable {
   String finish(Process run, String job, int items) throws Exception {
     assertThat(run.waitFor(180, TimeUnit.SECONDS)).as("the run finished").isTrue();
     String err = Files.readString(dir.resolve(job + ".err"));
-    err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO dev.pacer"))
+    err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO"))
         .forEach(l -> System.out.println(job + " | " + l));
     assertThat(run.exitValue()).as(err).isZero();
     String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");

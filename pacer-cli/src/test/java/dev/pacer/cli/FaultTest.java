@@ -72,8 +72,11 @@ class FaultTest {
   }
 
   private Process fetch(String job, int items, String... options) throws IOException {
-    return faults.fetch(job, items, "jdbc:postgresql://127.0.0.1:" + proxy.port()
-        + "/postgres?user=postgres", options);
+    return faults.fetch(job, items, throughTheProxy(), options);
+  }
+
+  private String throughTheProxy() {
+    return "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres";
   }
 
   /**
@@ -177,41 +180,73 @@ class FaultTest {
     }
   }
 
+  /**
+   * The database's connections fall silent for 8 s (a black hole at the proxy) under the run: no
+   * statement is answered or refused, so each waits out its deadline before its process paces
+   * locally. The fleet must hold the ceiling from its first request to its last and fetch the
+   * items in hand during the hang, and fetch again soon after the restore.
+   *
+   * <p>Its twin runs beside it through the same proxy, so the same hang, on a destination of its
+   * own with no divisor ({@code --degrade-divisor 1} and the {@code django-cache} layout, as the
+   * crash's twin) and its items in hand redirecting through the hang, so that its workers keep
+   * asking for turns: each paces at the full rate while the database is silent, and the fleet
+   * must break the busiest window the run holds.
+   */
   @Test
   void aHungDatabaseNeverHangsTheRun() throws Exception {
     String job = "fault-hung";
     int items = 150;
+    String twinJob = "fault-hung-twin";
+    int twinItems = 150;
+    postgres.execute(TestDatabase.djangoCacheTableDdl(TWIN_TABLE));
     Process run = fetch(job, items);
-    long everyWorkerFetching = awaitSteadyRun();
-    long hung = System.nanoTime();
-    proxy.blackhole();
-    Thread.sleep(8_000);
-    proxy.restore();
-    long restored = System.nanoTime();
-    Cli.LateTurns late = Cli.LateTurns.in(faults.finish(run, job, items));
+    try (TestDestination twinDestination = new TestDestination();
+        FaultRun twin = new FaultRun(dir, twinDestination, postgres.jdbcUrl())) {
+      Process twinRun = twin.fetch(twinJob, twinItems, throughTheProxy(), "--max-redirects",
+          String.valueOf(HOPS), "--cursor-layout", "django-cache", "--cursor-table", TWIN_TABLE,
+          "--degrade-divisor", "1");
+      twin.awaitEveryWorker();
+      long everyWorkerFetching = awaitSteadyRun();
+      twinDestination.redirectingUpTo(HOPS);
+      long hung = System.nanoTime();
+      proxy.blackhole();
+      Thread.sleep(8_000);
+      proxy.restore();
+      long restored = System.nanoTime();
+      twinDestination.redirectingUpTo(0);
+      Cli.LateTurns late = Cli.LateTurns.in(faults.finish(run, job, items));
+      twin.finish(twinRun, twinJob, twinItems);
 
-    List<TestDestination.Arrival> arrivals = destination.arrivals();
-    Timeline fleet = TestDestination.timeline(arrivals);
-    int during = count(arrivals, hung, restored);
-    long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
-        .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
-    Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
-    Timeline afterTheRestore = fleet.between(restored, fleet.last() + 1);
-    System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
-            + " the restore; %s before it, %s after the restore, per second: %s; %s%n", fleet,
-        during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored), late);
-    FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
-    bounds.assertHeld(fleet, before);
-    late.assertFew(bounds, FaultRun.PROCESSES);
-    bounds.assertDelivered(before);
-    // After the restore only the upper bound: a worker's work-state read can stay stuck on the
-    // silent server past the restore, until its timeout, and that worker's outage then lasts
-    // until the retry boundary after it, so no part of the return is known to be steady.
-    bounds.assertHeld(afterTheRestore);
-    assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
-    // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
-    // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under 20 s.
-    assertThat(resumed).as("fetching resumed after the restore").isLessThan(20 * SECOND);
+      List<TestDestination.Arrival> arrivals = destination.arrivals();
+      Timeline fleet = TestDestination.timeline(arrivals);
+      int during = count(arrivals, hung, restored);
+      long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
+          .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
+      Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
+      Timeline afterTheRestore = fleet.between(restored, fleet.last() + 1);
+      System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
+              + " the restore; %s before it, %s after the restore, per second: %s; %s%n", fleet,
+          during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored), late);
+      FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
+      bounds.assertHeld(fleet, before);
+      late.assertFew(bounds, FaultRun.PROCESSES);
+      bounds.assertDelivered(before);
+      // After the restore only the upper bound: a worker's work-state read can stay stuck on the
+      // silent server past the restore, until its timeout, and that worker's outage then lasts
+      // until the retry boundary after it, so no part of the return is known to be steady.
+      bounds.assertHeld(afterTheRestore);
+      assertThat(during).as("items in hand still fetched, at the degraded rate").isPositive();
+      // A probe stuck on the silent server (its connect bound), the next retry boundary (5 s), and
+      // a dispatch slot taken again if its lease ran out meanwhile (a poll a second): well under
+      // 20 s.
+      assertThat(resumed).as("fetching resumed after the restore").isLessThan(20 * SECOND);
+
+      List<TestDestination.Arrival> twinArrivals = twinDestination.arrivals();
+      Timeline twinHung = TestDestination.timeline(twinArrivals).between(hung, restored);
+      System.out.printf("hung twin: %s; during the hang %s, per second from it: %s%n",
+          TestDestination.timeline(twinArrivals), twinHung, perSecond(twinArrivals, hung));
+      FleetBounds.at(RATE, "hung twin without the divisor, the fleet").assertWindowBroke(twinHung);
+    }
   }
 
   @Test
