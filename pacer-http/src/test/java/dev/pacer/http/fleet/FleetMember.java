@@ -3,11 +3,9 @@ package dev.pacer.http.fleet;
 import dev.pacer.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.PacedHttpClient;
-import dev.pacer.SentRequest;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
 import dev.pacer.postgres.PostgresCursor;
@@ -21,7 +19,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.Response;
@@ -35,20 +32,14 @@ import org.apache.hc.core5.http.io.support.ClassicRequestBuilder;
  * cursor and registry, one of the three clients (the JDK's through {@link PacedHttpClient}, OkHttp
  * through {@link PacingInterceptor}, Apache's through {@link PacingExecChainHandler}), warmed up
  * with the integration's documented {@code warmUp}, and one paced request to {@value
- * #OPENING_PATH} under the door's URL as the application's first. It prints READY, waits for GO
- * on stdin, sends GETs to {@code <doorUrl>/ok/<client>?n=<i>} for the run's length one after
- * another, and prints {@code SENT <n> LATE <n>}: the requests sent and the turns its limiter gave
- * up as late during the run. The JDK's client also reports each request it sent (its {@code
- * onRequest} listener) as {@code TRACE <target> <turnNanos> <sentNanos>}, on {@code
- * System.nanoTime()} as the door stamps, so that the test can follow it from its turn to the door.
+ * #OPENING_PATH} under the door's URL as the application's first. It prints READY, waits for GO on stdin, sends GETs
+ * to {@code <doorUrl>/ok/<client>} for the run's length one after another, and prints {@code SENT <n> LATE <n>}: the requests sent
+ * and the turns its limiter gave up as late during the run.
  *
  * <p>Arguments: {@code JDK|OKHTTP|APACHE shared|local jdbcUrl destination rate processes doorUrl
  * seconds}.
  */
 public final class FleetMember {
-
-  /** The requests the JDK's client reported sending. */
-  private static final ConcurrentLinkedQueue<SentRequest> TRACED = new ConcurrentLinkedQueue<>();
 
   /** The path of the request that opens the connection before the run. */
   public static final String OPENING_PATH = "/open";
@@ -83,22 +74,14 @@ public final class FleetMember {
       throw new IllegalStateException("expected GO");
     }
     long lateBefore = limiter.lateTurnsSkipped();
-    String target = args[6] + "/ok/" + kind + "?n=";
+    URI target = URI.create(args[6] + "/ok/" + kind);
     long end = System.nanoTime() + runNanos;
     long sent = 0;
     while (System.nanoTime() - end < 0) {
-      URI uri = URI.create(target + sent);
-      expectOk(client.get(uri), uri.getPath());
+      expectOk(client.get(target), target.getPath());
       sent++;
     }
-    long late = limiter.lateTurnsSkipped() - lateBefore;
-    for (SentRequest r : TRACED) {
-      if (r.uri().getRawQuery() != null) {
-        System.out.println("TRACE " + r.uri().getRawPath() + "?" + r.uri().getRawQuery() + " "
-            + r.turnNanos() + " " + r.sentNanos());
-      }
-    }
-    System.out.println("SENT " + sent + " LATE " + late);
+    System.out.println("SENT " + sent + " LATE " + (limiter.lateTurnsSkipped() - lateBefore));
     System.out.flush();
     if (cursor instanceof PostgresCursor pg) {
       pg.close();
@@ -110,11 +93,9 @@ public final class FleetMember {
       throws InterruptedException {
     switch (kind) {
       case "JDK" -> {
-        PacedHttpClient client = PacedHttpClient.builder(HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5))
-                .build(), LimiterLookup.only(limiter))
-            .onRequest(TRACED::add)
-            .build();
+        PacedHttpClient client = PacedHttpClient.of(HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build(),
+            limiter);
         client.warmUp(door);
         return uri -> client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5))
             .build(), HttpResponse.BodyHandlers.discarding()).statusCode();
