@@ -57,10 +57,12 @@ class PoolerRestartTest {
   @Test
   void pgBouncerRestartedMidRun() throws Exception {
     String job = "pooler-restart";
-    // About 2 s at the full rate before the outage, the items in hand during it, and 9 s at the
-    // full rate once the fleet is back on the shared cursor (the hand-over to the next boundary,
-    // then the 4 s that assertFullRateAfterHandOver judges), wherever the return falls on the grid.
-    int items = 130;
+    // About 2 s at the full rate before the outage, the items in hand during it, and 14 s at the
+    // full rate once the fleet is back on the shared cursor: the hand-over that this test places
+    // from `up`, then the 4 s that assertFullRateAfterHandOver judges. The pooler answers before
+    // start() returns, so a boundary between the two brings the fleet back a boundary before the
+    // one this test counts from, and the hand-over it judges ends 10 s after `up`, not 5.
+    int items = 180;
     Process run = faults.fetch(job, items, pooler.jdbcUrl());
     faults.awaitArrivals(20);
     faults.awaitEveryWorker();
