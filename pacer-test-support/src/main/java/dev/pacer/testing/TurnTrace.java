@@ -46,17 +46,13 @@ public final class TurnTrace {
    * its turn and stamped after its send, in milliseconds.
    */
   public synchronized String busiestWindow(List<Arrival> arrivals) {
-    List<Arrival> sorted = new ArrayList<>(arrivals);
-    sorted.sort(Comparator.comparingLong(Arrival::nanos));
+    List<Arrival> sorted = sorted(arrivals);
+    int[] ends = windowEnds(sorted);
     int bestStart = 0;
     int bestCount = 0;
-    int end = 0;
     for (int start = 0; start < sorted.size(); start++) {
-      while (end < sorted.size() && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
-        end++;
-      }
-      if (end - start > bestCount) {
-        bestCount = end - start;
+      if (ends[start] - start > bestCount) {
+        bestCount = ends[start] - start;
         bestStart = start;
       }
     }
@@ -102,17 +98,12 @@ public final class TurnTrace {
    * @return the longest delay after a hand-over, in nanoseconds
    */
   public synchronized long longestAfterHandOverInWindowsOver(List<Arrival> arrivals, int most) {
-    List<Arrival> sorted = new ArrayList<>(arrivals);
-    sorted.sort(Comparator.comparingLong(Arrival::nanos));
+    List<Arrival> sorted = sorted(arrivals);
+    int[] ends = windowEnds(sorted);
     boolean[] over = new boolean[sorted.size()];
-    int end = 0;
     for (int start = 0; start < sorted.size(); start++) {
-      while (end < sorted.size()
-          && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
-        end++;
-      }
-      if (end - start > most) {
-        for (int i = start; i < end; i++) {
+      if (ends[start] - start > most) {
+        for (int i = start; i < ends[start]; i++) {
           over[i] = true;
         }
       }
@@ -175,6 +166,29 @@ public final class TurnTrace {
     }
     return "turns missing from the grid: " + missing + (missing == 0 ? "" : ":" + out)
         + (turns.isEmpty() ? "" : " (the first turn at " + turns.get(0) + " ns)");
+  }
+
+  private static List<Arrival> sorted(List<Arrival> arrivals) {
+    List<Arrival> sorted = new ArrayList<>(arrivals);
+    sorted.sort(Comparator.comparingLong(Arrival::nanos));
+    return sorted;
+  }
+
+  /**
+   * For each arrival of {@code sorted}, the index just past the last one of the 1-s window
+   * [its stamp, its stamp + 1 s), as {@link Timeline#peakOneSecondWindow} counts windows.
+   */
+  private static int[] windowEnds(List<Arrival> sorted) {
+    int[] ends = new int[sorted.size()];
+    int end = 0;
+    for (int start = 0; start < sorted.size(); start++) {
+      while (end < sorted.size()
+          && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
+        end++;
+      }
+      ends[start] = end;
+    }
+    return ends;
   }
 
   private static double spanMillis(List<long[]> traced, int column) {
