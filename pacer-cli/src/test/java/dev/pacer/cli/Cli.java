@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.cli.run.JvmOptions;
 import dev.pacer.cli.run.Worker;
 import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -70,12 +71,13 @@ final class Cli {
 
     /**
      * Asserts that {@code workers} worker processes said how many turns they gave up as late, and
-     * that together they gave up no more than {@code bounds} allows.
+     * that together they gave up no more than {@code bounds} allows in a run whose door saw {@code
+     * run}.
      */
-    void assertFew(FleetBounds bounds, int workers) {
+    void assertFew(FleetBounds bounds, int workers, Timeline run) {
       assertThat(this.workers).as("workers that said how many turns they gave up as late, %s",
           this).isEqualTo(workers);
-      bounds.assertFewLateTurns(skipped, turns);
+      bounds.assertFewLateTurns(skipped, turns, run);
     }
 
     @Override

@@ -54,7 +54,7 @@ class ColdStartTest {
         FleetBounds bounds = FleetBounds.at(RATE, "cold start, run " + run);
         bounds.assertHeld(door, steady(arrivals));
         // Before the delivered bound: turns given up as late are a reason to deliver less.
-        result.lateTurns().assertFew(bounds, PROCESSES);
+        result.lateTurns().assertFew(bounds, PROCESSES, door);
         bounds.assertDelivered(door, DeliverableRate.of(RATE, arrivals,
             TestDestination.Arrival::nanos, TestDestination.Arrival::worker));
         // The run judges itself from the request log: it must agree with the door.

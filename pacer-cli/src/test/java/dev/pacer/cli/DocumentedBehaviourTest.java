@@ -124,7 +124,8 @@ class DocumentedBehaviourTest {
     assertThat(openItems("leased")).as("no item left leased").isZero();
     Cli.LateTurns late = Cli.LateTurns.in(Files.readString(dir.resolve("fetch.err")));
     System.out.println("SIGTERM: " + late);
-    late.assertFew(FleetBounds.at(5, "SIGTERM, the fleet"), 2);
+    late.assertFew(FleetBounds.at(5, "SIGTERM, the fleet"), 2,
+        TestDestination.timeline(destination.arrivals()));
   }
 
   /**

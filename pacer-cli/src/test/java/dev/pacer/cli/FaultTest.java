@@ -148,7 +148,7 @@ class FaultTest {
       bounds.assertHeld(whole, before);
       // Turns paced locally through the outage are turns too, and late ones are given up alike.
       // Before the delivered bounds: turns given up as late are a reason to deliver less.
-      late.assertFew(bounds, FaultRun.PROCESSES);
+      late.assertFew(bounds, FaultRun.PROCESSES, whole);
       bounds.assertDelivered(before);
       FleetBounds paced = FleetBounds.at((double) RATE / DIVISOR, "crash, a worker pacing locally");
       assertThat(local).as("workers pacing locally").hasSize(FaultRun.PROCESSES);
@@ -229,7 +229,7 @@ class FaultTest {
           during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored), late);
       FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
       bounds.assertHeld(fleet, before);
-      late.assertFew(bounds, FaultRun.PROCESSES);
+      late.assertFew(bounds, FaultRun.PROCESSES, fleet);
       bounds.assertDelivered(before);
       // After the restore only the upper bound: a worker's work-state read can stay stuck on the
       // silent server past the restore, until its timeout, and that worker's outage then lasts
@@ -287,7 +287,7 @@ class FaultTest {
     // bound holds across the truncation, and the fleet is at the ceiling again once it restarts.
     FleetBounds bounds = FleetBounds.at(RATE, "cursor, the fleet");
     bounds.assertHeld(fleet, beforeTheTruncate);
-    Cli.LateTurns.in(err).assertFew(bounds, FaultRun.PROCESSES);
+    Cli.LateTurns.in(err).assertFew(bounds, FaultRun.PROCESSES, fleet);
     bounds.assertDelivered(beforeTheTruncate);
     bounds.assertHeld(afterTheRestart);
     bounds.assertDelivered(afterTheRestart);

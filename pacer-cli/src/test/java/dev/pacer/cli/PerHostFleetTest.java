@@ -106,11 +106,10 @@ class PerHostFleetTest {
    * saying so, over hosts whose ceilings add up to {@code ceilings}: a stall of the whole machine
    * wakes every host's takers late at once.
    */
-  private static void assertFewLateTurns(Cli.Result run, String what, double ceilings,
-      int workers) {
+  private void assertFewLateTurns(Cli.Result run, String what, double ceilings, int workers) {
     Cli.LateTurns late = run.lateTurns();
     System.out.println(what + ": " + late);
-    late.assertFew(FleetBounds.at(ceilings, what), workers);
+    late.assertFew(FleetBounds.at(ceilings, what), workers, timeline(hosts.arrivals()));
   }
 
   /** When the job's requests to {@code host} were handed to the client, from the request log. */

@@ -104,6 +104,15 @@ class FleetBoundsTest {
   }
 
   @Test
+  void aLongerStallThisJvmMetAllowsItsTurnsAndNoMore() {
+    FleetBounds bounds = FleetBounds.at(15, "late turns beside a stall");
+    assertThat(bounds.mostLateTurns(91, FleetBounds.STALL_SECONDS)).isEqualTo(3);
+    // A 600-ms stall at 15/s holds 9 turns; the share of a long run still rules above it.
+    assertThat(bounds.mostLateTurns(91, 0.6)).isEqualTo(9);
+    assertThat(bounds.mostLateTurns(2_000, 0.6)).isEqualTo(20);
+  }
+
+  @Test
   void theAggregateBoundIsTheGridLessTheStampError() {
     FleetBounds bounds = FleetBounds.at(2, "figures");
     // 20 arrivals at 2/s span 9.5 s; stamped up to 30 ms late they span at least 9.47 s.
