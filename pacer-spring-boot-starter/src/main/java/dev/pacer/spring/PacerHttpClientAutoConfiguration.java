@@ -42,17 +42,17 @@ import org.springframework.web.client.RestClient;
  * bean stays, for the application to use as it likes.
  *
  * <p><b>Warm-up at start.</b> Once every singleton exists, the client is warmed up ({@link
- * PacedHttpClient#warmUp}: a GET through each of its paths to a throwaway server on 127.0.0.1,
- * no turn, nothing sent to any destination), unless {@code pacer.http.warm-up=false}. At start,
+ * PacedHttpClient#warmUp}: a GET through each of its paths to a throwaway server on 127.0.0.1, no
+ * turn, nothing sent to any destination), unless {@code pacer.http.warm-up=false}. At start,
  * because the application's first request may come from anywhere (a request handler, a scheduled
  * job, a runner), with no later moment the starter could hook before it, and because a cold
  * client's first requests load its classes after their turns have begun, so that requests granted
- * turns meanwhile reach the destination together; it costs the start-up 100-300 ms once. The
- * destinations' host names are not resolved at start: a host that does not resolve yet would hold
- * up the start by the resolver's timeout, and the JVM keeps an answer only 30 s by default; nor
- * is the TLS stack loaded for them. An application whose first requests go to an https
- * destination at once can call {@code warmUp(destinationUrl)} on the bean itself. Turn it off
- * where the application sends no request soon after it starts (a test that never sends).
+ * turns meanwhile reach the destination together; it costs the start-up once (docs/integrations.md
+ * gives the figure). The destinations' host names are not resolved at start: a host that does not
+ * resolve yet would hold up the start by the resolver's timeout, and the JVM keeps an answer only
+ * 30 s by default; nor is the TLS stack loaded for them. An application whose first requests go to
+ * an https destination at once can call {@code warmUp(destinationUrl)} on the bean itself. Turn it
+ * off where the application sends no request soon after it starts (a test that never sends).
  */
 @AutoConfiguration(after = PacerAutoConfiguration.class,
     beforeName = "org.springframework.boot.restclient.autoconfigure.RestClientAutoConfiguration")
