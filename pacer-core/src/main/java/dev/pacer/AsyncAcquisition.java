@@ -18,9 +18,9 @@ import java.util.function.Function;
  *
  * <p>What the acquisition holds (the permit, then the fleet slot) goes either into the granted
  * {@link Slot} or back, exactly once: {@code settled} is claimed by whichever comes first of the
- * grant, a failure, and the caller's cancel (or completion). A cancel claims it while a step is running on
- * another thread (a reservation in flight, say); that step's outcome is then dropped, and a turn
- * it reserved on the cursor stays reserved: the cursor has no way to take a turn back.
+ * grant, a failure, and the caller's cancel (or completion). A cancel claims it while a step is
+ * running on another thread (a reservation in flight, say); that step's outcome is then dropped,
+ * and a turn it reserved on the cursor stays reserved: the cursor has no way to take a turn back.
  */
 final class AsyncAcquisition {
 
@@ -29,7 +29,9 @@ final class AsyncAcquisition {
 
   private final Permits permits;
   private final AsyncPools pools;
-  /** Where a wait's end continues (the check for a late turn, the grant): null for the scheduler. */
+  /**
+   * Where a wait's end continues (the check for a late turn, the grant): null for the scheduler.
+   */
   private final Executor grantOn;
   private final CompletableFuture<Slot> result = new CompletableFuture<>();
   private final CompletableFuture<Void> permit;

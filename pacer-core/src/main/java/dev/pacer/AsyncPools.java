@@ -32,11 +32,9 @@ import java.util.function.Supplier;
  * runs a dependent stage added with {@code thenApply}, {@code thenCompose} and so on on the
  * thread that completes it), and with the default pools that is one thread for every turn of the
  * JVM. Run the sending stage with the {@code ...Async} variants on an executor of your own: even
- * a send that does not block costs that thread time, and a turn it wakes for late is given up and
- * taken again (the run slows; the ceiling holds). Measured on the 2-core build machine at load
- * 16: 1,000 futures at 100/s delivered 45/s with {@code HttpClient.sendAsync} called on the
- * scheduler's thread (170 turns given up as late in 5 s), 83/s with it called through {@code
- * thenComposeAsync} on two threads of the test's own (87).
+ * a send that does not block costs that thread time, which every later turn of the JVM waits
+ * behind, and a turn it wakes for late is given up and taken again (the run slows; the ceiling
+ * holds). docs/integrations.md ("Asynchronous acquire") has what that costs a run.
  */
 public final class AsyncPools {
 

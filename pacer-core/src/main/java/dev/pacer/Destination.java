@@ -25,10 +25,11 @@ import java.util.TreeSet;
  *       uncapped one nothing.
  *   <li>{@code maxFetchingProcesses}: the most processes that can fetch this destination at once.
  *       While the shared cursor is unreachable each process paces alone at {@code ratePerSecond ÷
- *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling. Where the cursor
- *       counts the processes it saw taking turns ({@link Cursor#fetchingProcesses}), each divides
- *       by the larger of this and the count it saw last, at most {@link #MOST_PROCESSES_COUNTED}:
- *       a fleet larger than configured still holds the ceiling. While the fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
+ *       maxFetchingProcesses}, so that even then the fleet stays under the ceiling. Where the
+ *       cursor counts the processes it saw taking turns ({@link Cursor#fetchingProcesses}), each
+ *       divides by the larger of this and the count it saw last, at most {@link
+ *       #MOST_PROCESSES_COUNTED}: a fleet larger than configured still holds the ceiling. While the
+ *       fleet slots are unreachable each process keeps {@code maxConcurrencyFleetWide ÷
  *       maxFetchingProcesses} (at least 1) in flight.
  *   <li>{@code lockoutStatusCodes}: HTTP statuses that mean "stop entirely" (default 403).
  *   <li>{@code backoffStatusCodes}: HTTP statuses that mean "slow down" (default 429, 503).
@@ -139,7 +140,9 @@ public final class Destination {
    * @return the fleet-wide cap, or empty
    */
   public OptionalInt maxConcurrencyFleetWide() {
-    return maxConcurrencyFleetWide == 0 ? OptionalInt.empty() : OptionalInt.of(maxConcurrencyFleetWide);
+    return maxConcurrencyFleetWide == 0
+        ? OptionalInt.empty()
+        : OptionalInt.of(maxConcurrencyFleetWide);
   }
 
   /**
@@ -293,10 +296,13 @@ public final class Destination {
   public String toString() {
     return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
         + ", maxConcurrency=" + maxConcurrency
-        + (maxConcurrencyFleetWide == 0 ? "" : ", maxConcurrencyFleetWide=" + maxConcurrencyFleetWide)
+        + (maxConcurrencyFleetWide == 0
+            ? ""
+            : ", maxConcurrencyFleetWide=" + maxConcurrencyFleetWide)
         + ", maxFetchingProcesses=" + maxFetchingProcesses
         + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
-        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter + ", backoffScope=" + backoffScope + "}";
+        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter
+        + ", backoffScope=" + backoffScope + "}";
   }
 
   /** Validating builder for {@link Destination}. Each setter checks its value at once. */

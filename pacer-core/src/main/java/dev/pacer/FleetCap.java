@@ -17,12 +17,12 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>Taken</b>: the slot is held until the request is done, then given back.
- *   <li><b>Full</b>: the caller polls again after {@value #FIRST_POLL_MILLIS} ms, doubling each time
- *       up to {@value #MAX_POLL_MILLIS} ms. A slot given back anywhere in the fleet is therefore
- *       taken again within {@value #MAX_POLL_MILLIS} ms by one of the waiters, in no particular
- *       order: waiters are not queued fleet-wide. Polling rather than a notification keeps the
- *       store's side one statement with no session to keep; 14 waiters of a fleet at the longest
- *       spacing make 350 statements a second, each a primary-key update or nothing.
+ *   <li><b>Full</b>: the caller polls again after {@value #FIRST_POLL_MILLIS} ms, doubling each
+ *       time up to {@value #MAX_POLL_MILLIS} ms. A slot given back anywhere in the fleet is
+ *       therefore taken again within {@value #MAX_POLL_MILLIS} ms by one of the waiters, in no
+ *       particular order: waiters are not queued fleet-wide. Polling rather than a notification
+ *       keeps the store's side one statement with no session to keep; 14 waiters of a fleet at the
+ *       longest spacing make 350 statements a second, each a primary-key update or nothing.
  *   <li><b>Unavailable</b> (the store cannot be asked): the request takes one of this process's
  *       {@link #localShare} permits instead: {@code n ÷ maxFetchingProcesses}, rounded down, at
  *       least 1. With every process degraded at once, the fleet has at most {@code n} in flight,

@@ -15,10 +15,10 @@ import java.util.concurrent.ConcurrentMap;
 /**
  * Hands out one {@link DestinationLimiter} per destination name for this process, all pacing
  * against one shared {@link Cursor}, and holding the fleet-wide concurrency caps of the
- * destinations that have one in one {@link FleetSlots}. Asking twice for the same destination returns the same
- * limiter; asking for a name already registered with a different configuration is an error, since
- * two limiters for one destination in one process would each take a share of its permits and
- * backoff.
+ * destinations that have one in one {@link FleetSlots}. Asking twice for the same destination
+ * returns the same limiter; asking for a name already registered with a different configuration is
+ * an error, since two limiters for one destination in one process would each take a share of its
+ * permits and backoff.
  *
  * <p>{@link LimiterListener}s added here ({@link #addListener}) hear every limiter the registry
  * hands out, those it already has and those it creates later: metrics are bound once per registry,

@@ -43,7 +43,8 @@ final class Listeners implements LimiterListener {
 
   /**
    * Runs between a granted turn's late check and its request, so without a lambda: a process's
-   * first grant would otherwise link one there (0.3 ms measured in a cold JVM).
+   * first grant would otherwise link one there, in a cold JVM, after the check has read the clock,
+   * and the request would leave that much later than the check saw.
    */
   @Override
   public void turn(Turn turn) {

@@ -45,15 +45,15 @@ public interface TimeSource {
    */
   default long epochMicros() {
     java.time.Instant now = java.time.Instant.now();
-    return Math.addExact(Math.multiplyExact(now.getEpochSecond(), 1_000_000L), now.getNano() / 1_000L);
+    return Math.addExact(
+        Math.multiplyExact(now.getEpochSecond(), 1_000_000L), now.getNano() / 1_000L);
   }
 
   /**
    * The real clock, and sleeps that end at their nanosecond deadline: parked, not {@link
    * Thread#sleep(long, int)}, which before Java 21 rounds a wait up to the next whole millisecond.
    * Every turn would then start up to 1 ms late, and at 200/s that is two fifths of the 2.5 ms a
-   * turn may be late before it is given up (measured at 200/s, two processes: lateness p99 1.0 ms
-   * sleeping, 0.1 to 0.4 ms parked).
+   * turn may be late before it is given up.
    */
   TimeSource SYSTEM =
       new TimeSource() {

@@ -14,8 +14,9 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * {@code ./bench}: every measurement of issue 4 in one run against one PostgreSQL, written
- * to {@code bench-results.json}, {@code benchmarks.md} and PNG charts in the output directory.
+ * {@code ./bench}: every measurement {@code docs/benchmarks.md} reports, in one run against one
+ * PostgreSQL, written to {@code bench-results.json}, {@code benchmarks.md} and PNG charts in the
+ * output directory.
  */
 public final class BenchMain {
 
@@ -163,7 +164,8 @@ public final class BenchMain {
 
       r.latency = Latency.measure(target, s.latencySamples());
       log.printf(Locale.ROOT, "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
-              + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs (reservation ÷ bare upsert %.2f)%n",
+              + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
+              + " (reservation ÷ bare upsert %.2f)%n",
           r.latency.select1P50(), r.latency.select1P99(), r.latency.reserveP50(),
           r.latency.reserveP99(), r.latency.ratio(), r.latency.bareUpsertP50(),
           r.latency.bareUpsertRatio());
@@ -227,8 +229,9 @@ public final class BenchMain {
         r.fetch = FetchThroughput.measure(target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(),
             scratch, log);
         log.printf(Locale.ROOT, "fetch, no ceiling binding: pacer fetch %,.0f/s, bare"
-                + " java.net.http %,.0f/s (%d URLs, %d threads): %.2f x%n", r.fetch.pacerPerSecond(),
-            r.fetch.barePerSecond(), r.fetch.urls(), r.fetch.threads(), r.fetch.ratio());
+                + " java.net.http %,.0f/s (%d URLs, %d threads): %.2f x%n",
+            r.fetch.pacerPerSecond(), r.fetch.barePerSecond(), r.fetch.urls(), r.fetch.threads(),
+            r.fetch.ratio());
         r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
         log.printf(Locale.ROOT, "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
                 + " new, again %,d new; child %s: peak heap %.1f MiB, peak RSS %.1f MiB%n",
@@ -252,9 +255,9 @@ public final class BenchMain {
         FetchThroughput.deleteTree(scratch);
       }
       r.machine = new Machine(
-          Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(), Machine.readCpuModel(),
-          Machine.readOs(), Machine.readJvm(), version, serverSync, fsync, db.isEmbedded(), loadAtStart,
-          Machine.loadAverage());
+          Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(),
+          Machine.readCpuModel(), Machine.readOs(), Machine.readJvm(), version, serverSync, fsync,
+          db.isEmbedded(), loadAtStart, Machine.loadAverage());
     }
     Files.writeString(options.out().resolve("bench-results.json"), Json.write(r.toJson()),
         StandardCharsets.UTF_8);

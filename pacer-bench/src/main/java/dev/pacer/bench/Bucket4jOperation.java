@@ -48,14 +48,16 @@ final class Bucket4jOperation implements Operation {
     }
   }
 
-  static Bucket4jOperation selectForUpdate(Database.Target db, boolean synchronousCommit, String[] keys) {
+  static Bucket4jOperation selectForUpdate(
+      Database.Target db, boolean synchronousCommit, String[] keys) {
     return new Bucket4jOperation(db, synchronousCommit, keys,
         ds -> Bucket4jPostgreSQL.selectForUpdateBasedBuilder(ds)
             .table(Contender.BUCKET4J_SELECT_FOR_UPDATE_TABLE)
             .build());
   }
 
-  static Bucket4jOperation advisoryLock(Database.Target db, boolean synchronousCommit, String[] keys) {
+  static Bucket4jOperation advisoryLock(
+      Database.Target db, boolean synchronousCommit, String[] keys) {
     return new Bucket4jOperation(db, synchronousCommit, keys,
         ds -> Bucket4jPostgreSQL.advisoryLockBasedBuilder(ds)
             .table(Contender.BUCKET4J_ADVISORY_LOCK_TABLE)

@@ -53,7 +53,8 @@ final class Charts {
     series.put("pgbench, same statement (clients)", values(r.pgbench, r.settings.processCounts()));
     series.put("Pacer, hot key", values(r.hotKey(), r.settings.processCounts()));
     series.put("Pacer, " + r.settings.spreadKeys() + " keys",
-        values(r.series(Contender.PACER, false, r.settings.spreadKeys()), r.settings.processCounts()));
+        values(r.series(Contender.PACER, false, r.settings.spreadKeys()),
+            r.settings.processCounts()));
     series.put("Bucket4j select-for-update", values(
         r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), r.settings.processCounts()));
     series.put("Bucket4j advisory-lock", values(
@@ -195,7 +196,8 @@ final class Charts {
   private static Graphics2D graphics(BufferedImage img) {
     Graphics2D g = img.createGraphics();
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, W, H);
     return g;
@@ -217,7 +219,9 @@ final class Charts {
       g.setColor(new Color(0xdddddd));
       g.drawLine(LEFT, yy, W - RIGHT, yy);
       g.setColor(Color.BLACK);
-      String s = v >= 10 ? String.format(Locale.ROOT, "%,.0f", v) : String.format(Locale.ROOT, "%.1f", v);
+      String s = v >= 10
+          ? String.format(Locale.ROOT, "%,.0f", v)
+          : String.format(Locale.ROOT, "%.1f", v);
       g.drawString(s, LEFT - 8 - fm.stringWidth(s), yy + 4);
     }
     g.drawLine(LEFT, TOP, LEFT, H - BOTTOM);

@@ -22,8 +22,8 @@ import java.util.UUID;
  * for a turn. One thread measures the statement, not contention between claims, which the frontier
  * runs of {@link FrontierBench} show.
  *
- * <p>The host names are this run's own ({@code h<i>.claims-<nanoTime>.test}): a host's cursor row is
- * shared by name with every job and program that paces on it.
+ * <p>The host names are this run's own ({@code h<i>.claims-<nanoTime>.test}): a host's cursor row
+ * is shared by name with every job and program that paces on it.
  */
 final class ClaimCost {
 

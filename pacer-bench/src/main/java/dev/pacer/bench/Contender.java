@@ -44,10 +44,12 @@ public enum Contender {
    */
   Operation open(Database.Target db, boolean synchronousCommit, String[] keys) throws Exception {
     return switch (this) {
-      case PACER -> new PacerOperation(db, TableLayout.pacerTable(PACER_TABLE), synchronousCommit, keys);
+      case PACER ->
+          new PacerOperation(db, TableLayout.pacerTable(PACER_TABLE), synchronousCommit, keys);
       case PACER_KEY_VALUE ->
           new PacerOperation(db, TableLayout.djangoCache(KEY_VALUE_TABLE), synchronousCommit, keys);
-      case BUCKET4J_SELECT_FOR_UPDATE -> Bucket4jOperation.selectForUpdate(db, synchronousCommit, keys);
+      case BUCKET4J_SELECT_FOR_UPDATE ->
+          Bucket4jOperation.selectForUpdate(db, synchronousCommit, keys);
       case BUCKET4J_ADVISORY_LOCK -> Bucket4jOperation.advisoryLock(db, synchronousCommit, keys);
       case NAIVE_ADVISORY -> new NaiveOperation(db, synchronousCommit, keys);
     };

@@ -21,9 +21,9 @@ import java.util.stream.Stream;
  * of threads, the same local destination ({@link LocalDestination}, a JVM of its own that answers
  * without waiting for acknowledgements), fetched by {@code pacer fetch} (a JVM of its own, started
  * with pacer's JVM options as {@code ./pacer} starts it ({@link JvmOptions}), its ceiling far above
- * what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http} loop writing each
- * body to a file (a JVM of its own too, with the JVM's defaults). They take turns, {@code rounds}
- * times, each round starting with the other one, and the ratio is that of the medians.
+ * what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http} loop writing
+ * each body to a file (a JVM of its own too, with the JVM's defaults). They take turns, {@code
+ * rounds} times, each round starting with the other one, and the ratio is that of the medians.
  *
  * <p>What each figure counts: items fetched and recorded ÷ the time from the first request to the
  * last outcome. For {@code pacer fetch} that is its summary's {@code done} ÷ {@code
@@ -109,7 +109,8 @@ final class FetchThroughput {
   private static double bareFetch(Path list, int urlCount, int threads, Path out)
       throws IOException, InterruptedException {
     String reply = lastLine(child(BareFetch.class.getName(), List.of(list.toString(),
-        Integer.toString(threads), out.toString()), out.resolveSibling(out.getFileName() + ".err")));
+        Integer.toString(threads), out.toString()),
+        out.resolveSibling(out.getFileName() + ".err")));
     String[] parts = reply.trim().split(" ");
     long ok = Long.parseLong(parts[0]);
     if (ok != urlCount) {
@@ -126,13 +127,15 @@ final class FetchThroughput {
         "--destination", "bench-fetch-" + System.nanoTime(),
         "--rate", Integer.toString(CEILING_PER_SECOND),
         "--concurrency", Integer.toString(threads), "--threads", Integer.toString(threads),
-        // The run measures throughput, not the envelope: other work on the machine must not halt it.
+        // The run measures throughput, not the envelope: other work on the machine must not
+        // halt it.
         "--max-load", "10000",
         "--out", out.toString(), "--no-progress", "--db", db.jdbcUrl()),
         out.resolveSibling(out.getFileName() + ".err")));
     long done = Long.parseLong(find(DONE, summary));
     if (done != urlCount) {
-      throw new IllegalStateException("pacer fetch did " + done + " of " + urlCount + ": " + summary);
+      throw new IllegalStateException(
+          "pacer fetch did " + done + " of " + urlCount + ": " + summary);
     }
     return done / Double.parseDouble(find(ELAPSED, summary));
   }

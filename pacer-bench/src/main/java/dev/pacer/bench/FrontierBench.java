@@ -24,8 +24,9 @@ import java.util.regex.Pattern;
  * Per-host mode ({@code pacer fetch --per-host}) against many hosts, judged where the requests
  * arrive: {@link Load#hosts()} HTTP servers on loopback addresses (127.0.x.y, {@link
  * LoopbackHosts}), every host at {@link Load#rate()}/s, one {@code pacer fetch --processes 3}
- * (three worker JVMs; {@link Load#processes()}), a Zipf-skewed backlog (the k-th host has {@code heaviest / k^s} items, at least
- * one; the input grouped by host, heaviest first, as a crawl's frontier dumped host by host).
+ * (three worker JVMs; {@link Load#processes()}), a Zipf-skewed backlog (the k-th host has {@code
+ * heaviest / k^s} items, at least one; the input grouped by host, heaviest first, as a crawl's
+ * frontier dumped host by host).
  *
  * <p>Four runs, one after another on the same hosts, each starting on fresh cursor rows (the
  * hosts' rows in {@code pacer_cursor} are deleted before it: the FIFO twin, stopped, leaves turns
@@ -165,8 +166,8 @@ final class FrontierBench {
       FrontierBench bench = new FrontierBench(db, load, work, log, hosts);
       double capacity = bench.capacity();
       log.printf(Locale.ROOT, "[frontier] capacity: %,.0f items/s (%d hosts at %.0f/s, %d"
-              + " processes x %d threads)%n", capacity, load.hosts(), CAPACITY_RATE, load.processes(),
-          load.threads());
+              + " processes x %d threads)%n", capacity, load.hosts(), CAPACITY_RATE,
+          load.processes(), load.threads());
       Run turn = bench.run("turn", capacity, false, false);
       Run killed = bench.run("sigkill", capacity, false, true);
       Run fifo = bench.run("fifo", capacity, true, false);

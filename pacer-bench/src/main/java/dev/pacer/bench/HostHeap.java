@@ -25,7 +25,9 @@ import java.util.Set;
 final class HostHeap {
 
   static final List<String> JVM = List.of("-Xmx256m", "-XX:+UseSerialGC");
-  /** The target: the heap after the most hosts at most this many times the heap after the fewest. */
+  /**
+   * The target: the heap after the most hosts at most this many times the heap after the fewest.
+   */
   static final double FLAT = 1.1;
 
   /** The checkpoints (hosts claimed; 0 first), and how many new hosts are claimed a second. */

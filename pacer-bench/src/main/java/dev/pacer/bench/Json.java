@@ -71,7 +71,8 @@ final class Json {
     } else if (d == Math.rint(d) && Math.abs(d) < 1e15) {
       out.append((long) d);
     } else {
-      out.append(String.format(Locale.ROOT, "%.4f", d).replaceAll("0+$", "").replaceAll("\\.$", ""));
+      out.append(
+          String.format(Locale.ROOT, "%.4f", d).replaceAll("0+$", "").replaceAll("\\.$", ""));
     }
   }
 

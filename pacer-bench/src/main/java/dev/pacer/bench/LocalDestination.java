@@ -15,9 +15,8 @@ import java.util.concurrent.Executors;
  *
  * <p>Its connections run with {@code TCP_NODELAY}: the JDK's server writes an answer's headers and
  * its body separately, and without it the body waits for the client's acknowledgement of the
- * headers, which Linux delays by up to 40 ms. Measured on this bench's 2-core machine with 32
- * threads: the bare loop did 700/s on a third of a core, waiting, against 1,540/s with it. The
- * property is read once per JVM, at its first server, so this server has a JVM to itself.
+ * headers, which Linux delays by up to 40 ms: both loops would measure that wait, not their own
+ * work. The property is read once per JVM, at its first server, so this server has a JVM to itself.
  *
  * <p>Usage: {@code LocalDestination THREADS BYTES}, with {@code -Dsun.net.httpserver.nodelay=true}.
  */

@@ -64,8 +64,10 @@ record Machine(
     m.put("server_synchronous_commit_default", serverSynchronousCommitDefault);
     m.put("server_fsync", serverFsync);
     m.put("embedded_server", embeddedServer);
-    m.put("load_average_at_start", List.of(loadAverageAtStart[0], loadAverageAtStart[1], loadAverageAtStart[2]));
-    m.put("load_average_at_end", List.of(loadAverageAtEnd[0], loadAverageAtEnd[1], loadAverageAtEnd[2]));
+    m.put("load_average_at_start",
+        List.of(loadAverageAtStart[0], loadAverageAtStart[1], loadAverageAtStart[2]));
+    m.put("load_average_at_end",
+        List.of(loadAverageAtEnd[0], loadAverageAtEnd[1], loadAverageAtEnd[2]));
     return m;
   }
 

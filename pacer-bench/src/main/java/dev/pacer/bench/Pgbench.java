@@ -16,12 +16,12 @@ import java.util.stream.Stream;
 
 /**
  * The server's own ceiling for Pacer's statement: {@code pgbench} (C, libpq, prepared protocol)
- * running exactly Pacer's reservation SQL ({@link TableLayout#reservationSql()}) on one hot key, with the same session
- * settings as Pacer's connection (commit mode, plan cache mode, no sequential scans, timeouts),
- * through {@code PGOPTIONS}.
- * The key, gap and reset bound are pgbench variables, sent as the same bind parameters; the
- * fourth parameter, max_wait, is NULL for a plain reservation and is written as a literal NULL;
- * the fifth, not_before, is 0 for a caller that knows of no earlier turn, also a literal.
+ * running exactly Pacer's reservation SQL ({@link TableLayout#reservationSql()}) on one hot key,
+ * with the same session settings as Pacer's connection (commit mode, plan cache mode, no sequential
+ * scans, timeouts), through {@code PGOPTIONS}. The key, gap and reset bound are pgbench variables,
+ * sent as the same bind parameters; the fourth parameter, max_wait, is NULL for a plain reservation
+ * and is written as a literal NULL; the fifth, not_before, is 0 for a caller that knows of no
+ * earlier turn, also a literal.
  */
 final class Pgbench {
 
@@ -145,7 +145,8 @@ final class Pgbench {
   }
 
   private static boolean answers(Path pgbench) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder(pgbench.toString(), "--version").redirectErrorStream(true).start();
+    Process p =
+        new ProcessBuilder(pgbench.toString(), "--version").redirectErrorStream(true).start();
     p.getInputStream().readAllBytes();
     return p.waitFor() == 0;
   }

@@ -53,7 +53,8 @@ final class Report {
     md.append("Run of ").append(r.generatedAt).append(".\n\n");
     md.append("| machine | |\n|---|---|\n");
     row(md, "CPU", m.cores() + " cores, " + m.cpuModel());
-    row(md, "memory", String.format(Locale.ROOT, "%.1f GiB", m.memoryBytes() / (1024.0 * 1024 * 1024)));
+    row(md, "memory",
+        String.format(Locale.ROOT, "%.1f GiB", m.memoryBytes() / (1024.0 * 1024 * 1024)));
     row(md, "OS", m.os());
     row(md, "JVM", m.jvm());
     row(md, "PostgreSQL", m.postgresqlVersion() + (m.embeddedServer()
@@ -87,8 +88,10 @@ final class Report {
       md.append("| ").append(p).append(" | ")
           .append(num(r.pgbench.get(p))).append(" | ")
           .append(num(r.hotKey().get(p))).append(" | ")
-          .append(num(r.series(Contender.PACER, false, r.settings.spreadKeys()).get(p))).append(" | ")
-          .append(num(r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1).get(p))).append(" | ")
+          .append(num(r.series(Contender.PACER, false, r.settings.spreadKeys()).get(p)))
+          .append(" | ")
+          .append(num(r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1).get(p)))
+          .append(" | ")
           .append(num(r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1).get(p))).append(" | ")
           .append(num(r.series(Contender.NAIVE_ADVISORY, false, 1).get(p))).append(" |\n");
     }
@@ -113,12 +116,16 @@ final class Report {
     for (int p : r.settings.processCounts()) {
       md.append("| ").append(p).append(" | ")
           .append(fmt(r.ratioAt(r.hotKey(), r.pgbench, p), 2)).append(" | ")
-          .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1)).append("× |\n");
+          .append(fmt(r.ratioAt(r.hotKey(),
+              r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), p), 1)).append("× | ")
+          .append(fmt(r.ratioAt(r.hotKey(),
+              r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), p), 1)).append("× | ")
+          .append(fmt(r.ratioAt(r.hotKey(),
+              r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1)).append("× |\n");
     }
-    md.append("\nWhat each process's JVM spent on the CPU per call (all its threads, user and system;"
-        + " median of the rounds), at ").append(n).append(" processes, same commit mode:\n\n");
+    md.append("\nWhat each process's JVM spent on the CPU per call (all its threads, user and"
+        + " system; median of the rounds), at ").append(n)
+        .append(" processes, same commit mode:\n\n");
     md.append("| Pacer, hot key | Bucket4j select-for-update | Bucket4j advisory-lock"
         + " | naive transaction |\n|---:|---:|---:|---:|\n| ");
     for (Contender c : new Contender[] {Contender.PACER, Contender.BUCKET4J_SELECT_FOR_UPDATE,
@@ -210,9 +217,10 @@ final class Report {
     frontier(md, r.frontier);
     md.append("### Per-host claim cost\n\n");
     md.append("One thread claiming from a job planned per host, one claim after another, each timed"
-        + " from the call to its answer (the one statement that picks the soonest due host, advances"
-        + " its cursor row and leases one of its items); every host at 1,000/s, so a host is always"
-        + " due. After a warm-up of " + r.settings.claimCost().warmupClaims() + " claims:\n\n");
+        + " from the call to its answer (the one statement that picks the soonest due host,"
+        + " advances its cursor row and leases one of its items); every host at 1,000/s, so a host"
+        + " is always due. After a warm-up of " + r.settings.claimCost().warmupClaims()
+        + " claims:\n\n");
     md.append("| hosts | items | claims | p50 ms | p99 ms | max ms | without an item |\n"
         + "|---:|---:|---:|---:|---:|---:|---:|\n");
     for (ClaimCost.Point p : r.claimCost) {
@@ -257,7 +265,8 @@ final class Report {
         l.processes(), l.threads(), l.hosts(), l.rate(), l.zipfS(), l.heaviest(),
         f.items(), l.leaseSeconds(), FrontierBench.CAPACITY_ITEMS_PER_HOST,
         FrontierBench.CAPACITY_RATE, f.capacityPerSecond(), l.finishBoundSeconds()));
-    md.append("| run | first to last arrival, s (from the workers' start) | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
+    md.append("| run | first to last arrival, s (from the workers' start)"
+        + " | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
         + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
     md.append("|---|---:|---:|---:|---:|---|---|\n");
     for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
@@ -272,7 +281,8 @@ final class Report {
               ? fmt(run.doorSeconds(), 1) + " (" + fmt(run.elapsedSeconds(), 1) + ")"
               : fmt(run.doorSeconds(), 1) + " (stopped at " + fmt(run.elapsedSeconds(), 1) + ")")
           .append(" | ").append(run.worstHostWindow()).append(" | ").append(run.hostsOver())
-          .append(" | ").append(fmt(run.minWindowRatio(), 3)).append(" (").append(run.windows().size())
+          .append(" | ").append(fmt(run.minWindowRatio(), 3))
+          .append(" (").append(run.windows().size())
           .append(" windows) | ")
           .append(run.workersTelling() == 0 ? "– (no frontier claims)" : String.format(
               Locale.ROOT, "%,d of %,d (%.3f%%; %d worker(s) told)", run.emptyWhileEligible(),
@@ -283,7 +293,8 @@ final class Report {
     md.append("\n");
   }
 
-  private static void commitRow(StringBuilder md, Results r, String label, Contender contender, int c) {
+  private static void commitRow(
+      StringBuilder md, Results r, String label, Contender contender, int c) {
     Double off = r.series(contender, false, 1).get(c);
     Double on = r.series(contender, true, 1).get(c);
     md.append("| ").append(label).append(" | ").append(c).append(" | ").append(num(off))

@@ -22,7 +22,7 @@ final class Results {
     }
   }
 
-  /** A target of the issue, judged on this run's figures. */
+  /** A target the benchmark holds Pacer to (benchmarks.md's "Targets"), judged on this run. */
   record Target(String name, String description, double measured, String comparator,
       double threshold, boolean met) {
 
@@ -217,8 +217,10 @@ final class Results {
       Map<String, Object> at = new LinkedHashMap<>();
       at.put("pacer_table_off_per_s", rounded(series(Contender.PACER, false, 1).get(c)));
       at.put("pacer_table_on_per_s", rounded(series(Contender.PACER, true, 1).get(c)));
-      at.put("key_value_table_off_per_s", rounded(series(Contender.PACER_KEY_VALUE, false, 1).get(c)));
-      at.put("key_value_table_on_per_s", rounded(series(Contender.PACER_KEY_VALUE, true, 1).get(c)));
+      at.put("key_value_table_off_per_s",
+          rounded(series(Contender.PACER_KEY_VALUE, false, 1).get(c)));
+      at.put("key_value_table_on_per_s",
+          rounded(series(Contender.PACER_KEY_VALUE, true, 1).get(c)));
       commit.put(Integer.toString(c), at);
     }
     m.put("commit_mode_by_processes", commit);

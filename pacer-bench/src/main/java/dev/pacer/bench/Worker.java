@@ -44,7 +44,8 @@ public final class Worker {
   public static void main(String[] args) throws IOException {
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     Worker worker = new Worker(new Database.Target(args[0]), out);
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     out.println("hello");
     String line;
     while ((line = in.readLine()) != null) {

@@ -54,7 +54,8 @@ public final class DemoCommand implements Callable<Integer> {
   int seconds;
 
   @Option(names = "--rate", defaultValue = "7", paramLabel = "R",
-      description = "The ceiling, for the fleet and at the destination (default: ${DEFAULT-VALUE}).")
+      description = "The ceiling, for the fleet and at the destination"
+          + " (default: ${DEFAULT-VALUE}).")
   double rate;
 
   @Option(names = "--processes", defaultValue = "3", paramLabel = "P",
@@ -67,8 +68,9 @@ public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--hosts", paramLabel = "N",
       description = "Many-host mode: N local hosts (127.0.0.2 and on), each a destination with a"
-          + " ceiling of its own (--rate, half of it, a quarter of it, in turn, rounded) that answers 429"
-          + " above it, paced per host for the whole fleet; the PNG has a lane per host.")
+          + " ceiling of its own (--rate, half of it, a quarter of it, in turn, rounded) that"
+          + " answers 429 above it, paced per host for the whole fleet; the PNG has a lane per"
+          + " host.")
   Integer hosts;
 
   @Option(names = "--no-progress", description = "No progress bar, even on a terminal.")
@@ -87,9 +89,11 @@ public final class DemoCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     RunOptions.require(seconds >= 1 && seconds <= 3600, "--seconds must be 1-3600, got " + seconds);
-    RunOptions.require(processes >= 1 && processes <= 16, "--processes must be 1-16, got " + processes);
+    RunOptions.require(processes >= 1 && processes <= 16,
+        "--processes must be 1-16, got " + processes);
     Path home = dbOptions.dataDir != null ? dbOptions.dataDir : EmbeddedDatabase.defaultDirectory();
-    String job = "demo-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
+    String job = "demo-"
+        + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
         + (perProcess ? "-per-process" : "") + (hosts != null ? "-hosts" : "");
     RunOptions options = new RunOptions();
     options.rate = rate;
@@ -127,7 +131,8 @@ public final class DemoCommand implements Callable<Integer> {
 
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
-    try (WorkState store = dbOptions.connect(cursorPlace); DemoServer server = new DemoServer(rate, 2)) {
+    try (WorkState store = dbOptions.connect(cursorPlace);
+        DemoServer server = new DemoServer(rate, 2)) {
       List<String> urls = new ArrayList<>();
       int items = (int) Math.round(seconds * rate);
       for (int i = 1; i <= items; i++) {
@@ -135,7 +140,8 @@ public final class DemoCommand implements Callable<Integer> {
       }
       err.printf(Locale.ROOT, "pacer demo: %d items, %d worker processes x %d threads, ceiling"
               + " %.1f/s %s; the destination (%s) answers 429 above %.1f/s%n", items, processes,
-          threads, rate, perProcess ? "PER PROCESS (each process paces alone)" : "for the whole fleet",
+          threads, rate,
+          perProcess ? "PER PROCESS (each process paces alone)" : "for the whole fleet",
           server.baseUrl(), rate);
       // Per-process pacing draws 429s, and the backoff that follows (x16 per process) would
       // drag the run on for minutes: the demo stops it 15 s after its nominal length.
@@ -182,7 +188,8 @@ public final class DemoCommand implements Callable<Integer> {
               + " items done in %5$.0f s. Compare with ./pacer demo.%n"
           : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x the"
               + " ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
-          rate, peak, peak / rate, refused, span, processes, items, store.items().counts(job).done());
+          rate, peak, peak / rate, refused, span, processes, items,
+          store.items().counts(job).done());
       return code;
     }
   }

@@ -57,7 +57,8 @@ final class HostRates {
         try {
           RunOptions.checkDestinationName(host);
         } catch (BadInputException e) {
-          throw new BadInputException(at + "host " + e.getMessage().replaceFirst("^destination ", ""));
+          throw new BadInputException(
+              at + "host " + e.getMessage().replaceFirst("^destination ", ""));
         }
         double rate = parseRate(at, fields[1]);
         int concurrency = fields.length == 3 ? parseConcurrency(at, fields[2]) : defaultConcurrency;

@@ -73,7 +73,8 @@ public final class RunOptions {
       description = "RSS bar: resident memory ceiling per process (default: ${DEFAULT-VALUE}).")
   long maxRssMb;
 
-  @Option(names = "--max-body-bytes", paramLabel = "B", defaultValue = "" + DestinationFetcher.DEFAULT_MAX_BODY_BYTES,
+  @Option(names = "--max-body-bytes", paramLabel = "B",
+      defaultValue = "" + DestinationFetcher.DEFAULT_MAX_BODY_BYTES,
       description = "Body size cap; a larger body is an ordinary failure (default: 32 MiB).")
   long maxBodyBytes;
 

@@ -28,7 +28,9 @@ import java.util.regex.Pattern;
  */
 public final class Secrets {
 
-  /** {@code scheme://user:password@} in any URL, JDBC or not; the password may hold an {@code @}. */
+  /**
+   * {@code scheme://user:password@} in any URL, JDBC or not; the password may hold an {@code @}.
+   */
   private static final Pattern PASSWORD =
       Pattern.compile("([A-Za-z][A-Za-z0-9+.-]*://[^/@:?#\\s]*:)[^/?#\\s]*@");
 

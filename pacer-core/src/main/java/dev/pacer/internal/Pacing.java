@@ -19,7 +19,8 @@ package dev.pacer.internal;
  * That is {@code next = max(now, next) + interval}, the arithmetic of every in-memory pacer. Pacer
  * makes it fleet-wide by running exactly this update as one atomic statement on a row that every
  * process shares, on the database's clock (see the PostgreSQL cursor). This class is the reference
- * statement of the rule: {@code LocalCursor} runs it in memory, and the SQL mirrors it term by term.
+ * statement of the rule: {@code LocalCursor} runs it in memory, and the SQL mirrors it term by
+ * term.
  *
  * <h2>Worked example</h2>
  *

@@ -34,11 +34,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <tr><td>{@code pacer.acquire.wait}</td><td>timer</td><td>how long each {@code acquire} or
  *       {@code tryAcquire} that got a turn waited for it, from the call until the slot was handed
  *       over: the concurrency permit, the fleet slot and the turn itself</td></tr>
- *   <tr><td>{@code pacer.reservations}</td><td>counter, tagged {@code outcome}</td><td>calls for
- *       a turn by how they ended: {@code shared} (a turn on the shared cursor), {@code degraded}
- *       (paced locally, at the ceiling divided by {@code maxFetchingProcesses}, or by the
- *       processes the cursor saw taking turns if more, because the shared cursor was unavailable), {@code refused} (a {@code tryAcquire} that found no turn within
- *       its {@code maxWait})</td></tr>
+ *   <tr><td>{@code pacer.reservations}</td><td>counter, tagged {@code outcome}</td><td>calls for a
+ *       turn by how they ended: {@code shared} (a turn on the shared cursor), {@code degraded}
+ *       (paced locally, at the ceiling divided by {@code maxFetchingProcesses}, or by the processes
+ *       the cursor saw taking turns if more, because the shared cursor was unavailable), {@code
+ *       refused} (a {@code tryAcquire} that found no turn within its {@code maxWait})</td></tr>
  *   <tr><td>{@code pacer.backoff.multiplier}</td><td>gauge</td><td>the multiplier on the
  *       interval: 1, 2, 4, 8 or 16 (under {@code BackoffScope.FLEET}, the fleet's as last
  *       seen)</td></tr>

@@ -27,9 +27,10 @@ import org.slf4j.LoggerFactory;
  * trip per process per period, however many reservations, and nothing added to the reservation's
  * own statement. A census stamps at most {@link #MOST_KEYS_PER_CENSUS} destinations, so that no
  * reservation waits long behind it; a process reserving more per period takes a census more often,
- * and past about {@code WINDOW ÷ (PERIOD ÷ 8)} × that many, some destinations go uncounted. A process that stopped taking turns of a destination a window
- * ago no longer counts there. The count of a destination is kept for a window after its last
- * census, as long as a process taking a turn every few seconds may go without one.
+ * and past about {@code WINDOW ÷ (PERIOD ÷ 8)} × that many, some destinations go uncounted. A
+ * process that stopped taking turns of a destination a window ago no longer counts there. The count
+ * of a destination is kept for a window after its last census, as long as a process taking a turn
+ * every few seconds may go without one.
  *
  * <p>A census that fails costs only the census: it is logged once, tried again a period later, and
  * the reservation that follows goes on (and, if the connection is gone, finds out itself). A

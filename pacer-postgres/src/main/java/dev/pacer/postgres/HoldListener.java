@@ -45,20 +45,20 @@ import org.slf4j.LoggerFactory;
  * whose row cannot be read (a value a writer put there that the read cannot convert) is passed
  * over until the next reconnection rather than stall the reads of the others.
  *
- * <p>The listener follows the database's {@link OutagePolicy} but never decides it: while the policy
- * holds the database down it does not connect, and it comes back after the policy's next boundary;
- * its own failures (a slow first connection on a busy host, a dropped session) are not reported as
- * an outage, because the reservations, which the fleet's pacing depends on, already do that. Whenever it (re)connects it reads
- * the holds in force for every destination it serves, so that nothing announced while it was away
- * is missed; a destination added later is read at the listener's next wake-up, and one whose last
- * listener was removed is forgotten, so that the listener's memory follows the destinations this
- * process paces now. A connection that
- * has heard nothing for a while is asked a {@code SELECT 1} within the probe's timeout: a
- * half-open connection delivers nothing and fails nothing, and would otherwise leave the listener
- * deaf until TCP's keepalive gives up. When the listener lets its connection go it stops listening
- * first, since a pool would lend the connection, still listening, to someone else. The cursor's
- * reservation statement refuses a locked-out destination on its own, so a lockout never depends
- * on this thread; a pause moves the cursor itself, so only turns already granted depend on it.
+ * <p>The listener follows the database's {@link OutagePolicy} but never decides it: while the
+ * policy holds the database down it does not connect, and it comes back after the policy's next
+ * boundary; its own failures (a slow first connection on a busy host, a dropped session) are not
+ * reported as an outage, because the reservations, which the fleet's pacing depends on, already do
+ * that. Whenever it (re)connects it reads the holds in force for every destination it serves, so
+ * that nothing announced while it was away is missed; a destination added later is read at the
+ * listener's next wake-up, and one whose last listener was removed is forgotten, so that the
+ * listener's memory follows the destinations this process paces now. A connection that has heard
+ * nothing for a while is asked a {@code SELECT 1} within the probe's timeout: a half-open
+ * connection delivers nothing and fails nothing, and would otherwise leave the listener deaf until
+ * TCP's keepalive gives up. When the listener lets its connection go it stops listening first,
+ * since a pool would lend the connection, still listening, to someone else. The cursor's
+ * reservation statement refuses a locked-out destination on its own, so a lockout never depends on
+ * this thread; a pause moves the cursor itself, so only turns already granted depend on it.
  *
  * <p><b>Where no notification arrives, it polls.</b> Behind a pooler ({@link ServerSession#POOLED})
  * a {@code LISTEN} lands on whichever server connection runs it, which then serves other clients:
@@ -132,7 +132,8 @@ final class HoldListener implements AutoCloseable {
     this.policy = policy;
     this.opener = opener;
     this.probeEveryNanos = probeEvery.toNanos();
-    this.probeTimeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, probeTimeout.toMillis()));
+    this.probeTimeoutMillis =
+        (int) Math.max(1, Math.min(Integer.MAX_VALUE, probeTimeout.toMillis()));
     this.pollEveryNanos = pollEvery.toNanos();
     this.thread = new Thread(this::run, "pacer-hold-listener");
     thread.setDaemon(true);
@@ -341,8 +342,8 @@ final class HoldListener implements AutoCloseable {
   }
 
   /**
-   * Waits on the wall clock, not the cursor's {@code TimeSource}: this is a background thread, and a
-   * test's fake clock must move only when the test moves it.
+   * Waits on the wall clock, not the cursor's {@code TimeSource}: this is a background thread, and
+   * a test's fake clock must move only when the test moves it.
    */
   private boolean pause(long millis) {
     try {

@@ -38,12 +38,12 @@ import java.util.function.Predicate;
  * is. {@link #call} is for work that may be done twice (a read, an upsert of values, a statement
  * that recognises its own earlier run by a token the caller chose): after a quick loss of a reused
  * connection it runs the work once more on a new one. {@link #callOnce} is for work that must not
- * (an increment, a claim that also spends a turn): it never runs the work again, and when the connection is
- * lost while the work runs, the call fails with SQLState {@value #OUTCOME_UNKNOWN} (transaction
- * resolution unknown); its caller then finds out what was done, by a token the work wrote, or
- * settles the doubt in the direction that cannot do the work twice. After a quick loss of a reused
- * connection it opens the new connection all the same, so that the policy hears the database
- * answer, as after {@code call}'s second run, instead of an outage.
+ * (an increment, a claim that also spends a turn): it never runs the work again, and when the
+ * connection is lost while the work runs, the call fails with SQLState {@value #OUTCOME_UNKNOWN}
+ * (transaction resolution unknown); its caller then finds out what was done, by a token the work
+ * wrote, or settles the doubt in the direction that cannot do the work twice. After a quick loss of
+ * a reused connection it opens the new connection all the same, so that the policy hears the
+ * database answer, as after {@code call}'s second run, instead of an outage.
  *
  * <p><b>An interrupt costs its caller, never the connection.</b> A virtual thread (JDK 21 and
  * later) interrupted while it reads from a socket has the socket closed under it: that is the JDK's

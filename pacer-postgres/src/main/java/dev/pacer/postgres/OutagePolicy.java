@@ -320,8 +320,8 @@ public final class OutagePolicy {
    * for; while up, the grid's next multiple of the cooldown. A user that must reconnect on its own
    * while nobody has told the policy of a failure (a listener whose connection dropped) waits this
    * long, and a little more: if the database is down, the policy has most likely heard of it by
-   * then, and the attempt is left to its probe; if it is up, one attempt per boundary is the most an
-   * outage nobody reported costs.
+   * then, and the attempt is left to its probe; if it is up, one attempt per boundary is the most
+   * an outage nobody reported costs.
    *
    * @return the time to the next boundary
    */

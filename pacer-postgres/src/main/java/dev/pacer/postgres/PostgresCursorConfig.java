@@ -18,8 +18,8 @@ import javax.sql.DataSource;
  *   <li>{@code operationTimeout} (default 1 s): the most a reservation may spend on the database
  *       before it answers "unavailable": it bounds connecting, each socket read, and the server's
  *       {@code statement_timeout} (behind a transaction pooler, a cancel three quarters of the way
- *       through, see {@link ServerSession}). pgjdbc counts connect and login timeouts in whole seconds, so a
- *       fresh connection attempt is bounded by the timeout rounded up to a second.
+ *       through, see {@link ServerSession}). pgjdbc counts connect and login timeouts in whole
+ *       seconds, so a fresh connection attempt is bounded by the timeout rounded up to a second.
  *   <li>{@code outagePolicy}: the database's {@link OutagePolicy}, when the process shares one with
  *       other users of the database; otherwise the cursor makes its own from {@code
  *       failureCooldown} and {@code backgroundReconnect}.

@@ -67,8 +67,8 @@ public enum ServerSession {
    * setting is made, no statement is named, and each statement carries its own deadline: a cancel
    * request the driver sends when three quarters of it have passed, so that the cancel reaches the
    * server and its answer comes back before the connection's reads time out at the deadline. A
-   * statement cut only by that read timeout would go on waiting on the server (for a row lock, say),
-   * holding a server connection of the pool.
+   * statement cut only by that read timeout would go on waiting on the server (for a row lock,
+   * say), holding a server connection of the pool.
    */
   POOLED {
     @Override

@@ -17,7 +17,7 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  *   paused_until timestamptz,                     -- end of the last Retry-After pause
  *   backoff      smallint    NOT NULL DEFAULT 1,  -- the fleet's backoff multiplier
  *   clean        integer     NOT NULL DEFAULT 0,  -- clean answers since the last rate pressure
- *   reset_from   timestamptz                      -- the cursor the last reservation reset, if it did
+ *   reset_from   timestamptz                      -- the cursor the last reservation reset, if any
  * )</pre>
  *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
  *       tables on crash recovery (and a standby has them empty); the next reservation re-inserts

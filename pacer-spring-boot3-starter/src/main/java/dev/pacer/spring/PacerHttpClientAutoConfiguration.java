@@ -77,7 +77,8 @@ public class PacerHttpClientAutoConfiguration {
         ObjectProvider<ClientHttpRequestFactorySettings> settings) {
       Duration readTimeout =
           settings.getIfAvailable(ClientHttpRequestFactorySettings::defaults).readTimeout();
-      return builder -> builder.requestFactory(HttpClientPacing.requestFactory(client, readTimeout));
+      return builder ->
+          builder.requestFactory(HttpClientPacing.requestFactory(client, readTimeout));
     }
   }
 }

@@ -160,15 +160,15 @@ public final class FleetBounds {
   /**
    * {@link #assertHeld(Timeline, Timeline)} for a run whose requests are each traced from turn to
    * door. The turns themselves, the limiter's work, are held with no excuse: no 1-s window holds
-   * more than the door's bound, and no two are closer than half a turn, which two turns handed
-   * out as one break while the error of mapping each process's turns onto this clock (a few
-   * milliseconds at most) does not. At the door, a broken upper bound is reported as skipped, naming the figures, when a
-   * request of a window over the bound reached the door at least half a turn after the limiter
-   * handed it to its client: a delay after the check for a late turn (the client's own threads, a
-   * pause of the sending JVM), which no check made before the send can see, and which at turns of
-   * a few milliseconds moves a request beside the next turn's (docs/reliability.md, "The ceiling
-   * at the destination's door", item 8). Without such a request the bounds are as strict as
-   * {@link #assertHeld(Timeline, Timeline)}'s.
+   * more than the door's bound, and no two are closer than half a turn, which two turns handed out
+   * as one break while the error of mapping each process's turns onto this clock (a few
+   * milliseconds at most) does not. At the door, a broken upper bound is reported as skipped,
+   * naming the figures, when a request of a window over the bound reached the door at least half a
+   * turn after the limiter handed it to its client: a delay after the check for a late turn (the
+   * client's own threads, a pause of the sending JVM), which no check made before the send can see,
+   * and which at turns of a few milliseconds moves a request beside the next turn's
+   * (docs/reliability.md, "The ceiling at the destination's door", item 8). Without such a request
+   * the bounds are as strict as {@link #assertHeld(Timeline, Timeline)}'s.
    */
   public void assertHeld(Timeline run, Timeline steady, TurnTrace trace,
       List<Arrival> arrivals) {

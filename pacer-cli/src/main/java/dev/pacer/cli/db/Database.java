@@ -89,8 +89,9 @@ public final class Database {
   }
 
   /**
-   * The fleet-wide cursor on this database (its own dedicated connection, at the cursor place), under
-   * this database's outage policy, with a 1-s connect bound (the cursor bounds its own statements).
+   * The fleet-wide cursor on this database (its own dedicated connection, at the cursor place),
+   * under this database's outage policy, with a 1-s connect bound (the cursor bounds its own
+   * statements).
    */
   public PostgresCursor cursor() {
     return new PostgresCursor(cursorConfig().build());
@@ -124,7 +125,10 @@ public final class Database {
     return policy;
   }
 
-  /** Connection attempts this process made for work state, slots and probes (the cursor counts its own). */
+  /**
+   * Connection attempts this process made for work state, slots and probes (the cursor counts its
+   * own).
+   */
   public long connectionAttempts() {
     return connectionAttempts.get();
   }

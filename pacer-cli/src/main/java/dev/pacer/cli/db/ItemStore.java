@@ -59,7 +59,8 @@ public final class ItemStore {
   }
 
   /** A leased item. */
-  public record Item(String job, String key, String url, int failures, int throttles, String token) {}
+  public record Item(
+      String job, String key, String url, int failures, int throttles, String token) {}
 
   /** A fetched item's outcome, to be recorded: its status, where its body is, its size. */
   public record Done(Item item, int status, String bodyPath, long bytes) {}
@@ -380,7 +381,8 @@ public final class ItemStore {
   public boolean hasOpenItems(String job) throws SQLException {
     return connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement(
-          "SELECT EXISTS (SELECT 1 FROM pacer_item WHERE job = ? AND state IN ('pending', 'leased'))")) {
+          "SELECT EXISTS (SELECT 1 FROM pacer_item"
+              + " WHERE job = ? AND state IN ('pending', 'leased'))")) {
         s.setString(1, job);
         try (ResultSet r = s.executeQuery()) {
           r.next();

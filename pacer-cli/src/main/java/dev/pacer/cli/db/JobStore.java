@@ -31,7 +31,8 @@ public final class JobStore {
   /** The destination a job was created for, if the job exists. */
   public Optional<String> jobDestination(String job) throws SQLException {
     return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("SELECT destination FROM pacer_job WHERE name = ?")) {
+      try (PreparedStatement s =
+          c.prepareStatement("SELECT destination FROM pacer_job WHERE name = ?")) {
         s.setString(1, job);
         try (ResultSet r = s.executeQuery()) {
           return r.next() ? Optional.of(r.getString(1)) : Optional.<String>empty();

@@ -27,9 +27,9 @@ import java.util.function.Predicate;
  *
  * <h2>The gate</h2>
  *
- * Until its row is {@code applied} a host's frontier row stands at {@code next_at = infinity}, where
- * the claim ({@link FrontierStore#claim}) never reaches it, as it never reaches a host locked out:
- * no item of a host is fetched before its robots.txt has been read. {@link #settle} opens the
+ * Until its row is {@code applied} a host's frontier row stands at {@code next_at = infinity},
+ * where the claim ({@link FrontierStore#claim}) never reaches it, as it never reaches a host locked
+ * out: no item of a host is fetched before its robots.txt has been read. {@link #settle} opens the
  * gate, in the same transaction that skips the items robots.txt disallows and widens the host's
  * interval to its {@code Crawl-delay}. A later run of the job reads no robots.txt again: {@link
  * #plan} turns {@code applied} rows back to {@code fetched}, and the stored answer is applied to

@@ -14,14 +14,12 @@ import java.util.List;
  * while the database is down no call touches the network (nor waits for a connection first).
  * Failures are thrown as {@link SQLException}: callers decide whether to retry.
  *
- * <p>Why several. A worker's fetch threads each claim and record an item around every request;
- * on one connection they queue for it. Measured with 32 threads fetching a 1-KiB answer from a
- * local server on two cores: 1,500 of every 1,750 thread samples were waiting for the one
- * connection, and {@code pacer fetch} did 0.19 x what a bare {@code java.net.http} loop with the
- * same threads did. A connection is opened only when every open one is busy, so a command that
- * makes one call at a time keeps one connection whatever {@code size} allows; a worker, whose
- * threads all call at once from its first moment, opens them all before it starts ({@link
- * #openAll}).
+ * <p>Why several. A worker's fetch threads each claim and record an item around every request; on
+ * one connection they would queue for it, and spend more of their time waiting for the connection
+ * than fetching (docs/benchmarks.md has the measurement). A connection is opened only when every
+ * open one is busy, so a command that makes one call at a time keeps one connection whatever {@code
+ * size} allows; a worker, whose threads all call at once from its first moment, opens them all
+ * before it starts ({@link #openAll}).
  *
  * <p><b>Commit mode.</b> A worker's store commits asynchronously ({@code synchronous_commit =
  * off}): its claims and records are many small commits, and each would otherwise wait for a flush

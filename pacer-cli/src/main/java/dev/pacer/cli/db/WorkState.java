@@ -13,8 +13,8 @@ import java.sql.Statement;
  * constant table names.
  *
  * <p>The stores share the connections rather than opening their own, so that how many work-state
- * connections a process holds is said in one place, whatever it records. Failures are thrown as {@link SQLException}:
- * callers decide whether to retry.
+ * connections a process holds is said in one place, whatever it records. Failures are thrown as
+ * {@link SQLException}: callers decide whether to retry.
  */
 public final class WorkState implements AutoCloseable {
 
@@ -105,7 +105,8 @@ public final class WorkState implements AutoCloseable {
         + "  rate          double precision NOT NULL,\n"
         + "  interval_us   bigint           NOT NULL,\n"
         + "  max_in_flight integer          NOT NULL,\n"
-        + "  next_at       timestamptz      NOT NULL DEFAULT '-infinity',  -- a copy of the cursor's\n"
+        + "  next_at       timestamptz      NOT NULL DEFAULT '-infinity',"
+        + "  -- a copy of the cursor's\n"
         + "  active        boolean          NOT NULL DEFAULT true,\n"
         + "  PRIMARY KEY (job, host))",
     "CREATE INDEX IF NOT EXISTS pacer_frontier_next ON pacer_frontier (job, next_at) WHERE active",
@@ -213,7 +214,8 @@ public final class WorkState implements AutoCloseable {
       try (Statement s = c.createStatement()) {
         s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
         boolean complete;
-        try (ResultSet r = s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
+        try (ResultSet r =
+            s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
           r.next();
           complete = r.getBoolean(1);
         }

@@ -56,7 +56,9 @@ public final class HostLanesPlot {
     return TOP + lanes * laneHeight(lanes) + BOTTOM;
   }
 
-  /** The colour of a second with {@code count} requests at a host whose ceiling is {@code ceiling}. */
+  /**
+   * The colour of a second with {@code count} requests at a host whose ceiling is {@code ceiling}.
+   */
   static Color cell(int count, double ceiling) {
     if (count == 0) {
       return EMPTY;

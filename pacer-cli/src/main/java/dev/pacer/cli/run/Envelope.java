@@ -30,8 +30,9 @@ import java.util.function.LongSupplier;
  *
  * <p>The host's figures, load and RSS, are read at most once every {@link #HOST_FIGURES_EVERY}
  * and the last reading stands in between: the load average itself moves only every 5 s, and
- * reading {@code /proc/self/status} before every item took 15 % of a busy run's CPU samples in its
- * fetch threads (JFR, 32 threads at 350 items/s). A bar is therefore crossed up to that much late.
+ * reading {@code /proc/self/status} (a file opened and parsed) before every item would cost a busy
+ * run's fetch threads a share of their CPU (docs/benchmarks.md). A crossed bar is therefore seen up
+ * to one such period late.
  */
 public final class Envelope {
 

@@ -13,11 +13,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How a worker talks to the work state while PostgreSQL may be away: each call is retried until
- * PostgreSQL answers. While the database's {@code OutagePolicy} holds it down, a retry waits for the
- * policy's next boundary, just after its probe, so every thread of the fleet is back on the boundary
- * the database returned by; other failures (a statement timeout, a connection the policy has not
- * yet judged) are retried after 250 ms, then twice as long each time up to 5 s. A fetch thread
- * never drops an outcome it already has (the body is on disk) because the database blinked.
+ * PostgreSQL answers. While the database's {@code OutagePolicy} holds it down, a retry waits for
+ * the policy's next boundary, just after its probe, so every thread of the fleet is back on the
+ * boundary the database returned by; other failures (a statement timeout, a connection the policy
+ * has not yet judged) are retried after 250 ms, then twice as long each time up to 5 s. A fetch
+ * thread never drops an outcome it already has (the body is on disk) because the database blinked.
  *
  * <p>A call gives up only when the run stops (if the caller asked for that: a claim is not worth
  * waiting for once the run is over, a fetched outcome is) or after {@code giveUpAfter}; then the

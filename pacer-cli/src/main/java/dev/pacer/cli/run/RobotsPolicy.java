@@ -42,7 +42,8 @@ import java.util.Locale;
 final class RobotsPolicy {
 
   /** The product token robots.txt groups are matched against. */
-  static final String AGENT = RunSettings.USER_AGENT.substring(0, RunSettings.USER_AGENT.indexOf('/'))
+  static final String AGENT = RunSettings.USER_AGENT
+      .substring(0, RunSettings.USER_AGENT.indexOf('/'))
       .toLowerCase(Locale.ROOT);
   /** The reason recorded on an item a robots.txt rule disallows. */
   static final String DISALLOWED = "disallowed by robots.txt";
@@ -82,8 +83,9 @@ final class RobotsPolicy {
           Duration.ZERO);
     }
     String verdict = "HTTP " + status + ": " + (rules.isAllowNone() ? "disallow all"
-        : rules.isAllowAll() || rules.getRobotRules().isEmpty() ? "allow all" : rules.getRobotRules().size() + " rule(s) for "
-            + AGENT) + (delay.isZero() ? "" : ", Crawl-delay " + delayText + " s");
+        : rules.isAllowAll() || rules.getRobotRules().isEmpty() ? "allow all"
+        : rules.getRobotRules().size() + " rule(s) for " + AGENT)
+        + (delay.isZero() ? "" : ", Crawl-delay " + delayText + " s");
     return new Settlement(verdict, url -> !rules.isAllowed(url), DISALLOWED, delay);
   }
 

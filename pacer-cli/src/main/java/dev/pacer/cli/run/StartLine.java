@@ -20,10 +20,10 @@ import org.slf4j.LoggerFactory;
  * still starting.
  *
  * <p>Why: a starting JVM takes a core for a second or two (class loading, compilation). Turns
- * granted meanwhile to a worker that is already fetching wake late by that contention: with three
- * cold workers at 10/s, sleeps ending 56 and 64 ms after their turns put three requests within
- * 12 ms at the destination, 12 in its busiest second. Behind the start line every worker's first
- * turn is taken once the starting is over.
+ * granted meanwhile to a worker that is already fetching wake late by that contention, and a
+ * request that leaves late arrives close behind the next turn's: at the destination, more than the
+ * ceiling + 1 in a second (docs/reliability.md, "The ceiling at the destination's door", item 4).
+ * Behind the start line every worker's first turn is taken once the starting is over.
  *
  * <p>The worker prints {@value #READY} on its standard output and waits for {@value #GO} on its
  * standard input, which {@link Conveyor} sends once every worker is ready or has exited. It never
@@ -48,7 +48,8 @@ public interface StartLine {
       out.flush();
       CompletableFuture<Boolean> go = CompletableFuture.supplyAsync(() -> {
         try {
-          BufferedReader lines = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+          BufferedReader lines =
+              new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
           for (String line; (line = lines.readLine()) != null; ) {
             if (line.equals(GO)) {
               return true;

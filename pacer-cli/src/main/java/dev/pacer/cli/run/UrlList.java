@@ -292,9 +292,9 @@ public final class UrlList implements AutoCloseable {
   }
 
   /**
-   * What stands before an {@code @} in the authority of a line that looks like a URL (a scheme, then
-   * {@code //}), the line valid or not: the authority ends at the first {@code /}, {@code ?}, {@code
-   * #} or white space, and its last {@code @} ends the user-info.
+   * What stands before an {@code @} in the authority of a line that looks like a URL (a scheme,
+   * then {@code //}), the line valid or not: the authority ends at the first {@code /}, {@code ?},
+   * {@code #} or white space, and its last {@code @} ends the user-info.
    */
   private static final Pattern USER_INFO = Pattern.compile("^([^:/?#\s]+://)[^/?#\s]*@");
 

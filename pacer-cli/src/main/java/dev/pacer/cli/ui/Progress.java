@@ -91,7 +91,9 @@ public final class Progress implements AutoCloseable {
   public static String render(long done, long total, double rate, long open, double itemRate,
       long throttled, boolean degraded) {
     int filled = total == 0 ? WIDTH : (int) (WIDTH * done / total);
-    String eta = open == 0 ? "0:00" : itemRate > 0 ? clock((long) Math.ceil(open / itemRate)) : "-:--";
+    String eta = open == 0 ? "0:00"
+        : itemRate > 0 ? clock((long) Math.ceil(open / itemRate))
+        : "-:--";
     return String.format(Locale.ROOT, "[%s%s] %d/%d  %.1f req/s  ETA %s  throttled %d%s",
         "#".repeat(filled), ".".repeat(WIDTH - filled), done, total, rate, eta, throttled,
         degraded ? "  DEGRADED (pacing locally)" : "");
@@ -99,12 +101,14 @@ public final class Progress implements AutoCloseable {
 
   private static String clock(long seconds) {
     return seconds >= 3600
-        ? String.format(Locale.ROOT, "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
+        ? String.format(
+            Locale.ROOT, "%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
         : String.format(Locale.ROOT, "%d:%02d", seconds / 60, seconds % 60);
   }
 
   private synchronized void drawText(String line) {
-    String padded = line.length() < lastLength ? line + " ".repeat(lastLength - line.length()) : line;
+    String padded =
+        line.length() < lastLength ? line + " ".repeat(lastLength - line.length()) : line;
     out.print("\r" + padded);
     out.flush();
     lastLength = line.length();

@@ -42,9 +42,10 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * turn from the request's {@link DestinationLimiter} before every request the client sends.
  *
  * <pre>{@code
- * CloseableHttpClient client = new PacingExecChainHandler(LimiterLookup.byHost(registry, destinations))
- *     .addTo(HttpClients.custom())
- *     .build();
+ * CloseableHttpClient client =
+ *     new PacingExecChainHandler(LimiterLookup.byHost(registry, destinations))
+ *         .addTo(HttpClients.custom())
+ *         .build();
  * }</pre>
  *
  * <h2>Where it sits in the chain, and why</h2>
