@@ -3,6 +3,8 @@ package dev.pacer;
 import dev.pacer.internal.Backoff;
 import dev.pacer.internal.Pacing;
 import dev.pacer.internal.RateMeter;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;

@@ -1,6 +1,8 @@
 package dev.pacer;
 
 import dev.pacer.internal.Pacing;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,9 +1,9 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
-import dev.pacer.CursorStoreException;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.CursorStoreException;
 import dev.pacer.Destination;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.CursorSql;

@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.spi;
 
 import java.time.Duration;
 import java.util.Objects;
@@ -130,7 +130,7 @@ public final class Reservation {
 
   /**
    * This granted turn, spaced by the fleet's backoff {@code multiplier} that the cursor keeps
-   * ({@link BackoffScope#FLEET}).
+   * ({@link dev.pacer.BackoffScope#FLEET}).
    *
    * @param multiplier 1 to 16
    * @return this turn, with its multiplier
