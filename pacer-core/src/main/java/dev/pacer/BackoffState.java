@@ -50,8 +50,7 @@ final class BackoffState {
     if (recorded.isPresent()) {
       fleetMultiplier.set(recorded.getAsInt());
     } else {
-      fleetMultiplier.accumulateAndGet(2,
-          (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
+      fleetMultiplier.updateAndGet(Backoff::doubled);
     }
     return fleetMultiplier.get();
   }
