@@ -25,7 +25,6 @@ final class Turns {
   static final long NO_DEADLINE = Long.MIN_VALUE;
   private static final PacedTurn NO_TURN =
       new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
-  private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
 
   private final Destination destination;
   private final Cursor shared;
@@ -67,15 +66,8 @@ final class Turns {
   }
 
   /**
-   * The steps to one turn that starts by {@code deadline}: see {@link TurnStep}.
-   *
-   * <p>A turn this caller wakes for later than {@link #lateLimitNanos} after its start is given
-   * up and another one taken: a request sent late would leave close behind the next turn's, and
-   * the destination would see two requests where the ceiling allows one. Kept to less than an
-   * interval late, no 1-s window at the destination holds more than the ceiling + 1 (a window
-   * then covers turns from at most 1 s + the limit, under ceiling + 1 intervals). On a machine so
-   * busy that sleeps end an interval late (measured: 56 and 64 ms late, three worker JVMs starting
-   * on two cores), a skipped turn costs the run one interval, never the ceiling.
+   * The steps to one turn that starts by {@code deadline}: see {@link TurnStep}. A turn this
+   * caller wakes for too late ({@link LateTurns}) is given up and another one taken.
    */
   TurnStep nextTurn(long called, long deadline, int intervals) {
     Duration interval = currentInterval();
@@ -102,17 +94,17 @@ final class Turns {
       };
       return left > 0 ? TurnStep.waitThen(left, again) : again.run();
     }
-    // The check reads the clock after everything the grant hands over is built: a process's
-    // first grant loads the classes of its slot, its hand-over and its event for the listeners
-    // (measured, with a lambda's linking: 1.1 to 1.3 ms in a fresh JVM on a quiet machine, up to
-    // 6.8 ms at the first turns of two fresh JVMs of four threads at 200/s), and time spent after
-    // the check makes the request late unseen, close behind the next turn (see FirstGrantTest).
+    // The check reads the clock after everything the grant hands over is built and the limit is
+    // known: a process's first grant loads the classes of its slot, its hand-over, its event for
+    // the listeners and the late-turn rule, which takes milliseconds in a fresh JVM, and time spent
+    // after the check makes the request late unseen, close behind the next turn.
+    long lateLimit = LateTurns.limitNanos(interval);
     long grantedAt = time.nanoTime();
     LimiterListener.Turn told = new LimiterListener.Turn(destination.name(), turn.outcome(),
         Duration.ofNanos(grantedAt - called));
     TurnStep.Granted handOver = new TurnStep.Granted(new Slot(permits, turnStart));
     long late = time.nanoTime() - turnStart;
-    if (late <= lateLimitNanos(interval)) {
+    if (late <= lateLimit) {
       meter.record(grantedAt);
       listener.turn(told);
       return handOver;
@@ -122,20 +114,10 @@ final class Turns {
       log.warn("Destination {}: a turn was given up because this process woke {} ms after it"
               + " began (limit {} ms): a late request would arrive close behind the next one."
               + " {} turn(s) given up so far; a busy host slows the run, not the ceiling",
-          destination.name(), late / 1_000_000, lateLimitNanos(interval) / 1_000_000,
+          destination.name(), late / 1_000_000, lateLimit / 1_000_000,
           skipped);
     }
     return nextTurn(called, deadline, intervals);
-  }
-
-  /**
-   * Half the interval, and at least {@link #MIN_LATE_LIMIT_NANOS}: a sleep cannot end more
-   * precisely than that, and without the floor turns of a few hundred microseconds would be given
-   * up over ordinary wake-up jitter. Above 500 requests/s the bound at the door is therefore the
-   * ceiling plus the turns of a millisecond, not the ceiling + 1.
-   */
-  private static long lateLimitNanos(Duration interval) {
-    return Math.max(interval.toNanos() / 2, MIN_LATE_LIMIT_NANOS);
   }
 
   /** A turn's start (local clock), and whether it was shared or paced locally. */
