@@ -209,31 +209,38 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public void clear(String name) {
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
-      if (!locked) {
-        throw new CursorStoreException("cursor connection busy; could not clear " + name, null);
-      }
-      if (closed) {
-        throw new CursorStoreException("cursor closed; could not clear " + name, null);
-      }
-      session.call(c -> {
+      ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed, () -> session.call(c -> {
         try (PreparedStatement delete = server.prepare(c, sql.clear(), timeoutMillis)) {
           delete.setString(1, sql.key(name));
           return delete.executeUpdate();
         }
+      }), why -> {
+        throw new CursorStoreException(why == ConnectionGuard.Refusal.BUSY
+            ? "cursor connection busy; could not clear " + name
+            : "cursor closed; could not clear " + name, null);
       });
     } catch (SQLException e) {
       throw new CursorStoreException("could not clear cursor " + name + ": " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new CursorStoreException("interrupted while clearing cursor " + name, e);
-    } finally {
-      if (locked) {
+    }
+  }
+
+  /** The connection's lock, as {@link ConnectionGuard} takes it: free within {@code nanos}. */
+  private ConnectionGuard.Lock laneWithin(long nanos) {
+    return new ConnectionGuard.Lock() {
+      @Override
+      public boolean take() throws InterruptedException {
+        return lane.tryHold(nanos, TimeUnit.NANOSECONDS);
+      }
+
+      @Override
+      public void release() {
         lane.release();
       }
-    }
+    };
   }
 
   /**
@@ -381,13 +388,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (closed || policy.refusesNow()) {
       return false;
     }
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
-      if (!locked || closed) {
-        return false;
-      }
-      return session.call(work);
+      return ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed,
+          () -> session.call(work), why -> false);
     } catch (SQLException e) {
       log.warn("Could not {} in PostgreSQL: {} [SQLState {}]", what, e.getMessage(),
           e.getSQLState());
@@ -395,10 +398,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
-    } finally {
-      if (locked) {
-        lane.release();
-      }
     }
   }
 
@@ -417,19 +416,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * @return whether the cursor is connected
    */
   public boolean connect(Duration timeout) {
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeout.toNanos(), TimeUnit.NANOSECONDS);
-      if (!locked || closed) {
-        return false;
-      }
-      openTimeoutNanos = timeout.toNanos();
-      try {
-        session.open();
-      } finally {
-        openTimeoutNanos = timeoutNanos;
-      }
-      return true;
+      return ConnectionGuard.run(laneWithin(timeout.toNanos()), () -> closed, () -> {
+        openTimeoutNanos = timeout.toNanos();
+        try {
+          session.open();
+        } finally {
+          openTimeoutNanos = timeoutNanos;
+        }
+        return true;
+      }, why -> false);
     } catch (SQLException e) {
       log.warn("Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]", timeout,
           e.getMessage(), e.getSQLState());
@@ -437,10 +433,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
-    } finally {
-      if (locked) {
-        lane.release();
-      }
     }
   }
 
