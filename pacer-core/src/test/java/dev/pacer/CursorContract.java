@@ -317,6 +317,25 @@ public abstract class CursorContract {
   }
 
   @Test
+  void theFleetsBackoffDoublesToItsCapAndHalvesToOne() {
+    assumeTrue(cursor().keepsFleetBackoff(), "this layout keeps no fleet backoff");
+    String name = freshName();
+    int expected = 1;
+    for (int i = 0; i < 6; i++) {
+      expected = Math.min(BackoffScope.MAX_MULTIPLIER, expected * 2);
+      assertThat(cursor().throttled(name)).as("rate answer %d", i + 1).hasValue(expected);
+    }
+    assertThat(expected).isEqualTo(16);
+    for (int i = 0; i < 6; i++) {
+      expected = Math.max(1, expected / 2);
+      assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null,
+          BackoffScope.CLEAN_ANSWERS_TO_HALVE).fleetBackoff()).as("halving %d", i + 1)
+          .hasValue(expected);
+    }
+    assertThat(expected).isEqualTo(1);
+  }
+
+  @Test
   void aHundredCleanAnswersAnywhereHalveTheFleetsBackoff() {
     assumeTrue(cursor().keepsFleetBackoff(), "this layout keeps no fleet backoff");
     String name = freshName();
