@@ -66,18 +66,16 @@ import org.slf4j.LoggerFactory;
  * waits: for a permit it parks on a future (no monitor held), for its turn it sleeps, and the
  * round trips go through {@code PostgresCursor}, which guards its connection with a {@code
  * ReentrantLock}, and pgjdbc (42.6 and later guard the connection with locks, not {@code
- * synchronized}). The {@code synchronized} blocks of this class ({@code degradedLock}, {@code
- * lockoutLock}), of the rate meter and of the permit queue hold only arithmetic, never a wait: on
- * JDK 21 to 23, where a virtual thread blocked inside {@code synchronized} pins its carrier, none
- * can block there. From JDK 24 a virtual thread blocked in {@code synchronized} no longer pins at
- * all. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at 100/s on a real
- * cursor, each sending through {@code PacedHttpClient}'s blocking {@code send} with nothing warmed
- * but the client's {@code warmUp} and one opening request, on the oldest JDK of 21 or later it
- * finds, and counts JFR's {@code jdk.VirtualThreadPinned} events: none. A virtual thread meeting a
- * class that another is loading pins for that once, a JDK matter, so {@code Permits} meets the
- * classes of a waiter's giving up before any waiter can. Where that JDK is 24
- * or later (Temurin 25 in CI), the test cannot see a {@code synchronized} block that blocks, and
- * the paragraph above is what rules one out on 21 to 23.
+ * synchronized}). The {@code synchronized} blocks of the limiter's parts (the local cursor of
+ * {@code DegradedPacing}, the lockout of {@code Holds}), of the rate meter and of the permit queue
+ * hold only arithmetic, never a wait: on JDK 21 to 23, where a virtual thread blocked inside {@code
+ * synchronized} pins its carrier, none can block there. From JDK 24 a virtual thread blocked in
+ * {@code synchronized} no longer pins at all. A virtual thread meeting a class that another is
+ * loading pins for that once, a JDK matter, so {@code Permits} meets the classes of a waiter's
+ * giving up before any waiter can. The suite counts JFR's {@code jdk.VirtualThreadPinned} events
+ * for many virtual threads on a real cursor on the oldest JDK of 21 or later it finds; on 24 or
+ * later it cannot see a {@code synchronized} block that blocks, and this paragraph is what rules
+ * one out on 21 to 23.
  */
 public final class DestinationLimiter {
 

@@ -40,7 +40,7 @@ final class Listeners implements LimiterListener {
 
   /**
    * Runs between a granted turn's late check and its request, so without a lambda: a process's
-   * first grant would otherwise link one there (0.3 ms measured in a cold JVM).
+   * first grant would otherwise link one there, a fraction of a millisecond in a cold JVM.
    */
   @Override
   public void turn(Turn turn) {

@@ -197,13 +197,10 @@ final class Turns {
       return then.at(NO_TURN);
     }
     // The wait counts from the cursor's answer, not from now: a thread held up on its way here
-    // would otherwise start its turn that much late, unseen by the check for late turns, and
-    // close behind the next turn (on two busy cores, 1 or 2 of 600 reservations reached here 5 to
-    // 12 ms after the PostgreSQL cursor's answer, and 102 turns fell in one second at 100/s).
-    // A turn that began before the answer came back starts in the past: the check for late turns
-    // must see how late it already is (at 100/s with 10,000 virtual threads on two cores, answers
-    // reached their callers up to 8 ms after their turns had begun, and a turn restarted at the
-    // answer fell 2-3 ms before the next one: 102 in one second at the door).
+    // (on a busy host, for milliseconds) would otherwise start its turn that much late, unseen by
+    // the check for late turns, and close behind the next turn. A turn that began before the
+    // answer came back starts in the past: the check for late turns must see how late it already
+    // is, or a turn restarted at the answer would fall just before the next one.
     long turnStart = answer.at() + turn.startsIn().toNanos();
     return TurnStep.waitThen(turnStart - time.nanoTime(), () -> {
       holds.checkNotLockedOut();

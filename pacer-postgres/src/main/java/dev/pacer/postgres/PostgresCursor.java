@@ -47,11 +47,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Reservations waiting together share a round trip.</b> Plain reservations ({@link #reserve}
  * and {@link #tryReserve}) that queue for the connection are made together by whichever of them
  * takes it next: one statement per destination and interval reserves {@code k} consecutive turns
- * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of them,
- * in the order they asked, spaced by the interval: the same turns {@code k} statements made at that
- * instant would have granted, for one round trip instead of {@code k}. Sampled in the 32 fetch
- * threads of {@code pacer fetch} on two cores, where the ceiling did not bind (docs/benchmarks.md):
- * waiting for this connection took 10.2 % of their time before, 5.9 % after. A combined
+ * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of
+ * them, in the order they asked, spaced by the interval: the same turns {@code k} statements made
+ * at that instant would have granted, for one round trip instead of {@code k}, so that many
+ * threads of one process wait for the connection less (docs/benchmarks.md). A combined
  * reservation that is refused (a {@code maxWait} the later turns would pass) is made again one
  * caller at a time, so that no caller is refused a turn it would have been granted alone.
  * Reservations under the fleet's backoff carry their own counts of clean answers and are made one
@@ -609,11 +608,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         // The generic plan is made once, at the first reservation, when the table may hold a
         // page or two and a sequential scan looks cheapest for the statement's read of the prior
         // value. A hot key's updates then grow the table (HOT pruning loses to concurrent pins),
-        // and that scan would read every page on every reservation: measured on one key from 4
-        // clients, 27,000/s falling to 8,000/s within 20 s. This session runs only primary-key
-        // statements, for which the index is always the right path. Behind a pooler nothing is
-        // set: each statement is planned where it runs, on the table as it is then, and carries
-        // its own deadline.
+        // and that scan would read every page on every reservation, the rate falling by a multiple
+        // within seconds on one hot key. This session runs only primary-key statements, for which
+        // the index is always the right path. Behind a pooler nothing is set: each statement is
+        // planned where it runs, on the table as it is then, and carries its own deadline.
         server.set(session, sessionSettings());
         // On every connection, not only the first: the rehearsal below needs the table, and a
         // database found again after an outage may have come back without it.

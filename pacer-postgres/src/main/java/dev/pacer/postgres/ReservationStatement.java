@@ -61,9 +61,9 @@ final class ReservationStatement {
    * The statement's answer, a granted turn's start kept as an instant on this process's clock
    * ({@code turnAt}) until the reservation returns, so that its wait counts from the return, as
    * {@link Cursor} has it: a thread held up between the answer and the return (by the scheduler,
-   * on a busy host: up to 43 ms measured on two cores at load 40) would otherwise start its turn
-   * that much late. For a granted answer {@code reservation} carries only the fleet's backoff;
-   * its wait is {@code turnAt}'s.
+   * on a busy host, for tens of milliseconds) would otherwise start its turn that much late. For
+   * a granted answer {@code reservation} carries only the fleet's backoff; its wait is {@code
+   * turnAt}'s.
    */
   record Answered(Reservation reservation, long turnAt, Duration handOverLeft) {
 
@@ -188,12 +188,11 @@ final class ReservationStatement {
    * it rolls back, so nothing is reserved or kept: on every connection opened, by {@link
    * PostgresCursor#connect} or by the reservation that finds none. The statement is prepared and
    * planned, the code that runs it is loaded, and {@link DatabaseClock} has samples from quick
-   * round trips, all before the turn that follows. Without it the first reservation on a connection
-   * is the slow one (three worker JVMs starting on one core measured 48 to 68 ms against 1 to 5 ms
-   * later), and the turn is placed on the database's clock through that slow trip alone: the first
-   * sample's half round trip measured 7 to 13 ms in fresh JVMs and 1.2 to 2.1 ms on a new
-   * connection in a warm one, and the better samples after it moved the clock's offset by up to 8.5
-   * ms, enough to bring a first request within less than an interval of the next at 200/s.
+   * round trips, all before the turn that follows. Without it the first reservation on a
+   * connection is the slow one, many times a warm round trip in a fresh JVM, and the turn is placed
+   * on the database's clock through that slow trip alone: the first sample's half round trip is
+   * that much less certain, and the better samples after it move the clock's offset by enough to
+   * bring a first request within less than an interval of the next at a few hundred per second.
    */
   void rehearse(Connection c, ServerSession server) throws SQLException {
     c.setAutoCommit(false);
