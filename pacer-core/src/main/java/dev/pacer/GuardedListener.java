@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A listener a caller handed to Pacer, told of events so that what it throws goes no further: the
@@ -27,14 +28,15 @@ public final class GuardedListener<L> {
    * Guards {@code listener}.
    *
    * @param listener the listener
-   * @param log where its first failure is logged
+   * @param loggedAs the class whose logger logs its first failure
    * @param named the listener as the log names it, for example "Limiter listener x" (asked only
    *     when it fails)
    * @param goesOn what goes on despite a failure, for example "pacing goes on"
    */
-  public GuardedListener(L listener, Logger log, Supplier<String> named, String goesOn) {
+  public GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named,
+      String goesOn) {
     this.listener = Objects.requireNonNull(listener, "listener");
-    this.log = Objects.requireNonNull(log, "log");
+    this.log = LoggerFactory.getLogger(loggedAs);
     this.named = named;
     this.goesOn = goesOn;
   }

@@ -4,8 +4,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The listeners of one {@link LimiterRegistry}, told as one: each event goes to every listener in
@@ -14,13 +12,11 @@ import org.slf4j.LoggerFactory;
  */
 final class Listeners implements LimiterListener {
 
-  private static final Logger log = LoggerFactory.getLogger(Listeners.class);
-
   private final List<GuardedListener<LimiterListener>> entries = new CopyOnWriteArrayList<>();
 
   /** Adds {@code listener}, and tells it of the limiters handed out before it came. */
   void add(LimiterListener listener, Collection<DestinationLimiter> existing) {
-    GuardedListener<LimiterListener> entry = new GuardedListener<>(listener, log,
+    GuardedListener<LimiterListener> entry = new GuardedListener<>(listener, Listeners.class,
         () -> "Limiter listener " + listener, "pacing goes on");
     entries.add(entry);
     for (DestinationLimiter limiter : existing) {
