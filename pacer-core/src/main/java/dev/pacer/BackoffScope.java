@@ -1,5 +1,7 @@
 package dev.pacer;
 
+import dev.pacer.internal.Backoff;
+
 /**
  * Where a destination's backoff multiplier lives: what one 429 or 503 slows.
  *
@@ -21,7 +23,7 @@ public enum BackoffScope {
   FLEET;
 
   /** The most a backoff widens the interval. */
-  public static final int MAX_MULTIPLIER = 16;
+  public static final int MAX_MULTIPLIER = Backoff.MAX_MULTIPLIER;
   /** Clean answers in a row (in its scope) that halve the multiplier. */
-  public static final int CLEAN_ANSWERS_TO_HALVE = 100;
+  public static final int CLEAN_ANSWERS_TO_HALVE = Backoff.CLEAN_STREAK_TO_DECAY;
 }

@@ -1,6 +1,8 @@
 package dev.pacer;
 
 import dev.pacer.internal.Backoff;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.FleetSlots;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Objects;

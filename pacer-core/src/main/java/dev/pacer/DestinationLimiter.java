@@ -1,21 +1,15 @@
 package dev.pacer;
 
-import dev.pacer.internal.Backoff;
-import dev.pacer.internal.Pacing;
-import dev.pacer.internal.RateMeter;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,69 +66,34 @@ import org.slf4j.LoggerFactory;
  * waits: for a permit it parks on a future (no monitor held), for its turn it sleeps, and the
  * round trips go through {@code PostgresCursor}, which guards its connection with a {@code
  * ReentrantLock}, and pgjdbc (42.6 and later guard the connection with locks, not {@code
- * synchronized}). The {@code synchronized} blocks of this class ({@code degradedLock}, {@code
- * lockoutLock}), of the rate meter and of the permit queue hold only arithmetic, never a wait: on
- * JDK 21 to 23, where a virtual thread blocked inside {@code synchronized} pins its carrier, none
- * can block there. From JDK 24 a virtual thread blocked in {@code synchronized} no longer pins at
- * all. {@code VirtualThreadsTest} (pacer-postgres) runs 10,000 virtual threads at 100/s on a real
- * cursor, each sending through {@code PacedHttpClient}'s blocking {@code send} with nothing warmed
- * but the client's {@code warmUp} and one opening request, on the oldest JDK of 21 or later it
- * finds, and counts JFR's {@code jdk.VirtualThreadPinned} events: none. A virtual thread meeting a
- * class that another is loading pins for that once, a JDK matter, so {@code Permits} meets the
- * classes of a waiter's giving up before any waiter can. Where that JDK is 24
- * or later (Temurin 25 in CI), the test cannot see a {@code synchronized} block that blocks, and
- * the paragraph above is what rules one out on 21 to 23.
+ * synchronized}). The {@code synchronized} blocks of the limiter's parts (the local cursor of
+ * {@code DegradedPacing}, the lockout of {@code Holds}), of the rate meter and of the permit queue
+ * hold only arithmetic, never a wait: on JDK 21 to 23, where a virtual thread blocked inside {@code
+ * synchronized} pins its carrier, none can block there. From JDK 24 a virtual thread blocked in
+ * {@code synchronized} no longer pins at all. A virtual thread meeting a class that another is
+ * loading pins for that once, a JDK matter, so {@code Permits} meets the classes of a waiter's
+ * giving up before any waiter can. The suite counts JFR's {@code jdk.VirtualThreadPinned} events
+ * for many virtual threads on a real cursor on the oldest JDK of 21 or later it finds; on 24 or
+ * later it cannot see a {@code synchronized} block that blocks, and this paragraph is what rules
+ * one out on 21 to 23.
  */
 public final class DestinationLimiter {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationLimiter.class);
-  private static final long RATE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final Destination destination;
-  private static final long NO_DEADLINE = Long.MIN_VALUE;
-  private static final PacedTurn NO_TURN =
-      new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
-  private static final long NO_HAND_OVER = Long.MIN_VALUE;
-  private static final long NO_PAUSE = Long.MIN_VALUE;
-  private static final long MIN_LATE_LIMIT_NANOS = 1_000_000;
-
   private final Cursor shared;
   private final FleetCap fleetCap;
   private final LimiterListener listener;
   private final TimeSource time;
   private final AsyncPools pools;
   private final Permits permits;
-  private final Backoff backoff = new Backoff();
-  private final boolean fleetScope;
-  /** Under {@link BackoffScope#FLEET}: the fleet's multiplier as the cursor last answered it. */
-  private final AtomicInteger fleetMultiplier = new AtomicInteger(1);
-  /** Under {@link BackoffScope#FLEET}: clean answers not yet reported with a reservation. */
-  private final AtomicInteger cleanSinceReservation = new AtomicInteger();
-  private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
-  private final long baseIntervalNanos;
-  /**
-   * The processes the cursor counted with the last shared turn ({@link Cursor#fetchingProcesses}),
-   * 0 if it counted none. Kept through an outage: the processes it counted pace locally beside
-   * this one for as long as it lasts.
-   */
-  private final AtomicInteger processesSeen = new AtomicInteger();
-  /** Where this process last saw the shared cursor, on the local clock. */
-  private final AtomicLong sharedHorizon = new AtomicLong(Pacing.NO_CURSOR);
-  private final Object degradedLock = new Object();
-  /** The local cursor used while the shared one is unavailable. */
-  private long degradedCursor = Pacing.NO_CURSOR;
-
-  /** Where the last hand-over the cursor reported ends, on the local clock. */
-  private volatile long handOverEnds = NO_HAND_OVER;
-  private final AtomicLong lateTurnsSkipped = new AtomicLong();
-  /** Until when (local clock) the destination asked the fleet to pause; NO_PAUSE if never. */
-  private final AtomicLong pausedUntil = new AtomicLong(NO_PAUSE);
-  private final AtomicLong turnsHeldForPause = new AtomicLong();
-  private final Object lockoutLock = new Object();
-  private volatile String lockoutReason;
-  private volatile boolean degraded;
+  private final BackoffState backoff;
+  private final DegradedPacing degraded;
+  private final Holds holds;
+  private final Turns turns;
   /** What this limiter is told of the cursor's pauses and lockouts by. */
-  private final Cursor.Listener holds;
+  private final Cursor.Listener cursorHolds;
   private final EvictionGuard eviction;
 
   DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time,
@@ -147,42 +106,27 @@ public final class DestinationLimiter {
     this.pools = pools;
     this.permits = new Permits(destination.maxConcurrency(), time);
     this.eviction = new EvictionGuard(() -> takeBack.accept(this));
-    this.baseIntervalNanos = destination.interval().toNanos();
-    this.fleetScope = destination.backoffScope() == BackoffScope.FLEET;
-    if (fleetScope && !shared.keepsFleetBackoff()) {
+    this.backoff = new BackoffState(destination.backoffScope());
+    if (backoff.isFleet() && !shared.keepsFleetBackoff()) {
       throw new IllegalArgumentException("destination " + destination.name() + ": backoffScope"
           + " FLEET needs a cursor that keeps the fleet's backoff multiplier, and " + shared
           + " keeps none (the key/value table layout has nowhere to keep it without changing"
           + " the row format); use Pacer's own table, or backoffScope PROCESS");
     }
-    this.holds = new Cursor.Listener() {
-      @Override
-      public void paused(Duration left) {
-        // What the cursor hands on comes from rows other roles may write: capped like a
-        // Retry-After heard here.
-        Duration capped = left.compareTo(destination.maxRetryAfter()) > 0
-            ? destination.maxRetryAfter() : left;
-        if (capped.isNegative() || capped.isZero()) {
-          return;
-        }
-        holdUntil(time.nanoTime() + capped.toNanos());
-      }
-
-      @Override
-      public void lockedOut(String reason) {
-        noteLockout(reason);
-      }
-    };
+    this.degraded = new DegradedPacing(destination);
+    this.holds = new Holds(destination, listener, time);
+    this.turns = new Turns(destination, shared, time, permits, listener, backoff, degraded, holds);
+    this.cursorHolds = holds.cursorListener();
   }
 
   /** Hears the pauses and lockouts the cursor announces: from creation, and once taken back. */
   void startListening() {
-    shared.listen(destination.name(), holds);
+    shared.listen(destination.name(), cursorHolds);
   }
 
   /** Evicted: the cursor need no longer tell this limiter anything. */
   void stopListening() {
-    shared.unlisten(destination.name(), holds);
+    shared.unlisten(destination.name(), cursorHolds);
   }
 
   /**
@@ -212,34 +156,18 @@ public final class DestinationLimiter {
 
   private boolean isIdleFor(long idleNanos) {
     OptionalLong allIn = permits.allInSince();
-    if (allIn.isEmpty() || lockoutReason != null || (!fleetScope && backoff.multiplier() > 1)) {
+    if (allIn.isEmpty() || holds.lockoutReason() != null || backoff.isOwnBackedOff()) {
       return false;
     }
     long last = allIn.getAsLong();
-    long pause = pausedUntil.get();
-    if (pause != NO_PAUSE) {
-      last = later(last, pause);
+    long pause = holds.pausedUntil();
+    if (pause != Holds.NO_PAUSE) {
+      last = DegradedPacing.later(last, pause);
     }
-    long handOver = handOverEnds;
-    if (handOver != NO_HAND_OVER) {
-      last = later(last, handOver);
-    }
-    long horizon = sharedHorizon.get();
-    if (horizon != Pacing.NO_CURSOR) {
-      last = later(last,
-          horizon + saturatedProduct(currentInterval().toNanos(), fleetPendingTurns()));
-    }
-    synchronized (degradedLock) {
-      if (degradedCursor != Pacing.NO_CURSOR) {
-        last = later(last, degradedCursor);
-      }
-    }
+    last = degraded.lastThatMatters(last, currentInterval());
     return time.nanoTime() - last >= idleNanos;
   }
 
-  private static long later(long a, long b) {
-    return b - a > 0 ? b : a;
-  }
 
   /**
    * The destination this limiter paces.
@@ -290,7 +218,7 @@ public final class DestinationLimiter {
         permits.release();
         throw t;
       }
-      return turnHolding(fleetSlot, called, NO_DEADLINE, intervals);
+      return turnHolding(fleetSlot, called, Turns.NO_DEADLINE, intervals);
     } finally {
       eviction.exit();
     }
@@ -343,7 +271,7 @@ public final class DestinationLimiter {
     // can take the limiter from under it.
     eviction.enter();
     try {
-      String reason = lockoutReason;
+      String reason = holds.lockoutReason();
       if (reason != null) {
         return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
       }
@@ -369,7 +297,7 @@ public final class DestinationLimiter {
             () -> fleetSlotThenTurn(called, FleetCap.nextPollNanos(pollNanos), took));
       }
       took.accept(held.get());
-      return nextTurn(called, NO_DEADLINE, 1);
+      return turns.nextTurn(called, Turns.NO_DEADLINE, 1);
     });
   }
 
@@ -431,7 +359,7 @@ public final class DestinationLimiter {
    */
   private Slot takeTurn(long called, long deadline, int intervals) throws InterruptedException {
     try {
-      Slot slot = TurnStep.runBlocking(() -> nextTurn(called, deadline, intervals), time);
+      Slot slot = TurnStep.runBlocking(() -> turns.nextTurn(called, deadline, intervals), time);
       return slot == null ? refuse(called) : slot;
     } catch (Throwable t) {
       permits.release();
@@ -440,208 +368,12 @@ public final class DestinationLimiter {
   }
 
   /**
-   * The steps to one turn that starts by {@code deadline}, for both {@link #acquire} (which sleeps
-   * through them) and {@link #acquireAsync} (which schedules them): see {@link TurnStep}.
-   *
-   * <p>A turn this caller wakes for later than {@link #lateLimitNanos} after its start is given
-   * up and another one taken: a request sent late would leave close behind the next turn's, and
-   * the destination would see two requests where the ceiling allows one. Kept to less than an
-   * interval late, no 1-s window at the destination holds more than the ceiling + 1 (a window
-   * then covers turns from at most 1 s + the limit, under ceiling + 1 intervals). On a machine so
-   * busy that sleeps end an interval late (measured: 56 and 64 ms late, three worker JVMs starting
-   * on two cores), a skipped turn costs the run one interval, never the ceiling.
-   */
-  private TurnStep nextTurn(long called, long deadline, int intervals) {
-    Duration interval = currentInterval();
-    return waitForTurn(interval.multipliedBy(intervals),
-        Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline,
-        turn -> takeOrRetry(turn, called, interval, deadline, intervals));
-  }
-
-  private TurnStep takeOrRetry(PacedTurn turn, long called, Duration interval, long deadline,
-      int intervals) {
-    if (turn == NO_TURN) {
-      return new TurnStep.Refused();
-    }
-    long turnStart = turn.start();
-    long pauseEnds = pausedUntil.get();
-    if (pauseEnds != NO_PAUSE && pauseEnds - turnStart > 0) {
-      // The destination asked for a pause after this turn was granted: it is not taken, the caller
-      // waits until the pause ends and asks again (the cursor's own turns already lie after it).
-      turnsHeldForPause.incrementAndGet();
-      long left = pauseEnds - time.nanoTime();
-      TurnStep.Next again = () -> {
-        checkNotLockedOut();
-        return nextTurn(called, deadline, intervals);
-      };
-      return left > 0 ? TurnStep.waitThen(left, again) : again.run();
-    }
-    // The check reads the clock after everything the grant hands over is built: a process's
-    // first grant loads the classes of its slot, its hand-over and its event for the listeners
-    // (measured, with a lambda's linking: 1.1 to 1.3 ms in a fresh JVM on a quiet machine, up to
-    // 6.8 ms at the first turns of two fresh JVMs of four threads at 200/s), and time spent after
-    // the check makes the request late unseen, close behind the next turn (see FirstGrantTest).
-    long grantedAt = time.nanoTime();
-    LimiterListener.Turn told = new LimiterListener.Turn(destination.name(), turn.outcome(),
-        Duration.ofNanos(grantedAt - called));
-    TurnStep.Granted handOver = new TurnStep.Granted(new Slot(permits, turnStart));
-    long late = time.nanoTime() - turnStart;
-    if (late <= lateLimitNanos(interval)) {
-      meter.record(grantedAt);
-      listener.turn(told);
-      return handOver;
-    }
-    long skipped = lateTurnsSkipped.incrementAndGet();
-    if (Long.bitCount(skipped) == 1) {
-      log.warn("Destination {}: a turn was given up because this process woke {} ms after it"
-              + " began (limit {} ms): a late request would arrive close behind the next one."
-              + " {} turn(s) given up so far; a busy host slows the run, not the ceiling",
-          destination.name(), late / 1_000_000, lateLimitNanos(interval) / 1_000_000,
-          skipped);
-    }
-    return nextTurn(called, deadline, intervals);
-  }
-
-  /**
-   * Half the interval, and at least {@link #MIN_LATE_LIMIT_NANOS}: a sleep cannot end more
-   * precisely than that, and without the floor turns of a few hundred microseconds would be given
-   * up over ordinary wake-up jitter. Above 500 requests/s the bound at the door is therefore the
-   * ceiling plus the turns of a millisecond, not the ceiling + 1.
-   */
-  private static long lateLimitNanos(Duration interval) {
-    return Math.max(interval.toNanos() / 2, MIN_LATE_LIMIT_NANOS);
-  }
-
-  /** A turn's start (local clock), and whether it was shared or paced locally. */
-  private record PacedTurn(long start, LimiterListener.Outcome outcome) {}
-
-  /**
-   * The cursor's answer and the instant its call returned, from which a granted wait counts (see
-   * {@link Cursor}): the turn starts at {@code at + wait}, however long this thread takes to get
-   * from the answer to the wait.
-   */
-  private record SharedAnswer(Reservation turn, long at) {}
-
-  /** What follows the wait for a turn: the turn, or NO_TURN. */
-  @FunctionalInterface
-  private interface AtTurn {
-    TurnStep at(PacedTurn turn);
-  }
-
-  /**
-   * Waits until a turn that starts by {@code deadline} and goes on {@code then} with its start, or
-   * NO_TURN. {@code interval} is the spacing at the backoff this process knows; {@code base}, the
-   * spacing without backoff, is what a cursor that keeps the fleet's backoff is asked for.
-   */
-  private TurnStep waitForTurn(Duration interval, Duration base, long deadline, AtTurn then) {
-    // During a hand-over this process already knows of, the local turn comes first and the shared
-    // turn is taken once, at the instant the request leaves.
-    return paceLocallyDuringHandOver(interval, pacedLocally -> reserving(interval, base, deadline,
-        answer -> {
-          Reservation turn = answer.turn();
-          if (turn.isLockedOut()) {
-            noteLockout(turn.lockoutReason());
-            checkNotLockedOut();
-          }
-          if (!turn.isUnavailable()) {
-            return afterSharedAnswer(answer, pacedLocally, interval, base, deadline, then);
-          }
-          long localNow = time.nanoTime();
-          long localWait = degradedWait(interval, deadline, localNow, true);
-          if (localWait < 0) {
-            return then.at(NO_TURN);
-          }
-          return TurnStep.waitThen(localWait, () -> {
-            checkNotLockedOut();
-            // If the cursor answers again by now, this turn also takes a shared one, so that turns
-            // granted locally never add to the fleet's once coordination is back.
-            long localTurn = localNow + localWait;
-            return reserving(interval, base, deadline, again -> again.turn().isUnavailable()
-                ? then.at(new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED))
-                : afterSharedAnswer(again, true, interval, base, deadline, then));
-          });
-        }));
-  }
-
-  private TurnStep afterSharedAnswer(SharedAnswer answer, boolean pacedLocally, Duration interval,
-      Duration base, long deadline, AtTurn then) {
-    Reservation turn = answer.turn();
-    if (turn.isGranted() && turn.isHandOver() && !pacedLocally) {
-      // The first news of a hand-over: the shared turn is taken again after the local one, so
-      // that it holds the instant the request leaves. A shared turn held from before the local
-      // wait would be in the past by then, and once the hand-over ends the turns still waiting
-      // locally would add to the new shared ones.
-      return paceLocallyDuringHandOver(interval, paced -> reserving(interval, base, deadline,
-          again -> again.turn().isUnavailable()
-              ? then.at(new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED))
-              : untilSharedTurn(again, then)));
-    }
-    return untilSharedTurn(answer, then);
-  }
-
-  private TurnStep untilSharedTurn(SharedAnswer answer, AtTurn then) {
-    Reservation turn = answer.turn();
-    if (turn.isLockedOut()) {
-      noteLockout(turn.lockoutReason());
-      checkNotLockedOut();
-    }
-    if (turn.isRefused()) {
-      return then.at(NO_TURN);
-    }
-    // The wait counts from the cursor's answer, not from now: a thread held up on its way here
-    // would otherwise start its turn that much late, unseen by the check for late turns, and
-    // close behind the next turn (on two busy cores, 1 or 2 of 600 reservations reached here 5 to
-    // 12 ms after the PostgreSQL cursor's answer, and 102 turns fell in one second at 100/s).
-    // A turn that began before the answer came back starts in the past: the check for late turns
-    // must see how late it already is (at 100/s with 10,000 virtual threads on two cores, answers
-    // reached their callers up to 8 ms after their turns had begun, and a turn restarted at the
-    // answer fell 2-3 ms before the next one: 102 in one second at the door).
-    long turnStart = answer.at() + turn.startsIn().toNanos();
-    return TurnStep.waitThen(turnStart - time.nanoTime(), () -> {
-      checkNotLockedOut();
-      return then.at(new PacedTurn(turnStart, LimiterListener.Outcome.SHARED));
-    });
-  }
-
-  /** {@link #reserveShared}, behind a round trip: what the asynchronous path runs on its executor. */
-  private TurnStep reserving(Duration interval, Duration base, long deadline,
-      Function<SharedAnswer, TurnStep> then) {
-    return TurnStep.roundTrip(() -> then.apply(reserveShared(interval, base, deadline)));
-  }
-
-  /** What follows the local pacing of a hand-over: whether it paced. */
-  @FunctionalInterface
-  private interface AfterPacing {
-    TurnStep paced(boolean pacedLocally);
-  }
-
-  /**
-   * While a hand-over lasts, waits until this process's next local turn, but no later than the
-   * hand-over's end: until then another process may still pace locally, so this one paces no
-   * faster than locally too; after it, every process is back on the shared cursor, and a turn
-   * still waiting locally would only hold the fleet below the ceiling. Goes on with whether it
-   * paced.
-   */
-  private TurnStep paceLocallyDuringHandOver(Duration interval, AfterPacing then) {
-    long end = handOverEnds;
-    long now = time.nanoTime();
-    if (end == NO_HAND_OVER || end - now <= 0) {
-      return then.paced(false);
-    }
-    long left = end - now;
-    return TurnStep.waitThen(Math.min(left, degradedWait(interval, NO_DEADLINE, now, false)), () -> {
-      checkNotLockedOut();
-      return then.paced(true);
-    });
-  }
-
-  /**
    * Turns given up because this process woke too late for them.
    *
    * @return the number of turns skipped
    */
   public long lateTurnsSkipped() {
-    return lateTurnsSkipped.get();
+    return turns.lateTurnsSkipped();
   }
 
   /**
@@ -665,7 +397,8 @@ public final class DestinationLimiter {
       return Answer.LOCKED_OUT;
     }
     if (destination.backoffStatusCodes().contains(status)) {
-      Optional<Duration> pause = RetryAfter.parse(retryAfter, Instant.ofEpochMilli(time.epochMillis()));
+      Optional<Duration> pause =
+          RetryAfter.parse(retryAfter, Instant.ofEpochMilli(time.epochMillis()));
       if (pause.isPresent()) {
         backoff(pause.get());
       } else {
@@ -677,6 +410,7 @@ public final class DestinationLimiter {
     return Answer.CLEAN;
   }
 
+
   /**
    * A rate-pressure response (429, 503): double the interval, up to 16 times the base: this
    * process's ({@link BackoffScope#PROCESS}), or the whole fleet's through the cursor ({@link
@@ -685,19 +419,7 @@ public final class DestinationLimiter {
   public void backoff() {
     eviction.enter();
     try {
-      if (!fleetScope) {
-        backoff.onRatePressure();
-        listener.throttled(destination.name(), backoff.multiplier());
-        return;
-      }
-      OptionalInt recorded = shared.throttled(destination.name());
-      if (recorded.isPresent()) {
-        fleetMultiplier.set(recorded.getAsInt());
-      } else {
-        fleetMultiplier.accumulateAndGet(2,
-            (m, factor) -> Math.min(Backoff.MAX_MULTIPLIER, m * factor));
-      }
-      listener.throttled(destination.name(), fleetMultiplier.get());
+      listener.throttled(destination.name(), backoff.onRatePressure(shared, destination.name()));
     } finally {
       eviction.exit();
     }
@@ -710,15 +432,12 @@ public final class DestinationLimiter {
   public void noteCleanResponse() {
     eviction.enter();
     try {
-      if (fleetScope) {
-        cleanSinceReservation.incrementAndGet();
-      } else {
-        backoff.onCleanResponse();
-      }
+      backoff.onCleanResponse();
     } finally {
       eviction.exit();
     }
   }
+
 
   /**
    * A rate-pressure response that says how long to wait ({@code Retry-After}): doubles the
@@ -741,14 +460,13 @@ public final class DestinationLimiter {
    * @param delay how long from now every turn is held
    */
   public void pause(Duration delay) {
-    Duration capped = delay.compareTo(destination.maxRetryAfter()) > 0
-        ? destination.maxRetryAfter() : delay;
+    Duration capped = holds.capped(delay);
     if (capped.isNegative() || capped.isZero()) {
       return;
     }
     eviction.enter();
     try {
-      holdUntil(time.nanoTime() + capped.toNanos());
+      holds.holdUntil(time.nanoTime() + capped.toNanos());
     } finally {
       eviction.exit();
     }
@@ -758,6 +476,8 @@ public final class DestinationLimiter {
         shared ? "every limiter sharing the cursor holds its turns until it ends"
             : "only this process knows of it (the cursor could not record it)");
   }
+
+
 
   /**
    * A lockout response (403): every later {@link #acquire()} throws, here at once and in every
@@ -772,7 +492,7 @@ public final class DestinationLimiter {
     boolean first;
     eviction.enter();
     try {
-      first = noteLockout(recorded);
+      first = holds.noteLockout(recorded);
     } finally {
       eviction.exit();
     }
@@ -782,32 +502,13 @@ public final class DestinationLimiter {
     }
   }
 
-  /** Records a lockout in this limiter; returns whether it is new. */
-  private boolean noteLockout(String reason) {
-    synchronized (lockoutLock) {
-      if (lockoutReason != null) {
-        return false;
-      }
-      lockoutReason = reason;
-    }
-    log.error("Destination {} locked out: {}. No further requests will be made.",
-        destination.name(), reason);
-    listener.lockedOut(destination.name(), reason);
-    return true;
-  }
-
-  private void holdUntil(long localNanos) {
-    pausedUntil.accumulateAndGet(localNanos,
-        (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
-  }
-
   /**
    * Turns granted before a pause and not taken because of it.
    *
    * @return the number of turns held
    */
   public long turnsHeldForPause() {
-    return turnsHeldForPause.get();
+    return holds.turnsHeldForPause();
   }
 
   /**
@@ -816,9 +517,7 @@ public final class DestinationLimiter {
    * @return the pause left
    */
   public Duration pauseLeft() {
-    long until = pausedUntil.get();
-    long left = until == NO_PAUSE ? 0 : until - time.nanoTime();
-    return Duration.ofNanos(Math.max(0, left));
+    return holds.pauseLeft();
   }
 
   /**
@@ -828,7 +527,7 @@ public final class DestinationLimiter {
    * @return whether every further turn is refused
    */
   public boolean isLockedOut() {
-    return lockoutReason != null;
+    return holds.lockoutReason() != null;
   }
 
   /**
@@ -837,7 +536,7 @@ public final class DestinationLimiter {
    * @return the reason, or null
    */
   public String lockoutReason() {
-    return lockoutReason;
+    return holds.lockoutReason();
   }
 
   /**
@@ -846,7 +545,7 @@ public final class DestinationLimiter {
    * @return the multiplier
    */
   public int backoffMultiplier() {
-    return fleetScope ? fleetMultiplier.get() : backoff.multiplier();
+    return backoff.multiplier();
   }
 
   /**
@@ -856,7 +555,7 @@ public final class DestinationLimiter {
    * @return the interval now in force
    */
   public Duration currentInterval() {
-    return Duration.ofNanos(baseIntervalNanos * backoffMultiplier());
+    return turns.currentInterval();
   }
 
   /**
@@ -865,7 +564,7 @@ public final class DestinationLimiter {
    * @return whether this process is pacing alone
    */
   public boolean isDegraded() {
-    return degraded;
+    return degraded.isDegraded();
   }
 
   /**
@@ -874,8 +573,9 @@ public final class DestinationLimiter {
    * @return turns per second
    */
   public double currentRate() {
-    return meter.perSecond(time.nanoTime());
+    return turns.currentRate();
   }
+
 
   /** The clock this limiter paces on; a fetcher measures lateness on the same one. */
   TimeSource time() {
@@ -889,133 +589,6 @@ public final class DestinationLimiter {
   /** Callers queued for a permit, blocked or asynchronous. */
   int permitsWaiting() {
     return permits.waiting();
-  }
-
-  private SharedAnswer reserveShared(Duration interval, Duration base, long deadline) {
-    long before = time.nanoTime();
-    long horizon = sharedHorizon.get();
-    // If the cursor was lost or reset, the turns granted before are still on their way: up to
-    // where this process last saw the cursor, and at most the rest of the fleet's pending turns
-    // beyond that. A restarted cursor starts after them.
-    Duration notBefore = Duration.ofNanos(horizon == Pacing.NO_CURSOR
-        ? 0
-        : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurns()) - before));
-    Reservation turn;
-    Duration maxWait =
-        deadline == NO_DEADLINE ? null : Duration.ofNanos(Math.max(0, deadline - before));
-    int clean = 0;
-    try {
-      if (fleetScope) {
-        clean = cleanSinceReservation.getAndSet(0);
-        turn = shared.reserveUnderFleetBackoff(destination.name(), base, notBefore, maxWait, clean);
-      } else {
-        turn = maxWait == null
-            ? shared.reserve(destination.name(), interval, notBefore)
-            : shared.tryReserve(destination.name(), interval, notBefore, maxWait);
-      }
-    } catch (RuntimeException e) {
-      // A cursor must not throw; if one does anyway, pacing degrades rather than stopping.
-      log.warn("Cursor {} threw instead of answering; treating it as unavailable", shared, e);
-      turn = Reservation.unavailable();
-    }
-    long answered = time.nanoTime();
-    if (fleetScope && !turn.isGranted()) {
-      cleanSinceReservation.addAndGet(clean);
-    }
-    if (turn.isGranted()) {
-      Duration spaced = interval;
-      if (turn.fleetBackoff().isPresent()) {
-        fleetMultiplier.set(turn.fleetBackoff().getAsInt());
-        spaced = base.multipliedBy(turn.fleetBackoff().getAsInt());
-      }
-      processesSeen.set(shared.fetchingProcesses(destination.name()).orElse(0));
-      long cursorAfter = answered + turn.startsIn().toNanos() + spaced.toNanos();
-      sharedHorizon.accumulateAndGet(cursorAfter, Math::max);
-      if (turn.isHandOver()) {
-        handOverEnds = answered + turn.handOverLeft().toNanos();
-      }
-    }
-    noteDegraded(turn.isUnavailable());
-    return new SharedAnswer(turn, answered);
-  }
-
-  /**
-   * The wait for a turn paced locally, or -1 if it would start after {@code deadline}.
-   *
-   * <p>Locally the interval is multiplied by the {@linkplain #degradeDivisor processes that may be
-   * fetching}. The first local turn after coordination is lost also waits until every turn the
-   * fleet may still hold on the shared cursor has passed: other processes hold at most (processes -
-   * 1) x maxConcurrency of them, queued after the last cursor position this process saw. Without that, local turns would
-   * start while the shared queue still drains, and the fleet would briefly run at twice the
-   * ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false) holds a shared turn
-   * as well, so it only keeps to the local spacing.
-   */
-  private long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
-    long intervalNanos = interval.toNanos();
-    synchronized (degradedLock) {
-      long horizon = sharedHorizon.get();
-      long fleetQueueEnd = horizon == Pacing.NO_CURSOR || !afterFleetQueue
-          ? Pacing.NO_CURSOR
-          : horizon + saturatedProduct(intervalNanos, fleetPendingTurns());
-      long stored = Math.max(degradedCursor, fleetQueueEnd);
-      long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
-      Pacing.Turn turn = deadline == NO_DEADLINE
-          ? Pacing.reserve(stored, now, localInterval)
-          : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
-      if (turn == null) {
-        return -1;
-      }
-      degradedCursor = turn.newCursor();
-      return turn.waitNanos();
-    }
-  }
-
-  /**
-   * How many processes a degraded process divides the ceiling by: {@code configured} ({@code
-   * maxFetchingProcesses}), or the processes the cursor saw taking turns if more, counted to at
-   * most {@link Destination#MOST_PROCESSES_COUNTED}. A count of 0 (none seen) or below the
-   * configured value never lowers it, and a count from a foreign row cannot slow a process beyond
-   * the cap.
-   *
-   * @param configured the destination's {@code maxFetchingProcesses}, at least 1
-   * @param seen the processes the cursor counted, 0 if none
-   * @return the divisor, at least {@code configured}
-   */
-  private static int degradeDivisor(int configured, int seen) {
-    return Math.max(configured, Math.min(seen, Destination.MOST_PROCESSES_COUNTED));
-  }
-
-  /** The processes that may be fetching the destination now: see {@link #degradeDivisor}. */
-  private int fetchingProcesses() {
-    return degradeDivisor(destination.maxFetchingProcesses(), processesSeen.get());
-  }
-
-  /** The turns the rest of the fleet may hold queued: each other process's permits. */
-  private long fleetPendingTurns() {
-    return (long) (fetchingProcesses() - 1) * destination.maxConcurrency();
-  }
-
-  private static long saturatedProduct(long a, long b) {
-    long high = Math.multiplyHigh(a, b);
-    long low = a * b;
-    return (high == 0 && low >= 0) ? low : Long.MAX_VALUE / 4;
-  }
-
-  private void noteDegraded(boolean nowDegraded) {
-    if (nowDegraded != degraded) {
-      degraded = nowDegraded;
-      if (nowDegraded) {
-        int processes = fetchingProcesses();
-        log.warn("Destination {}: shared cursor unavailable, pacing locally at {}/s "
-                + "(ceiling {}/s divided by {} processes: maxFetchingProcesses {}, {} seen"
-                + " taking turns)",
-            destination.name(), destination.ratePerSecond() / processes,
-            destination.ratePerSecond(), processes, destination.maxFetchingProcesses(),
-            processesSeen.get());
-      } else {
-        log.info("Destination {}: shared cursor available again", destination.name());
-      }
-    }
   }
 
   private Slot refuse(long called) {
@@ -1032,10 +605,7 @@ public final class DestinationLimiter {
   }
 
   private void checkNotLockedOut() {
-    String reason = lockoutReason;
-    if (reason != null) {
-      throw new LockedOutException(destination.name(), reason);
-    }
+    holds.checkNotLockedOut();
   }
 
   @Override

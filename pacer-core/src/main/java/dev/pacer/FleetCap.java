@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.spi.FleetSlots;
 import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;

@@ -1,5 +1,7 @@
 package dev.pacer;
 
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.FleetSlots;
 import java.lang.ref.ReferenceQueue;
 import java.lang.ref.WeakReference;
 import java.time.Duration;

@@ -3,10 +3,7 @@ package dev.pacer;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The listeners of one {@link LimiterRegistry}, told as one: each event goes to every listener in
@@ -15,19 +12,15 @@ import org.slf4j.LoggerFactory;
  */
 final class Listeners implements LimiterListener {
 
-  private static final Logger log = LoggerFactory.getLogger(Listeners.class);
-
-  /** A listener and whether its failure has been logged. */
-  private record Entry(LimiterListener listener, AtomicBoolean failed) {}
-
-  private final List<Entry> entries = new CopyOnWriteArrayList<>();
+  private final List<GuardedListener<LimiterListener>> entries = new CopyOnWriteArrayList<>();
 
   /** Adds {@code listener}, and tells it of the limiters handed out before it came. */
   void add(LimiterListener listener, Collection<DestinationLimiter> existing) {
-    Entry entry = new Entry(listener, new AtomicBoolean());
+    GuardedListener<LimiterListener> entry = new GuardedListener<>(listener, Listeners.class,
+        () -> "Limiter listener " + listener, "pacing goes on");
     entries.add(entry);
     for (DestinationLimiter limiter : existing) {
-      tell(entry, l -> l.limiterCreated(limiter));
+      entry.tell(l -> l.limiterCreated(limiter));
     }
   }
 
@@ -48,11 +41,11 @@ final class Listeners implements LimiterListener {
    */
   @Override
   public void turn(Turn turn) {
-    for (Entry e : entries) {
+    for (GuardedListener<LimiterListener> e : entries) {
       try {
         e.listener().turn(turn);
       } catch (RuntimeException ex) {
-        failed(e, ex);
+        e.failed(ex);
       }
     }
   }
@@ -68,24 +61,8 @@ final class Listeners implements LimiterListener {
   }
 
   private void tell(Consumer<LimiterListener> event) {
-    for (Entry e : entries) {
-      tell(e, event);
-    }
-  }
-
-  /** Tells one listener of an event; what it throws is logged once and goes no further. */
-  private static void tell(Entry e, Consumer<LimiterListener> event) {
-    try {
-      event.accept(e.listener());
-    } catch (RuntimeException ex) {
-      failed(e, ex);
-    }
-  }
-
-  private static void failed(Entry e, RuntimeException ex) {
-    if (e.failed().compareAndSet(false, true)) {
-      log.warn("Limiter listener {} threw; pacing goes on, and its later failures are not"
-          + " logged", e.listener(), ex);
+    for (GuardedListener<LimiterListener> e : entries) {
+      e.tell(event);
     }
   }
 }

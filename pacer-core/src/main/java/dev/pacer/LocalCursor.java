@@ -1,6 +1,9 @@
 package dev.pacer;
 
+import dev.pacer.internal.Backoff;
 import dev.pacer.internal.Pacing;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -101,13 +104,13 @@ public final class LocalCursor implements Cursor {
 
     FleetBackoff counting(int cleanAnswers) {
       int counted = clean + cleanAnswers;
-      return counted >= BackoffScope.CLEAN_ANSWERS_TO_HALVE
-          ? new FleetBackoff(Math.max(1, multiplier / 2), 0)
+      return Backoff.halves(counted)
+          ? new FleetBackoff(Backoff.halved(multiplier), 0)
           : new FleetBackoff(multiplier, counted);
     }
 
     FleetBackoff throttled() {
-      return new FleetBackoff(Math.min(BackoffScope.MAX_MULTIPLIER, multiplier * 2), 0);
+      return new FleetBackoff(Backoff.doubled(multiplier), 0);
     }
   }
 

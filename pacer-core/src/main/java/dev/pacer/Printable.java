@@ -3,6 +3,7 @@ package dev.pacer;
 import java.io.FilterWriter;
 import java.io.IOException;
 import java.io.Writer;
+import java.util.Locale;
 
 /**
  * Renders a user-supplied value for an error message: quoted, control characters escaped as
@@ -79,6 +80,37 @@ public final class Printable {
         }
       }
     };
+  }
+
+  /**
+   * {@code s} as a JSON string literal (RFC 8259), for a line a program reads: quoted, with the
+   * quote and the backslash escaped, line feed, carriage return and tab as their two-character
+   * escapes, and the other C0 controls, DEL and the line and paragraph separators as {@code
+   * \\uXXXX}, so that the literal is one line and can be embedded in JavaScript as well. Not cut.
+   *
+   * @param s any string, not null
+   * @return the literal, quotes included
+   */
+  public static String json(String s) {
+    StringBuilder out = new StringBuilder(s.length() + 2).append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"' -> out.append("\\\"");
+        case '\\' -> out.append("\\\\");
+        case '\n' -> out.append("\\n");
+        case '\r' -> out.append("\\r");
+        case '\t' -> out.append("\\t");
+        default -> {
+          if (c < 0x20 || c == 0x7f || c == 0x2028 || c == 0x2029) {
+            out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+          } else {
+            out.append(c);
+          }
+        }
+      }
+    }
+    return out.append('"').toString();
   }
 
   private static boolean mustEscape(char c) {

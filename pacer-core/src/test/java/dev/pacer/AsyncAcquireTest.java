@@ -2,6 +2,8 @@ package dev.pacer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

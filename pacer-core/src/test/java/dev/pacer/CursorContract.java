@@ -3,6 +3,8 @@ package dev.pacer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -312,6 +314,25 @@ public abstract class CursorContract {
         GAP.multipliedBy(5), "then by four gaps");
     assertThat(cursor().reserve(name, GAP).isGranted()).as("a plain reservation still works")
         .isTrue();
+  }
+
+  @Test
+  void theFleetsBackoffDoublesToItsCapAndHalvesToOne() {
+    assumeTrue(cursor().keepsFleetBackoff(), "this layout keeps no fleet backoff");
+    String name = freshName();
+    int expected = 1;
+    for (int i = 0; i < 6; i++) {
+      expected = Math.min(BackoffScope.MAX_MULTIPLIER, expected * 2);
+      assertThat(cursor().throttled(name)).as("rate answer %d", i + 1).hasValue(expected);
+    }
+    assertThat(expected).isEqualTo(16);
+    for (int i = 0; i < 6; i++) {
+      expected = Math.max(1, expected / 2);
+      assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null,
+          BackoffScope.CLEAN_ANSWERS_TO_HALVE).fleetBackoff()).as("halving %d", i + 1)
+          .hasValue(expected);
+    }
+    assertThat(expected).isEqualTo(1);
   }
 
   @Test

@@ -3,6 +3,9 @@ package dev.pacer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.FleetSlots;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

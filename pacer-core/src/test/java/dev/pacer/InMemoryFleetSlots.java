@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.spi.FleetSlots;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;

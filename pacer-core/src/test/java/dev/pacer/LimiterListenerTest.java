@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.LimiterListener.Outcome;
 import dev.pacer.LimiterListener.Turn;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.spi.Cursor;
 import java.time.Duration;
 
 /** The contract on a fake clock: no time passes between reservations, so every turn is exact. */

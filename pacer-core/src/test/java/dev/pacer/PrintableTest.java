@@ -34,4 +34,14 @@ class PrintableTest {
     assertThat(Printable.quote("x".repeat(100))).isEqualTo("\"" + "x".repeat(80) + "...\"");
     assertThat(Printable.quote(null)).isEqualTo("null");
   }
+
+  @Test
+  void aJsonLiteralIsOneLineAndKeepsEveryOtherCharacter() {
+    assertThat(Printable.json("a\"b\\c\n\r\t")).isEqualTo("\"a\\\"b\\\\c\\n\\r\\t\"");
+    assertThat(Printable.json("\u0000\u001b\u007f\u2028\u2029"))
+        .isEqualTo("\"\\u0000\\u001b\\u007f\\u2028\\u2029\"");
+    assertThat(Printable.json("héllo ✓ " + "x".repeat(100)))
+        .as("not cut, and nothing printable escaped")
+        .isEqualTo("\"héllo ✓ " + "x".repeat(100) + "\"");
+  }
 }

@@ -1,5 +1,7 @@
 package dev.pacer;
 
+import dev.pacer.spi.Reservation;
+
 /**
  * A clock that remembers, for each thread, the instant it last read, so that a test can place a
  * granted turn exactly: a cursor's wait counts from its last reading of its clock, so that reading

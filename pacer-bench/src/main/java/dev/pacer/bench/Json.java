@@ -1,5 +1,6 @@
 package dev.pacer.bench;
 
+import dev.pacer.Printable;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
@@ -77,24 +78,7 @@ final class Json {
   }
 
   private static void string(StringBuilder out, String s) {
-    out.append('"');
-    for (char c : s.toCharArray()) {
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
-    out.append('"');
+    out.append(Printable.json(s));
   }
 
   private static void pad(StringBuilder out, int n) {

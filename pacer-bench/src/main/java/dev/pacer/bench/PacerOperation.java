@@ -1,6 +1,6 @@
 package dev.pacer.bench;
 
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TableLayout;

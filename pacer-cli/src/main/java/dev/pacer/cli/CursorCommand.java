@@ -1,6 +1,6 @@
 package dev.pacer.cli;
 
-import dev.pacer.CursorStoreException;
+import dev.pacer.spi.CursorStoreException;
 import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.postgres.PostgresCursor;

@@ -2,7 +2,7 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.FleetSlots;
+import dev.pacer.spi.FleetSlots;
 import dev.pacer.TimeSource;
 import dev.pacer.testing.Timeline;
 import dev.pacer.cli.run.DispatchSlot;

@@ -1,9 +1,14 @@
 package dev.pacer.internal;
 
-import dev.pacer.BackoffScope;
-
 /**
- * The per-process throttle multiplier on a destination's interval: "throttle, don't halt".
+ * The backoff rule, the one home of its arithmetic: a rate-pressure answer doubles the multiplier,
+ * up to {@link #MAX_MULTIPLIER}; {@link #CLEAN_STREAK_TO_DECAY} clean answers since the last one
+ * halve it, never below 1. {@code BackoffScope} publishes the two constants for backends that
+ * write the rule in another language (the PostgreSQL statement); {@code LocalCursor} and the
+ * limiter's fleet multiplier apply {@link #doubled} and {@link #halved}.
+ *
+ * <p>An instance is the per-process throttle multiplier on a destination's interval: "throttle,
+ * don't halt".
  *
  * <p>Each rate-pressure response (429, 503) doubles the multiplier, up to {@link #MAX_MULTIPLIER},
  * and restarts the clean streak. After {@link #CLEAN_STREAK_TO_DECAY} consecutive clean responses
@@ -13,15 +18,47 @@ import dev.pacer.BackoffScope;
  */
 public final class Backoff {
 
-  public static final int MAX_MULTIPLIER = BackoffScope.MAX_MULTIPLIER;
-  public static final int CLEAN_STREAK_TO_DECAY = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
+  /** The most a backoff widens the interval. */
+  public static final int MAX_MULTIPLIER = 16;
+  /** Clean answers since the last rate-pressure answer that halve the multiplier. */
+  public static final int CLEAN_STREAK_TO_DECAY = 100;
+
+  /**
+   * The multiplier after a rate-pressure answer.
+   *
+   * @param multiplier the multiplier before, 1 to {@link #MAX_MULTIPLIER}
+   * @return twice it, at most {@link #MAX_MULTIPLIER}
+   */
+  public static int doubled(int multiplier) {
+    return Math.min(MAX_MULTIPLIER, multiplier * 2);
+  }
+
+  /**
+   * The multiplier after {@link #CLEAN_STREAK_TO_DECAY} clean answers.
+   *
+   * @param multiplier the multiplier before
+   * @return half of it, at least 1
+   */
+  public static int halved(int multiplier) {
+    return Math.max(1, multiplier / 2);
+  }
+
+  /**
+   * Whether {@code clean} answers since the last rate-pressure answer halve the multiplier.
+   *
+   * @param clean the clean answers counted
+   * @return whether they are {@link #CLEAN_STREAK_TO_DECAY} or more
+   */
+  public static boolean halves(int clean) {
+    return clean >= CLEAN_STREAK_TO_DECAY;
+  }
 
   private int multiplier = 1;
   private int cleanStreak;
 
   /** Doubles the multiplier (capped) and restarts the clean streak. */
   public synchronized void onRatePressure() {
-    multiplier = Math.min(MAX_MULTIPLIER, multiplier * 2);
+    multiplier = doubled(multiplier);
     cleanStreak = 0;
   }
 
@@ -31,8 +68,8 @@ public final class Backoff {
       return;
     }
     cleanStreak++;
-    if (cleanStreak >= CLEAN_STREAK_TO_DECAY) {
-      multiplier = Math.max(1, multiplier / 2);
+    if (halves(cleanStreak)) {
+      multiplier = halved(multiplier);
       cleanStreak = 0;
     }
   }

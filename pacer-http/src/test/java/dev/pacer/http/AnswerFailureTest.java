@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
 import java.net.InetSocketAddress;

@@ -1,6 +1,6 @@
 package dev.pacer.http;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;

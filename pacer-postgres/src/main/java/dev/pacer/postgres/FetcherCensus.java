@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How many processes take turns of each destination, for a degraded limiter's divisor ({@link
- * dev.pacer.Cursor#fetchingProcesses}): the cursor's share of a small table beside the cursors, in
+ * dev.pacer.spi.Cursor#fetchingProcesses}): the cursor's share of a small table beside the cursors, in
  * which each cursor, as one process, stamps the destinations it reserved turns of.
  *
  * <p>At most once a {@link #PERIOD}, before a reservation and on its connection, one statement

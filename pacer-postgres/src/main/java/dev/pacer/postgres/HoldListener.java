@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.postgres.internal.CursorSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

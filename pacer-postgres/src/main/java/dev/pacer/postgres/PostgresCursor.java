@@ -1,10 +1,12 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
-import dev.pacer.CursorStoreException;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.CursorStoreException;
 import dev.pacer.Destination;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
+import dev.pacer.postgres.ReservationStatement.Answered;
+import dev.pacer.postgres.ReservationStatement.Ask;
 import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.CursorSql;
 import java.sql.Connection;
@@ -12,16 +14,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.sql.Types;
 import java.time.Duration;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -49,11 +47,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Reservations waiting together share a round trip.</b> Plain reservations ({@link #reserve}
  * and {@link #tryReserve}) that queue for the connection are made together by whichever of them
  * takes it next: one statement per destination and interval reserves {@code k} consecutive turns
- * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of them,
- * in the order they asked, spaced by the interval: the same turns {@code k} statements made at that
- * instant would have granted, for one round trip instead of {@code k}. Sampled in the 32 fetch
- * threads of {@code pacer fetch} on two cores, where the ceiling did not bind (docs/benchmarks.md):
- * waiting for this connection took 10.2 % of their time before, 5.9 % after. A combined
+ * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of
+ * them, in the order they asked, spaced by the interval: the same turns {@code k} statements made
+ * at that instant would have granted, for one round trip instead of {@code k}, so that many
+ * threads of one process wait for the connection less (docs/benchmarks.md). A combined
  * reservation that is refused (a {@code maxWait} the later turns would pass) is made again one
  * caller at a time, so that no caller is refused a turn it would have been granted alone.
  * Reservations under the fleet's backoff carry their own counts of clean answers and are made one
@@ -117,17 +114,12 @@ import org.slf4j.LoggerFactory;
 public final class PostgresCursor implements Cursor, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresCursor.class);
-  static final int REHEARSALS = 5;
-  /** Not a valid destination name (those hold no whitespace), so never a real cursor. */
-  private static final String REHEARSAL_KEY = " pacer rehearsal ";
 
   private final PostgresCursorConfig config;
   private final CursorSql sql;
   private final TimeSource time;
-  private final DatabaseClock databaseClock = new DatabaseClock();
   private final long timeoutNanos;
   private final int timeoutMillis;
-  private final long resetBeyondMicros;
   private final OutagePolicy policy;
   /** The scheduler of a policy this cursor made for itself, closed with it. */
   private final OutagePolicy.DaemonScheduler ownScheduler;
@@ -141,10 +133,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final KeptConnection session;
   /** The processes taking turns of each destination; null where the layout keeps no census. */
   private final FetcherCensus census;
-  /** The reservation statements, plain and under the fleet's backoff, on {@link #statementConnection}. */
-  private PreparedStatement reserveStatement;
-  private PreparedStatement fleetReserveStatement;
-  private Connection statementConnection;
+  /** The pauses and lockouts, recorded, read and heard. */
+  private final CursorHolds holds;
+  /** The reservation statement, prepared on the connection. */
+  private final ReservationStatement statement;
   /** What the server behind the session keeps; set with each connection opened. */
   private ServerSession server = ServerSession.OWN;
   private long openTimeoutNanos;
@@ -152,14 +144,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private volatile boolean closed;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong connectionAttempts = new AtomicLong();
-  private HoldListener holdListener;
-  /**
-   * The listener's connection is opened in the background, where nobody waits for it: it may take
-   * as long as a cold start on a busy host needs.
-   */
-  private static final Duration LISTENER_CONNECT_TIMEOUT = Duration.ofSeconds(10);
-  /** How long the listener's connection may hear nothing before it checks it can still hear. */
-  private static final Duration LISTENER_PROBE_EVERY = Duration.ofSeconds(5);
 
   /**
    * A cursor as {@code config} says; it connects at its first reservation or at {@link
@@ -172,8 +156,10 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     this.sql = config.layout().sql();
     this.time = config.time();
     this.timeoutNanos = config.operationTimeout().toNanos();
-    this.timeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, config.operationTimeout().toMillis()));
-    this.resetBeyondMicros = ceilMicros(config.resetBeyond());
+    this.timeoutMillis =
+        (int) Math.max(1, Math.min(Integer.MAX_VALUE, config.operationTimeout().toMillis()));
+    this.statement = new ReservationStatement(config, sql, timeoutMillis,
+        ceilMicros(config.resetBeyond()));
     this.openTimeoutNanos = timeoutNanos;
     if (config.outagePolicy().isPresent()) {
       this.ownScheduler = null;
@@ -194,6 +180,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
             ConcurrentCreate.execute(session, sql.census().createTable());
           }
         });
+    this.holds = new CursorHolds(sql, config, policy, timeoutMillis, this::onSession,
+        () -> server);
   }
 
   @Override
@@ -209,31 +197,38 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
 
   @Override
   public void clear(String name) {
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
-      if (!locked) {
-        throw new CursorStoreException("cursor connection busy; could not clear " + name, null);
-      }
-      if (closed) {
-        throw new CursorStoreException("cursor closed; could not clear " + name, null);
-      }
-      session.call(c -> {
+      ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed, () -> session.call(c -> {
         try (PreparedStatement delete = server.prepare(c, sql.clear(), timeoutMillis)) {
           delete.setString(1, sql.key(name));
           return delete.executeUpdate();
         }
+      }), why -> {
+        throw new CursorStoreException(why == ConnectionGuard.Refusal.BUSY
+            ? "cursor connection busy; could not clear " + name
+            : "cursor closed; could not clear " + name, null);
       });
     } catch (SQLException e) {
       throw new CursorStoreException("could not clear cursor " + name + ": " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new CursorStoreException("interrupted while clearing cursor " + name, e);
-    } finally {
-      if (locked) {
+    }
+  }
+
+  /** The connection's lock, as {@link ConnectionGuard} takes it: free within {@code nanos}. */
+  private ConnectionGuard.Lock laneWithin(long nanos) {
+    return new ConnectionGuard.Lock() {
+      @Override
+      public boolean take() throws InterruptedException {
+        return lane.tryHold(nanos, TimeUnit.NANOSECONDS);
+      }
+
+      @Override
+      public void release() {
         lane.release();
       }
-    }
+    };
   }
 
   /**
@@ -244,20 +239,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    */
   @Override
   public boolean pause(String name, Duration delay) {
-    CursorSql.Holds holds = sql.holds();
-    Duration held = delay.compareTo(Destination.LONGEST_RETRY_AFTER) > 0
-        ? Destination.LONGEST_RETRY_AFTER : delay;
-    return onSession("pause " + name, c -> {
-      try (PreparedStatement pause = server.prepare(c, holds.pause(), timeoutMillis)) {
-        pause.setString(1, sql.key(name));
-        pause.setLong(2, ceilMicros(held));
-        if (holds.channel() != null) {
-          pause.setString(3, holds.channel());
-        }
-        pause.executeQuery().close();
-        return true;
-      }
-    });
+    return holds.pause(name, delay);
   }
 
   /**
@@ -267,79 +249,30 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    */
   @Override
   public boolean lockOut(String name, String reason) {
-    CursorSql.Holds holds = sql.holds();
-    if (!holds.recordsLockouts()) {
-      return false;
-    }
-    return onSession("lock out " + name, c -> {
-      try (PreparedStatement lockOut = server.prepare(c, holds.lockOut(), timeoutMillis)) {
-        lockOut.setString(1, sql.key(name));
-        lockOut.setString(2, reason);
-        lockOut.setString(3, holds.channel());
-        lockOut.executeQuery().close();
-        return true;
-      }
-    });
+    return holds.lockOut(name, reason);
   }
 
   @Override
   public void clearLockout(String name) {
-    String clearLockout = sql.holds().clearLockout();
-    if (clearLockout == null) {
-      return;
-    }
-    if (!onSession("clear the lockout of " + name, c -> {
-      try (PreparedStatement clear = server.prepare(c, clearLockout, timeoutMillis)) {
-        clear.setString(1, sql.key(name));
-        clear.executeUpdate();
-        return true;
-      }
-    })) {
-      throw new CursorStoreException("could not clear the lockout of " + name, null);
-    }
+    holds.clearLockout(name);
   }
 
   /**
    * Starts, at the first call, this cursor's listener: a connection of its own that waits for the
    * pauses and lockouts any process announces, and hands each to the listeners of its destination
    * within milliseconds (where no notification reaches it, within about {@link
-   * PostgresCursorConfig#holdPollInterval}). See {@link HoldListener}. The key/value layout announces nothing, and
-   * starts none.
+   * PostgresCursorConfig#holdPollInterval}). See {@link HoldListener}. The key/value layout
+   * announces nothing, and starts none.
    */
   @Override
   public void listen(String name, Cursor.Listener listener) {
-    if (sql.holds().channel() == null) {
-      return;
-    }
-    HoldListener started;
-    synchronized (this) {
-      if (closed) {
-        return;
-      }
-      if (holdListener == null) {
-        holdListener = new HoldListener(sql, policy,
-            () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos(),
-                PostgresCursorConfig.LISTENER_CONNECTION),
-            LISTENER_PROBE_EVERY, config.operationTimeout(), config.holdPollInterval());
-        holdListener.add(sql.key(name), listener);
-        holdListener.start(config.operationTimeout());
-        return;
-      }
-      started = holdListener;
-    }
-    started.add(sql.key(name), listener);
+    holds.listen(name, listener);
   }
 
-  /** Stops handing {@code listener} the pauses and lockouts of {@code name}; see {@link #listen}. */
+  /** Stops handing {@code listener} the pauses and lockouts of {@code name} ({@link #listen}). */
   @Override
   public void unlisten(String name, Cursor.Listener listener) {
-    HoldListener started;
-    synchronized (this) {
-      started = holdListener;
-    }
-    if (started != null) {
-      started.remove(sql.key(name), listener);
-    }
+    holds.unlisten(name, listener);
   }
 
   /**
@@ -352,28 +285,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * @throws CursorStoreException if PostgreSQL cannot be asked
    */
   public DestinationHolds holdsInForce(String name) {
-    if (sql.holds().read() == null) {
-      return DestinationHolds.NONE;
-    }
-    DestinationHolds[] read = {DestinationHolds.NONE};
-    boolean answered = onSession("read the holds of " + name, c -> {
-      try (PreparedStatement s = server.prepare(c, sql.holds().read(), timeoutMillis)) {
-        s.setString(1, sql.key(name));
-        s.setString(2, sql.key(name));
-        try (ResultSet row = s.executeQuery()) {
-          if (row.next()) {
-            long pauseMicros = Math.max(0, row.getLong(1));
-            read[0] = new DestinationHolds(Duration.of(pauseMicros, ChronoUnit.MICROS),
-                Optional.ofNullable(row.getString(2)));
-          }
-        }
-        return true;
-      }
-    });
-    if (!answered) {
-      throw new CursorStoreException("could not read the holds of " + name, null);
-    }
-    return read[0];
+    return holds.inForce(name);
   }
 
   /** Runs {@code work} on the cursor's connection; false if it failed or the cursor is closed. */
@@ -381,13 +293,9 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (closed || policy.refusesNow()) {
       return false;
     }
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeoutNanos * 2, TimeUnit.NANOSECONDS);
-      if (!locked || closed) {
-        return false;
-      }
-      return session.call(work);
+      return ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed,
+          () -> session.call(work), why -> false);
     } catch (SQLException e) {
       log.warn("Could not {} in PostgreSQL: {} [SQLState {}]", what, e.getMessage(),
           e.getSQLState());
@@ -395,10 +303,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
-    } finally {
-      if (locked) {
-        lane.release();
-      }
     }
   }
 
@@ -417,19 +321,16 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * @return whether the cursor is connected
    */
   public boolean connect(Duration timeout) {
-    boolean locked = false;
     try {
-      locked = lane.tryHold(timeout.toNanos(), TimeUnit.NANOSECONDS);
-      if (!locked || closed) {
-        return false;
-      }
-      openTimeoutNanos = timeout.toNanos();
-      try {
-        session.open();
-      } finally {
-        openTimeoutNanos = timeoutNanos;
-      }
-      return true;
+      return ConnectionGuard.run(laneWithin(timeout.toNanos()), () -> closed, () -> {
+        openTimeoutNanos = timeout.toNanos();
+        try {
+          session.open();
+        } finally {
+          openTimeoutNanos = timeoutNanos;
+        }
+        return true;
+      }, why -> false);
     } catch (SQLException e) {
       log.warn("Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]", timeout,
           e.getMessage(), e.getSQLState());
@@ -437,10 +338,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
-    } finally {
-      if (locked) {
-        lane.release();
-      }
     }
   }
 
@@ -490,26 +387,21 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     return config;
   }
 
-  /** Gives the connection back (reset, if borrowed from a pool); later reservations answer unavailable. */
+  /**
+   * Gives the connection back (reset, if borrowed from a pool); later reservations answer
+   * unavailable.
+   */
   @Override
   public void close() {
     closed = true;
-    HoldListener listener;
-    synchronized (this) {
-      listener = holdListener;
-    }
-    if (listener != null) {
-      listener.close();
-    }
+    holds.close();
     if (ownScheduler != null) {
       ownScheduler.close();
     }
     lane.hold();
     try {
       session.close();
-      reserveStatement = null;
-      fleetReserveStatement = null;
-      statementConnection = null;
+      statement.forget();
     } finally {
       lane.release();
     }
@@ -649,7 +541,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         if (census != null) {
           census.takeIfDue(c);
         }
-        return reserveCreatingTable(c, ask);
+        return statement.reserveCreatingTable(c, server, ask);
       });
       return answered.reservation().isGranted()
           ? answered.handingOver(policy.handOverLeft()) : answered;
@@ -689,129 +581,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   /**
-   * The statement's answer, a granted turn's start kept as an instant on this process's clock
-   * ({@code turnAt}) until the reservation returns, so that its wait counts from the return, as
-   * {@link Cursor} has it: a thread held up between the answer and the return (by the scheduler,
-   * on a busy host: up to 43 ms measured on two cores at load 40) would otherwise start its turn
-   * that much late. For a granted answer {@code reservation} carries only the fleet's backoff;
-   * its wait is {@code turnAt}'s.
-   */
-  private record Answered(Reservation reservation, long turnAt, Duration handOverLeft) {
-
-    static Answered notGranted(Reservation reservation) {
-      return new Answered(reservation, 0, Duration.ZERO);
-    }
-
-    /** The same answer for a turn {@code nanos} after this one. */
-    Answered later(long nanos) {
-      return new Answered(reservation, turnAt + nanos, handOverLeft);
-    }
-
-    Answered handingOver(Duration left) {
-      return new Answered(reservation, turnAt, left);
-    }
-
-    Reservation waitingFrom(long now) {
-      if (!reservation.isGranted()) {
-        return reservation;
-      }
-      Reservation granted = Reservation.grantedNanos(turnAt - now);
-      OptionalInt backoff = reservation.fleetBackoff();
-      Reservation turn = backoff.isPresent()
-          ? granted.withFleetBackoff(backoff.getAsInt()) : granted;
-      return handOverLeft.isZero() ? turn : turn.duringHandOver(handOverLeft);
-    }
-  }
-
-  /** A dropped table (SQLState 42P01) is created again and the reservation made once more. */
-  private Answered reserveCreatingTable(Connection c, Ask ask) throws SQLException {
-    try {
-      return execute(c, ask);
-    } catch (SQLException e) {
-      if (!"42P01".equals(e.getSQLState()) || sql.createTable() == null) {
-        throw e;
-      }
-      log.warn("Cursor table missing ({}); creating it again", e.getMessage());
-      try (Statement session = c.createStatement()) {
-        createTable(session);
-      }
-      return execute(c, ask);
-    }
-  }
-
-  /** One reservation's parameters (see {@link CursorSql}). */
-  private record Ask(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros,
-      boolean fleet, int cleanAnswers) {}
-
-  private Answered execute(Connection c, Ask ask) throws SQLException {
-    PreparedStatement statement = reserveStatement(c, ask.fleet());
-    statement.setString(1, ask.key());
-    statement.setLong(2, ask.gapMicros());
-    statement.setLong(3, resetBeyondMicros);
-    if (ask.maxWaitMicros() == null) {
-      statement.setNull(4, Types.BIGINT);
-    } else {
-      statement.setLong(4, ask.maxWaitMicros());
-    }
-    statement.setLong(5, Math.max(0, ask.notBeforeMicros()));
-    if (ask.fleet()) {
-      statement.setInt(6, ask.cleanAnswers());
-    }
-    long asked = time.nanoTime();
-    try (ResultSet row = statement.executeQuery()) {
-      long answered = time.nanoTime();
-      if (!row.next()) {
-        return Answered.notGranted(Reservation.refused());
-      }
-      long waitMicros = row.getLong(1);
-      if (row.wasNull()) {
-        String lockout = row.getString(5);
-        return Answered.notGranted(
-            lockout == null ? Reservation.refused() : Reservation.lockedOut(lockout));
-      }
-      long priorAheadMicros = row.getLong(2);
-      boolean priorReadable = !row.wasNull();
-      boolean priorExisted = row.getBoolean(3);
-      if (priorExisted && !priorReadable) {
-        log.warn("Cursor {} held an unreadable value; overwritten with now", ask.key());
-      } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
-        log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
-            ask.key(), priorAheadMicros / 1_000_000, config.resetBeyond());
-      }
-      long databaseNowMicros = row.getLong(4);
-      long turnAt = answered + databaseClock.waitFromAnswer(asked, answered,
-          databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
-      int fleetBackoff = row.getInt(6);
-      Reservation turn = Reservation.granted(Duration.ZERO);
-      return new Answered(row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt,
-          Duration.ZERO);
-    }
-  }
-
-  /** The statements prepared once per connection, planned for the primary key (see openSession). */
-  private PreparedStatement reserveStatement(Connection c, boolean fleet) throws SQLException {
-    if (statementConnection != c) {
-      reserveStatement = null;
-      fleetReserveStatement = null;
-      statementConnection = c;
-    }
-    if (fleet) {
-      if (fleetReserveStatement == null) {
-        fleetReserveStatement = prepare(c, sql.fleetBackoff().reserve());
-      }
-      return fleetReserveStatement;
-    }
-    if (reserveStatement == null) {
-      reserveStatement = prepare(c, sql.reserve());
-    }
-    return reserveStatement;
-  }
-
-  private PreparedStatement prepare(Connection c, String statementSql) throws SQLException {
-    return server.prepareForReuse(c, statementSql, timeoutMillis);
-  }
-
-  /**
    * The probe of a policy this cursor made for itself: reconnects at the retry boundary on the
    * policy's background thread rather than at whichever reservation comes first after it, so that
    * every process of a fleet tries within milliseconds of the others, and the reconnection stays
@@ -839,22 +608,21 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
         // The generic plan is made once, at the first reservation, when the table may hold a
         // page or two and a sequential scan looks cheapest for the statement's read of the prior
         // value. A hot key's updates then grow the table (HOT pruning loses to concurrent pins),
-        // and that scan would read every page on every reservation: measured on one key from 4
-        // clients, 27,000/s falling to 8,000/s within 20 s. This session runs only primary-key
-        // statements, for which the index is always the right path. Behind a pooler nothing is
-        // set: each statement is planned where it runs, on the table as it is then, and carries
-        // its own deadline.
+        // and that scan would read every page on every reservation, the rate falling by a multiple
+        // within seconds on one hot key. This session runs only primary-key statements, for which
+        // the index is always the right path. Behind a pooler nothing is set: each statement is
+        // planned where it runs, on the table as it is then, and carries its own deadline.
         server.set(session, sessionSettings());
         // On every connection, not only the first: the rehearsal below needs the table, and a
         // database found again after an outage may have come back without it.
         if (sql.createTable() != null) {
-          createTable(session);
+          statement.createTable(session);
         }
       }
       if (census != null) {
         census.makeTable(fresh);
       }
-      rehearse(fresh);
+      statement.rehearse(fresh, server);
       return fresh;
     } catch (SQLException e) {
       if (config.dataSource() != null) {
@@ -870,33 +638,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  /**
-   * Runs the reservation statement {@value #REHEARSALS} times on a key of its own, in a
-   * transaction it rolls back, so nothing is reserved or kept: on every connection opened, by
-   * {@link #connect} or by the reservation that finds none. The statement is prepared and planned,
-   * the code that runs it is loaded, and {@link DatabaseClock} has samples from quick round trips,
-   * all before the turn that follows. Without it the first reservation on a connection is the slow
-   * one (three worker JVMs starting on one core measured 48 to 68 ms against 1 to 5 ms later), and
-   * the turn is placed on the database's clock through that slow trip alone: the first sample's
-   * half round trip measured 7 to 13 ms in fresh JVMs and 1.2 to 2.1 ms on a new connection in a
-   * warm one, and the better samples after it moved the clock's offset by up to 8.5 ms, enough to
-   * bring a first request within less than an interval of the next at 200/s.
-   */
-  private void rehearse(Connection c) throws SQLException {
-    c.setAutoCommit(false);
-    try {
-      for (int i = 0; i < REHEARSALS; i++) {
-        execute(c, new Ask(sql.key(REHEARSAL_KEY), 1, 0, null, false, 0));
-      }
-    } finally {
-      try {
-        c.rollback();
-      } finally {
-        c.setAutoCommit(true);
-      }
-    }
-  }
-
   private Map<String, String> sessionSettings() {
     Map<String, String> settings = new LinkedHashMap<>();
     settings.put("statement_timeout", Integer.toString(timeoutMillis));
@@ -905,10 +646,6 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     settings.put("plan_cache_mode", "force_generic_plan");
     settings.put("enable_seqscan", "off");
     return settings;
-  }
-
-  private void createTable(Statement session) throws SQLException {
-    ConcurrentCreate.execute(session, sql.createTable());
   }
 
   private Connection openConnection(long connectTimeoutNanos) throws SQLException {
@@ -923,7 +660,7 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  private static long ceilMicros(Duration d) {
+  static long ceilMicros(Duration d) {
     long nanos = d.toNanos();
     return (nanos + 999) / 1000;
   }

@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.FleetSlots;
+import dev.pacer.spi.FleetSlots;
 import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.FleetSlotSql;
 import java.sql.Connection;
@@ -78,6 +78,19 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
   private final int timeoutMillis;
   private final KeptConnection session;
   private final ReentrantLock connectionLock = new ReentrantLock();
+  /** {@link #connectionLock} as {@link ConnectionGuard} takes it: until free or interrupted. */
+  private final ConnectionGuard.Lock connectionLockInterruptibly = new ConnectionGuard.Lock() {
+    @Override
+    public boolean take() throws InterruptedException {
+      connectionLock.lockInterruptibly();
+      return true;
+    }
+
+    @Override
+    public void release() {
+      connectionLock.unlock();
+    }
+  };
   private final Set<PgLease> held = ConcurrentHashMap.newKeySet();
   private ScheduledExecutorService renewal;
   private boolean tableEnsured;
@@ -126,25 +139,21 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
       return Claim.unavailable();
     }
     try {
-      connectionLock.lockInterruptibly();
+      return ConnectionGuard.run(connectionLockInterruptibly, () -> closed, () -> {
+        UUID token = UUID.randomUUID();
+        long sent = System.nanoTime();
+        Integer slot = session.call(c -> take(c, destination, slots, token));
+        if (slot == null) {
+          return Claim.full();
+        }
+        PgLease lease = new PgLease(destination, slot, token, sent + leaseNanos());
+        held.add(lease);
+        startRenewal();
+        return Claim.taken(lease);
+      }, why -> Claim.unavailable());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Claim.unavailable();
-    }
-    try {
-      if (closed) {
-        return Claim.unavailable();
-      }
-      UUID token = UUID.randomUUID();
-      long sent = System.nanoTime();
-      Integer slot = session.call(c -> take(c, destination, slots, token));
-      if (slot == null) {
-        return Claim.full();
-      }
-      PgLease lease = new PgLease(destination, slot, token, sent + leaseNanos());
-      held.add(lease);
-      startRenewal();
-      return Claim.taken(lease);
     } catch (SQLException e) {
       log.debug("Taking a fleet slot of {} failed: {} [SQLState {}]", destination, e.getMessage(),
           e.getSQLState());
@@ -153,8 +162,6 @@ public final class PostgresFleetSlots implements FleetSlots, AutoCloseable {
       // A take answers with a value, whatever the driver or a pool throws.
       log.warn("Taking a fleet slot of {} threw", destination, e);
       return Claim.unavailable();
-    } finally {
-      connectionLock.unlock();
     }
   }
 

@@ -2,7 +2,7 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

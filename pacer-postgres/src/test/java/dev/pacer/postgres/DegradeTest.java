@@ -6,7 +6,7 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;

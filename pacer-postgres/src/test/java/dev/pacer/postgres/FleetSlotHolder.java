@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.FleetSlots;
+import dev.pacer.spi.FleetSlots;
 import java.time.Duration;
 
 /**

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.Door;
 import dev.pacer.testing.FleetBounds;

@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;

@@ -3,7 +3,7 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.BackoffScope;
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.LimiterRegistry;
 import org.junit.jupiter.api.AfterAll;

@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import org.junit.jupiter.api.AfterAll;
 
 class PacerTableContractTest extends DatabaseCursorContract {

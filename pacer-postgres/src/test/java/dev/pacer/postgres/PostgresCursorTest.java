@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import dev.pacer.TurnClock;
 import java.io.ByteArrayOutputStream;
@@ -287,7 +287,7 @@ class PostgresCursorTest {
     String name = freshName();
     String reason = "HTTP 403: " + "é".repeat(5000);
     java.util.concurrent.CountDownLatch heard = new java.util.concurrent.CountDownLatch(1);
-    pacerTable.listen(name, new dev.pacer.Cursor.Listener() {
+    pacerTable.listen(name, new dev.pacer.spi.Cursor.Listener() {
       @Override
       public void paused(Duration left) {}
 

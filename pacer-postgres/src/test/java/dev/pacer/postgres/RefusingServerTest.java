@@ -2,8 +2,8 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.FleetSlots;
-import dev.pacer.Reservation;
+import dev.pacer.spi.FleetSlots;
+import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import java.sql.Connection;
 import java.sql.DriverManager;

@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;

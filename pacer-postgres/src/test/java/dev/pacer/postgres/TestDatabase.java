@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.TimeSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;

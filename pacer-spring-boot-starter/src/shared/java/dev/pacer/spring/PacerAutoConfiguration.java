@@ -1,8 +1,8 @@
 package dev.pacer.spring;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
-import dev.pacer.FleetSlots;
+import dev.pacer.spi.FleetSlots;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;

@@ -4,7 +4,7 @@ import static dev.pacer.spring.PacerAutoConfigurationTest.messages;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.LocalCursor;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -2,7 +2,7 @@ package dev.pacer.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.PacedHttpClient;

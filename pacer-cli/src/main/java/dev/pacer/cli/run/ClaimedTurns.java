@@ -1,7 +1,7 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.Cursor;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import java.time.Duration;
 import java.util.Map;

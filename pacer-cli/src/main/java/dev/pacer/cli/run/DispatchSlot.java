@@ -1,6 +1,6 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.FleetSlots;
+import dev.pacer.spi.FleetSlots;
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;

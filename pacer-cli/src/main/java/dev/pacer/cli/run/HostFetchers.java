@@ -1,7 +1,7 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.BackoffScope;
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.DestinationLimiter;

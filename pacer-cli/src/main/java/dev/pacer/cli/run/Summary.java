@@ -1,5 +1,6 @@
 package dev.pacer.cli.run;
 
+import dev.pacer.Printable;
 import dev.pacer.cli.db.RequestLog;
 import java.util.Locale;
 import java.util.Optional;
@@ -23,14 +24,14 @@ public record Summary(String job, long done, long failed, long deferred, long sk
   }
 
   public String toJson() {
-    return "{\"job\":" + string(job)
+    return "{\"job\":" + Printable.json(job)
         + ",\"done\":" + done
         + ",\"failed\":" + failed
         + ",\"deferred\":" + deferred
         + ",\"skipped\":" + skipped
         + ",\"pending\":" + pending
         + ",\"lockedOut\":" + lockedOut()
-        + ",\"haltedBar\":" + halted.map(h -> string(h.name())).orElse("null")
+        + ",\"haltedBar\":" + halted.map(h -> Printable.json(h.name())).orElse("null")
         + ",\"elapsedSeconds\":" + number(elapsedSeconds)
         + ",\"ceilingPerSecond\":" + number(ceilingPerSecond)
         + ",\"requestsAtDestination\":" + door.requests()
@@ -71,28 +72,5 @@ public record Summary(String job, long done, long failed, long deferred, long sk
       return "0";
     }
     return String.format(Locale.ROOT, "%.3f", value);
-  }
-
-  /** A JSON string literal. */
-  static String string(String s) {
-    StringBuilder out = new StringBuilder("\"");
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20 || c == 0x7f || c == 0x2028 || c == 0x2029) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
-    return out.append('"').toString();
   }
 }

@@ -1,11 +1,12 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FetchFailedException;
 import dev.pacer.FetchResponse;
+import dev.pacer.LateTurns;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
@@ -515,15 +516,14 @@ public final class Worker {
 
   /**
    * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved.
-   * A turn the claim answered too late for (the library's bound: half the interval, at least 1 ms)
+   * A turn the claim answered too late for ({@link LateTurns}: half the interval, at least 1 ms)
    * is given up, as the limiter gives up one it woke too late for: the host's limiter then reserves
    * a fresh turn on the host's cursor row instead.
    */
   private DestinationFetcher atClaimedTurn(FrontierStore.Claim.Claimed c) {
     DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
     Duration late = c.turnIn().negated();
-    if (late.compareTo(hostFetcher.limiter().currentInterval().dividedBy(2)) <= 0
-        || late.toNanos() <= 1_000_000) {
+    if (!LateTurns.isTooLate(late, hostFetcher.limiter().currentInterval())) {
       hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
           c.backoff());
     } else {

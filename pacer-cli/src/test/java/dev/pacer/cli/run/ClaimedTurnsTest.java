@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
-import dev.pacer.Reservation;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

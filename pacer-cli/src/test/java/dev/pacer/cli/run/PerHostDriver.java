@@ -1,6 +1,6 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.Cursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.FakeTime;

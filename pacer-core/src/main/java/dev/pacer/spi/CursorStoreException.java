@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.spi;
 
 /** A cursor store could not carry out an administrative operation such as {@link Cursor#clear}. */
 public class CursorStoreException extends RuntimeException {

@@ -1,5 +1,6 @@
-package dev.pacer;
+package dev.pacer.spi;
 
+import dev.pacer.internal.Backoff;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.OptionalInt;
@@ -130,7 +131,7 @@ public final class Reservation {
 
   /**
    * This granted turn, spaced by the fleet's backoff {@code multiplier} that the cursor keeps
-   * ({@link BackoffScope#FLEET}).
+   * ({@link dev.pacer.BackoffScope#FLEET}).
    *
    * @param multiplier 1 to 16
    * @return this turn, with its multiplier
@@ -139,8 +140,9 @@ public final class Reservation {
     if (outcome != Outcome.GRANTED) {
       throw new IllegalStateException("only a granted turn has a backoff: " + outcome);
     }
-    if (multiplier < 1 || multiplier > 16) {
-      throw new IllegalArgumentException("multiplier must be 1-16, got " + multiplier);
+    if (multiplier < 1 || multiplier > Backoff.MAX_MULTIPLIER) {
+      throw new IllegalArgumentException(
+          "multiplier must be 1-" + Backoff.MAX_MULTIPLIER + ", got " + multiplier);
     }
     return new Reservation(outcome, wait, handOverLeft, null, multiplier);
   }

@@ -1,11 +1,12 @@
-package dev.pacer;
+package dev.pacer.spi;
 
 import java.time.Duration;
 import java.util.OptionalInt;
 
 /**
- * Where the pacing cursor of each destination lives: in this process ({@link LocalCursor}) or in
- * a store every process shares (the PostgreSQL cursor in {@code pacer-postgres}).
+ * Where the pacing cursor of each destination lives: in this process ({@link
+ * dev.pacer.LocalCursor}) or in a store every process shares (the PostgreSQL cursor in {@code
+ * pacer-postgres}).
  *
  * <p>A reservation is one atomic application of {@code next = max(now, next) + interval} to the
  * named cursor (see {@code dev.pacer.internal.Pacing}). Implementations never throw from {@link
@@ -93,7 +94,7 @@ public interface Cursor {
    * count from just before. A limiter asks it after each shared turn, and while the store is
    * unavailable paces at the ceiling divided by the larger of the last answer and the
    * destination's {@code maxFetchingProcesses} (the answer counted to at most {@link
-   * Destination#MOST_PROCESSES_COUNTED}). A cursor that counts no one answers empty.
+   * dev.pacer.Destination#MOST_PROCESSES_COUNTED}). A cursor that counts no one answers empty.
    *
    * @param name the destination's name, the key of its cursor
    * @return the processes seen taking turns, at least 1, or empty
@@ -103,7 +104,8 @@ public interface Cursor {
   }
 
   /**
-   * Whether this cursor keeps a backoff multiplier for the fleet ({@link BackoffScope#FLEET}).
+   * Whether this cursor keeps a backoff multiplier for the fleet ({@link
+   * dev.pacer.BackoffScope#FLEET}).
    *
    * @return whether {@link #reserveUnderFleetBackoff} and {@link #throttled} are supported
    */
@@ -112,8 +114,8 @@ public interface Cursor {
   }
 
   /**
-   * A reservation under the fleet's backoff ({@link BackoffScope#FLEET}): the turn is spaced by
-   * {@code interval} times the multiplier the cursor keeps for {@code name}, and {@code
+   * A reservation under the fleet's backoff ({@link dev.pacer.BackoffScope#FLEET}): the turn is
+   * spaced by {@code interval} times the multiplier the cursor keeps for {@code name}, and {@code
    * cleanAnswers} (clean answers the caller heard since its last such reservation) count towards
    * halving it: 100 anywhere in the fleet since the last rate-pressure answer halve it, never below
    * 1. {@code maxWait} null reserves unconditionally. A granted answer carries the multiplier

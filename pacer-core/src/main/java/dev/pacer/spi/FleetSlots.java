@@ -1,26 +1,26 @@
-package dev.pacer;
+package dev.pacer.spi;
 
 import java.util.Objects;
 
 /**
  * Where a destination's fleet-wide concurrency slots live, for destinations built with {@link
- * Destination.Builder#maxConcurrencyFleetWide(int)}: {@code n} numbered slots per destination,
- * each held by at most one request anywhere in the fleet. The PostgreSQL implementation in {@code
- * pacer-postgres} keeps them as expiring leases in a table, so that a slot whose holder died
- * without giving it back is free again within a bounded time.
+ * dev.pacer.Destination.Builder#maxConcurrencyFleetWide(int)}: {@code n} numbered slots per
+ * destination, each held by at most one request anywhere in the fleet. The PostgreSQL
+ * implementation in {@code pacer-postgres} keeps them as expiring leases in a table, so that a
+ * slot whose holder died without giving it back is free again within a bounded time.
  *
  * <p>{@link #tryTake} never waits for a slot and never throws: it answers with a {@link Claim}, a
  * value that says taken, full or unavailable. The waiting, and what a process does while the store
- * is unavailable, are the limiter's (see {@code FleetCap} in this package). A destination without
- * the cap never calls these methods.
+ * is unavailable, are the limiter's (see {@code FleetCap} in {@code dev.pacer}). A destination
+ * without the cap never calls these methods.
  *
  * <p>Implementations must be safe for concurrent use by many threads.
  */
 public interface FleetSlots {
 
   /**
-   * Takes one of the {@code slots} slots of {@code destination} if one is free now (never held, given
-   * back, or its lease run out); otherwise answers {@link Claim#full()}, or {@link
+   * Takes one of the {@code slots} slots of {@code destination} if one is free now (never held,
+   * given back, or its lease run out); otherwise answers {@link Claim#full()}, or {@link
    * Claim#unavailable()} when the store cannot be asked. At most one round trip; never throws.
    *
    * @param destination the destination's name
