@@ -75,6 +75,11 @@ public final class FleetBounds {
     return new FleetBounds(ceiling, what, door.realTime());
   }
 
+  /** The bounds at {@code ceiling} per second for a run stamped by {@code door}'s door. */
+  public static FleetBounds at(double ceiling, String what, DoorExtension door) {
+    return at(ceiling, what, door.door());
+  }
+
   /**
    * The bounds at {@code ceiling} per second for a run stamped by a {@link DoorServer} in the
    * test's JVM, whose senders are other JVMs: it runs at the ordinary policy by design.
