@@ -169,8 +169,8 @@ class RedirectAndDeadlineTest {
 
   private static String lastError(String job) throws Exception {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT string_agg(last_error, ' | ') FROM pacer_item WHERE job = ? AND state = 'failed'")) {
+        PreparedStatement s = c.prepareStatement("SELECT string_agg(last_error, ' | ')"
+            + " FROM pacer_item WHERE job = ? AND state = 'failed'")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();

@@ -39,10 +39,9 @@ public final class FleetBounds {
 
   /**
    * How late a request's stamp at the door may be against its turn: the sleep that ends the turn
-   * may end late, and the request has a loopback hop to make. Measured as the spread of arrivals
-   * about a perfect grid ({@link Timeline#gridSpreadSeconds}) in the fleet tests on the 2-core
-   * build machine shared with other builds (load average 6 to 9): 3.6 to 11.3 ms; 30 ms is nearly
-   * three times the largest.
+   * may end late, and the request has a loopback hop to make. It is several times the spread of
+   * arrivals about a perfect grid ({@link Timeline#gridSpreadSeconds}) that the fleet tests print
+   * on a two-core machine shared with other builds.
    */
   public static final double STAMP_ERROR_SECONDS = 0.030;
   /** Half-way between a limiter that delivers every turn and one that gives up one in ten. */
@@ -137,8 +136,9 @@ public final class FleetBounds {
    * door. The turns themselves, the limiter's work, are held with no excuse: no 1-s window holds
    * more than the door's bound, and no two are closer than half a turn, which two turns handed
    * out as one break while the error of mapping each process's turns onto this clock (a few
-   * milliseconds at most) does not. At the door, a broken upper bound is reported as skipped, naming the figures, when a
-   * request of a window over the bound reached the door at least half a turn after the limiter
+   * milliseconds at most) does not. At the door, a broken upper bound is reported as skipped,
+   * naming the figures, when a request of a window over the bound reached the door at least half
+   * a turn after the limiter
    * handed it to its client: a delay after the check for a late turn (the client's own threads, a
    * pause of the sending JVM), which no check made before the send can see, and which at turns of
    * a few milliseconds moves a request beside the next turn's (docs/reliability.md, "The ceiling

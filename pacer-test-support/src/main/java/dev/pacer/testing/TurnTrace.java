@@ -10,9 +10,9 @@ import java.util.Map;
  * Each request of a run followed from its turn to the door: the turn's instant ({@code
  * Slot.turnNanos()}), when its thread sent it, and when the door stamped it, all on {@code
  * System.nanoTime()}. Each request has a target of its own, the sender records its turn and send
- * under it ({@link #sent}) and the door records its arrival, so that the busiest window at the door can be taken apart: the
- * pacer's turns too close (a double turn), the sends bunched after on-time turns (the sender's
- * threads late), or on-time sends stamped together (the door late).
+ * under it ({@link #sent}) and the door records its arrival, so that the busiest window at the
+ * door can be taken apart: the pacer's turns too close (a double turn), the sends bunched after
+ * on-time turns (the sender's threads late), or on-time sends stamped together (the door late).
  */
 public final class TurnTrace {
 
@@ -25,7 +25,10 @@ public final class TurnTrace {
     this.intervalNanos = Math.round(1e9 / ratePerSecond);
   }
 
-  /** Records that the request to {@code target}, of the turn at {@code turnNanos}, left at {@code sentNanos}. */
+  /**
+   * Records that the request to {@code target}, of the turn at {@code turnNanos}, left at {@code
+   * sentNanos}.
+   */
   public synchronized void sent(String target, long turnNanos, long sentNanos) {
     sent.put(target, new long[] {turnNanos, sentNanos});
   }
@@ -74,7 +77,8 @@ public final class TurnTrace {
             + " connection. Late (ms) [sent after turn, stamped"
             + " after send] by turn:",
         bestCount, traced.size(), spanMillis(traced, 0), spanMillis(traced, 1),
-        spanMillis(traced, 2), minGapMillis(traced), gridSpreadMillis(traced), traced.stream().filter(r -> r[3] == 1).count()));
+        spanMillis(traced, 2), minGapMillis(traced), gridSpreadMillis(traced),
+        traced.stream().filter(r -> r[3] == 1).count()));
     for (int i = 0; i < traced.size(); i++) {
       if (i < 3 || i >= traced.size() - 3) {
         long[] r = traced.get(i);
