@@ -1,5 +1,6 @@
 package dev.pacer.bench;
 
+import dev.pacer.testing.Timeline;
 import java.util.Arrays;
 
 /**
@@ -32,15 +33,8 @@ record Accuracy(int processes, int threadsPerProcess, double ceiling, long[] sor
   }
 
   int peakWindow() {
-    int peak = 0;
-    int j = 0;
-    for (int i = 0; i < sortedMicros.length; i++) {
-      while (j < sortedMicros.length && sortedMicros[j] < sortedMicros[i] + 1_000_000L) {
-        j++;
-      }
-      peak = Math.max(peak, j - i);
-    }
-    return peak;
+    return new Timeline(Arrays.stream(sortedMicros).map(t -> t * 1000).boxed().toList())
+        .peakOneSecondWindow();
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import dev.pacer.testing.Answer;
 import dev.pacer.testing.DoorServer;
 import dev.pacer.testing.Request;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -136,16 +137,8 @@ public final class LoopbackHosts implements AutoCloseable {
   }
 
   /** The most arrivals in any window [t, t + 1 s) starting at an arrival. */
-  public static int busiestSecond(List<Arrival> sorted) {
-    int most = 0;
-    int from = 0;
-    for (int to = 0; to < sorted.size(); to++) {
-      while (sorted.get(to).nanos() - sorted.get(from).nanos() >= 1_000_000_000L) {
-        from++;
-      }
-      most = Math.max(most, to - from + 1);
-    }
-    return most;
+  public static int busiestSecond(List<Arrival> arrivals) {
+    return new Timeline(arrivals.stream().map(Arrival::nanos).toList()).peakOneSecondWindow();
   }
 
   /** Offsets in ms from the first arrival, for a failing assertion's message. */

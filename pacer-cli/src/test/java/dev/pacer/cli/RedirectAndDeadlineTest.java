@@ -2,10 +2,12 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.testing.Answer;
+import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.Request;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -19,7 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,50 +35,28 @@ class RedirectAndDeadlineTest {
   private static final AtomicInteger UNIQUE = new AtomicInteger();
 
   @TempDir Path dir;
-  private final List<HttpServer> servers = new ArrayList<>();
-  private final List<Long> arrivals = new ArrayList<>();
+  private final List<DoorServer> doors = new ArrayList<>();
+  private HttpServer trickler;
 
   @AfterEach
-  void stop() {
-    servers.forEach(s -> s.stop(0));
-  }
-
-  /** A destination on 127.0.0.1 whose every request is recorded, then answered by {@code answer}. */
-  private HttpServer serve(String host, Consumer<HttpExchange> answer) throws IOException {
-    HttpServer server = HttpServer.create(new InetSocketAddress(host, 0), 64);
-    server.setExecutor(Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "redirecting-destination");
-      t.setDaemon(true);
-      return t;
-    }));
-    server.createContext("/", exchange -> {
-      synchronized (arrivals) {
-        arrivals.add(System.nanoTime());
-      }
-      answer.accept(exchange);
-    });
-    server.start();
-    servers.add(server);
-    return server;
-  }
-
-  private static String base(HttpServer server, String host) {
-    return "http://" + host + ":" + server.getAddress().getPort();
-  }
-
-  private static void respond(HttpExchange exchange, int status, String location, String body) {
-    try {
-      if (location != null) {
-        exchange.getResponseHeaders().add("Location", location);
-      }
-      byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(bytes);
-      }
-    } catch (IOException e) {
-      exchange.close();
+  void stop() throws IOException {
+    for (DoorServer door : doors) {
+      door.close();
     }
+    if (trickler != null) {
+      trickler.stop(0);
+    }
+  }
+
+  /** A destination on 127.0.0.1 that stamps every request and answers what {@code answer} says. */
+  private DoorServer serve(Function<Request, Answer> answer) throws IOException {
+    DoorServer door = new DoorServer(answer);
+    doors.add(door);
+    return door;
+  }
+
+  private static String base(DoorServer door, String host) {
+    return "http://" + host + ":" + door.port();
   }
 
   private Cli.Result fetch(String job, List<String> urls, String... extra) throws IOException {
@@ -94,13 +74,11 @@ class RedirectAndDeadlineTest {
 
   @Test
   void eachSameHostRedirectHopTakesItsOwnTurn() throws Exception {
-    HttpServer server = serve("127.0.0.1", exchange -> {
-      String path = exchange.getRequestURI().getPath();
-      if (path.startsWith("/moved/")) {
-        respond(exchange, 301, "/file/" + path.substring("/moved/".length()), "");
-      } else {
-        respond(exchange, 200, null, "body of " + path);
-      }
+    DoorServer server = serve(request -> {
+      String path = request.path();
+      return path.startsWith("/moved/")
+          ? Answer.status(301).with("Location", "/file/" + path.substring("/moved/".length()))
+          : Answer.text(200, "body of " + path);
     });
     List<String> urls = new ArrayList<>();
     for (int i = 1; i <= 15; i++) {
@@ -111,7 +89,7 @@ class RedirectAndDeadlineTest {
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(15);
-    Timeline door = timeline();
+    Timeline door = server.timeline();
     System.out.println("redirects at the door: " + door);
     // 30 requests at 10/s: followed inside one turn, the hops would arrive at twice the rate.
     assertThat(door.size()).isEqualTo(30);
@@ -129,26 +107,29 @@ class RedirectAndDeadlineTest {
 
   @Test
   void aRedirectToAnotherHostIsNotFollowedAndFailsTheItem() throws Exception {
-    AtomicInteger otherHost = new AtomicInteger();
-    HttpServer other = serve("127.0.0.1", exchange -> {
-      otherHost.incrementAndGet();
-      respond(exchange, 200, null, "elsewhere");
-    });
+    DoorServer other = serve(request -> Answer.text(200, "elsewhere"));
     String elsewhere = base(other, "localhost") + "/file";
-    HttpServer server = serve("127.0.0.1", exchange -> respond(exchange, 302, elsewhere, ""));
+    DoorServer server = serve(request -> Answer.status(302).with("Location", elsewhere));
     String job = job("redirect-cross-host");
     Cli.Result run = fetch(job, List.of(base(server, "127.0.0.1") + "/moved"), "--rate", "10",
         "--max-attempts", "1");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("failed")).isEqualTo(1);
-    assertThat(otherHost).hasValue(0);
+    assertThat(other.arrivals()).isEmpty();
     assertThat(lastError(job)).contains("localhost");
   }
 
   @Test
   void aBodyThatTricklesFailsAtTheDeadlineAndFreesItsThread() throws Exception {
-    HttpServer server = serve("127.0.0.1", exchange -> {
+    // The door writes each answer whole; this destination sends a body a byte at a time.
+    trickler = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
+    trickler.setExecutor(Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "trickling-destination");
+      t.setDaemon(true);
+      return t;
+    }));
+    trickler.createContext("/", exchange -> {
       if (exchange.getRequestURI().getPath().startsWith("/slow")) {
         try {
           exchange.sendResponseHeaders(200, 1_000_000);
@@ -162,14 +143,19 @@ class RedirectAndDeadlineTest {
           exchange.close();
         }
       } else {
-        respond(exchange, 200, null, "quick");
+        byte[] quick = "quick".getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(200, quick.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(quick);
+        }
       }
     });
+    trickler.start();
+    String base = "http://127.0.0.1:" + trickler.getAddress().getPort();
     String job = job("trickle");
     long started = System.nanoTime();
     // One thread: the quick items can only be fetched once the trickling one has let go of it.
-    Cli.Result run = fetch(job, List.of(base(server, "127.0.0.1") + "/slow",
-            base(server, "127.0.0.1") + "/quick/1", base(server, "127.0.0.1") + "/quick/2"),
+    Cli.Result run = fetch(job, List.of(base + "/slow", base + "/quick/1", base + "/quick/2"),
         "--rate", "20", "--concurrency", "1", "--request-timeout", "1", "--max-attempts", "1");
     double seconds = (System.nanoTime() - started) / 1e9;
 
@@ -181,16 +167,10 @@ class RedirectAndDeadlineTest {
     assertThat(seconds).as("run time").isLessThan(15);
   }
 
-  private Timeline timeline() {
-    synchronized (arrivals) {
-      return new Timeline(arrivals);
-    }
-  }
-
   private static String lastError(String job) throws Exception {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT string_agg(last_error, ' | ') FROM pacer_item WHERE job = ? AND state = 'failed'")) {
+        PreparedStatement s = c.prepareStatement("SELECT string_agg(last_error, ' | ')"
+            + " FROM pacer_item WHERE job = ? AND state = 'failed'")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();

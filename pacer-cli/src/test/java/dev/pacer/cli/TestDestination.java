@@ -164,18 +164,7 @@ final class TestDestination implements AutoCloseable {
       return "no arrivals";
     }
     long first = instants.get(0);
-    int peak = 0;
-    long peakStart = first;
-    int end = 0;
-    for (int start = 0; start < instants.size(); start++) {
-      while (end < instants.size() && instants.get(end) - instants.get(start) < SECOND) {
-        end++;
-      }
-      if (end - start > peak) {
-        peak = end - start;
-        peakStart = instants.get(start);
-      }
-    }
+    long peakStart = timeline(arrivals).busiestWindowStart();
     List<Integer> perSecond = new ArrayList<>();
     for (long t : instants) {
       int second = (int) ((t - first) / SECOND);

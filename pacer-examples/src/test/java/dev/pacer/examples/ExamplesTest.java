@@ -8,10 +8,9 @@ import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.TableLayout;
 import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.WallClockSteps;
-import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.util.concurrent.ExecutorService;
@@ -27,10 +26,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Runs the documentation's examples against real PostgreSQL and a {@link Door} of their own (the
@@ -38,22 +35,9 @@ import org.junit.jupiter.api.Test;
  */
 class ExamplesTest {
 
-  private Door door;
-
-  @BeforeAll
-  static void watchTheClock() {
-    WallClockSteps.get();
-  }
-
-  @BeforeEach
-  void openTheDoor() throws IOException {
-    door = Door.start();
-  }
-
-  @AfterEach
-  void closeTheDoor() throws IOException {
-    door.close();
-  }
+  /** A door for each test, with no arrivals before the test's own. */
+  @RegisterExtension
+  final DoorExtension door = new DoorExtension();
 
   private URI uri(String path) {
     return URI.create(door.url(path));

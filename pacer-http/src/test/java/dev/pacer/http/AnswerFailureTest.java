@@ -13,6 +13,8 @@ import dev.pacer.LocalCursor;
 import dev.pacer.spi.Reservation;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
+import dev.pacer.testing.DoorServer;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Proxy;
 import java.time.Duration;
@@ -105,15 +107,15 @@ class AnswerFailureTest {
   }
 
   private final FakeTime time = new FakeTime();
-  private ArrivalServer server;
+  private DoorServer server;
 
   @BeforeEach
   void start() throws Exception {
-    server = new ArrivalServer();
+    server = new DoorServer(HopPaths::answer);
   }
 
   @AfterEach
-  void stop() {
+  void stop() throws IOException {
     server.close();
   }
 
@@ -141,11 +143,11 @@ class AnswerFailureTest {
           .addNetworkInterceptor(PacingInterceptor.of(limiter(failure))).build();
       try {
         assertThatThrownBy(() -> client.newCall(new Request.Builder()
-            .url(server.uri("/status/429/1").toURL()).build()).execute())
+            .url(HopPaths.uri(server, "/status/429/1").toURL()).build()).execute())
             .isInstanceOf(failure.type).hasMessage(Failure.MESSAGE);
         assertThat(client.connectionPool().idleConnectionCount()).isEqualTo(1);
         try (Response next = client.newCall(new Request.Builder()
-            .url(server.uri("/ok/next").toURL()).build()).execute()) {
+            .url(HopPaths.uri(server, "/ok/next").toURL()).build()).execute()) {
           assertThat(next.body().string()).isEqualTo("ok /ok/next");
         }
         assertThat(connections).as("the next request reused the connection").hasValue(1);
@@ -168,11 +170,12 @@ class AnswerFailureTest {
           PoolingHttpClientConnectionManagerBuilder.create().build();
       try (CloseableHttpClient client = PacingExecChainHandler.of(limiter(failure))
           .addTo(HttpClients.custom().setConnectionManager(pool)).build()) {
-        assertThatThrownBy(() -> client.execute(new HttpGet(server.uri("/status/429/1")),
+        assertThatThrownBy(() -> client.execute(
+            new HttpGet(HopPaths.uri(server, "/status/429/1")),
             response -> response.getCode()))
             .isInstanceOf(failure.type).hasMessage(Failure.MESSAGE);
         assertThat(pool.getTotalStats().getLeased()).as("no connection is left leased").isZero();
-        String next = client.execute(new HttpGet(server.uri("/ok/next")),
+        String next = client.execute(new HttpGet(HopPaths.uri(server, "/ok/next")),
             response -> EntityUtils.toString(response.getEntity()));
         assertThat(next).isEqualTo("ok /ok/next");
         assertThat(pool.getTotalStats().getLeased()).isZero();

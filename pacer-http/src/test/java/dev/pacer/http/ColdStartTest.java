@@ -3,16 +3,14 @@ package dev.pacer.http;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.WallClockSteps;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -28,21 +26,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class ColdStartTest {
 
-  private static Door door;
+  @RegisterExtension
+  static final DoorExtension door = new DoorExtension();
 
   /** What a run left at the door, and the turns its child gave up as late. */
   private record Run(Timeline arrivals, long late) {}
-
-  @BeforeAll
-  static void openTheDoor() throws IOException {
-    WallClockSteps.get();
-    door = Door.start();
-  }
-
-  @AfterAll
-  static void closeTheDoor() throws IOException {
-    door.close();
-  }
 
   @ParameterizedTest
   @EnumSource(Client.class)

@@ -8,6 +8,7 @@ import dev.pacer.LocalCursor;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.testing.DoorServer;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,15 +32,12 @@ public final class OverheadProbe {
   private static final int PER_ROUND = 200;
 
   public static void main(String[] args) throws Exception {
-    // Without it the JDK's server writes headers and body in two segments, and Nagle's algorithm
-    // with the client's delayed ACK adds 40 ms to every request.
-    System.setProperty("sun.net.httpserver.nodelay", "true");
     Destination destination = Destination.builder("overhead-" + System.nanoTime())
         .ratePerSecond(Destination.MAX_RATE_PER_SECOND).maxConcurrency(64).build();
-    try (ArrivalServer server = new ArrivalServer();
+    try (DoorServer server = new DoorServer(HopPaths::answer);
         PostgresCursor postgres =
             new PostgresCursor(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build())) {
-      URI uri = server.uri("/ok/probe");
+      URI uri = HopPaths.uri(server, "/ok/probe");
       Map<String, Client.Getter> variants = new LinkedHashMap<>();
       for (Client kind : Client.values()) {
         variants.put(kind + " bare", kind.bare());

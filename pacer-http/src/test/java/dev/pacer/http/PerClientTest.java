@@ -11,6 +11,8 @@ import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
+import dev.pacer.testing.DoorServer;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -30,13 +32,13 @@ class PerClientTest {
   private static final Duration BOUND = Duration.ofSeconds(20);
 
   private final FakeTime time = new FakeTime();
-  private ArrivalServer server;
+  private DoorServer server;
   private DestinationLimiter limiter;
   private LimiterLookup limiters;
 
   @BeforeEach
   void start() throws Exception {
-    server = new ArrivalServer();
+    server = new DoorServer(HopPaths::answer);
     LimiterRegistry registry = new LimiterRegistry(new LocalCursor(time), time);
     Destination destination = Destination.builder("per-client").ratePerSecond(10)
         .maxConcurrency(1).build();
@@ -46,7 +48,7 @@ class PerClientTest {
   }
 
   @AfterEach
-  void stop() {
+  void stop() throws IOException {
     server.close();
   }
 
@@ -55,13 +57,14 @@ class PerClientTest {
   void eachHopOfARedirectChainTakesItsOwnTurn(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters)) {
-        Client.Answer answer = client.get(server.uri("/hop/3"));
+        Client.Answer answer = client.get(HopPaths.uri(server, "/hop/3"));
         assertThat(answer).isEqualTo(new Client.Answer(200, "landed"));
-        assertThat(server.paths()).containsExactly("/hop/3", "/hop/2", "/hop/1", "/hop/0");
+        assertThat(HopPaths.paths(server))
+            .containsExactly("/hop/3", "/hop/2", "/hop/1", "/hop/0");
         assertThat(time.sleepsMillis()).as("a turn per hop, 100 ms apart at 10/s")
             .containsExactly(0L, 100L, 100L, 100L);
         // The last hop's slot was released too: one more request gets its turn.
-        assertThat(client.get(server.uri("/ok/after")).status()).isEqualTo(200);
+        assertThat(client.get(HopPaths.uri(server, "/ok/after")).status()).isEqualTo(200);
         assertThat(time.sleepsMillis()).hasSize(5);
       }
     });
@@ -78,12 +81,12 @@ class PerClientTest {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters)) {
         boolean retried = kind == Client.APACHE;
-        assertThat(client.get(server.uri("/status/429/3")).status()).isEqualTo(429);
-        assertThat(server.paths()).hasSize(retried ? 2 : 1);
+        assertThat(client.get(HopPaths.uri(server, "/status/429/3")).status()).isEqualTo(429);
+        assertThat(HopPaths.paths(server)).hasSize(retried ? 2 : 1);
         assertThat(limiter.backoffMultiplier()).isEqualTo(retried ? 4 : 2);
         assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(3));
         int turnsBefore = time.sleepsMillis().size();
-        assertThat(client.get(server.uri("/ok/later")).status()).isEqualTo(200);
+        assertThat(client.get(HopPaths.uri(server, "/ok/later")).status()).isEqualTo(200);
         List<Long> sleeps = time.sleepsMillis();
         assertThat(sleeps.subList(turnsBefore, sleeps.size()).stream()
             .mapToLong(Long::longValue).sum())
@@ -102,12 +105,12 @@ class PerClientTest {
   void aLockoutReachesTheCallerAsIsAndLaterRequestsAreNotSent(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters)) {
-        assertThat(client.get(server.uri("/status/403")).status()).isEqualTo(403);
+        assertThat(client.get(HopPaths.uri(server, "/status/403")).status()).isEqualTo(403);
         assertThat(limiter.isLockedOut()).isTrue();
         assertThat(limiter.lockoutReason()).contains("HTTP 403 from").contains("/status/403");
-        assertThatThrownBy(() -> client.get(server.uri("/ok/after")))
+        assertThatThrownBy(() -> client.get(HopPaths.uri(server, "/ok/after")))
             .isInstanceOf(LockedOutException.class);
-        assertThat(server.paths()).containsExactly("/status/403");
+        assertThat(HopPaths.paths(server)).containsExactly("/status/403");
       }
     });
   }
@@ -118,8 +121,8 @@ class PerClientTest {
     assertTimeoutPreemptively(BOUND, () -> {
       LimiterLookup nothing = uri -> Optional.empty();
       try (Client.Getter client = kind.open(nothing)) {
-        assertThat(client.get(server.uri("/hop/1")).status()).isEqualTo(200);
-        assertThat(server.paths()).containsExactly("/hop/1", "/hop/0");
+        assertThat(client.get(HopPaths.uri(server, "/hop/1")).status()).isEqualTo(200);
+        assertThat(HopPaths.paths(server)).containsExactly("/hop/1", "/hop/0");
         assertThat(time.sleepsMillis()).isEmpty();
       }
     });

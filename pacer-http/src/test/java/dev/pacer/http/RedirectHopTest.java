@@ -10,6 +10,10 @@ import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.TestAddresses;
+import dev.pacer.testing.Arrival;
+import dev.pacer.testing.DoorServer;
+import java.io.IOException;
+import java.net.InetAddress;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -39,16 +43,16 @@ class RedirectHopTest {
       "Cookie", "session=secret");
 
   private final FakeTime time = new FakeTime();
-  private ArrivalServer origin;
-  private ArrivalServer other;
-  private ArrivalServer internal;
+  private DoorServer origin;
+  private DoorServer other;
+  private DoorServer internal;
   private LimiterLookup limiters;
 
   @BeforeEach
   void start() throws Exception {
-    origin = new ArrivalServer();
-    other = new ArrivalServer();
-    internal = new ArrivalServer("127.0.0.2");
+    origin = new DoorServer(HopPaths::answer);
+    other = new DoorServer(HopPaths::answer);
+    internal = new DoorServer(InetAddress.getByName("127.0.0.2"), HopPaths::answer);
     LimiterRegistry registry = new LimiterRegistry(new LocalCursor(time), time);
     Destination destination = Destination.builder("redirects").ratePerSecond(10)
         .maxConcurrency(4).build();
@@ -57,7 +61,7 @@ class RedirectHopTest {
   }
 
   @AfterEach
-  void stop() {
+  void stop() throws IOException {
     origin.close();
     other.close();
     internal.close();
@@ -76,8 +80,8 @@ class RedirectHopTest {
   }
 
   /** The credential headers a request arrived with. */
-  private static Map<String, List<String>> credentials(ArrivalServer.Arrival arrival) {
-    Map<String, List<String>> credentials = new TreeMap<>(arrival.headers());
+  private static Map<String, List<String>> credentials(Arrival arrival) {
+    Map<String, List<String>> credentials = new TreeMap<>(arrival.request().headers());
     credentials.keySet().retainAll(Set.of("authorization", "proxy-authorization", "cookie"));
     return credentials;
   }
@@ -108,13 +112,14 @@ class RedirectHopTest {
   void aHopToAnotherOriginArrivesWithoutTheCallersCredentials(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        URI landed = other.uri("/landed");
+        URI landed = HopPaths.uri(other, "/landed");
         CREDENTIALS.forEach((name, value) -> outcome(client,
-            get(origin.redirect(302, landed.toString()), Map.of(name, value, "X-Request-Id", "kept"))));
+            get(HopPaths.redirect(origin, 302, landed.toString()),
+                Map.of(name, value, "X-Request-Id", "kept"))));
         assertThat(origin.arrivals()).hasSize(3);
         assertThat(other.arrivals()).hasSize(kind == Client.APACHE ? 1 : 3).allSatisfy(hop -> {
           assertThat(hop.path()).isEqualTo("/landed");
-          assertThat(hop.headers()).containsEntry("x-request-id", List.of("kept"));
+          assertThat(hop.request().headers()).containsEntry("x-request-id", List.of("kept"));
           assertThat(credentials(hop)).isEmpty();
         });
       }
@@ -126,9 +131,9 @@ class RedirectHopTest {
   void aHopWithinTheOriginKeepsThem(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        assertThat(outcome(client, get(origin.redirect(302, "/landed"), CREDENTIALS)))
+        assertThat(outcome(client, get(HopPaths.redirect(origin, 302, "/landed"), CREDENTIALS)))
             .isEqualTo("200 ok /landed");
-        List<ArrivalServer.Arrival> arrivals = origin.arrivals();
+        List<Arrival> arrivals = origin.arrivals();
         assertThat(arrivals).hasSize(2);
         assertThat(arrivals.get(1).path()).isEqualTo("/landed");
         assertThat(credentials(arrivals.get(1))).isEqualTo(credentials(arrivals.get(0)))
@@ -143,8 +148,8 @@ class RedirectHopTest {
   void aPublicHostCannotRedirectIntoAnInternalNetwork(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        URI metadata = internal.uri("/latest/meta-data");
-        String outcome = outcome(client, get(origin.redirect(302, metadata.toString())));
+        URI metadata = HopPaths.uri(internal, "/latest/meta-data");
+        String outcome = outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString())));
         if (kind == Client.JDK) {
           assertThat(outcome).as("the redirect returned as it is").isEqualTo("302 moved");
         } else {
@@ -161,10 +166,10 @@ class RedirectHopTest {
   void anInternalHostRedirectsWithinItsNetwork(Client kind) {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters, AddressPolicy.system())) {
-        URI metadata = internal.uri("/latest/meta-data");
-        assertThat(outcome(client, get(origin.redirect(302, metadata.toString()))))
+        URI metadata = HopPaths.uri(internal, "/latest/meta-data");
+        assertThat(outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString()))))
             .isEqualTo("200 ok /latest/meta-data");
-        assertThat(internal.paths()).containsExactly("/latest/meta-data");
+        assertThat(HopPaths.paths(internal)).containsExactly("/latest/meta-data");
       }
     });
   }
@@ -175,19 +180,21 @@ class RedirectHopTest {
     assertTimeoutPreemptively(BOUND, () -> {
       try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
         String toOther = outcome(client,
-            post(origin.redirect(307, other.uri("/collect").toString()), "password=secret"));
+            post(HopPaths.redirect(origin, 307, HopPaths.uri(other, "/collect").toString()),
+                "password=secret"));
         if (kind == Client.JDK) {
           assertThat(toOther).isEqualTo("307 moved");
         } else {
           assertThat(toOther).startsWith("failed:").contains("at another origin");
         }
         assertThat(other.arrivals()).isEmpty();
-        assertThat(outcome(client, post(origin.redirect(307, "/landed"), "password=secret")))
+        assertThat(outcome(client,
+            post(HopPaths.redirect(origin, 307, "/landed"), "password=secret")))
             .isEqualTo("200 ok /landed");
         assertThat(origin.arrivals()).last().satisfies(hop -> {
-          assertThat(hop.method()).isEqualTo("POST");
+          assertThat(hop.request().method()).isEqualTo("POST");
           assertThat(hop.path()).isEqualTo("/landed");
-          assertThat(hop.body()).isEqualTo("password=secret");
+          assertThat(HopPaths.body(hop)).isEqualTo("password=secret");
         });
       }
     });

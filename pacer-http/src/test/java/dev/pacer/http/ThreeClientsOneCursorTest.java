@@ -6,12 +6,11 @@ import dev.pacer.http.fleet.FleetMember;
 import dev.pacer.postgres.TestDatabase;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.WallClockSteps;
 import java.io.BufferedReader;
 import java.io.File;
-import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
@@ -22,9 +21,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Three processes, one per client (the JDK's through {@code PacedHttpClient}, OkHttp through
@@ -43,21 +41,11 @@ class ThreeClientsOneCursorTest {
   /** The steady part: every process asks without pause from GO, its first second aside. */
   private static final double START_SECONDS = 1;
 
-  private static Door door;
+  @RegisterExtension
+  static final DoorExtension door = new DoorExtension();
 
   /** What a run left at the door, and what its members reported. */
   private record Run(Timeline arrivals, Map<Client, Long> byClient, long sent, long late) {}
-
-  @BeforeAll
-  static void openTheDoor() throws IOException {
-    WallClockSteps.get();
-    door = Door.start();
-  }
-
-  @AfterAll
-  static void closeTheDoor() throws IOException {
-    door.close();
-  }
 
   @Test
   void threeClientsInThreeProcessesKeepTheCeilingAtTheDoor() throws Exception {

@@ -7,13 +7,11 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.WallClockSteps;
 import java.io.BufferedReader;
 import java.io.File;
-import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
@@ -28,9 +26,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The ceiling is one for the whole fleet: several OS processes, or several independent limiters,
@@ -61,21 +58,11 @@ class FleetTest {
   private static final int INSTANCE_TURNS = 26;
 
   /** One door for every run of the class: each run sends to a path of its own. */
-  private static Door door;
+  @RegisterExtension
+  static final DoorExtension door = new DoorExtension();
 
   /** What a run left at the door, and what its members reported. */
   private record Run(Timeline arrivals, TurnsTaken turns) {}
-
-  @BeforeAll
-  static void openTheDoor() throws IOException {
-    WallClockSteps.get();
-    door = Door.start();
-  }
-
-  @AfterAll
-  static void closeTheDoor() throws IOException {
-    door.close();
-  }
 
   @Test
   void threeProcessesShareOneCeiling() throws Exception {

@@ -4,11 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import dev.pacer.testing.Arrival;
-import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
 import dev.pacer.testing.TurnTrace;
-import dev.pacer.testing.WallClockSteps;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -30,9 +29,8 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The blocking {@code send} of {@code PacedHttpClient} on virtual threads, as an application on
@@ -72,7 +70,8 @@ class VirtualThreadsTest {
   private static final long TWIN_MILLIS = 3_000;
 
   /** One door for both runs: each run sends to a path of its own. */
-  private static Door door;
+  @RegisterExtension
+  static final DoorExtension door = new DoorExtension();
 
   /** What one child reported: its {@code RESULT} pairs, its steady part's turns, its stderr. */
   private record Child(Map<String, String> result, TurnsTaken steady, int exit, String errors) {
@@ -88,17 +87,6 @@ class VirtualThreadsTest {
     Timeline timeline() {
       return Timeline.of(arrivals);
     }
-  }
-
-  @BeforeAll
-  static void openTheDoor() throws IOException {
-    WallClockSteps.get();
-    door = Door.start();
-  }
-
-  @AfterAll
-  static void closeTheDoor() throws IOException {
-    door.close();
   }
 
   @Test

@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.testing.Door;
+import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.WallClockSteps;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -18,9 +18,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
@@ -55,18 +54,8 @@ class SampleApplicationTest {
   }
   // end::application[]
 
-  private static Door door;
-
-  @BeforeAll
-  static void openTheDoor() throws IOException {
-    WallClockSteps.get();
-    door = Door.start();
-  }
-
-  @AfterAll
-  static void closeTheDoor() throws IOException {
-    door.close();
-  }
+  @RegisterExtension
+  static final DoorExtension door = new DoorExtension();
 
   private static ConfigurableApplicationContext start(String... more) {
     List<String> properties = new ArrayList<>(List.of(

@@ -23,10 +23,10 @@ import java.util.concurrent.TimeUnit;
  * instants compare with the sender's.
  *
  * <p>The door stands for a destination on a machine of its own, whose stamps the sender's load
- * cannot delay. Sharing the machine's cores with the senders, PostgreSQL and the build, its thread
- * can wait runnable for a CPU before it reads a request already sent, and a stamp late by about one
- * turn (10 ms at 100/s) can put one request too many into a second (docs/reliability.md, "The
- * ceiling at the destination's door", item 7). So where the system allows it (as root, or with
+ * cannot delay. Sharing a few cores with the senders, PostgreSQL and the build, an ordinary thread
+ * can wait runnable for milliseconds before it reads a request already sent, and at 100/s, with
+ * requests 10 ms apart, such a wait alone puts one request too many into a second. So where the
+ * system allows it (as root, or with
  * CAP_SYS_NICE) the door's threads run under the real-time FIFO policy, which gives them a CPU the
  * moment a request wakes them (its JVM's other threads do not: {@link
  * #keepRealTimeForTheDoorsThreads}). Where it does not, {@link #realTime()} says so and {@link

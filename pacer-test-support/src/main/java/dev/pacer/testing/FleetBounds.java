@@ -46,10 +46,9 @@ public final class FleetBounds {
 
   /**
    * How late a request's stamp at the door may be against its turn: the sleep that ends the turn
-   * may end late, and the request has a loopback hop to make. Measured as the spread of arrivals
-   * about a perfect grid ({@link Timeline#gridSpreadSeconds}) in the fleet tests on the 2-core
-   * build machine shared with other builds (load average 6 to 9): 3.6 to 11.3 ms; 30 ms is nearly
-   * three times the largest.
+   * may end late, and the request has a loopback hop to make. It is several times the spread of
+   * arrivals about a perfect grid ({@link Timeline#gridSpreadSeconds}) that the fleet tests print
+   * on a two-core machine shared with other builds.
    */
   public static final double STAMP_ERROR_SECONDS = 0.030;
   /** Half-way between a limiter that delivers every turn and one that gives up one in ten. */
@@ -82,6 +81,11 @@ public final class FleetBounds {
   /** The bounds at {@code ceiling} per second for a run stamped by {@code door}. */
   public static FleetBounds at(double ceiling, String what, Door door) {
     return new FleetBounds(ceiling, what, door.realTime(), false);
+  }
+
+  /** The bounds at {@code ceiling} per second for a run stamped by {@code door}'s door. */
+  public static FleetBounds at(double ceiling, String what, DoorExtension door) {
+    return at(ceiling, what, door.door());
   }
 
   /**

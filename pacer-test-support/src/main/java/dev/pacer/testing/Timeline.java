@@ -99,15 +99,44 @@ public final class Timeline {
 
   /** The most events in any half-open window [t, t + 1 s) that starts at an event. */
   public int peakOneSecondWindow() {
+    int[] ends = windowEnds(instants);
     int peak = 0;
-    int end = 0;
-    for (int start = 0; start < instants.size(); start++) {
-      while (end < instants.size() && instants.get(end) - instants.get(start) < SECOND) {
-        end++;
-      }
-      peak = Math.max(peak, end - start);
+    for (int start = 0; start < ends.length; start++) {
+      peak = Math.max(peak, ends[start] - start);
     }
     return peak;
+  }
+
+  /**
+   * The first event of the earliest window that holds {@link #peakOneSecondWindow()} events, or 0
+   * if there is none.
+   */
+  public long busiestWindowStart() {
+    int[] ends = windowEnds(instants);
+    int best = 0;
+    for (int start = 1; start < ends.length; start++) {
+      if (ends[start] - start > ends[best] - best) {
+        best = start;
+      }
+    }
+    return instants.isEmpty() ? 0 : instants.get(best);
+  }
+
+  /**
+   * The sliding 1-s window every window figure is taken from: for each instant of {@code sorted}
+   * (in time order), the index just past the last instant of the half-open window [that instant,
+   * that instant + 1 s). The window from index {@code i} holds {@code ends[i] - i} events.
+   */
+  public static int[] windowEnds(List<Long> sorted) {
+    int[] ends = new int[sorted.size()];
+    int end = 0;
+    for (int start = 0; start < sorted.size(); start++) {
+      while (end < sorted.size() && sorted.get(end) - sorted.get(start) < SECOND) {
+        end++;
+      }
+      ends[start] = end;
+    }
+    return ends;
   }
 
   /**

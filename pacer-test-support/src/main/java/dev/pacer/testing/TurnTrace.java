@@ -50,7 +50,7 @@ public final class TurnTrace {
    */
   public synchronized String busiestWindow(List<Arrival> arrivals) {
     List<Arrival> sorted = sorted(arrivals);
-    int[] ends = windowEnds(sorted);
+    int[] ends = Timeline.windowEnds(sorted.stream().map(Arrival::nanos).toList());
     int bestStart = 0;
     int bestCount = 0;
     for (int start = 0; start < sorted.size(); start++) {
@@ -103,7 +103,7 @@ public final class TurnTrace {
    */
   public synchronized long longestAfterHandOverInWindowsOver(List<Arrival> arrivals, int most) {
     List<Arrival> sorted = sorted(arrivals);
-    int[] ends = windowEnds(sorted);
+    int[] ends = Timeline.windowEnds(sorted.stream().map(Arrival::nanos).toList());
     boolean[] over = new boolean[sorted.size()];
     for (int start = 0; start < sorted.size(); start++) {
       if (ends[start] - start > most) {
@@ -176,23 +176,6 @@ public final class TurnTrace {
     List<Arrival> sorted = new ArrayList<>(arrivals);
     sorted.sort(Comparator.comparingLong(Arrival::nanos));
     return sorted;
-  }
-
-  /**
-   * For each arrival of {@code sorted}, the index just past the last one of the 1-s window
-   * [its stamp, its stamp + 1 s), as {@link Timeline#peakOneSecondWindow} counts windows.
-   */
-  private static int[] windowEnds(List<Arrival> sorted) {
-    int[] ends = new int[sorted.size()];
-    int end = 0;
-    for (int start = 0; start < sorted.size(); start++) {
-      while (end < sorted.size()
-          && sorted.get(end).nanos() - sorted.get(start).nanos() < 1_000_000_000L) {
-        end++;
-      }
-      ends[start] = end;
-    }
-    return ends;
   }
 
   private static double spanMillis(List<long[]> traced, int column) {

@@ -9,8 +9,8 @@ import java.util.Deque;
  *
  * <p>Why: the cursor counts turns on the database's wall clock ({@code clock_timestamp()}) and the
  * fleet sleeps on the monotonic clock. When the wall clock of the database's host steps forward by
- * some Δ while turns are queued on the cursor, the turns granted after the step start Δ sooner than
- * the queued ones they should follow, and for about Δ two grids of turns overlap at the door
+ * some Δ while turns are queued on the cursor, the turns granted after the step start Δ sooner
+ * than the queued ones they should follow, and for about Δ two grids of turns overlap at the door
  * (docs/reliability.md, "What the fleet does not survive"). A fleet test whose destination counted
  * more than the ceiling can then tell that known limit, measured here, from a fault of its own.
  * In the tests the database runs on this host, so its clock is this one.

@@ -52,7 +52,8 @@ class DoorServerTest {
     try (DoorServer door = new DoorServer(r -> Answer.OK);
         Socket socket = new Socket("127.0.0.1", door.port())) {
       OutputStream out = socket.getOutputStream();
-      out.write(("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n")
+      out.write(("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          + "2\r\nhi\r\n0\r\n\r\n")
           .getBytes(StandardCharsets.US_ASCII));
       out.flush();
       InputStream in = socket.getInputStream();

@@ -40,7 +40,8 @@ class DoorTest {
   /** Each thread of {@code pid} by name (with its id), and its scheduling policy. */
   private static Map<String, Integer> policies(long pid) throws IOException {
     Map<String, Integer> policies = new TreeMap<>();
-    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Paths.get("/proc/" + pid + "/task"))) {
+    try (DirectoryStream<Path> tasks =
+        Files.newDirectoryStream(Paths.get("/proc/" + pid + "/task"))) {
       for (Path task : tasks) {
         String name = Files.readString(task.resolve("comm")).trim();
         String stat = Files.readString(task.resolve("stat"));

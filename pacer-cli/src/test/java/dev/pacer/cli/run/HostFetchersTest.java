@@ -3,14 +3,14 @@ package dev.pacer.cli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.sun.net.httpserver.HttpServer;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
-import java.net.InetSocketAddress;
+import dev.pacer.testing.Answer;
+import dev.pacer.testing.DoorServer;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,15 +94,9 @@ class HostFetchersTest {
 
   @Test
   void theRequestsAndThrottledAnswersCountedOutliveTheirHosts() throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
-    server.createContext("/", exchange -> {
-      exchange.sendResponseHeaders(exchange.getRequestURI().getPath().equals("/busy") ? 429 : 200,
-          -1);
-      exchange.close();
-    });
-    server.start();
-    try {
-      URI at = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/");
+    try (DoorServer server =
+        new DoorServer(request -> Answer.status(request.path().equals("/busy") ? 429 : 200))) {
+      URI at = server.uri();
       hosts.forHost("a.example", RATE).fetch(at.resolve("/ok"));
       DestinationFetcher busy = hosts.forHost("b.example", RATE);
       assertThatThrownBy(() -> busy.fetch(at.resolve("/busy")))
@@ -118,8 +112,6 @@ class HostFetchersTest {
 
       assertThat(hosts.requestCount()).isEqualTo(3);
       assertThat(hosts.throttledCount()).isOne();
-    } finally {
-      server.stop(0);
     }
   }
 }
