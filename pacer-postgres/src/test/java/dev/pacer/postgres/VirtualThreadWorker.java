@@ -1,5 +1,6 @@
 package dev.pacer.postgres;
 
+import dev.pacer.testing.JvmStalls;
 import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
@@ -94,6 +95,7 @@ public final class VirtualThreadWorker {
     recording.start();
     threadsOfTheRun.startVirtual(PinsItsCarrier::load).join();
 
+    JvmStalls.get();
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
@@ -122,12 +124,16 @@ public final class VirtualThreadWorker {
         }
       }));
     }
-    sleepUntil(go + (long) (RunArrivals.START_SECONDS * 1e9));
+    long steadyFrom = go + (long) (RunArrivals.START_SECONDS * 1e9);
+    sleepUntil(steadyFrom);
     long sentAtSteady = sent.get();
     long lateAtSteady = limiter.lateTurnsSkipped();
     sleepUntil(go + TimeUnit.MILLISECONDS.toNanos(runMillis));
+    long steadyTo = System.nanoTime();
     TurnsTaken steady = new TurnsTaken(sent.get() - sentAtSteady,
-        limiter.lateTurnsSkipped() - lateAtSteady);
+        limiter.lateTurnsSkipped() - lateAtSteady,
+        JvmStalls.get().longestBetween(steadyFrom, steadyTo),
+        JvmStalls.get().totalBetween(steadyFrom, steadyTo));
     all.forEach(Thread::interrupt);
     long joinBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     int alive = 0;

@@ -210,6 +210,16 @@ public final class FleetBounds {
         .isGreaterThanOrEqualTo(MIN_DELIVERED * expected);
   }
 
+  /**
+   * {@link #assertDelivered(Timeline, double)} at the ceiling, for a sender whose JVM measured
+   * itself stalled ({@link JvmStalls}) for {@code stalledSeconds} of {@code steady}'s span in all:
+   * a stalled sender takes no turn, so the rate it should deliver is the ceiling over the rest.
+   */
+  public void assertDelivered(Timeline steady, double expected, double stalledSeconds) {
+    double span = steady.spanSeconds();
+    assertDelivered(steady, expected * Math.max(0, span - stalledSeconds) / span);
+  }
+
   /** {@link #assertDelivered(Timeline, double)} at the ceiling. */
   public void assertDelivered(Timeline steady) {
     assertDelivered(steady, ceiling);
@@ -245,11 +255,17 @@ public final class FleetBounds {
    * first arrival to its last, if longer than {@link #STALL_SECONDS}.
    */
   public void assertFewLateTurns(long skipped, long turns, Timeline run) {
-    assertFewLateTurns(skipped, turns, Math.max(STALL_SECONDS,
-        JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9));
+    assertFewLateTurns(skipped, turns,
+        JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
   }
 
-  private void assertFewLateTurns(long skipped, long turns, double stallSeconds) {
+  /**
+   * Asserts that at most {@link #mostLateTurns} of {@code turns} were given up as late by senders
+   * whose JVM measured its own longest stall ({@link JvmStalls}) as {@code stallSeconds}: the
+   * turns of that stall are allowed if more than the share or a {@link #STALL_SECONDS} one.
+   */
+  public void assertFewLateTurns(long skipped, long turns, double stallSeconds) {
+    stallSeconds = Math.max(STALL_SECONDS, stallSeconds);
     assertThat(turns).as("%s: turns taken", what).isPositive();
     long most = mostLateTurns(turns, stallSeconds);
     assertThat(skipped)

@@ -1,7 +1,9 @@
 package dev.pacer.testing;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -68,13 +70,33 @@ public final class JvmStalls {
    */
   public long longestBetween(long fromNanos, long toNanos) {
     long longest = 0;
+    for (long length : between(fromNanos, toNanos)) {
+      longest = Math.max(longest, length);
+    }
+    return longest;
+  }
+
+  /**
+   * The stalls that ended between {@code fromNanos} and {@code toNanos}, added up, in
+   * nanoseconds: the time this JVM's sleepers spent waiting for a CPU past their wake-up.
+   */
+  public long totalBetween(long fromNanos, long toNanos) {
+    long total = 0;
+    for (long length : between(fromNanos, toNanos)) {
+      total += length;
+    }
+    return total;
+  }
+
+  private List<Long> between(long fromNanos, long toNanos) {
+    List<Long> lengths = new ArrayList<>();
     synchronized (stalls) {
       for (long[] stall : stalls) {
         if (stall[0] - fromNanos >= 0 && toNanos - stall[0] >= 0) {
-          longest = Math.max(longest, stall[1]);
+          lengths.add(stall[1]);
         }
       }
     }
-    return longest;
+    return lengths;
   }
 }
