@@ -4,7 +4,6 @@
  * release.
  */
 module dev.pacer.core {
-  requires transitive java.net.http;
   requires org.slf4j;
 
   exports dev.pacer;

@@ -32,7 +32,7 @@ import java.util.function.Predicate;
  * then made on the resolution the client connected with, not on a second lookup. OkHttp's network
  * interceptor sees its connection's route; Apache HttpClient 5's chain handler resolves the hop
  * itself and pins the route to the address it checked. The JDK's client resolves each host itself
- * when it connects and shows no one the address, so for {@link PacedHttpClient} the check is a
+ * when it connects and shows no one the address, so for {@code PacedHttpClient} the check is a
  * lookup of its own just before the hop, the JVM's cache of answers (30 s by default) making the
  * client's lookup agree with it; a name that changes its answer between the two lookups is beyond
  * what Pacer can refuse with that client (docs/integrations.md, "Redirects").

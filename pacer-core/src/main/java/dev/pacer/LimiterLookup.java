@@ -8,7 +8,7 @@ import java.util.function.Function;
 
 /**
  * Which {@link DestinationLimiter} paces a request, from the request's URI: the one question every
- * HTTP client integration asks before each request it sends ({@link PacedHttpClient}, and the
+ * HTTP client integration asks before each request it sends ({@code PacedHttpClient}, and the
  * OkHttp and Apache HttpClient integrations of pacer-http). It is asked again for every redirect
  * hop, so a hop to another host is paced by that host's limiter, or by none.
  *

@@ -21,12 +21,12 @@ import org.slf4j.LoggerFactory;
  * through the client, which takes no turn, to a throwaway server on 127.0.0.1, then, for each
  * https destination, the TLS stack, and the resolution of each destination's host name. Nothing is
  * sent to any destination. Each integration calls {@link #run} with the way its client sends one
- * unpaced GET: {@link PacedHttpClient#warmUp}, {@link DestinationFetcher#warmUp(URI)}, and
+ * unpaced GET: {@code PacedHttpClient#warmUp}, {@code DestinationFetcher#warmUp(URI)}, and
  * pacer-http's {@code PacingInterceptor.warmUp} (OkHttp) and {@code
  * PacingExecChainHandler.warmUp} (Apache HttpClient 5).
  *
  * <p>Why: in a cold JVM the first requests load the client's classes and start its threads (for
- * the JDK's client about 335 classes and 100-300 ms, measured for {@link
+ * the JDK's client about 335 classes and 100-300 ms, measured for {@code
  * DestinationFetcher#warmUp(URI)}) after their turns have begun. Requests granted turns meanwhile
  * wait for the same work and reach the destination together: 13 in one second at a 10/s ceiling,
  * measured with 30 {@code acquireAsync} sends through the JDK's client in a fresh test JVM,

@@ -4,13 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.URI;
 import java.net.UnknownHostException;
-import java.net.http.HttpRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -29,14 +26,7 @@ class AddressPolicyTest {
       "evil.example", "127.0.0.1",
       "intranet.example", "10.1.2.3"));
   private final List<String> lookups = new ArrayList<>();
-  private final AddressPolicy policy = new AddressPolicy(host -> {
-    lookups.add(host);
-    String literal = zone.get(host);
-    if (literal == null && !host.matches("[0-9.]+|\\[?[0-9a-fA-F:.]+]?")) {
-      throw new UnknownHostException(host);
-    }
-    return new InetAddress[] {InetAddress.getByName(literal != null ? literal : host)};
-  }, AddressPolicy::isInternal);
+  private final AddressPolicy policy = TestAddresses.zone(zone, lookups);
 
   /**
    * Both ends of every internal range, and the address just outside each end (public, or the
@@ -229,33 +219,5 @@ class AddressPolicyTest {
     assertThat(policy.requested("evil.example", loopback).hop("x", loopback))
         .isInstanceOf(AddressPolicy.Verdict.Allowed.class);
     assertThat(lookups).isEmpty();
-  }
-
-  /**
-   * The fetcher's same-origin hop to the requested host itself: only the first answer, kept,
-   * tells that the host was public; resolving it again would find it internal and allow the hop.
-   */
-  @Test
-  void aSameOriginHopToARebindingNameIsNotFollowed() {
-    Redirects.Chain chain = Redirects.sameOrigin(5, policy).chain(URI.create("http://example.com/a"));
-    zone.put("example.com", "127.0.0.1");
-    HttpRequest first = HttpRequest.newBuilder(URI.create("http://example.com/a")).build();
-    Redirects.Next next = chain.next(first, 302, Optional.of("/b"), 0);
-    assertThat(next).isInstanceOfSatisfying(Redirects.Next.Refuse.class,
-        refuse -> assertThat(refuse.reason()).contains("internal address 127.0.0.1"));
-  }
-
-  @Test
-  void everyRedirectModeRefusesAHopFromAPublicHostIntoAnInternalNetwork() {
-    for (java.net.http.HttpClient.Redirect mode : List.of(
-        java.net.http.HttpClient.Redirect.NORMAL, java.net.http.HttpClient.Redirect.ALWAYS)) {
-      Redirects.Chain chain = Redirects.like(mode, 5, policy)
-          .chain(URI.create("http://example.com/a"));
-      HttpRequest first = HttpRequest.newBuilder(URI.create("http://example.com/a")).build();
-      assertThat(chain.next(first, 302, Optional.of("http://169.254.169.254/latest"), 0))
-          .as("%s", mode).isInstanceOf(Redirects.Next.Refuse.class);
-      assertThat(chain.next(first, 302, Optional.of("http://example.com/b"), 0))
-          .as("%s", mode).isEqualTo(new Redirects.Next.Follow(URI.create("http://example.com/b")));
-    }
   }
 }

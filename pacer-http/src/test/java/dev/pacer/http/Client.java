@@ -2,12 +2,12 @@ package dev.pacer.http;
 
 import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
-import dev.pacer.PacedHttpClient;
-import dev.pacer.TestAddresses;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.hc5.TestHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
 import dev.pacer.http.okhttp.TestInterceptor;
+import dev.pacer.jdkhttp.PacedHttpClient;
+import dev.pacer.jdkhttp.TestPacedClient;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -39,7 +39,7 @@ enum Client {
       HttpClient bare = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER)
           .version(HttpClient.Version.HTTP_1_1).build();
       HttpClient client = limiters.isEmpty() ? bare
-          : TestAddresses.judgedBy(PacedHttpClient.builder(bare, limiters.get()), addresses)
+          : TestPacedClient.judgedBy(PacedHttpClient.builder(bare, limiters.get()), addresses)
               .followRedirects(HttpClient.Redirect.NORMAL).build();
       return new Getter() {
         @Override

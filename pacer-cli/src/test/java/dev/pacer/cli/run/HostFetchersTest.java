@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.pacer.Destination;
-import dev.pacer.DestinationFetcher;
 import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
+import dev.pacer.jdkhttp.DestinationFetcher;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Path;

@@ -1,10 +1,19 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.FakeTime;
+import dev.pacer.LimiterProbe;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
+import dev.pacer.LockedOutException;
+import dev.pacer.ThrottledException;
+import dev.pacer.TimeSource;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -13,14 +22,14 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -211,10 +220,10 @@ class DestinationFetcherTest {
     // A redirect hop's slot is held while its unread body drains in the background, at most
     // DiscardedBody.MAX_TIME, which may end after fetch returns.
     long drained = System.nanoTime() + DiscardedBody.MAX_TIME.multipliedBy(2).toNanos();
-    while (limiter.availablePermits() < 2 && System.nanoTime() < drained) {
+    while (LimiterProbe.availablePermits(limiter) < 2 && System.nanoTime() < drained) {
       Thread.sleep(5);
     }
-    assertThat(limiter.availablePermits()).as("each hop's slot was closed").isEqualTo(2);
+    assertThat(LimiterProbe.availablePermits(limiter)).as("each hop's slot was closed").isEqualTo(2);
   }
 
   @Test

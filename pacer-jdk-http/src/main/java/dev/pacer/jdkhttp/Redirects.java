@@ -1,5 +1,8 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.AddressPolicy;
+import dev.pacer.LimiterLookup;
+import dev.pacer.Origins;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.http.HttpClient;

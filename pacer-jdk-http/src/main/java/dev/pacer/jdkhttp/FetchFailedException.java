@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
 import java.util.OptionalInt;
 

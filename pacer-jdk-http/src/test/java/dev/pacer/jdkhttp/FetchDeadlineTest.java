@@ -1,9 +1,15 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.FakeTime;
+import dev.pacer.LimiterProbe;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -107,7 +113,7 @@ class FetchDeadlineTest {
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(2));
     assertThat(trickleCut.await(2, TimeUnit.SECONDS)).as("the server saw its connection closed")
         .isTrue();
-    assertThat(limiter.availablePermits()).isEqualTo(1);
+    assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
     assertThat(fetcher.fetch(healthy()).body()).isEqualTo("ok".getBytes(StandardCharsets.UTF_8));
   }
 

@@ -1,5 +1,6 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.Slot;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.util.List;

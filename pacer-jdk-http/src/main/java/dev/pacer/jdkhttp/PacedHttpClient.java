@@ -1,5 +1,15 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.AddressPolicy;
+import dev.pacer.Answer;
+import dev.pacer.AsyncPools;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LockedOutException;
+import dev.pacer.Origins;
+import dev.pacer.Slot;
+import dev.pacer.TimeSource;
+import dev.pacer.WarmUp;
 import java.io.IOException;
 import java.net.Authenticator;
 import java.net.CookieHandler;
@@ -199,7 +209,7 @@ public final class PacedHttpClient extends HttpClient {
    */
   public void warmUp(URI... destinations) throws InterruptedException {
     if (delegate.executor().isEmpty()) {
-      AsyncPools.hopSenders().prestartAllCoreThreads();
+      HopSenders.prestart();
     }
     WarmUp.run(loopback -> {
       HttpRequest get = HttpRequest.newBuilder(loopback).build();
@@ -341,7 +351,7 @@ public final class PacedHttpClient extends HttpClient {
 
   /**
    * Where a hop is sent after its turn: the delegate's executor if it was built with one (the
-   * threads its own work runs on), or else Pacer's {@linkplain AsyncPools#hopSenders() send
+   * threads its own work runs on), or else Pacer's {@linkplain HopSenders send
    * threads}. Never the scheduler's thread that completes the turn: a send there delays every
    * turn of the JVM queued behind it (see {@link AsyncPools}). Never the round-trip executor
    * either: its queue holds the reservations of later turns, and a hop behind them would leave
@@ -354,7 +364,7 @@ public final class PacedHttpClient extends HttpClient {
     if (hop.limiter.isEmpty()) {
       return Runnable::run;
     }
-    return delegate.executor().orElseGet(AsyncPools::hopSenders);
+    return delegate.executor().orElseGet(HopSenders::get);
   }
 
   /** What a hop's answer leads to: the next hop's request, or the final answer. */

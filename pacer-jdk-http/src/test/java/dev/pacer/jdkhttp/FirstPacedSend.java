@@ -1,5 +1,11 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterListener;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
+import dev.pacer.TestLoopbackServer;
 import java.io.IOException;
 import java.net.Authenticator;
 import java.net.CookieHandler;
@@ -42,7 +48,7 @@ final class FirstPacedSend {
     });
     DestinationLimiter limiter = registry.limiter(
         Destination.builder("first-paced-send").ratePerSecond(10).maxConcurrency(1).build());
-    try (WarmUp.LoopbackServer server = new WarmUp.LoopbackServer()) {
+    try (TestLoopbackServer server = new TestLoopbackServer()) {
       PacedHttpClient client = PacedHttpClient.of(new Marking(
           HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build()), limiter);
       client.warmUp(server.uri());

@@ -1,5 +1,7 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.Slot;
+import dev.pacer.TimeSource;
 import java.net.URI;
 import java.time.Duration;
 

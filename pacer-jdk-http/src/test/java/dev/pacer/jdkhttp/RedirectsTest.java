@@ -1,12 +1,18 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.net.InetAddress;
+import dev.pacer.AddressPolicy;
+import dev.pacer.Origins;
+import dev.pacer.TestAddresses;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 
 /** What a redirect hop carries, and which hops are followed, without a network. */
@@ -15,9 +21,14 @@ class RedirectsTest {
   private static final URI ORIGIN = URI.create("https://api.example.com/a");
 
   /** Every name resolves to a public address: only the origin rules decide. */
-  private final AddressPolicy allPublic = new AddressPolicy(
-      host -> new InetAddress[] {InetAddress.getByName("93.184.216.34")},
-      AddressPolicy::isInternal);
+  private final AddressPolicy allPublic = TestAddresses.allPublic();
+
+  /** A fake zone of names, as in AddressPolicyTest: no DNS, and a rebinding is a changed record. */
+  private final Map<String, String> zone = new ConcurrentHashMap<>(Map.of(
+      "example.com", "93.184.216.34",
+      "evil.example", "127.0.0.1",
+      "intranet.example", "10.1.2.3"));
+  private final AddressPolicy policy = TestAddresses.zone(zone, new ArrayList<>());
 
   private static HttpRequest withCredentials(HttpRequest.Builder builder) {
     return builder.header("Authorization", "Bearer secret")
@@ -88,5 +99,33 @@ class RedirectsTest {
     assertThat(Origins.same(a, URI.create("mailto:x@example.com"))).isFalse();
     assertThat(Origins.isCredential("PROXY-Authorization")).isTrue();
     assertThat(Origins.isCredential("X-Api-Key")).isFalse();
+  }
+
+  /**
+   * The fetcher's same-origin hop to the requested host itself: only the first answer, kept,
+   * tells that the host was public; resolving it again would find it internal and allow the hop.
+   */
+  @Test
+  void aSameOriginHopToARebindingNameIsNotFollowed() {
+    Redirects.Chain chain = Redirects.sameOrigin(5, policy).chain(URI.create("http://example.com/a"));
+    zone.put("example.com", "127.0.0.1");
+    HttpRequest first = HttpRequest.newBuilder(URI.create("http://example.com/a")).build();
+    Redirects.Next next = chain.next(first, 302, Optional.of("/b"), 0);
+    assertThat(next).isInstanceOfSatisfying(Redirects.Next.Refuse.class,
+        refuse -> assertThat(refuse.reason()).contains("internal address 127.0.0.1"));
+  }
+
+  @Test
+  void everyRedirectModeRefusesAHopFromAPublicHostIntoAnInternalNetwork() {
+    for (java.net.http.HttpClient.Redirect mode : List.of(
+        java.net.http.HttpClient.Redirect.NORMAL, java.net.http.HttpClient.Redirect.ALWAYS)) {
+      Redirects.Chain chain = Redirects.like(mode, 5, policy)
+          .chain(URI.create("http://example.com/a"));
+      HttpRequest first = HttpRequest.newBuilder(URI.create("http://example.com/a")).build();
+      assertThat(chain.next(first, 302, Optional.of("http://169.254.169.254/latest"), 0))
+          .as("%s", mode).isInstanceOf(Redirects.Next.Refuse.class);
+      assertThat(chain.next(first, 302, Optional.of("http://example.com/b"), 0))
+          .as("%s", mode).isEqualTo(new Redirects.Next.Follow(URI.create("http://example.com/b")));
+    }
   }
 }

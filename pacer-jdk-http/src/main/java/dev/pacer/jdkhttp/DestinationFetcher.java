@@ -1,5 +1,14 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.AddressPolicy;
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterLookup;
+import dev.pacer.LockedOutException;
+import dev.pacer.Slot;
+import dev.pacer.ThrottledException;
+import dev.pacer.TimeSource;
+import dev.pacer.WarmUp;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

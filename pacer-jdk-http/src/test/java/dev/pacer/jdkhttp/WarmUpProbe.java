@@ -1,5 +1,9 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
+import dev.pacer.LimiterRegistry;
+import dev.pacer.LocalCursor;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
@@ -13,8 +17,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * Measures the first request of a fresh JVM, with or without {@link DestinationFetcher#warmUp}:
- * run it in a new JVM each time, on the test classpath, as {@code java -cp ... dev.pacer.WarmUpProbe
- * cold|warm}. Prints the lateness of the first two requests (turn start to hand-over to the
+ * run it in a new JVM each time, on the test classpath, as {@code java -cp ...
+ * dev.pacer.jdkhttp.WarmUpProbe cold|warm}. Prints the lateness of the first two requests (turn start to hand-over to the
  * client), when the destination received each (turn start to the request's arrival), and how many
  * classes the JVM loaded in the warm-up and in the first fetch; with {@code -Xlog:class+load} the
  * "-- first fetch" lines delimit the classes that fetch loaded. Not a test: the figures in {@link

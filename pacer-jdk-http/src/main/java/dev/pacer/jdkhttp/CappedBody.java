@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.jdkhttp;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
