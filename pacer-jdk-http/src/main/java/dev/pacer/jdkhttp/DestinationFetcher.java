@@ -289,7 +289,7 @@ public final class DestinationFetcher {
         && destination.interval().compareTo(FIRST_REQUEST_MARGIN_BELOW) < 0;
     AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
     AtomicReference<CappedBody> body = new AtomicReference<>();
-    PacedHttpClient.Exchanged<Long> answer =
+    Exchanged<Long> answer =
         exchange(paced, requested, first ? 2 : 1, info, body, sinks, cap);
     HttpResponse<Long> response = answer.response();
     URI at = response.uri();
@@ -315,7 +315,7 @@ public final class DestinationFetcher {
    * and waits for the whole final answer, at most {@code requestTimeout} a hop. A 2xx body goes to
    * a {@link CappedBody}; any other answer's body is dropped in the background.
    */
-  private PacedHttpClient.Exchanged<Long> exchange(PacedHttpClient client, URI uri,
+  private Exchanged<Long> exchange(PacedHttpClient client, URI uri,
       int firstIntervals, AtomicReference<HttpResponse.ResponseInfo> info,
       AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, FetchFailedException {

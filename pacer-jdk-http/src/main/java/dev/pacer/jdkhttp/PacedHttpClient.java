@@ -7,8 +7,6 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
 import dev.pacer.Origins;
-import dev.pacer.Slot;
-import dev.pacer.TimeSource;
 import dev.pacer.WarmUp;
 import java.io.IOException;
 import java.net.Authenticator;
@@ -23,22 +21,13 @@ import java.net.http.WebSocket;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A {@link HttpClient} that paces every request it sends: it is one (hand it to anything that
@@ -149,24 +138,18 @@ public final class PacedHttpClient extends HttpClient {
    */
   public static final Duration DEFAULT_ANSWER_TIMEOUT = Duration.ofSeconds(30);
 
-  private static final Logger log = LoggerFactory.getLogger(PacedHttpClient.class);
-
   private final HttpClient delegate;
-  private final LimiterLookup limiters;
   private final HttpClient.Redirect followRedirects;
-  private final Redirects redirects;
   private final Optional<Duration> answerTimeout;
-  private final Optional<Consumer<SentRequest>> listener;
-  private final AtomicBoolean listenerFailed = new AtomicBoolean();
+  private final Exchanges exchanges;
 
   private PacedHttpClient(Builder b) {
     this.delegate = b.delegate;
-    this.limiters = b.limiters;
     this.followRedirects = b.followRedirects;
-    this.redirects = b.redirects.orElse(
-        Redirects.like(b.followRedirects, b.maxRedirects, b.addresses));
     this.answerTimeout = b.answerTimeout;
-    this.listener = b.listener;
+    this.exchanges = new Exchanges(b.delegate, b.limiters,
+        b.redirects.orElse(Redirects.like(b.followRedirects, b.maxRedirects, b.addresses)),
+        b.answerTimeout, b.listener);
   }
 
   /**
@@ -213,15 +196,9 @@ public final class PacedHttpClient extends HttpClient {
     }
     WarmUp.run(loopback -> {
       HttpRequest get = HttpRequest.newBuilder(loopback).build();
-      exchange(unpaced(get), 1);
-      exchangeAsync(unpaced(get), new Pending<>()).get(10, TimeUnit.SECONDS);
+      exchanges.exchange(exchanges.unpaced(get), 1);
+      new AsyncExchange<Void>(exchanges).from(exchanges.unpaced(get)).get(10, TimeUnit.SECONDS);
     }, destinations);
-  }
-
-  /** A first hop to {@code request} that takes no turn, whatever the lookup says of its host. */
-  private Hop<Void> unpaced(HttpRequest request) {
-    return new Hop<>(request, request, 0, uri -> HttpResponse.BodyHandlers.discarding(), null,
-        Optional.empty(), Optional.empty());
   }
 
   /**
@@ -248,430 +225,17 @@ public final class PacedHttpClient extends HttpClient {
   public <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler)
       throws IOException, InterruptedException {
     Objects.requireNonNull(handler, "handler");
-    return exchange(request, uri -> handler, 1).response();
+    return exchanges.exchange(request, uri -> handler, 1).response();
   }
 
   /**
-   * The final answer of one {@link #exchange}: the response, what its status meant for the pacing
-   * of its destination, and why a redirect it carries was not followed, if it is one.
-   */
-  record Exchanged<T>(HttpResponse<T> response, Answer answer, Optional<String> notFollowed) {}
-
-  /**
    * Sends {@code request} and follows its redirects, each hop with a turn of its own, this thread
-   * waiting for each turn and each answer; the first hop takes {@code firstIntervals} turns
-   * ({@link DestinationLimiter#acquire(int)}). The final answer's body goes to the handler {@code
-   * handlers} gives for its URI.
+   * waiting: {@link Exchanges#exchange(HttpRequest, Function, int)}, for {@link DestinationFetcher}.
    */
   <T> Exchanged<T> exchange(HttpRequest request,
       Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
-    return exchange(new Hop<>(Objects.requireNonNull(request, "request"), request, 0, handlers,
-        null, Optional.empty()), firstIntervals);
-  }
-
-  /** {@link #exchange(HttpRequest, Function, int)} from its first hop. */
-  private <T> Exchanged<T> exchange(Hop<T> first, int firstIntervals)
-      throws IOException, InterruptedException {
-    Hop<T> hop = first;
-    while (true) {
-      Optional<Slot> slot = Optional.empty();
-      if (hop.limiter.isPresent()) {
-        slot = Optional.of(hop.limiter.get().acquire(hop.followed == 0 ? firstIntervals : 1));
-      }
-      HttpResponse<T> response;
-      try {
-        response = hop.sendWaiting(slot);
-      } catch (InterruptedException e) {
-        hop.failed(e);
-        throw e;
-      } catch (IOException | TimeoutException | RuntimeException | Error e) {
-        throw rethrown(hop.failed(e));
-      }
-      Step<T> step = hop.answered(response);
-      if (step instanceof Step.Done<T> done) {
-        return done.exchanged();
-      }
-      hop = hop.next(((Step.Follow<T>) step).request());
-    }
-  }
-
-  /**
-   * Sends {@code request} as {@link #send} does, with no thread waiting: each turn is {@link
-   * DestinationLimiter#acquireAsync(Executor)}'s, granted on {@link #sendingExecutor}, and each
-   * hop is sent there right after its turn was judged in time; each answer is the delegate's
-   * future.
-   */
-  private <T> CompletableFuture<Exchanged<T>> exchangeAsync(Hop<T> hop, Pending<T> pending) {
-    Executor sending = sendingExecutor(hop);
-    // The acquisition's tasks wait until the send below is attached to the turn: a turn granted
-    // before that would run the send on this thread when it attaches, after the check for a late
-    // turn, by as long as this thread took to get there.
-    CompletableFuture<Void> attached = new CompletableFuture<>();
-    Executor grantOn = task -> {
-      if (attached.isDone()) {
-        sending.execute(task);
-      } else {
-        attached.thenRun(() -> sending.execute(task));
-      }
-    };
-    CompletableFuture<Slot> turn = hop.limiter.map(limiter -> limiter.acquireAsync(grantOn))
-        .orElse(CompletableFuture.completedFuture(null));
-    pending.track(turn);
-    // Not handleAsync: the turn is granted on the sending executor, and the hop leaves on the
-    // thread that judged it in time.
-    CompletableFuture<CompletableFuture<Step<T>>> sent = turn.handle((slot, failure) -> {
-      if (failure != null) {
-        throw new CompletionException(unwrapped(failure));
-      }
-      if (pending.result.isDone()) {
-        // Cancelled (or completed by the caller) between the turn and its send: nothing goes.
-        if (slot != null) {
-          slot.close();
-        }
-        throw new CancellationException("cancelled before it was sent");
-      }
-      CompletableFuture<HttpResponse<T>> answer = hop.send(Optional.ofNullable(slot));
-      pending.track(answer);
-      return answer.handle((response, failed) -> {
-        if (failed != null) {
-          throw new CompletionException(hop.failed(failed));
-        }
-        return hop.answered(response);
-      });
-    });
-    attached.complete(null);
-    return sent.thenCompose(Function.identity()).thenCompose(step -> {
-      if (step instanceof Step.Done<T> done) {
-        return CompletableFuture.completedFuture(done.exchanged());
-      }
-      return exchangeAsync(hop.next(((Step.Follow<T>) step).request()), pending);
-    });
-  }
-
-  /**
-   * Where a hop is sent after its turn: the delegate's executor if it was built with one (the
-   * threads its own work runs on), or else Pacer's {@linkplain HopSenders send
-   * threads}. Never the scheduler's thread that completes the turn: a send there delays every
-   * turn of the JVM queued behind it (see {@link AsyncPools}). Never the round-trip executor
-   * either: its queue holds the reservations of later turns, and a hop behind them would leave
-   * after its late check, by as long as they take. The JDK client's {@code sendAsync} only builds
-   * the exchange and hands it to the client's own threads, so two threads keep up with any rate a
-   * destination is paced at. An unpaced hop has no turn to wait for and is sent on the thread that
-   * asked (the caller's, or the one that completed the previous hop's answer).
-   */
-  private Executor sendingExecutor(Hop<?> hop) {
-    if (hop.limiter.isEmpty()) {
-      return Runnable::run;
-    }
-    return delegate.executor().orElseGet(HopSenders::get);
-  }
-
-  /** What a hop's answer leads to: the next hop's request, or the final answer. */
-  private sealed interface Step<T> {
-    record Follow<T>(HttpRequest request) implements Step<T> {}
-
-    record Done<T>(Exchanged<T> exchanged) implements Step<T> {}
-  }
-
-  /**
-   * One asynchronous exchange: the future handed to the caller, and what cancelling it must stop
-   * (the acquisition waiting for a turn, then the exchange in flight).
-   */
-  private static final class Pending<T> {
-    final CompletableFuture<HttpResponse<T>> result = new CompletableFuture<>();
-    private final AtomicReference<Future<?>> stage =
-        new AtomicReference<>(CompletableFuture.completedFuture(null));
-
-    Pending() {
-      // Completed by the exchange, the stage is done and this does nothing; cancelled by the
-      // caller, it gives back a permit not yet granted, or cancels the exchange in flight.
-      result.whenComplete((response, failure) -> stage.get().cancel(true));
-    }
-
-    void track(Future<?> next) {
-      stage.set(next);
-      if (result.isDone()) {
-        next.cancel(true);
-      }
-    }
-  }
-
-  /**
-   * One hop of an exchange, the steps {@link #exchange} and {@link #exchangeAsync} both take: the
-   * limiter the lookup names for its URI, the send ({@link #send}), and the answer ({@link
-   * #answered}) or failure ({@link #failed}), each reported to the listener. As the delegate's body
-   * handler, it classifies the answer as soon as its headers arrive, decides whether it is a
-   * redirect to follow (then its body is dropped), and otherwise hands the body to the caller's
-   * handler; either way the slot is closed when the body ends.
-   */
-  private final class Hop<T> implements HttpResponse.BodyHandler<T> {
-    private final HttpRequest requested;
-    private final HttpRequest request;
-    private final int followed;
-    private final Optional<DestinationLimiter> limiter;
-    private final Function<URI, HttpResponse.BodyHandler<T>> handlers;
-    private final HttpResponse.PushPromiseHandler<T> pushes;
-    /** The whole answer's deadline: the request's own timeout, or the client's. */
-    private final Optional<Duration> deadline;
-    private volatile Optional<Slot> slot = Optional.empty();
-    private long sentNanos;
-    private long sentMicros;
-    private volatile int status = SentRequest.NO_STATUS;
-    private volatile Answer answer = Answer.CLEAN;
-    private volatile Redirects.Next next;
-    /** The exchange's redirects, from when its first hop leaves; none if none are followed. */
-    private volatile Optional<Redirects.Chain> chain;
-
-    Hop(HttpRequest requested, HttpRequest request, int followed,
-        Function<URI, HttpResponse.BodyHandler<T>> handlers,
-        HttpResponse.PushPromiseHandler<T> pushes, Optional<Redirects.Chain> chain) {
-      this(requested, request, followed, handlers, pushes, chain,
-          limiters.limiterFor(request.uri()));
-    }
-
-    /** A hop paced by {@code limiter}, or by none. */
-    Hop(HttpRequest requested, HttpRequest request, int followed,
-        Function<URI, HttpResponse.BodyHandler<T>> handlers,
-        HttpResponse.PushPromiseHandler<T> pushes, Optional<Redirects.Chain> chain,
-        Optional<DestinationLimiter> limiter) {
-      this.requested = requested;
-      this.request = request;
-      this.followed = followed;
-      this.limiter = limiter;
-      this.handlers = handlers;
-      this.pushes = pushes;
-      this.deadline = request.timeout().or(() -> answerTimeout);
-      this.chain = chain;
-    }
-
-    /** The hop to {@code target}, asking the lookup again. */
-    Hop<T> next(HttpRequest target) {
-      return new Hop<>(requested, target, followed + 1, handlers, pushes, chain);
-    }
-
-    /**
-     * Sends this hop, holding {@code turn} if it is paced. The answer comes within the hop's
-     * deadline if there is one, or the future fails with {@link TimeoutException}; a future that
-     * fails so, or is cancelled, cancels the exchange, which closes its connection (Java 16+), and
-     * with it a trickling body.
-     */
-    CompletableFuture<HttpResponse<T>> send(Optional<Slot> turn) {
-      leaving(turn);
-      CompletableFuture<HttpResponse<T>> sent;
-      try {
-        sent = delegate.sendAsync(request, this, pushes);
-      } catch (RuntimeException e) {
-        sent = CompletableFuture.failedFuture(e);
-      }
-      CompletableFuture<HttpResponse<T>> answered = new CompletableFuture<>();
-      sent.whenComplete((response, failure) -> {
-        if (failure == null) {
-          answered.complete(response);
-        } else {
-          answered.completeExceptionally(unwrapped(failure));
-        }
-      });
-      deadline.ifPresent(d -> answered.orTimeout(d.toNanos(), TimeUnit.NANOSECONDS));
-      CompletableFuture<HttpResponse<T>> exchange = sent;
-      answered.whenComplete((response, failure) -> {
-        if (failure != null) {
-          exchange.cancel(true);
-        }
-      });
-      return answered;
-    }
-
-    /**
-     * Sends this hop as {@link #send} does, on this thread, which waits for the answer: through
-     * the delegate's {@code send}. The JDK's client builds the exchange on this thread and hands
-     * the write to its selector thread, which hands it to the client's executor, whose thread
-     * writes: the time from the turn to the socket includes those two threads' wake-ups, which
-     * the check for a late turn, made before, cannot see. A sender starved of CPU or paused by a collection there delivers
-     * its request late unseen, and at a turn of 10 ms a request more than a turn late puts one
-     * more than the ceiling + 1 into a window at the destination. Awaiting the delegate's {@code
-     * sendAsync} (which {@link #send} must use, since it may not wait) also hands its completion
-     * to the common pool, about 0.6 ms a request more on two cores ({@code OverheadProbe}).
-     *
-     * <p>The hop's deadline, if it has one, interrupts this thread: the delegate's {@code send}
-     * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
-     * TimeoutException}. An interrupt from anyone else is thrown as {@link InterruptedException},
-     * the exchange likewise cancelled.
-     */
-    HttpResponse<T> sendWaiting(Optional<Slot> turn)
-        throws IOException, InterruptedException, TimeoutException {
-      leaving(turn);
-      if (deadline.isEmpty()) {
-        return delegate.send(request, this);
-      }
-      Deadline interrupting = new Deadline(deadline.get());
-      try {
-        return delegate.send(request, this);
-      } catch (InterruptedException e) {
-        if (interrupting.end()) {
-          throw new TimeoutException();
-        }
-        throw e;
-      } finally {
-        interrupting.end();
-      }
-    }
-
-    /**
-     * Holds {@code turn}, if this hop is paced, and notes when the hop leaves. The first hop
-     * classifies the requested host here, just before it is sent, for every hop to be judged by.
-     */
-    private void leaving(Optional<Slot> turn) {
-      slot = turn;
-      if (followed == 0 && redirects.followsAny()) {
-        chain = Optional.of(redirects.chain(requested.uri()));
-      }
-      TimeSource time = limiter.map(DestinationLimiter::time).orElse(TimeSource.SYSTEM);
-      sentNanos = time.nanoTime();
-      sentMicros = time.epochMicros();
-    }
-
-    /** The answer came: reports it, and says where it leads. */
-    Step<T> answered(HttpResponse<T> response) {
-      reportSent();
-      if (next instanceof Redirects.Next.Follow follow) {
-        return new Step.Follow<>(Redirects.nextRequest(request, response.statusCode(),
-            follow.uri()));
-      }
-      Optional<String> refused = next instanceof Redirects.Next.Refuse refuse
-          ? Optional.of(refuse.reason()) : Optional.empty();
-      return new Step.Done<>(new Exchanged<>(response, answer, refused));
-    }
-
-    /**
-     * No answer came: the slot goes back at once, the request is reported, and the failure is
-     * returned as the caller sees it (a deadline passed as {@link HttpTimeoutException}).
-     */
-    Throwable failed(Throwable failure) {
-      slot.ifPresent(Slot::close);
-      reportSent();
-      Throwable cause = unwrapped(failure);
-      if (cause instanceof TimeoutException) {
-        HttpTimeoutException late = new HttpTimeoutException("no complete response from "
-            + request.uri() + " within " + describe(deadline.orElseThrow()));
-        late.initCause(cause);
-        return late;
-      }
-      return cause;
-    }
-
-    private void reportSent() {
-      if (slot.isPresent()) {
-        report(new SentRequest(request.uri(), followed, slot.get().turnNanos(), sentNanos,
-            sentMicros, status));
-      }
-    }
-
-    @Override
-    public HttpResponse.BodySubscriber<T> apply(HttpResponse.ResponseInfo info) {
-      URI uri = request.uri();
-      status = info.statusCode();
-      if (limiter.isPresent()) {
-        answer = limiter.get().noteAnswer(info.statusCode(),
-            info.headers().firstValue("Retry-After").orElse(null), uri);
-      }
-      if (answer == Answer.CLEAN && redirects.followsAny()
-          && Redirects.isRedirect(info.statusCode())) {
-        next = chain.orElseThrow().next(request, info.statusCode(),
-            info.headers().firstValue("Location"), followed);
-      }
-      HttpResponse.BodySubscriber<T> body = next instanceof Redirects.Next.Follow
-          ? new DiscardedBody<>(null, info) : handlers.apply(uri).apply(info);
-      Optional<Slot> held = slot;
-      return held.isPresent() ? new SlotReleasingBody<>(body, held.get()) : body;
-    }
-  }
-
-  /**
-   * The answer timeout of a hop sent on the thread that waits for it: at the deadline it interrupts
-   * that thread, unless the send has ended. The two exclude each other under this object's lock,
-   * so an interrupt is never delivered after {@link #end()}, and one delivered but not consumed
-   * by the send (the answer came just before the deadline) is cleared there, not left for the
-   * caller's next wait.
-   */
-  private static final class Deadline {
-    private final Thread waiting = Thread.currentThread();
-    private final CompletableFuture<Void> timer = new CompletableFuture<>();
-    private boolean ended;
-    private boolean expired;
-
-    Deadline(Duration timeout) {
-      timer.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
-          .whenComplete((none, late) -> {
-            if (late != null) {
-              expire();
-            }
-          });
-    }
-
-    private synchronized void expire() {
-      if (!ended) {
-        expired = true;
-        waiting.interrupt();
-      }
-    }
-
-    /** Ends the deadline (again is harmless); whether it expired, its interrupt cleared. */
-    synchronized boolean end() {
-      if (!ended) {
-        ended = true;
-        timer.complete(null);
-        if (expired) {
-          Thread.interrupted();
-        }
-      }
-      return expired;
-    }
-  }
-
-  /** The failure inside the wrappers a future's stages put around it. */
-  private static Throwable unwrapped(Throwable failure) {
-    Throwable cause = failure;
-    while ((cause instanceof CompletionException || cause instanceof ExecutionException)
-        && cause.getCause() != null) {
-      cause = cause.getCause();
-    }
-    return cause;
-  }
-
-  /** {@code failure} thrown as {@link #send} declares it, or returned wrapped to be thrown. */
-  private static IOException rethrown(Throwable failure) throws InterruptedException {
-    if (failure instanceof IOException io) {
-      return io;
-    }
-    if (failure instanceof InterruptedException interrupted) {
-      throw interrupted;
-    }
-    if (failure instanceof RuntimeException runtime) {
-      throw runtime;
-    }
-    if (failure instanceof Error error) {
-      throw error;
-    }
-    return new IOException(failure);
-  }
-
-  private void report(SentRequest sent) {
-    if (listener.isEmpty()) {
-      return;
-    }
-    try {
-      listener.get().accept(sent);
-    } catch (RuntimeException e) {
-      if (listenerFailed.compareAndSet(false, true)) {
-        log.warn("The request listener threw; requests go on, and later failures of the listener"
-            + " are not logged", e);
-      }
-    }
-  }
-
-  static String describe(Duration d) {
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    return exchanges.exchange(request, handlers, firstIntervals);
   }
 
   @Override
@@ -690,22 +254,7 @@ public final class PacedHttpClient extends HttpClient {
       HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushPromises) {
     Objects.requireNonNull(request, "request");
     Objects.requireNonNull(handler, "handler");
-    Pending<T> pending = new Pending<>();
-    CompletableFuture<Exchanged<T>> exchanged;
-    try {
-      exchanged = exchangeAsync(new Hop<>(request, request, 0, uri -> handler, pushPromises,
-          Optional.empty()), pending);
-    } catch (RuntimeException e) {
-      exchanged = CompletableFuture.failedFuture(e);
-    }
-    exchanged.whenComplete((done, failure) -> {
-      if (failure == null) {
-        pending.result.complete(done.response());
-      } else {
-        pending.result.completeExceptionally(unwrapped(failure));
-      }
-    });
-    return pending.result;
+    return AsyncExchange.send(exchanges, request, handler, pushPromises);
   }
 
   /** This client's redirect policy (the delegate's is always {@code NEVER}). */
