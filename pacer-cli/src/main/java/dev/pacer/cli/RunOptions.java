@@ -4,7 +4,7 @@ import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
 import dev.pacer.Printable;
 import dev.pacer.cli.run.RunSettings;
-import dev.pacer.jdkhttp.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -8,6 +8,13 @@ import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
 import dev.pacer.Origins;
 import dev.pacer.WarmUp;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import dev.pacer.jdkhttp.internal.AsyncExchange;
+import dev.pacer.jdkhttp.internal.DiscardedBody;
+import dev.pacer.jdkhttp.internal.Exchanged;
+import dev.pacer.jdkhttp.internal.Exchanges;
+import dev.pacer.jdkhttp.internal.HopSenders;
+import dev.pacer.jdkhttp.internal.Redirects;
 import java.io.IOException;
 import java.net.Authenticator;
 import java.net.CookieHandler;
@@ -97,7 +104,7 @@ import javax.net.ssl.SSLParameters;
  * {@link Builder#maxRedirects}, default 5). Each hop asks the lookup again and takes its own turn,
  * from the limiter of the host it goes to. A hop answered with anything but a {@linkplain
  * Answer#CLEAN clean} status is not followed further. The body of a hop followed is dropped in the
- * background ({@link DiscardedBody}: at most 64 KiB and 1 s of it are read to keep the connection,
+ * background (at most 64 KiB and 1 s of it are read to keep the connection,
  * past either it is closed), holding the hop's slot until it ends; the caller's body handler sees
  * only the final answer. A 303, or a 301 or 302 to a POST, is followed with a GET, as the JDK's
  * client does.
@@ -148,8 +155,10 @@ public final class PacedHttpClient extends HttpClient {
     this.followRedirects = b.followRedirects;
     this.answerTimeout = b.answerTimeout;
     this.exchanges = new Exchanges(b.delegate, b.limiters,
-        b.redirects.orElse(Redirects.like(b.followRedirects, b.maxRedirects, b.addresses)),
-        b.answerTimeout, b.listener);
+        Redirects.like(b.followRedirects, b.maxRedirects, b.addresses), b.answerTimeout,
+        b.listener.map(listener -> (uri, hop, turnNanos, sentNanos, sentEpochMicros, status) ->
+            listener.accept(new SentRequest(uri, hop, turnNanos, sentNanos, sentEpochMicros,
+                status))));
   }
 
   /**
@@ -195,9 +204,7 @@ public final class PacedHttpClient extends HttpClient {
       HopSenders.prestart();
     }
     WarmUp.run(loopback -> {
-      HttpRequest get = HttpRequest.newBuilder(loopback).build();
-      exchanges.exchange(exchanges.unpaced(get), 1);
-      new AsyncExchange<Void>(exchanges).from(exchanges.unpaced(get)).get(10, TimeUnit.SECONDS);
+      exchanges.sendUnpaced(HttpRequest.newBuilder(loopback).build());
     }, destinations);
   }
 
@@ -226,16 +233,6 @@ public final class PacedHttpClient extends HttpClient {
       throws IOException, InterruptedException {
     Objects.requireNonNull(handler, "handler");
     return exchanges.exchange(request, uri -> handler, 1).response();
-  }
-
-  /**
-   * Sends {@code request} and follows its redirects, each hop with a turn of its own, this thread
-   * waiting: {@link Exchanges#exchange(HttpRequest, Function, int)}, for {@link DestinationFetcher}.
-   */
-  <T> Exchanged<T> exchange(HttpRequest request,
-      Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
-      throws IOException, InterruptedException {
-    return exchanges.exchange(request, handlers, firstIntervals);
   }
 
   @Override
@@ -321,7 +318,6 @@ public final class PacedHttpClient extends HttpClient {
     private final LimiterLookup limiters;
     private HttpClient.Redirect followRedirects = HttpClient.Redirect.NEVER;
     private int maxRedirects = 5;
-    private Optional<Redirects> redirects = Optional.empty();
     private AddressPolicy addresses = AddressPolicy.system();
     private Optional<Duration> answerTimeout = Optional.of(DEFAULT_ANSWER_TIMEOUT);
     private Optional<Consumer<SentRequest>> listener = Optional.empty();
@@ -367,12 +363,6 @@ public final class PacedHttpClient extends HttpClient {
     /** The address policy of the redirects this builder's {@code followRedirects} follows. */
     Builder addressPolicy(AddressPolicy addresses) {
       this.addresses = Objects.requireNonNull(addresses, "addresses");
-      return this;
-    }
-
-    /** {@link DestinationFetcher}'s policy: hops within the requested URL's origin only. */
-    Builder redirects(Redirects redirects) {
-      this.redirects = Optional.of(redirects);
       return this;
     }
 

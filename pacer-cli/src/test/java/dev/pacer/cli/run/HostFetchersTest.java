@@ -9,7 +9,7 @@ import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
-import dev.pacer.jdkhttp.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Path;

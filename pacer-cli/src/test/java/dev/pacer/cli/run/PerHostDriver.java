@@ -3,7 +3,7 @@ package dev.pacer.cli.run;
 import dev.pacer.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.FakeTime;
-import dev.pacer.jdkhttp.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

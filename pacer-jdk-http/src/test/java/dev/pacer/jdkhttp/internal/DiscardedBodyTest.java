@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -14,6 +14,8 @@ import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
+import dev.pacer.jdkhttp.PacedHttpClient;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.AsyncPools;
 import dev.pacer.DestinationLimiter;
@@ -15,11 +15,11 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 /**
- * One asynchronous exchange ({@link PacedHttpClient#sendAsync}): the future handed to the caller,
+ * One asynchronous exchange ({@code PacedHttpClient#sendAsync}): the future handed to the caller,
  * the driver that takes each hop's turn and sends it with no thread waiting, and what cancelling
  * the future must stop (the acquisition waiting for a turn, then the exchange in flight).
  */
-final class AsyncExchange<T> {
+public final class AsyncExchange<T> {
 
   private final Exchanges exchanges;
   final CompletableFuture<HttpResponse<T>> result = new CompletableFuture<>();
@@ -39,8 +39,9 @@ final class AsyncExchange<T> {
    *
    * @return the future handed to the caller: the final answer, or the failure
    */
-  static <T> CompletableFuture<HttpResponse<T>> send(Exchanges exchanges, HttpRequest request,
-      HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushPromises) {
+  public static <T> CompletableFuture<HttpResponse<T>> send(Exchanges exchanges,
+      HttpRequest request, HttpResponse.BodyHandler<T> handler,
+      HttpResponse.PushPromiseHandler<T> pushPromises) {
     AsyncExchange<T> pending = new AsyncExchange<>(exchanges);
     CompletableFuture<Exchanged<T>> exchanged;
     try {

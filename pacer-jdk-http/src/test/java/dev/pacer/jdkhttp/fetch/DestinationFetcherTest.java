@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -14,6 +14,8 @@ import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
+import dev.pacer.jdkhttp.SentRequest;
+import dev.pacer.jdkhttp.internal.DiscardedBody;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;

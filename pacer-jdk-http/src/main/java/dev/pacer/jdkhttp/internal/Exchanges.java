@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
@@ -13,32 +13,40 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What one {@link PacedHttpClient} sends with: the delegate, the lookup of each hop's limiter, the
- * redirect policy, the answer deadline and the request listener, and the blocking driver of an
- * exchange (a loop: a turn, a {@link Hop}, its answer, the next hop). The asynchronous driver is
+ * What one {@code PacedHttpClient} or {@code DestinationFetcher} sends with: the delegate, the
+ * lookup of each hop's limiter, the redirect policy, the answer deadline and the request listener,
+ * and the blocking driver of an exchange (a loop: a turn, a {@link Hop}, its answer, the next
+ * hop). The asynchronous driver is
  * {@link AsyncExchange}, the hop's own steps are {@link Hop}'s, and both drivers share them.
  */
-final class Exchanges {
+public final class Exchanges {
 
-  private static final Logger log = LoggerFactory.getLogger(PacedHttpClient.class);
+  /** The client's own logger: a failing listener is the client's to report. */
+  private static final Logger log =
+      LoggerFactory.getLogger("dev.pacer.jdkhttp.PacedHttpClient");
 
   final HttpClient delegate;
   final LimiterLookup limiters;
   final Redirects redirects;
   final Optional<Duration> answerTimeout;
-  private final Optional<Consumer<SentRequest>> listener;
+  private final Optional<SentListener> listener;
   private final AtomicBoolean listenerFailed = new AtomicBoolean();
 
-  Exchanges(HttpClient delegate, LimiterLookup limiters, Redirects redirects,
-      Optional<Duration> answerTimeout, Optional<Consumer<SentRequest>> listener) {
+  /**
+   * Exchanges through {@code delegate}, each hop paced by the limiter {@code limiters} names,
+   * redirects followed as {@code redirects} says, each hop's answer within {@code answerTimeout}
+   * unless the request has a timeout of its own, each paced hop reported to {@code listener}.
+   */
+  public Exchanges(HttpClient delegate, LimiterLookup limiters, Redirects redirects,
+      Optional<Duration> answerTimeout, Optional<SentListener> listener) {
     this.delegate = delegate;
     this.limiters = limiters;
     this.redirects = redirects;
@@ -46,8 +54,18 @@ final class Exchanges {
     this.listener = listener;
   }
 
+  /**
+   * Sends {@code request} once through the blocking driver and once through the asynchronous
+   * one, each the way a paced request goes but taking no turn, whatever the lookup says of its
+   * host: a client's warm-up.
+   */
+  public void sendUnpaced(HttpRequest request) throws Exception {
+    exchange(unpaced(request), 1);
+    new AsyncExchange<Void>(this).from(unpaced(request)).get(10, TimeUnit.SECONDS);
+  }
+
   /** A first hop to {@code request} that takes no turn, whatever the lookup says of its host. */
-  Hop<Void> unpaced(HttpRequest request) {
+  private Hop<Void> unpaced(HttpRequest request) {
     return new Hop<>(this, request, request, 0, uri -> HttpResponse.BodyHandlers.discarding(),
         null, Optional.empty(), Optional.empty());
   }
@@ -58,7 +76,7 @@ final class Exchanges {
    * ({@link DestinationLimiter#acquire(int)}). The final answer's body goes to the handler {@code
    * handlers} gives for its URI.
    */
-  <T> Exchanged<T> exchange(HttpRequest request,
+  public <T> Exchanged<T> exchange(HttpRequest request,
       Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
     return exchange(new Hop<>(this, Objects.requireNonNull(request, "request"), request, 0,
@@ -121,13 +139,13 @@ final class Exchanges {
     return new IOException(failure);
   }
 
-  /** Hands {@code sent} to the listener; a listener that throws is logged once. */
-  void report(SentRequest sent) {
+  /** Hands a paced hop to the listener; a listener that throws is logged once. */
+  void report(URI uri, int hop, long turnNanos, long sentNanos, long sentEpochMicros, int status) {
     if (listener.isEmpty()) {
       return;
     }
     try {
-      listener.get().accept(sent);
+      listener.get().sent(uri, hop, turnNanos, sentNanos, sentEpochMicros, status);
     } catch (RuntimeException e) {
       if (listenerFailed.compareAndSet(false, true)) {
         log.warn("The request listener threw; requests go on, and later failures of the listener"

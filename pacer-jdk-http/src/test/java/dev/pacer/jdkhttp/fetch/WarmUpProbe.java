@@ -1,9 +1,10 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.jdkhttp.SentRequest;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
@@ -23,12 +23,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * slot is held until then (the hop wraps this in a {@link SlotReleasingBody}, like any body): the
  * drain is a transfer on a connection to the destination, and counts against its concurrency.
  */
-final class DiscardedBody<T> implements HttpResponse.BodySubscriber<T> {
+public final class DiscardedBody<T> implements HttpResponse.BodySubscriber<T> {
 
   /** The most of a body nobody reads that is read to keep its connection. */
-  static final long MAX_BYTES = 64 * 1024;
+  public static final long MAX_BYTES = 64 * 1024;
   /** The longest a body nobody reads may drain to keep its connection. */
-  static final Duration MAX_TIME = Duration.ofSeconds(1);
+  public static final Duration MAX_TIME = Duration.ofSeconds(1);
 
   private final CompletableFuture<T> done;
   private final long declaredLength;
@@ -42,7 +42,7 @@ final class DiscardedBody<T> implements HttpResponse.BodySubscriber<T> {
    * @param value what the body stands for
    * @param info the answer's status and headers, for its declared length
    */
-  DiscardedBody(T value, HttpResponse.ResponseInfo info) {
+  public DiscardedBody(T value, HttpResponse.ResponseInfo info) {
     this.done = CompletableFuture.completedFuture(value);
     this.declaredLength = info.headers().firstValueAsLong("Content-Length").orElse(-1L);
   }

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import dev.pacer.AddressPolicy;
 import dev.pacer.Destination;
@@ -9,6 +9,12 @@ import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
 import dev.pacer.WarmUp;
+import dev.pacer.jdkhttp.PacedHttpClient;
+import dev.pacer.jdkhttp.SentRequest;
+import dev.pacer.jdkhttp.internal.DiscardedBody;
+import dev.pacer.jdkhttp.internal.Exchanged;
+import dev.pacer.jdkhttp.internal.Exchanges;
+import dev.pacer.jdkhttp.internal.Redirects;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -48,10 +54,10 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>One fetch path: the {@link PacedHttpClient}</h2>
  *
- * Requests go through a {@link PacedHttpClient} around the fetcher's {@link HttpClient}: the same
- * decorator any caller of {@code java.net.http} can use, so a turn, its classification and its
- * slot mean the same thing in the CLI and in an application. The fetcher adds only what a fetch of
- * one URL needs on top: its redirect policy, its deadline, its body handling, and exceptions for
+ * Requests go through {@link PacedHttpClient}'s own exchange around the fetcher's {@link
+ * HttpClient}: the same hops any caller of the decorator gets, so a turn, its classification and
+ * its slot mean the same thing in the CLI and in an application. The fetcher adds only what a
+ * fetch of one URL needs on top: its redirect policy, its deadline, its body handling, and exceptions for
  * the answers that are not a 2xx.
  *
  * <h2>Every request takes a turn, redirects too</h2>
@@ -59,7 +65,7 @@ import org.slf4j.LoggerFactory;
  * The decorator follows 301, 302, 303, 307 and 308 itself, each hop with its own {@link
  * DestinationLimiter#acquire()}, closing the previous hop's slot first (so a chain holds one
  * concurrency permit, not one per hop); the client never follows redirects itself, since a redirect
- * it followed would take no turn. The fetcher's policy ({@link Redirects#sameOrigin}) follows at
+ * it followed would take no turn. The fetcher's policy (same origin only) follows at
  * most {@code maxRedirects} (default 5), only within the requested URL's scheme, host and port,
  * and never into an internal network from a public host ({@link AddressPolicy}): another host has
  * its own ceiling, which this limiter cannot hold. Since only the destination's own hops are
@@ -132,9 +138,9 @@ public final class DestinationFetcher {
 
   private final DestinationLimiter limiter;
   private final Destination destination;
-  private final PacedHttpClient paced;
+  private final Exchanges paced;
   /** The same client and body path, pacing nothing: for the warm-up, which takes no turn. */
-  private final PacedHttpClient unpaced;
+  private final Exchanges unpaced;
   private final long maxBodyBytes;
   private final Map<String, String> headers;
   private final Consumer<SentRequest> listener;
@@ -152,14 +158,14 @@ public final class DestinationFetcher {
             .followRedirects(HttpClient.Redirect.NEVER)
             .version(HttpClient.Version.HTTP_1_1)
             .build();
-    this.paced = PacedHttpClient.builder(client, LimiterLookup.only(limiter))
-        .redirects(Redirects.sameOrigin(b.maxRedirects, b.addresses))
-        .answerTimeout(b.requestTimeout)
-        .onRequest(this::sent)
-        .build();
-    this.unpaced = PacedHttpClient.builder(client, uri -> Optional.empty())
-        .answerTimeout(b.requestTimeout)
-        .build();
+    Optional<Duration> deadline = Optional.of(b.requestTimeout);
+    this.paced = new Exchanges(client, LimiterLookup.only(limiter),
+        Redirects.sameOrigin(b.maxRedirects, b.addresses), deadline,
+        Optional.of((uri, hop, turnNanos, sentNanos, sentEpochMicros, status) -> sent(
+            new SentRequest(uri, hop, turnNanos, sentNanos, sentEpochMicros, status))));
+    this.unpaced = new Exchanges(client, uri -> Optional.empty(),
+        Redirects.like(HttpClient.Redirect.NEVER, 0, AddressPolicy.system()), deadline,
+        Optional.empty());
     this.maxBodyBytes = b.maxBodyBytes;
     this.headers = Map.copyOf(b.headers);
     this.listener = b.listener;
@@ -315,7 +321,7 @@ public final class DestinationFetcher {
    * and waits for the whole final answer, at most {@code requestTimeout} a hop. A 2xx body goes to
    * a {@link CappedBody}; any other answer's body is dropped in the background.
    */
-  private Exchanged<Long> exchange(PacedHttpClient client, URI uri,
+  private Exchanged<Long> exchange(Exchanges client, URI uri,
       int firstIntervals, AtomicReference<HttpResponse.ResponseInfo> info,
       AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
       throws InterruptedException, FetchFailedException {

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

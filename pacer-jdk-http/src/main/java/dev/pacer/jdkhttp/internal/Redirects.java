@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
@@ -12,10 +12,10 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * Decides whether a redirect answer is followed, and where to: the one redirect policy of {@link
+ * Decides whether a redirect answer is followed, and where to: the one redirect policy of {@code
  * PacedHttpClient}, which follows every hop it allows with a turn of its own.
  *
- * <p>Two scopes. {@link #sameOrigin} is {@link DestinationFetcher}'s: only hops within the
+ * <p>Two scopes. {@link #sameOrigin} is {@code DestinationFetcher}'s: only hops within the
  * requested URL's own origin (scheme, host and port) are followed, each one a request to the same
  * destination, while another host has its own ceiling, which this destination's limiter cannot
  * hold. {@link #like} follows as the JDK's client does under the same {@link HttpClient.Redirect}
@@ -26,7 +26,7 @@ import java.util.Set;
  * #chain} before the first request), and never with a request body to another origin, nor with
  * the caller's credentials ({@link Origins}).
  */
-final class Redirects {
+public final class Redirects {
 
   static final Set<Integer> STATUSES = Set.of(301, 302, 303, 307, 308);
 
@@ -60,12 +60,13 @@ final class Redirects {
   }
 
   /** Hops within the requested URL's origin that {@code addresses} allows, at most {@code max}. */
-  static Redirects sameOrigin(int maxRedirects, AddressPolicy addresses) {
+  public static Redirects sameOrigin(int maxRedirects, AddressPolicy addresses) {
     return new Redirects(Scope.SAME_ORIGIN, maxRedirects, addresses);
   }
 
   /** As the JDK's client follows under {@code policy}, and {@code addresses} allows. */
-  static Redirects like(HttpClient.Redirect policy, int maxRedirects, AddressPolicy addresses) {
+  public static Redirects like(HttpClient.Redirect policy, int maxRedirects,
+      AddressPolicy addresses) {
     return switch (policy) {
       case NEVER -> new Redirects(Scope.NONE, 0, addresses);
       case NORMAL -> new Redirects(Scope.NOT_TO_HTTP, maxRedirects, addresses);

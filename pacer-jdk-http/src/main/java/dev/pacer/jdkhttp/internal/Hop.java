@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.Answer;
 import dev.pacer.DestinationLimiter;
@@ -45,7 +45,7 @@ final class Hop<T> implements HttpResponse.BodyHandler<T> {
   private volatile Optional<Slot> slot = Optional.empty();
   private long sentNanos;
   private long sentMicros;
-  private volatile int status = SentRequest.NO_STATUS;
+  private volatile int status = SentListener.NO_STATUS;
   private volatile Answer answer = Answer.CLEAN;
   private volatile Redirects.Next next;
   /** The exchange's redirects, from when its first hop leaves; none if none are followed. */
@@ -118,9 +118,9 @@ final class Hop<T> implements HttpResponse.BodyHandler<T> {
    * writes: the time from the turn to the socket includes those two threads' wake-ups, which
    * the check for a late turn, made before, cannot see. A sender starved of CPU or paused by a
    * collection there delivers its request late unseen, and at a turn of 10 ms a request more than
-   * a turn late puts one more than the ceiling + 1 into a window at the destination. Awaiting the delegate's {@code
-   * sendAsync} (which {@link #send} must use, since it may not wait) also hands its completion
-   * to the common pool, about 0.6 ms a request more on two cores ({@code OverheadProbe}).
+   * a turn late puts one more than the ceiling + 1 into a window at the destination. Awaiting the
+   * delegate's {@code sendAsync} (which {@link #send} must use, since it may not wait) also hands
+   * its completion to the common pool, about 0.6 ms a request more on two cores ({@code OverheadProbe}).
    *
    * <p>The hop's deadline, if it has one, interrupts this thread: the delegate's {@code send}
    * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
@@ -191,8 +191,8 @@ final class Hop<T> implements HttpResponse.BodyHandler<T> {
 
   private void reportSent() {
     if (slot.isPresent()) {
-      exchanges.report(new SentRequest(request.uri(), followed, slot.get().turnNanos(), sentNanos,
-          sentMicros, status));
+      exchanges.report(request.uri(), followed, slot.get().turnNanos(), sentNanos, sentMicros,
+          status);
     }
   }
 

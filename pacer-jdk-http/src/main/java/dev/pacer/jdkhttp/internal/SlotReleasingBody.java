@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.Slot;
 import java.net.http.HttpResponse;

@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import dev.pacer.Answer;
 import java.net.http.HttpResponse;
@@ -9,4 +9,4 @@ import java.util.Optional;
  * response, what its status meant for the pacing of its destination, and why a redirect it carries
  * was not followed, if it is one.
  */
-record Exchanged<T>(HttpResponse<T> response, Answer answer, Optional<String> notFollowed) {}
+public record Exchanged<T>(HttpResponse<T> response, Answer answer, Optional<String> notFollowed) {}

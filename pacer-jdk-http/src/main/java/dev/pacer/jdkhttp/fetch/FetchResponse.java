@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import java.net.URI;
 import java.nio.file.Path;

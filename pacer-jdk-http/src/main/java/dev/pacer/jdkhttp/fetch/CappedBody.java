@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.fetch;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

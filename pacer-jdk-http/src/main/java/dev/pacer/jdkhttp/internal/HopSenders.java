@@ -1,4 +1,4 @@
-package dev.pacer.jdkhttp;
+package dev.pacer.jdkhttp.internal;
 
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -7,25 +7,25 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Where {@link PacedHttpClient#sendAsync} sends a hop whose turn has come when its delegate has no
+ * Where {@code PacedHttpClient#sendAsync} sends a hop whose turn has come when its delegate has no
  * executor of its own: {@value #THREADS} daemon threads of the JVM, created at the first such hop,
  * apart from every registry's round-trip executor. That executor's queue holds the reservations
  * of later turns, a blocking JDBC call each; a hop queued behind them would leave after its late
  * check, as late as they take. The threads end after {@value #IDLE_SECONDS} s idle.
  */
-final class HopSenders {
+public final class HopSenders {
 
   static final int THREADS = 2;
   static final int IDLE_SECONDS = 10;
 
   private HopSenders() {}
 
-  static Executor get() {
+  public static Executor get() {
     return Shared.POOL;
   }
 
   /** Starts the threads now, so that the first hop does not start one inside its turn. */
-  static void prestart() {
+  public static void prestart() {
     Shared.POOL.prestartAllCoreThreads();
   }
 
