@@ -63,14 +63,14 @@ import javax.net.ssl.SSLParameters;
  *   <li>The request goes to the delegate: {@code send}'s through the delegate's {@code send}, as
  *       the delegate alone would send it, and {@code sendAsync}'s through its {@code sendAsync}.
  *       (The JDK's client writes either on threads of its own, and its {@code sendAsync} also
- *       starts the exchange there; awaiting its {@code sendAsync} costs about 0.6 ms a request
- *       more than its {@code send}, which hands the answer to the common pool too.) When the answer's headers arrive, its status and {@code
- *       Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification every
- *       Pacer client shares. The answer is returned to the caller as it is, whatever it was: a 429
- *       is a 429 response, and the limiter has already backed off (and with a {@code Retry-After}
- *       paused the fleet); after a 403 the limiter is locked out, so this response is returned and
- *       every later request to the destination throws {@link LockedOutException} before it is
- *       sent.
+ *       starts the exchange there and hands the answer to the common pool, one more thread
+ *       hand-over per request than its {@code send}.) When the answer's headers arrive, its status
+ *       and {@code Retry-After} go to {@link DestinationLimiter#noteAnswer}, the one classification
+ *       every Pacer client shares. The answer is returned to the caller as it is, whatever it was:
+ *       a 429 is a 429 response, and the limiter has already backed off (and with a {@code
+ *       Retry-After} paused the fleet); after a 403 the limiter is locked out, so this response is
+ *       returned and every later request to the destination throws {@link LockedOutException}
+ *       before it is sent.
  *   <li>The slot (the destination's concurrency permit) is released when the response's body
  *       ends: received in full, failed, or cancelled. For a body read into memory or a file, that
  *       is before {@code send} returns; a streamed body ({@code BodyHandlers.ofInputStream()}) is
@@ -86,11 +86,11 @@ import javax.net.ssl.SSLParameters;
  * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
  * executor} if it was built with one, or else on two send threads of Pacer's ({@link
  * AsyncPools}), the thread whose check found the turn in time ({@link
- * DestinationLimiter#acquireAsync(Executor)}): never on the scheduler's thread, which completes the turn, because a send there
- * delays every turn of the JVM queued behind it, nor on the round-trip executor, whose queue
- * holds later turns' reservations. Cancelling the future before the turn gives back
- * the permit, or the place in its queue; after the send, it cancels the exchange (Java 16+ closes
- * its connection), which releases the permit. Server pushes ({@code
+ * DestinationLimiter#acquireAsync(Executor)}): never on the scheduler's thread, which completes
+ * the turn, because a send there delays every turn of the JVM queued behind it, nor on the
+ * round-trip executor, whose queue holds later turns' reservations. Cancelling the future before
+ * the turn gives back the permit, or the place in its queue; after the send, it cancels the
+ * exchange (Java 16+ closes its connection), which releases the permit. Server pushes ({@code
  * sendAsync(request, handler, pushPromises)}) go to the push promise handler as the delegate
  * delivers them, with no turn: a pushed response is not a request sent to the destination.
  *
@@ -191,9 +191,11 @@ public final class PacedHttpClient extends HttpClient {
    * delegate's {@code send} and {@code sendAsync}, to a throwaway server on 127.0.0.1; then, for
    * each https URL of {@code destinations}, the TLS stack, and the resolution of each host name.
    * Call it once, before the first request; failures are logged and ignored, since a cold first
-   * request is slower, not wrong. Without it, a cold JVM's first requests reached a 10/s
-   * destination 13 in one second; and what this client does between a turn and its send (a hop's
-   * deadline starts the JDK's delay scheduler) would load its classes after the first turn began.
+   * request is slower, not wrong. Without it, a cold JVM's first requests wait for that work
+   * together and reach the destination together, more than the ceiling in one second
+   * (docs/integrations.md, "A cold JVM"); and what this client does between a turn and its send (a
+   * hop's deadline starts the JDK's delay scheduler) would load its classes after the first turn
+   * began.
    *
    * @param destinations URLs of the destinations this client will send to, for their scheme and
    *     host (none is needed for the client's own warm-up)

@@ -20,8 +20,9 @@ import java.util.concurrent.Flow;
  * {@link #abandon()} it at any moment (deadline, interrupt, failure): the sink is then discarded,
  * a file deleted, and later buffers are dropped.
  *
- * <p>The HTTP client calls the subscriber methods on its own threads, one at a time; {@code abandon}
- * comes from the fetching thread, so both hold this object's lock while they touch the sink.
+ * <p>The HTTP client calls the subscriber methods on its own threads, one at a time; {@code
+ * abandon} comes from the fetching thread, so both hold this object's lock while they touch the
+ * sink.
  */
 final class CappedBody implements HttpResponse.BodySubscriber<Long> {
 

@@ -56,8 +56,8 @@ import org.slf4j.LoggerFactory;
  *
  * Requests go through {@link PacedHttpClient}'s own exchange around the fetcher's {@link
  * HttpClient}: the same hops any caller of the decorator gets, so a turn, its classification and
- * its slot mean the same thing in the CLI and in an application. The fetcher adds only what a
- * fetch of one URL needs on top: its redirect policy, its deadline, its body handling, and exceptions for
+ * its slot mean the same thing in the CLI and in an application. The fetcher adds only what a fetch
+ * of one URL needs on top: its redirect policy, its deadline, its body handling, and exceptions for
  * the answers that are not a 2xx.
  *
  * <h2>Every request takes a turn, redirects too</h2>
@@ -79,9 +79,8 @@ import org.slf4j.LoggerFactory;
  * only its headers: a body trickling one byte every few seconds would otherwise hold a fetching
  * thread, and with it a concurrency permit, for as long as the server likes. Past it the exchange
  * is cancelled (which, since Java 16, closes its connection) and the item fails with "no complete
- * response ... within 60 s". A test with a server trickling a byte every 100 ms checks that the
- * thread returns within the deadline, the server sees its connection closed, and the next fetch
- * succeeds.
+ * response ... within 60 s"; the fetching thread returns, the server sees its connection closed,
+ * and the next fetch can go.
  *
  * <h2>Bodies stream</h2>
  *
@@ -97,9 +96,10 @@ import org.slf4j.LoggerFactory;
  * <h2>Lateness</h2>
  *
  * A request is late by the time between its turn's start ({@link Slot#turnNanos()}) and the moment
- * it is handed to the client: the wake-up after the sleep and this class's own work. Every request sent, every hop, is reported as a {@link SentRequest} to the
- * {@link Builder#onRequest listener}, on the fetching thread, once its status is known or it
- * failed. Times come from the limiter's {@link TimeSource}.
+ * it is handed to the client: the wake-up after the sleep and this class's own work. Every request
+ * sent, every hop, is reported as a {@link SentRequest} to the {@link Builder#onRequest listener},
+ * on the fetching thread, once its status is known or it failed. Times come from the limiter's
+ * {@link TimeSource}.
  *
  * <h2>Warm-up</h2>
  *
@@ -107,13 +107,13 @@ import org.slf4j.LoggerFactory;
  * before the first turn, without sending anything to the destination. See its comment for what it
  * does and what it saves. What it cannot do is open the first connection to the destination: the
  * first request therefore takes two turns ({@link DestinationLimiter#acquire(int)}), so that if it
- * leaves late it does not leave close behind the fleet's next request. With three worker JVMs
- * starting on a loaded 2-core machine, first requests still reached the destination up to 108 ms
- * after their turns, against a 50-ms interval at 20/s; the margin costs one interval per process.
- * It is taken only where the interval is under {@link #FIRST_REQUEST_MARGIN_BELOW}: a request late
- * by less than one interval cannot bring more than the ceiling + 1 requests into any second, since
- * it narrows the gap after it only by as much as it widens the gap before it, and at 0.5/s the
- * margin would cost 2 s of each process's first turn for a lateness a hundred times shorter.
+ * leaves late it does not leave close behind the fleet's next request: a first request can still
+ * arrive more than an interval after its turn at 20/s (docs/cli.md gives the figures), and the
+ * margin costs one interval per process. It is taken only where the interval is under {@link
+ * #FIRST_REQUEST_MARGIN_BELOW}: a request late by less than one interval cannot bring more than the
+ * ceiling + 1 requests into any second, since it narrows the gap after it only by as much as it
+ * widens the gap before it, and at 0.5/s the margin would cost 2 s of each process's first turn for
+ * a lateness a hundred times shorter.
  *
  * <p>Every 50 requests the achieved rate is logged at INFO. Safe for concurrent use; the limiter
  * bounds how many requests are in flight.
@@ -262,17 +262,14 @@ public final class DestinationFetcher {
    * ignored: a cold first request is slower, not wrong.
    *
    * <p>Why: left to the first turn, this work delays the first requests of every fetching thread,
-   * which were granted turns a few milliseconds apart, until all of them leave together.
-   * Measured with {@code WarmUpProbe} (test sources: one fresh JVM per run, a loopback
-   * destination, 2 shared cores under load), three runs each: without warm-up the first request
-   * reached the destination 111, 141 and 168 ms after its turn began (the second: 2-7 ms); after
-   * {@code warmUp} (which took 132-246 ms, before any turn) it arrived 6, 8 and 9 ms after. Its
-   * {@linkplain SentRequest#lateness() lateness} was 2-5 ms in both cases: the cost is inside the
-   * client, after the hand-over. The first fetch of a cold JVM loads about 335 classes (82 of
-   * {@code jdk.internal.net.http}, the selector's {@code sun.nio.ch}, and 139 lambda and
-   * method-handle classes spun at their first call), and starts the client's selector thread;
-   * after {@code warmUp} it loads 11. Building the client itself (about 400 ms cold) is not in
-   * a turn: it happens in {@link Builder#build()}.
+   * which were granted turns a few milliseconds apart, until all of them leave together. The
+   * first fetch of a cold JVM loads the client's classes ({@code jdk.internal.net.http}, the
+   * selector's {@code sun.nio.ch}, and the lambda and method-handle classes spun at their first
+   * call) and starts the client's selector thread, all after the hand-over, where {@linkplain
+   * SentRequest#lateness() lateness} does not see it; after {@code warmUp} the first fetch loads
+   * almost nothing. The figures are in docs/reliability.md ("A cold HTTP client"), measured with
+   * {@code WarmUpProbe} in the test sources. Building the client itself is not in a turn: it
+   * happens in {@link Builder#build()}.
    *
    * @param destinationUrl a URL of the destination, for its scheme and host
    * @throws InterruptedException if interrupted during the warm-up

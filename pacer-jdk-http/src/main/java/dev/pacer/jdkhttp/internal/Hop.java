@@ -120,7 +120,7 @@ final class Hop<T> implements HttpResponse.BodyHandler<T> {
    * collection there delivers its request late unseen, and at a turn of 10 ms a request more than
    * a turn late puts one more than the ceiling + 1 into a window at the destination. Awaiting the
    * delegate's {@code sendAsync} (which {@link #send} must use, since it may not wait) also hands
-   * its completion to the common pool, about 0.6 ms a request more on two cores ({@code OverheadProbe}).
+   * its completion to the common pool, one more thread hand-over per request.
    *
    * <p>The hop's deadline, if it has one, interrupts this thread: the delegate's {@code send}
    * then cancels the exchange, which closes its connection (Java 16+), and this throws {@link
