@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
  * https destination, the TLS stack, and the resolution of each destination's host name. Nothing is
  * sent to any destination. Each integration calls {@link #run} with the way its client sends one
  * unpaced GET: {@code PacedHttpClient#warmUp}, {@code DestinationFetcher#warmUp(URI)}, and
- * pacer-http's {@code PacingInterceptor.warmUp} (OkHttp) and {@code
- * PacingExecChainHandler.warmUp} (Apache HttpClient 5).
+ * {@code PacingInterceptor.warmUp} (pacer-okhttp) and {@code PacingExecChainHandler.warmUp}
+ * (pacer-httpclient5).
  *
  * <p>Why: in a cold JVM the first requests load the client's classes and start its threads (for
  * the JDK's client about 335 classes and 100-300 ms, measured for {@code

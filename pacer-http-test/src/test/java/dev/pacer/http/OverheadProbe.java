@@ -21,7 +21,7 @@ import java.util.Map;
  * destination, from one thread, at a ceiling (1,000,000/s) that never makes a request wait. The
  * variants run in interleaved rounds, so that a change in the machine's load hits all of them
  * alike; the figure is the median over rounds of the mean per request. Not a test: run it by hand
- * (the command is in pacer-http's section of docs/benchmarks.md) and read the figures with the
+ * (the command is in docs/benchmarks.md, "The HTTP clients") and read the figures with the
  * machine's load beside them.
  */
 public final class OverheadProbe {

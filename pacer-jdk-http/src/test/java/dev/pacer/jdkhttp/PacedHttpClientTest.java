@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the decorator adds to the JDK's client, against a local server, paced on a fake clock. The
- * three clients' shared behaviour (a turn per redirect hop, 429, 403) is in pacer-http's
+ * three clients' shared behaviour (a turn per redirect hop, 429, 403) is in pacer-http-test's
  * PerClientTest; this is what only the decorator has.
  */
 class PacedHttpClientTest {
