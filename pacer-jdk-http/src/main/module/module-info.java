@@ -6,6 +6,7 @@
  */
 module dev.pacer.jdkhttp {
   requires transitive dev.pacer.core;
+  requires dev.pacer.http;
   requires transitive java.net.http;
   requires org.slf4j;
 

@@ -1,6 +1,5 @@
 package dev.pacer.http;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.hc5.TestHandler;
@@ -142,7 +141,7 @@ enum Client {
       return send(new Sent("GET", uri, Map.of(), Optional.empty()));
     }
 
-    /** The integration's warm-up ({@code dev.pacer.WarmUp}); the bare clients have none. */
+    /** The integration's warm-up ({@code dev.pacer.http.WarmUp}); the bare clients have none. */
     void warmUp(URI destination) throws InterruptedException;
   }
 

@@ -3,13 +3,11 @@ package dev.pacer.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.Destination;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.TestAddresses;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;

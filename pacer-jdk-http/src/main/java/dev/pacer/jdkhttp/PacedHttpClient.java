@@ -1,13 +1,13 @@
 package dev.pacer.jdkhttp;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.Answer;
 import dev.pacer.AsyncPools;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
-import dev.pacer.Origins;
-import dev.pacer.WarmUp;
+import dev.pacer.http.AddressPolicy;
+import dev.pacer.http.Origins;
+import dev.pacer.http.WarmUp;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.jdkhttp.internal.AsyncExchange;
 import dev.pacer.jdkhttp.internal.DiscardedBody;

@@ -5,7 +5,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterListener;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.TestLoopbackServer;
+import dev.pacer.http.TestLoopbackServer;
 import java.io.IOException;
 import java.net.Authenticator;
 import java.net.CookieHandler;

@@ -1,6 +1,6 @@
 package dev.pacer.jdkhttp;
 
-import dev.pacer.AddressPolicy;
+import dev.pacer.http.AddressPolicy;
 
 /** The address policy's seam for tests outside this package. */
 public final class TestPacedClient {

@@ -1,7 +1,7 @@
 package dev.pacer.http.hc5;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
+import dev.pacer.http.AddressPolicy;
 
 /** The handler's address-policy seam, for tests whose destinations all listen on loopback. */
 public final class TestHandler {

@@ -1,6 +1,5 @@
 package dev.pacer.jdkhttp.fetch;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
@@ -8,7 +7,8 @@ import dev.pacer.LockedOutException;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
-import dev.pacer.WarmUp;
+import dev.pacer.http.AddressPolicy;
+import dev.pacer.http.WarmUp;
 import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.jdkhttp.SentRequest;
 import dev.pacer.jdkhttp.internal.DiscardedBody;

@@ -1,8 +1,8 @@
 package dev.pacer.jdkhttp.internal;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
-import dev.pacer.Origins;
+import dev.pacer.http.AddressPolicy;
+import dev.pacer.http.Origins;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.http.HttpClient;

@@ -2,9 +2,9 @@ package dev.pacer.jdkhttp.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.AddressPolicy;
-import dev.pacer.Origins;
-import dev.pacer.TestAddresses;
+import dev.pacer.http.AddressPolicy;
+import dev.pacer.http.Origins;
+import dev.pacer.http.TestAddresses;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -1,12 +1,12 @@
 package dev.pacer.http.okhttp;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LockedOutException;
-import dev.pacer.Origins;
 import dev.pacer.Slot;
-import dev.pacer.WarmUp;
+import dev.pacer.http.AddressPolicy;
+import dev.pacer.http.Origins;
+import dev.pacer.http.WarmUp;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.InetAddress;

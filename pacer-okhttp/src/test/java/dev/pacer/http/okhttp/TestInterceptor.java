@@ -1,7 +1,7 @@
 package dev.pacer.http.okhttp;
 
-import dev.pacer.AddressPolicy;
 import dev.pacer.LimiterLookup;
+import dev.pacer.http.AddressPolicy;
 
 /** The interceptor's address-policy seam, for tests whose destinations all listen on loopback. */
 public final class TestInterceptor {

@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.http;
 
 import java.io.IOException;
 import java.io.InputStream;

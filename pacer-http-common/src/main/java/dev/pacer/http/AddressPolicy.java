@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.http;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;

@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
