@@ -25,13 +25,12 @@ import org.slf4j.LoggerFactory;
  * {@code PacingInterceptor.warmUp} (pacer-okhttp) and {@code PacingExecChainHandler.warmUp}
  * (pacer-httpclient5).
  *
- * <p>Why: in a cold JVM the first requests load the client's classes and start its threads (for
- * the JDK's client about 335 classes and 100-300 ms, measured for {@code
- * DestinationFetcher#warmUp(URI)}) after their turns have begun. Requests granted turns meanwhile
- * wait for the same work and reach the destination together: 13 in one second at a 10/s ceiling,
- * measured with 30 {@code acquireAsync} sends through the JDK's client in a fresh test JVM,
- * against 11 at most after a warm-up. A warm-up cannot open the first connection to a
- * destination (that would send it something): that one is still paid inside a turn.
+ * <p>Why: in a cold JVM the first requests load the client's classes and start its threads after
+ * their turns have begun. Requests granted turns meanwhile wait for the same work and reach the
+ * destination together, more than the ceiling in one second (docs/integrations.md, "A cold JVM",
+ * and docs/reliability.md, "A cold HTTP client", have the figures). A warm-up cannot open the
+ * first connection to a destination (that would send it something): that one is still paid
+ * inside a turn.
  *
  * <p>Failures are logged at DEBUG and ignored: a cold first request is slower, not wrong.
  */
