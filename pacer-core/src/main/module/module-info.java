@@ -5,7 +5,6 @@
  * meter) may change in any release.
  */
 module dev.pacer.core {
-  requires transitive java.net.http;
   requires org.slf4j;
 
   exports dev.pacer;

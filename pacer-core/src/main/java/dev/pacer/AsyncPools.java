@@ -23,8 +23,7 @@ import java.util.function.Supplier;
  * RejectedExecutionException}) with their permits given back. {@link #defaults()} are Pacer's,
  * one pair per JVM shared by every registry that does not bring its own, created at the first
  * {@code acquireAsync()} (a process that only calls {@code acquire()} starts no thread): one
- * scheduler thread and at most {@value #DEFAULT_ROUND_TRIP_THREADS} round-trip threads (and, for
- * {@link PacedHttpClient#sendAsync}, {@value #HOP_SENDER_THREADS} threads that send hops), all
+ * scheduler thread and at most {@value #DEFAULT_ROUND_TRIP_THREADS} round-trip threads, all
  * daemons whose threads end after {@value #DEFAULT_IDLE_SECONDS} s idle. Nothing needs closing,
  * and nothing can be closed: pools shared by every registry of the JVM belong to none of them.
  *
@@ -39,7 +38,6 @@ import java.util.function.Supplier;
 public final class AsyncPools {
 
   static final int DEFAULT_ROUND_TRIP_THREADS = 4;
-  static final int HOP_SENDER_THREADS = 2;
   static final int DEFAULT_IDLE_SECONDS = 10;
 
   // Suppliers, so that the default pools are created only when first asked for.
@@ -89,17 +87,6 @@ public final class AsyncPools {
     return roundTrips.get();
   }
 
-  /**
-   * Where {@link PacedHttpClient#sendAsync} sends a hop whose turn has come when its delegate has
-   * no executor of its own: {@value #HOP_SENDER_THREADS} daemon threads of the JVM, apart from
-   * every registry's round-trip executor. That executor's queue holds the reservations of later
-   * turns, a blocking JDBC call each; a hop queued behind them would leave after its late check,
-   * as late as they take.
-   */
-  static ThreadPoolExecutor hopSenders() {
-    return Shared.HOP_SENDERS;
-  }
-
   @Override
   public String toString() {
     return description;
@@ -110,7 +97,6 @@ public final class AsyncPools {
 
     static final ScheduledThreadPoolExecutor SCHEDULER = scheduler();
     static final ThreadPoolExecutor ROUND_TRIPS = roundTrips();
-    static final ThreadPoolExecutor HOP_SENDERS = pool(HOP_SENDER_THREADS, "pacer-send");
 
     private static ScheduledThreadPoolExecutor scheduler() {
       ScheduledThreadPoolExecutor pool =

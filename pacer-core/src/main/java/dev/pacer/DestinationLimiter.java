@@ -255,7 +255,7 @@ public final class DestinationLimiter {
    * ...Async} ({@code thenCompose}, {@code handle}): the request then leaves on the thread that
    * judged the turn in time, as with {@link #acquire()}, and a busy executor that runs the task
    * late has its turn given up and another taken instead of its request sent late, unseen.
-   * ({@link PacedHttpClient#sendAsync} does so.)
+   * ({@code PacedHttpClient#sendAsync} does so.)
    *
    * @param grantOn where the turn is granted
    * @return as {@link #acquireAsync()}; also exceptionally with what {@code grantOn} throws if it
@@ -576,9 +576,13 @@ public final class DestinationLimiter {
     return turns.currentRate();
   }
 
-
-  /** The clock this limiter paces on; a fetcher measures lateness on the same one. */
-  TimeSource time() {
+  /**
+   * The clock this limiter paces on, the one {@link Slot#turnNanos()} is read on: an HTTP client
+   * integration measures a request's lateness on it.
+   *
+   * @return the limiter's time source
+   */
+  public TimeSource time() {
     return time;
   }
 

@@ -8,9 +8,9 @@ import java.util.function.Function;
 
 /**
  * Which {@link DestinationLimiter} paces a request, from the request's URI: the one question every
- * HTTP client integration asks before each request it sends ({@link PacedHttpClient}, and the
- * OkHttp and Apache HttpClient integrations of pacer-http). It is asked again for every redirect
- * hop, so a hop to another host is paced by that host's limiter, or by none.
+ * HTTP client integration asks before each request it sends ({@code PacedHttpClient}, and the
+ * OkHttp and Apache HttpClient integrations, pacer-okhttp and pacer-httpclient5). It is asked again
+ * for every redirect hop, so a hop to another host is paced by that host's limiter, or by none.
  *
  * <p>Empty means the request is not paced: a client shared across an application also talks to
  * hosts that have no ceiling. A lookup that must not let anything through unpaced says so by

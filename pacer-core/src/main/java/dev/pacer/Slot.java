@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>{@link #turnNanos()} is when the turn began, on the limiter's {@link TimeSource}: a request
  * sent later than that is late by the difference (the wake-up, and whatever the caller does before
- * sending), which is what {@link SentRequest#lateness()} reports.
+ * sending), which is what {@code SentRequest#lateness()} reports.
  */
 public final class Slot implements AutoCloseable {
 

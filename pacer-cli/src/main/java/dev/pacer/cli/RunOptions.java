@@ -2,9 +2,9 @@ package dev.pacer.cli;
 
 import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
-import dev.pacer.DestinationFetcher;
 import dev.pacer.Printable;
 import dev.pacer.cli.run.RunSettings;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.pacer.cli;
 
-import dev.pacer.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;

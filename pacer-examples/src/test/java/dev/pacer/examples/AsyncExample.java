@@ -1,7 +1,7 @@
 package dev.pacer.examples;
 
 import dev.pacer.DestinationLimiter;
-import dev.pacer.PacedHttpClient;
+import dev.pacer.jdkhttp.PacedHttpClient;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -9,7 +9,7 @@ import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.PacedHttpClient;
+import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.Door;
 import dev.pacer.testing.FleetBounds;

@@ -2,8 +2,8 @@ package dev.pacer.postgres;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
-import dev.pacer.PacedHttpClient;
-import dev.pacer.SentRequest;
+import dev.pacer.jdkhttp.PacedHttpClient;
+import dev.pacer.jdkhttp.SentRequest;
 import dev.pacer.testing.Arrival;
 import java.io.IOException;
 import java.net.URI;

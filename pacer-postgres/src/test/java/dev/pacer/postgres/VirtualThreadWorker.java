@@ -7,7 +7,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.SentRequest;
+import dev.pacer.jdkhttp.SentRequest;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;

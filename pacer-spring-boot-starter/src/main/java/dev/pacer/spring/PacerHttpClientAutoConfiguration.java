@@ -1,7 +1,7 @@
 package dev.pacer.spring;
 
 import dev.pacer.LimiterRegistry;
-import dev.pacer.PacedHttpClient;
+import dev.pacer.jdkhttp.PacedHttpClient;
 import java.net.http.HttpClient;
 import java.time.Duration;
 import org.springframework.beans.factory.ObjectProvider;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.spi.Cursor;
 import dev.pacer.LocalCursor;
-import dev.pacer.PacedHttpClient;
+import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.micrometer.PacerMetrics;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.pacer.spi.Cursor;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.PacedHttpClient;
+import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.micrometer.PacerMetrics;
 import java.net.http.HttpClient;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.FetchFailedException;
+import dev.pacer.jdkhttp.fetch.FetchFailedException;
 
 /**
  * What an attempt at an item says, as the failure bars count it ({@link Envelope}, and per host

@@ -1,7 +1,7 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.SentRequest;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.jdkhttp.SentRequest;
 import java.sql.SQLException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

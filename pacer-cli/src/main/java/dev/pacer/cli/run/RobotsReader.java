@@ -1,14 +1,14 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.DestinationFetcher;
-import dev.pacer.FetchFailedException;
-import dev.pacer.FetchResponse;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.cli.db.RobotsStore;
 import dev.pacer.cli.db.RobotsStore.Fetched;
 import dev.pacer.cli.db.RobotsStore.Settlement;
 import dev.pacer.cli.db.RobotsStore.Work;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.FetchFailedException;
+import dev.pacer.jdkhttp.fetch.FetchResponse;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Optional;

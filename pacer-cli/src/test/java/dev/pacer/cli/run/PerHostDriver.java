@@ -2,8 +2,8 @@ package dev.pacer.cli.run;
 
 import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
-import dev.pacer.DestinationFetcher;
 import dev.pacer.FakeTime;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;
