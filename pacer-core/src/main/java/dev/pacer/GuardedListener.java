@@ -10,13 +10,12 @@ import org.slf4j.LoggerFactory;
 /**
  * A listener a caller handed to Pacer, told of events so that what it throws goes no further: the
  * work the event came from goes on, the first failure is logged at WARN, and later ones are not
- * logged, so a listener that always throws cannot flood the log. Pacer's limiter listeners and
- * its HTTP clients' request listeners are told through it; it is API so that Pacer's client
- * modules share it, not for applications.
+ * logged, so a listener that always throws cannot flood the log. The limiter's listeners are
+ * told through it.
  *
  * @param <L> the listener's type
  */
-public final class GuardedListener<L> {
+final class GuardedListener<L> {
 
   private final L listener;
   private final Logger log;
@@ -33,7 +32,7 @@ public final class GuardedListener<L> {
    *     when it fails)
    * @param goesOn what goes on despite a failure, for example "pacing goes on"
    */
-  public GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named,
+  GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named,
       String goesOn) {
     this.listener = Objects.requireNonNull(listener, "listener");
     this.log = LoggerFactory.getLogger(loggedAs);
@@ -46,7 +45,7 @@ public final class GuardedListener<L> {
    *
    * @param event what the listener is told, as a call on it
    */
-  public void tell(Consumer<? super L> event) {
+  void tell(Consumer<? super L> event) {
     try {
       event.accept(listener);
     } catch (RuntimeException e) {
@@ -60,7 +59,7 @@ public final class GuardedListener<L> {
    *
    * @return the listener
    */
-  public L listener() {
+  L listener() {
     return listener;
   }
 
@@ -69,7 +68,7 @@ public final class GuardedListener<L> {
    *
    * @param e what it threw
    */
-  public void failed(RuntimeException e) {
+  void failed(RuntimeException e) {
     if (failed.compareAndSet(false, true)) {
       log.warn("{} threw; {}, and its later failures are not logged", named.get(), goesOn, e);
     }
