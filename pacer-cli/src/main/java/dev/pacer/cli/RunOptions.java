@@ -4,6 +4,7 @@ import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
 import dev.pacer.DestinationFetcher;
 import dev.pacer.Printable;
+import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.run.RunSettings;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -9,6 +9,7 @@ import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.run.Summary;
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.io.PrintWriter;

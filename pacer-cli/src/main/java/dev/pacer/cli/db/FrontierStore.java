@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.Secrets;
+import dev.pacer.cli.model.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.internal.CursorSql;

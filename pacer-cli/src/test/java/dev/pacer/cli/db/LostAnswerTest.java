@@ -240,7 +240,7 @@ class LostAnswerTest {
   @Test
   void aTripAcknowledgedWhoseAnswerWasLostIsAnsweredAsAcknowledged() throws Exception {
     long id = store.trips().recordTrip(UUID.randomUUID().toString(), job,
-        dev.pacer.cli.run.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
+        dev.pacer.cli.model.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
     proxy.loseTheAnswerTo("ack_note = $");
 
     assertThat(store.trips().ackTrip(id, "spoke to them")).as("not 'no open trip'").isPresent();
