@@ -3,7 +3,7 @@ package dev.pacer.cli.db;
 import dev.pacer.cli.model.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.postgres.KeptConnection;
-import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.PacerTableSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -43,13 +43,13 @@ import org.slf4j.LoggerFactory;
  *       the first such row is locked {@code FOR UPDATE SKIP LOCKED}, so concurrent claims take
  *       different hosts and never wait for each other;
  *   <li>{@code turn}: the library's reservation on the host's {@code pacer_cursor} row, term by term
- *       as {@code CursorSql} writes it: {@code next = max(now, next) + interval × backoff} on {@code
+ *       as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff} on {@code
  *       clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO UPDATE}
  *       whose WHERE refuses a turn that would start beyond the horizon, leaving the row exactly as
  *       it was (a refused claim consumes nothing). A missing row heals: it is inserted with the
  *       turn at the later of now and the frontier's copy (where this job last saw the turns end).
  *       An implausible row (further ahead than the larger of two minutes and 64 intervals, of now
- *       and of the end of its pause, a pause counted at most a day: {@code CursorSql}'s rule) is
+ *       and of the end of its pause, a pause counted at most a day: {@link PacerTableSql#turnStart}'s rule) is
  *       reset the same way, with a WARN naming how far ahead the turn found it. A host with a lockout row ({@code
  *       pacer_cursor_lockout}) gets no turn. A {@code Retry-After} pause needs no check of its own:
  *       it pushed the cursor row itself ({@code PostgresCursor.pause}), so the host's turns are
@@ -126,8 +126,8 @@ public final class FrontierStore {
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
     // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
-    String start = CursorSql.pacerTurnStart("k", "c");
-    String resetFrom = CursorSql.pacerResetFrom("k", "c");
+    String start = PacerTableSql.turnStart("k", "c");
+    String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
           + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
           + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
@@ -220,7 +220,8 @@ public final class FrontierStore {
           + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
           + "       (SELECT count(*) FROM front) AS fronts,\n"
           + "       turn.backoff,\n"
-          + "       (" + CursorSql.secondsFrom("c.now", "turn.reset_from") + " * 1000000)::bigint"
+          + "       (" + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
+          + " * 1000000)::bigint"
           + " AS reset_from_micros,\n"
           + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
@@ -316,7 +317,7 @@ public final class FrontierStore {
       // The claim reserves on the cursors' rows, so their table must exist before the first
       // claim, whether or not a cursor of this process made it.
       try (java.sql.Statement s = c.createStatement()) {
-        s.execute(CursorSql.pacerTable(cursors).createTable());
+        s.execute(PacerTableSql.createTable(cursors));
       }
       return null;
     });
@@ -488,14 +489,7 @@ public final class FrontierStore {
       return 0;
     }
     return connection.callOnce(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE " + cursors + " k SET"
-              + " backoff = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
-              + " THEN GREATEST(1, k.backoff / 2) ELSE k.backoff END,"
-              + " clean = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
-              + " THEN 0 ELSE k.clean + u.n END"
-              + " FROM unnest(?::text[], ?::integer[]) AS u(name, n)"
-              + " WHERE k.name = u.name AND k.backoff > 1")) {
+      try (PreparedStatement s = c.prepareStatement(PacerTableSql.countCleanAnswers(cursors))) {
         s.setArray(1, c.createArrayOf("text", cleanByHost.keySet().toArray()));
         s.setArray(2, c.createArrayOf("integer", cleanByHost.values().toArray()));
         return s.executeUpdate();
