@@ -2,6 +2,7 @@ package dev.pacer.cli.db;
 
 import dev.pacer.cli.model.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
+import dev.pacer.postgres.DatabaseClock;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.PacerTableSql;
 import java.sql.Connection;
@@ -112,16 +113,16 @@ public final class FrontierStore {
   /**
    * The claim statement on the cursors' table {@code cursors} (a name {@link CursorPlace} has
    * checked) and its lockouts' table beside it. Parameters: job, horizon (µs), reset floor (µs),
-   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
-   * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
-   * turn, negative if the turn began before; NULL if no turn was granted),
+   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url,
+   * failures, throttles; NULL if none was leased), the host and its rate (NULL if no host was
+   * picked), wait_micros (from the statement's now to the turn; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
    * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
-   * a turn coming)
-   * contended (nothing was picked although a host was eligible: another claim held its row),
-   * held (some host is due but could not be claimed), fronts, backoff (the host's multiplier), and
-   * reset_from_micros (how far ahead of now the turn found the host's cursor, where it reset it;
-   * NULL otherwise) with the host's reset_beyond_micros.
+   * a turn coming), contended (nothing was picked although a host was eligible: another claim
+   * held its row), held (some host is due but could not be claimed), fronts, backoff (the host's
+   * multiplier), reset_from_micros (how far ahead of now the turn found the host's cursor, where it
+   * reset it; NULL otherwise) with the host's reset_beyond_micros, and now_micros (the statement's
+   * now, on the database's clock, in epoch microseconds).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
@@ -194,10 +195,10 @@ public final class FrontierStore {
           + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
           + "  RETURNING g.next_at)\n"
           + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
-          // From the end of the statement, not from c.now: a statement slowed (by a row lock, a
-          // busy server) hands out a turn that began before it answered, and the caller must
-          // know how late it already is.
-          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - clock_timestamp())"
+          // From c.now, which the statement answers too: the process's database clock maps the
+          // turn onto its own clock, so that a statement slowed (by a row lock, a busy server)
+          // answers a turn that may have begun before the answer came back.
+          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - c.now)"
           + " * 1000000)::bigint AS wait_micros,\n"
           + "       c.lockout,\n"
           // Half the horizon before the awaited turn; with every coming turn awaited already, a
@@ -223,7 +224,8 @@ public final class FrontierStore {
           + "       (" + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
           + " * 1000000)::bigint"
           + " AS reset_from_micros,\n"
-          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros\n"
+          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros,\n"
+          + "       (extract(epoch FROM c.now) * 1000000)::bigint AS now_micros\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
   }
 
@@ -299,9 +301,11 @@ public final class FrontierStore {
   /** The cursors' table: the place's, in Pacer's layout (per-host mode refuses any other). */
   private final String cursors;
   private final String claim;
+  private final DatabaseClock clock;
 
-  FrontierStore(StoreConnection connection, CursorPlace place) {
+  FrontierStore(StoreConnection connection, CursorPlace place, DatabaseClock clock) {
     this.connection = connection;
+    this.clock = clock;
     this.cursors = place.table();
     this.claim = claim(cursors);
   }
@@ -412,7 +416,9 @@ public final class FrontierStore {
     return connection.callOnce(c -> {
       try (PreparedStatement s = c.prepareStatement(claim)) {
         bindClaim(s, job, claimant, workerId, token, leaseMillis);
+        long asked = System.nanoTime();
         try (ResultSet r = s.executeQuery()) {
+          long answered = System.nanoTime();
           r.next();
           String host = r.getString(5);
           if (host == null) {
@@ -437,12 +443,14 @@ public final class FrontierStore {
           if (r.wasNull()) {
             return new Claim.Refused(host);
           }
+          long turnIn = clock.waitFromAnswer(asked, answered,
+              r.getLong("now_micros") * 1000, Math.max(0, waitMicros) * 1000);
           String key = r.getString(1);
           if (key == null) {
             return new Claim.Lost(host);
           }
           Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
-          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(waitMicros * 1000),
+          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(turnIn),
               r.getInt("backoff"));
         }
       }

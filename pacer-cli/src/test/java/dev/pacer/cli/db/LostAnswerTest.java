@@ -251,7 +251,7 @@ class LostAnswerTest {
   @Test
   void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
     RequestLog log = store.requestLog();
-    log.clockOffsetMicros();
+    log.sampleClock();
     proxy.loseTheAnswerTo("INSERT INTO pacer_request");
     long now = System.currentTimeMillis() * 1000;
     List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
