@@ -44,17 +44,18 @@ import org.slf4j.LoggerFactory;
  *       the first such row is locked {@code FOR UPDATE SKIP LOCKED}, so concurrent claims take
  *       different hosts and never wait for each other;
  *   <li>{@code turn}: the library's reservation on the host's {@code pacer_cursor} row, term by term
- *       as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff} on {@code
- *       clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO UPDATE}
- *       whose WHERE refuses a turn that would start beyond the horizon, leaving the row exactly as
- *       it was (a refused claim consumes nothing). A missing row heals: it is inserted with the
- *       turn at the later of now and the frontier's copy (where this job last saw the turns end).
- *       An implausible row (further ahead than the larger of two minutes and 64 intervals, of now
- *       and of the end of its pause, a pause counted at most a day: {@link PacerTableSql#turnStart}'s rule) is
- *       reset the same way, with a WARN naming how far ahead the turn found it. A host with a lockout row ({@code
- *       pacer_cursor_lockout}) gets no turn. A {@code Retry-After} pause needs no check of its own:
- *       it pushed the cursor row itself ({@code PostgresCursor.pause}), so the host's turns are
- *       refused until it ends, while other hosts' claims go on at full pace;
+ *       as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff} on
+ *       {@code clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO
+ *       UPDATE} whose WHERE refuses a turn that would start beyond the horizon, leaving the row
+ *       exactly as it was (a refused claim consumes nothing). A missing row heals: it is inserted
+ *       with the turn at the later of now and the frontier's copy (where this job last saw the
+ *       turns end). An implausible row (further ahead than the larger of two minutes and 64
+ *       intervals, of now and of the end of its pause, a pause counted at most a day: {@link
+ *       PacerTableSql#turnStart}'s rule) is reset the same way, with a WARN naming how far ahead
+ *       the turn found it. A host with a lockout row ({@code pacer_cursor_lockout}) gets no turn.
+ *       A {@code Retry-After} pause needs no check of its own: it pushed the cursor row itself
+ *       ({@code PostgresCursor.pause}), so the host's turns are refused until it ends, while
+ *       other hosts' claims go on at full pace;
  *   <li>{@code lease}: the item is leased, only if the turn was granted;
  *   <li>{@code front}: the frontier's copy is set to the host's new {@code next_at}; after a refusal,
  *       to the cursor's own value, so the host sorts where its turn really is; after a lockout, to
@@ -224,7 +225,8 @@ public final class FrontierStore {
           + "       (" + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
           + " * 1000000)::bigint"
           + " AS reset_from_micros,\n"
-          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros,\n"
+          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint"
+          + " AS reset_beyond_micros,\n"
           + "       (extract(epoch FROM c.now) * 1000000)::bigint AS now_micros\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
   }
