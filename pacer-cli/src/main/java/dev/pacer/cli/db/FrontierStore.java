@@ -105,7 +105,7 @@ public final class FrontierStore {
    * An idle thread is woken half of it before the next host's turn, so that its claim lands before
    * the turn and the turn starts on the host's grid ({@code max(now, next)} is then {@code next}):
    * a claim that landed after it would start the turn late and push every later turn of the host
-   * by as much (measured at 4/s under a load of 20 on 2 cores: 3.3/s when woken at the turn).
+   * by as much, so that a busy machine would deliver a host less than its ceiling.
    */
   public static final Duration HORIZON = Duration.ofMillis(50);
   /** The least a cursor may stand ahead before it is treated as implausible and reset. */
@@ -358,8 +358,8 @@ public final class FrontierStore {
     connection.call(c -> {
       // The claim's plan depends on the statistics: planned while they still describe the tables
       // before this enqueue (a job of "one row"), it reads every item of the job through the
-      // wrong index for every host (measured: 19 s for one claim over 1,000 hosts x 20 items,
-      // against under a millisecond once analysed). Autovacuum would analyse only later.
+      // wrong index for every host, orders of magnitude slower than the plan made once the
+      // tables are analysed. Autovacuum would analyse only later.
       try (java.sql.Statement s = c.createStatement()) {
         s.execute("ANALYZE pacer_item, pacer_frontier");
       }
