@@ -1,7 +1,7 @@
 package dev.pacer.bench;
 
 import dev.pacer.cli.db.WorkState;
-import dev.pacer.cli.run.UrlList;
+import dev.pacer.cli.model.UrlList;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStream;

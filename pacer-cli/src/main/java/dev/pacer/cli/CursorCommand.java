@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import dev.pacer.spi.CursorStoreException;
 import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.model.BadInputException;
 import dev.pacer.postgres.PostgresCursor;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

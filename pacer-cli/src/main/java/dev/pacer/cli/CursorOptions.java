@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.CursorPlace;
+import dev.pacer.cli.model.BadInputException;
 import picocli.CommandLine.Option;
 
 /**

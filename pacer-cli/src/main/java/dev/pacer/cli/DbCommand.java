@@ -1,6 +1,8 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.EmbeddedDatabase;
+import dev.pacer.cli.model.BadInputException;
+import dev.pacer.cli.model.Secrets;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.OptionalInt;

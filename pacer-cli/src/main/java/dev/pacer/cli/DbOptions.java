@@ -4,6 +4,8 @@ import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.EmbeddedDatabase;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.cli.model.BadInputException;
+import dev.pacer.cli.model.Secrets;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

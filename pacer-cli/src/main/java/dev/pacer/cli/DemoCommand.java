@@ -6,7 +6,7 @@ import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.TimelinePlot;
 import dev.pacer.cli.run.RunSettings;
-import dev.pacer.cli.run.UrlList;
+import dev.pacer.cli.model.UrlList;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import dev.pacer.Destination;
 import dev.pacer.Printable;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
+import dev.pacer.cli.model.BadInputException;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.CharacterCodingException;

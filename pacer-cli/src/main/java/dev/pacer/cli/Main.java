@@ -1,6 +1,8 @@
 package dev.pacer.cli;
 
 import dev.pacer.Printable;
+import dev.pacer.cli.model.BadInputException;
+import dev.pacer.cli.model.Secrets;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;

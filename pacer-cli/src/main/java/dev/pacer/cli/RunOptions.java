@@ -3,6 +3,7 @@ package dev.pacer.cli;
 import dev.pacer.BackoffScope;
 import dev.pacer.Destination;
 import dev.pacer.Printable;
+import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.nio.file.Path;

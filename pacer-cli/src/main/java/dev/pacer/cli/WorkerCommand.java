@@ -1,6 +1,7 @@
 package dev.pacer.cli;
 
 import dev.pacer.cli.db.Database;
+import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.postgres.PacerTableSql;
 import dev.pacer.postgres.TestDatabase;
-import dev.pacer.postgres.internal.CursorSql;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -43,7 +43,7 @@ class HostFailureBarTest {
     try (WorkState state = new WorkState(new Database(TestDatabase.jdbcUrl()))) {
       state.ensureSchema();
     }
-    TestDatabase.execute(CursorSql.pacerTable("pacer_cursor").createTable());
+    TestDatabase.execute(PacerTableSql.createTable("pacer_cursor"));
     TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
         + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
   }

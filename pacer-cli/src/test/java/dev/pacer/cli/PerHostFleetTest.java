@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.WorkState;
-import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.PacerTableSql;
 import dev.pacer.postgres.TestDatabase;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
@@ -74,7 +74,7 @@ class PerHostFleetTest {
     try (WorkState state = new WorkState(new Database(TestDatabase.jdbcUrl()))) {
       state.ensureSchema();
     }
-    TestDatabase.execute(CursorSql.pacerTable("pacer_cursor").createTable());
+    TestDatabase.execute(PacerTableSql.createTable("pacer_cursor"));
     TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
         + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
   }

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.postgres.PacerTableSql;
 import dev.pacer.postgres.TestDatabase;
-import dev.pacer.postgres.internal.CursorSql;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -51,7 +51,7 @@ class RobotsTest {
       state.ensureSchema();
     }
     // The hosts' cursor rows are shared by name with every earlier test of this JVM.
-    TestDatabase.execute(CursorSql.pacerTable("pacer_cursor").createTable());
+    TestDatabase.execute(PacerTableSql.createTable("pacer_cursor"));
     TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '127.0.0.%';"
         + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.0.%'");
   }

@@ -30,8 +30,13 @@ package dev.pacer.postgres;
  * kept inside what the round trip itself proves: between {@code a + wait} and {@code b + wait}. A
  * wrong offset can therefore never make a turn earlier or later than sleeping from the call or
  * from the answer would, and a right one removes the round trip's noise from the fleet's spacing.
+ *
+ * <p>Public for a program that reads the database's clock in statements of its own (the CLI's
+ * per-host claim, which takes a turn in its own statement, and its request log, which stamps
+ * requests on the database's clock): one clock per process, fed by every statement that returns
+ * the database's now, and all of them mapped through it. Thread-safe.
  */
-final class DatabaseClock {
+public final class DatabaseClock {
 
   /**
    * How fast two clocks may drift apart: 100 ppm, generous for quartz (typically under 20 ppm)
@@ -46,6 +51,9 @@ final class DatabaseClock {
   private long halfTripNanos;
   private long sampledAtNanos;
 
+  /** A clock with no sample yet. */
+  public DatabaseClock() {}
+
   /**
    * The turn's wait measured from {@code answeredNanos}, for a reservation sent at {@code
    * askedNanos} that answered "{@code waitNanos} after {@code databaseNowEpochNanos}"; negative
@@ -54,8 +62,15 @@ final class DatabaseClock {
    * whose answer took 15 ms (two fresh worker JVMs at 200/s, the first reservations of a run) left
    * as much after its true start, between the next process's turns, and a 1-s window held the
    * ceiling + 2.
+   *
+   * @param askedNanos when the statement was sent, on {@link System#nanoTime()}'s clock
+   * @param answeredNanos when its answer came back, on the same clock
+   * @param databaseNowEpochNanos the database's now the statement read, in epoch nanoseconds
+   * @param waitNanos how long after that now the turn starts, as the statement answered
+   * @return nanoseconds from {@code answeredNanos} to the turn's start; negative if it began
+   *     before the answer came back
    */
-  synchronized long waitFromAnswer(long askedNanos, long answeredNanos,
+  public synchronized long waitFromAnswer(long askedNanos, long answeredNanos,
       long databaseNowEpochNanos, long waitNanos) {
     sample(askedNanos, answeredNanos, databaseNowEpochNanos);
     long turnLocal = databaseNowEpochNanos + waitNanos - offsetNanos;
@@ -64,7 +79,17 @@ final class DatabaseClock {
     return Math.min(latest, Math.max(earliest, turnLocal)) - answeredNanos;
   }
 
-  private void sample(long askedNanos, long answeredNanos, long databaseNowEpochNanos) {
+  /**
+   * Learns from a statement sent at local {@code askedNanos} and answered at {@code
+   * answeredNanos}, which read the database's clock as {@code databaseNowEpochNanos}.
+   *
+   * @param askedNanos when the statement was sent, on {@link System#nanoTime()}'s clock
+   * @param answeredNanos when its answer came back, on the same clock
+   * @param databaseNowEpochNanos the database's {@code clock_timestamp()} it read, in nanoseconds
+   *     since the epoch
+   */
+  public synchronized void sample(long askedNanos, long answeredNanos,
+      long databaseNowEpochNanos) {
     long halfTrip = Math.max(0, answeredNanos - askedNanos) / 2;
     long midpoint = askedNanos + halfTrip;
     long offset = databaseNowEpochNanos - midpoint;
@@ -78,6 +103,29 @@ final class DatabaseClock {
     if (stepped || halfTrip <= keptUncertainty) {
       keep(offset, halfTrip, midpoint);
     }
+  }
+
+  /**
+   * Whether a sample was taken: until one is, {@link #databaseEpochNanos} has no answer.
+   *
+   * @return whether the offset is known
+   */
+  public synchronized boolean known() {
+    return known;
+  }
+
+  /**
+   * The database's clock at the local instant {@code localNanos}, through the kept sample's offset.
+   *
+   * @param localNanos an instant on {@link System#nanoTime()}'s clock
+   * @return nanoseconds since the epoch on the database's clock
+   * @throws IllegalStateException if no sample was taken yet
+   */
+  public synchronized long databaseEpochNanos(long localNanos) {
+    if (!known) {
+      throw new IllegalStateException("no sample of the database's clock yet");
+    }
+    return localNanos + offsetNanos;
   }
 
   private void keep(long offset, long halfTrip, long at) {

@@ -1,7 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.postgres.internal.CursorSql;
-
+import dev.pacer.postgres.PacerTableSql;
 import dev.pacer.postgres.PostgresFleetSlots;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -84,9 +83,9 @@ public final class CursorStatus {
       "'^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$'";
 
   private static String pacerTableRows(String table) {
-    return "SELECT name, " + CursorSql.secondsFrom("clock_timestamp()", "next_at") + ","
-        + " -" + CursorSql.secondsFrom("clock_timestamp()", "updated_at") + ","
-        + " " + CursorSql.secondsFrom("clock_timestamp()",
+    return "SELECT name, " + PacerTableSql.secondsFrom("clock_timestamp()", "next_at") + ","
+        + " -" + PacerTableSql.secondsFrom("clock_timestamp()", "updated_at") + ","
+        + " " + PacerTableSql.secondsFrom("clock_timestamp()",
             "(to_jsonb(c) ->> 'paused_until')::timestamptz") + ","
         + " coalesce((to_jsonb(c) ->> 'backoff')::integer, 1),"
         + PER_HOST_JOBS_HOST + " FROM " + table + " c ORDER BY name";

@@ -1,7 +1,7 @@
 package dev.pacer.cli.db;
 
 import dev.pacer.TimeSource;
-import dev.pacer.cli.Secrets;
+import dev.pacer.cli.model.Secrets;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursor;

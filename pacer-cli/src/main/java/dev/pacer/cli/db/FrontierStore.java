@@ -1,9 +1,10 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.Secrets;
+import dev.pacer.cli.model.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
+import dev.pacer.postgres.DatabaseClock;
 import dev.pacer.postgres.KeptConnection;
-import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.PacerTableSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -43,17 +44,18 @@ import org.slf4j.LoggerFactory;
  *       the first such row is locked {@code FOR UPDATE SKIP LOCKED}, so concurrent claims take
  *       different hosts and never wait for each other;
  *   <li>{@code turn}: the library's reservation on the host's {@code pacer_cursor} row, term by term
- *       as {@code CursorSql} writes it: {@code next = max(now, next) + interval × backoff} on {@code
- *       clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO UPDATE}
- *       whose WHERE refuses a turn that would start beyond the horizon, leaving the row exactly as
- *       it was (a refused claim consumes nothing). A missing row heals: it is inserted with the
- *       turn at the later of now and the frontier's copy (where this job last saw the turns end).
- *       An implausible row (further ahead than the larger of two minutes and 64 intervals, of now
- *       and of the end of its pause, a pause counted at most a day: {@code CursorSql}'s rule) is
- *       reset the same way, with a WARN naming how far ahead the turn found it. A host with a lockout row ({@code
- *       pacer_cursor_lockout}) gets no turn. A {@code Retry-After} pause needs no check of its own:
- *       it pushed the cursor row itself ({@code PostgresCursor.pause}), so the host's turns are
- *       refused until it ends, while other hosts' claims go on at full pace;
+ *       as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff} on
+ *       {@code clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO
+ *       UPDATE} whose WHERE refuses a turn that would start beyond the horizon, leaving the row
+ *       exactly as it was (a refused claim consumes nothing). A missing row heals: it is inserted
+ *       with the turn at the later of now and the frontier's copy (where this job last saw the
+ *       turns end). An implausible row (further ahead than the larger of two minutes and 64
+ *       intervals, of now and of the end of its pause, a pause counted at most a day: {@link
+ *       PacerTableSql#turnStart}'s rule) is reset the same way, with a WARN naming how far ahead
+ *       the turn found it. A host with a lockout row ({@code pacer_cursor_lockout}) gets no turn.
+ *       A {@code Retry-After} pause needs no check of its own: it pushed the cursor row itself
+ *       ({@code PostgresCursor.pause}), so the host's turns are refused until it ends, while
+ *       other hosts' claims go on at full pace;
  *   <li>{@code lease}: the item is leased, only if the turn was granted;
  *   <li>{@code front}: the frontier's copy is set to the host's new {@code next_at}; after a refusal,
  *       to the cursor's own value, so the host sorts where its turn really is; after a lockout, to
@@ -103,7 +105,7 @@ public final class FrontierStore {
    * An idle thread is woken half of it before the next host's turn, so that its claim lands before
    * the turn and the turn starts on the host's grid ({@code max(now, next)} is then {@code next}):
    * a claim that landed after it would start the turn late and push every later turn of the host
-   * by as much (measured at 4/s under a load of 20 on 2 cores: 3.3/s when woken at the turn).
+   * by as much, so that a busy machine would deliver a host less than its ceiling.
    */
   public static final Duration HORIZON = Duration.ofMillis(50);
   /** The least a cursor may stand ahead before it is treated as implausible and reset. */
@@ -112,22 +114,22 @@ public final class FrontierStore {
   /**
    * The claim statement on the cursors' table {@code cursors} (a name {@link CursorPlace} has
    * checked) and its lockouts' table beside it. Parameters: job, horizon (µs), reset floor (µs),
-   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was leased), the
-   * host and its rate (NULL if no host was picked), wait_micros (from the statement's end to the
-   * turn, negative if the turn began before; NULL if no turn was granted),
+   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url,
+   * failures, throttles; NULL if none was leased), the host and its rate (NULL if no host was
+   * picked), wait_micros (from the statement's now to the turn; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
    * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
-   * a turn coming)
-   * contended (nothing was picked although a host was eligible: another claim held its row),
-   * held (some host is due but could not be claimed), fronts, backoff (the host's multiplier), and
-   * reset_from_micros (how far ahead of now the turn found the host's cursor, where it reset it;
-   * NULL otherwise) with the host's reset_beyond_micros.
+   * a turn coming), contended (nothing was picked although a host was eligible: another claim
+   * held its row), held (some host is due but could not be claimed), fronts, backoff (the host's
+   * multiplier), reset_from_micros (how far ahead of now the turn found the host's cursor, where it
+   * reset it; NULL otherwise) with the host's reset_beyond_micros, and now_micros (the statement's
+   * now, on the database's clock, in epoch microseconds).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
     // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
-    String start = CursorSql.pacerTurnStart("k", "c");
-    String resetFrom = CursorSql.pacerResetFrom("k", "c");
+    String start = PacerTableSql.turnStart("k", "c");
+    String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
           + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
           + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
@@ -194,10 +196,10 @@ public final class FrontierStore {
           + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
           + "  RETURNING g.next_at)\n"
           + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
-          // From the end of the statement, not from c.now: a statement slowed (by a row lock, a
-          // busy server) hands out a turn that began before it answered, and the caller must
-          // know how late it already is.
-          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - clock_timestamp())"
+          // From c.now, which the statement answers too: the process's database clock maps the
+          // turn onto its own clock, so that a statement slowed (by a row lock, a busy server)
+          // answers a turn that may have begun before the answer came back.
+          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - c.now)"
           + " * 1000000)::bigint AS wait_micros,\n"
           + "       c.lockout,\n"
           // Half the horizon before the awaited turn; with every coming turn awaited already, a
@@ -220,9 +222,12 @@ public final class FrontierStore {
           + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
           + "       (SELECT count(*) FROM front) AS fronts,\n"
           + "       turn.backoff,\n"
-          + "       (" + CursorSql.secondsFrom("c.now", "turn.reset_from") + " * 1000000)::bigint"
+          + "       (" + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
+          + " * 1000000)::bigint"
           + " AS reset_from_micros,\n"
-          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint AS reset_beyond_micros\n"
+          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint"
+          + " AS reset_beyond_micros,\n"
+          + "       (extract(epoch FROM c.now) * 1000000)::bigint AS now_micros\n"
           + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
   }
 
@@ -298,9 +303,11 @@ public final class FrontierStore {
   /** The cursors' table: the place's, in Pacer's layout (per-host mode refuses any other). */
   private final String cursors;
   private final String claim;
+  private final DatabaseClock clock;
 
-  FrontierStore(StoreConnection connection, CursorPlace place) {
+  FrontierStore(StoreConnection connection, CursorPlace place, DatabaseClock clock) {
     this.connection = connection;
+    this.clock = clock;
     this.cursors = place.table();
     this.claim = claim(cursors);
   }
@@ -316,7 +323,7 @@ public final class FrontierStore {
       // The claim reserves on the cursors' rows, so their table must exist before the first
       // claim, whether or not a cursor of this process made it.
       try (java.sql.Statement s = c.createStatement()) {
-        s.execute(CursorSql.pacerTable(cursors).createTable());
+        s.execute(PacerTableSql.createTable(cursors));
       }
       return null;
     });
@@ -351,8 +358,8 @@ public final class FrontierStore {
     connection.call(c -> {
       // The claim's plan depends on the statistics: planned while they still describe the tables
       // before this enqueue (a job of "one row"), it reads every item of the job through the
-      // wrong index for every host (measured: 19 s for one claim over 1,000 hosts x 20 items,
-      // against under a millisecond once analysed). Autovacuum would analyse only later.
+      // wrong index for every host, orders of magnitude slower than the plan made once the
+      // tables are analysed. Autovacuum would analyse only later.
       try (java.sql.Statement s = c.createStatement()) {
         s.execute("ANALYZE pacer_item, pacer_frontier");
       }
@@ -411,7 +418,9 @@ public final class FrontierStore {
     return connection.callOnce(c -> {
       try (PreparedStatement s = c.prepareStatement(claim)) {
         bindClaim(s, job, claimant, workerId, token, leaseMillis);
+        long asked = System.nanoTime();
         try (ResultSet r = s.executeQuery()) {
+          long answered = System.nanoTime();
           r.next();
           String host = r.getString(5);
           if (host == null) {
@@ -436,12 +445,14 @@ public final class FrontierStore {
           if (r.wasNull()) {
             return new Claim.Refused(host);
           }
+          long turnIn = clock.waitFromAnswer(asked, answered,
+              r.getLong("now_micros") * 1000, Math.max(0, waitMicros) * 1000);
           String key = r.getString(1);
           if (key == null) {
             return new Claim.Lost(host);
           }
           Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
-          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(waitMicros * 1000),
+          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(turnIn),
               r.getInt("backoff"));
         }
       }
@@ -488,14 +499,7 @@ public final class FrontierStore {
       return 0;
     }
     return connection.callOnce(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE " + cursors + " k SET"
-              + " backoff = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
-              + " THEN GREATEST(1, k.backoff / 2) ELSE k.backoff END,"
-              + " clean = CASE WHEN k.clean + u.n >= " + dev.pacer.BackoffScope.CLEAN_ANSWERS_TO_HALVE
-              + " THEN 0 ELSE k.clean + u.n END"
-              + " FROM unnest(?::text[], ?::integer[]) AS u(name, n)"
-              + " WHERE k.name = u.name AND k.backoff > 1")) {
+      try (PreparedStatement s = c.prepareStatement(PacerTableSql.countCleanAnswers(cursors))) {
         s.setArray(1, c.createArrayOf("text", cleanByHost.keySet().toArray()));
         s.setArray(2, c.createArrayOf("integer", cleanByHost.values().toArray()));
         return s.executeUpdate();

@@ -1,7 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.postgres.internal.CursorSql;
-
+import dev.pacer.postgres.PacerTableSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -203,8 +202,8 @@ public final class HostStatus {
    */
   static String heldBackSql(String cursors) {
     return "WITH h AS (SELECT f.host,"
-        + "   greatest(0, coalesce(" + CursorSql.secondsFrom("clock_timestamp()", "c.paused_until")
-        + ", 0))"
+        + "   greatest(0, coalesce("
+        + PacerTableSql.secondsFrom("clock_timestamp()", "c.paused_until") + ", 0))"
         + " AS pause, c.backoff"
         + "   FROM pacer_frontier f JOIN " + cursors + " c ON c.name = f.host"
         + "   WHERE f.job = ? AND (c.paused_until > clock_timestamp() OR c.backoff > 1))"

@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.DatabaseClock;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -19,18 +20,19 @@ import java.util.UUID;
  * without a packet capture: how many requests, the rate they achieved, the busiest sliding 1-s
  * window, and how late each request left after its turn.
  *
- * <p>Workers stamp a request with their own wall clock when it is handed to the network and
- * convert it with {@link #clockOffsetMicros()}, measured against {@code clock_timestamp()}: on one
- * host the offset is about zero, across hosts it removes their clock skew (to within half a round
- * trip). Rows are appended in batches, so recording costs one statement per heartbeat, not one per
- * request.
+ * <p>Workers stamp a request on their monotonic clock when it is handed to the network and
+ * map it onto the database's clock with {@link #databaseEpochMicros}, through the process's {@link
+ * DatabaseClock}: fed by {@link #sampleClock} and by every per-host claim, it keeps the reading
+ * with the shortest round trip, so across hosts it removes their clock skew to within half of
+ * that trip. Rows are appended in batches, so recording costs one statement per heartbeat, not one
+ * per request.
  *
  * <p>The log has no connection of its own: it is a part of the work state ({@link
  * WorkState#requestLog}) and runs on its connections. Its statements are few (an append per
  * heartbeat, a clock reading a minute, the figures once at a run's end) and short, so beside a
  * worker's claims they queue for milliseconds, and a connection of their own would be one more
  * server backend per process for nothing. A clock reading is timed from inside its call, after the
- * connection is taken, so waiting for one does not skew the offset.
+ * connection is taken, so waiting for one does not widen its round trip.
  */
 public final class RequestLog {
 
@@ -71,26 +73,37 @@ public final class RequestLog {
       + " FROM r";
 
   private final StoreConnection connection;
+  private final DatabaseClock clock;
 
-  RequestLog(StoreConnection connection) {
+  RequestLog(StoreConnection connection, DatabaseClock clock) {
     this.connection = connection;
+    this.clock = clock;
   }
 
-  /**
-   * How far the database's clock is ahead of this process's wall clock, in microseconds, taking
-   * the midpoint of the round trip as the instant the database read its clock.
-   */
-  public long clockOffsetMicros() throws SQLException {
-    return connection.call(c -> {
+  /** Reads the database's clock once, a sample for the process's {@link DatabaseClock}. */
+  public void sampleClock() throws SQLException {
+    connection.call(c -> {
       try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()")) {
-        long before = epochMicros(Instant.now());
+        long asked = System.nanoTime();
         try (ResultSet r = s.executeQuery()) {
           r.next();
-          long after = epochMicros(Instant.now());
-          return epochMicros(r.getTimestamp(1).toInstant()) - (before + after) / 2;
+          long answered = System.nanoTime();
+          Instant now = r.getTimestamp(1).toInstant();
+          clock.sample(asked, answered, now.getEpochSecond() * 1_000_000_000L + now.getNano());
+          return null;
         }
       }
     });
+  }
+
+  /**
+   * The local instant {@code sentNanos} ({@link System#nanoTime()}) on the database's clock, in
+   * epoch microseconds; {@code wallEpochMicros}, the same instant on this process's wall clock,
+   * until the database's clock was read once.
+   */
+  public long databaseEpochMicros(long sentNanos, long wallEpochMicros) {
+    return clock.known() ? Math.floorDiv(clock.databaseEpochNanos(sentNanos), 1000)
+        : wallEpochMicros;
   }
 
   /** The database's clock now. */
@@ -307,9 +320,5 @@ public final class RequestLog {
         }
       }
     });
-  }
-
-  private static long epochMicros(Instant t) {
-    return t.getEpochSecond() * 1_000_000L + t.getNano() / 1000;
   }
 }

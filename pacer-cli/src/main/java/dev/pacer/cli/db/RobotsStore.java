@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.Secrets;
+import dev.pacer.cli.model.Secrets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.run.HaltReason;
+import dev.pacer.cli.model.HaltReason;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;

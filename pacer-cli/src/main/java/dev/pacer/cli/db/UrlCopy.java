@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.run.UrlList;
+import dev.pacer.cli.model.UrlList;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;

@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.postgres.DatabaseClock;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -186,16 +187,19 @@ public final class WorkState implements AutoCloseable {
   }
 
   private WorkState(StoreConnection connection) {
+    // One clock per process's work state: the per-host claims and the request log's readings all
+    // sample it, and the request log maps every stamp through it.
+    DatabaseClock clock = new DatabaseClock();
     this.connection = connection;
     this.items = new ItemStore(connection);
     this.jobs = new JobStore(connection, items);
     this.trips = new TripStore(connection);
     this.workers = new WorkerStore(connection);
     this.cursors = new CursorStatus(connection, connection.database().cursorPlace());
-    this.frontier = new FrontierStore(connection, connection.database().cursorPlace());
+    this.frontier = new FrontierStore(connection, connection.database().cursorPlace(), clock);
     this.robots = new RobotsStore(connection, connection.database().cursorPlace());
     this.hosts = new HostStatus(connection, connection.database().cursorPlace());
-    this.requestLog = new RequestLog(connection);
+    this.requestLog = new RequestLog(connection, clock);
   }
 
   public Database database() {

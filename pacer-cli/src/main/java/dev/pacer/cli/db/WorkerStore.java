@@ -1,6 +1,6 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.run.LimiterFigures;
+import dev.pacer.cli.model.LimiterFigures;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;

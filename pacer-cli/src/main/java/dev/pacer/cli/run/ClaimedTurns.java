@@ -1,5 +1,6 @@
 package dev.pacer.cli.run;
 
+import dev.pacer.BackoffScope;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
@@ -80,7 +81,7 @@ final class ClaimedTurns implements Cursor {
       shared.reserveUnderFleetBackoff(name, extra, Duration.ZERO, null, 0);
     }
     return Reservation.grantedNanos(p.startsNanos() - time.nanoTime())
-        .withFleetBackoff(Math.max(1, Math.min(16, p.backoff())));
+        .withFleetBackoff(Math.max(1, Math.min(BackoffScope.MAX_MULTIPLIER, p.backoff())));
   }
 
   @Override

@@ -1,6 +1,7 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.DestinationLimiter;
+import dev.pacer.cli.model.HaltReason;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;

@@ -2,6 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterListener;
+import dev.pacer.cli.model.LimiterFigures;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.WeakHashMap;

@@ -37,7 +37,6 @@ final class RequestRecorder implements Consumer<SentRequest> {
    * answer was lost, the same batch appends nothing ({@link RequestLog#append}).
    */
   private Batch pending;
-  private volatile long clockOffsetMicros;
 
   /**
    * @param destination the destination every request is recorded under; null (per-host mode): each
@@ -58,14 +57,13 @@ final class RequestRecorder implements Consumer<SentRequest> {
     sent.add(request);
   }
 
-  /** Measures the database clock's offset from this process's wall clock again. */
+  /** Reads the database's clock again, a sample for the request log's stamps. */
   void calibrate() throws SQLException {
-    clockOffsetMicros = requestLog.clockOffsetMicros();
+    requestLog.sampleClock();
   }
 
   /** Appends everything sent so far; what PostgreSQL does not take now waits for the next call. */
   synchronized void flush() throws SQLException {
-    long offset = clockOffsetMicros;
     for (SentRequest r; (r = sent.poll()) != null; ) {
       if (waiting.size() == MAX_WAITING) {
         waiting.removeFirst();
@@ -77,7 +75,8 @@ final class RequestRecorder implements Consumer<SentRequest> {
       String to = destination != null ? destination
           : r.uri().getHost().toLowerCase(java.util.Locale.ROOT);
       waiting.addLast(new RequestLog.Sent(to, job, worker,
-          r.sentEpochMicros() + offset, (r.sentNanos() - r.turnNanos()) / 1000, r.hop(),
+          requestLog.databaseEpochMicros(r.sentNanos(), r.sentEpochMicros()),
+          (r.sentNanos() - r.turnNanos()) / 1000, r.hop(),
           r.status()));
     }
     while (pending != null || !waiting.isEmpty()) {

@@ -2,6 +2,8 @@ package dev.pacer.cli.run;
 
 import dev.pacer.Printable;
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.model.HaltReason;
+import dev.pacer.cli.model.LimiterFigures;
 import java.util.Locale;
 import java.util.Optional;
 

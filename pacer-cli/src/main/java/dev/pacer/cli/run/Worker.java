@@ -2,12 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
-import dev.pacer.DestinationLimiter;
-import dev.pacer.LateTurns;
-import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.LockedOutException;
-import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
 import dev.pacer.cli.db.Database;
 import dev.pacer.cli.db.FrontierStore;
@@ -15,35 +10,22 @@ import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
-import dev.pacer.cli.db.RequestLog;
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
-import dev.pacer.jdkhttp.fetch.FetchFailedException;
-import dev.pacer.jdkhttp.fetch.FetchResponse;
-import dev.pacer.postgres.KeptConnection;
+import dev.pacer.cli.model.HaltReason;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresFleetSlots;
-import java.io.IOException;
 import java.net.InetAddress;
-import java.net.URI;
 import java.net.UnknownHostException;
-import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,19 +42,11 @@ import org.slf4j.LoggerFactory;
  * the item's lease was taken over meanwhile, the record is refused by its lease token and the
  * item is counted once, by whoever holds it.
  *
- * <p><b>Per host</b> ({@link RunSettings#perHost()}): a claim is the reservation of the item's
- * host's turn ({@link FrontierStore}), and the thread sleeps until that turn, then fetches through
- * the host's own limiter ({@link HostFetchers}). When no host is due the claim says when the next
- * one will be, and the thread sleeps exactly that long (at most {@value #IDLE_POLL_MILLIS} ms while
- * some host is due but held at its in-flight cap, whose end no one can know). Without PostgreSQL
- * nothing can be claimed at all: the threads wait for it as they wait to claim in the single
- * destination mode, items already claimed are fetched at their claimed turns, and their redirect
- * hops pace locally at the divided rate (the library's degraded mode, per host). A host locked out
- * (403) keeps its items pending and is passed over; the other hosts go on, and the run reports it.
- * So is a host over its failure bar ({@link HostOutcomes}), its open items deferred to the next
- * run.
- * With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
- * RobotsReader}); a host's items are claimable only once its robots.txt is settled.
+ * <p>What the threads claim and what fetches it depends on the mode, one {@link WorkSource} each:
+ * {@link SingleDestination}, and {@link PerHostFrontier} ({@link RunSettings#perHost()}), where a
+ * claim is the reservation of the item's host's turn. Without PostgreSQL nothing can be claimed in
+ * either: the threads wait for it, items already claimed are fetched (per host, at their claimed
+ * turns), and their requests pace locally at the divided rate (the library's degraded mode).
  *
  * <p><b>Connections.</b> A worker holds the work state's ({@link #storeConnections}, the request
  * log's statements among theirs: they are few and short), the cursor's reservation connection and
@@ -84,9 +58,9 @@ import org.slf4j.LoggerFactory;
 public final class Worker {
 
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
-  private static final long IDLE_POLL_MILLIS = 250;
+  /** The longest a fetch thread sleeps before it claims again, when nothing says how long. */
+  static final long IDLE_POLL_MILLIS = 250;
   private static final Duration STARTUP_CONNECT = Duration.ofSeconds(10);
-  private static final long FAILURE_RETRY_MILLIS = 2000;
   private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
@@ -112,39 +86,18 @@ public final class Worker {
   private final AtomicReference<HaltReason> haltedBar = new AtomicReference<>();
   private final AtomicBoolean tripRecorded = new AtomicBoolean();
   private final AtomicBoolean lateTurnsReported = new AtomicBoolean();
-  private final AtomicLong done = new AtomicLong();
-  private final AtomicLong failed = new AtomicLong();
-  /** Lease tokens of the items this worker's threads hold right now. */
-  private final Set<String> held = ConcurrentHashMap.newKeySet();
   private final Envelope envelope;
   private final StartLine startLine;
   private final Retrying retrying;
   private WorkState store;
-  private RequestLog requestLog;
   private RequestRecorder recorder;
-  /** The destination's limiter and fetcher; null in per-host mode. */
-  private DestinationLimiter limiter;
-  private LimiterRegistry limiters;
-  /** What the limiter did, reported with every heartbeat for the run's summary. */
+  /** What the limiters did, reported with every heartbeat for the run's summary. */
   private final LimiterCounts limiterCounts = new LimiterCounts();
-  private DestinationFetcher fetcher;
-  /** Per-host mode's fetchers; null otherwise. */
-  private HostFetchers hosts;
-  /** Per-host mode's failure bar, this process's counts between heartbeats; null otherwise. */
-  private HostOutcomes hostOutcomes;
-  /** With --robots, the hosts' robots.txt; null otherwise. */
-  private RobotsReader robots;
-  /** Claims whose turn began more than half an interval before the claim answered. */
-  private final AtomicLong lateClaims = new AtomicLong();
-  /** What this worker's per-host claims came back with. */
-  private final ClaimTally claims = new ClaimTally();
-  /** Hosts this process has reported as locked out. */
-  private final Set<String> lockedOutHosts = ConcurrentHashMap.newKeySet();
-  private BodyStore bodies;
-  /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
-  private volatile DispatchSlot slot;
-  /** Held by the one fetch thread that waits for a dispatch slot again. */
-  private final ReentrantLock slotLock = new ReentrantLock();
+  /** The mode's items and fetchers. */
+  private WorkSource source;
+  private DispatchGate gate;
+  /** The fleet cap's slots and the dispatch slot's, if the run has either. */
+  private Optional<PostgresFleetSlots> fleetSlots = Optional.empty();
   private int beats;
 
   public Worker(Database database, RunSettings settings, Envelope envelope, StartLine startLine) {
@@ -166,6 +119,25 @@ public final class Worker {
     Cursor cursor = settings.perProcessPacing()
         ? new LocalCursor()
         : database.cursor(resetBeyond(settings.destination()));
+    source = prepare(cursor);
+    startLine.await();
+    try {
+      return fetch();
+    } finally {
+      gate.close();
+      if (cursor instanceof PostgresCursor pg) {
+        pg.close();
+      }
+      fleetSlots.ifPresent(PostgresFleetSlots::close);
+      store.close();
+    }
+  }
+
+  /**
+   * Connects, and makes the mode's work source with its fetchers warmed up: everything a fetch
+   * thread needs before the start line.
+   */
+  private WorkSource prepare(Cursor cursor) throws InterruptedException {
     // At start-up a slow first connection costs nothing; left to the first reservation, it
     // would degrade this worker until the next retry boundary. The work-state connection goes
     // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM. It also
@@ -179,8 +151,7 @@ public final class Worker {
     if (cursor instanceof PostgresCursor pg) {
       pg.connect(STARTUP_CONNECT);
     }
-    requestLog = store.requestLog();
-    recorder = new RequestRecorder(requestLog,
+    recorder = new RequestRecorder(store.requestLog(),
         settings.perHost() ? null : settings.destination().name(), settings.job(), workerId);
     try {
       recorder.calibrate();
@@ -190,36 +161,16 @@ public final class Worker {
     // The fleet cap's slots and the dispatch slot are leases of one kind: one connection, one
     // renewal. A worker that needs neither opens nothing.
     boolean fleetCapped = settings.destination().maxConcurrencyFleetWide().isPresent();
-    Optional<PostgresFleetSlots> fleetSlots = fleetCapped || settings.maxDispatches() > 0
+    fleetSlots = fleetCapped || settings.maxDispatches() > 0
         ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
-    if (settings.perHost()) {
-      hosts = new HostFetchers(settings, cursor, recorder, limiterCounts, TimeSource.SYSTEM);
-      hostOutcomes = new HostOutcomes();
-      hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
-      if (settings.robots()) {
-        robots = new RobotsReader(settings, workerId, hosts, store::robots, retrying);
-      }
-    } else {
-      limiters = fleetCapped ? new LimiterRegistry(cursor, fleetSlots.get())
-          : new LimiterRegistry(cursor);
-      limiters.addListener(limiterCounts);
-      limiter = limiters.limiter(settings.destination());
-      fetcher = DestinationFetcher.builder(limiter)
-          .maxBodyBytes(settings.maxBodyBytes())
-          .requestTimeout(settings.requestTimeout())
-          .maxRedirects(settings.maxRedirects())
-          .header("User-Agent", RunSettings.USER_AGENT)
-          .header("X-Pacer-Worker", Long.toString(pid))
-          .onRequest(recorder)
-          .build();
-      // Before the first turn, never after it: a cold client's first request would otherwise hold
-      // its turn (and the turns after it) while classes load, and they would leave together.
-      if (sampleUrl.isPresent()) {
-        fetcher.warmUp(URI.create(sampleUrl.get()));
-      } else {
-        fetcher.warmUp();
-      }
-    }
+    WorkerContext context = new WorkerContext(database, settings, workerId, store, retrying, stop);
+    gate = new DispatchGate(context);
+    BodyStore bodies = new BodyStore(settings.out(), settings.job());
+    WorkSource made = settings.perHost()
+        ? new PerHostFrontier(context, envelope, bodies, gate, cursor, limiterCounts, recorder,
+            sampleUrl)
+        : new SingleDestination(context, envelope, bodies, gate, cursor,
+            fleetCapped ? fleetSlots : Optional.empty(), limiterCounts, recorder, sampleUrl);
     // Every fetch thread claims at the start line: the connections they will claim on are opened
     // before it, not beside the first turns.
     try {
@@ -228,9 +179,14 @@ public final class Worker {
       log.debug("Could not open every work-state connection at start-up: {}",
           database.describe(e));
     }
-    bodies = new BodyStore(settings.out(), settings.job());
-    startLine.await();
+    return made;
+  }
 
+  /**
+   * From the start line: takes the dispatch slot if the run caps them, then runs the heartbeat
+   * and the fetch threads until they are done, and reports.
+   */
+  private Result fetch() throws InterruptedException {
     ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "pacer-heartbeat");
       t.setDaemon(true);
@@ -244,30 +200,16 @@ public final class Worker {
     try {
       if (settings.maxDispatches() > 0) {
         Optional<DispatchSlot> taken = DispatchSlot.acquire(fleetSlots.get(),
-            settings.destination().name(), settings.maxDispatches(), this::nothingLeft);
+            settings.destination().name(), settings.maxDispatches(), source::nothingLeft);
         if (taken.isEmpty()) {
           log.info("Job {} has no work left; this worker is not needed", settings.job());
           return result();
         }
-        slot = taken.get();
+        gate.hold(taken.get());
       }
       long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
       scheduleHeartbeat(heartbeat, this::heartbeat, beat);
-      List<Thread> threads = new ArrayList<>();
-      for (int i = 0; i < settings.threads(); i++) {
-        Thread t = new Thread(this::fetchLoop, "pacer-fetch-" + (i + 1));
-        threads.add(t);
-        t.start();
-      }
-      try {
-        for (Thread t : threads) {
-          t.join();
-        }
-      } catch (InterruptedException e) {
-        stop.set(true);
-        threads.forEach(Thread::interrupt);
-        throw e;
-      }
+      runFetchThreads();
       return result();
     } finally {
       try {
@@ -277,32 +219,39 @@ public final class Worker {
       }
       heartbeat.shutdownNow();
       heartbeat.awaitTermination(5, TimeUnit.SECONDS);
-      retrying.call("record the requests sent", () -> {
-        recorder.flush();
-        return true;
-      }, false);
-      if (hostOutcomes != null) {
-        countHostItems();
-      }
-      report(haltedBar.get() != null ? "halted" : "finished");
-      if (hosts != null && !settings.fifoClaims()) {
-        log.info(claims.describe());
-      }
-      if (lateClaims.get() > 0) {
-        log.info("{} claimed turn(s) began more than half an interval before their claim answered"
-            + " (a slow or busy database) and were given up for fresh ones", lateClaims.get());
-      }
-      reportLateTurns();
-      DispatchSlot held = slot;
-      if (held != null) {
-        held.close();
-      }
-      if (cursor instanceof PostgresCursor pg) {
-        pg.close();
-      }
-      fleetSlots.ifPresent(PostgresFleetSlots::close);
-      store.close();
+      finish();
     }
+  }
+
+  /** Starts the fetch threads and waits for them; interrupted, interrupts them. */
+  private void runFetchThreads() throws InterruptedException {
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < settings.threads(); i++) {
+      Thread t = new Thread(this::fetchLoop, "pacer-fetch-" + (i + 1));
+      threads.add(t);
+      t.start();
+    }
+    try {
+      for (Thread t : threads) {
+        t.join();
+      }
+    } catch (InterruptedException e) {
+      stop.set(true);
+      threads.forEach(Thread::interrupt);
+      throw e;
+    }
+  }
+
+  /** The run's last records and reports, once the threads and the heartbeat have stopped. */
+  private void finish() throws InterruptedException {
+    retrying.call("record the requests sent", () -> {
+      recorder.flush();
+      return true;
+    }, false);
+    source.countAtEnd();
+    report(haltedBar.get() != null ? "halted" : "finished");
+    source.logClaims();
+    reportLateTurns();
   }
 
   /**
@@ -329,26 +278,6 @@ public final class Worker {
     Duration queue = d.longestHonestQueue();
     return (queue.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : queue)
         .multipliedBy(2);
-  }
-
-  private Result result() {
-    return new Result(requestCount(), throttledCount(), done.get(), failed.get(),
-        Optional.ofNullable(haltedBar.get()), hosts == null && limiter.isLockedOut());
-  }
-
-  private long requestCount() {
-    return hosts != null ? hosts.requestCount() : fetcher.requestCount();
-  }
-
-  private LimiterFigures limiterFigures() {
-    return hosts != null
-        ? limiterCounts.figures(hosts.widestBackoff(), hosts.anyDegraded(), hosts.isCursorLatched())
-        : limiterCounts.figures(limiter.backoffMultiplier(), limiter.isDegraded(),
-            limiters.isCursorLatched());
-  }
-
-  private long throttledCount() {
-    return hosts != null ? hosts.throttledCount() : fetcher.throttledCount();
   }
 
   /**
@@ -382,7 +311,7 @@ public final class Worker {
     } finally {
       if (unrecorded.done != null && !Thread.currentThread().isInterrupted()) {
         try {
-          record(unrecorded.done);
+          source.work().record(unrecorded.done);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
         }
@@ -391,267 +320,22 @@ public final class Worker {
   }
 
   /**
-   * A fetch thread's last fetched item whose outcome is still to be recorded (single destination):
-   * its next claim records it in the same statement ({@link ItemStore#recordAndClaim}). Its lease
-   * token stays among those the heartbeat extends until then.
-   */
-  private static final class Unrecorded {
-    private ItemStore.Done done;
-  }
-
-  /**
-   * Checks the envelope, then claims and processes one item, recording the thread's last outcome
-   * with the claim. False when the thread is done; an outcome still unrecorded is then recorded on
+   * Checks the envelope, then takes the next step of the source: claims and processes one item, or
+   * waits for one. False when the thread is done; an outcome still unrecorded is then recorded on
    * its own.
    */
   private boolean nextItem(Unrecorded unrecorded) throws InterruptedException {
-    // In per-host mode a lockout stops its host, not the run: the claims pass over it.
-    Optional<Envelope.Breach> breach = hosts != null ? envelope.checkBars()
-        : envelope.check(limiter);
+    Optional<Envelope.Breach> breach = source.breach();
     if (breach.isPresent()) {
       halt(breach.get());
       return false;
     }
-    if (hosts != null && !settings.fifoClaims()) {
-      return (robots != null && robots.settleNext()) || nextClaim();
-    }
-    ItemStore.Done done = unrecorded.done;
-    // One token for every attempt: an attempt whose answer was lost leased under it, and the next
-    // answers that item instead of leasing another.
-    String claimToken = ItemStore.newLeaseToken();
-    // With an outcome to record, the call is not given up when the run stops: the outcome is worth
-    // waiting for, as on its own.
-    Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed = retrying.call(
-        done == null ? "claim an item" : "record a fetched item",
-        () -> store.items().recordAndClaim(settings.job(), done, workerId, claimToken,
-            settings.leaseMillis()),
-        done == null);
-    if (done != null) {
-      unrecorded.done = null;
-      recorded(done, claimed instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimed> a
-          ? (a.value().recorded() ? Retrying.Recorded.RECORDED : Retrying.Recorded.LEASE_LOST)
-          : Retrying.Recorded.GAVE_UP);
-    }
-    if (!(claimed instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimed> answered)) {
-      // Stopped while PostgreSQL was away; or an outcome given up on, and the thread claims again.
-      return done != null;
-    }
-    Optional<ItemStore.Item> item = answered.value().next();
-    if (item.isEmpty()) {
-      if (nothingLeft()) {
-        return false;
-      }
-      Thread.sleep(IDLE_POLL_MILLIS);
-      return true;
-    }
-    if (!holdsDispatchSlot()) {
-      retrying.record("release an item", () -> store.items().release(item.get()));
-      return takeDispatchSlotAgain();
-    }
-    held.add(item.get().token());
-    try {
-      unrecorded.done = process(item.get(), () -> hosts == null ? fetcher : hosts.forHost(
-          UrlList.hostOf(item.get().url()), settings.destination().ratePerSecond())).orElse(null);
-    } finally {
-      if (unrecorded.done == null) {
-        held.remove(item.get().token());
-      }
-    }
-    return true;
+    return source.next(unrecorded);
   }
 
-  /**
-   * Per-host mode: one claim, which reserves its host's turn, then the item at that turn; or the
-   * sleep until the next host's turn. False when the thread is done.
-   */
-  private boolean nextClaim() throws InterruptedException {
-    Retrying.Attempt<FrontierStore.Claim> claimed = retrying.call("claim an item",
-        () -> store.frontier().claim(settings.job(), workerId,
-            workerId + "/" + Thread.currentThread().getName(), settings.leaseMillis()), true);
-    if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
-      return false; // stopped while PostgreSQL was away
-    }
-    FrontierStore.Claim claim = answered.value();
-    claims.count(claim);
-    if (claim instanceof FrontierStore.Claim.Claimed c) {
-      if (!holdsDispatchSlot()) {
-        retrying.record("release an item", () -> store.items().release(c.item()));
-        return takeDispatchSlotAgain();
-      }
-      if (stop.get()) {
-        retrying.record("release an item", () -> store.items().release(c.item()));
-        return false;
-      }
-      held.add(c.item().token());
-      try {
-        Optional<ItemStore.Done> fetched = process(c.item(), () -> atClaimedTurn(c));
-        if (fetched.isPresent()) {
-          record(fetched.get());
-        }
-      } finally {
-        held.remove(c.item().token());
-        hosts.turns().forget();
-      }
-    } else if (claim instanceof FrontierStore.Claim.Idle idle) {
-      if (idle.wake().isEmpty() && !idle.held() && nothingLeft()) {
-        return false;
-      }
-      long sleep = idle.wake().map(Duration::toNanos)
-          .orElse(TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
-      if (idle.held()) {
-        sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MILLIS));
-      }
-      TimeUnit.NANOSECONDS.sleep(sleep);
-    } else if (claim instanceof FrontierStore.Claim.LockedOut l) {
-      if (lockedOutHosts.add(l.host())) {
-        log.error("Host {} is locked out ({}): its items stay pending and are passed over; the"
-            + " other hosts go on. Acknowledge it with: pacer trips ack --destination {} --note"
-            + " TEXT", l.host(), l.reason(), l.host());
-      }
-    }
-    // Refused (the host's copy of its cursor is healed) and Lost (another claim leased the item
-    // first): claim again at once.
-    return true;
-  }
-
-  /**
-   * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved.
-   * A turn the claim answered too late for ({@link LateTurns}: half the interval, at least 1 ms)
-   * is given up, as the limiter gives up one it woke too late for: the host's limiter then reserves
-   * a fresh turn on the host's cursor row instead.
-   */
-  private DestinationFetcher atClaimedTurn(FrontierStore.Claim.Claimed c) {
-    DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
-    Duration late = c.turnIn().negated();
-    if (!LateTurns.isTooLate(late, hostFetcher.limiter().currentInterval())) {
-      hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
-          c.backoff());
-    } else {
-      lateClaims.incrementAndGet();
-    }
-    return hostFetcher;
-  }
-
-  /**
-   * Fetches a claimed item through the fetcher {@code fetcherOf} makes, and stores its body. Every
-   * outcome but a fetched body is recorded here; a fetched body's is answered, for the caller to
-   * record (alone, or with its next claim). Whatever throws on the way, from making the fetcher
-   * (a host name or a ceiling no destination may have) to storing the body, fails the item with
-   * the reason, as an ordinary failure: left to its lease, the item would be claimed again after
-   * every lapse, and throw again, for ever.
-   */
-  private Optional<ItemStore.Done> process(ItemStore.Item item,
-      Supplier<DestinationFetcher> fetcherOf) throws InterruptedException {
-    if (stop.get()) {
-      retrying.record("release an item", () -> store.items().release(item));
-      return Optional.empty();
-    }
-    try {
-      return fetchAndStore(item, fetcherOf.get());
-    } catch (RuntimeException | Error e) {
-      log.warn("Item {} failed with an unexpected error", item.url(), e);
-      count(item, ItemOutcome.OWN_FAILURE, null, null);
-      fail(item, null, "unexpected error: " + e);
-      return Optional.empty();
-    }
-  }
-
-  private Optional<ItemStore.Done> fetchAndStore(ItemStore.Item item, DestinationFetcher fetcher)
-      throws InterruptedException {
-    Path part;
-    try {
-      part = bodies.newPart(item);
-    } catch (IOException e) {
-      count(item, ItemOutcome.OWN_FAILURE, null, null);
-      fail(item, null, "could not make the directory for the body: " + e);
-      return Optional.empty();
-    }
-    FetchResponse response;
-    try {
-      response = fetcher.fetchTo(URI.create(item.url()), part);
-    } catch (ThrottledException e) {
-      bodies.discard(part);
-      long retry = Math.max(1000,
-          fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
-      retrying.record("record a throttled item",
-          () -> store.items().markThrottled(item, e.status(), retry, settings.maxThrottles()));
-      return Optional.empty();
-    } catch (LockedOutException e) {
-      bodies.discard(part);
-      // Not an attempt: the item goes back untouched; the next envelope check halts the run.
-      retrying.record("release an item", () -> store.items().release(item));
-      return Optional.empty();
-    } catch (FetchFailedException e) {
-      bodies.discard(part);
-      count(item, ItemOutcome.of(e), fetcher, e.getMessage());
-      fail(item, e.status().isPresent() ? e.status().getAsInt() : null, e.getMessage());
-      return Optional.empty();
-    } catch (RuntimeException | Error e) {
-      bodies.discard(part);
-      throw e;
-    }
-    Path path;
-    try {
-      path = bodies.commit(item, part);
-    } catch (IOException e) {
-      count(item, ItemOutcome.OWN_FAILURE, null, null);
-      fail(item, response.status(), "could not store the body: " + e);
-      return Optional.empty();
-    }
-    count(item, ItemOutcome.ANSWERED, fetcher, null);
-    return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
-        response.bodyBytes()));
-  }
-
-  /**
-   * Counts an item against its failure bars at its first attempt, and never again: an item counts
-   * once however many attempts it takes (one whose first attempt failed counts as failed, even if
-   * a later one is done). A throttled attempt is not counted at all. With one destination the
-   * run's bar ({@link Envelope}) counts every failure; per host, the host's bar ({@link
-   * HostOutcomes}) counts what its host answered, through {@code fetcher} ({@code failure} its
-   * message), and the run's only what this process failed.
-   */
-  private void count(ItemStore.Item item, ItemOutcome outcome, DestinationFetcher fetcher,
-      String failure) {
-    if (item.failures() > 0) {
-      return;
-    }
-    if (hostOutcomes == null) {
-      envelope.recordOutcome(outcome != ItemOutcome.ANSWERED);
-      return;
-    }
-    envelope.recordOutcome(outcome == ItemOutcome.OWN_FAILURE);
-    if (outcome != ItemOutcome.OWN_FAILURE) {
-      hostOutcomes.count(fetcher.limiter().destination().name(),
-          outcome == ItemOutcome.UNANSWERED, failure);
-    }
-  }
-
-  /** Records a fetched item's outcome on its own. */
-  private void record(ItemStore.Done fetched) throws InterruptedException {
-    recorded(fetched, retrying.record("record a fetched item",
-        () -> store.items().markDone(fetched)));
-  }
-
-  /** Counts a fetched item's outcome as recorded, or not; its lease is no longer extended. */
-  private void recorded(ItemStore.Done fetched, Retrying.Recorded recorded) {
-    held.remove(fetched.item().token());
-    switch (recorded) {
-      case RECORDED -> done.incrementAndGet();
-      case LEASE_LOST -> log.warn("Lease on {} was lost before it could be recorded; its current"
-          + " holder records it", fetched.item().url());
-      case GAVE_UP -> { } // the lease lapses and the item is fetched again
-    }
-  }
-
-  private void fail(ItemStore.Item item, Integer status, String error) throws InterruptedException {
-    Retrying.Recorded recorded = retrying.record("record a failed item",
-        () -> store.items().markFailed(item, status, error, FAILURE_RETRY_MILLIS,
-            settings.maxAttempts()));
-    if (recorded == Retrying.Recorded.RECORDED && item.failures() + 1 >= settings.maxAttempts()) {
-      failed.incrementAndGet();
-    }
-    log.debug("Fetch failed for {}: {}", item.url(), error);
+  private Result result() {
+    return new Result(source.requestCount(), source.throttledCount(), source.work().done(),
+        source.work().failed(), Optional.ofNullable(haltedBar.get()), source.lockedOut());
   }
 
   private void halt(Envelope.Breach breach) {
@@ -692,51 +376,7 @@ public final class Worker {
     }
     reportLateTurns();
     // A waiting worker takes the slot now rather than when its lease runs out.
-    DispatchSlot held = slot;
-    if (held != null) {
-      held.close();
-    }
-  }
-
-  /**
-   * Whether this worker may fetch the item it has just claimed: it holds its dispatch slot (or
-   * takes none). A slot whose lease could not be renewed for a whole lease (an outage) may be
-   * another worker's by now.
-   */
-  private boolean holdsDispatchSlot() {
-    DispatchSlot current = slot;
-    return current == null || current.isHeld();
-  }
-
-  /**
-   * Waits for a dispatch slot again, as at the start of the run, after the one this worker held
-   * was lost; meanwhile this worker fetches nothing new, so the cap on fetching runners holds
-   * however the slots are taken again. One fetch thread waits, the others queue behind it and
-   * find the slot it took. False once the wait is given up: the run stops, or the job has no work
-   * left. Never asked of the heartbeat, which goes on extending the leases of the items in flight.
-   */
-  private boolean takeDispatchSlotAgain() throws InterruptedException {
-    slotLock.lockInterruptibly();
-    try {
-      DispatchSlot lost = slot;
-      if (lost.isHeld()) {
-        return true;
-      }
-      if (stop.get()) {
-        return false;
-      }
-      log.info("Lost the dispatch slot of destination {} (its lease was not renewed in time); this"
-          + " worker takes no new item until it holds one again", settings.destination().name());
-      Optional<DispatchSlot> again = lost.takeAgain(settings.destination().name(),
-          settings.maxDispatches(), () -> stop.get() || nothingLeft());
-      if (again.isEmpty()) {
-        return false;
-      }
-      slot = again.get();
-      return true;
-    } finally {
-      slotLock.unlock();
-    }
+    gate.close();
   }
 
   /**
@@ -755,33 +395,15 @@ public final class Worker {
   }
 
   /**
-   * Heartbeat: leases, figures, and trips recorded elsewhere; per host, the hosts idle for a minute
-   * forgotten ({@link HostFetchers#evictIdle}). Never throws.
+   * Heartbeat: leases, the mode's part ({@link WorkSource#beat}), figures, and trips recorded
+   * elsewhere. Never throws.
    */
   private void heartbeat() {
     beats++;
     try {
-      store.items().extendLeases(workerId, List.copyOf(held), settings.leaseMillis());
-      if (robots != null && robots.reading()) {
-        store.robots().extendLeases(settings.job(), workerId, settings.leaseMillis());
-      }
-      if (hosts != null) {
-        int evicted = hosts.evictIdle();
-        if (evicted > 0) {
-          log.debug("Forgot {} host(s) idle for {} s; {} fetcher(s) held", evicted,
-              HostFetchers.IDLE.toSeconds(), hosts.fetchersHeld());
-        }
-        store.frontier().retireDrainedHosts(settings.job());
-        countHostItems();
-        Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
-        try {
-          store.frontier().countCleanAnswers(clean);
-        } catch (SQLException e) {
-          // Not counted is only slower to recover from a backoff; they are not kept.
-          log.debug("Could not count {} host(s)' clean answers: {}", clean.size(),
-              database.describe(e));
-        }
-      }
+      store.items().extendLeases(workerId, List.copyOf(source.work().held()),
+          settings.leaseMillis());
+      source.beat();
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
         Optional<TripStore.Trip> trip = store.trips().openTrip(settings.job());
@@ -809,38 +431,11 @@ public final class Worker {
     }
   }
 
-  /**
-   * Adds the items this process counted per host to the hosts' failure bars, and logs the hosts
-   * that this passes over. Counts that could not be added go with the next heartbeat; those whose
-   * answer was lost may have been added, and are not added again: a bar may count too few, never
-   * an item twice.
-   */
-  private void countHostItems() {
-    Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
-    try {
-      for (FrontierStore.PassedOver p : store.frontier().countItems(settings.job(), counted,
-          Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
-        log.warn("Host {} is passed over: {}. Its open items are deferred to the next run of job"
-            + " {}; the other hosts go on", p.host(), p.reason(), settings.job());
-      }
-    } catch (SQLException e) {
-      if (KeptConnection.isOutcomeUnknown(e)) {
-        log.debug("The items of {} host(s) may or may not have been counted against their failure"
-            + " bars (the answer was lost); they are not counted again: {}", counted.size(),
-            database.describe(e));
-        return;
-      }
-      hostOutcomes.putBack(counted);
-      log.debug("Could not count {} host(s)' items against their failure bars: {}",
-          counted.size(), database.describe(e));
-    }
-  }
-
   private void report(String state) {
     try {
-      store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(), settings.job(),
-          settings.destination().name(), host, pid, state, requestCount(),
-          hosts != null ? hosts.rate() : limiter.currentRate(), limiterFigures()));
+      store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(),
+          settings.job(), settings.destination().name(), host, pid, state,
+          source.requestCount(), source.rate(), source.figures()));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
     }
@@ -852,16 +447,7 @@ public final class Worker {
    */
   private void reportLateTurns() {
     if (lateTurnsReported.compareAndSet(false, true)) {
-      log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), limiterFigures().turns());
-    }
-  }
-
-  private boolean nothingLeft() {
-    try {
-      return hosts != null ? !store.frontier().hasClaimableWork(settings.job(), settings.robots())
-          : !store.items().hasOpenItems(settings.job());
-    } catch (SQLException e) {
-      return false;
+      log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), source.figures().turns());
     }
   }
 

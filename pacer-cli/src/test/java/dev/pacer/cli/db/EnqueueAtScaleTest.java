@@ -2,7 +2,7 @@ package dev.pacer.cli.db;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.cli.run.UrlList;
+import dev.pacer.cli.model.UrlList;
 import dev.pacer.postgres.TestDatabase;
 import java.io.BufferedWriter;
 import java.io.InputStream;

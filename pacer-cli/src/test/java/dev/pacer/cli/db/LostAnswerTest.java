@@ -240,7 +240,7 @@ class LostAnswerTest {
   @Test
   void aTripAcknowledgedWhoseAnswerWasLostIsAnsweredAsAcknowledged() throws Exception {
     long id = store.trips().recordTrip(UUID.randomUUID().toString(), job,
-        dev.pacer.cli.run.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
+        dev.pacer.cli.model.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
     proxy.loseTheAnswerTo("ack_note = $");
 
     assertThat(store.trips().ackTrip(id, "spoke to them")).as("not 'no open trip'").isPresent();
@@ -251,7 +251,7 @@ class LostAnswerTest {
   @Test
   void anAppendToTheRequestLogWhoseAnswerWasLostIsNotAppendedAgain() throws Exception {
     RequestLog log = store.requestLog();
-    log.clockOffsetMicros();
+    log.sampleClock();
     proxy.loseTheAnswerTo("INSERT INTO pacer_request");
     long now = System.currentTimeMillis() * 1000;
     List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),

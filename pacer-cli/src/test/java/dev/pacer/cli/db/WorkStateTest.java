@@ -2,7 +2,7 @@ package dev.pacer.cli.db;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.cli.run.HaltReason;
+import dev.pacer.cli.model.HaltReason;
 import dev.pacer.postgres.TestDatabase;
 import java.util.List;
 import java.util.Optional;

@@ -7,6 +7,7 @@ import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.cli.model.LimiterFigures;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

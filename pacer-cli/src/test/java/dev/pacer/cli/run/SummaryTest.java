@@ -3,6 +3,8 @@ package dev.pacer.cli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.db.RequestLog;
+import dev.pacer.cli.model.HaltReason;
+import dev.pacer.cli.model.LimiterFigures;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 

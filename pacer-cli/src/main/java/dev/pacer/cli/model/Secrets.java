@@ -1,4 +1,4 @@
-package dev.pacer.cli;
+package dev.pacer.cli.model;
 
 import dev.pacer.Printable;
 import dev.pacer.postgres.JdbcUrls;

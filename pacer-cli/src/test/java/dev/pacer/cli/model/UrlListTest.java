@@ -1,9 +1,8 @@
-package dev.pacer.cli.run;
+package dev.pacer.cli.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.pacer.cli.BadInputException;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

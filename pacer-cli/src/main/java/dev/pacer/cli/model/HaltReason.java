@@ -1,9 +1,9 @@
-package dev.pacer.cli.run;
+package dev.pacer.cli.model;
 
 /**
- * Why a run halted: one of the {@link Envelope}'s bars, or {@link #HALTED} when a worker process
- * halted and no trip says which bar. The name is what the JSON summary, {@code pacer trips} and the
- * trip table's {@code bar} column carry.
+ * Why a run halted: one of the bars of the run's envelope ({@code dev.pacer.cli.run.Envelope}), or
+ * {@link #HALTED} when a worker process halted and no trip says which bar. The name is what the
+ * JSON summary, {@code pacer trips} and the trip table's {@code bar} column carry.
  */
 public enum HaltReason {
   /** The host's 1-minute load average above the ceiling. */

@@ -1,7 +1,6 @@
-package dev.pacer.cli.run;
+package dev.pacer.cli.model;
 
 import dev.pacer.Destination;
-import dev.pacer.cli.BadInputException;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package dev.pacer.cli;
+package dev.pacer.cli.model;
 
 /** Bad usage or input: the message names the bad value; the CLI exits 2 having written nothing. */
 public final class BadInputException extends Exception {

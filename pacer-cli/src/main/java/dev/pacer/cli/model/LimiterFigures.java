@@ -1,4 +1,4 @@
-package dev.pacer.cli.run;
+package dev.pacer.cli.model;
 
 import java.util.Locale;
 

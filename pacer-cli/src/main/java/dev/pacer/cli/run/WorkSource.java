@@ -1,0 +1,51 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.cli.model.LimiterFigures;
+import java.sql.SQLException;
+import java.util.Optional;
+
+/**
+ * Where a worker's fetch threads take their items from, and what fetches them: one implementation
+ * per mode. {@link SingleDestination} claims from the job's queue and fetches through the one
+ * destination's limiter; {@link PerHostFrontier} claims a host's turn with each item ({@link
+ * dev.pacer.cli.db.FrontierStore}) and fetches through that host's own limiter.
+ */
+interface WorkSource {
+
+  /** The per-item work this source's threads do: fetching, storing, recording. */
+  ItemWork work();
+
+  /** The envelope's breach that halts the run now, if any. */
+  Optional<Envelope.Breach> breach();
+
+  /**
+   * One step of a fetch thread: claims and processes one item, or waits for one. False when the
+   * thread is done; an outcome {@code unrecorded} still holds is then recorded on its own.
+   */
+  boolean next(Unrecorded unrecorded) throws InterruptedException;
+
+  /** Whether the job has no work left that this source could claim; false if unknown. */
+  boolean nothingLeft();
+
+  /** The heartbeat's part of this mode, after the leases are extended. */
+  void beat() throws SQLException;
+
+  /** At the run's end, before the last report: what the heartbeat counts, counted once more. */
+  void countAtEnd();
+
+  /** At the run's end, after the last report: the claims' summary, if this mode has one. */
+  void logClaims();
+
+  long requestCount();
+
+  long throttledCount();
+
+  /** The rate this worker paces at, as its row in the work state reports it. */
+  double rate();
+
+  /** What the limiters did, for the worker's row. */
+  LimiterFigures figures();
+
+  /** Whether the run's destination locked this worker out; never, per host. */
+  boolean lockedOut();
+}
