@@ -12,9 +12,9 @@ package dev.pacer.postgres;
  * moment the answer came back. Sleeping {@code wait} from the answer starts the turn late by the
  * part of the round trip after the database read its clock; sleeping from the call starts it early
  * by the part before. On an idle machine both are tens of microseconds. On a loaded one they are
- * not: three cold worker JVMs on one core measured reservations of 5 to 70 ms, each turn started
- * late by its own round trip, and turns granted 143 ms apart (7/s) reached the destination as
- * close as 4 ms apart: 9 requests in a second at a 7/s ceiling.
+ * not, and they vary from turn to turn: each turn would start late by its own round trip, and
+ * turns granted an interval apart would reach the destination much closer than that
+ * (docs/reliability.md, "The ceiling at the destination's door", item 2).
  *
  * <h2>How</h2>
  *
@@ -59,9 +59,8 @@ public final class DatabaseClock {
    * askedNanos} that answered "{@code waitNanos} after {@code databaseNowEpochNanos}"; negative
    * when the turn began before the answer came back. Such a turn is late by that much already,
    * and the limiter's check for late turns must see it: started at the answer instead, a turn
-   * whose answer took 15 ms (two fresh worker JVMs at 200/s, the first reservations of a run) left
-   * as much after its true start, between the next process's turns, and a 1-s window held the
-   * ceiling + 2.
+   * whose answer was slow would leave that much after its true start, between the next process's
+   * turns, and a 1-s window could hold the ceiling + 2.
    *
    * @param askedNanos when the statement was sent, on {@link System#nanoTime()}'s clock
    * @param answeredNanos when its answer came back, on the same clock

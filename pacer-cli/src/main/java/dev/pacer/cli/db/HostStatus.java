@@ -21,8 +21,7 @@ import java.util.OptionalDouble;
  * pacer_item_host_open (job, host, seq)}, which the backlog counts host by host without reading
  * the items themselves (once over the job's open items, never once per host). The cursors' and
  * lockouts' tables, one row per destination, are joined to the job's hosts whole: read once, not
- * once per host. {@code HostStatusPlanTest} holds the plans to this; at 10,000 hosts and 100,000
- * items each statement answered in at most a third of a second (docs/cli.md gives the figures).
+ * once per host (docs/cli.md gives the plans' figures at 10,000 hosts).
  */
 public final class HostStatus {
 
