@@ -1,10 +1,10 @@
 package dev.pacer;
 
 /**
- * What one answer from a destination means for its pacing, as {@link
- * DestinationLimiter#noteAnswer} classifies it. Every way of sending a request through Pacer (the
- * fetcher, the HTTP client decorator, the client integrations) classifies through that one method,
- * so a status means the same thing whichever client heard it.
+ * What one answer from a destination means for its pacing, as {@link DestinationLimiter#noteAnswer}
+ * classifies it. Every way of sending a request through Pacer (the fetcher, the HTTP client
+ * decorator, the client integrations) classifies through that one method, so a status means the
+ * same thing whichever client heard it.
  */
 public enum Answer {
   /**

@@ -12,9 +12,9 @@ import java.util.function.Function;
 /**
  * One {@link DestinationLimiter#acquireAsync()}: waits for a permit in the limiter's queue, then
  * drives the limiter's {@link TurnStep}s with no thread waiting: each {@link TurnStep.Wait} is a
- * task on the {@link AsyncPools#scheduler() scheduler}, each {@link TurnStep.RoundTrip} runs on
- * the {@link AsyncPools#roundTrips() round-trip executor}, and the continuation of a wait runs on
- * the scheduler's thread until it reaches the next round trip.
+ * task on the {@link AsyncPools#scheduler() scheduler}, each {@link TurnStep.RoundTrip} runs on the
+ * {@link AsyncPools#roundTrips() round-trip executor}, and the continuation of a wait runs on the
+ * scheduler's thread until it reaches the next round trip.
  *
  * <p>What the acquisition holds (the permit, then the fleet slot) goes either into the granted
  * {@link Slot} or back, exactly once: {@code settled} is claimed by whichever comes first of the
@@ -29,10 +29,12 @@ final class AsyncAcquisition {
 
   private final Permits permits;
   private final AsyncPools pools;
+
   /**
    * Where a wait's end continues (the check for a late turn, the grant): null for the scheduler.
    */
   private final Executor grantOn;
+
   private final CompletableFuture<Slot> result = new CompletableFuture<>();
   private final CompletableFuture<Void> permit;
   private final AtomicBoolean settled = new AtomicBoolean();
@@ -51,18 +53,22 @@ final class AsyncAcquisition {
    * which it hands the consumer that records the fleet slot once taken. Each wait's end runs on
    * {@code grantOn}, or on the scheduler's thread if it is null.
    */
-  static CompletableFuture<Slot> start(Permits permits, AsyncPools pools, Executor grantOn,
+  static CompletableFuture<Slot> start(
+      Permits permits,
+      AsyncPools pools,
+      Executor grantOn,
       Function<Consumer<FleetCap.Held>, TurnStep> steps) {
     AsyncAcquisition acquisition = new AsyncAcquisition(permits, pools, grantOn);
     // Completed by anyone but this acquisition (cancelled, or completed by the caller): it is
     // abandoned. Completed by this acquisition, it is settled already and abandon() does nothing.
     acquisition.result.whenComplete((slot, failure) -> acquisition.abandon());
-    acquisition.permit.whenComplete((granted, failure) -> {
-      if (failure == null) {
-        acquisition.resume(() -> steps.apply(acquisition::tookFleetSlot), false,
-            acquisition.grantOn == null);
-      }
-    });
+    acquisition.permit.whenComplete(
+        (granted, failure) -> {
+          if (failure == null) {
+            acquisition.resume(
+                () -> steps.apply(acquisition::tookFleetSlot), false, acquisition.grantOn == null);
+          }
+        });
     return acquisition.result;
   }
 
@@ -80,8 +86,10 @@ final class AsyncAcquisition {
       while (!settled.get()) {
         if (step instanceof TurnStep.Wait wait) {
           if (wait.nanos() > 0) {
-            pendingWait = pools.scheduler().schedule(() -> afterWait(wait.then()),
-                wait.nanos(), TimeUnit.NANOSECONDS);
+            pendingWait =
+                pools
+                    .scheduler()
+                    .schedule(() -> afterWait(wait.then()), wait.nanos(), TimeUnit.NANOSECONDS);
             return;
           }
           if (!onGrantThread) {

@@ -24,6 +24,7 @@ public enum BackoffScope {
 
   /** The most a backoff widens the interval. */
   public static final int MAX_MULTIPLIER = Backoff.MAX_MULTIPLIER;
+
   /** Clean answers in a row (in its scope) that halve the multiplier. */
   public static final int CLEAN_ANSWERS_TO_HALVE = Backoff.CLEAN_STREAK_TO_DECAY;
 }

@@ -6,16 +6,18 @@ import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A limiter's backoff multiplier: this process's own ({@link BackoffScope#PROCESS}), or the
- * fleet's as the cursor keeps it ({@link BackoffScope#FLEET}), last seen with a reservation or a
+ * A limiter's backoff multiplier: this process's own ({@link BackoffScope#PROCESS}), or the fleet's
+ * as the cursor keeps it ({@link BackoffScope#FLEET}), last seen with a reservation or a
  * rate-pressure answer; while the cursor is unavailable, the last multiplier seen doubles here.
  */
 final class BackoffState {
 
   private final Backoff backoff = new Backoff();
   private final boolean fleetScope;
+
   /** Under {@link BackoffScope#FLEET}: the fleet's multiplier as the cursor last answered it. */
   private final AtomicInteger fleetMultiplier = new AtomicInteger(1);
+
   /** Under {@link BackoffScope#FLEET}: clean answers not yet reported with a reservation. */
   private final AtomicInteger cleanSinceReservation = new AtomicInteger();
 

@@ -23,19 +23,25 @@ final class DegradedPacing {
   static final long NO_HAND_OVER = Long.MIN_VALUE;
 
   private final Destination destination;
+
   /**
    * The processes the cursor counted with the last shared turn ({@link Cursor#fetchingProcesses}),
-   * 0 if it counted none. Kept through an outage: the processes it counted pace locally beside
-   * this one for as long as it lasts.
+   * 0 if it counted none. Kept through an outage: the processes it counted pace locally beside this
+   * one for as long as it lasts.
    */
   private final AtomicInteger processesSeen = new AtomicInteger();
+
   /** Where this process last saw the shared cursor, on the local clock. */
   private final AtomicLong sharedHorizon = new AtomicLong(Pacing.NO_CURSOR);
+
   private final Object degradedLock = new Object();
+
   /** The local cursor used while the shared one is unavailable. */
   private long degradedCursor = Pacing.NO_CURSOR;
+
   /** Where the last hand-over the cursor reported ends, on the local clock. */
   private volatile long handOverEnds = NO_HAND_OVER;
+
   private volatile boolean degraded;
 
   DegradedPacing(Destination destination) {
@@ -70,20 +76,22 @@ final class DegradedPacing {
 
   /**
    * How long from {@code now} a shared turn must not start: if the cursor was lost or reset, the
-   * turns granted before are still on their way: up to where this process last saw the cursor,
-   * and at most the rest of the fleet's pending turns beyond that. A restarted cursor starts after
+   * turns granted before are still on their way: up to where this process last saw the cursor, and
+   * at most the rest of the fleet's pending turns beyond that. A restarted cursor starts after
    * them.
    */
   Duration sharedNotBefore(Duration interval, long now) {
     long horizon = sharedHorizon.get();
-    return Duration.ofNanos(horizon == Pacing.NO_CURSOR
-        ? 0
-        : Math.max(0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurns()) - now));
+    return Duration.ofNanos(
+        horizon == Pacing.NO_CURSOR
+            ? 0
+            : Math.max(
+                0, horizon + saturatedProduct(interval.toNanos(), fleetPendingTurns()) - now));
   }
 
   /**
-   * A shared turn granted at {@code answered} (local clock), the cursor moved on by {@code
-   * spaced}, and the processes the cursor counts taking turns (0 for none).
+   * A shared turn granted at {@code answered} (local clock), the cursor moved on by {@code spaced},
+   * and the processes the cursor counts taking turns (0 for none).
    */
   void granted(Reservation turn, long answered, Duration spaced, int processes) {
     processesSeen.set(processes);
@@ -111,21 +119,23 @@ final class DegradedPacing {
    * fleet may still hold on the shared cursor has passed: other processes hold at most (processes -
    * 1) x maxConcurrency of them, queued after the last cursor position this process saw. Without
    * that, local turns would start while the shared queue still drains, and the fleet would briefly
-   * run at twice the ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false)
-   * holds a shared turn as well, so it only keeps to the local spacing.
+   * run at twice the ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false) holds
+   * a shared turn as well, so it only keeps to the local spacing.
    */
   long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
     long intervalNanos = interval.toNanos();
     synchronized (degradedLock) {
       long horizon = sharedHorizon.get();
-      long fleetQueueEnd = horizon == Pacing.NO_CURSOR || !afterFleetQueue
-          ? Pacing.NO_CURSOR
-          : horizon + saturatedProduct(intervalNanos, fleetPendingTurns());
+      long fleetQueueEnd =
+          horizon == Pacing.NO_CURSOR || !afterFleetQueue
+              ? Pacing.NO_CURSOR
+              : horizon + saturatedProduct(intervalNanos, fleetPendingTurns());
       long stored = Math.max(degradedCursor, fleetQueueEnd);
       long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
-      Pacing.Turn turn = deadline == Turns.NO_DEADLINE
-          ? Pacing.reserve(stored, now, localInterval)
-          : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
+      Pacing.Turn turn =
+          deadline == Turns.NO_DEADLINE
+              ? Pacing.reserve(stored, now, localInterval)
+              : Pacing.reserveWithin(stored, now, localInterval, Math.max(0, deadline - now));
       if (turn == null) {
         return -1;
       }
@@ -171,11 +181,15 @@ final class DegradedPacing {
       degraded = nowDegraded;
       if (nowDegraded) {
         int processes = fetchingProcesses();
-        log.warn("Destination {}: shared cursor unavailable, pacing locally at {}/s "
+        log.warn(
+            "Destination {}: shared cursor unavailable, pacing locally at {}/s "
                 + "(ceiling {}/s divided by {} processes: maxFetchingProcesses {}, {} seen"
                 + " taking turns)",
-            destination.name(), destination.ratePerSecond() / processes,
-            destination.ratePerSecond(), processes, destination.maxFetchingProcesses(),
+            destination.name(),
+            destination.ratePerSecond() / processes,
+            destination.ratePerSecond(),
+            processes,
+            destination.maxFetchingProcesses(),
             processesSeen.get());
       } else {
         log.info("Destination {}: shared cursor available again", destination.name());

@@ -46,17 +46,20 @@ public final class Destination {
 
   /** The highest rate a destination may have, per second. */
   public static final double MAX_RATE_PER_SECOND = 1_000_000d;
+
   /**
-   * The longest destination name, in characters: the longest DNS name, since a destination is
-   * most often named by its host.
+   * The longest destination name, in characters: the longest DNS name, since a destination is most
+   * often named by its host.
    */
   public static final int MAX_NAME_LENGTH = 253;
+
   /**
    * The longest {@code maxRetryAfter} a destination may have: no destination can ask a shared
    * cursor for a longer pause, so a cursor honours a recorded pause up to this far ahead of now and
    * no further.
    */
   public static final Duration LONGEST_RETRY_AFTER = Duration.ofDays(1);
+
   /**
    * The most processes a cursor's count of the fleet ({@link Cursor#fetchingProcesses}) may make a
    * degraded process divide by: a count comes from rows other roles may write, and a larger one
@@ -68,8 +71,10 @@ public final class Destination {
   private final String name;
   private final double ratePerSecond;
   private final int maxConcurrency;
+
   /** 0 when the destination has no fleet-wide cap. */
   private final int maxConcurrencyFleetWide;
+
   private final int maxFetchingProcesses;
   private final Set<Integer> lockoutStatusCodes;
   private final Set<Integer> backoffStatusCodes;
@@ -171,18 +176,20 @@ public final class Destination {
   }
 
   /**
-   * The furthest ahead of now this destination's fleet can honestly push a shared cursor:
-   * {@link #maxQueuedTurns()} turns, each at the widest backoff ({@code interval ×}
-   * {@value dev.pacer.internal.Backoff#MAX_MULTIPLIER}). For 7/s, 3 processes × 6 requests in
-   * flight: 18 turns × 143 ms × 16 = 41 s. A cursor further ahead than this came from something
-   * else (a clock step, a hand-edited row), and waiting for it would stall the fleet.
+   * The furthest ahead of now this destination's fleet can honestly push a shared cursor: {@link
+   * #maxQueuedTurns()} turns, each at the widest backoff ({@code interval ×} {@value
+   * dev.pacer.internal.Backoff#MAX_MULTIPLIER}). For 7/s, 3 processes × 6 requests in flight: 18
+   * turns × 143 ms × 16 = 41 s. A cursor further ahead than this came from something else (a clock
+   * step, a hand-edited row), and waiting for it would stall the fleet.
    *
    * @return the longest honest queue, or about 292 years if it would overflow
    */
   public Duration longestHonestQueue() {
     try {
-      return Duration.ofNanos(Math.multiplyExact(
-          Math.multiplyExact(maxQueuedTurns(), (long) Backoff.MAX_MULTIPLIER), interval.toNanos()));
+      return Duration.ofNanos(
+          Math.multiplyExact(
+              Math.multiplyExact(maxQueuedTurns(), (long) Backoff.MAX_MULTIPLIER),
+              interval.toNanos()));
     } catch (ArithmeticException beyondAnyClock) {
       return Duration.ofNanos(Long.MAX_VALUE);
     }
@@ -230,14 +237,15 @@ public final class Destination {
    * @return a builder holding this destination's values
    */
   public Builder toBuilder() {
-    Builder b = new Builder(name)
-        .ratePerSecond(ratePerSecond)
-        .maxConcurrency(maxConcurrency)
-        .maxFetchingProcesses(maxFetchingProcesses)
-        .lockoutStatusCodes(lockoutStatusCodes)
-        .backoffStatusCodes(backoffStatusCodes)
-        .maxRetryAfter(maxRetryAfter)
-        .backoffScope(backoffScope);
+    Builder b =
+        new Builder(name)
+            .ratePerSecond(ratePerSecond)
+            .maxConcurrency(maxConcurrency)
+            .maxFetchingProcesses(maxFetchingProcesses)
+            .lockoutStatusCodes(lockoutStatusCodes)
+            .backoffStatusCodes(backoffStatusCodes)
+            .maxRetryAfter(maxRetryAfter)
+            .backoffScope(backoffScope);
     b.maxConcurrencyFleetWide = maxConcurrencyFleetWide;
     return b;
   }
@@ -256,16 +264,29 @@ public final class Destination {
     }
     if (name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
       throw new IllegalArgumentException(
-          "name must be 1-" + MAX_NAME_LENGTH + " characters, got " + name.length()
-              + " characters: " + Printable.quote(name));
+          "name must be 1-"
+              + MAX_NAME_LENGTH
+              + " characters, got "
+              + name.length()
+              + " characters: "
+              + Printable.quote(name));
     }
     for (int i = 0; i < name.length(); i++) {
       char c = name.charAt(i);
-      if (c <= 0x20 || c == 0x7f || Character.isWhitespace(c) || Character.isISOControl(c)
-          || Character.isSpaceChar(c) || Character.getType(c) == Character.FORMAT) {
+      if (c <= 0x20
+          || c == 0x7f
+          || Character.isWhitespace(c)
+          || Character.isISOControl(c)
+          || Character.isSpaceChar(c)
+          || Character.getType(c) == Character.FORMAT) {
         throw new IllegalArgumentException(
-            "name must be printable with no whitespace, got " + Printable.quote(name)
-                + " (character " + (i + 1) + " is U+" + String.format("%04X", (int) c) + ")");
+            "name must be printable with no whitespace, got "
+                + Printable.quote(name)
+                + " (character "
+                + (i + 1)
+                + " is U+"
+                + String.format("%04X", (int) c)
+                + ")");
       }
     }
     return name;
@@ -290,21 +311,39 @@ public final class Destination {
   @Override
   public int hashCode() {
     return Objects.hash(
-        name, ratePerSecond, maxConcurrency, maxConcurrencyFleetWide, maxFetchingProcesses,
-        lockoutStatusCodes, backoffStatusCodes, maxRetryAfter, backoffScope);
+        name,
+        ratePerSecond,
+        maxConcurrency,
+        maxConcurrencyFleetWide,
+        maxFetchingProcesses,
+        lockoutStatusCodes,
+        backoffStatusCodes,
+        maxRetryAfter,
+        backoffScope);
   }
 
   @Override
   public String toString() {
-    return "Destination{name=" + name + ", ratePerSecond=" + ratePerSecond
-        + ", maxConcurrency=" + maxConcurrency
+    return "Destination{name="
+        + name
+        + ", ratePerSecond="
+        + ratePerSecond
+        + ", maxConcurrency="
+        + maxConcurrency
         + (maxConcurrencyFleetWide == 0
             ? ""
             : ", maxConcurrencyFleetWide=" + maxConcurrencyFleetWide)
-        + ", maxFetchingProcesses=" + maxFetchingProcesses
-        + ", lockoutStatusCodes=" + lockoutStatusCodes + ", backoffStatusCodes="
-        + backoffStatusCodes + ", maxRetryAfter=" + maxRetryAfter
-        + ", backoffScope=" + backoffScope + "}";
+        + ", maxFetchingProcesses="
+        + maxFetchingProcesses
+        + ", lockoutStatusCodes="
+        + lockoutStatusCodes
+        + ", backoffStatusCodes="
+        + backoffStatusCodes
+        + ", maxRetryAfter="
+        + maxRetryAfter
+        + ", backoffScope="
+        + backoffScope
+        + "}";
   }
 
   /** Validating builder for {@link Destination}. Each setter checks its value at once. */
@@ -419,7 +458,9 @@ public final class Destination {
      * @throws IllegalArgumentException naming the value if it is out of range
      */
     public Builder maxRetryAfter(Duration maxRetryAfter) {
-      if (maxRetryAfter == null || maxRetryAfter.isNegative() || maxRetryAfter.isZero()
+      if (maxRetryAfter == null
+          || maxRetryAfter.isNegative()
+          || maxRetryAfter.isZero()
           || maxRetryAfter.compareTo(LONGEST_RETRY_AFTER) > 0) {
         throw new IllegalArgumentException(
             "maxRetryAfter must be > 0 and at most a day, got " + maxRetryAfter);

@@ -25,22 +25,21 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>{@link #acquire()} first takes one of the process's {@code maxConcurrency} permits, then,
- * for a destination with {@code maxConcurrencyFleetWide}, one of the fleet's slots (see {@code
+ * <p>{@link #acquire()} first takes one of the process's {@code maxConcurrency} permits, then, for
+ * a destination with {@code maxConcurrencyFleetWide}, one of the fleet's slots (see {@code
  * FleetCap}: before the turn, because a turn held while waiting for a slot would go stale), then
  * reserves a turn from the shared {@link Cursor} at the destination's interval times the current
  * backoff multiplier, sleeps until that turn (holding no lock and no connection), and returns the
  * slot. If the shared cursor is unavailable, the turn comes from a local cursor at the interval
- * times the processes that may be fetching: the larger of {@code
- * maxFetchingProcesses} and the count the cursor gave with the last shared turn ({@link
- * Cursor#fetchingProcesses}), so that with every process degraded at once the fleet still stays
- * under the ceiling, a fleet larger than configured too, and no process stops (neither fail open
- * nor fail closed). The two hand-overs
- * are guarded too: the first local turn waits for the turns the fleet may still hold on the shared
- * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and
- * a shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
- * boundary after the return, when another process may still pace locally) waits for its local
- * turn first and then takes its shared turn again, so it starts at the later of the two. Until the
+ * times the processes that may be fetching: the larger of {@code maxFetchingProcesses} and the
+ * count the cursor gave with the last shared turn ({@link Cursor#fetchingProcesses}), so that with
+ * every process degraded at once the fleet still stays under the ceiling, a fleet larger than
+ * configured too, and no process stops (neither fail open nor fail closed). The two hand-overs are
+ * guarded too: the first local turn waits for the turns the fleet may still hold on the shared
+ * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and a
+ * shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
+ * boundary after the return, when another process may still pace locally) waits for its local turn
+ * first and then takes its shared turn again, so it starts at the later of the two. Until the
  * hand-over's end, later turns pace locally first and take one shared turn; a local wait never
  * outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
  *
@@ -51,20 +50,20 @@ import org.slf4j.LoggerFactory;
  * <p>What the limiter does is told to the {@link LimiterListener}s of its registry: each turn
  * (shared, degraded or refused) and how long it took, each rate-pressure answer, a lockout.
  *
- * <p><b>Without a thread per waiter.</b> {@link #acquireAsync()} takes the same turn with no
- * thread waiting for it. The turn-taking above is written once, as a chain of {@link TurnStep}s,
- * each a wait of so many nanoseconds, a round trip to the cursor or the fleet's slots, or the
- * outcome; {@link #acquire()} sleeps through the waits on the {@link TimeSource}, and {@link
+ * <p><b>Without a thread per waiter.</b> {@link #acquireAsync()} takes the same turn with no thread
+ * waiting for it. The turn-taking above is written once, as a chain of {@link TurnStep}s, each a
+ * wait of so many nanoseconds, a round trip to the cursor or the fleet's slots, or the outcome;
+ * {@link #acquire()} sleeps through the waits on the {@link TimeSource}, and {@link
  * #acquireAsync()} schedules them on the registry's {@link AsyncPools}, making the round trips on
- * its small executor. The permits are one first-come-first-served queue for both kinds of caller.
- * A fleet slot is claimed by the same attempts {@code FleetCap} makes for a blocked caller, each
- * on the executor, with the poll's spacing scheduled between them rather than slept: a full fleet
- * ties up no thread, and a claim that blocks on JDBC blocks an executor thread for one round trip,
- * as a reservation does.
+ * its small executor. The permits are one first-come-first-served queue for both kinds of caller. A
+ * fleet slot is claimed by the same attempts {@code FleetCap} makes for a blocked caller, each on
+ * the executor, with the poll's spacing scheduled between them rather than slept: a full fleet ties
+ * up no thread, and a claim that blocks on JDBC blocks an executor thread for one round trip, as a
+ * reservation does.
  *
  * <p><b>Virtual threads.</b> {@link #acquire()} on a virtual thread leaves its carrier whenever it
- * waits: for a permit it parks on a future (no monitor held), for its turn it sleeps, and the
- * round trips go through {@code PostgresCursor}, which guards its connection with a {@code
+ * waits: for a permit it parks on a future (no monitor held), for its turn it sleeps, and the round
+ * trips go through {@code PostgresCursor}, which guards its connection with a {@code
  * ReentrantLock}, and pgjdbc (42.6 and later guard the connection with locks, not {@code
  * synchronized}). The {@code synchronized} blocks of the limiter's parts (the local cursor of
  * {@code DegradedPacing}, the lockout of {@code Holds}), of the rate meter and of the permit queue
@@ -92,12 +91,20 @@ public final class DestinationLimiter {
   private final DegradedPacing degraded;
   private final Holds holds;
   private final Turns turns;
+
   /** What this limiter is told of the cursor's pauses and lockouts by. */
   private final Cursor.Listener cursorHolds;
+
   private final EvictionGuard eviction;
 
-  DestinationLimiter(Destination destination, Cursor shared, FleetCap fleetCap, TimeSource time,
-      AsyncPools pools, LimiterListener listener, Consumer<DestinationLimiter> takeBack) {
+  DestinationLimiter(
+      Destination destination,
+      Cursor shared,
+      FleetCap fleetCap,
+      TimeSource time,
+      AsyncPools pools,
+      LimiterListener listener,
+      Consumer<DestinationLimiter> takeBack) {
     this.destination = destination;
     this.listener = listener;
     this.shared = shared;
@@ -108,10 +115,14 @@ public final class DestinationLimiter {
     this.eviction = new EvictionGuard(() -> takeBack.accept(this));
     this.backoff = new BackoffState(destination.backoffScope());
     if (backoff.isFleet() && !shared.keepsFleetBackoff()) {
-      throw new IllegalArgumentException("destination " + destination.name() + ": backoffScope"
-          + " FLEET needs a cursor that keeps the fleet's backoff multiplier, and " + shared
-          + " keeps none (the key/value table layout has nowhere to keep it without changing"
-          + " the row format); use Pacer's own table, or backoffScope PROCESS");
+      throw new IllegalArgumentException(
+          "destination "
+              + destination.name()
+              + ": backoffScope"
+              + " FLEET needs a cursor that keeps the fleet's backoff multiplier, and "
+              + shared
+              + " keeps none (the key/value table layout has nowhere to keep it without changing"
+              + " the row format); use Pacer's own table, or backoffScope PROCESS");
     }
     this.degraded = new DegradedPacing(destination);
     this.holds = new Holds(destination, listener, time);
@@ -168,7 +179,6 @@ public final class DestinationLimiter {
     return time.nanoTime() - last >= idleNanos;
   }
 
-
   /**
    * The destination this limiter paces.
    *
@@ -191,10 +201,10 @@ public final class DestinationLimiter {
 
   /**
    * Like {@link #acquire()}, for a request that takes {@code intervals} turns: it goes at the
-   * first, and the next request anywhere in the fleet comes {@code intervals} intervals later.
-   * For a request that may leave late for a reason no warm-up removes, such as this process's
-   * first connection to the destination: its lateness then falls into its own margin instead of
-   * onto the next turn.
+   * first, and the next request anywhere in the fleet comes {@code intervals} intervals later. For
+   * a request that may leave late for a reason no warm-up removes, such as this process's first
+   * connection to the destination: its lateness then falls into its own margin instead of onto the
+   * next turn.
    *
    * @param intervals how many turns the request takes, 1 to 16
    * @return the turn's slot, to close when the request is done
@@ -228,21 +238,20 @@ public final class DestinationLimiter {
    * {@link #acquire()} without a thread waiting: the future completes with the slot at the turn
    * (close the slot when the request is done, as with {@link #acquire()}). The permit is queued
    * with the blocked callers', first come first served. The round trips (the reservation on the
-   * cursor, a fleet slot's claim) run on the registry's {@link AsyncPools round-trip executor},
-   * and every wait (for the turn, for a pause's end, between polls for a fleet slot) is a task on
-   * its scheduler, whose thread completes the future: see {@link AsyncPools} for what a dependent
-   * stage may do there. The turn is the one {@link #acquire()} would have had, by the same steps
+   * cursor, a fleet slot's claim) run on the registry's {@link AsyncPools round-trip executor}, and
+   * every wait (for the turn, for a pause's end, between polls for a fleet slot) is a task on its
+   * scheduler, whose thread completes the future: see {@link AsyncPools} for what a dependent stage
+   * may do there. The turn is the one {@link #acquire()} would have had, by the same steps
    * (degraded pacing, hand-overs, a pause holding a granted turn, a late turn given up, backoff).
    *
-   * <p>Cancelling the future before the turn gives back the permit, or the place in its queue,
-   * and a fleet slot already taken. A turn already reserved on the shared cursor cannot be given
-   * back: the cursor has moved past it, and the fleet's next turn comes an interval after it
-   * whether or not a request uses it (as for a caller of {@link #acquire()} interrupted in its
-   * wait).
+   * <p>Cancelling the future before the turn gives back the permit, or the place in its queue, and
+   * a fleet slot already taken. A turn already reserved on the shared cursor cannot be given back:
+   * the cursor has moved past it, and the fleet's next turn comes an interval after it whether or
+   * not a request uses it (as for a caller of {@link #acquire()} interrupted in its wait).
    *
-   * @return a future that completes with the slot; exceptionally with {@link LockedOutException}
-   *     if the destination is locked out, before or during the wait, and with whatever the pools
-   *     throw if they refuse work (shut down); in every such case nothing is kept
+   * @return a future that completes with the slot; exceptionally with {@link LockedOutException} if
+   *     the destination is locked out, before or during the wait, and with whatever the pools throw
+   *     if they refuse work (shut down); in every such case nothing is kept
    */
   public CompletableFuture<Slot> acquireAsync() {
     return startAsync(null);
@@ -251,11 +260,11 @@ public final class DestinationLimiter {
   /**
    * {@link #acquireAsync()}, the turn granted on {@code grantOn}: each wait's end, and with it the
    * check for a turn woken too late for, runs on that executor, and completes the future there.
-   * Give it the executor the request is sent on, and send in a stage added without {@code
-   * ...Async} ({@code thenCompose}, {@code handle}): the request then leaves on the thread that
-   * judged the turn in time, as with {@link #acquire()}, and a busy executor that runs the task
-   * late has its turn given up and another taken instead of its request sent late, unseen.
-   * ({@code PacedHttpClient#sendAsync} does so.)
+   * Give it the executor the request is sent on, and send in a stage added without {@code ...Async}
+   * ({@code thenCompose}, {@code handle}): the request then leaves on the thread that judged the
+   * turn in time, as with {@link #acquire()}, and a busy executor that runs the task late has its
+   * turn given up and another taken instead of its request sent late, unseen. ({@code
+   * PacedHttpClient#sendAsync} does so.)
    *
    * @param grantOn where the turn is granted
    * @return as {@link #acquireAsync()}; also exceptionally with what {@code grantOn} throws if it
@@ -276,7 +285,10 @@ public final class DestinationLimiter {
         return CompletableFuture.failedFuture(new LockedOutException(destination.name(), reason));
       }
       long called = time.nanoTime();
-      return AsyncAcquisition.start(permits, pools, grantOn,
+      return AsyncAcquisition.start(
+          permits,
+          pools,
+          grantOn,
           took -> fleetSlotThenTurn(called, FleetCap.firstPollNanos(), took));
     } finally {
       eviction.exit();
@@ -284,21 +296,22 @@ public final class DestinationLimiter {
   }
 
   /**
-   * The asynchronous path's fleet slot, claimed by the attempts {@link FleetCap#take} makes, at
-   * its poll spacing but with no thread asleep between them; then the turn.
+   * The asynchronous path's fleet slot, claimed by the attempts {@link FleetCap#take} makes, at its
+   * poll spacing but with no thread asleep between them; then the turn.
    */
-  private TurnStep fleetSlotThenTurn(long called, long pollNanos,
-      Consumer<FleetCap.Held> took) {
-    return TurnStep.roundTrip(() -> {
-      checkNotLockedOut();
-      Optional<FleetCap.Held> held = fleetCap.tryTakeNow();
-      if (held.isEmpty()) {
-        return TurnStep.waitThen(pollNanos,
-            () -> fleetSlotThenTurn(called, FleetCap.nextPollNanos(pollNanos), took));
-      }
-      took.accept(held.get());
-      return turns.nextTurn(called, Turns.NO_DEADLINE, 1);
-    });
+  private TurnStep fleetSlotThenTurn(long called, long pollNanos, Consumer<FleetCap.Held> took) {
+    return TurnStep.roundTrip(
+        () -> {
+          checkNotLockedOut();
+          Optional<FleetCap.Held> held = fleetCap.tryTakeNow();
+          if (held.isEmpty()) {
+            return TurnStep.waitThen(
+                pollNanos,
+                () -> fleetSlotThenTurn(called, FleetCap.nextPollNanos(pollNanos), took));
+          }
+          took.accept(held.get());
+          return turns.nextTurn(called, Turns.NO_DEADLINE, 1);
+        });
   }
 
   /**
@@ -377,9 +390,9 @@ public final class DestinationLimiter {
   }
 
   /**
-   * Feeds one answer from the destination back into its pacing, and says what it was: a
-   * {@linkplain Destination#lockoutStatusCodes() lockout status} locks the destination out
-   * ({@link #lockOut}, with the reason "HTTP status from {@code source}"); a {@linkplain
+   * Feeds one answer from the destination back into its pacing, and says what it was: a {@linkplain
+   * Destination#lockoutStatusCodes() lockout status} locks the destination out ({@link #lockOut},
+   * with the reason "HTTP status from {@code source}"); a {@linkplain
    * Destination#backoffStatusCodes() backoff status} backs off, and with a {@code Retry-After}
    * (delta-seconds or an HTTP-date, read against this limiter's wall clock) pauses the fleet
    * ({@link #backoff(Duration)}); any other status is a clean response ({@link
@@ -387,8 +400,8 @@ public final class DestinationLimiter {
    *
    * @param status the answer's HTTP status
    * @return what the answer was taken for
-   * @param retryAfter the answer's {@code Retry-After} header, or null if it has none; a value
-   *     that is neither form is ignored and the status's own backoff still applies
+   * @param retryAfter the answer's {@code Retry-After} header, or null if it has none; a value that
+   *     is neither form is ignored and the status's own backoff still applies
    * @param source what was asked for (a URL), named in the lockout's reason
    */
   public Answer noteAnswer(int status, String retryAfter, Object source) {
@@ -410,7 +423,6 @@ public final class DestinationLimiter {
     return Answer.CLEAN;
   }
 
-
   /**
    * A rate-pressure response (429, 503): double the interval, up to 16 times the base: this
    * process's ({@link BackoffScope#PROCESS}), or the whole fleet's through the cursor ({@link
@@ -426,8 +438,8 @@ public final class DestinationLimiter {
   }
 
   /**
-   * A clean response: after 100 in a row the backoff multiplier halves, never below 1 (under
-   * {@link BackoffScope#FLEET}, 100 anywhere in the fleet: counted with the next reservation).
+   * A clean response: after 100 in a row the backoff multiplier halves, never below 1 (under {@link
+   * BackoffScope#FLEET}, 100 anywhere in the fleet: counted with the next reservation).
    */
   public void noteCleanResponse() {
     eviction.enter();
@@ -438,11 +450,9 @@ public final class DestinationLimiter {
     }
   }
 
-
   /**
-   * A rate-pressure response that says how long to wait ({@code Retry-After}): doubles the
-   * interval as {@link #backoff()} does, and pauses the fleet for {@code retryAfter} (see {@link
-   * #pause}).
+   * A rate-pressure response that says how long to wait ({@code Retry-After}): doubles the interval
+   * as {@link #backoff()} does, and pauses the fleet for {@code retryAfter} (see {@link #pause}).
    *
    * @param retryAfter how long the destination asked the fleet to wait
    */
@@ -471,13 +481,15 @@ public final class DestinationLimiter {
       eviction.exit();
     }
     boolean shared = this.shared.pause(destination.name(), capped);
-    log.warn("Destination {} asked for a pause of {} ms{}; {}", destination.name(),
-        capped.toMillis(), capped.equals(delay) ? "" : " (capped from " + delay.toMillis() + " ms)",
-        shared ? "every limiter sharing the cursor holds its turns until it ends"
+    log.warn(
+        "Destination {} asked for a pause of {} ms{}; {}",
+        destination.name(),
+        capped.toMillis(),
+        capped.equals(delay) ? "" : " (capped from " + delay.toMillis() + " ms)",
+        shared
+            ? "every limiter sharing the cursor holds its turns until it ends"
             : "only this process knows of it (the cursor could not record it)");
   }
-
-
 
   /**
    * A lockout response (403): every later {@link #acquire()} throws, here at once and in every
@@ -497,8 +509,10 @@ public final class DestinationLimiter {
       eviction.exit();
     }
     if (first && !shared.lockOut(destination.name(), recorded)) {
-      log.error("Destination {}: the cursor did not record the lockout; processes started later"
-          + " will not know of it", destination.name());
+      log.error(
+          "Destination {}: the cursor did not record the lockout; processes started later"
+              + " will not know of it",
+          destination.name());
     }
   }
 
@@ -603,8 +617,11 @@ public final class DestinationLimiter {
 
   /** Tells the listeners of a {@code tryAcquire} that found no turn in time. */
   private Optional<Slot> refused(long called) {
-    listener.turn(new LimiterListener.Turn(destination.name(), LimiterListener.Outcome.REFUSED,
-        Duration.ofNanos(time.nanoTime() - called)));
+    listener.turn(
+        new LimiterListener.Turn(
+            destination.name(),
+            LimiterListener.Outcome.REFUSED,
+            Duration.ofNanos(time.nanoTime() - called)));
     return Optional.empty();
   }
 

@@ -11,12 +11,12 @@ import java.util.function.BooleanSupplier;
  * <p>An eviction is one compare-and-set from "no call in progress" to "evicted", and each call
  * begins with one from "n calls" to "n + 1", so the two never interleave: the registry judges the
  * limiter idle ({@link #evictIf}) while no caller can take a turn or record a hold in it, and a
- * call into an evicted limiter (made by a caller that kept it) first has its registry take it
- * back ({@link #enter}), so that a limiter in use is always its registry's, listening to the
- * cursor and heard by the registry's listeners. The registry keeps an evicted limiter until
- * nothing else holds it, so there is never a second one for its destination in the process:
- * two would each pace locally at the process's share while the cursor is unavailable, and the
- * fleet would pass its ceiling.
+ * call into an evicted limiter (made by a caller that kept it) first has its registry take it back
+ * ({@link #enter}), so that a limiter in use is always its registry's, listening to the cursor and
+ * heard by the registry's listeners. The registry keeps an evicted limiter until nothing else holds
+ * it, so there is never a second one for its destination in the process: two would each pace
+ * locally at the process's share while the cursor is unavailable, and the fleet would pass its
+ * ceiling.
  */
 final class EvictionGuard {
 
@@ -25,7 +25,9 @@ final class EvictionGuard {
   private final AtomicInteger calls = new AtomicInteger();
   private final Runnable takeBack;
 
-  /** @param takeBack has the registry take the limiter back; it ends by calling {@link #reopen} */
+  /**
+   * @param takeBack has the registry take the limiter back; it ends by calling {@link #reopen}
+   */
   EvictionGuard(Runnable takeBack) {
     this.takeBack = takeBack;
   }

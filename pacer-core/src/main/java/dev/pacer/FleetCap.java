@@ -26,11 +26,11 @@ import org.slf4j.LoggerFactory;
  *       longest spacing make 350 statements a second, each a primary-key update or nothing.
  *   <li><b>Unavailable</b> (the store cannot be asked): the request takes one of this process's
  *       {@link #localShare} permits instead: {@code n ÷ maxFetchingProcesses}, rounded down, at
- *       least 1. With every process degraded at once, the fleet has at most {@code n} in flight,
- *       as long as {@code maxFetchingProcesses} is honest; the "at least 1" is the one exception
- *       (more processes than slots), which chooses progress over the cap. While those permits are
- *       all in use the caller polls as for a full set, and asks the store again each time, which
- *       costs nothing while the database's outage policy holds it down.
+ *       least 1. With every process degraded at once, the fleet has at most {@code n} in flight, as
+ *       long as {@code maxFetchingProcesses} is honest; the "at least 1" is the one exception (more
+ *       processes than slots), which chooses progress over the cap. While those permits are all in
+ *       use the caller polls as for a full set, and asks the store again each time, which costs
+ *       nothing while the database's outage policy holds it down.
  * </ul>
  *
  * <p>Requests already holding a fleet slot when the store goes away keep it until they finish, and
@@ -52,25 +52,26 @@ interface FleetCap {
   }
 
   /** What a request to an uncapped destination holds. */
-  Held UNCAPPED_HELD = () -> { };
+  Held UNCAPPED_HELD = () -> {};
 
   /** No cap: every take is granted at once, with no store asked. */
-  FleetCap UNCAPPED = new FleetCap() {
-    @Override
-    public Held take() {
-      return UNCAPPED_HELD;
-    }
+  FleetCap UNCAPPED =
+      new FleetCap() {
+        @Override
+        public Held take() {
+          return UNCAPPED_HELD;
+        }
 
-    @Override
-    public Optional<Held> takeBy(long deadlineNanos) {
-      return Optional.of(UNCAPPED_HELD);
-    }
+        @Override
+        public Optional<Held> takeBy(long deadlineNanos) {
+          return Optional.of(UNCAPPED_HELD);
+        }
 
-    @Override
-    public Optional<Held> tryTakeNow() {
-      return Optional.of(UNCAPPED_HELD);
-    }
-  };
+        @Override
+        public Optional<Held> tryTakeNow() {
+          return Optional.of(UNCAPPED_HELD);
+        }
+      };
 
   /** Waits for a slot, however long. */
   Held take() throws InterruptedException;
@@ -80,8 +81,8 @@ interface FleetCap {
 
   /**
    * One attempt, without waiting: a slot (or, while the store is unavailable, a local permit) if
-   * one is free now. At most one round trip. {@link #take} is these attempts at the poll spacing
-   * of {@link #nextPollNanos}, with the caller asleep between them; {@link
+   * one is free now. At most one round trip. {@link #take} is these attempts at the poll spacing of
+   * {@link #nextPollNanos}, with the caller asleep between them; {@link
    * DestinationLimiter#acquireAsync()} makes the same attempts with no thread waiting between.
    */
   Optional<Held> tryTakeNow();
@@ -105,9 +106,14 @@ interface FleetCap {
     if (destination.maxConcurrencyFleetWide().isEmpty()) {
       return UNCAPPED;
     }
-    FleetSlots store = slots.orElseThrow(() -> new IllegalArgumentException("destination "
-        + destination.name() + " caps its concurrency fleet-wide, but the registry was given no"
-        + " FleetSlots to hold the cap in"));
+    FleetSlots store =
+        slots.orElseThrow(
+            () ->
+                new IllegalArgumentException(
+                    "destination "
+                        + destination.name()
+                        + " caps its concurrency fleet-wide, but the registry was given no"
+                        + " FleetSlots to hold the cap in"));
     return new Polling(destination, store, time);
   }
 
@@ -187,9 +193,12 @@ interface FleetCap {
     private void noteDegraded(boolean now) {
       if (degraded.compareAndSet(!now, now)) {
         if (now) {
-          log.warn("Destination {}: fleet slots unavailable; at most {} request(s) in flight from"
-              + " this process ({} fleet-wide slots divided by maxFetchingProcesses)", name,
-              localShare, slots);
+          log.warn(
+              "Destination {}: fleet slots unavailable; at most {} request(s) in flight from"
+                  + " this process ({} fleet-wide slots divided by maxFetchingProcesses)",
+              name,
+              localShare,
+              slots);
         } else {
           log.info("Destination {}: fleet slots available again", name);
         }

@@ -10,8 +10,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A listener a caller handed to Pacer, told of events so that what it throws goes no further: the
  * work the event came from goes on, the first failure is logged at WARN, and later ones are not
- * logged, so a listener that always throws cannot flood the log. The limiter's listeners are
- * told through it.
+ * logged, so a listener that always throws cannot flood the log. The limiter's listeners are told
+ * through it.
  *
  * @param <L> the listener's type
  */
@@ -32,8 +32,7 @@ final class GuardedListener<L> {
    *     when it fails)
    * @param goesOn what goes on despite a failure, for example "pacing goes on"
    */
-  GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named,
-      String goesOn) {
+  GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named, String goesOn) {
     this.listener = Objects.requireNonNull(listener, "listener");
     this.log = LoggerFactory.getLogger(loggedAs);
     this.named = named;

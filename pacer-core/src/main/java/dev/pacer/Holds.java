@@ -14,14 +14,17 @@ import org.slf4j.LoggerFactory;
 final class Holds {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationLimiter.class);
+
   /** {@link #pausedUntil()} when no pause was ever asked for. */
   static final long NO_PAUSE = Long.MIN_VALUE;
 
   private final Destination destination;
   private final LimiterListener listener;
   private final TimeSource time;
+
   /** Until when (local clock) the destination asked the fleet to pause; NO_PAUSE if never. */
   private final AtomicLong pausedUntil = new AtomicLong(NO_PAUSE);
+
   private final AtomicLong turnsHeldForPause = new AtomicLong();
   private final Object lockoutLock = new Object();
   private volatile String lockoutReason;
@@ -60,8 +63,8 @@ final class Holds {
 
   /** Holds every turn until {@code localNanos}, unless a pause already lasts longer. */
   void holdUntil(long localNanos) {
-    pausedUntil.accumulateAndGet(localNanos,
-        (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
+    pausedUntil.accumulateAndGet(
+        localNanos, (current, next) -> current == NO_PAUSE || next - current > 0 ? next : current);
   }
 
   /** Where the last pause ends on the local clock, or {@link #NO_PAUSE}. */
@@ -92,8 +95,10 @@ final class Holds {
       }
       lockoutReason = reason;
     }
-    log.error("Destination {} locked out: {}. No further requests will be made.",
-        destination.name(), reason);
+    log.error(
+        "Destination {} locked out: {}. No further requests will be made.",
+        destination.name(),
+        reason);
     listener.lockedOut(destination.name(), reason);
     return true;
   }

@@ -6,10 +6,10 @@ import java.time.Duration;
  * The late-turn rule: a turn its caller wakes for more than half an interval after it began is
  * given up, and another one taken. A request sent that late would leave close behind the next
  * turn's, and the destination would see two requests where the ceiling allows one. Kept to less
- * than an interval late, no 1-s window at the destination holds more than the ceiling + 1 (a
- * window then covers turns from at most 1 s + the limit, under ceiling + 1 intervals). On a
- * machine so busy that sleeps end an interval late, a skipped turn costs the run one interval,
- * never the ceiling.
+ * than an interval late, no 1-s window at the destination holds more than the ceiling + 1 (a window
+ * then covers turns from at most 1 s + the limit, under ceiling + 1 intervals). On a machine so
+ * busy that sleeps end an interval late, a skipped turn costs the run one interval, never the
+ * ceiling.
  *
  * <p>The limit is at least {@value #MIN_LIMIT_NANOS} ns: a sleep cannot end more precisely than
  * that, and without the floor turns of a few hundred microseconds would be given up over ordinary

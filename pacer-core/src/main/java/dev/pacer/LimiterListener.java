@@ -13,22 +13,22 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@link #limiterCreated}: the registry handed out a limiter for the first time, or already
- *       held it when this listener was added, or took back one it had evicted; once per limiter
- *       per listener between evictions. A new limiter is announced before the registry hands it
- *       to anyone. The place to register what is read from the limiter rather than counted
- *       ({@link DestinationLimiter#backoffMultiplier()}, {@link DestinationLimiter#isDegraded()},
- *       {@link LimiterRegistry#isCursorLatched()}).
+ *       held it when this listener was added, or took back one it had evicted; once per limiter per
+ *       listener between evictions. A new limiter is announced before the registry hands it to
+ *       anyone. The place to register what is read from the limiter rather than counted ({@link
+ *       DestinationLimiter#backoffMultiplier()}, {@link DestinationLimiter#isDegraded()}, {@link
+ *       LimiterRegistry#isCursorLatched()}).
  *   <li>{@link #limiterEvicted}: the registry let go of an idle limiter ({@link
- *       LimiterRegistry#evictIdle}); the place to drop what was registered for it, so that
- *       nothing keeps it alive.
+ *       LimiterRegistry#evictIdle}); the place to drop what was registered for it, so that nothing
+ *       keeps it alive.
  *   <li>{@link #turn}: an {@code acquire} or {@code tryAcquire} ended with a turn ({@link
  *       Outcome#SHARED}: reserved on the shared cursor; {@link Outcome#DEGRADED}: paced locally
  *       because the shared cursor was unavailable), or a {@code tryAcquire} found no turn within
  *       its {@code maxWait} ({@link Outcome#REFUSED}: no permit, no fleet slot or no turn in time;
  *       nothing consumed). Fires on the caller's thread, as the slot is handed over, after the
  *       check for late turns: whatever time a listener takes here, the request leaves that much
- *       late, unseen by the check. A turn given up because its thread woke too late is not one:
- *       the turn taken instead is. An acquire that throws (lockout, interrupt) fires no turn.
+ *       late, unseen by the check. A turn given up because its thread woke too late is not one: the
+ *       turn taken instead is. An acquire that throws (lockout, interrupt) fires no turn.
  *   <li>{@link #throttled}: this process heard a rate-pressure answer ({@link
  *       DestinationLimiter#backoff()}, directly or through {@link DestinationLimiter#noteAnswer}
  *       with a 429 or 503); fires after the multiplier has doubled, with the new one.
@@ -89,8 +89,8 @@ public interface LimiterListener {
 
   /**
    * The registry evicted {@code limiter}, idle ({@link LimiterRegistry#evictIdle}): it hands out
-   * the same limiter again, announced by {@link #limiterCreated}, only if something still holds
-   * it when its destination is next asked for; otherwise a new one.
+   * the same limiter again, announced by {@link #limiterCreated}, only if something still holds it
+   * when its destination is next asked for; otherwise a new one.
    *
    * @param limiter the limiter, no longer held by its registry
    */

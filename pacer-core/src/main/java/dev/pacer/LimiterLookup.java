@@ -48,8 +48,8 @@ public interface LimiterLookup {
    * @param destinations the destination of a host, or empty if the host is not paced
    * @return a lookup by the URI's host
    */
-  static LimiterLookup byHost(LimiterRegistry registry,
-      Function<String, Optional<Destination>> destinations) {
+  static LimiterLookup byHost(
+      LimiterRegistry registry, Function<String, Optional<Destination>> destinations) {
     Objects.requireNonNull(registry, "registry");
     Objects.requireNonNull(destinations, "destinations");
     return uri -> {

@@ -38,12 +38,14 @@ public final class LimiterRegistry {
   private final TimeSource time;
   private final AsyncPools pools;
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
+
   /**
-   * Limiters evicted and not yet collected, by name, under the registry's lock. One asked for
-   * again while anything still holds it comes back rather than being made afresh: a destination
-   * never has two limiters in one process.
+   * Limiters evicted and not yet collected, by name, under the registry's lock. One asked for again
+   * while anything still holds it comes back rather than being made afresh: a destination never has
+   * two limiters in one process.
    */
   private final Map<String, Evicted> evicted = new HashMap<>();
+
   private final ReferenceQueue<DestinationLimiter> collected = new ReferenceQueue<>();
   private final Listeners listeners = new Listeners();
 
@@ -124,8 +126,8 @@ public final class LimiterRegistry {
     this(shared, Optional.of(Objects.requireNonNull(fleetSlots, "fleet slots")), time, pools);
   }
 
-  private LimiterRegistry(Cursor shared, Optional<FleetSlots> fleetSlots, TimeSource time,
-      AsyncPools pools) {
+  private LimiterRegistry(
+      Cursor shared, Optional<FleetSlots> fleetSlots, TimeSource time, AsyncPools pools) {
     this.shared = Objects.requireNonNull(shared, "shared cursor");
     this.fleetSlots = fleetSlots;
     this.time = Objects.requireNonNull(time, "time");
@@ -138,8 +140,8 @@ public final class LimiterRegistry {
    *
    * @param destination the destination
    * @return its limiter, the same one for every call with that configuration
-   * @throws IllegalArgumentException if a different configuration is registered under its name,
-   *     or the destination caps its concurrency fleet-wide and this registry has no fleet slots
+   * @throws IllegalArgumentException if a different configuration is registered under its name, or
+   *     the destination caps its concurrency fleet-wide and this registry has no fleet slots
    */
   public DestinationLimiter limiter(Destination destination) {
     DestinationLimiter limiter = limiters.get(destination.name());
@@ -148,8 +150,12 @@ public final class LimiterRegistry {
     }
     if (!limiter.destination().equals(destination)) {
       throw new IllegalArgumentException(
-          "destination " + destination.name() + " is already registered with a different"
-              + " configuration: registered " + limiter.destination() + ", requested "
+          "destination "
+              + destination.name()
+              + " is already registered with a different"
+              + " configuration: registered "
+              + limiter.destination()
+              + ", requested "
               + destination);
     }
     return limiter;
@@ -179,19 +185,19 @@ public final class LimiterRegistry {
   /**
    * Lets go of every limiter idle for at least {@code idleFor}, and tells the listeners ({@link
    * LimiterListener#limiterEvicted}). Idle means that nothing the limiter knows still matters: no
-   * caller holds, waits for or is asking for a turn; no lockout, pause or hand-over is in force;
-   * no backoff kept only in this process ({@link BackoffScope#PROCESS}) is above 1; and the last
-   * permit came back, and the last turn the fleet may have queued after this process's last look
-   * at the cursor began, at least {@code idleFor} ago. A limiter made afresh for the destination
-   * then reads back from the cursor everything that bears on the ceiling, a pause or a lockout
-   * recorded since included; what it forgets is this process's counters, rate meter and late-turn
-   * count, and, under {@link BackoffScope#FLEET}, the clean answers heard since its last turn
-   * (the fleet's backoff halves later, never sooner). See {@code docs/reliability.md}.
+   * caller holds, waits for or is asking for a turn; no lockout, pause or hand-over is in force; no
+   * backoff kept only in this process ({@link BackoffScope#PROCESS}) is above 1; and the last
+   * permit came back, and the last turn the fleet may have queued after this process's last look at
+   * the cursor began, at least {@code idleFor} ago. A limiter made afresh for the destination then
+   * reads back from the cursor everything that bears on the ceiling, a pause or a lockout recorded
+   * since included; what it forgets is this process's counters, rate meter and late-turn count,
+   * and, under {@link BackoffScope#FLEET}, the clean answers heard since its last turn (the fleet's
+   * backoff halves later, never sooner). See {@code docs/reliability.md}.
    *
    * <p>A caller that kept an evicted limiter may go on using it: its next call has the registry
-   * take it back, and the registry hands out that same limiter until nothing holds it any more.
-   * Its memory goes once nothing does, its destination's entry in the cursor's listeners
-   * included ({@link Cursor#unlisten}).
+   * take it back, and the registry hands out that same limiter until nothing holds it any more. Its
+   * memory goes once nothing does, its destination's entry in the cursor's listeners included
+   * ({@link Cursor#unlisten}).
    *
    * @param idleFor how long a limiter must have been idle; zero evicts every limiter idle now
    * @return how many limiters were evicted
@@ -236,8 +242,15 @@ public final class LimiterRegistry {
       takeBack(held);
       return held;
     }
-    DestinationLimiter limiter = new DestinationLimiter(destination, shared,
-        FleetCap.of(destination, fleetSlots, time), time, pools, listeners, this::takeBack);
+    DestinationLimiter limiter =
+        new DestinationLimiter(
+            destination,
+            shared,
+            FleetCap.of(destination, fleetSlots, time),
+            time,
+            pools,
+            listeners,
+            this::takeBack);
     limiter.startListening();
     listeners.limiterCreated(limiter);
     limiters.put(destination.name(), limiter);

@@ -16,8 +16,9 @@ final class Listeners implements LimiterListener {
 
   /** Adds {@code listener}, and tells it of the limiters handed out before it came. */
   void add(LimiterListener listener, Collection<DestinationLimiter> existing) {
-    GuardedListener<LimiterListener> entry = new GuardedListener<>(listener, Listeners.class,
-        () -> "Limiter listener " + listener, "pacing goes on");
+    GuardedListener<LimiterListener> entry =
+        new GuardedListener<>(
+            listener, Listeners.class, () -> "Limiter listener " + listener, "pacing goes on");
     entries.add(entry);
     for (DestinationLimiter limiter : existing) {
       entry.tell(l -> l.limiterCreated(limiter));

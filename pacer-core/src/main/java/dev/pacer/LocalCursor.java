@@ -12,8 +12,8 @@ import java.util.Map;
 import java.util.OptionalInt;
 
 /**
- * A cursor held in this process's memory: a true ceiling for one process and all its threads, and
- * N times the ceiling for N processes: what Guava's or Resilience4j's limiters give a fleet. It is
+ * A cursor held in this process's memory: a true ceiling for one process and all its threads, and N
+ * times the ceiling for N processes: what Guava's or Resilience4j's limiters give a fleet. It is
  * the per-process baseline that the fleet tests prove insufficient, and a cursor for programs that
  * really are one process.
  */
@@ -58,8 +58,9 @@ public final class LocalCursor implements Cursor {
       return Reservation.lockedOut(lockouts.get(name));
     }
     long now = time.nanoTime();
-    Pacing.Turn turn = Pacing.reserveWithin(stored(name), now, now + notBefore.toNanos(),
-        interval.toNanos(), maxWait.toNanos());
+    Pacing.Turn turn =
+        Pacing.reserveWithin(
+            stored(name), now, now + notBefore.toNanos(), interval.toNanos(), maxWait.toNanos());
     if (turn == null) {
       return Reservation.refused();
     }
@@ -73,13 +74,15 @@ public final class LocalCursor implements Cursor {
   }
 
   @Override
-  public synchronized Reservation reserveUnderFleetBackoff(String name, Duration interval,
-      Duration notBefore, Duration maxWait, int cleanAnswers) {
+  public synchronized Reservation reserveUnderFleetBackoff(
+      String name, Duration interval, Duration notBefore, Duration maxWait, int cleanAnswers) {
     FleetBackoff kept = backoffs.getOrDefault(name, FleetBackoff.NONE);
     FleetBackoff after = kept.counting(cleanAnswers);
     Duration spaced = interval.multipliedBy(after.multiplier());
-    Reservation turn = maxWait == null
-        ? reserve(name, spaced, notBefore) : tryReserve(name, spaced, notBefore, maxWait);
+    Reservation turn =
+        maxWait == null
+            ? reserve(name, spaced, notBefore)
+            : tryReserve(name, spaced, notBefore, maxWait);
     if (!turn.isGranted()) {
       return turn;
     }

@@ -5,8 +5,8 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A lockout's reason as it is recorded for every process and operator to read: bounded, and
- * without the secrets a URL may carry.
+ * A lockout's reason as it is recorded for every process and operator to read: bounded, and without
+ * the secrets a URL may carry.
  *
  * <p>The reason is stored in the database, printed by {@code pacer status} and logged by every
  * process, so the user-info and the query of the URL that met the lockout status (where tokens and

@@ -9,15 +9,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * A limiter's {@code maxConcurrency} permits, handed out first come first served to blocked
- * threads and to {@link DestinationLimiter#acquireAsync() asynchronous} acquisitions alike: one
- * queue, so neither kind can overtake the other.
+ * A limiter's {@code maxConcurrency} permits, handed out first come first served to blocked threads
+ * and to {@link DestinationLimiter#acquireAsync() asynchronous} acquisitions alike: one queue, so
+ * neither kind can overtake the other.
  *
  * <p>Each waiter is a {@link CompletableFuture} in the queue, completed when a permit is handed to
  * it. A blocked thread waits on its future ({@link CompletableFuture#get()} parks, so a virtual
  * thread waiting here leaves its carrier); an asynchronous acquisition waits on nothing. A waiter
- * that gives up cancels its future: if the cancel loses the race with the hand-over, the permit
- * it was handed goes back, to the next waiter. The lock is held only to move a permit or a waiter,
+ * that gives up cancels its future: if the cancel loses the race with the hand-over, the permit it
+ * was handed goes back, to the next waiter. The lock is held only to move a permit or a waiter,
  * never while completing a future, so no waiter's code runs under it.
  *
  * <p>It also knows since when every permit has been in with no one waiting ({@link #allInSince}):
@@ -72,11 +72,12 @@ final class Permits {
       }
       waiters.addLast(waiter);
     }
-    waiter.whenComplete((done, failure) -> {
-      if (waiter.isCancelled()) {
-        withdraw(waiter);
-      }
-    });
+    waiter.whenComplete(
+        (done, failure) -> {
+          if (waiter.isCancelled()) {
+            withdraw(waiter);
+          }
+        });
     return waiter;
   }
 
@@ -149,7 +150,8 @@ final class Permits {
    */
   synchronized OptionalLong allInSince() {
     return available == capacity && waiters.isEmpty()
-        ? OptionalLong.of(allInSince) : OptionalLong.empty();
+        ? OptionalLong.of(allInSince)
+        : OptionalLong.empty();
   }
 
   /** Waiters queued now (a cancelled one leaves the queue as it is cancelled). */

@@ -6,12 +6,12 @@ import java.io.Writer;
 import java.util.Locale;
 
 /**
- * Renders a user-supplied value for an error message: quoted, control characters escaped as
- * {@code \\uXXXX} (so a message can never move a terminal's cursor, forge a log line, or reorder
- * what a reader sees), and cut at 80 characters. Escaped: C0 and C1 controls, DEL, the line and
- * paragraph separators, and the bidirectional embeddings, overrides, isolates and marks. Pacer's
- * own messages use it for every value a caller supplied; it is API so that programs built on
- * Pacer (its command line among them) show such values the same way.
+ * Renders a user-supplied value for an error message: quoted, control characters escaped as {@code
+ * \\uXXXX} (so a message can never move a terminal's cursor, forge a log line, or reorder what a
+ * reader sees), and cut at 80 characters. Escaped: C0 and C1 controls, DEL, the line and paragraph
+ * separators, and the bidirectional embeddings, overrides, isolates and marks. Pacer's own messages
+ * use it for every value a caller supplied; it is API so that programs built on Pacer (its command
+ * line among them) show such values the same way.
  */
 public final class Printable {
 
@@ -119,8 +119,12 @@ public final class Printable {
 
   /** C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional controls. */
   static boolean movesOrReorders(char c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f)
-        || c == '\u061c' || c == '\u200e' || c == '\u200f'
-        || (c >= '\u2028' && c <= '\u202e') || (c >= '\u2066' && c <= '\u2069');
+    return c < 0x20
+        || (c >= 0x7f && c <= 0x9f)
+        || c == '\u061c'
+        || c == '\u200e'
+        || c == '\u200f'
+        || (c >= '\u2028' && c <= '\u202e')
+        || (c >= '\u2066' && c <= '\u2069');
   }
 }

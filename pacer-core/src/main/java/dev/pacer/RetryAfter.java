@@ -8,9 +8,9 @@ import java.time.format.DateTimeParseException;
 import java.util.Optional;
 
 /**
- * The {@code Retry-After} header (RFC 9110, section 10.2.3): delta-seconds, or an HTTP-date.
- * A date in the past, or a value that is neither, is no pause at all: a malformed header must not
- * stop a fleet, and the status's own backoff still applies.
+ * The {@code Retry-After} header (RFC 9110, section 10.2.3): delta-seconds, or an HTTP-date. A date
+ * in the past, or a value that is neither, is no pause at all: a malformed header must not stop a
+ * fleet, and the status's own backoff still applies.
  */
 final class RetryAfter {
 
@@ -25,7 +25,8 @@ final class RetryAfter {
     if (!value.isEmpty() && value.chars().allMatch(c -> c >= '0' && c <= '9')) {
       // More than 19 digits overflows a long; any such value is "very long", capped later.
       long seconds = value.length() > 18 ? Long.MAX_VALUE / 1_000_000_000L : Long.parseLong(value);
-      return seconds == 0 ? Optional.empty()
+      return seconds == 0
+          ? Optional.empty()
           : Optional.of(Duration.ofSeconds(Math.min(seconds, Long.MAX_VALUE / 1_000_000_000L)));
     }
     try {

@@ -10,8 +10,8 @@ package dev.pacer;
  *       each {@link Wait} on the limiter's {@link TimeSource} and makes each {@link RoundTrip}
  *       itself, exactly as a loop with sleeps would.
  *   <li>{@code AsyncAcquisition}, for {@link DestinationLimiter#acquireAsync()}: a {@link Wait} is
- *       a task scheduled on a scheduler (no thread is held while it lasts), and a {@link
- *       RoundTrip} runs on a small executor, the only place where a step may block.
+ *       a task scheduled on a scheduler (no thread is held while it lasts), and a {@link RoundTrip}
+ *       runs on a small executor, the only place where a step may block.
  * </ul>
  *
  * <p>The split is a promise of the step functions: the continuation of a {@link Wait} does no I/O

@@ -13,16 +13,18 @@ import org.slf4j.LoggerFactory;
 /**
  * The steps to one turn, as {@link TurnStep}s, for both {@link DestinationLimiter#acquire} (which
  * sleeps through them) and {@link DestinationLimiter#acquireAsync} (which schedules them): the
- * reservation on the shared cursor, pacing locally while it is unavailable ({@link
- * DegradedPacing}) and during a hand-over, a pause that holds a granted turn ({@link Holds}), a
- * turn woken for too late given up, and the turn's event for the listeners.
+ * reservation on the shared cursor, pacing locally while it is unavailable ({@link DegradedPacing})
+ * and during a hand-over, a pause that holds a granted turn ({@link Holds}), a turn woken for too
+ * late given up, and the turn's event for the listeners.
  */
 final class Turns {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationLimiter.class);
   private static final long RATE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
+
   /** A turn with no deadline: it is waited for however late it starts. */
   static final long NO_DEADLINE = Long.MIN_VALUE;
+
   private static final PacedTurn NO_TURN =
       new PacedTurn(Long.MIN_VALUE, LimiterListener.Outcome.REFUSED);
 
@@ -38,8 +40,15 @@ final class Turns {
   private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
   private final AtomicLong lateTurnsSkipped = new AtomicLong();
 
-  Turns(Destination destination, Cursor shared, TimeSource time, Permits permits,
-      LimiterListener listener, BackoffState backoff, DegradedPacing degraded, Holds holds) {
+  Turns(
+      Destination destination,
+      Cursor shared,
+      TimeSource time,
+      Permits permits,
+      LimiterListener listener,
+      BackoffState backoff,
+      DegradedPacing degraded,
+      Holds holds) {
     this.destination = destination;
     this.shared = shared;
     this.time = time;
@@ -66,18 +75,20 @@ final class Turns {
   }
 
   /**
-   * The steps to one turn that starts by {@code deadline}: see {@link TurnStep}. A turn this
-   * caller wakes for too late ({@link LateTurns}) is given up and another one taken.
+   * The steps to one turn that starts by {@code deadline}: see {@link TurnStep}. A turn this caller
+   * wakes for too late ({@link LateTurns}) is given up and another one taken.
    */
   TurnStep nextTurn(long called, long deadline, int intervals) {
     Duration interval = currentInterval();
-    return waitForTurn(interval.multipliedBy(intervals),
-        Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals), deadline,
+    return waitForTurn(
+        interval.multipliedBy(intervals),
+        Duration.ofNanos(baseIntervalNanos).multipliedBy(intervals),
+        deadline,
         turn -> takeOrRetry(turn, called, interval, deadline, intervals));
   }
 
-  private TurnStep takeOrRetry(PacedTurn turn, long called, Duration interval, long deadline,
-      int intervals) {
+  private TurnStep takeOrRetry(
+      PacedTurn turn, long called, Duration interval, long deadline, int intervals) {
     if (turn == NO_TURN) {
       return new TurnStep.Refused();
     }
@@ -88,10 +99,11 @@ final class Turns {
       // waits until the pause ends and asks again (the cursor's own turns already lie after it).
       holds.countTurnHeld();
       long left = pauseEnds - time.nanoTime();
-      TurnStep.Next again = () -> {
-        holds.checkNotLockedOut();
-        return nextTurn(called, deadline, intervals);
-      };
+      TurnStep.Next again =
+          () -> {
+            holds.checkNotLockedOut();
+            return nextTurn(called, deadline, intervals);
+          };
       return left > 0 ? TurnStep.waitThen(left, again) : again.run();
     }
     // The check reads the clock after everything the grant hands over is built and the limit is
@@ -100,8 +112,9 @@ final class Turns {
     // after the check makes the request late unseen, close behind the next turn.
     long lateLimit = LateTurns.limitNanos(interval);
     long grantedAt = time.nanoTime();
-    LimiterListener.Turn told = new LimiterListener.Turn(destination.name(), turn.outcome(),
-        Duration.ofNanos(grantedAt - called));
+    LimiterListener.Turn told =
+        new LimiterListener.Turn(
+            destination.name(), turn.outcome(), Duration.ofNanos(grantedAt - called));
     TurnStep.Granted handOver = new TurnStep.Granted(new Slot(permits, turnStart));
     long late = time.nanoTime() - turnStart;
     if (late <= lateLimit) {
@@ -111,10 +124,13 @@ final class Turns {
     }
     long skipped = lateTurnsSkipped.incrementAndGet();
     if (Long.bitCount(skipped) == 1) {
-      log.warn("Destination {}: a turn was given up because this process woke {} ms after it"
+      log.warn(
+          "Destination {}: a turn was given up because this process woke {} ms after it"
               + " began (limit {} ms): a late request would arrive close behind the next one."
               + " {} turn(s) given up so far; a busy host slows the run, not the ceiling",
-          destination.name(), late / 1_000_000, lateLimit / 1_000_000,
+          destination.name(),
+          late / 1_000_000,
+          lateLimit / 1_000_000,
           skipped);
     }
     return nextTurn(called, deadline, intervals);
@@ -144,45 +160,74 @@ final class Turns {
   private TurnStep waitForTurn(Duration interval, Duration base, long deadline, AtTurn then) {
     // During a hand-over this process already knows of, the local turn comes first and the shared
     // turn is taken once, at the instant the request leaves.
-    return paceLocallyDuringHandOver(interval, pacedLocally -> reserving(interval, base, deadline,
-        answer -> {
-          Reservation turn = answer.turn();
-          if (turn.isLockedOut()) {
-            holds.noteLockout(turn.lockoutReason());
-            holds.checkNotLockedOut();
-          }
-          if (!turn.isUnavailable()) {
-            return afterSharedAnswer(answer, pacedLocally, interval, base, deadline, then);
-          }
-          long localNow = time.nanoTime();
-          long localWait = degraded.degradedWait(interval, deadline, localNow, true);
-          if (localWait < 0) {
-            return then.at(NO_TURN);
-          }
-          return TurnStep.waitThen(localWait, () -> {
-            holds.checkNotLockedOut();
-            // If the cursor answers again by now, this turn also takes a shared one, so that turns
-            // granted locally never add to the fleet's once coordination is back.
-            long localTurn = localNow + localWait;
-            return reserving(interval, base, deadline, again -> again.turn().isUnavailable()
-                ? then.at(new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED))
-                : afterSharedAnswer(again, true, interval, base, deadline, then));
-          });
-        }));
+    return paceLocallyDuringHandOver(
+        interval,
+        pacedLocally ->
+            reserving(
+                interval,
+                base,
+                deadline,
+                answer -> {
+                  Reservation turn = answer.turn();
+                  if (turn.isLockedOut()) {
+                    holds.noteLockout(turn.lockoutReason());
+                    holds.checkNotLockedOut();
+                  }
+                  if (!turn.isUnavailable()) {
+                    return afterSharedAnswer(answer, pacedLocally, interval, base, deadline, then);
+                  }
+                  long localNow = time.nanoTime();
+                  long localWait = degraded.degradedWait(interval, deadline, localNow, true);
+                  if (localWait < 0) {
+                    return then.at(NO_TURN);
+                  }
+                  return TurnStep.waitThen(
+                      localWait,
+                      () -> {
+                        holds.checkNotLockedOut();
+                        // If the cursor answers again by now, this turn also takes a shared one, so
+                        // that turns
+                        // granted locally never add to the fleet's once coordination is back.
+                        long localTurn = localNow + localWait;
+                        return reserving(
+                            interval,
+                            base,
+                            deadline,
+                            again ->
+                                again.turn().isUnavailable()
+                                    ? then.at(
+                                        new PacedTurn(localTurn, LimiterListener.Outcome.DEGRADED))
+                                    : afterSharedAnswer(
+                                        again, true, interval, base, deadline, then));
+                      });
+                }));
   }
 
-  private TurnStep afterSharedAnswer(SharedAnswer answer, boolean pacedLocally, Duration interval,
-      Duration base, long deadline, AtTurn then) {
+  private TurnStep afterSharedAnswer(
+      SharedAnswer answer,
+      boolean pacedLocally,
+      Duration interval,
+      Duration base,
+      long deadline,
+      AtTurn then) {
     Reservation turn = answer.turn();
     if (turn.isGranted() && turn.isHandOver() && !pacedLocally) {
       // The first news of a hand-over: the shared turn is taken again after the local one, so
       // that it holds the instant the request leaves. A shared turn held from before the local
       // wait would be in the past by then, and once the hand-over ends the turns still waiting
       // locally would add to the new shared ones.
-      return paceLocallyDuringHandOver(interval, paced -> reserving(interval, base, deadline,
-          again -> again.turn().isUnavailable()
-              ? then.at(new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED))
-              : untilSharedTurn(again, then)));
+      return paceLocallyDuringHandOver(
+          interval,
+          paced ->
+              reserving(
+                  interval,
+                  base,
+                  deadline,
+                  again ->
+                      again.turn().isUnavailable()
+                          ? then.at(
+                              new PacedTurn(time.nanoTime(), LimiterListener.Outcome.DEGRADED))
+                          : untilSharedTurn(again, then)));
     }
     return untilSharedTurn(answer, then);
   }
@@ -202,15 +247,17 @@ final class Turns {
     // answer came back starts in the past: the check for late turns must see how late it already
     // is, or a turn restarted at the answer would fall just before the next one.
     long turnStart = answer.at() + turn.startsIn().toNanos();
-    return TurnStep.waitThen(turnStart - time.nanoTime(), () -> {
-      holds.checkNotLockedOut();
-      return then.at(new PacedTurn(turnStart, LimiterListener.Outcome.SHARED));
-    });
+    return TurnStep.waitThen(
+        turnStart - time.nanoTime(),
+        () -> {
+          holds.checkNotLockedOut();
+          return then.at(new PacedTurn(turnStart, LimiterListener.Outcome.SHARED));
+        });
   }
 
   /** {@link #reserveShared}, behind a round trip: what the asynchronous path runs on its pool. */
-  private TurnStep reserving(Duration interval, Duration base, long deadline,
-      Function<SharedAnswer, TurnStep> then) {
+  private TurnStep reserving(
+      Duration interval, Duration base, long deadline, Function<SharedAnswer, TurnStep> then) {
     return TurnStep.roundTrip(() -> then.apply(reserveShared(interval, base, deadline)));
   }
 
@@ -222,10 +269,9 @@ final class Turns {
 
   /**
    * While a hand-over lasts, waits until this process's next local turn, but no later than the
-   * hand-over's end: until then another process may still pace locally, so this one paces no
-   * faster than locally too; after it, every process is back on the shared cursor, and a turn
-   * still waiting locally would only hold the fleet below the ceiling. Goes on with whether it
-   * paced.
+   * hand-over's end: until then another process may still pace locally, so this one paces no faster
+   * than locally too; after it, every process is back on the shared cursor, and a turn still
+   * waiting locally would only hold the fleet below the ceiling. Goes on with whether it paced.
    */
   private TurnStep paceLocallyDuringHandOver(Duration interval, AfterPacing then) {
     long end = degraded.handOverEnds();
@@ -235,10 +281,12 @@ final class Turns {
     }
     long left = end - now;
     long wait = Math.min(left, degraded.degradedWait(interval, NO_DEADLINE, now, false));
-    return TurnStep.waitThen(wait, () -> {
-      holds.checkNotLockedOut();
-      return then.paced(true);
-    });
+    return TurnStep.waitThen(
+        wait,
+        () -> {
+          holds.checkNotLockedOut();
+          return then.paced(true);
+        });
   }
 
   private SharedAnswer reserveShared(Duration interval, Duration base, long deadline) {
@@ -253,9 +301,10 @@ final class Turns {
         clean = backoff.takeClean();
         turn = shared.reserveUnderFleetBackoff(destination.name(), base, notBefore, maxWait, clean);
       } else {
-        turn = maxWait == null
-            ? shared.reserve(destination.name(), interval, notBefore)
-            : shared.tryReserve(destination.name(), interval, notBefore, maxWait);
+        turn =
+            maxWait == null
+                ? shared.reserve(destination.name(), interval, notBefore)
+                : shared.tryReserve(destination.name(), interval, notBefore, maxWait);
       }
     } catch (RuntimeException e) {
       // A cursor must not throw; if one does anyway, pacing degrades rather than stopping.
@@ -272,8 +321,8 @@ final class Turns {
         backoff.fleetAnswered(turn.fleetBackoff().getAsInt());
         spaced = base.multipliedBy(turn.fleetBackoff().getAsInt());
       }
-      degraded.granted(turn, answered, spaced,
-          shared.fetchingProcesses(destination.name()).orElse(0));
+      degraded.granted(
+          turn, answered, spaced, shared.fetchingProcesses(destination.name()).orElse(0));
     }
     degraded.noteDegraded(turn.isUnavailable());
     return new SharedAnswer(turn, answered);

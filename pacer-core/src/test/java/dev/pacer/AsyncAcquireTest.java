@@ -36,76 +36,92 @@ class AsyncAcquireTest {
 
   static Stream<Named<Scenario>> scenarios() {
     return Stream.of(
-        Named.of("turns spaced by the shared cursor", rig -> {
-          DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
-          for (int i = 0; i < 4; i++) {
-            rig.take(limiter);
-          }
-        }),
-        Named.of("a turn woken for too late is given up", rig -> {
-          DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
-          rig.take(limiter);
-          rig.duringNextWait(() -> rig.time.advance(Duration.ofMillis(60)));
-          rig.take(limiter);
-          assertThat(limiter.lateTurnsSkipped()).isEqualTo(1);
-        }),
-        Named.of("a pause announced during the wait holds the turn", rig -> {
-          DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
-          rig.take(limiter);
-          rig.duringNextWait(() -> rig.standIn.pause("dest", Duration.ofSeconds(3)));
-          rig.take(limiter);
-          assertThat(limiter.turnsHeldForPause()).isEqualTo(1);
-        }),
-        Named.of("degraded pacing with backoff", rig -> {
-          DestinationLimiter limiter = rig.limiter(10, 1, 2, new Flaky());
-          rig.take(limiter);
-          limiter.backoff();
-          rig.take(limiter);
-          rig.take(limiter);
-          assertThat(limiter.isDegraded()).isTrue();
-        }),
-        Named.of("the first local turn waits for the fleet's turns", rig -> {
-          Flaky flaky = new Flaky();
-          flaky.delegate = rig.standIn;
-          DestinationLimiter limiter = rig.limiter(10, 2, 3, flaky);
-          rig.take(limiter);
-          rig.take(limiter);
-          flaky.delegate = null;
-          rig.take(limiter);
-          rig.take(limiter);
-        }),
-        Named.of("a local turn ending after the cursor is back takes a shared one", rig -> {
-          rig.standIn.reserve("dest", Duration.ofMillis(100));
-          rig.standIn.reserve("dest", Duration.ofMillis(100));
-          Flaky flaky = new Flaky() {
-            @Override
-            public Reservation reserve(String name, Duration interval, Duration notBefore) {
-              Reservation answer = super.reserve(name, interval, notBefore);
-              delegate = rig.standIn; // back after its first answer
-              return answer;
-            }
-          };
-          DestinationLimiter limiter = rig.limiter(10, 1, 3, flaky);
-          rig.take(limiter);
-          assertThat(limiter.isDegraded()).isFalse();
-        }),
-        Named.of("a hand-over: the later of the shared and the local turn", rig -> {
-          Flaky flaky = new Flaky();
-          DestinationLimiter limiter = rig.limiter(10, 1, 3, flaky);
-          rig.take(limiter);
-          long handOverEndsMillis = rig.time.epochMillis() + 700;
-          flaky.delegate = new Flaky() {
-            @Override
-            public Reservation reserve(String name, Duration interval, Duration notBefore) {
-              Reservation turn = rig.standIn.reserve(name, interval, notBefore);
-              long left = handOverEndsMillis - rig.time.epochMillis();
-              return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
-            }
-          };
-          for (int i = 0; i < 4; i++) {
-            rig.take(limiter);
-          }
-        }));
+        Named.of(
+            "turns spaced by the shared cursor",
+            rig -> {
+              DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
+              for (int i = 0; i < 4; i++) {
+                rig.take(limiter);
+              }
+            }),
+        Named.of(
+            "a turn woken for too late is given up",
+            rig -> {
+              DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
+              rig.take(limiter);
+              rig.duringNextWait(() -> rig.time.advance(Duration.ofMillis(60)));
+              rig.take(limiter);
+              assertThat(limiter.lateTurnsSkipped()).isEqualTo(1);
+            }),
+        Named.of(
+            "a pause announced during the wait holds the turn",
+            rig -> {
+              DestinationLimiter limiter = rig.limiter(10, 1, 3, rig.standIn);
+              rig.take(limiter);
+              rig.duringNextWait(() -> rig.standIn.pause("dest", Duration.ofSeconds(3)));
+              rig.take(limiter);
+              assertThat(limiter.turnsHeldForPause()).isEqualTo(1);
+            }),
+        Named.of(
+            "degraded pacing with backoff",
+            rig -> {
+              DestinationLimiter limiter = rig.limiter(10, 1, 2, new Flaky());
+              rig.take(limiter);
+              limiter.backoff();
+              rig.take(limiter);
+              rig.take(limiter);
+              assertThat(limiter.isDegraded()).isTrue();
+            }),
+        Named.of(
+            "the first local turn waits for the fleet's turns",
+            rig -> {
+              Flaky flaky = new Flaky();
+              flaky.delegate = rig.standIn;
+              DestinationLimiter limiter = rig.limiter(10, 2, 3, flaky);
+              rig.take(limiter);
+              rig.take(limiter);
+              flaky.delegate = null;
+              rig.take(limiter);
+              rig.take(limiter);
+            }),
+        Named.of(
+            "a local turn ending after the cursor is back takes a shared one",
+            rig -> {
+              rig.standIn.reserve("dest", Duration.ofMillis(100));
+              rig.standIn.reserve("dest", Duration.ofMillis(100));
+              Flaky flaky =
+                  new Flaky() {
+                    @Override
+                    public Reservation reserve(String name, Duration interval, Duration notBefore) {
+                      Reservation answer = super.reserve(name, interval, notBefore);
+                      delegate = rig.standIn; // back after its first answer
+                      return answer;
+                    }
+                  };
+              DestinationLimiter limiter = rig.limiter(10, 1, 3, flaky);
+              rig.take(limiter);
+              assertThat(limiter.isDegraded()).isFalse();
+            }),
+        Named.of(
+            "a hand-over: the later of the shared and the local turn",
+            rig -> {
+              Flaky flaky = new Flaky();
+              DestinationLimiter limiter = rig.limiter(10, 1, 3, flaky);
+              rig.take(limiter);
+              long handOverEndsMillis = rig.time.epochMillis() + 700;
+              flaky.delegate =
+                  new Flaky() {
+                    @Override
+                    public Reservation reserve(String name, Duration interval, Duration notBefore) {
+                      Reservation turn = rig.standIn.reserve(name, interval, notBefore);
+                      long left = handOverEndsMillis - rig.time.epochMillis();
+                      return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
+                    }
+                  };
+              for (int i = 0; i < 4; i++) {
+                rig.take(limiter);
+              }
+            }));
   }
 
   @ParameterizedTest
@@ -116,7 +132,8 @@ class AsyncAcquireTest {
     Rig async = new Rig(true);
     scenario.run(async);
     assertThat(async.turnsMillis).as("turn instants").isEqualTo(blocking.turnsMillis);
-    assertThat(async.scheduler.waitsMillis()).as("the waits, scheduled")
+    assertThat(async.scheduler.waitsMillis())
+        .as("the waits, scheduled")
         .isEqualTo(blocking.nonZeroSleepsMillis());
     assertThat(async.time.sleepsMillis()).as("no thread slept").isEmpty();
   }
@@ -155,7 +172,8 @@ class AsyncAcquireTest {
     assertThat(limiter.availablePermits()).as("the permit went back").isEqualTo(1);
     assertThat(rig.scheduler.pending()).as("the wait was dropped").isZero();
     try (Slot next = rig.takeAsync(limiter)) {
-      assertThat(next.turnNanos() - rig.start).as("the turn at +100 is spent")
+      assertThat(next.turnNanos() - rig.start)
+          .as("the turn at +100 is spent")
           .isEqualTo(Duration.ofMillis(200).toNanos());
     }
   }
@@ -163,8 +181,12 @@ class AsyncAcquireTest {
   @Test
   void aFleetSlotIsPolledForWithoutAThreadAndGivenBackOnCancel() throws Exception {
     InMemoryFleetSlots slots = new InMemoryFleetSlots();
-    Destination capped = Destination.builder("capped").ratePerSecond(1).maxConcurrency(4)
-        .maxConcurrencyFleetWide(1).build();
+    Destination capped =
+        Destination.builder("capped")
+            .ratePerSecond(1)
+            .maxConcurrency(4)
+            .maxConcurrencyFleetWide(1)
+            .build();
     AsyncPools pools = AsyncPools.of(rig.scheduler, rig.scheduler);
     DestinationLimiter a = new LimiterRegistry(rig.standIn, slots, rig.time, pools).limiter(capped);
     DestinationLimiter b = new LimiterRegistry(rig.standIn, slots, rig.time, pools).limiter(capped);
@@ -173,7 +195,8 @@ class AsyncAcquireTest {
 
     CompletableFuture<Slot> polling = a.acquireAsync();
     rig.scheduler.runFor(Duration.ofMillis(100));
-    assertThat(rig.scheduler.waitsMillis()).as("polls at the blocking path's spacing")
+    assertThat(rig.scheduler.waitsMillis())
+        .as("polls at the blocking path's spacing")
         .containsExactly(5L, 10L, 20L, 40L, 40L);
     assertThat(rig.time.sleepsMillis()).isEmpty();
     assertThat(polling).isNotDone();
@@ -193,8 +216,9 @@ class AsyncAcquireTest {
     limiter.lockOut("HTTP 403 from x");
     CompletableFuture<Slot> refused = limiter.acquireAsync();
     assertThat(refused).isCompletedExceptionally();
-    assertThat(refused.handle((s, t) -> t)).isCompletedWithValueMatching(
-        t -> t instanceof LockedOutException && t.getMessage().contains("HTTP 403 from x"));
+    assertThat(refused.handle((s, t) -> t))
+        .isCompletedWithValueMatching(
+            t -> t instanceof LockedOutException && t.getMessage().contains("HTTP 403 from x"));
     assertThat(limiter.availablePermits()).isEqualTo(1);
   }
 
@@ -206,8 +230,10 @@ class AsyncAcquireTest {
     rig.scheduler.duringNextWait(() -> rig.standIn.lockOut("dest", "HTTP 403 from elsewhere"));
     rig.scheduler.runUntilIdle();
     assertThat(waiting.handle((s, t) -> t instanceof CompletionException ? t.getCause() : t))
-        .isCompletedWithValueMatching(t -> t instanceof LockedOutException
-            && t.getMessage().contains("HTTP 403 from elsewhere"));
+        .isCompletedWithValueMatching(
+            t ->
+                t instanceof LockedOutException
+                    && t.getMessage().contains("HTTP 403 from elsewhere"));
     assertThat(limiter.availablePermits()).isEqualTo(1);
   }
 
@@ -217,13 +243,15 @@ class AsyncAcquireTest {
     Slot held = rig.takeAsync(limiter);
     CompletableFuture<Slot> first = limiter.acquireAsync();
     List<Long> blockedGot = new ArrayList<>();
-    Thread blocked = new Thread(() -> {
-      try (Slot slot = limiter.acquire()) {
-        blockedGot.add(slot.turnNanos());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    Thread blocked =
+        new Thread(
+            () -> {
+              try (Slot slot = limiter.acquire()) {
+                blockedGot.add(slot.turnNanos());
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
     blocked.start();
     while (limiter.permitsWaiting() < 2) {
       Thread.onSpinWait();
@@ -242,8 +270,8 @@ class AsyncAcquireTest {
    * A turn granted on an executor of the caller's is checked for lateness where that executor runs
    * it: here the executor runs its first task 60 ms after it was given (at 10/s the limit is 50
    * ms), so that turn is given up and the next one granted in time. Granted on the scheduler's
-   * thread, the same turn would pass its check, and the request sent from the busy executor
-   * would leave 60 ms late, unseen.
+   * thread, the same turn would pass its check, and the request sent from the busy executor would
+   * leave 60 ms late, unseen.
    */
   @Test
   void aTurnGrantedOnACallersExecutorIsCheckedWhereThatExecutorRunsIt() {
@@ -264,9 +292,11 @@ class AsyncAcquireTest {
     assertThat(turn).isDone();
     assertThat(limiter.lateTurnsSkipped()).as("turns given up as late").isEqualTo(1);
     Slot slot = turn.join();
-    assertThat(Math.round((slot.turnNanos() - rig.start) / 1e6)).as("the turn granted, ms")
+    assertThat(Math.round((slot.turnNanos() - rig.start) / 1e6))
+        .as("the turn granted, ms")
         .isEqualTo(100);
-    assertThat(rig.time.nanoTime() - slot.turnNanos()).as("granted this late after its start")
+    assertThat(rig.time.nanoTime() - slot.turnNanos())
+        .as("granted this late after its start")
         .isLessThanOrEqualTo(Duration.ofMillis(50).toNanos());
     slot.close();
   }
@@ -295,8 +325,12 @@ class AsyncAcquireTest {
     }
 
     DestinationLimiter limiter(double rate, int concurrency, int processes, Cursor cursor) {
-      Destination d = Destination.builder("dest").ratePerSecond(rate).maxConcurrency(concurrency)
-          .maxFetchingProcesses(processes).build();
+      Destination d =
+          Destination.builder("dest")
+              .ratePerSecond(rate)
+              .maxConcurrency(concurrency)
+              .maxFetchingProcesses(processes)
+              .build();
       return new LimiterRegistry(cursor, time, AsyncPools.of(scheduler, scheduler)).limiter(d);
     }
 
@@ -335,13 +369,16 @@ class AsyncAcquireTest {
 
     @Override
     public Reservation reserve(String name, Duration interval, Duration notBefore) {
-      return delegate == null ? Reservation.unavailable() : delegate.reserve(name, interval, notBefore);
+      return delegate == null
+          ? Reservation.unavailable()
+          : delegate.reserve(name, interval, notBefore);
     }
 
     @Override
-    public Reservation tryReserve(String name, Duration interval, Duration notBefore,
-        Duration maxWait) {
-      return delegate == null ? Reservation.unavailable()
+    public Reservation tryReserve(
+        String name, Duration interval, Duration notBefore, Duration maxWait) {
+      return delegate == null
+          ? Reservation.unavailable()
           : delegate.tryReserve(name, interval, notBefore, maxWait);
     }
 

@@ -31,8 +31,8 @@ import org.junit.jupiter.api.Test;
 public abstract class CursorContract {
 
   /**
-   * The gap between turns: long beside the calls, so that a sequence's reservations all come
-   * before the turns they queue behind, and the cursor's now cannot overtake its queue.
+   * The gap between turns: long beside the calls, so that a sequence's reservations all come before
+   * the turns they queue behind, and the cursor's now cannot overtake its queue.
    */
   private static final Duration GAP = Duration.ofSeconds(1);
 
@@ -69,8 +69,10 @@ public abstract class CursorContract {
 
   /** This clock's reading just before the current sequence's first call. */
   private long sequenceCalled;
+
   /** The start of the current sequence's first turn, and the wait it was asserted at. */
   private long firstStart;
+
   private Duration firstIdeal;
 
   private void startSequence() {
@@ -90,17 +92,20 @@ public abstract class CursorContract {
     long tolerance = turnTolerance().toNanos();
     if (firstIdeal == null) {
       long answered = clock().lastRead();
-      assertThat(start).as("%s: a turn %s after an instant of the calls (%d us long)", what, ideal,
-              (answered - sequenceCalled) / 1000)
-          .isBetween(sequenceCalled + ideal.toNanos() - tolerance,
-              answered + ideal.toNanos() + tolerance);
+      assertThat(start)
+          .as(
+              "%s: a turn %s after an instant of the calls (%d us long)",
+              what, ideal, (answered - sequenceCalled) / 1000)
+          .isBetween(
+              sequenceCalled + ideal.toNanos() - tolerance, answered + ideal.toNanos() + tolerance);
       firstStart = start;
       firstIdeal = ideal;
       return;
     }
     long expected = firstStart + ideal.minus(firstIdeal).toNanos();
     assertThat(start - expected)
-        .as("%s: ns from %s after the first turn (the first at %s; %d ms since the first call)",
+        .as(
+            "%s: ns from %s after the first turn (the first at %s; %d ms since the first call)",
             what, ideal, firstIdeal, (clock().lastRead() - sequenceCalled) / 1_000_000)
         .isBetween(-tolerance, tolerance);
   }
@@ -164,9 +169,9 @@ public abstract class CursorContract {
 
   /**
    * A store's reset bound takes a cursor far ahead of now for a corrupt one; a recorded pause
-   * explains it. The longest pause any destination may ask for is longer than the default bound.
-   * (A pause that is the cursor alone, in the key/value layout, cannot be told from a corrupt
-   * cursor: there the bound must exceed the destinations' {@code maxRetryAfter}.)
+   * explains it. The longest pause any destination may ask for is longer than the default bound. (A
+   * pause that is the cursor alone, in the key/value layout, cannot be told from a corrupt cursor:
+   * there the bound must exceed the destinations' {@code maxRetryAfter}.)
    */
   @Test
   void theLongestPauseADestinationMayAskForSurvivesTheNextReservation() {
@@ -213,7 +218,8 @@ public abstract class CursorContract {
     cursor().lockOut(name, "a later reason");
     Reservation refused = cursor().reserve(name, GAP);
     assertThat(refused.isLockedOut()).as("%s", refused).isTrue();
-    assertThat(refused.lockoutReason()).as("the first reason is kept")
+    assertThat(refused.lockoutReason())
+        .as("the first reason is kept")
         .isEqualTo("HTTP 403 from https://example.org/a");
     assertThat(cursor().tryReserve(name, GAP, Duration.ofSeconds(5)).isLockedOut()).isTrue();
     assertThat(cursor().reserve(freshName(), GAP).isGranted()).as("another destination").isTrue();
@@ -227,20 +233,23 @@ public abstract class CursorContract {
     CountDownLatch paused = new CountDownLatch(1);
     CountDownLatch lockedOut = new CountDownLatch(1);
     List<Duration> pauses = Collections.synchronizedList(new ArrayList<>());
-    cursor().listen(name, new Cursor.Listener() {
-      @Override
-      public void paused(Duration left) {
-        pauses.add(left);
-        paused.countDown();
-      }
+    cursor()
+        .listen(
+            name,
+            new Cursor.Listener() {
+              @Override
+              public void paused(Duration left) {
+                pauses.add(left);
+                paused.countDown();
+              }
 
-      @Override
-      public void lockedOut(String reason) {
-        if (reason.equals("HTTP 403")) {
-          lockedOut.countDown();
-        }
-      }
-    });
+              @Override
+              public void lockedOut(String reason) {
+                if (reason.equals("HTTP 403")) {
+                  lockedOut.countDown();
+                }
+              }
+            });
     cursor().reserve(name, GAP);
     cursor().pause(name, Duration.ofSeconds(3));
     if (!recordsHolds()) {
@@ -254,7 +263,8 @@ public abstract class CursorContract {
     assertThat(paused.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("pause heard").isTrue();
     assertThat(pauses.get(0)).isBetween(Duration.ofSeconds(2), Duration.ofSeconds(3));
     cursor().lockOut(name, "HTTP 403");
-    assertThat(lockedOut.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("lockout heard")
+    assertThat(lockedOut.await(5, java.util.concurrent.TimeUnit.SECONDS))
+        .as("lockout heard")
         .isTrue();
     cursor().clearLockout(name);
   }
@@ -270,29 +280,34 @@ public abstract class CursorContract {
     String name = freshName();
     List<Duration> removedHeard = Collections.synchronizedList(new ArrayList<>());
     CountDownLatch keptHeard = new CountDownLatch(1);
-    Cursor.Listener removed = new Cursor.Listener() {
-      @Override
-      public void paused(Duration left) {
-        removedHeard.add(left);
-      }
+    Cursor.Listener removed =
+        new Cursor.Listener() {
+          @Override
+          public void paused(Duration left) {
+            removedHeard.add(left);
+          }
 
-      @Override
-      public void lockedOut(String reason) {}
-    };
+          @Override
+          public void lockedOut(String reason) {}
+        };
     cursor().listen(name, removed);
-    cursor().listen(name, new Cursor.Listener() {
-      @Override
-      public void paused(Duration left) {
-        keptHeard.countDown();
-      }
+    cursor()
+        .listen(
+            name,
+            new Cursor.Listener() {
+              @Override
+              public void paused(Duration left) {
+                keptHeard.countDown();
+              }
 
-      @Override
-      public void lockedOut(String reason) {}
-    });
+              @Override
+              public void lockedOut(String reason) {}
+            });
     cursor().unlisten(name, removed);
     cursor().reserve(name, GAP);
     cursor().pause(name, Duration.ofSeconds(3));
-    assertThat(keptHeard.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("pause heard")
+    assertThat(keptHeard.await(5, java.util.concurrent.TimeUnit.SECONDS))
+        .as("pause heard")
         .isTrue();
     assertThat(removedHeard).as("heard by the listener removed").isEmpty();
   }
@@ -310,9 +325,12 @@ public abstract class CursorContract {
     Reservation widened = cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0);
     assertWait(widened, GAP, "spaced by the gap the first turn used");
     assertThat(widened.fleetBackoff()).hasValue(4);
-    assertWait(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0),
-        GAP.multipliedBy(5), "then by four gaps");
-    assertThat(cursor().reserve(name, GAP).isGranted()).as("a plain reservation still works")
+    assertWait(
+        cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 0),
+        GAP.multipliedBy(5),
+        "then by four gaps");
+    assertThat(cursor().reserve(name, GAP).isGranted())
+        .as("a plain reservation still works")
         .isTrue();
   }
 
@@ -328,8 +346,12 @@ public abstract class CursorContract {
     assertThat(expected).isEqualTo(16);
     for (int i = 0; i < 6; i++) {
       expected = Math.max(1, expected / 2);
-      assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null,
-          BackoffScope.CLEAN_ANSWERS_TO_HALVE).fleetBackoff()).as("halving %d", i + 1)
+      assertThat(
+              cursor()
+                  .reserveUnderFleetBackoff(
+                      name, GAP, Duration.ZERO, null, BackoffScope.CLEAN_ANSWERS_TO_HALVE)
+                  .fleetBackoff())
+          .as("halving %d", i + 1)
           .hasValue(expected);
     }
     assertThat(expected).isEqualTo(1);
@@ -341,17 +363,22 @@ public abstract class CursorContract {
     String name = freshName();
     cursor().throttled(name);
     cursor().throttled(name);
-    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 60)
-        .fleetBackoff()).hasValue(4);
-    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, Duration.ZERO, 50)
-        .isRefused()).as("a refused try counts nothing").isTrue();
-    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 40)
-        .fleetBackoff()).as("100 counted").hasValue(2);
-    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 99)
-        .fleetBackoff()).hasValue(2);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 60).fleetBackoff())
+        .hasValue(4);
+    assertThat(
+            cursor()
+                .reserveUnderFleetBackoff(name, GAP, Duration.ZERO, Duration.ZERO, 50)
+                .isRefused())
+        .as("a refused try counts nothing")
+        .isTrue();
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 40).fleetBackoff())
+        .as("100 counted")
+        .hasValue(2);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 99).fleetBackoff())
+        .hasValue(2);
     assertThat(cursor().throttled(name)).as("a rate answer restarts the count").hasValue(4);
-    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 1)
-        .fleetBackoff()).hasValue(4);
+    assertThat(cursor().reserveUnderFleetBackoff(name, GAP, Duration.ZERO, null, 1).fleetBackoff())
+        .hasValue(4);
   }
 
   @Test
@@ -364,7 +391,9 @@ public abstract class CursorContract {
     Reservation refused = cursor().tryReserve(name, GAP, GAP.multipliedBy(2));
     assertThat(refused.isRefused()).as("refused: %s", refused).isTrue();
     assertThat(cursor().tryReserve(name, GAP, GAP.multipliedBy(2)).isRefused()).isTrue();
-    assertWait(cursor().tryReserve(name, GAP, GAP.multipliedBy(10)), GAP.multipliedBy(3),
+    assertWait(
+        cursor().tryReserve(name, GAP, GAP.multipliedBy(10)),
+        GAP.multipliedBy(3),
         "the refusals left the cursor where it was");
   }
 
@@ -372,16 +401,26 @@ public abstract class CursorContract {
   void notBeforeOnlyPlacesACursorThatIsMissing() {
     String name = freshName();
     startSequence();
-    assertWait(cursor().reserve(name, GAP, Duration.ofMillis(500)), Duration.ofMillis(500),
+    assertWait(
+        cursor().reserve(name, GAP, Duration.ofMillis(500)),
+        Duration.ofMillis(500),
         "a missing cursor starts at notBefore, from the call");
-    assertWait(cursor().reserve(name, GAP, GAP.multipliedBy(2)), GAP.plusMillis(500),
+    assertWait(
+        cursor().reserve(name, GAP, GAP.multipliedBy(2)),
+        GAP.plusMillis(500),
         "an intact cursor ignores it");
     cursor().clear(name);
     startSequence();
-    assertWait(cursor().reserve(name, GAP, Duration.ofMillis(700)), Duration.ofMillis(700),
+    assertWait(
+        cursor().reserve(name, GAP, Duration.ofMillis(700)),
+        Duration.ofMillis(700),
         "a lost cursor does not hand out turns before it");
-    assertThat(cursor().tryReserve(freshName(), GAP, Duration.ofSeconds(2), Duration.ofSeconds(1))
-        .isRefused()).as("it counts against maxWait").isTrue();
+    assertThat(
+            cursor()
+                .tryReserve(freshName(), GAP, Duration.ofSeconds(2), Duration.ofSeconds(1))
+                .isRefused())
+        .as("it counts against maxWait")
+        .isTrue();
   }
 
   @Test
@@ -397,9 +436,9 @@ public abstract class CursorContract {
   }
 
   /**
-   * {@link #CONCURRENT_CALLERS} threads reserve ten turns each of one destination at once, a gap apart: on {@code clock}
-   * every two turns' starts must be at least the gap less {@code tolerance} apart. A cursor that
-   * hands two callers one turn puts them as good as 0 apart.
+   * {@link #CONCURRENT_CALLERS} threads reserve ten turns each of one destination at once, a gap
+   * apart: on {@code clock} every two turns' starts must be at least the gap less {@code tolerance}
+   * apart. A cursor that hands two callers one turn puts them as good as 0 apart.
    *
    * @param cursor the cursor, reading or mapping its now onto {@code clock}
    * @param clock the clock the cursor reads
@@ -407,8 +446,8 @@ public abstract class CursorContract {
    * @throws AssertionError if two turns are closer, or one is not granted
    * @throws Exception if a thread cannot be run
    */
-  public static void assertConcurrentReservationsNeverShareATurn(Cursor cursor, TurnClock clock,
-      Duration tolerance) throws Exception {
+  public static void assertConcurrentReservationsNeverShareATurn(
+      Cursor cursor, TurnClock clock, Duration tolerance) throws Exception {
     String name = "contract-" + UUID.randomUUID().toString().substring(0, 8);
     Duration gap = Duration.ofMillis(200);
     int threads = CONCURRENT_CALLERS;
@@ -419,15 +458,17 @@ public abstract class CursorContract {
     try {
       List<Future<?>> done = new ArrayList<>();
       for (int t = 0; t < threads; t++) {
-        done.add(pool.submit(() -> {
-          go.await();
-          for (int i = 0; i < each; i++) {
-            Reservation r = cursor.reserve(name, gap);
-            assertThat(r.isGranted()).as("granted: %s", r).isTrue();
-            starts.add(clock.startOf(r));
-          }
-          return null;
-        }));
+        done.add(
+            pool.submit(
+                () -> {
+                  go.await();
+                  for (int i = 0; i < each; i++) {
+                    Reservation r = cursor.reserve(name, gap);
+                    assertThat(r.isGranted()).as("granted: %s", r).isTrue();
+                    starts.add(clock.startOf(r));
+                  }
+                  return null;
+                }));
       }
       go.countDown();
       for (Future<?> f : done) {

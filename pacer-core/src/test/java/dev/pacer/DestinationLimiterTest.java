@@ -8,12 +8,12 @@ import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import java.net.URI;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** Pacing, backoff, decay, lockout and degrade, observed on a fake clock: nothing here sleeps. */
@@ -24,8 +24,12 @@ class DestinationLimiterTest {
   private final RecordingCursor shared = new RecordingCursor(sharedStandIn);
 
   private DestinationLimiter limiter(double rate, int concurrency, int processes, Cursor cursor) {
-    Destination d = Destination.builder("dest").ratePerSecond(rate).maxConcurrency(concurrency)
-        .maxFetchingProcesses(processes).build();
+    Destination d =
+        Destination.builder("dest")
+            .ratePerSecond(rate)
+            .maxConcurrency(concurrency)
+            .maxFetchingProcesses(processes)
+            .build();
     return new LimiterRegistry(cursor, time).limiter(d);
   }
 
@@ -57,20 +61,22 @@ class DestinationLimiterTest {
 
   /**
    * A cursor whose answer comes back after the turn it grants has begun (a slow round trip, a
-   * caller not scheduled at once): the turn starts where the cursor put it, in the past, so a
-   * turn begun more than half an interval ago is given up like one woken for too late, and one
-   * begun less is taken at its own start, not restarted at the answer close behind the next.
+   * caller not scheduled at once): the turn starts where the cursor put it, in the past, so a turn
+   * begun more than half an interval ago is given up like one woken for too late, and one begun
+   * less is taken at its own start, not restarted at the answer close behind the next.
    */
   @Test
   void aTurnThatBeganBeforeTheAnswerCameBackStartsInThePast() throws Exception {
     Deque<Long> startsInMillis = new ArrayDeque<>(List.of(-3L, -70L, 0L));
-    Cursor late = new RecordingCursor(sharedStandIn) {
-      @Override
-      public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
-        super.reserve(name, interval, notBefore);
-        return Reservation.grantedNanos(Duration.ofMillis(startsInMillis.pop()).toNanos());
-      }
-    };
+    Cursor late =
+        new RecordingCursor(sharedStandIn) {
+          @Override
+          public synchronized Reservation reserve(
+              String name, Duration interval, Duration notBefore) {
+            super.reserve(name, interval, notBefore);
+            return Reservation.grantedNanos(Duration.ofMillis(startsInMillis.pop()).toNanos());
+          }
+        };
     DestinationLimiter limiter = limiter(10, 1, 3, late);
     long answered = time.nanoTime();
     try (Slot slot = limiter.acquire()) {
@@ -111,7 +117,8 @@ class DestinationLimiterTest {
     assertThat(limiter.backoffMultiplier()).isEqualTo(2);
     assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(2));
     assertThat(sharedStandIn.reserve("dest", Duration.ofMillis(100)).waitTime())
-        .as("another process's next turn").isEqualTo(Duration.ofSeconds(2));
+        .as("another process's next turn")
+        .isEqualTo(Duration.ofSeconds(2));
   }
 
   @Test
@@ -126,24 +133,32 @@ class DestinationLimiterTest {
     assertThat(limiter.backoffMultiplier()).isEqualTo(2);
     assertThat(limiter.pauseLeft()).as("a malformed Retry-After pauses nothing").isZero();
 
-    String twoSecondsOn = java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.format(
-        java.time.Instant.ofEpochMilli(time.epochMillis()).plusSeconds(2)
-            .atZone(java.time.ZoneOffset.UTC));
+    String twoSecondsOn =
+        java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.format(
+            java.time.Instant.ofEpochMilli(time.epochMillis())
+                .plusSeconds(2)
+                .atZone(java.time.ZoneOffset.UTC));
     assertThat(limiter.noteAnswer(429, twoSecondsOn, "u")).isEqualTo(Answer.THROTTLED);
     assertThat(limiter.backoffMultiplier()).isEqualTo(4);
-    assertThat(limiter.pauseLeft()).as("an HTTP-date, read on the limiter's clock")
+    assertThat(limiter.pauseLeft())
+        .as("an HTTP-date, read on the limiter's clock")
         .isEqualTo(Duration.ofSeconds(2));
 
     assertThat(limiter.noteAnswer(403, null, "https://x/y")).isEqualTo(Answer.LOCKED_OUT);
     assertThat(limiter.lockoutReason()).isEqualTo("HTTP 403 from https://x/y");
     assertThat(sharedStandIn.reserve("dest", Duration.ofMillis(100)).isLockedOut())
-        .as("the lockout reached the cursor").isTrue();
+        .as("the lockout reached the cursor")
+        .isTrue();
   }
 
   @Test
   void retryAfterIsCappedByTheDestination() throws Exception {
-    Destination d = Destination.builder("dest").ratePerSecond(10).maxConcurrency(1)
-        .maxRetryAfter(Duration.ofSeconds(30)).build();
+    Destination d =
+        Destination.builder("dest")
+            .ratePerSecond(10)
+            .maxConcurrency(1)
+            .maxRetryAfter(Duration.ofSeconds(30))
+            .build();
     DestinationLimiter limiter = new LimiterRegistry(shared, time).limiter(d);
     limiter.backoff(Duration.ofDays(7));
     assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(30));
@@ -154,7 +169,8 @@ class DestinationLimiterTest {
     DestinationLimiter limiter = limiter(10, 1, 3, shared);
     limiter.acquire().close();
     time.duringNextSleep(() -> sharedStandIn.lockOut("dest", "HTTP 403 from elsewhere"));
-    assertThatThrownBy(limiter::acquire).isInstanceOf(LockedOutException.class)
+    assertThatThrownBy(limiter::acquire)
+        .isInstanceOf(LockedOutException.class)
         .hasMessageContaining("HTTP 403 from elsewhere");
     assertThat(limiter.availablePermits()).as("the permit went back").isEqualTo(1);
   }
@@ -163,7 +179,8 @@ class DestinationLimiterTest {
   void aNewLimiterRefusesADestinationTheCursorHasLockedOut() {
     sharedStandIn.lockOut("dest", "HTTP 403 yesterday");
     DestinationLimiter limiter = limiter(10, 1, 3, shared);
-    assertThatThrownBy(limiter::acquire).isInstanceOf(LockedOutException.class)
+    assertThatThrownBy(limiter::acquire)
+        .isInstanceOf(LockedOutException.class)
         .hasMessageContaining("HTTP 403 yesterday");
   }
 
@@ -176,8 +193,13 @@ class DestinationLimiterTest {
 
   @Test
   void underFleetBackoffARateAnswerInOneProcessWidensTheOthersTurns() throws Exception {
-    Destination d = Destination.builder("dest").ratePerSecond(10).maxConcurrency(1)
-        .maxFetchingProcesses(2).backoffScope(BackoffScope.FLEET).build();
+    Destination d =
+        Destination.builder("dest")
+            .ratePerSecond(10)
+            .maxConcurrency(1)
+            .maxFetchingProcesses(2)
+            .backoffScope(BackoffScope.FLEET)
+            .build();
     DestinationLimiter heard = new LimiterRegistry(sharedStandIn, time).limiter(d);
     DestinationLimiter other = new LimiterRegistry(sharedStandIn, time).limiter(d);
     other.acquire().close(); // turn at 0, the next at +100
@@ -191,8 +213,13 @@ class DestinationLimiterTest {
 
   @Test
   void underFleetBackoffCleanAnswersAnywhereHalveIt() throws Exception {
-    Destination d = Destination.builder("dest").ratePerSecond(1000).maxConcurrency(1)
-        .maxFetchingProcesses(2).backoffScope(BackoffScope.FLEET).build();
+    Destination d =
+        Destination.builder("dest")
+            .ratePerSecond(1000)
+            .maxConcurrency(1)
+            .maxFetchingProcesses(2)
+            .backoffScope(BackoffScope.FLEET)
+            .build();
     DestinationLimiter a = new LimiterRegistry(sharedStandIn, time).limiter(d);
     DestinationLimiter b = new LimiterRegistry(sharedStandIn, time).limiter(d);
     a.backoff();
@@ -212,12 +239,13 @@ class DestinationLimiterTest {
 
   @Test
   void fleetBackoffOnACursorThatCannotKeepItIsRefusedAtConfiguration() {
-    Destination d = Destination.builder("dest").ratePerSecond(10)
-        .backoffScope(BackoffScope.FLEET).build();
+    Destination d =
+        Destination.builder("dest").ratePerSecond(10).backoffScope(BackoffScope.FLEET).build();
     Cursor keepsNone = new UnavailableCursor();
     assertThatThrownBy(() -> new LimiterRegistry(keepsNone, time).limiter(d))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("backoffScope FLEET").hasMessageContaining("dest");
+        .hasMessageContaining("backoffScope FLEET")
+        .hasMessageContaining("dest");
   }
 
   @Test
@@ -257,12 +285,13 @@ class DestinationLimiterTest {
 
   @Test
   void aCursorThatThrowsIsTreatedAsUnavailable() throws Exception {
-    Cursor broken = new UnavailableCursor() {
-      @Override
-      public Reservation reserve(String name, Duration interval, Duration notBefore) {
-        throw new IllegalStateException("bug in a cursor");
-      }
-    };
+    Cursor broken =
+        new UnavailableCursor() {
+          @Override
+          public Reservation reserve(String name, Duration interval, Duration notBefore) {
+            throw new IllegalStateException("bug in a cursor");
+          }
+        };
     DestinationLimiter limiter = limiter(10, 1, 2, broken);
     limiter.acquire().close();
     limiter.acquire().close();
@@ -377,7 +406,8 @@ class DestinationLimiterTest {
     limiter.acquire().close();
     List<Long> sleeps = time.sleepsMillis();
     assertThat(sleeps.subList(sleeps.size() - 1, sleeps.size()))
-        .as("back to the configured 2").containsExactly(200L);
+        .as("back to the configured 2")
+        .containsExactly(200L);
   }
 
   @Test
@@ -393,10 +423,10 @@ class DestinationLimiterTest {
   }
 
   /**
-   * Until the retry boundary after a return, another process may still pace locally: a turn
-   * granted meanwhile waits for its local turn, then takes the shared turn at that instant, so this
-   * process goes no faster than locally. Once it knows of the hand-over, a turn paces locally first
-   * and takes one shared turn, not two. A local wait never outlasts the hand-over, and after it the
+   * Until the retry boundary after a return, another process may still pace locally: a turn granted
+   * meanwhile waits for its local turn, then takes the shared turn at that instant, so this process
+   * goes no faster than locally. Once it knows of the hand-over, a turn paces locally first and
+   * takes one shared turn, not two. A local wait never outlasts the hand-over, and after it the
    * shared spacing alone applies.
    */
   @Test
@@ -406,23 +436,25 @@ class DestinationLimiterTest {
     limiter.acquire().close(); // local turn at 0, the next local one at 300
     long handOverEndsMillis = time.epochMillis() + 700;
     AtomicInteger sharedReservations = new AtomicInteger();
-    flaky.delegate = new UnavailableCursor() {
-      @Override
-      public Reservation reserve(String name, Duration interval, Duration notBefore) {
-        sharedReservations.incrementAndGet();
-        Reservation turn = sharedStandIn.reserve(name, interval, notBefore);
-        long left = handOverEndsMillis - time.epochMillis();
-        return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
-      }
-    };
+    flaky.delegate =
+        new UnavailableCursor() {
+          @Override
+          public Reservation reserve(String name, Duration interval, Duration notBefore) {
+            sharedReservations.incrementAndGet();
+            Reservation turn = sharedStandIn.reserve(name, interval, notBefore);
+            long left = handOverEndsMillis - time.epochMillis();
+            return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
+          }
+        };
     limiter.acquire().close(); // news of the hand-over at 0: local wait to 300, shared again
     assertThat(sharedReservations).as("the first hand-over turn reserves twice").hasValue(2);
     limiter.acquire().close(); // known hand-over: local wait to 600, one shared turn
     assertThat(sharedReservations).as("a known hand-over reserves once").hasValue(3);
     limiter.acquire().close(); // the local turn would be at 900; the hand-over ends at 700
     limiter.acquire().close(); // the shared spacing alone: 800
-    assertThat(time.sleepsMillis()).as("local; hand-over x3 at the local spacing, cut at its end;"
-            + " then shared").containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 0L, 100L);
+    assertThat(time.sleepsMillis())
+        .as("local; hand-over x3 at the local spacing, cut at its end;" + " then shared")
+        .containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 0L, 100L);
   }
 
   @Test
@@ -445,13 +477,14 @@ class DestinationLimiterTest {
     // The reservation's round trip takes 7 ms on the local clock. A cursor's wait counts from its
     // answer (a remote cursor has already accounted for the trip), so the turn begins at the
     // answer plus the wait, and the sleep ends exactly at the turn.
-    Cursor slow = new UnavailableCursor() {
-      @Override
-      public Reservation reserve(String name, Duration interval, Duration notBefore) {
-        time.advance(Duration.ofMillis(7));
-        return sharedStandIn.reserve(name, interval, notBefore);
-      }
-    };
+    Cursor slow =
+        new UnavailableCursor() {
+          @Override
+          public Reservation reserve(String name, Duration interval, Duration notBefore) {
+            time.advance(Duration.ofMillis(7));
+            return sharedStandIn.reserve(name, interval, notBefore);
+          }
+        };
     DestinationLimiter limiter = limiter(10, 1, 1, slow);
     long start = time.nanoTime();
     try (Slot first = limiter.acquire()) {
@@ -619,14 +652,20 @@ class DestinationLimiterTest {
   @Test
   void aPauseTheCursorHandsOnIsCappedAtMaxRetryAfterWhateverItsLength() {
     Cursor.Listener[] heard = new Cursor.Listener[1];
-    RecordingCursor listening = new RecordingCursor(sharedStandIn) {
-      @Override
-      public void listen(String name, Listener listener) {
-        heard[0] = listener;
-      }
-    };
-    DestinationLimiter limiter = new LimiterRegistry(listening, time).limiter(
-        Destination.builder("told").ratePerSecond(10).maxRetryAfter(Duration.ofSeconds(30)).build());
+    RecordingCursor listening =
+        new RecordingCursor(sharedStandIn) {
+          @Override
+          public void listen(String name, Listener listener) {
+            heard[0] = listener;
+          }
+        };
+    DestinationLimiter limiter =
+        new LimiterRegistry(listening, time)
+            .limiter(
+                Destination.builder("told")
+                    .ratePerSecond(10)
+                    .maxRetryAfter(Duration.ofSeconds(30))
+                    .build());
     heard[0].paused(Duration.ofSeconds(Long.MAX_VALUE));
     assertThat(limiter.pauseLeft()).isEqualTo(Duration.ofSeconds(30));
     heard[0].paused(Duration.ofSeconds(-5));
@@ -638,13 +677,16 @@ class DestinationLimiterTest {
 
   @Test
   void aLockoutsReasonLeavesTheUrlsSecretsOutAndIsBoundedInBytes() {
-    DestinationLimiter limiter = new LimiterRegistry(shared, time)
-        .limiter(Destination.builder("secretive").ratePerSecond(10).build());
-    limiter.noteAnswer(403, null, URI.create("https://user:hunter2@example.org:8443/a/b?token=s3cret#f"));
+    DestinationLimiter limiter =
+        new LimiterRegistry(shared, time)
+            .limiter(Destination.builder("secretive").ratePerSecond(10).build());
+    limiter.noteAnswer(
+        403, null, URI.create("https://user:hunter2@example.org:8443/a/b?token=s3cret#f"));
     assertThat(limiter.lockoutReason()).isEqualTo("HTTP 403 from https://example.org:8443/a/b?…");
 
-    DestinationLimiter wordy = new LimiterRegistry(shared, time)
-        .limiter(Destination.builder("wordy").ratePerSecond(10).build());
+    DestinationLimiter wordy =
+        new LimiterRegistry(shared, time)
+            .limiter(Destination.builder("wordy").ratePerSecond(10).build());
     wordy.lockOut("é".repeat(3000));
     byte[] utf8 = wordy.lockoutReason().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     assertThat(utf8.length).isLessThanOrEqualTo(LockoutReasons.MAX_BYTES);
@@ -703,6 +745,7 @@ class DestinationLimiterTest {
   /** A store that cannot be reached, until a delegate is set. */
   private static class UnavailableCursor implements Cursor {
     volatile Cursor delegate;
+
     /** What {@link #fetchingProcesses} answers; 0 for nothing. */
     volatile int processes;
 
@@ -713,7 +756,9 @@ class DestinationLimiterTest {
 
     @Override
     public Reservation reserve(String name, Duration interval, Duration notBefore) {
-      return delegate == null ? Reservation.unavailable() : delegate.reserve(name, interval, notBefore);
+      return delegate == null
+          ? Reservation.unavailable()
+          : delegate.reserve(name, interval, notBefore);
     }
 
     @Override

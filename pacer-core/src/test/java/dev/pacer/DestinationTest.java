@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.Set;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
 
 class DestinationTest {
 
@@ -22,7 +22,16 @@ class DestinationTest {
   }
 
   @ParameterizedTest
-  @ValueSource(doubles = {0, -1, Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, 1e12, 1_000_000.5})
+  @ValueSource(
+      doubles = {
+        0,
+        -1,
+        Double.NaN,
+        Double.POSITIVE_INFINITY,
+        Double.NEGATIVE_INFINITY,
+        1e12,
+        1_000_000.5
+      })
   void rejectsBadRatesNamingTheValue(double rate) {
     assertThatThrownBy(() -> Destination.builder("x").ratePerSecond(rate))
         .isInstanceOf(IllegalArgumentException.class)
@@ -32,15 +41,21 @@ class DestinationTest {
 
   @Test
   void theLongestHonestQueueIsTheFleetsTurnsAtTheWidestBackoff() {
-    Destination d = Destination.builder("x").ratePerSecond(7).maxConcurrency(6)
-        .maxFetchingProcesses(3).build();
+    Destination d =
+        Destination.builder("x").ratePerSecond(7).maxConcurrency(6).maxFetchingProcesses(3).build();
     assertThat(d.maxQueuedTurns()).isEqualTo(18);
     // The doc comment's example: 18 turns x 143 ms x 16 = 41 s.
     assertThat(d.longestHonestQueue()).isEqualTo(Duration.ofNanos(142_857_143L * 18 * 16));
     assertThat(d.longestHonestQueue().toSeconds()).isEqualTo(41);
-    Destination huge = Destination.builder("x").ratePerSecond(0.000001)
-        .maxConcurrency(Integer.MAX_VALUE).maxFetchingProcesses(Integer.MAX_VALUE).build();
-    assertThat(huge.longestHonestQueue()).as("saturates").isEqualTo(Duration.ofNanos(Long.MAX_VALUE));
+    Destination huge =
+        Destination.builder("x")
+            .ratePerSecond(0.000001)
+            .maxConcurrency(Integer.MAX_VALUE)
+            .maxFetchingProcesses(Integer.MAX_VALUE)
+            .build();
+    assertThat(huge.longestHonestQueue())
+        .as("saturates")
+        .isEqualTo(Duration.ofNanos(Long.MAX_VALUE));
   }
 
   @Test
@@ -59,8 +74,18 @@ class DestinationTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"", "has space", "tab\there", "new\nline", "nul\u0000", "bell\u0007",
-      "nbsp\u00a0x", "zero\u200bwidth", "'; DROP TABLE x; --"})
+  @ValueSource(
+      strings = {
+        "",
+        "has space",
+        "tab\there",
+        "new\nline",
+        "nul\u0000",
+        "bell\u0007",
+        "nbsp\u00a0x",
+        "zero\u200bwidth",
+        "'; DROP TABLE x; --"
+      })
   void rejectsBadNames(String name) {
     assertThatThrownBy(() -> Destination.builder(name))
         .isInstanceOf(IllegalArgumentException.class)
@@ -68,8 +93,8 @@ class DestinationTest {
   }
 
   /** The longest DNS name, 253 characters: a destination is most often named by its host. */
-  private static final String LONGEST_HOST_NAME = String.join(".", "a".repeat(63),
-      "b".repeat(63), "c".repeat(63), "d".repeat(61));
+  private static final String LONGEST_HOST_NAME =
+      String.join(".", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61));
 
   @Test
   void acceptsAnyDnsNameAndNothingLonger() {
@@ -89,8 +114,15 @@ class DestinationTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"a", "images.example.com", "'quoted'", "x;DROP--",
-      "é-ünicode", "a234567890123456789012345678901234567890123456789012345678901234x"})
+  @ValueSource(
+      strings = {
+        "a",
+        "images.example.com",
+        "'quoted'",
+        "x;DROP--",
+        "é-ünicode",
+        "a234567890123456789012345678901234567890123456789012345678901234x"
+      })
   void acceptsPrintableNames(String name) {
     assertThat(Destination.builder(name).ratePerSecond(1).build().name()).isEqualTo(name);
   }
@@ -98,11 +130,14 @@ class DestinationTest {
   @Test
   void rejectsBadCountsAndCodes() {
     assertThatThrownBy(() -> Destination.builder("x").maxConcurrency(0))
-        .hasMessageContaining("maxConcurrency").hasMessageContaining("0");
+        .hasMessageContaining("maxConcurrency")
+        .hasMessageContaining("0");
     assertThatThrownBy(() -> Destination.builder("x").maxFetchingProcesses(-3))
-        .hasMessageContaining("maxFetchingProcesses").hasMessageContaining("-3");
+        .hasMessageContaining("maxFetchingProcesses")
+        .hasMessageContaining("-3");
     assertThatThrownBy(() -> Destination.builder("x").backoffStatusCodes(Set.of(429, 999)))
-        .hasMessageContaining("backoffStatusCodes").hasMessageContaining("999");
+        .hasMessageContaining("backoffStatusCodes")
+        .hasMessageContaining("999");
     assertThatThrownBy(
             () -> Destination.builder("x").ratePerSecond(1).lockoutStatusCodes(Set.of(429)).build())
         .hasMessageContaining("429");

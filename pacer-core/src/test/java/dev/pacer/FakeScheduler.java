@@ -127,14 +127,14 @@ public final class FakeScheduler extends AbstractExecutorService
   }
 
   @Override
-  public ScheduledFuture<?> scheduleAtFixedRate(Runnable command, long initialDelay, long period,
-      TimeUnit unit) {
+  public ScheduledFuture<?> scheduleAtFixedRate(
+      Runnable command, long initialDelay, long period, TimeUnit unit) {
     throw new UnsupportedOperationException("Pacer schedules one-shot waits only");
   }
 
   @Override
-  public ScheduledFuture<?> scheduleWithFixedDelay(Runnable command, long initialDelay,
-      long delay, TimeUnit unit) {
+  public ScheduledFuture<?> scheduleWithFixedDelay(
+      Runnable command, long initialDelay, long delay, TimeUnit unit) {
     throw new UnsupportedOperationException("Pacer schedules one-shot waits only");
   }
 

@@ -14,22 +14,24 @@ final class FirstGrant {
   private FirstGrant() {}
 
   public static void main(String[] args) throws Exception {
-    TimeSource marking = new TimeSource() {
-      @Override
-      public long nanoTime() {
-        System.out.println(CLOCK);
-        return System.nanoTime();
-      }
+    TimeSource marking =
+        new TimeSource() {
+          @Override
+          public long nanoTime() {
+            System.out.println(CLOCK);
+            return System.nanoTime();
+          }
 
-      @Override
-      public void sleepNanos(long nanos) throws InterruptedException {
-        TimeSource.SYSTEM.sleepNanos(nanos);
-      }
-    };
+          @Override
+          public void sleepNanos(long nanos) throws InterruptedException {
+            TimeSource.SYSTEM.sleepNanos(nanos);
+          }
+        };
     LimiterRegistry registry = new LimiterRegistry(new LocalCursor(marking), marking);
     registry.addListener(new LimiterListener() {});
-    DestinationLimiter limiter = registry.limiter(
-        Destination.builder("first-grant").ratePerSecond(10).maxConcurrency(1).build());
+    DestinationLimiter limiter =
+        registry.limiter(
+            Destination.builder("first-grant").ratePerSecond(10).maxConcurrency(1).build());
     try (Slot slot = limiter.acquire()) {
       System.out.println(ACQUIRED);
     }

@@ -31,10 +31,15 @@ class FirstGrantTest {
   }
 
   private static List<String> childOutput() throws IOException, InterruptedException {
-    Process child = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-verbose:class", "-cp", System.getProperty("java.class.path"), FirstGrant.class.getName())
-        .redirectErrorStream(true).start();
+    Process child =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-verbose:class",
+                "-cp",
+                System.getProperty("java.class.path"),
+                FirstGrant.class.getName())
+            .redirectErrorStream(true)
+            .start();
     String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(child.waitFor(60, TimeUnit.SECONDS)).as("child finished").isTrue();
     assertThat(child.exitValue()).as("child's exit status; output:%n%s", output).isZero();

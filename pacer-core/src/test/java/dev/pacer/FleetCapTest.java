@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.spi.Cursor;
-import dev.pacer.spi.FleetSlots;
 import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,8 +29,11 @@ class FleetCapTest {
   }
 
   private static Destination.Builder capped(int slots, int processes) {
-    return Destination.builder("capped").ratePerSecond(RATE).maxConcurrency(16)
-        .maxConcurrencyFleetWide(slots).maxFetchingProcesses(processes);
+    return Destination.builder("capped")
+        .ratePerSecond(RATE)
+        .maxConcurrency(16)
+        .maxConcurrencyFleetWide(slots)
+        .maxFetchingProcesses(processes);
   }
 
   @Test
@@ -55,7 +57,9 @@ class FleetCapTest {
     assertThat(b.tryAcquire(Duration.ofMillis(100))).isEmpty();
     // Polled at 5, 10, 20, 40 ms, then what was left of the 100 ms; no turn was taken meanwhile.
     assertThat(nonZeroSleeps()).containsExactly(5L, 10L, 20L, 40L, 25L);
-    assertThat(cursor.reservations).as("turns taken while no slot was free").isEqualTo(reservations);
+    assertThat(cursor.reservations)
+        .as("turns taken while no slot was free")
+        .isEqualTo(reservations);
     assertThat(b.availablePermits()).as("the permit was given back").isEqualTo(15);
 
     held.remove(0).close();
@@ -76,7 +80,9 @@ class FleetCapTest {
     for (int i = 0; i < 3; i++) {
       held.add(tenOverThree.tryAcquire(Duration.ofMillis(1)).orElseThrow());
     }
-    assertThat(tenOverThree.tryAcquire(Duration.ofMillis(50))).as("a fourth, over 10 / 3").isEmpty();
+    assertThat(tenOverThree.tryAcquire(Duration.ofMillis(50)))
+        .as("a fourth, over 10 / 3")
+        .isEmpty();
     assertThat(nonZeroSleeps()).containsExactly(5L, 10L, 20L, 15L);
     held.remove(0).close();
     assertThat(tenOverThree.tryAcquire(Duration.ofMillis(1))).as("a permit given back").isPresent();
@@ -85,9 +91,14 @@ class FleetCapTest {
   @Test
   void moreProcessesThanSlotsStillLeaveOneRequestInFlightEach() throws Exception {
     slots.setUnavailable(true);
-    DestinationLimiter twoOverFour = new LimiterRegistry(cursor, slots, time)
-        .limiter(Destination.builder("two").ratePerSecond(RATE).maxConcurrencyFleetWide(2)
-            .maxFetchingProcesses(4).build());
+    DestinationLimiter twoOverFour =
+        new LimiterRegistry(cursor, slots, time)
+            .limiter(
+                Destination.builder("two")
+                    .ratePerSecond(RATE)
+                    .maxConcurrencyFleetWide(2)
+                    .maxFetchingProcesses(4)
+                    .build());
     Slot one = twoOverFour.acquire();
     assertThat(twoOverFour.tryAcquire(Duration.ofMillis(10))).isEmpty();
     one.close();
@@ -139,8 +150,10 @@ class FleetCapTest {
 
   @Test
   void aTurnRefusedGivesTheSlotBack() throws Exception {
-    DestinationLimiter slow = new LimiterRegistry(cursor, slots, time).limiter(
-        Destination.builder("slow").ratePerSecond(1).maxConcurrencyFleetWide(2).build());
+    DestinationLimiter slow =
+        new LimiterRegistry(cursor, slots, time)
+            .limiter(
+                Destination.builder("slow").ratePerSecond(1).maxConcurrencyFleetWide(2).build());
     slow.acquire().close(); // the cursor is now a second ahead
     assertThat(slow.tryAcquire(Duration.ofMillis(10))).isEmpty();
     assertThat(slots.held("slow")).isZero();
@@ -150,7 +163,8 @@ class FleetCapTest {
   void aCappedDestinationNeedsARegistryWithFleetSlots() {
     assertThatThrownBy(() -> new LimiterRegistry(cursor, time).limiter(capped(4, 3).build()))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("capped").hasMessageContaining("FleetSlots");
+        .hasMessageContaining("capped")
+        .hasMessageContaining("FleetSlots");
   }
 
   @Test
@@ -180,8 +194,8 @@ class FleetCapTest {
     }
 
     @Override
-    public Reservation tryReserve(String name, Duration interval, Duration notBefore,
-        Duration maxWait) {
+    public Reservation tryReserve(
+        String name, Duration interval, Duration notBefore, Duration maxWait) {
       reservations++;
       return inner.tryReserve(name, interval, notBefore, maxWait);
     }

@@ -12,7 +12,8 @@ class LateTurnsTest {
     assertThat(LateTurns.limit(Duration.ofMillis(100))).isEqualTo(Duration.ofMillis(50));
     assertThat(LateTurns.limit(Duration.ofMillis(3))).isEqualTo(Duration.ofNanos(1_500_000));
     assertThat(LateTurns.limit(Duration.ofMillis(2))).isEqualTo(Duration.ofMillis(1));
-    assertThat(LateTurns.limit(Duration.ofNanos(400_000))).as("the floor")
+    assertThat(LateTurns.limit(Duration.ofNanos(400_000)))
+        .as("the floor")
         .isEqualTo(Duration.ofMillis(1));
   }
 

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 class LimiterEvictionTest {
 
   private static final Duration IDLE = Duration.ofSeconds(60);
+
   /**
    * The idle bound and a second: a turn here leaves the cursor an interval on, and the other
    * process may queue two more after it, 0.3 s in all.
@@ -39,7 +40,10 @@ class LimiterEvictionTest {
 
   /** 10/s, two requests at a time here, two processes: the fleet may queue 2 turns after ours. */
   private static Destination destination(String name) {
-    return Destination.builder(name).ratePerSecond(10).maxConcurrency(2).maxFetchingProcesses(2)
+    return Destination.builder(name)
+        .ratePerSecond(10)
+        .maxConcurrency(2)
+        .maxFetchingProcesses(2)
         .build();
   }
 
@@ -86,15 +90,20 @@ class LimiterEvictionTest {
     assertThat(heard.evicted).containsExactly("busy", "paused");
 
     time.advance(Duration.ofHours(1));
-    assertThat(registry.evictIdle(IDLE)).as("a lockout, and a backoff only this process keeps")
+    assertThat(registry.evictIdle(IDLE))
+        .as("a lockout, and a backoff only this process keeps")
         .isZero();
     assertThat(backedOff.backoffMultiplier()).isEqualTo(2);
   }
 
   @Test
   void keepsALimiterWhileTheTurnsTheFleetMayHaveQueuedAfterItsLastLookAreToCome() throws Exception {
-    Destination slow = Destination.builder("slow").ratePerSecond(0.1).maxConcurrency(2)
-        .maxFetchingProcesses(3).build();
+    Destination slow =
+        Destination.builder("slow")
+            .ratePerSecond(0.1)
+            .maxConcurrency(2)
+            .maxFetchingProcesses(3)
+            .build();
     registry.limiter(slow).acquire().close();
     // The cursor it saw is 10 s on, and the 4 turns the other processes may hold 40 s after that.
     time.advance(Duration.ofSeconds(109));
@@ -116,14 +125,16 @@ class LimiterEvictionTest {
     otherProcess.limiter(destination("locked-out")).lockOut("HTTP 403 from https://locked-out/");
 
     DestinationLimiter afresh = registry.limiter(destination("paused"));
-    assertThat(heard.created).as("a second limiter for the name, made afresh")
+    assertThat(heard.created)
+        .as("a second limiter for the name, made afresh")
         .containsExactly("paused", "locked-out", "paused");
     long asked = time.nanoTime();
     try (Slot slot = afresh.acquire()) {
       assertThat(slot.turnNanos() - asked).isEqualTo(Duration.ofSeconds(30).toNanos());
     }
     DestinationLimiter lockedOut = registry.limiter(destination("locked-out"));
-    assertThatThrownBy(lockedOut::acquire).isInstanceOf(LockedOutException.class)
+    assertThatThrownBy(lockedOut::acquire)
+        .isInstanceOf(LockedOutException.class)
         .hasMessageContaining("HTTP 403 from https://locked-out/");
   }
 
@@ -140,20 +151,24 @@ class LimiterEvictionTest {
 
     long asked = time.nanoTime();
     try (Slot slot = kept.acquire()) {
-      assertThat(slot.turnNanos() - asked).as("the pause, from the cursor")
+      assertThat(slot.turnNanos() - asked)
+          .as("the pause, from the cursor")
           .isEqualTo(Duration.ofSeconds(5).toNanos());
     }
     assertThat(registry.limiter(destination("kept"))).isSameAs(kept);
     assertThat(heard.created).containsExactly("kept", "kept");
     otherProcess.limiter(destination("kept")).pause(Duration.ofSeconds(5));
-    assertThat(kept.pauseLeft()).as("taken back, it listens again")
+    assertThat(kept.pauseLeft())
+        .as("taken back, it listens again")
         .isEqualTo(Duration.ofSeconds(5));
 
     time.advance(IDLE.plusSeconds(10));
     assertThat(registry.evictIdle(IDLE)).isEqualTo(1);
-    assertThat(registry.limiter(destination("kept"))).as("asked for while still held")
+    assertThat(registry.limiter(destination("kept")))
+        .as("asked for while still held")
         .isSameAs(kept);
-    assertThat(registry.evictIdle(Duration.ZERO)).as("taken back, and idle again at once")
+    assertThat(registry.evictIdle(Duration.ZERO))
+        .as("taken back, and idle again at once")
         .isEqualTo(1);
     assertThat(heard.evicted).containsExactly("kept", "kept", "kept");
   }
@@ -166,45 +181,55 @@ class LimiterEvictionTest {
   @Test
   void evictingWhileTurnsAreTakenNeverLeavesTwoLimitersInUse() throws Exception {
     // At 100,000/s a turn's cursor lies 10 us on: the evictor's clock steps leave it idle often.
-    Destination d = Destination.builder("contended").ratePerSecond(100_000).maxConcurrency(2)
-        .maxFetchingProcesses(2).build();
+    Destination d =
+        Destination.builder("contended")
+            .ratePerSecond(100_000)
+            .maxConcurrency(2)
+            .maxFetchingProcesses(2)
+            .build();
     Map<DestinationLimiter, AtomicInteger> slotsOut = new ConcurrentHashMap<>();
     AtomicInteger overlaps = new AtomicInteger();
     AtomicBoolean taking = new AtomicBoolean(true);
     AtomicInteger evictions = new AtomicInteger();
-    Thread evictor = new Thread(() -> {
-      while (taking.get()) {
-        time.advance(Duration.ofMillis(1));
-        evictions.addAndGet(registry.evictIdle(Duration.ZERO));
-      }
-    });
+    Thread evictor =
+        new Thread(
+            () -> {
+              while (taking.get()) {
+                time.advance(Duration.ofMillis(1));
+                evictions.addAndGet(registry.evictIdle(Duration.ZERO));
+              }
+            });
     evictor.start();
     List<Thread> takers = new ArrayList<>();
     List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
     for (int t = 0; t < 2; t++) {
-      Thread taker = new Thread(() -> {
-        try {
-          for (int i = 0; i < 100_000 && evictions.get() < 100; i++) {
-            DestinationLimiter limiter = registry.limiter(d);
-            // The caller's own work before it asks for its turn, and after: an eviction may come
-            // in either.
-            spin();
-            try (Slot slot = limiter.acquire()) {
-              AtomicInteger mine = slotsOut.computeIfAbsent(limiter, l -> new AtomicInteger());
-              mine.incrementAndGet();
-              for (Map.Entry<DestinationLimiter, AtomicInteger> e : slotsOut.entrySet()) {
-                if (e.getKey() != limiter && e.getValue().get() > 0) {
-                  overlaps.incrementAndGet();
+      Thread taker =
+          new Thread(
+              () -> {
+                try {
+                  for (int i = 0; i < 100_000 && evictions.get() < 100; i++) {
+                    DestinationLimiter limiter = registry.limiter(d);
+                    // The caller's own work before it asks for its turn, and after: an eviction may
+                    // come
+                    // in either.
+                    spin();
+                    try (Slot slot = limiter.acquire()) {
+                      AtomicInteger mine =
+                          slotsOut.computeIfAbsent(limiter, l -> new AtomicInteger());
+                      mine.incrementAndGet();
+                      for (Map.Entry<DestinationLimiter, AtomicInteger> e : slotsOut.entrySet()) {
+                        if (e.getKey() != limiter && e.getValue().get() > 0) {
+                          overlaps.incrementAndGet();
+                        }
+                      }
+                      mine.decrementAndGet();
+                    }
+                    spin();
+                  }
+                } catch (Throwable e) {
+                  failures.add(e);
                 }
-              }
-              mine.decrementAndGet();
-            }
-            spin();
-          }
-        } catch (Throwable e) {
-          failures.add(e);
-        }
-      });
+              });
       takers.add(taker);
       taker.start();
     }
@@ -215,14 +240,18 @@ class LimiterEvictionTest {
     evictor.join();
     assertThat(failures).isEmpty();
     assertThat(evictions.get()).as("evictions between the turns").isGreaterThanOrEqualTo(100);
-    assertThat(overlaps.get()).as("turns out at once on two limiters of one destination (%d"
-        + " evictions)", evictions.get()).isZero();
+    assertThat(overlaps.get())
+        .as(
+            "turns out at once on two limiters of one destination (%d" + " evictions)",
+            evictions.get())
+        .isZero();
   }
 
   @Test
   void aNegativeIdleTimeIsRefused() {
     assertThatThrownBy(() -> registry.evictIdle(Duration.ofSeconds(-1)))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("PT-1S");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("PT-1S");
   }
 
   /** A few microseconds of work, without sleeping. */

@@ -23,7 +23,10 @@ class LimiterListenerTest {
   private final LimiterRegistry registry = new LimiterRegistry(cursor, time);
 
   private static Destination destination(String name) {
-    return Destination.builder(name).ratePerSecond(10).maxConcurrency(1).maxFetchingProcesses(2)
+    return Destination.builder(name)
+        .ratePerSecond(10)
+        .maxConcurrency(1)
+        .maxFetchingProcesses(2)
         .build();
   }
 
@@ -46,10 +49,11 @@ class LimiterListenerTest {
     limiter.acquire().close();
     limiter.acquire().close();
     assertThat(limiter.tryAcquire(Duration.ofMillis(50))).isEmpty();
-    assertThat(heard.turns).containsExactly(
-        new Turn("a", Outcome.SHARED, Duration.ZERO),
-        new Turn("a", Outcome.SHARED, Duration.ofMillis(100)),
-        new Turn("a", Outcome.REFUSED, Duration.ZERO));
+    assertThat(heard.turns)
+        .containsExactly(
+            new Turn("a", Outcome.SHARED, Duration.ZERO),
+            new Turn("a", Outcome.SHARED, Duration.ofMillis(100)),
+            new Turn("a", Outcome.REFUSED, Duration.ZERO));
   }
 
   @Test
@@ -60,9 +64,10 @@ class LimiterListenerTest {
     DestinationLimiter limiter = down.limiter(destination("a"));
     limiter.acquire().close();
     limiter.acquire().close();
-    assertThat(heard.turns).containsExactly(
-        new Turn("a", Outcome.DEGRADED, Duration.ZERO),
-        new Turn("a", Outcome.DEGRADED, Duration.ofMillis(200)));
+    assertThat(heard.turns)
+        .containsExactly(
+            new Turn("a", Outcome.DEGRADED, Duration.ZERO),
+            new Turn("a", Outcome.DEGRADED, Duration.ofMillis(200)));
   }
 
   @Test
@@ -90,27 +95,28 @@ class LimiterListenerTest {
 
   @Test
   void aListenerThatThrowsBreaksNoReservationAndTheOthersStillHear() throws Exception {
-    LimiterListener broken = new LimiterListener() {
-      @Override
-      public void limiterCreated(DestinationLimiter limiter) {
-        throw new IllegalStateException("broken listener");
-      }
+    LimiterListener broken =
+        new LimiterListener() {
+          @Override
+          public void limiterCreated(DestinationLimiter limiter) {
+            throw new IllegalStateException("broken listener");
+          }
 
-      @Override
-      public void turn(Turn turn) {
-        throw new IllegalStateException("broken listener");
-      }
+          @Override
+          public void turn(Turn turn) {
+            throw new IllegalStateException("broken listener");
+          }
 
-      @Override
-      public void throttled(String destination, int multiplier) {
-        throw new IllegalStateException("broken listener");
-      }
+          @Override
+          public void throttled(String destination, int multiplier) {
+            throw new IllegalStateException("broken listener");
+          }
 
-      @Override
-      public void lockedOut(String destination, String reason) {
-        throw new IllegalStateException("broken listener");
-      }
-    };
+          @Override
+          public void lockedOut(String destination, String reason) {
+            throw new IllegalStateException("broken listener");
+          }
+        };
     Recording heard = new Recording();
     registry.addListener(broken);
     registry.addListener(heard);
@@ -127,9 +133,12 @@ class LimiterListenerTest {
     } finally {
       System.setErr(originalErr);
     }
-    assertThat(log.toString(StandardCharsets.UTF_8).lines()
-        .filter(l -> l.contains("WARN") && l.contains("listener") && l.contains("threw")))
-        .as("five failures, one WARN").hasSize(1);
+    assertThat(
+            log.toString(StandardCharsets.UTF_8)
+                .lines()
+                .filter(l -> l.contains("WARN") && l.contains("listener") && l.contains("threw")))
+        .as("five failures, one WARN")
+        .hasSize(1);
     assertThat(time.sleepsMillis()).containsExactly(0L, 100L);
     assertThat(heard.turns).hasSize(2);
     assertThat(heard.throttled).containsExactly("a x2");
@@ -141,12 +150,15 @@ class LimiterListenerTest {
   @Test
   void theRegistryTellsWhetherItsCursorIsLatched() {
     assertThat(registry.isCursorLatched()).isFalse();
-    LimiterRegistry latched = new LimiterRegistry(new UnavailableCursor() {
-      @Override
-      public boolean isLatched() {
-        return true;
-      }
-    }, time);
+    LimiterRegistry latched =
+        new LimiterRegistry(
+            new UnavailableCursor() {
+              @Override
+              public boolean isLatched() {
+                return true;
+              }
+            },
+            time);
     assertThat(latched.isCursorLatched()).isTrue();
   }
 

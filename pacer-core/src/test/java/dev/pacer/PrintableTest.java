@@ -9,9 +9,12 @@ class PrintableTest {
   @Test
   void everyCharacterThatCanMoveTheCursorOrReorderTheTextIsEscaped() {
     assertThat(Printable.quote("a\u001b[2Jb")).isEqualTo("\"a\\u001b[2Jb\"");
-    assertThat(Printable.quote("\u009b2J")).as("C1 control sequence introducer").isEqualTo("\"\\u009b2J\"");
+    assertThat(Printable.quote("\u009b2J"))
+        .as("C1 control sequence introducer")
+        .isEqualTo("\"\\u009b2J\"");
     assertThat(Printable.quote("\u0085")).as("next line").isEqualTo("\"\\u0085\"");
-    assertThat(Printable.quote("evil\u202egnp.exe")).as("right-to-left override")
+    assertThat(Printable.quote("evil\u202egnp.exe"))
+        .as("right-to-left override")
         .isEqualTo("\"evil\\u202egnp.exe\"");
     assertThat(Printable.quote("\u2066x\u2069")).as("isolates").isEqualTo("\"\\u2066x\\u2069\"");
     assertThat(Printable.quote("\u200f\u061c\u2028")).isEqualTo("\"\\u200f\\u061c\\u2028\"");
@@ -24,8 +27,7 @@ class PrintableTest {
       terminal.write("a\tb\r\nc\u001b[2J\u0085\u202ed \"q\" \\ é\n");
       terminal.write('\u0007');
     }
-    assertThat(seen.toString())
-        .isEqualTo("a\tb\r\nc\\u001b[2J\\u0085\\u202ed \"q\" \\ é\n\\u0007");
+    assertThat(seen.toString()).isEqualTo("a\tb\r\nc\\u001b[2J\\u0085\\u202ed \"q\" \\ é\n\\u0007");
   }
 
   @Test

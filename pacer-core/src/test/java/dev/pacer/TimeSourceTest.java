@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The real sleeper, {@link TimeSource#SYSTEM}: a sleep never ends before its deadline, and an
- * interrupt ends it as it ends {@link Thread#sleep}. The only tests here that sleep: what is
- * tested is the sleep itself (tens of milliseconds in all).
+ * interrupt ends it as it ends {@link Thread#sleep}. The only tests here that sleep: what is tested
+ * is the sleep itself (tens of milliseconds in all).
  */
 class TimeSourceTest {
 
@@ -20,7 +20,8 @@ class TimeSourceTest {
       long nanos = 1_000_000 + k * 37_000;
       long start = System.nanoTime();
       TimeSource.SYSTEM.sleepNanos(nanos);
-      assertThat(System.nanoTime() - start).as("sleep of %d ns", nanos)
+      assertThat(System.nanoTime() - start)
+          .as("sleep of %d ns", nanos)
           .isGreaterThanOrEqualTo(nanos);
     }
   }
@@ -42,14 +43,16 @@ class TimeSourceTest {
   @Test
   void anInterruptDuringTheSleepEndsIt() throws Exception {
     CompletableFuture<Throwable> ended = new CompletableFuture<>();
-    Thread sleeper = new Thread(() -> {
-      try {
-        TimeSource.SYSTEM.sleepNanos(TimeUnit.MINUTES.toNanos(10));
-        ended.complete(null);
-      } catch (Throwable t) {
-        ended.complete(t);
-      }
-    });
+    Thread sleeper =
+        new Thread(
+            () -> {
+              try {
+                TimeSource.SYSTEM.sleepNanos(TimeUnit.MINUTES.toNanos(10));
+                ended.complete(null);
+              } catch (Throwable t) {
+                ended.complete(t);
+              }
+            });
     sleeper.start();
     while (sleeper.getState() != Thread.State.TIMED_WAITING) {
       Thread.onSpinWait();

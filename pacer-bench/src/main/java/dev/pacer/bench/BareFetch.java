@@ -38,28 +38,35 @@ public final class BareFetch {
     Thread[] workers = new Thread[threads];
     long started = System.nanoTime();
     for (int t = 0; t < threads; t++) {
-      workers[t] = new Thread(() -> {
-        for (int i; (i = next.getAndIncrement()) < urls.size(); ) {
-          HttpRequest request = HttpRequest.newBuilder(URI.create(urls.get(i)))
-              .timeout(Duration.ofSeconds(60)).GET().build();
-          try {
-            HttpResponse<Path> response = client.send(request,
-                HttpResponse.BodyHandlers.ofFile(out.resolve(Integer.toString(i))));
-            if (force) {
-              forceToDisk(response.body());
-              forceToDisk(out);
-            }
-            if (response.statusCode() == 200) {
-              ok.incrementAndGet();
-            }
-          } catch (java.io.IOException e) {
-            // Counted by its absence from ok.
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return;
-          }
-        }
-      });
+      workers[t] =
+          new Thread(
+              () -> {
+                for (int i; (i = next.getAndIncrement()) < urls.size(); ) {
+                  HttpRequest request =
+                      HttpRequest.newBuilder(URI.create(urls.get(i)))
+                          .timeout(Duration.ofSeconds(60))
+                          .GET()
+                          .build();
+                  try {
+                    HttpResponse<Path> response =
+                        client.send(
+                            request,
+                            HttpResponse.BodyHandlers.ofFile(out.resolve(Integer.toString(i))));
+                    if (force) {
+                      forceToDisk(response.body());
+                      forceToDisk(out);
+                    }
+                    if (response.statusCode() == 200) {
+                      ok.incrementAndGet();
+                    }
+                  } catch (java.io.IOException e) {
+                    // Counted by its absence from ok.
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                  }
+                }
+              });
       workers[t].start();
     }
     for (Thread w : workers) {
@@ -70,8 +77,8 @@ public final class BareFetch {
   }
 
   private static void forceToDisk(Path path) throws java.io.IOException {
-    try (java.nio.channels.FileChannel c = java.nio.channels.FileChannel.open(path,
-        java.nio.file.StandardOpenOption.READ)) {
+    try (java.nio.channels.FileChannel c =
+        java.nio.channels.FileChannel.open(path, java.nio.file.StandardOpenOption.READ)) {
       c.force(true);
     }
   }

@@ -1,6 +1,5 @@
 package dev.pacer.bench;
 
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,21 +19,23 @@ import java.util.Locale;
  */
 public final class BenchMain {
 
-  static final String USAGE = String.join("\n",
-      "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
-      "               [--processes 1,2,4,8] [--measure-ms N]",
-      "",
-      "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
-      "                   embedded PostgreSQL started for the run. On that server the run",
-      "                   drops and creates bench_bucket4j_sfu, bench_bucket4j_advisory,",
-      "                   bench_naive_cursor and bench_cache, and writes bench-* rows in",
-      "                   pacer_cursor",
-      "  --out DIR        where to write bench-results.json, benchmarks.md and the charts",
-      "                   (default: docs)",
-      "  --tiny           every measurement, briefly (a minute or two): a smoke run",
-      "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
-      "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
-      "  --measure-ms N   counted window of each throughput point");
+  static final String USAGE =
+      String.join(
+          "\n",
+          "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
+          "               [--processes 1,2,4,8] [--measure-ms N]",
+          "",
+          "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
+          "                   embedded PostgreSQL started for the run. On that server the run",
+          "                   drops and creates bench_bucket4j_sfu, bench_bucket4j_advisory,",
+          "                   bench_naive_cursor and bench_cache, and writes bench-* rows in",
+          "                   pacer_cursor",
+          "  --out DIR        where to write bench-results.json, benchmarks.md and the charts",
+          "                   (default: docs)",
+          "  --tiny           every measurement, briefly (a minute or two): a smoke run",
+          "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
+          "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
+          "  --measure-ms N   counted window of each throughput point");
 
   /** What to run, parsed from the command line. */
   record Options(BenchSettings settings, String dbUrl, Path out, String pgbench) {}
@@ -72,8 +73,12 @@ public final class BenchMain {
     for (Results.Target t : results.targets()) {
       missed += t.met() ? 0 : 1;
     }
-    System.out.printf(Locale.ROOT, "%d of %d targets met; wrote %s to %s%n",
-        results.targets().size() - missed, results.targets().size(), Report.outputs(),
+    System.out.printf(
+        Locale.ROOT,
+        "%d of %d targets met; wrote %s to %s%n",
+        results.targets().size() - missed,
+        results.targets().size(),
+        Report.outputs(),
         options.out().toAbsolutePath());
   }
 
@@ -97,8 +102,11 @@ public final class BenchMain {
         case "--pgbench" -> pgbench = value(args, ++i, a);
         case "--processes" -> {
           try {
-            processes = Arrays.stream(value(args, ++i, a).split(","))
-                .map(String::trim).map(Integer::parseInt).toList();
+            processes =
+                Arrays.stream(value(args, ++i, a).split(","))
+                    .map(String::trim)
+                    .map(Integer::parseInt)
+                    .toList();
           } catch (NumberFormatException e) {
             throw new IllegalArgumentException("--processes wants a list like 1,2,4,8");
           }
@@ -124,14 +132,29 @@ public final class BenchMain {
     }
     if (processes != null || measureMillis != null) {
       List<Integer> p = processes != null ? processes : settings.processCounts();
-      settings = new BenchSettings(p, settings.warmupMillis(),
-          measureMillis != null ? measureMillis : settings.measureMillis(), settings.repeats(),
-          settings.spreadKeys(),
-          settings.latencySamples(), p, settings.pgbenchSeconds(),
-          settings.accuracyProcesses(), settings.accuracyThreads(), settings.accuracyRate(),
-          settings.accuracyMillis(), settings.overheadRuns(), settings.fetchUrls(),
-          settings.fetchThreads(), settings.fetchRounds(), settings.enqueueUrls(),
-          settings.enqueueHosts(), settings.frontier(), settings.claimCost(), settings.hostHeap());
+      settings =
+          new BenchSettings(
+              p,
+              settings.warmupMillis(),
+              measureMillis != null ? measureMillis : settings.measureMillis(),
+              settings.repeats(),
+              settings.spreadKeys(),
+              settings.latencySamples(),
+              p,
+              settings.pgbenchSeconds(),
+              settings.accuracyProcesses(),
+              settings.accuracyThreads(),
+              settings.accuracyRate(),
+              settings.accuracyMillis(),
+              settings.overheadRuns(),
+              settings.fetchUrls(),
+              settings.fetchThreads(),
+              settings.fetchRounds(),
+              settings.enqueueUrls(),
+              settings.enqueueHosts(),
+              settings.frontier(),
+              settings.claimCost(),
+              settings.hostHeap());
     }
     return new Options(settings, db, out, pgbench);
   }
@@ -150,24 +173,34 @@ public final class BenchMain {
     Path pgbenchPath = Pgbench.locate(options.pgbench());
     double[] loadAtStart = Machine.loadAverage();
     Results r = new Results(s, Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
-    log.printf(Locale.ROOT, "load average at start: %.2f %.2f %.2f%n",
-        loadAtStart[0], loadAtStart[1], loadAtStart[2]);
-    try (Database db = options.dbUrl() == null
-        ? Database.embedded() : Database.external(options.dbUrl())) {
+    log.printf(
+        Locale.ROOT,
+        "load average at start: %.2f %.2f %.2f%n",
+        loadAtStart[0],
+        loadAtStart[1],
+        loadAtStart[2]);
+    try (Database db =
+        options.dbUrl() == null ? Database.embedded() : Database.external(options.dbUrl())) {
       Database.Target target = db.target();
       String version = db.serverVersion();
       String serverSync = db.serverSynchronousCommit();
       String fsync = db.serverFsync();
-      log.println("server: " + version + "; synchronous_commit default " + serverSync
-          + ", fsync " + fsync);
+      log.println(
+          "server: " + version + "; synchronous_commit default " + serverSync + ", fsync " + fsync);
       db.createTables();
 
       r.latency = Latency.measure(target, s.latencySamples());
-      log.printf(Locale.ROOT, "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
+      log.printf(
+          Locale.ROOT,
+          "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
               + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
               + " (reservation ÷ bare upsert %.2f)%n",
-          r.latency.select1P50(), r.latency.select1P99(), r.latency.reserveP50(),
-          r.latency.reserveP99(), r.latency.ratio(), r.latency.bareUpsertP50(),
+          r.latency.select1P50(),
+          r.latency.select1P99(),
+          r.latency.reserveP50(),
+          r.latency.reserveP99(),
+          r.latency.ratio(),
+          r.latency.bareUpsertP50(),
           r.latency.bareUpsertRatio());
 
       r.overhead = Overhead.measure(target, s.overheadRuns());
@@ -193,8 +226,8 @@ public final class BenchMain {
             if (s.pgbenchClients().contains(n)) {
               double tps = pgbench.run(n, s.pgbenchSeconds());
               r.recordPgbench(n, tps);
-              log.printf(Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n",
-                  n, round, tps);
+              log.printf(
+                  Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n", n, round, tps);
             }
             if (s.processCounts().contains(n)) {
               List<Results.Series> order = seriesAt(n, r);
@@ -204,68 +237,122 @@ public final class BenchMain {
                 Throughput t = throughput(pool, series, n);
                 r.recordThroughput(series, n, t.perSecond());
                 r.recordClientCpu(series, n, t.clientCpuMicrosPerCall());
-                log.printf(Locale.ROOT, "[%d, round %d] %s, %s, %d key(s): %,.0f/s"
-                        + " (client CPU %.1f µs/call)%n", n, round, series.contender().label(),
+                log.printf(
+                    Locale.ROOT,
+                    "[%d, round %d] %s, %s, %d key(s): %,.0f/s" + " (client CPU %.1f µs/call)%n",
+                    n,
+                    round,
+                    series.contender().label(),
                     series.synchronousCommit() ? "synchronous_commit on" : "off",
-                    series.keys(), t.perSecond(), t.clientCpuMicrosPerCall());
+                    series.keys(),
+                    t.perSecond(),
+                    t.clientCpuMicrosPerCall());
               }
             }
           }
         }
         r.pacerAccuracy = accuracy(pool, true);
         r.perProcessAccuracy = accuracy(pool, false);
-        log.printf(Locale.ROOT, "accuracy: Pacer delivered %.3f × ceiling, peak window %d,"
+        log.printf(
+            Locale.ROOT,
+            "accuracy: Pacer delivered %.3f × ceiling, peak window %d,"
                 + " lateness p99 %.2f ms max %.2f ms; per-process %.3f × ceiling, peak %d%n",
-            r.pacerAccuracy.deliveredRatio(), r.pacerAccuracy.peakWindow(),
+            r.pacerAccuracy.deliveredRatio(),
+            r.pacerAccuracy.peakWindow(),
             r.pacerAccuracy.latenessPercentileMillis(0.99),
             r.pacerAccuracy.latenessPercentileMillis(1.0),
-            r.perProcessAccuracy.deliveredRatio(), r.perProcessAccuracy.peakWindow());
+            r.perProcessAccuracy.deliveredRatio(),
+            r.perProcessAccuracy.peakWindow());
       } finally {
         Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
         Files.deleteIfExists(work);
       }
       Path scratch = Files.createTempDirectory("pacer-bench-fetch");
       try {
-        r.fetch = FetchThroughput.measure(target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(),
-            scratch, log);
-        log.printf(Locale.ROOT, "fetch, no ceiling binding: pacer fetch %,.0f/s, bare"
+        r.fetch =
+            FetchThroughput.measure(
+                target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(), scratch, log);
+        log.printf(
+            Locale.ROOT,
+            "fetch, no ceiling binding: pacer fetch %,.0f/s, bare"
                 + " java.net.http %,.0f/s (%d URLs, %d threads): %.2f x%n",
-            r.fetch.pacerPerSecond(), r.fetch.barePerSecond(), r.fetch.urls(), r.fetch.threads(),
+            r.fetch.pacerPerSecond(),
+            r.fetch.barePerSecond(),
+            r.fetch.urls(),
+            r.fetch.threads(),
             r.fetch.ratio());
         r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
-        log.printf(Locale.ROOT, "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
+        log.printf(
+            Locale.ROOT,
+            "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
                 + " new, again %,d new; child %s: peak heap %.1f MiB, peak RSS %.1f MiB%n",
-            r.enqueue.urls(), r.enqueue.hosts(), r.enqueue.seconds(), r.enqueue.perSecond(),
-            r.enqueue.added(), r.enqueue.addedAgain(), EnqueueScale.HEAP,
-            r.enqueue.peakHeapBytes() / 1048576.0, r.enqueue.peakRssBytes() / 1048576.0);
+            r.enqueue.urls(),
+            r.enqueue.hosts(),
+            r.enqueue.seconds(),
+            r.enqueue.perSecond(),
+            r.enqueue.added(),
+            r.enqueue.addedAgain(),
+            EnqueueScale.HEAP,
+            r.enqueue.peakHeapBytes() / 1048576.0,
+            r.enqueue.peakRssBytes() / 1048576.0);
         r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
         r.claimCost = ClaimCost.measure(target, s.claimCost());
         for (ClaimCost.Point p : r.claimCost) {
-          log.printf(Locale.ROOT, "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
-                  + " max %.2f ms over %,d claims, %d without an item%n", p.hosts(), p.items(),
-              p.p50Millis(), p.p99Millis(), p.maxMillis(), p.claims(), p.withoutItem());
+          log.printf(
+              Locale.ROOT,
+              "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
+                  + " max %.2f ms over %,d claims, %d without an item%n",
+              p.hosts(),
+              p.items(),
+              p.p50Millis(),
+              p.p99Millis(),
+              p.maxMillis(),
+              p.claims(),
+              p.withoutItem());
         }
         r.hostHeap = HostHeap.measure(target, s.hostHeap(), scratch);
         for (HostHeap.Point p : r.hostHeap.points()) {
-          log.printf(Locale.ROOT, "per-host state, %,d hosts claimed (%d new a second): %,d"
-                  + " fetchers held, %.1f MiB retained%n", p.hosts(), s.hostHeap().perSecond(),
-              p.fetchersHeld(), p.heapBytes() / 1048576.0);
+          log.printf(
+              Locale.ROOT,
+              "per-host state, %,d hosts claimed (%d new a second): %,d"
+                  + " fetchers held, %.1f MiB retained%n",
+              p.hosts(),
+              s.hostHeap().perSecond(),
+              p.fetchersHeld(),
+              p.heapBytes() / 1048576.0);
         }
       } finally {
         FetchThroughput.deleteTree(scratch);
       }
-      r.machine = new Machine(
-          Runtime.getRuntime().availableProcessors(), Machine.readMemoryBytes(),
-          Machine.readCpuModel(), Machine.readOs(), Machine.readJvm(), version, serverSync, fsync,
-          db.isEmbedded(), loadAtStart, Machine.loadAverage());
+      r.machine =
+          new Machine(
+              Runtime.getRuntime().availableProcessors(),
+              Machine.readMemoryBytes(),
+              Machine.readCpuModel(),
+              Machine.readOs(),
+              Machine.readJvm(),
+              version,
+              serverSync,
+              fsync,
+              db.isEmbedded(),
+              loadAtStart,
+              Machine.loadAverage());
     }
-    Files.writeString(options.out().resolve("bench-results.json"), Json.write(r.toJson()),
+    Files.writeString(
+        options.out().resolve("bench-results.json"),
+        Json.write(r.toJson()),
         StandardCharsets.UTF_8);
     Report.write(r, options.out().resolve("benchmarks.md"));
     Charts.writeAll(r, options.out());
     for (Results.Target t : r.targets()) {
-      log.printf(Locale.ROOT, "%-7s %s: %.3f (wanted %s %.3f)%n", t.met() ? "met" : "MISSED",
-          t.description(), t.measured(), t.comparator(), t.threshold());
+      log.printf(
+          Locale.ROOT,
+          "%-7s %s: %.3f (wanted %s %.3f)%n",
+          t.met() ? "met" : "MISSED",
+          t.description(),
+          t.measured(),
+          t.comparator(),
+          t.threshold());
     }
     return r;
   }
@@ -281,9 +368,12 @@ public final class BenchMain {
       list.add(new Results.Series(Contender.PACER_KEY_VALUE, false, 1));
       list.add(new Results.Series(Contender.PACER_KEY_VALUE, true, 1));
     }
-    for (Contender peer : new Contender[] {
-        Contender.BUCKET4J_SELECT_FOR_UPDATE, Contender.BUCKET4J_ADVISORY_LOCK,
-        Contender.NAIVE_ADVISORY}) {
+    for (Contender peer :
+        new Contender[] {
+          Contender.BUCKET4J_SELECT_FOR_UPDATE,
+          Contender.BUCKET4J_ADVISORY_LOCK,
+          Contender.NAIVE_ADVISORY
+        }) {
       list.add(new Results.Series(peer, false, 1));
       list.add(new Results.Series(peer, true, 1));
     }
@@ -299,8 +389,15 @@ public final class BenchMain {
         // Each process starts its rotation at a different key.
         keys[k] = series.keys() == 1 ? "bench-hot" : "bench-spread-" + ((p + k) % series.keys());
       }
-      prepare.add("throughput " + series.contender().name() + " " + series.synchronousCommit()
-          + " " + String.join(",", keys) + " " + s.warmupMillis());
+      prepare.add(
+          "throughput "
+              + series.contender().name()
+              + " "
+              + series.synchronousCommit()
+              + " "
+              + String.join(",", keys)
+              + " "
+              + s.warmupMillis());
     }
     long total = 0;
     long cpuNanos = 0;
@@ -309,8 +406,8 @@ public final class BenchMain {
       total += Long.parseLong(parts[0]);
       cpuNanos += Long.parseLong(parts[1]);
     }
-    return new Throughput(total / (s.measureMillis() / 1000.0),
-        total == 0 ? Double.NaN : cpuNanos / 1000.0 / total);
+    return new Throughput(
+        total / (s.measureMillis() / 1000.0), total == 0 ? Double.NaN : cpuNanos / 1000.0 / total);
   }
 
   /** One throughput point: calls per second and the clients' CPU per call (all workers, µs). */
@@ -321,8 +418,15 @@ public final class BenchMain {
     String destination = "bench-accuracy-" + (shared ? "pacer-" : "local-") + System.nanoTime();
     List<String> prepare = new ArrayList<>();
     for (int p = 0; p < s.accuracyProcesses(); p++) {
-      prepare.add("accuracy " + (shared ? "pacer" : "local") + " false " + destination + " "
-          + s.accuracyThreads() + " " + s.accuracyRate());
+      prepare.add(
+          "accuracy "
+              + (shared ? "pacer" : "local")
+              + " false "
+              + destination
+              + " "
+              + s.accuracyThreads()
+              + " "
+              + s.accuracyRate());
     }
     List<Long> times = new ArrayList<>();
     for (String reply : pool.run(s.accuracyProcesses(), prepare, s.accuracyMillis())) {

@@ -13,8 +13,8 @@ import java.util.List;
  * @param repeats throughput and pgbench: rounds over all contenders at each process count; the
  *     median of the rounds is reported
  * @param spreadKeys the number of keys for the "spread" throughput (processes rotate over them)
- * @param latencySamples latency: samples of each kind (SELECT 1, reservation, bare upsert),
- *     taken call by call in turn
+ * @param latencySamples latency: samples of each kind (SELECT 1, reservation, bare upsert), taken
+ *     call by call in turn
  * @param pgbenchClients pgbench client counts
  * @param pgbenchSeconds pgbench duration of each point ({@code -T})
  * @param accuracyProcesses accuracy: worker JVMs, each with its own limiter
@@ -68,13 +68,24 @@ public record BenchSettings(
   /** The documented run: about twenty minutes on two cores. */
   public static BenchSettings full() {
     return new BenchSettings(
-        List.of(1, 2, 4, 8), 500, 2_000, 3, 16,
+        List.of(1, 2, 4, 8),
+        500,
+        2_000,
+        3,
+        16,
         10_000,
-        List.of(1, 2, 4, 8), 2,
-        4, 16, 200, 5_000,
+        List.of(1, 2, 4, 8),
+        2,
+        4,
+        16,
+        200,
+        5_000,
         5,
-        5_000, 32, 3,
-        1_000_000, 10_000,
+        5_000,
+        32,
+        3,
+        1_000_000,
+        10_000,
         // 500 hosts at 0.5/s, Zipf s = 1, the heaviest with 60 items: about 2 minutes a run.
         new FrontierBench.Load(500, 0.5, 1.0, 60, 3, 8, 10),
         new ClaimCost.Load(List.of(1_000, 10_000), 10, 200, 2_000),
@@ -87,13 +98,24 @@ public record BenchSettings(
    */
   public static BenchSettings tiny() {
     return new BenchSettings(
-        List.of(2), 200, 300, 1, 4,
+        List.of(2),
         200,
-        List.of(2), 1,
-        2, 4, 200, 1_000,
+        300,
         1,
-        300, 8, 1,
-        20_000, 200,
+        4,
+        200,
+        List.of(2),
+        1,
+        2,
+        4,
+        200,
+        1_000,
+        1,
+        300,
+        8,
+        1,
+        20_000,
+        200,
         new FrontierBench.Load(8, 10, 1.0, 10, 2, 2, 2),
         new ClaimCost.Load(List.of(10, 50), 4, 5, 20),
         new HostHeap.Load(List.of(0, 1_000, 2_000, 5_000), 10));

@@ -13,8 +13,8 @@ import javax.sql.DataSource;
 /**
  * Bucket4j's PostgreSQL backend as its documentation sets it up: a pooled {@link DataSource}
  * (HikariCP, one connection for the process's one thread), a {@code ProxyManager<Long>} over a
- * {@code (id BIGINT PRIMARY KEY, state BYTEA, expires_at BIGINT)} table, one bucket per key with
- * a capacity and a greedy refill of 10^9 per second, so that {@code tryConsume(1)} never waits and
+ * {@code (id BIGINT PRIMARY KEY, state BYTEA, expires_at BIGINT)} table, one bucket per key with a
+ * capacity and a greedy refill of 10^9 per second, so that {@code tryConsume(1)} never waits and
  * each call is one database transaction.
  */
 final class Bucket4jOperation implements Operation {
@@ -26,7 +26,9 @@ final class Bucket4jOperation implements Operation {
   private int next;
 
   private Bucket4jOperation(
-      Database.Target db, boolean synchronousCommit, String[] keys,
+      Database.Target db,
+      boolean synchronousCommit,
+      String[] keys,
       Function<DataSource, ProxyManager<Long>> manager) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(db.jdbcUrl());
@@ -39,9 +41,10 @@ final class Bucket4jOperation implements Operation {
     }
     this.pool = new HikariDataSource(config);
     ProxyManager<Long> proxies = manager.apply(pool);
-    BucketConfiguration everyoneGoes = BucketConfiguration.builder()
-        .addLimit(limit -> limit.capacity(HUGE).refillGreedy(HUGE, Duration.ofSeconds(1)))
-        .build();
+    BucketConfiguration everyoneGoes =
+        BucketConfiguration.builder()
+            .addLimit(limit -> limit.capacity(HUGE).refillGreedy(HUGE, Duration.ofSeconds(1)))
+            .build();
     this.buckets = new BucketProxy[keys.length];
     for (int i = 0; i < keys.length; i++) {
       buckets[i] = proxies.builder().build(Database.numericKey(keys[i]), () -> everyoneGoes);
@@ -50,18 +53,26 @@ final class Bucket4jOperation implements Operation {
 
   static Bucket4jOperation selectForUpdate(
       Database.Target db, boolean synchronousCommit, String[] keys) {
-    return new Bucket4jOperation(db, synchronousCommit, keys,
-        ds -> Bucket4jPostgreSQL.selectForUpdateBasedBuilder(ds)
-            .table(Contender.BUCKET4J_SELECT_FOR_UPDATE_TABLE)
-            .build());
+    return new Bucket4jOperation(
+        db,
+        synchronousCommit,
+        keys,
+        ds ->
+            Bucket4jPostgreSQL.selectForUpdateBasedBuilder(ds)
+                .table(Contender.BUCKET4J_SELECT_FOR_UPDATE_TABLE)
+                .build());
   }
 
   static Bucket4jOperation advisoryLock(
       Database.Target db, boolean synchronousCommit, String[] keys) {
-    return new Bucket4jOperation(db, synchronousCommit, keys,
-        ds -> Bucket4jPostgreSQL.advisoryLockBasedBuilder(ds)
-            .table(Contender.BUCKET4J_ADVISORY_LOCK_TABLE)
-            .build());
+    return new Bucket4jOperation(
+        db,
+        synchronousCommit,
+        keys,
+        ds ->
+            Bucket4jPostgreSQL.advisoryLockBasedBuilder(ds)
+                .table(Contender.BUCKET4J_ADVISORY_LOCK_TABLE)
+                .build());
   }
 
   @Override

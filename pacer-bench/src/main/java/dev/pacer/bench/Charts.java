@@ -52,27 +52,43 @@ final class Charts {
     Map<String, double[]> series = new LinkedHashMap<>();
     series.put("pgbench, same statement (clients)", values(r.pgbench, r.settings.processCounts()));
     series.put("Pacer, hot key", values(r.hotKey(), r.settings.processCounts()));
-    series.put("Pacer, " + r.settings.spreadKeys() + " keys",
-        values(r.series(Contender.PACER, false, r.settings.spreadKeys()),
-            r.settings.processCounts()));
-    series.put("Bucket4j select-for-update", values(
-        r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), r.settings.processCounts()));
-    series.put("Bucket4j advisory-lock", values(
-        r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), r.settings.processCounts()));
-    series.put("naive advisory-lock transaction", values(
-        r.series(Contender.NAIVE_ADVISORY, false, 1), r.settings.processCounts()));
-    bars(file, "Reservations per second, one key (all with synchronous_commit = off)",
-        "reservations / s", groups, series);
+    series.put(
+        "Pacer, " + r.settings.spreadKeys() + " keys",
+        values(
+            r.series(Contender.PACER, false, r.settings.spreadKeys()), r.settings.processCounts()));
+    series.put(
+        "Bucket4j select-for-update",
+        values(
+            r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), r.settings.processCounts()));
+    series.put(
+        "Bucket4j advisory-lock",
+        values(r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), r.settings.processCounts()));
+    series.put(
+        "naive advisory-lock transaction",
+        values(r.series(Contender.NAIVE_ADVISORY, false, 1), r.settings.processCounts()));
+    bars(
+        file,
+        "Reservations per second, one key (all with synchronous_commit = off)",
+        "reservations / s",
+        groups,
+        series);
   }
 
   private static void commitMode(Results r, Path file) throws IOException {
     int n = r.commitModeProcesses().get(0);
-    List<String> groups = List.of(
-        "Pacer (own table)", "Pacer (key/value table)", "Bucket4j select-for-update",
-        "Bucket4j advisory-lock", "naive transaction");
+    List<String> groups =
+        List.of(
+            "Pacer (own table)",
+            "Pacer (key/value table)",
+            "Bucket4j select-for-update",
+            "Bucket4j advisory-lock",
+            "naive transaction");
     Contender[] order = {
-      Contender.PACER, Contender.PACER_KEY_VALUE, Contender.BUCKET4J_SELECT_FOR_UPDATE,
-      Contender.BUCKET4J_ADVISORY_LOCK, Contender.NAIVE_ADVISORY
+      Contender.PACER,
+      Contender.PACER_KEY_VALUE,
+      Contender.BUCKET4J_SELECT_FOR_UPDATE,
+      Contender.BUCKET4J_ADVISORY_LOCK,
+      Contender.NAIVE_ADVISORY
     };
     double[] off = new double[order.length];
     double[] on = new double[order.length];
@@ -92,9 +108,15 @@ final class Charts {
     series.put("SELECT 1", new double[] {l.select1P50(), l.select1P99()});
     series.put("bare one-row upsert", new double[] {l.bareUpsertP50(), l.bareUpsertP99()});
     series.put("Pacer reservation", new double[] {l.reserveP50(), l.reserveP99()});
-    bars(file, String.format(Locale.ROOT,
-            "Round trip from one thread (reservation p50 = %.2f x SELECT 1 p50)", l.ratio()),
-        "microseconds", List.of("p50", "p99"), series);
+    bars(
+        file,
+        String.format(
+            Locale.ROOT,
+            "Round trip from one thread (reservation p50 = %.2f x SELECT 1 p50)",
+            l.ratio()),
+        "microseconds",
+        List.of("p50", "p99"),
+        series);
   }
 
   private static void accuracy(Results r, Path file) throws IOException {
@@ -107,31 +129,46 @@ final class Charts {
     int[] b = local.slidingWindowCounts(step);
     double yMax = niceCeiling(Math.max(max(a), max(b)) * 1.1);
     double xMax = Math.max(a.length, b.length) * step / 1e6;
-    title(g, String.format(Locale.ROOT,
-        "Acquisitions in the trailing 1-s window: %d processes x %d threads vs a %.0f/s ceiling",
-        pacer.processes(), pacer.threadsPerProcess(), pacer.ceiling()));
+    title(
+        g,
+        String.format(
+            Locale.ROOT,
+            "Acquisitions in the trailing 1-s window: %d processes x %d threads vs a %.0f/s ceiling",
+            pacer.processes(),
+            pacer.threadsPerProcess(),
+            pacer.ceiling()));
     axes(g, yMax, "acquisitions in last 1 s");
     xAxis(g, xMax, "seconds since the first acquisition");
     line(g, b, step, xMax, yMax, PALETTE[3]);
     line(g, a, step, xMax, yMax, PALETTE[0]);
     g.setColor(Color.BLACK);
-    g.setStroke(new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10,
-        new float[] {6, 4}, 0));
+    g.setStroke(
+        new BasicStroke(
+            1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10, new float[] {6, 4}, 0));
     int yc = y(pacer.ceiling(), yMax);
     g.drawLine(LEFT, yc, W - RIGHT, yc);
     g.setStroke(new BasicStroke(1));
-    legend(g, List.of(
-        String.format(Locale.ROOT, "Pacer (shared cursor): delivered %.3f x ceiling, peak %d",
-            pacer.deliveredRatio(), pacer.peakWindow()),
-        String.format(Locale.ROOT, "per-process pacing: delivered %.2f x ceiling, peak %d",
-            local.deliveredRatio(), local.peakWindow()),
-        "ceiling"),
+    legend(
+        g,
+        List.of(
+            String.format(
+                Locale.ROOT,
+                "Pacer (shared cursor): delivered %.3f x ceiling, peak %d",
+                pacer.deliveredRatio(),
+                pacer.peakWindow()),
+            String.format(
+                Locale.ROOT,
+                "per-process pacing: delivered %.2f x ceiling, peak %d",
+                local.deliveredRatio(),
+                local.peakWindow()),
+            "ceiling"),
         new Color[] {PALETTE[0], PALETTE[3], Color.BLACK});
     save(img, g, file);
   }
 
-  private static void bars(Path file, String title, String yLabel, List<String> groups,
-      Map<String, double[]> series) throws IOException {
+  private static void bars(
+      Path file, String title, String yLabel, List<String> groups, Map<String, double[]> series)
+      throws IOException {
     BufferedImage img = canvas();
     Graphics2D g = graphics(img);
     double top = 0;
@@ -161,8 +198,10 @@ final class Charts {
           g.setColor(PALETTE[si % PALETTE.length]);
           g.fillRect(x0 + si * barW, yTop, barW - 2, H - BOTTOM - yTop);
           g.setColor(Color.DARK_GRAY);
-          String label = d >= 100 ? String.format(Locale.ROOT, "%.0f", d)
-              : String.format(Locale.ROOT, "%.1f", d);
+          String label =
+              d >= 100
+                  ? String.format(Locale.ROOT, "%.0f", d)
+                  : String.format(Locale.ROOT, "%.1f", d);
           if (fm.stringWidth(label) <= barW - 2) {
             g.drawString(label, x0 + si * barW + (barW - 2 - fm.stringWidth(label)) / 2, yTop - 3);
           }
@@ -219,9 +258,8 @@ final class Charts {
       g.setColor(new Color(0xdddddd));
       g.drawLine(LEFT, yy, W - RIGHT, yy);
       g.setColor(Color.BLACK);
-      String s = v >= 10
-          ? String.format(Locale.ROOT, "%,.0f", v)
-          : String.format(Locale.ROOT, "%.1f", v);
+      String s =
+          v >= 10 ? String.format(Locale.ROOT, "%,.0f", v) : String.format(Locale.ROOT, "%.1f", v);
       g.drawString(s, LEFT - 8 - fm.stringWidth(s), yy + 4);
     }
     g.drawLine(LEFT, TOP, LEFT, H - BOTTOM);
@@ -245,8 +283,8 @@ final class Charts {
     g.drawString(label, LEFT + plotW / 2 - fm.stringWidth(label) / 2, H - BOTTOM + 36);
   }
 
-  private static void line(Graphics2D g, int[] counts, long stepMicros, double xMax, double yMax,
-      Color color) {
+  private static void line(
+      Graphics2D g, int[] counts, long stepMicros, double xMax, double yMax, Color color) {
     int plotW = W - LEFT - RIGHT;
     g.setColor(color);
     g.setStroke(new BasicStroke(2));

@@ -14,8 +14,8 @@ import java.util.UUID;
 
 /**
  * What one per-host claim costs as the frontier grows: a job of {@code hosts} hosts with {@code
- * itemsPerHost} items each, planned as {@code pacer fetch --per-host} plans it, then claimed by
- * one thread, one claim after another, each timed from the call to its answer ({@link
+ * itemsPerHost} items each, planned as {@code pacer fetch --per-host} plans it, then claimed by one
+ * thread, one claim after another, each timed from the call to its answer ({@link
  * FrontierStore#claim}: the one statement that picks the soonest due host, advances its cursor row
  * and leases one of its items). Every host's ceiling is high enough (1,000/s) and its in-flight cap
  * wide enough that a host is always due, so each claim is the statement's full work and none waits
@@ -32,15 +32,26 @@ final class ClaimCost {
     Load {
       hostCounts = List.copyOf(hostCounts);
       if (hostCounts.isEmpty() || itemsPerHost < 1 || claims < 1 || warmupClaims < 0) {
-        throw new IllegalArgumentException("hosts, items and claims must be positive: " + hostCounts
-            + ", " + itemsPerHost + ", " + claims);
+        throw new IllegalArgumentException(
+            "hosts, items and claims must be positive: "
+                + hostCounts
+                + ", "
+                + itemsPerHost
+                + ", "
+                + claims);
       }
     }
   }
 
   /** One frontier size: the claims' latencies, and how many answered without an item. */
-  record Point(int hosts, int items, int claims, double p50Millis, double p99Millis,
-      double maxMillis, int withoutItem) {}
+  record Point(
+      int hosts,
+      int items,
+      int claims,
+      double p50Millis,
+      double p99Millis,
+      double maxMillis,
+      int withoutItem) {}
 
   private static final double HOST_RATE = 1_000;
 
@@ -85,8 +96,14 @@ final class ClaimCost {
         }
       }
       Arrays.sort(nanos);
-      return new Point(hosts, urls.size(), nanos.length, percentileMillis(nanos, 0.50),
-          percentileMillis(nanos, 0.99), nanos[nanos.length - 1] / 1e6, withoutItem);
+      return new Point(
+          hosts,
+          urls.size(),
+          nanos.length,
+          percentileMillis(nanos, 0.50),
+          percentileMillis(nanos, 0.99),
+          nanos[nanos.length - 1] / 1e6,
+          withoutItem);
     }
   }
 
@@ -104,9 +121,17 @@ final class ClaimCost {
     Load load = new Load(hosts.isEmpty() ? List.of(1_000, 10_000) : hosts, 10, 200, 2_000);
     try (Database db = Database.embedded()) {
       for (Point p : measure(db.target(), load)) {
-        System.out.printf(Locale.ROOT, "%,d hosts (%,d items): %,d claims, p50 %.2f ms, p99 %.2f"
-            + " ms, max %.2f ms, %d without an item%n", p.hosts(), p.items(), p.claims(),
-            p.p50Millis(), p.p99Millis(), p.maxMillis(), p.withoutItem());
+        System.out.printf(
+            Locale.ROOT,
+            "%,d hosts (%,d items): %,d claims, p50 %.2f ms, p99 %.2f"
+                + " ms, max %.2f ms, %d without an item%n",
+            p.hosts(),
+            p.items(),
+            p.claims(),
+            p.p50Millis(),
+            p.p99Millis(),
+            p.maxMillis(),
+            p.withoutItem());
       }
     }
   }

@@ -21,6 +21,7 @@ public enum Contender {
 
   /** Pacer's own table, as the library creates it by default. */
   static final String PACER_TABLE = "pacer_cursor";
+
   static final String KEY_VALUE_TABLE = "bench_cache";
   static final String BUCKET4J_SELECT_FOR_UPDATE_TABLE = "bench_bucket4j_sfu";
   static final String BUCKET4J_ADVISORY_LOCK_TABLE = "bench_bucket4j_advisory";
@@ -39,8 +40,8 @@ public enum Contender {
   /**
    * Opens this contender's client for one process.
    *
-   * @param keys the key names it rotates over (for Bucket4j and the naive transaction, their
-   *     index is the numeric key)
+   * @param keys the key names it rotates over (for Bucket4j and the naive transaction, their index
+   *     is the numeric key)
    */
   Operation open(Database.Target db, boolean synchronousCommit, String[] keys) throws Exception {
     return switch (this) {

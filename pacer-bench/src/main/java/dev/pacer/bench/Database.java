@@ -44,10 +44,11 @@ final class Database implements AutoCloseable {
   }
 
   static Database embedded() throws IOException {
-    EmbeddedPostgres pg = EmbeddedPostgres.builder()
-        .setServerConfig("fsync", "on")
-        .setServerConfig("synchronous_commit", "on")
-        .start();
+    EmbeddedPostgres pg =
+        EmbeddedPostgres.builder()
+            .setServerConfig("fsync", "on")
+            .setServerConfig("synchronous_commit", "on")
+            .start();
     return new Database(pg, new Target(pg.getJdbcUrl("postgres", "postgres")));
   }
 
@@ -79,24 +80,31 @@ final class Database implements AutoCloseable {
   }
 
   /**
-   * Creates the peers' tables (empty) with the DDL their documentation gives, and Pacer's
-   * key/value table in the Django cache shape. Pacer's own table is created by the cursor itself.
+   * Creates the peers' tables (empty) with the DDL their documentation gives, and Pacer's key/value
+   * table in the Django cache shape. Pacer's own table is created by the cursor itself.
    */
   void createTables() throws SQLException {
-    try (Connection c = target.connect(); Statement s = c.createStatement()) {
-      for (String table : new String[] {
-          Contender.BUCKET4J_SELECT_FOR_UPDATE_TABLE, Contender.BUCKET4J_ADVISORY_LOCK_TABLE}) {
+    try (Connection c = target.connect();
+        Statement s = c.createStatement()) {
+      for (String table :
+          new String[] {
+            Contender.BUCKET4J_SELECT_FOR_UPDATE_TABLE, Contender.BUCKET4J_ADVISORY_LOCK_TABLE
+          }) {
         s.execute("DROP TABLE IF EXISTS " + table);
-        s.execute("CREATE TABLE " + table
-            + " (id BIGINT PRIMARY KEY, state BYTEA, expires_at BIGINT)");
+        s.execute(
+            "CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, state BYTEA, expires_at BIGINT)");
       }
       s.execute("DROP TABLE IF EXISTS " + Contender.NAIVE_TABLE);
-      s.execute("CREATE TABLE " + Contender.NAIVE_TABLE
-          + " (name text PRIMARY KEY, next_at_micros bigint NOT NULL)");
+      s.execute(
+          "CREATE TABLE "
+              + Contender.NAIVE_TABLE
+              + " (name text PRIMARY KEY, next_at_micros bigint NOT NULL)");
       s.execute("DROP TABLE IF EXISTS " + Contender.KEY_VALUE_TABLE);
-      s.execute("CREATE TABLE " + Contender.KEY_VALUE_TABLE
-          + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL,"
-          + " expires timestamptz NOT NULL)");
+      s.execute(
+          "CREATE TABLE "
+              + Contender.KEY_VALUE_TABLE
+              + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL,"
+              + " expires timestamptz NOT NULL)");
     }
   }
 
@@ -120,7 +128,8 @@ final class Database implements AutoCloseable {
   }
 
   private String queryString(String sql) throws SQLException {
-    try (Connection c = target.connect(); Statement s = c.createStatement();
+    try (Connection c = target.connect();
+        Statement s = c.createStatement();
         ResultSet r = s.executeQuery(sql)) {
       r.next();
       return r.getString(1);

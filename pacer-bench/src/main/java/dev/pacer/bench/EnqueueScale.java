@@ -15,9 +15,9 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * Enqueue at scale: {@code urls} URLs over {@code hosts} hosts (about 60 characters each, the
- * hosts taken in turn) enqueued into a new job by a JVM of its own with a small heap ({@link
- * #HEAP}), exactly as {@code pacer fetch} enqueues its input ({@code UrlList.read}, then {@code
+ * Enqueue at scale: {@code urls} URLs over {@code hosts} hosts (about 60 characters each, the hosts
+ * taken in turn) enqueued into a new job by a JVM of its own with a small heap ({@link #HEAP}),
+ * exactly as {@code pacer fetch} enqueues its input ({@code UrlList.read}, then {@code
  * JobStore.enqueue}), and then once more, which must add nothing. Reports URLs per second (reading
  * and checking the input included, the JVM's start not), and the child's peak memory: the sum of
  * its heap pools' peaks (an upper bound of the heap's peak) and its peak resident set ({@code
@@ -28,8 +28,15 @@ final class EnqueueScale {
   /** The child's heap: the list is many times larger, so nothing holds it whole. */
   static final String HEAP = "-Xmx64m";
 
-  record Result(int urls, int hosts, double seconds, long added, long addedAgain,
-      long peakHeapBytes, long peakRssBytes, long inputBytes) {
+  record Result(
+      int urls,
+      int hosts,
+      double seconds,
+      long added,
+      long addedAgain,
+      long peakHeapBytes,
+      long peakRssBytes,
+      long inputBytes) {
     double perSecond() {
       return urls / seconds;
     }
@@ -49,8 +56,14 @@ final class EnqueueScale {
     try {
       String[] first = run(db, list, job);
       String[] again = run(db, list, job);
-      return new Result(urls, hosts, Double.parseDouble(first[1]), Long.parseLong(first[0]),
-          Long.parseLong(again[0]), Long.parseLong(first[2]), Long.parseLong(first[3]),
+      return new Result(
+          urls,
+          hosts,
+          Double.parseDouble(first[1]),
+          Long.parseLong(first[0]),
+          Long.parseLong(again[0]),
+          Long.parseLong(first[2]),
+          Long.parseLong(first[3]),
           Files.size(list));
     } finally {
       Files.deleteIfExists(list);
@@ -59,8 +72,12 @@ final class EnqueueScale {
 
   private static String[] run(Database.Target db, Path list, String job)
       throws IOException, InterruptedException {
-    List<String> out = FetchThroughput.childWith(List.of(HEAP), Child.class.getName(),
-        List.of(db.jdbcUrl(), list.toString(), job), list.resolveSibling(job + ".err"));
+    List<String> out =
+        FetchThroughput.childWith(
+            List.of(HEAP),
+            Child.class.getName(),
+            List.of(db.jdbcUrl(), list.toString(), job),
+            list.resolveSibling(job + ".err"));
     return out.get(out.size() - 1).trim().split(" ");
   }
 
@@ -71,10 +88,19 @@ final class EnqueueScale {
     Path work = Files.createTempDirectory("pacer-enqueue-bench");
     try (Database db = Database.embedded()) {
       Result r = measure(db.target(), urls, hosts, work);
-      System.out.printf(java.util.Locale.ROOT, "%,d URLs over %,d hosts: %.1f s, %,.0f URLs/s;"
-              + " %,d new, again %,d; peak heap %.1f MiB, peak RSS %.1f MiB (%s)%n", r.urls(),
-          r.hosts(), r.seconds(), r.perSecond(), r.added(), r.addedAgain(),
-          r.peakHeapBytes() / 1048576.0, r.peakRssBytes() / 1048576.0, HEAP);
+      System.out.printf(
+          java.util.Locale.ROOT,
+          "%,d URLs over %,d hosts: %.1f s, %,.0f URLs/s;"
+              + " %,d new, again %,d; peak heap %.1f MiB, peak RSS %.1f MiB (%s)%n",
+          r.urls(),
+          r.hosts(),
+          r.seconds(),
+          r.perSecond(),
+          r.added(),
+          r.addedAgain(),
+          r.peakHeapBytes() / 1048576.0,
+          r.peakRssBytes() / 1048576.0,
+          HEAP);
     } finally {
       FetchThroughput.deleteTree(work);
     }
@@ -98,8 +124,10 @@ final class EnqueueScale {
       int added;
       try (InputStream in = Files.newInputStream(Path.of(args[1]));
           UrlList urls = UrlList.read(in, args[1])) {
-        added = store.jobs().enqueue(UUID.randomUUID().toString(), args[2], "bench-enqueue", 1.0,
-            urls.urls());
+        added =
+            store
+                .jobs()
+                .enqueue(UUID.randomUUID().toString(), args[2], "bench-enqueue", 1.0, urls.urls());
       }
       double seconds = (System.nanoTime() - started) / 1e9;
       long peakHeap = 0;

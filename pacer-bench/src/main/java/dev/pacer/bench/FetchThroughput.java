@@ -36,12 +36,18 @@ final class FetchThroughput {
 
   /** The destination's answer: small, so the work state's cost is what shows. */
   static final int BODY_BYTES = 1024;
+
   /** Far above anything two cores reach: the ceiling never binds. */
   static final int CEILING_PER_SECOND = 5000;
 
   /** One side-by-side measurement: the medians (per second) and every round's figure. */
-  record Result(int urls, int threads, double pacerPerSecond, double barePerSecond,
-      List<Double> pacerRounds, List<Double> bareRounds) {
+  record Result(
+      int urls,
+      int threads,
+      double pacerPerSecond,
+      double barePerSecond,
+      List<Double> pacerRounds,
+      List<Double> bareRounds) {
     double ratio() {
       return pacerPerSecond / barePerSecond;
     }
@@ -52,8 +58,9 @@ final class FetchThroughput {
 
   private FetchThroughput() {}
 
-  static Result measure(Database.Target db, int urlCount, int threads, int rounds, Path work,
-      PrintStream log) throws IOException, InterruptedException {
+  static Result measure(
+      Database.Target db, int urlCount, int threads, int rounds, Path work, PrintStream log)
+      throws IOException, InterruptedException {
     Process destination = startDestination(threads, work.resolve("destination.err"));
     try {
       int port = portOf(destination);
@@ -70,16 +77,24 @@ final class FetchThroughput {
         for (int side = 0; side < 2; side++) {
           boolean isPacer = (side == 0) == pacerFirst;
           Path out = work.resolve("fetch-out-" + round + (isPacer ? "-pacer" : "-bare"));
-          double perSecond = isPacer ? pacerFetch(db, list, urlCount, threads, out, round)
-              : bareFetch(list, urlCount, threads, out);
+          double perSecond =
+              isPacer
+                  ? pacerFetch(db, list, urlCount, threads, out, round)
+                  : bareFetch(list, urlCount, threads, out);
           (isPacer ? pacer : bare).add(perSecond);
-          log.printf(Locale.ROOT, "[fetch, round %d] %s: %,.0f/s (%d URLs, %d threads)%n", round,
-              isPacer ? "pacer fetch" : "bare java.net.http", perSecond, urlCount, threads);
+          log.printf(
+              Locale.ROOT,
+              "[fetch, round %d] %s: %,.0f/s (%d URLs, %d threads)%n",
+              round,
+              isPacer ? "pacer fetch" : "bare java.net.http",
+              perSecond,
+              urlCount,
+              threads);
           deleteTree(out);
         }
       }
-      return new Result(urlCount, threads, Results.median(pacer), Results.median(bare), pacer,
-          bare);
+      return new Result(
+          urlCount, threads, Results.median(pacer), Results.median(bare), pacer, bare);
     } finally {
       destination.destroy();
       destination.waitFor();
@@ -88,18 +103,25 @@ final class FetchThroughput {
 
   /** {@link LocalDestination} in a JVM of its own, serving until its input closes. */
   private static Process startDestination(int threads, Path stderr) throws IOException {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Dsun.net.httpserver.nodelay=true", "-cp", System.getProperty("java.class.path"),
-        LocalDestination.class.getName(), Integer.toString(threads),
-        Integer.toString(BODY_BYTES)));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dsun.net.httpserver.nodelay=true",
+                "-cp",
+                System.getProperty("java.class.path"),
+                LocalDestination.class.getName(),
+                Integer.toString(threads),
+                Integer.toString(BODY_BYTES)));
     return new ProcessBuilder(command).redirectError(stderr.toFile()).start();
   }
 
   /** The port the destination printed. */
   private static int portOf(Process destination) throws IOException {
-    String line = new BufferedReader(new InputStreamReader(destination.getInputStream(),
-        StandardCharsets.UTF_8)).readLine();
+    String line =
+        new BufferedReader(
+                new InputStreamReader(destination.getInputStream(), StandardCharsets.UTF_8))
+            .readLine();
     if (line == null) {
       throw new IllegalStateException("the destination did not start");
     }
@@ -108,9 +130,12 @@ final class FetchThroughput {
 
   private static double bareFetch(Path list, int urlCount, int threads, Path out)
       throws IOException, InterruptedException {
-    String reply = lastLine(child(BareFetch.class.getName(), List.of(list.toString(),
-        Integer.toString(threads), out.toString()),
-        out.resolveSibling(out.getFileName() + ".err")));
+    String reply =
+        lastLine(
+            child(
+                BareFetch.class.getName(),
+                List.of(list.toString(), Integer.toString(threads), out.toString()),
+                out.resolveSibling(out.getFileName() + ".err")));
     String[] parts = reply.trim().split(" ");
     long ok = Long.parseLong(parts[0]);
     if (ok != urlCount) {
@@ -119,19 +144,38 @@ final class FetchThroughput {
     return ok / Double.parseDouble(parts[1]);
   }
 
-  private static double pacerFetch(Database.Target db, Path list, int urlCount, int threads,
-      Path out, int round) throws IOException, InterruptedException {
-    String summary = lastLine(childWith(JvmOptions.ofPacer(), "dev.pacer.cli.Main", List.of(
-        "fetch", list.toString(),
-        "--job", "bench-fetch-" + round + "-" + System.nanoTime(),
-        "--destination", "bench-fetch-" + System.nanoTime(),
-        "--rate", Integer.toString(CEILING_PER_SECOND),
-        "--concurrency", Integer.toString(threads), "--threads", Integer.toString(threads),
-        // The run measures throughput, not the envelope: other work on the machine must not
-        // halt it.
-        "--max-load", "10000",
-        "--out", out.toString(), "--no-progress", "--db", db.jdbcUrl()),
-        out.resolveSibling(out.getFileName() + ".err")));
+  private static double pacerFetch(
+      Database.Target db, Path list, int urlCount, int threads, Path out, int round)
+      throws IOException, InterruptedException {
+    String summary =
+        lastLine(
+            childWith(
+                JvmOptions.ofPacer(),
+                "dev.pacer.cli.Main",
+                List.of(
+                    "fetch",
+                    list.toString(),
+                    "--job",
+                    "bench-fetch-" + round + "-" + System.nanoTime(),
+                    "--destination",
+                    "bench-fetch-" + System.nanoTime(),
+                    "--rate",
+                    Integer.toString(CEILING_PER_SECOND),
+                    "--concurrency",
+                    Integer.toString(threads),
+                    "--threads",
+                    Integer.toString(threads),
+                    // The run measures throughput, not the envelope: other work on the machine must
+                    // not
+                    // halt it.
+                    "--max-load",
+                    "10000",
+                    "--out",
+                    out.toString(),
+                    "--no-progress",
+                    "--db",
+                    db.jdbcUrl()),
+                out.resolveSibling(out.getFileName() + ".err")));
     long done = Long.parseLong(find(DONE, summary));
     if (done != urlCount) {
       throw new IllegalStateException(
@@ -158,8 +202,9 @@ final class FetchThroughput {
   }
 
   /** {@link #child}, with these JVM options. */
-  static List<String> childWith(List<String> jvmOptions, String mainClass, List<String> args,
-      Path stderr) throws IOException, InterruptedException {
+  static List<String> childWith(
+      List<String> jvmOptions, String mainClass, List<String> args, Path stderr)
+      throws IOException, InterruptedException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(jvmOptions);
@@ -167,16 +212,16 @@ final class FetchThroughput {
     command.addAll(args);
     Process p = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
     List<String> out = new ArrayList<>();
-    try (BufferedReader r = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+    try (BufferedReader r =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
       for (String line; (line = r.readLine()) != null; ) {
         out.add(line);
       }
     }
     int code = p.waitFor();
     if (code != 0) {
-      throw new IllegalStateException(mainClass + " exited " + code + ": " + out + "\n"
-          + Files.readString(stderr));
+      throw new IllegalStateException(
+          mainClass + " exited " + code + ": " + out + "\n" + Files.readString(stderr));
     }
     return out;
   }
@@ -207,8 +252,12 @@ final class FetchThroughput {
     Path work = Files.createTempDirectory("pacer-fetch-bench");
     try (Database db = Database.embedded()) {
       Result r = measure(db.target(), urls, threads, rounds, work, System.out);
-      System.out.printf(Locale.ROOT, "pacer fetch %,.0f/s, bare %,.0f/s: %.2f x%n",
-          r.pacerPerSecond(), r.barePerSecond(), r.ratio());
+      System.out.printf(
+          Locale.ROOT,
+          "pacer fetch %,.0f/s, bare %,.0f/s: %.2f x%n",
+          r.pacerPerSecond(),
+          r.barePerSecond(),
+          r.ratio());
     } finally {
       deleteTree(work);
     }

@@ -28,14 +28,14 @@ import java.util.regex.Pattern;
  * heaviest / k^s} items, at least one; the input grouped by host, heaviest first, as a crawl's
  * frontier dumped host by host).
  *
- * <p>Four runs, one after another on the same hosts, each starting on fresh cursor rows (the
- * hosts' rows in {@code pacer_cursor} are deleted before it: the FIFO twin, stopped, leaves turns
- * reserved up to a minute ahead):
+ * <p>Four runs, one after another on the same hosts, each starting on fresh cursor rows (the hosts'
+ * rows in {@code pacer_cursor} are deleted before it: the FIFO twin, stopped, leaves turns reserved
+ * up to a minute ahead):
  *
  * <ol>
  *   <li><b>capacity</b>: what the workers can carry, every host's ceiling far above it ({@link
- *       #CAPACITY_RATE}/s; {@link #CAPACITY_ITEMS_PER_HOST} items a host): arrivals per second
- *       from the first to the last;
+ *       #CAPACITY_RATE}/s; {@link #CAPACITY_ITEMS_PER_HOST} items a host): arrivals per second from
+ *       the first to the last;
  *   <li><b>turn</b>: the frontier (the default claim order), judged on every criterion below;
  *   <li><b>SIGKILL</b>: the turn run again, one worker killed with SIGKILL a third of the way in
  *       while it holds leased items, which come back when their {@link Load#leaseSeconds()}-s
@@ -54,9 +54,9 @@ import java.util.regex.Pattern;
  *       last arrival), capacity × 10 s);
  *   <li>claims that came back empty while some host was eligible ÷ all claims, under 0.1% (the
  *       workers' own tally, printed as each ends; a killed worker's is lost with it);
- *   <li>the run's time at the hosts (first arrival to last) ≤ 1.05 × the largest per-host backlog
- *       × interval + 10 s; the time from the workers' start to the last outcome (the summary's
- *       {@code elapsedSeconds}, the enqueue not in it) is reported beside it;
+ *   <li>the run's time at the hosts (first arrival to last) ≤ 1.05 × the largest per-host backlog ×
+ *       interval + 10 s; the time from the workers' start to the last outcome (the summary's {@code
+ *       elapsedSeconds}, the enqueue not in it) is reported beside it;
  *   <li>every item done exactly once (the work state), and every item's URL reached its host.
  * </ul>
  */
@@ -64,9 +64,12 @@ final class FrontierBench {
 
   /** The capacity run's per-host ceiling: far above what the workers reach at any host. */
   static final double CAPACITY_RATE = 1000;
+
   static final int CAPACITY_ITEMS_PER_HOST = 4;
+
   /** The FIFO twin is stopped this many times the finish bound after its first arrival. */
   static final double FIFO_CAP = 1.5;
+
   static final double WINDOW_SECONDS = 10;
   static final double WINDOW_SHARE = 0.95;
   static final double EMPTY_CLAIMS_TARGET = 0.001;
@@ -76,7 +79,13 @@ final class FrontierBench {
    * k^zipfS} items (rounded, at least 1), {@code processes} worker JVMs of {@code threads} each,
    * leases of {@code leaseSeconds}.
    */
-  record Load(int hosts, double rate, double zipfS, int heaviest, int processes, int threads,
+  record Load(
+      int hosts,
+      double rate,
+      double zipfS,
+      int heaviest,
+      int processes,
+      int threads,
       int leaseSeconds) {
 
     /** Items of each host, heaviest first. */
@@ -105,16 +114,26 @@ final class FrontierBench {
   /**
    * One run's figures. {@code finished}: the run ended by itself (not stopped); {@code
    * worstHostWindow}: the most arrivals any host had in a 1-s window; {@code hostsOver}: hosts
-   * whose busiest window passed their ceiling + 1; {@code windows}: the whole 10-s windows from
-   * the first arrival; {@code claims}, {@code emptyWhileEligible}: summed over
-   * the workers that told them ({@code workersTelling} of them); {@code doneOnce}: every item done
-   * exactly once and every URL arrived; {@code killedAtSeconds}: when a worker was killed, from the
-   * run's start (NaN if none was, or none held a lease to kill).
+   * whose busiest window passed their ceiling + 1; {@code windows}: the whole 10-s windows from the
+   * first arrival; {@code claims}, {@code emptyWhileEligible}: summed over the workers that told
+   * them ({@code workersTelling} of them); {@code doneOnce}: every item done exactly once and every
+   * URL arrived; {@code killedAtSeconds}: when a worker was killed, from the run's start (NaN if
+   * none was, or none held a lease to kill).
    */
-  record Run(String label, boolean finished, double elapsedSeconds, double doorSeconds,
+  record Run(
+      String label,
+      boolean finished,
+      double elapsedSeconds,
+      double doorSeconds,
       int arrivals,
-      int worstHostWindow, int hostsOver, List<WindowFigure> windows, long claims,
-      long emptyWhileEligible, int workersTelling, boolean doneOnce, double killedAtSeconds) {
+      int worstHostWindow,
+      int hostsOver,
+      List<WindowFigure> windows,
+      long claims,
+      long emptyWhileEligible,
+      int workersTelling,
+      boolean doneOnce,
+      double killedAtSeconds) {
 
     /** The lowest arrivals ÷ base over the whole 10-s windows (NaN if the run had none). */
     double minWindowRatio() {
@@ -140,10 +159,13 @@ final class FrontierBench {
   record Result(Load load, int items, double capacityPerSecond, Run turn, Run fifo, Run killed) {}
 
   private static final Pattern ELAPSED = Pattern.compile("\"elapsedSeconds\":([0-9.]+)");
+
   /** A worker's closing tally (ClaimTally), the whole line: claims, empty ones, held ones. */
-  private static final Pattern CLAIMS = Pattern.compile("Claims: (\\d+) made, \\d+ leased an item,"
-      + " \\d+ found no host due, (\\d+) came back empty[^\n]*?, (\\d+) found the due hosts held"
-      + "[^\n]*");
+  private static final Pattern CLAIMS =
+      Pattern.compile(
+          "Claims: (\\d+) made, \\d+ leased an item,"
+              + " \\d+ found no host due, (\\d+) came back empty[^\n]*?, (\\d+) found the due hosts held"
+              + "[^\n]*");
 
   private final Database.Target db;
   private final Load load;
@@ -151,8 +173,8 @@ final class FrontierBench {
   private final PrintStream log;
   private final LoopbackHosts hosts;
 
-  private FrontierBench(Database.Target db, Load load, Path work, PrintStream log,
-      LoopbackHosts hosts) {
+  private FrontierBench(
+      Database.Target db, Load load, Path work, PrintStream log, LoopbackHosts hosts) {
     this.db = db;
     this.load = load;
     this.work = work;
@@ -165,9 +187,15 @@ final class FrontierBench {
     try (LoopbackHosts hosts = new LoopbackHosts(load.hosts())) {
       FrontierBench bench = new FrontierBench(db, load, work, log, hosts);
       double capacity = bench.capacity();
-      log.printf(Locale.ROOT, "[frontier] capacity: %,.0f items/s (%d hosts at %.0f/s, %d"
-              + " processes x %d threads)%n", capacity, load.hosts(), CAPACITY_RATE,
-          load.processes(), load.threads());
+      log.printf(
+          Locale.ROOT,
+          "[frontier] capacity: %,.0f items/s (%d hosts at %.0f/s, %d"
+              + " processes x %d threads)%n",
+          capacity,
+          load.hosts(),
+          CAPACITY_RATE,
+          load.processes(),
+          load.threads());
       Run turn = bench.run("turn", capacity, false, false);
       Run killed = bench.run("sigkill", capacity, false, true);
       Run fifo = bench.run("fifo", capacity, true, false);
@@ -184,8 +212,11 @@ final class FrontierBench {
     Process p = start("frontier-capacity", urls, CAPACITY_RATE, false);
     int code = p.waitFor();
     if (code != 0) {
-      throw new IllegalStateException("the capacity run exited " + code + ": "
-          + Files.readString(work.resolve("frontier-capacity.err")));
+      throw new IllegalStateException(
+          "the capacity run exited "
+              + code
+              + ": "
+              + Files.readString(work.resolve("frontier-capacity.err")));
     }
     List<LoopbackHosts.Arrival> a = since(mark);
     return (a.size() - 1) / ((a.get(a.size() - 1).nanos() - a.get(0).nanos()) / 1e9);
@@ -212,8 +243,12 @@ final class FrontierBench {
           if (leasedBy(job, worker.pid()) > 0) {
             worker.destroyForcibly();
             killedAt = (System.nanoTime() - mark) / 1e9;
-            log.printf(Locale.ROOT, "[frontier] %s: killed worker pid %d with SIGKILL at %.1f s%n",
-                label, worker.pid(), killedAt);
+            log.printf(
+                Locale.ROOT,
+                "[frontier] %s: killed worker pid %d with SIGKILL at %.1f s%n",
+                label,
+                worker.pid(),
+                killedAt);
             break;
           }
         }
@@ -221,8 +256,8 @@ final class FrontierBench {
       if (fifo && !stopped) {
         // Counted from the first arrival: the workers' start is seconds of JVMs on a busy machine.
         List<LoopbackHosts.Arrival> so = since(mark);
-        if (!so.isEmpty() && System.nanoTime() - so.get(0).nanos()
-            > FIFO_CAP * load.finishBoundSeconds() * 1e9) {
+        if (!so.isEmpty()
+            && System.nanoTime() - so.get(0).nanos() > FIFO_CAP * load.finishBoundSeconds() * 1e9) {
           p.destroy();
           stopped = true;
         }
@@ -231,12 +266,18 @@ final class FrontierBench {
     }
     long end = System.nanoTime();
     if (!stopped && p.exitValue() != 0) {
-      throw new IllegalStateException(label + " run exited " + p.exitValue() + ": "
-          + Files.readString(work.resolve(job + ".err")));
+      throw new IllegalStateException(
+          label
+              + " run exited "
+              + p.exitValue()
+              + ": "
+              + Files.readString(work.resolve(job + ".err")));
     }
     String err = Files.readString(work.resolve(job + ".err"), StandardCharsets.UTF_8);
-    double elapsed = stopped ? (end - mark) / 1e9 : Double.parseDouble(
-        find(ELAPSED, Files.readString(work.resolve(job + ".out"))));
+    double elapsed =
+        stopped
+            ? (end - mark) / 1e9
+            : Double.parseDouble(find(ELAPSED, Files.readString(work.resolve(job + ".out"))));
     long claims = 0;
     long empty = 0;
     long held = 0;
@@ -253,27 +294,57 @@ final class FrontierBench {
     if (arrivals.isEmpty()) {
       throw new IllegalStateException("the " + label + " run sent nothing: " + err);
     }
-    Run r = judge(label, !stopped, elapsed, arrivals, itemsOf, capacity, claims, empty, telling,
-        !stopped && doneOnce(job, urls.size(), arrivals), killedAt);
-    log.printf(Locale.ROOT, "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
+    Run r =
+        judge(
+            label,
+            !stopped,
+            elapsed,
+            arrivals,
+            itemsOf,
+            capacity,
+            claims,
+            empty,
+            telling,
+            !stopped && doneOnce(job, urls.size(), arrivals),
+            killedAt);
+    log.printf(
+        Locale.ROOT,
+        "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
             + " from the workers' start; worst host window %d"
             + " (%d host(s) over ceiling + 1); lowest 10-s window %.3f of the bound's base over %d"
             + " window(s); claims %d, empty while a host was eligible %d (%.3f%%, %d worker(s)"
-            + " told), idle with the due hosts held %d; every item done once: %s%n", label,
-        r.finished() ? "finished" : "STOPPED", r.doorSeconds(), load.finishBoundSeconds(),
-        r.elapsedSeconds(), r.worstHostWindow(), r.hostsOver(), r.minWindowRatio(),
-        r.windows().size(), r.claims(), r.emptyWhileEligible(), 100 * r.emptyFraction(),
-        r.workersTelling(), held, r.doneOnce());
+            + " told), idle with the due hosts held %d; every item done once: %s%n",
+        label,
+        r.finished() ? "finished" : "STOPPED",
+        r.doorSeconds(),
+        load.finishBoundSeconds(),
+        r.elapsedSeconds(),
+        r.worstHostWindow(),
+        r.hostsOver(),
+        r.minWindowRatio(),
+        r.windows().size(),
+        r.claims(),
+        r.emptyWhileEligible(),
+        100 * r.emptyFraction(),
+        r.workersTelling(),
+        held,
+        r.doneOnce());
     StringBuilder w = new StringBuilder();
     for (WindowFigure f : r.windows()) {
       w.append(String.format(Locale.ROOT, " %d/%.1f", f.delivered(), f.base()));
     }
     log.printf(Locale.ROOT, "[frontier] %s: 10-s windows, arrivals/base:%s%n", label, w);
-    List<LoopbackHosts.Arrival> heaviest = arrivals.stream()
-        .filter(a -> a.host().equals(hosts.hosts().get(0))).toList();
-    log.printf(Locale.ROOT, "[frontier] %s: the heaviest host's arrivals, s from the first arrival:"
-        + " %s%n", label, heaviest.stream().map(a -> String.format(Locale.ROOT, "%.1f",
-            (a.nanos() - arrivals.get(0).nanos()) / 1e9)).toList());
+    List<LoopbackHosts.Arrival> heaviest =
+        arrivals.stream().filter(a -> a.host().equals(hosts.hosts().get(0))).toList();
+    log.printf(
+        Locale.ROOT,
+        "[frontier] %s: the heaviest host's arrivals, s from the first arrival:" + " %s%n",
+        label,
+        heaviest.stream()
+            .map(
+                a ->
+                    String.format(Locale.ROOT, "%.1f", (a.nanos() - arrivals.get(0).nanos()) / 1e9))
+            .toList());
     return r;
   }
 
@@ -281,9 +352,18 @@ final class FrontierBench {
    * The figures of a run from its arrivals (time order), its hosts' backlogs and the workers'
    * capacity: a pure function, so that the criteria are the same for every run.
    */
-  Run judge(String label, boolean finished, double elapsed, List<LoopbackHosts.Arrival> arrivals,
-      Map<String, Integer> itemsOf, double capacity, long claims, long empty, int telling,
-      boolean doneOnce, double killedAt) {
+  Run judge(
+      String label,
+      boolean finished,
+      double elapsed,
+      List<LoopbackHosts.Arrival> arrivals,
+      Map<String, Integer> itemsOf,
+      double capacity,
+      long claims,
+      long empty,
+      int telling,
+      boolean doneOnce,
+      double killedAt) {
     Map<String, List<LoopbackHosts.Arrival>> byHost = new HashMap<>();
     for (LoopbackHosts.Arrival a : arrivals) {
       byHost.computeIfAbsent(a.host(), h -> new ArrayList<>()).add(a);
@@ -317,14 +397,26 @@ final class FrontierBench {
       long delivered = arrivals.stream().filter(a -> a.nanos() >= f && a.nanos() < to).count();
       windows.add(new WindowFigure(delivered, base));
     }
-    return new Run(label, finished, elapsed, (last - t0) / 1e9, arrivals.size(), worst, over,
-        windows, claims, empty, telling, doneOnce, killedAt);
+    return new Run(
+        label,
+        finished,
+        elapsed,
+        (last - t0) / 1e9,
+        arrivals.size(),
+        worst,
+        over,
+        windows,
+        claims,
+        empty,
+        telling,
+        doneOnce,
+        killedAt);
   }
 
   /** Deletes the loopback hosts' cursor rows (made by the first claim on each, if any). */
   private void forgetTurns() throws SQLException {
-    try (Connection c = db.connect(); PreparedStatement s = c.prepareStatement(
-        "DELETE FROM pacer_cursor WHERE name = ANY (?)")) {
+    try (Connection c = db.connect();
+        PreparedStatement s = c.prepareStatement("DELETE FROM pacer_cursor WHERE name = ANY (?)")) {
       s.setArray(1, c.createArrayOf("text", hosts.hosts().toArray()));
       s.executeUpdate();
     } catch (SQLException e) {
@@ -338,17 +430,37 @@ final class FrontierBench {
       throws IOException {
     Path list = work.resolve(job + ".txt");
     Files.write(list, urls);
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
     command.addAll(JvmOptions.ofPacer());
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main",
-        "fetch", list.toString(), "--job", job + "-" + System.nanoTime(), "--per-host",
-        "--rate", Double.toString(rate), "--processes", Integer.toString(load.processes()),
-        "--threads", Integer.toString(load.threads()),
-        "--lease-seconds", Integer.toString(load.leaseSeconds()),
-        // The bench judges pacing, not the envelope: other work on the machine must not halt it.
-        "--max-load", "10000",
-        "--out", work.resolve(job + "-bodies").toString(), "--no-progress", "--db", db.jdbcUrl()));
+    command.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            "dev.pacer.cli.Main",
+            "fetch",
+            list.toString(),
+            "--job",
+            job + "-" + System.nanoTime(),
+            "--per-host",
+            "--rate",
+            Double.toString(rate),
+            "--processes",
+            Integer.toString(load.processes()),
+            "--threads",
+            Integer.toString(load.threads()),
+            "--lease-seconds",
+            Integer.toString(load.leaseSeconds()),
+            // The bench judges pacing, not the envelope: other work on the machine must not halt
+            // it.
+            "--max-load",
+            "10000",
+            "--out",
+            work.resolve(job + "-bodies").toString(),
+            "--no-progress",
+            "--db",
+            db.jdbcUrl()));
     if (fifo) {
       command.addAll(List.of("--claim-order", "FIFO"));
     }
@@ -364,9 +476,11 @@ final class FrontierBench {
 
   /** Items of the job (the run's job name starts with it) leased by the worker with this pid. */
   private long leasedBy(String job, long pid) throws SQLException {
-    try (Connection c = db.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT count(*) FROM pacer_item WHERE job LIKE ? AND state = 'leased'"
-            + " AND leased_by LIKE ?")) {
+    try (Connection c = db.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*) FROM pacer_item WHERE job LIKE ? AND state = 'leased'"
+                    + " AND leased_by LIKE ?")) {
       s.setString(1, job + "-%");
       s.setString(2, "%:" + pid + ":%");
       try (ResultSet r = s.executeQuery()) {
@@ -381,9 +495,11 @@ final class FrontierBench {
   private boolean doneOnce(String job, int items, List<LoopbackHosts.Arrival> arrivals)
       throws SQLException {
     long reached = arrivals.stream().map(a -> a.host() + a.path()).distinct().count();
-    try (Connection c = db.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job LIKE ?"
-            + " AND state = 'done'")) {
+    try (Connection c = db.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job LIKE ?"
+                    + " AND state = 'done'")) {
       s.setString(1, job + "-%");
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -412,24 +528,36 @@ final class FrontierBench {
   }
 
   /**
-   * Standalone: {@code FrontierBench [HOSTS [HEAVIEST [RATE [THREADS]]]]} on an embedded
-   * PostgreSQL (default: the full load).
+   * Standalone: {@code FrontierBench [HOSTS [HEAVIEST [RATE [THREADS]]]]} on an embedded PostgreSQL
+   * (default: the full load).
    */
   public static void main(String[] args) throws Exception {
     serversAnswerAtOnce();
     Load full = BenchSettings.full().frontier();
-    Load load = new Load(args.length > 0 ? Integer.parseInt(args[0]) : full.hosts(),
-        args.length > 2 ? Double.parseDouble(args[2]) : full.rate(), full.zipfS(),
-        args.length > 1 ? Integer.parseInt(args[1]) : full.heaviest(), full.processes(),
-        args.length > 3 ? Integer.parseInt(args[3]) : full.threads(), full.leaseSeconds());
+    Load load =
+        new Load(
+            args.length > 0 ? Integer.parseInt(args[0]) : full.hosts(),
+            args.length > 2 ? Double.parseDouble(args[2]) : full.rate(),
+            full.zipfS(),
+            args.length > 1 ? Integer.parseInt(args[1]) : full.heaviest(),
+            full.processes(),
+            args.length > 3 ? Integer.parseInt(args[3]) : full.threads(),
+            full.leaseSeconds());
     Path work = Files.createTempDirectory("pacer-frontier-bench");
     double[] before = Machine.loadAverage();
     try (Database db = Database.embedded()) {
       Result r = measure(db.target(), load, work, System.out);
       double[] after = Machine.loadAverage();
-      System.out.printf(Locale.ROOT, "%d hosts at %.1f/s, %d items (heaviest %d); load average"
-              + " %.2f at start, %.2f at end%n", load.hosts(), load.rate(), r.items(),
-          load.heaviest(), before[0], after[0]);
+      System.out.printf(
+          Locale.ROOT,
+          "%d hosts at %.1f/s, %d items (heaviest %d); load average"
+              + " %.2f at start, %.2f at end%n",
+          load.hosts(),
+          load.rate(),
+          r.items(),
+          load.heaviest(),
+          before[0],
+          after[0]);
     } finally {
       FetchThroughput.deleteTree(work);
     }

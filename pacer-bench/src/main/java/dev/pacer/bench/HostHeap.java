@@ -25,6 +25,7 @@ import java.util.Set;
 final class HostHeap {
 
   static final List<String> JVM = List.of("-Xmx256m", "-XX:+UseSerialGC");
+
   /**
    * The target: the heap after the most hosts at most this many times the heap after the fewest.
    */
@@ -35,8 +36,12 @@ final class HostHeap {
     Load {
       checkpoints = List.copyOf(checkpoints);
       if (checkpoints.size() < 3 || checkpoints.get(0) != 0 || perSecond < 1) {
-        throw new IllegalArgumentException("checkpoints must start at 0 and have two more, and"
-            + " perSecond be positive: " + checkpoints + ", " + perSecond);
+        throw new IllegalArgumentException(
+            "checkpoints must start at 0 and have two more, and"
+                + " perSecond be positive: "
+                + checkpoints
+                + ", "
+                + perSecond);
       }
     }
 
@@ -73,8 +78,9 @@ final class HostHeap {
     List<Point> points = new ArrayList<>();
     for (String line : out) {
       String[] parts = line.trim().split(" ");
-      points.add(new Point(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]),
-          Long.parseLong(parts[2])));
+      points.add(
+          new Point(
+              Integer.parseInt(parts[0]), Integer.parseInt(parts[1]), Long.parseLong(parts[2])));
     }
     if (points.size() != load.checkpoints().size()) {
       throw new IllegalStateException("the host heap child reported " + out);
@@ -96,12 +102,22 @@ final class HostHeap {
     try (Database db = Database.embedded()) {
       Result r = measure(db.target(), new Load(checkpoints, perSecond), work);
       for (Point p : r.points()) {
-        System.out.printf(Locale.ROOT, "%,d hosts: %,d fetchers held, %.1f MiB retained%n",
-            p.hosts(), p.fetchersHeld(), p.heapBytes() / 1048576.0);
+        System.out.printf(
+            Locale.ROOT,
+            "%,d hosts: %,d fetchers held, %.1f MiB retained%n",
+            p.hosts(),
+            p.fetchersHeld(),
+            p.heapBytes() / 1048576.0);
       }
-      System.out.printf(Locale.ROOT, "%,d new hosts a second: %,d ÷ %,d hosts %.3f; %.0f bytes"
-              + " per fetcher held (%s)%n", perSecond, r.load().hosts(), r.points().get(1).hosts(),
-          r.ratio(), r.bytesPerHeldFetcher(), String.join(" ", JVM));
+      System.out.printf(
+          Locale.ROOT,
+          "%,d new hosts a second: %,d ÷ %,d hosts %.3f; %.0f bytes" + " per fetcher held (%s)%n",
+          perSecond,
+          r.load().hosts(),
+          r.points().get(1).hosts(),
+          r.ratio(),
+          r.bytesPerHeldFetcher(),
+          String.join(" ", JVM));
     } finally {
       Files.deleteIfExists(work);
     }
@@ -124,7 +140,11 @@ final class HostHeap {
       try (PostgresCursor cursor = new dev.pacer.cli.db.Database(args[0]).cursor()) {
         PerHostDriver driver = new PerHostDriver(cursor);
         // This run's own names: a host's cursor row is shared by name with everything else.
-        driver.drive("heap-" + System.nanoTime() + ".test", hosts, perSecond, checkpoints,
+        driver.drive(
+            "heap-" + System.nanoTime() + ".test",
+            hosts,
+            perSecond,
+            checkpoints,
             (claimed, held) -> System.out.println(claimed + " " + held + " " + retainedHeap()));
       }
     }

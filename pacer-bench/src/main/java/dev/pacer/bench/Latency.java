@@ -1,8 +1,8 @@
 package dev.pacer.bench;
 
-import dev.pacer.spi.Reservation;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
+import dev.pacer.spi.Reservation;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -13,17 +13,23 @@ import org.postgresql.PGStatement;
 
 /**
  * Round-trip latency from one thread, all on one connection: JDBC {@code SELECT 1} (prepared
- * server-side) against one Pacer reservation, the cursor being handed that same connection (and
- * so setting its session up as it always does). A third series, the smallest write there is on
- * the same table (a bare upsert of one row, no pacing arithmetic), tells the cost of any write
- * transaction apart from the cost of Pacer's statement. The three alternate call by call, so that
- * a change in the machine's state during the measurement hits all alike.
+ * server-side) against one Pacer reservation, the cursor being handed that same connection (and so
+ * setting its session up as it always does). A third series, the smallest write there is on the
+ * same table (a bare upsert of one row, no pacing arithmetic), tells the cost of any write
+ * transaction apart from the cost of Pacer's statement. The three alternate call by call, so that a
+ * change in the machine's state during the measurement hits all alike.
  */
 final class Latency {
 
   /** Microsecond percentiles of both. */
-  record Result(double select1P50, double select1P99, double reserveP50, double reserveP99,
-      double bareUpsertP50, double bareUpsertP99, int samplesEach) {
+  record Result(
+      double select1P50,
+      double select1P99,
+      double reserveP50,
+      double reserveP99,
+      double bareUpsertP50,
+      double bareUpsertP99,
+      int samplesEach) {
 
     double ratio() {
       return reserveP50 / select1P50;
@@ -40,7 +46,9 @@ final class Latency {
    * row, nothing computed, run on the cursor's own connection and so with its session settings.
    */
   static final String BARE_UPSERT =
-      "INSERT INTO " + Contender.PACER_TABLE + " AS c (name, next_at, updated_at)"
+      "INSERT INTO "
+          + Contender.PACER_TABLE
+          + " AS c (name, next_at, updated_at)"
           + " VALUES (?, clock_timestamp(), clock_timestamp())"
           + " ON CONFLICT (name) DO UPDATE SET next_at = EXCLUDED.next_at,"
           + " updated_at = EXCLUDED.updated_at RETURNING c.next_at";
@@ -52,8 +60,9 @@ final class Latency {
     long[] reserve = new long[samples];
     long[] upsert = new long[samples];
     try (Connection c = db.connect();
-        PostgresCursor cursor = new PostgresCursor(
-            PostgresCursorConfig.forDataSource(new SingleConnectionDataSource(c)).build())) {
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forDataSource(new SingleConnectionDataSource(c)).build())) {
       // The cursor sets the session up (autocommit, timeouts, synchronous_commit) on first use.
       reserve(cursor, "bench-latency");
       try (PreparedStatement ping = c.prepareStatement("SELECT 1");
@@ -87,9 +96,12 @@ final class Latency {
     Arrays.sort(reserve);
     Arrays.sort(upsert);
     return new Result(
-        percentileMicros(select1, 0.50), percentileMicros(select1, 0.99),
-        percentileMicros(reserve, 0.50), percentileMicros(reserve, 0.99),
-        percentileMicros(upsert, 0.50), percentileMicros(upsert, 0.99),
+        percentileMicros(select1, 0.50),
+        percentileMicros(select1, 0.99),
+        percentileMicros(reserve, 0.50),
+        percentileMicros(reserve, 0.99),
+        percentileMicros(upsert, 0.50),
+        percentileMicros(upsert, 0.99),
         select1.length);
   }
 

@@ -34,13 +34,15 @@ public final class LocalDestination {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 1024);
     ExecutorService handlers = Executors.newFixedThreadPool(threads);
     server.setExecutor(handlers);
-    server.createContext("/", exchange -> {
-      exchange.getRequestBody().readAllBytes();
-      exchange.sendResponseHeaders(200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          exchange.getRequestBody().readAllBytes();
+          exchange.sendResponseHeaders(200, body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     server.start();
     System.out.println(server.getAddress().getPort());
     System.out.flush();

@@ -43,13 +43,21 @@ record Machine(
   }
 
   static String readOs() {
-    return System.getProperty("os.name") + " " + System.getProperty("os.version") + " ("
-        + System.getProperty("os.arch") + ")";
+    return System.getProperty("os.name")
+        + " "
+        + System.getProperty("os.version")
+        + " ("
+        + System.getProperty("os.arch")
+        + ")";
   }
 
   static String readJvm() {
-    return System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
-        + " (" + System.getProperty("java.vm.vendor") + ")";
+    return System.getProperty("java.vm.name")
+        + " "
+        + System.getProperty("java.runtime.version")
+        + " ("
+        + System.getProperty("java.vm.vendor")
+        + ")";
   }
 
   Map<String, Object> toJson() {
@@ -64,9 +72,11 @@ record Machine(
     m.put("server_synchronous_commit_default", serverSynchronousCommitDefault);
     m.put("server_fsync", serverFsync);
     m.put("embedded_server", embeddedServer);
-    m.put("load_average_at_start",
+    m.put(
+        "load_average_at_start",
         List.of(loadAverageAtStart[0], loadAverageAtStart[1], loadAverageAtStart[2]));
-    m.put("load_average_at_end",
+    m.put(
+        "load_average_at_end",
         List.of(loadAverageAtEnd[0], loadAverageAtEnd[1], loadAverageAtEnd[2]));
     return m;
   }

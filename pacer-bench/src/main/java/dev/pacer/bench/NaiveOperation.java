@@ -33,9 +33,12 @@ final class NaiveOperation implements Operation {
         s.execute("SET synchronous_commit = off");
       }
     }
-    try (PreparedStatement seed = connection.prepareStatement(
-        "INSERT INTO " + Contender.NAIVE_TABLE + " (name, next_at_micros) VALUES (?, 0)"
-            + " ON CONFLICT (name) DO NOTHING")) {
+    try (PreparedStatement seed =
+        connection.prepareStatement(
+            "INSERT INTO "
+                + Contender.NAIVE_TABLE
+                + " (name, next_at_micros) VALUES (?, 0)"
+                + " ON CONFLICT (name) DO NOTHING")) {
       for (String key : keys) {
         seed.setString(1, key);
         seed.executeUpdate();
@@ -43,11 +46,15 @@ final class NaiveOperation implements Operation {
     }
     connection.setAutoCommit(false);
     lock = connection.prepareStatement("SELECT pg_advisory_xact_lock(?)");
-    select = connection.prepareStatement(
-        "SELECT next_at_micros, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
-            + " FROM " + Contender.NAIVE_TABLE + " WHERE name = ?");
-    update = connection.prepareStatement(
-        "UPDATE " + Contender.NAIVE_TABLE + " SET next_at_micros = ? WHERE name = ?");
+    select =
+        connection.prepareStatement(
+            "SELECT next_at_micros, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+                + " FROM "
+                + Contender.NAIVE_TABLE
+                + " WHERE name = ?");
+    update =
+        connection.prepareStatement(
+            "UPDATE " + Contender.NAIVE_TABLE + " SET next_at_micros = ? WHERE name = ?");
   }
 
   @Override

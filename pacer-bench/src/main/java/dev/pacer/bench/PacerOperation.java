@@ -1,9 +1,9 @@
 package dev.pacer.bench;
 
-import dev.pacer.spi.Reservation;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TableLayout;
+import dev.pacer.spi.Reservation;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
@@ -15,20 +15,21 @@ final class PacerOperation implements Operation {
   private int next;
 
   PacerOperation(Database.Target db, TableLayout layout, boolean synchronousCommit, String[] keys) {
-    this.cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties())
-            .layout(layout)
-            .synchronousCommit(synchronousCommit)
-            .build());
+    this.cursor =
+        new PostgresCursor(
+            PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties())
+                .layout(layout)
+                .synchronousCommit(synchronousCommit)
+                .build());
     this.keys = keys.clone();
     awaitConnected(cursor);
   }
 
   /**
-   * Reserves on a key of its own until the cursor answers, so that measuring starts connected.
-   * A cold JVM on a busy machine can take longer than the cursor's 1-s bound to connect; the
-   * cursor then answers "unavailable" through its failure latch (5 s), as it should in
-   * production, and this waits that out rather than measure it.
+   * Reserves on a key of its own until the cursor answers, so that measuring starts connected. A
+   * cold JVM on a busy machine can take longer than the cursor's 1-s bound to connect; the cursor
+   * then answers "unavailable" through its failure latch (5 s), as it should in production, and
+   * this waits that out rather than measure it.
    */
   static void awaitConnected(PostgresCursor cursor) {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

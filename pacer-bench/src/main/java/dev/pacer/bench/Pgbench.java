@@ -70,11 +70,27 @@ final class Pgbench {
   /** Transactions (reservations) per second at {@code clients} connections for {@code seconds}. */
   double run(int clients, int seconds) throws IOException, InterruptedException {
     int threads = Math.max(1, Math.min(clients, Runtime.getRuntime().availableProcessors()));
-    List<String> command = new ArrayList<>(List.of(
-        executable.toString(), "-n", "-M", "prepared", "-f", script.toString(),
-        "-c", Integer.toString(clients), "-j", Integer.toString(threads),
-        "-T", Integer.toString(seconds),
-        "-D", "key=" + KEY, "-D", "gap=0", "-D", "reset_beyond=3600000000"));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                executable.toString(),
+                "-n",
+                "-M",
+                "prepared",
+                "-f",
+                script.toString(),
+                "-c",
+                Integer.toString(clients),
+                "-j",
+                Integer.toString(threads),
+                "-T",
+                Integer.toString(seconds),
+                "-D",
+                "key=" + KEY,
+                "-D",
+                "gap=0",
+                "-D",
+                "reset_beyond=3600000000"));
     addIfPresent(command, "-h", libpq.getProperty("PGHOST"));
     addIfPresent(command, "-p", libpq.getProperty("PGPORT"));
     addIfPresent(command, "-U", libpq.getProperty("user"));
@@ -83,8 +99,10 @@ final class Pgbench {
     Map<String, String> env = pb.environment();
     // The session settings PostgresCursor gives its own connection, so that pgbench runs the
     // statement with the same plan and commit mode.
-    env.put("PGOPTIONS", "-c synchronous_commit=off -c plan_cache_mode=force_generic_plan"
-        + " -c enable_seqscan=off -c statement_timeout=1000 -c lock_timeout=1000");
+    env.put(
+        "PGOPTIONS",
+        "-c synchronous_commit=off -c plan_cache_mode=force_generic_plan"
+            + " -c enable_seqscan=off -c statement_timeout=1000 -c lock_timeout=1000");
     String password = libpq.getProperty("password");
     if (password != null) {
       env.put("PGPASSWORD", password);
@@ -124,11 +142,12 @@ final class Pgbench {
     Path debian = Path.of("/usr/lib/postgresql");
     if (Files.isDirectory(debian)) {
       try (Stream<Path> versions = Files.list(debian)) {
-        Path found = versions
-            .map(v -> v.resolve("bin/pgbench"))
-            .filter(Files::isExecutable)
-            .max(Comparator.comparing(p -> versionOf(p.getParent().getParent())))
-            .orElse(null);
+        Path found =
+            versions
+                .map(v -> v.resolve("bin/pgbench"))
+                .filter(Files::isExecutable)
+                .max(Comparator.comparing(p -> versionOf(p.getParent().getParent())))
+                .orElse(null);
         if (found != null) {
           return found;
         }
@@ -140,8 +159,9 @@ final class Pgbench {
         return candidate;
       }
     }
-    throw new IllegalStateException("pgbench not found: it ships with the PostgreSQL server"
-        + " binaries (on Debian: apt-get install -y postgresql); or pass --pgbench PATH");
+    throw new IllegalStateException(
+        "pgbench not found: it ships with the PostgreSQL server"
+            + " binaries (on Debian: apt-get install -y postgresql); or pass --pgbench PATH");
   }
 
   private static boolean answers(Path pgbench) throws IOException, InterruptedException {

@@ -9,9 +9,9 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The markdown part of a run. It is written between two marker comments in {@code
- * benchmarks.md}, so that a new run replaces the figures and leaves the prose around them alone;
- * a file without the markers is created with them.
+ * The markdown part of a run. It is written between two marker comments in {@code benchmarks.md},
+ * so that a new run replaces the figures and leaves the prose around them alone; a file without the
+ * markers is created with them.
  */
 final class Report {
 
@@ -53,13 +53,20 @@ final class Report {
     md.append("Run of ").append(r.generatedAt).append(".\n\n");
     md.append("| machine | |\n|---|---|\n");
     row(md, "CPU", m.cores() + " cores, " + m.cpuModel());
-    row(md, "memory",
+    row(
+        md,
+        "memory",
         String.format(Locale.ROOT, "%.1f GiB", m.memoryBytes() / (1024.0 * 1024 * 1024)));
     row(md, "OS", m.os());
     row(md, "JVM", m.jvm());
-    row(md, "PostgreSQL", m.postgresqlVersion() + (m.embeddedServer()
-        ? " (embedded, zonky binaries, on this machine)" : " (--db)"));
-    row(md, "server default synchronous_commit / fsync",
+    row(
+        md,
+        "PostgreSQL",
+        m.postgresqlVersion()
+            + (m.embeddedServer() ? " (embedded, zonky binaries, on this machine)" : " (--db)"));
+    row(
+        md,
+        "server default synchronous_commit / fsync",
         m.serverSynchronousCommitDefault() + " / " + m.serverFsync());
     row(md, "load average (1/5/15 min) at start", load(m.loadAverageAtStart()));
     row(md, "load average (1/5/15 min) at end", load(m.loadAverageAtEnd()));
@@ -67,77 +74,126 @@ final class Report {
 
     md.append("### Targets\n\n| target | measured | wanted | |\n|---|---|---|---|\n");
     for (Results.Target t : r.targets()) {
-      md.append("| ").append(t.description()).append(" | ")
-          .append(fmt(t.measured(), 3)).append(" | ")
-          .append(t.comparator()).append(' ').append(fmt(t.threshold(), 3)).append(" | ")
-          .append(t.met() ? "**met**" : "**missed**").append(" |\n");
+      md.append("| ")
+          .append(t.description())
+          .append(" | ")
+          .append(fmt(t.measured(), 3))
+          .append(" | ")
+          .append(t.comparator())
+          .append(' ')
+          .append(fmt(t.threshold(), 3))
+          .append(" | ")
+          .append(t.met() ? "**met**" : "**missed**")
+          .append(" |\n");
     }
     md.append('\n');
 
     md.append("### Throughput, reservations per second\n\n");
-    md.append("Every process is a separate JVM with one thread and one connection; pgbench runs"
-        + " the same statement with as many clients. All columns use `synchronous_commit = off`"
-        + " for their sessions, as Pacer's does. Each figure is the median of ")
-        .append(r.settings.repeats()).append(" round(s) (every round in `bench-results.json`,"
-            + " `throughput_rounds_per_s`).\n\n");
+    md.append(
+            "Every process is a separate JVM with one thread and one connection; pgbench runs"
+                + " the same statement with as many clients. All columns use `synchronous_commit = off`"
+                + " for their sessions, as Pacer's does. Each figure is the median of ")
+        .append(r.settings.repeats())
+        .append(
+            " round(s) (every round in `bench-results.json`," + " `throughput_rounds_per_s`).\n\n");
     md.append("| processes | pgbench, same statement | Pacer, hot key | Pacer, ")
-        .append(r.settings.spreadKeys()).append(" keys | Bucket4j select-for-update"
-            + " | Bucket4j advisory-lock | naive advisory-lock transaction |\n");
+        .append(r.settings.spreadKeys())
+        .append(
+            " keys | Bucket4j select-for-update"
+                + " | Bucket4j advisory-lock | naive advisory-lock transaction |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int p : r.settings.processCounts()) {
-      md.append("| ").append(p).append(" | ")
-          .append(num(r.pgbench.get(p))).append(" | ")
-          .append(num(r.hotKey().get(p))).append(" | ")
+      md.append("| ")
+          .append(p)
+          .append(" | ")
+          .append(num(r.pgbench.get(p)))
+          .append(" | ")
+          .append(num(r.hotKey().get(p)))
+          .append(" | ")
           .append(num(r.series(Contender.PACER, false, r.settings.spreadKeys()).get(p)))
           .append(" | ")
           .append(num(r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1).get(p)))
           .append(" | ")
-          .append(num(r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1).get(p))).append(" | ")
-          .append(num(r.series(Contender.NAIVE_ADVISORY, false, 1).get(p))).append(" |\n");
+          .append(num(r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1).get(p)))
+          .append(" | ")
+          .append(num(r.series(Contender.NAIVE_ADVISORY, false, 1).get(p)))
+          .append(" |\n");
     }
-    md.append("\nThe peers at their defaults (server `synchronous_commit = on`), and Pacer's hot"
-        + " key against each:\n\n");
-    md.append("| processes | Bucket4j select-for-update | Bucket4j advisory-lock"
-        + " | naive transaction | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory | Pacer ÷ naive |\n");
+    md.append(
+        "\nThe peers at their defaults (server `synchronous_commit = on`), and Pacer's hot"
+            + " key against each:\n\n");
+    md.append(
+        "| processes | Bucket4j select-for-update | Bucket4j advisory-lock"
+            + " | naive transaction | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory | Pacer ÷ naive |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int p : r.settings.processCounts()) {
       Map<Integer, Double> sfu = r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, true, 1);
       Map<Integer, Double> adv = r.series(Contender.BUCKET4J_ADVISORY_LOCK, true, 1);
       Map<Integer, Double> naive = r.series(Contender.NAIVE_ADVISORY, true, 1);
-      md.append("| ").append(p).append(" | ").append(num(sfu.get(p))).append(" | ")
-          .append(num(adv.get(p))).append(" | ").append(num(naive.get(p))).append(" | ")
-          .append(fmt(r.ratioAt(r.hotKey(), sfu, p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(), adv, p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(), naive, p), 1)).append("× |\n");
+      md.append("| ")
+          .append(p)
+          .append(" | ")
+          .append(num(sfu.get(p)))
+          .append(" | ")
+          .append(num(adv.get(p)))
+          .append(" | ")
+          .append(num(naive.get(p)))
+          .append(" | ")
+          .append(fmt(r.ratioAt(r.hotKey(), sfu, p), 1))
+          .append("× | ")
+          .append(fmt(r.ratioAt(r.hotKey(), adv, p), 1))
+          .append("× | ")
+          .append(fmt(r.ratioAt(r.hotKey(), naive, p), 1))
+          .append("× |\n");
     }
     md.append("\nRatios at the same commit mode (`synchronous_commit = off` for all):\n\n");
-    md.append("| processes | Pacer ÷ pgbench | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory"
-        + " | Pacer ÷ naive |\n|---:|---:|---:|---:|---:|\n");
+    md.append(
+        "| processes | Pacer ÷ pgbench | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory"
+            + " | Pacer ÷ naive |\n|---:|---:|---:|---:|---:|\n");
     for (int p : r.settings.processCounts()) {
-      md.append("| ").append(p).append(" | ")
-          .append(fmt(r.ratioAt(r.hotKey(), r.pgbench, p), 2)).append(" | ")
-          .append(fmt(r.ratioAt(r.hotKey(),
-              r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(),
-              r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), p), 1)).append("× | ")
-          .append(fmt(r.ratioAt(r.hotKey(),
-              r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1)).append("× |\n");
+      md.append("| ")
+          .append(p)
+          .append(" | ")
+          .append(fmt(r.ratioAt(r.hotKey(), r.pgbench, p), 2))
+          .append(" | ")
+          .append(
+              fmt(
+                  r.ratioAt(
+                      r.hotKey(), r.series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), p),
+                  1))
+          .append("× | ")
+          .append(
+              fmt(
+                  r.ratioAt(r.hotKey(), r.series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), p),
+                  1))
+          .append("× | ")
+          .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1))
+          .append("× |\n");
     }
-    md.append("\nWhat each process's JVM spent on the CPU per call (all its threads, user and"
-        + " system; median of the rounds), at ").append(n)
+    md.append(
+            "\nWhat each process's JVM spent on the CPU per call (all its threads, user and"
+                + " system; median of the rounds), at ")
+        .append(n)
         .append(" processes, same commit mode:\n\n");
-    md.append("| Pacer, hot key | Bucket4j select-for-update | Bucket4j advisory-lock"
-        + " | naive transaction |\n|---:|---:|---:|---:|\n| ");
-    for (Contender c : new Contender[] {Contender.PACER, Contender.BUCKET4J_SELECT_FOR_UPDATE,
-        Contender.BUCKET4J_ADVISORY_LOCK, Contender.NAIVE_ADVISORY}) {
+    md.append(
+        "| Pacer, hot key | Bucket4j select-for-update | Bucket4j advisory-lock"
+            + " | naive transaction |\n|---:|---:|---:|---:|\n| ");
+    for (Contender c :
+        new Contender[] {
+          Contender.PACER,
+          Contender.BUCKET4J_SELECT_FOR_UPDATE,
+          Contender.BUCKET4J_ADVISORY_LOCK,
+          Contender.NAIVE_ADVISORY
+        }) {
       Double v = r.clientCpu.getOrDefault(new Results.Series(c, false, 1), Map.of()).get(n);
       md.append(v == null ? "–" : fmt(v, 1) + " µs").append(" | ");
     }
     md.append("\n\n![throughput](").append(Charts.THROUGHPUT).append(")\n\n");
 
     md.append("### Commit mode (one hot key)\n\n");
-    md.append("| | processes | `synchronous_commit = off` | `on` | off ÷ on |\n"
-        + "|---|---:|---:|---:|---:|\n");
+    md.append(
+        "| | processes | `synchronous_commit = off` | `on` | off ÷ on |\n"
+            + "|---|---:|---:|---:|---:|\n");
     for (int c : r.commitModeProcesses()) {
       commitRow(md, r, "Pacer, own table (UNLOGGED)", Contender.PACER, c);
       commitRow(md, r, "Pacer, key/value table (logged)", Contender.PACER_KEY_VALUE, c);
@@ -150,83 +206,161 @@ final class Report {
     Latency.Result l = r.latency;
     md.append("### Latency from one thread (").append(l.samplesEach()).append(" samples each)\n\n");
     md.append("| | p50 µs | p99 µs |\n|---|---:|---:|\n");
-    md.append("| JDBC `SELECT 1` | ").append(fmt(l.select1P50(), 1)).append(" | ")
-        .append(fmt(l.select1P99(), 1)).append(" |\n");
-    md.append("| Pacer reservation | ").append(fmt(l.reserveP50(), 1)).append(" | ")
-        .append(fmt(l.reserveP99(), 1)).append(" |\n");
-    md.append("| bare one-row upsert (the smallest write) | ").append(fmt(l.bareUpsertP50(), 1))
-        .append(" | ").append(fmt(l.bareUpsertP99(), 1)).append(" |\n");
-    md.append("| reservation ÷ SELECT 1 | ").append(fmt(l.ratio(), 2)).append(" | ")
-        .append(fmt(l.reserveP99() / l.select1P99(), 2)).append(" |\n");
-    md.append("| reservation ÷ bare upsert | ").append(fmt(l.bareUpsertRatio(), 2)).append(" | ")
-        .append(fmt(l.reserveP99() / l.bareUpsertP99(), 2)).append(" |\n");
-    md.append("| bare upsert ÷ SELECT 1 | ").append(fmt(l.bareUpsertP50() / l.select1P50(), 2))
-        .append(" | ").append(fmt(l.bareUpsertP99() / l.select1P99(), 2)).append(" |\n");
+    md.append("| JDBC `SELECT 1` | ")
+        .append(fmt(l.select1P50(), 1))
+        .append(" | ")
+        .append(fmt(l.select1P99(), 1))
+        .append(" |\n");
+    md.append("| Pacer reservation | ")
+        .append(fmt(l.reserveP50(), 1))
+        .append(" | ")
+        .append(fmt(l.reserveP99(), 1))
+        .append(" |\n");
+    md.append("| bare one-row upsert (the smallest write) | ")
+        .append(fmt(l.bareUpsertP50(), 1))
+        .append(" | ")
+        .append(fmt(l.bareUpsertP99(), 1))
+        .append(" |\n");
+    md.append("| reservation ÷ SELECT 1 | ")
+        .append(fmt(l.ratio(), 2))
+        .append(" | ")
+        .append(fmt(l.reserveP99() / l.select1P99(), 2))
+        .append(" |\n");
+    md.append("| reservation ÷ bare upsert | ")
+        .append(fmt(l.bareUpsertRatio(), 2))
+        .append(" | ")
+        .append(fmt(l.reserveP99() / l.bareUpsertP99(), 2))
+        .append(" |\n");
+    md.append("| bare upsert ÷ SELECT 1 | ")
+        .append(fmt(l.bareUpsertP50() / l.select1P50(), 2))
+        .append(" | ")
+        .append(fmt(l.bareUpsertP99() / l.select1P99(), 2))
+        .append(" |\n");
     md.append("\n![latency](").append(Charts.LATENCY).append(")\n\n");
 
     Accuracy a = r.pacerAccuracy;
     Accuracy b = r.perProcessAccuracy;
-    md.append(String.format(Locale.ROOT, "### Accuracy: %d processes × %d threads against %.0f/s"
-        + " for %.1f s\n\n", a.processes(), a.threadsPerProcess(), a.ceiling(),
-        r.settings.accuracyMillis() / 1000.0));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "### Accuracy: %d processes × %d threads against %.0f/s" + " for %.1f s\n\n",
+            a.processes(),
+            a.threadsPerProcess(),
+            a.ceiling(),
+            r.settings.accuracyMillis() / 1000.0));
     md.append("| | acquisitions | delivered ÷ ceiling | peak 1-s window |\n|---|---:|---:|---:|\n");
-    md.append("| Pacer (shared cursor) | ").append(a.count()).append(" | ")
-        .append(fmt(a.deliveredRatio(), 3)).append(" | ").append(a.peakWindow()).append(" |\n");
-    md.append("| per-process pacing | ").append(b.count()).append(" | ")
-        .append(fmt(b.deliveredRatio(), 3)).append(" | ").append(b.peakWindow()).append(" |\n");
-    md.append(String.format(Locale.ROOT, "%nLateness of Pacer's acquisitions against a perfect"
-            + " %.1f-ms grid anchored on the earliest: p50 %.2f ms, p99 %.2f ms, max %.2f ms"
-            + " (a window can hold one more than the ceiling per interval of lateness spread).%n",
-        1000 / a.ceiling(), a.latenessPercentileMillis(0.5), a.latenessPercentileMillis(0.99),
-        a.latenessPercentileMillis(1.0)));
+    md.append("| Pacer (shared cursor) | ")
+        .append(a.count())
+        .append(" | ")
+        .append(fmt(a.deliveredRatio(), 3))
+        .append(" | ")
+        .append(a.peakWindow())
+        .append(" |\n");
+    md.append("| per-process pacing | ")
+        .append(b.count())
+        .append(" | ")
+        .append(fmt(b.deliveredRatio(), 3))
+        .append(" | ")
+        .append(b.peakWindow())
+        .append(" |\n");
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%nLateness of Pacer's acquisitions against a perfect"
+                + " %.1f-ms grid anchored on the earliest: p50 %.2f ms, p99 %.2f ms, max %.2f ms"
+                + " (a window can hold one more than the ceiling per interval of lateness spread).%n",
+            1000 / a.ceiling(),
+            a.latenessPercentileMillis(0.5),
+            a.latenessPercentileMillis(0.99),
+            a.latenessPercentileMillis(1.0)));
     md.append("\n![accuracy](").append(Charts.ACCURACY).append(")\n\n");
 
     Overhead.Result o = r.overhead;
-    md.append("### Overhead at 7/s\n\n8 acquisitions take 7 intervals, 1.000 s, by construction."
-        + " Measured ÷ 1.000 s, per run: ");
+    md.append(
+        "### Overhead at 7/s\n\n8 acquisitions take 7 intervals, 1.000 s, by construction."
+            + " Measured ÷ 1.000 s, per run: ");
     for (int i = 0; i < o.ratios().length; i++) {
       md.append(i == 0 ? "" : ", ").append(fmt(o.ratios()[i], 4));
     }
-    md.append(String.format(Locale.ROOT, " (median %.4f, max %.4f). One reservation (p50 %.0f µs)"
-            + " is %.3f%% of the 143 ms interval.\n\n", o.median(), o.max(), l.reserveP50(),
-        100 * l.reserveP50() / Results.OVERHEAD_INTERVAL_MICROS));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            " (median %.4f, max %.4f). One reservation (p50 %.0f µs)"
+                + " is %.3f%% of the 143 ms interval.\n\n",
+            o.median(),
+            o.max(),
+            l.reserveP50(),
+            100 * l.reserveP50() / Results.OVERHEAD_INTERVAL_MICROS));
     FetchThroughput.Result f = r.fetch;
     md.append("### pacer fetch against a bare HTTP loop, no ceiling binding\n\n");
-    md.append(String.format(Locale.ROOT, "%,d URLs of a local destination answering %,d bytes,"
-            + " %d threads each, ceiling %,d/s; each in a JVM of its own, taking turns, %d"
-            + " round(s); items per second from the first request to the last outcome.%n%n",
-        f.urls(), FetchThroughput.BODY_BYTES, f.threads(), FetchThroughput.CEILING_PER_SECOND,
-        f.pacerRounds().size()));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%,d URLs of a local destination answering %,d bytes,"
+                + " %d threads each, ceiling %,d/s; each in a JVM of its own, taking turns, %d"
+                + " round(s); items per second from the first request to the last outcome.%n%n",
+            f.urls(),
+            FetchThroughput.BODY_BYTES,
+            f.threads(),
+            FetchThroughput.CEILING_PER_SECOND,
+            f.pacerRounds().size()));
     md.append("| | median /s | rounds /s |\n|---|---:|---|\n");
-    md.append("| `pacer fetch` | ").append(fmt(f.pacerPerSecond(), 0)).append(" | ")
-        .append(rounds(f.pacerRounds())).append(" |\n");
+    md.append("| `pacer fetch` | ")
+        .append(fmt(f.pacerPerSecond(), 0))
+        .append(" | ")
+        .append(rounds(f.pacerRounds()))
+        .append(" |\n");
     md.append("| bare `java.net.http` loop writing each body to a file | ")
-        .append(fmt(f.barePerSecond(), 0)).append(" | ").append(rounds(f.bareRounds()))
+        .append(fmt(f.barePerSecond(), 0))
+        .append(" | ")
+        .append(rounds(f.bareRounds()))
         .append(" |\n");
     md.append("| ratio | ").append(fmt(f.ratio(), 2)).append(" | |\n\n");
 
     EnqueueScale.Result e = r.enqueue;
     md.append("### Enqueue\n\n");
-    md.append(String.format(Locale.ROOT, "%,d URLs over %,d hosts (%.1f MiB of input) enqueued"
-            + " into a new job by a JVM with %s, as `pacer fetch` enqueues (read and checked,"
-            + " spooled, then `COPY`): %.1f s, **%,.0f URLs/s**; %,d new, and %,d new when"
-            + " enqueued again. Peak heap %.1f MiB (sum of the heap pools' peaks), peak RSS %.1f"
-            + " MiB.%n%n", e.urls(), e.hosts(), e.inputBytes() / 1048576.0, EnqueueScale.HEAP,
-        e.seconds(), e.perSecond(), e.added(), e.addedAgain(), e.peakHeapBytes() / 1048576.0,
-        e.peakRssBytes() / 1048576.0));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%,d URLs over %,d hosts (%.1f MiB of input) enqueued"
+                + " into a new job by a JVM with %s, as `pacer fetch` enqueues (read and checked,"
+                + " spooled, then `COPY`): %.1f s, **%,.0f URLs/s**; %,d new, and %,d new when"
+                + " enqueued again. Peak heap %.1f MiB (sum of the heap pools' peaks), peak RSS %.1f"
+                + " MiB.%n%n",
+            e.urls(),
+            e.hosts(),
+            e.inputBytes() / 1048576.0,
+            EnqueueScale.HEAP,
+            e.seconds(),
+            e.perSecond(),
+            e.added(),
+            e.addedAgain(),
+            e.peakHeapBytes() / 1048576.0,
+            e.peakRssBytes() / 1048576.0));
     frontier(md, r.frontier);
     md.append("### Per-host claim cost\n\n");
-    md.append("One thread claiming from a job planned per host, one claim after another, each timed"
-        + " from the call to its answer (the one statement that picks the soonest due host,"
-        + " advances its cursor row and leases one of its items); every host at 1,000/s, so a host"
-        + " is always due. After a warm-up of " + r.settings.claimCost().warmupClaims()
-        + " claims:\n\n");
-    md.append("| hosts | items | claims | p50 ms | p99 ms | max ms | without an item |\n"
-        + "|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.append(
+        "One thread claiming from a job planned per host, one claim after another, each timed"
+            + " from the call to its answer (the one statement that picks the soonest due host,"
+            + " advances its cursor row and leases one of its items); every host at 1,000/s, so a host"
+            + " is always due. After a warm-up of "
+            + r.settings.claimCost().warmupClaims()
+            + " claims:\n\n");
+    md.append(
+        "| hosts | items | claims | p50 ms | p99 ms | max ms | without an item |\n"
+            + "|---:|---:|---:|---:|---:|---:|---:|\n");
     for (ClaimCost.Point p : r.claimCost) {
-      md.append(String.format(Locale.ROOT, "| %,d | %,d | %,d | %.2f | %.2f | %.2f | %d |%n",
-          p.hosts(), p.items(), p.claims(), p.p50Millis(), p.p99Millis(), p.maxMillis(),
-          p.withoutItem()));
+      md.append(
+          String.format(
+              Locale.ROOT,
+              "| %,d | %,d | %,d | %.2f | %.2f | %.2f | %d |%n",
+              p.hosts(),
+              p.items(),
+              p.claims(),
+              p.p50Millis(),
+              p.p99Millis(),
+              p.maxMillis(),
+              p.withoutItem()));
     }
     md.append("\n");
     hostHeap(md, r.hostHeap);
@@ -236,58 +370,109 @@ final class Report {
 
   private static void hostHeap(StringBuilder md, HostHeap.Result h) {
     md.append("### Per-host state: a worker's heap over many hosts\n\n");
-    md.append(String.format(Locale.ROOT, "A per-host worker's own state (its fetchers and limiters"
-        + " on prepaid turns, its PostgreSQL cursor and hold listener) driven over new hosts, %d a"
-        + " second on a fake clock with a heartbeat every second, in a JVM of its own (`%s`);"
-        + " retained heap after `System.gc()` at each checkpoint:%n%n", h.load().perSecond(),
-        String.join(" ", HostHeap.JVM)));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "A per-host worker's own state (its fetchers and limiters"
+                + " on prepaid turns, its PostgreSQL cursor and hold listener) driven over new hosts, %d a"
+                + " second on a fake clock with a heartbeat every second, in a JVM of its own (`%s`);"
+                + " retained heap after `System.gc()` at each checkpoint:%n%n",
+            h.load().perSecond(),
+            String.join(" ", HostHeap.JVM)));
     md.append("| hosts claimed | fetchers held | retained heap MiB |\n|---:|---:|---:|\n");
     for (HostHeap.Point p : h.points()) {
-      md.append(String.format(Locale.ROOT, "| %,d | %,d | %.1f |%n", p.hosts(), p.fetchersHeld(),
-          p.heapBytes() / 1048576.0));
+      md.append(
+          String.format(
+              Locale.ROOT,
+              "| %,d | %,d | %.1f |%n",
+              p.hosts(),
+              p.fetchersHeld(),
+              p.heapBytes() / 1048576.0));
     }
-    md.append(String.format(Locale.ROOT, "%nAfter %,d hosts ÷ after %,d: %.3f; %.0f bytes per"
-            + " fetcher held at the last checkpoint.%n%n", h.load().hosts(),
-        h.points().get(1).hosts(), h.ratio(), h.bytesPerHeldFetcher()));
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%nAfter %,d hosts ÷ after %,d: %.3f; %.0f bytes per"
+                + " fetcher held at the last checkpoint.%n%n",
+            h.load().hosts(),
+            h.points().get(1).hosts(),
+            h.ratio(),
+            h.bytesPerHeldFetcher()));
   }
 
   private static void frontier(StringBuilder md, FrontierBench.Result f) {
     FrontierBench.Load l = f.load();
     md.append("### Many hosts: the per-host frontier\n\n");
-    md.append(String.format(Locale.ROOT, "`pacer fetch --per-host --processes %d --threads %d`"
-            + " against %d HTTP servers on loopback addresses (127.0.x.y), every host at %.1f/s;"
-            + " a Zipf backlog (s = %.1f: the k-th host has %d/k items, at least one; %,d items,"
-            + " the input grouped by host, heaviest first); leases of %d s. Judged at the hosts."
-            + " What the workers carry with no ceiling binding (%d items a host at %.0f/s):"
-            + " %,.0f items/s. A 10-s window's base is min(Σ over hosts of ceiling × its time"
-            + " in the window with items left, that capacity × 10 s). The finish bound is 1.05"
-            + " × the heaviest backlog × interval + 10 s = %.1f s.%n%n",
-        l.processes(), l.threads(), l.hosts(), l.rate(), l.zipfS(), l.heaviest(),
-        f.items(), l.leaseSeconds(), FrontierBench.CAPACITY_ITEMS_PER_HOST,
-        FrontierBench.CAPACITY_RATE, f.capacityPerSecond(), l.finishBoundSeconds()));
-    md.append("| run | first to last arrival, s (from the workers' start)"
-        + " | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
-        + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "`pacer fetch --per-host --processes %d --threads %d`"
+                + " against %d HTTP servers on loopback addresses (127.0.x.y), every host at %.1f/s;"
+                + " a Zipf backlog (s = %.1f: the k-th host has %d/k items, at least one; %,d items,"
+                + " the input grouped by host, heaviest first); leases of %d s. Judged at the hosts."
+                + " What the workers carry with no ceiling binding (%d items a host at %.0f/s):"
+                + " %,.0f items/s. A 10-s window's base is min(Σ over hosts of ceiling × its time"
+                + " in the window with items left, that capacity × 10 s). The finish bound is 1.05"
+                + " × the heaviest backlog × interval + 10 s = %.1f s.%n%n",
+            l.processes(),
+            l.threads(),
+            l.hosts(),
+            l.rate(),
+            l.zipfS(),
+            l.heaviest(),
+            f.items(),
+            l.leaseSeconds(),
+            FrontierBench.CAPACITY_ITEMS_PER_HOST,
+            FrontierBench.CAPACITY_RATE,
+            f.capacityPerSecond(),
+            l.finishBoundSeconds()));
+    md.append(
+        "| run | first to last arrival, s (from the workers' start)"
+            + " | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
+            + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
     md.append("|---|---:|---:|---:|---:|---|---|\n");
     for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
-      String label = switch (run.label()) {
-        case "turn" -> "frontier (claim the soonest host's turn)";
-        case "fifo" -> "FIFO twin (input order, then wait for the host's turn)";
-        default -> String.format(Locale.ROOT, "frontier, a worker killed with SIGKILL at %.1f s",
-            run.killedAtSeconds());
-      };
-      md.append("| ").append(label).append(" | ")
-          .append(run.finished()
-              ? fmt(run.doorSeconds(), 1) + " (" + fmt(run.elapsedSeconds(), 1) + ")"
-              : fmt(run.doorSeconds(), 1) + " (stopped at " + fmt(run.elapsedSeconds(), 1) + ")")
-          .append(" | ").append(run.worstHostWindow()).append(" | ").append(run.hostsOver())
-          .append(" | ").append(fmt(run.minWindowRatio(), 3))
-          .append(" (").append(run.windows().size())
+      String label =
+          switch (run.label()) {
+            case "turn" -> "frontier (claim the soonest host's turn)";
+            case "fifo" -> "FIFO twin (input order, then wait for the host's turn)";
+            default ->
+                String.format(
+                    Locale.ROOT,
+                    "frontier, a worker killed with SIGKILL at %.1f s",
+                    run.killedAtSeconds());
+          };
+      md.append("| ")
+          .append(label)
+          .append(" | ")
+          .append(
+              run.finished()
+                  ? fmt(run.doorSeconds(), 1) + " (" + fmt(run.elapsedSeconds(), 1) + ")"
+                  : fmt(run.doorSeconds(), 1)
+                      + " (stopped at "
+                      + fmt(run.elapsedSeconds(), 1)
+                      + ")")
+          .append(" | ")
+          .append(run.worstHostWindow())
+          .append(" | ")
+          .append(run.hostsOver())
+          .append(" | ")
+          .append(fmt(run.minWindowRatio(), 3))
+          .append(" (")
+          .append(run.windows().size())
           .append(" windows) | ")
-          .append(run.workersTelling() == 0 ? "– (no frontier claims)" : String.format(
-              Locale.ROOT, "%,d of %,d (%.3f%%; %d worker(s) told)", run.emptyWhileEligible(),
-              run.claims(), 100 * run.emptyFraction(), run.workersTelling()))
-          .append(" | ").append(run.finished() ? (run.doneOnce() ? "yes" : "NO") : "–")
+          .append(
+              run.workersTelling() == 0
+                  ? "– (no frontier claims)"
+                  : String.format(
+                      Locale.ROOT,
+                      "%,d of %,d (%.3f%%; %d worker(s) told)",
+                      run.emptyWhileEligible(),
+                      run.claims(),
+                      100 * run.emptyFraction(),
+                      run.workersTelling()))
+          .append(" | ")
+          .append(run.finished() ? (run.doneOnce() ? "yes" : "NO") : "–")
           .append(" |\n");
     }
     md.append("\n");
@@ -297,9 +482,17 @@ final class Report {
       StringBuilder md, Results r, String label, Contender contender, int c) {
     Double off = r.series(contender, false, 1).get(c);
     Double on = r.series(contender, true, 1).get(c);
-    md.append("| ").append(label).append(" | ").append(c).append(" | ").append(num(off))
-        .append(" | ").append(num(on))
-        .append(" | ").append(off == null || on == null ? "–" : fmt(off / on, 2)).append(" |\n");
+    md.append("| ")
+        .append(label)
+        .append(" | ")
+        .append(c)
+        .append(" | ")
+        .append(num(off))
+        .append(" | ")
+        .append(num(on))
+        .append(" | ")
+        .append(off == null || on == null ? "–" : fmt(off / on, 2))
+        .append(" |\n");
   }
 
   private static void row(StringBuilder md, String k, String v) {
@@ -319,7 +512,12 @@ final class Report {
   }
 
   static List<String> outputs() {
-    return List.of("bench-results.json", "benchmarks.md",
-        Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY);
+    return List.of(
+        "bench-results.json",
+        "benchmarks.md",
+        Charts.THROUGHPUT,
+        Charts.COMMIT_MODE,
+        Charts.LATENCY,
+        Charts.ACCURACY);
   }
 }

@@ -18,13 +18,20 @@ final class Results {
     String id() {
       return contender.name().toLowerCase(Locale.ROOT)
           + (synchronousCommit ? "/synchronous_commit_on" : "/synchronous_commit_off")
-          + "/" + keys + (keys == 1 ? "_key" : "_keys");
+          + "/"
+          + keys
+          + (keys == 1 ? "_key" : "_keys");
     }
   }
 
   /** A target the benchmark holds Pacer to (benchmarks.md's "Targets"), judged on this run. */
-  record Target(String name, String description, double measured, String comparator,
-      double threshold, boolean met) {
+  record Target(
+      String name,
+      String description,
+      double measured,
+      String comparator,
+      double threshold,
+      boolean met) {
 
     static Target atMost(String name, String description, double measured, double threshold) {
       return new Target(name, description, measured, "<=", threshold, measured <= threshold);
@@ -42,12 +49,16 @@ final class Results {
   Machine machine;
   Latency.Result latency;
   Overhead.Result overhead;
+
   /** pgbench: clients → median of the rounds. */
   final Map<Integer, Double> pgbench = new TreeMap<>();
+
   /** Every series: processes → median of the rounds. */
   final Map<Series, Map<Integer, Double>> throughput = new LinkedHashMap<>();
+
   /** Every series: processes → the client JVMs' CPU per call, µs (median of the rounds). */
   final Map<Series, Map<Integer, Double>> clientCpu = new LinkedHashMap<>();
+
   private final Map<Series, Map<Integer, List<Double>>> clientCpuRounds = new LinkedHashMap<>();
   private final Map<Integer, List<Double>> pgbenchRounds = new TreeMap<>();
   private final Map<Series, Map<Integer, List<Double>>> throughputRounds = new LinkedHashMap<>();
@@ -65,15 +76,19 @@ final class Results {
   }
 
   void recordThroughput(Series series, int processes, double perSecond) {
-    List<Double> rounds = throughputRounds.computeIfAbsent(series, s -> new TreeMap<>())
-        .computeIfAbsent(processes, n -> new ArrayList<>());
+    List<Double> rounds =
+        throughputRounds
+            .computeIfAbsent(series, s -> new TreeMap<>())
+            .computeIfAbsent(processes, n -> new ArrayList<>());
     rounds.add(perSecond);
     throughput.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, median(rounds));
   }
 
   void recordClientCpu(Series series, int processes, double micros) {
-    List<Double> rounds = clientCpuRounds.computeIfAbsent(series, s -> new TreeMap<>())
-        .computeIfAbsent(processes, n -> new ArrayList<>());
+    List<Double> rounds =
+        clientCpuRounds
+            .computeIfAbsent(series, s -> new TreeMap<>())
+            .computeIfAbsent(processes, n -> new ArrayList<>());
     rounds.add(micros);
     clientCpu.computeIfAbsent(series, s -> new TreeMap<>()).put(processes, median(rounds));
   }
@@ -112,8 +127,8 @@ final class Results {
   }
 
   /**
-   * The process counts of the commit-mode comparison: one process, where every commit's flush is
-   * on the critical path, and the count the ratios are judged at, where group commit shares it.
+   * The process counts of the commit-mode comparison: one process, where every commit's flush is on
+   * the critical path, and the count the ratios are judged at, where group commit shares it.
    */
   List<Integer> commitModeProcesses() {
     int first = settings.processCounts().get(0);
@@ -130,56 +145,124 @@ final class Results {
   List<Target> targets() {
     int n = comparisonProcesses();
     List<Target> targets = new ArrayList<>();
-    targets.add(Target.atMost("reserve_p50_vs_bare_upsert_p50",
-        "reservation p50 ÷ bare one-row upsert p50 (same connection, same run)",
-        latency.bareUpsertRatio(), 1.2));
-    targets.add(Target.atLeast("hotkey_vs_pgbench",
-        "hot key at " + n + " processes ÷ pgbench of the same statement at " + n + " clients",
-        ratioAt(hotKey(), pgbench, n), 0.9));
-    targets.add(Target.atLeast("hotkey_vs_bucket4j_select_for_update",
-        "hot key ÷ Bucket4j select-for-update at " + n + " processes (same commit mode)",
-        ratioAt(hotKey(), series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), n), 4));
-    targets.add(Target.atLeast("hotkey_vs_bucket4j_advisory_lock",
-        "hot key ÷ Bucket4j advisory-lock at " + n + " processes (same commit mode)",
-        ratioAt(hotKey(), series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), n), 4));
-    targets.add(Target.atLeast("accuracy_delivered",
-        "delivered rate ÷ ceiling", pacerAccuracy.deliveredRatio(), 0.98));
-    targets.add(Target.atMost("accuracy_peak_window",
-        "most acquisitions in any 1-s window (ceiling + 1 allowed)",
-        pacerAccuracy.peakWindow(), pacerAccuracy.ceiling() + 1));
-    targets.add(Target.atMost("overhead_8_at_7",
-        "8 acquisitions at 7/s ÷ 1.000 s (median of runs)", overhead.median(), 1.005));
-    targets.add(Target.atLeast("fetch_vs_bare_http",
-        "pacer fetch ÷ a bare java.net.http loop, " + fetch.threads() + " threads each, no ceiling"
-            + " binding (medians, same run)", fetch.ratio(), 0.8));
+    targets.add(
+        Target.atMost(
+            "reserve_p50_vs_bare_upsert_p50",
+            "reservation p50 ÷ bare one-row upsert p50 (same connection, same run)",
+            latency.bareUpsertRatio(),
+            1.2));
+    targets.add(
+        Target.atLeast(
+            "hotkey_vs_pgbench",
+            "hot key at " + n + " processes ÷ pgbench of the same statement at " + n + " clients",
+            ratioAt(hotKey(), pgbench, n),
+            0.9));
+    targets.add(
+        Target.atLeast(
+            "hotkey_vs_bucket4j_select_for_update",
+            "hot key ÷ Bucket4j select-for-update at " + n + " processes (same commit mode)",
+            ratioAt(hotKey(), series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), n),
+            4));
+    targets.add(
+        Target.atLeast(
+            "hotkey_vs_bucket4j_advisory_lock",
+            "hot key ÷ Bucket4j advisory-lock at " + n + " processes (same commit mode)",
+            ratioAt(hotKey(), series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), n),
+            4));
+    targets.add(
+        Target.atLeast(
+            "accuracy_delivered",
+            "delivered rate ÷ ceiling",
+            pacerAccuracy.deliveredRatio(),
+            0.98));
+    targets.add(
+        Target.atMost(
+            "accuracy_peak_window",
+            "most acquisitions in any 1-s window (ceiling + 1 allowed)",
+            pacerAccuracy.peakWindow(),
+            pacerAccuracy.ceiling() + 1));
+    targets.add(
+        Target.atMost(
+            "overhead_8_at_7",
+            "8 acquisitions at 7/s ÷ 1.000 s (median of runs)",
+            overhead.median(),
+            1.005));
+    targets.add(
+        Target.atLeast(
+            "fetch_vs_bare_http",
+            "pacer fetch ÷ a bare java.net.http loop, "
+                + fetch.threads()
+                + " threads each, no ceiling"
+                + " binding (medians, same run)",
+            fetch.ratio(),
+            0.8));
     FrontierBench.Load load = frontier.load();
     String at = load.hosts() + " hosts at " + load.rate() + "/s";
     for (FrontierBench.Run run : List.of(frontier.turn(), frontier.killed())) {
       String which = run == frontier.turn() ? "frontier" : "frontier_sigkill";
       String how = run == frontier.turn() ? "" : ", a worker killed with SIGKILL";
-      targets.add(Target.atMost(which + "_busiest_host_window", "per host, " + at + how
-          + ": most arrivals at any host in a 1-s window (ceiling + 1 allowed)",
-          run.worstHostWindow(), Math.floor(load.rate()) + 1));
-      targets.add(Target.atLeast(which + "_done_once", "per host" + how + ": every item done"
-          + " exactly once, every URL arrived (1 = yes)", run.doneOnce() ? 1 : 0, 1));
+      targets.add(
+          Target.atMost(
+              which + "_busiest_host_window",
+              "per host, "
+                  + at
+                  + how
+                  + ": most arrivals at any host in a 1-s window (ceiling + 1 allowed)",
+              run.worstHostWindow(),
+              Math.floor(load.rate()) + 1));
+      targets.add(
+          Target.atLeast(
+              which + "_done_once",
+              "per host" + how + ": every item done" + " exactly once, every URL arrived (1 = yes)",
+              run.doneOnce() ? 1 : 0,
+              1));
     }
     FrontierBench.Run turn = frontier.turn();
-    targets.add(Target.atLeast("frontier_lowest_window", "per host, " + at + ", Zipf backlog:"
-        + " lowest 10-s window's arrivals ÷ min(Σ ceilings of hosts with items left, capacity)",
-        turn.minWindowRatio(), FrontierBench.WINDOW_SHARE));
-    targets.add(Target.atMost("frontier_empty_claims", "per host: claims empty while a host was"
-        + " due ÷ claims", turn.emptyFraction(), FrontierBench.EMPTY_CLAIMS_TARGET));
-    targets.add(Target.atMost("frontier_finish", "per host: seconds from the first arrival to the"
-        + " last (bound: 1.05 x heaviest backlog x interval + 10 s)", turn.doorSeconds(),
-        load.finishBoundSeconds()));
+    targets.add(
+        Target.atLeast(
+            "frontier_lowest_window",
+            "per host, "
+                + at
+                + ", Zipf backlog:"
+                + " lowest 10-s window's arrivals ÷ min(Σ ceilings of hosts with items left, capacity)",
+            turn.minWindowRatio(),
+            FrontierBench.WINDOW_SHARE));
+    targets.add(
+        Target.atMost(
+            "frontier_empty_claims",
+            "per host: claims empty while a host was" + " due ÷ claims",
+            turn.emptyFraction(),
+            FrontierBench.EMPTY_CLAIMS_TARGET));
+    targets.add(
+        Target.atMost(
+            "frontier_finish",
+            "per host: seconds from the first arrival to the"
+                + " last (bound: 1.05 x heaviest backlog x interval + 10 s)",
+            turn.doorSeconds(),
+            load.finishBoundSeconds()));
     HostHeap.Load heap = hostHeap.load();
-    targets.add(Target.atMost("host_heap_flat", String.format(Locale.ROOT, "per host, %d new hosts"
-            + " a second: a worker's retained heap after %,d hosts ÷ after %,d", heap.perSecond(),
-        heap.hosts(), hostHeap.points().get(1).hosts()), hostHeap.ratio(), HostHeap.FLAT));
+    targets.add(
+        Target.atMost(
+            "host_heap_flat",
+            String.format(
+                Locale.ROOT,
+                "per host, %d new hosts"
+                    + " a second: a worker's retained heap after %,d hosts ÷ after %,d",
+                heap.perSecond(),
+                heap.hosts(),
+                hostHeap.points().get(1).hosts()),
+            hostHeap.ratio(),
+            HostHeap.FLAT));
     FrontierBench.Run fifo = frontier.fifo();
-    targets.add(Target.atMost("frontier_fifo_fails", "non-vacuity: the FIFO twin's lowest 10-s"
-        + " window (must fall below " + FrontierBench.WINDOW_SHARE + ")", fifo.minWindowRatio(),
-        FrontierBench.WINDOW_SHARE));
+    targets.add(
+        Target.atMost(
+            "frontier_fifo_fails",
+            "non-vacuity: the FIFO twin's lowest 10-s"
+                + " window (must fall below "
+                + FrontierBench.WINDOW_SHARE
+                + ")",
+            fifo.minWindowRatio(),
+            FrontierBench.WINDOW_SHARE));
     return targets;
   }
 
@@ -199,28 +282,32 @@ final class Results {
     m.put("spread_keys", settings.spreadKeys());
     m.put("spread_per_s", keyed(series(Contender.PACER, false, settings.spreadKeys())));
     m.put("pgbench_same_statement_per_s", keyed(pgbench));
-    m.put("bucket4j_select_for_update_per_s",
+    m.put(
+        "bucket4j_select_for_update_per_s",
         keyed(series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1)));
-    m.put("bucket4j_advisory_lock_per_s",
-        keyed(series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1)));
+    m.put(
+        "bucket4j_advisory_lock_per_s", keyed(series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1)));
     m.put("naive_advisory_per_s", keyed(series(Contender.NAIVE_ADVISORY, false, 1)));
-    m.put("peers_commit_mode", "synchronous_commit=off, as Pacer's session;"
-        + " the *_default_commit_per_s fields are the same peers at the server default (on)");
-    m.put("bucket4j_select_for_update_default_commit_per_s",
+    m.put(
+        "peers_commit_mode",
+        "synchronous_commit=off, as Pacer's session;"
+            + " the *_default_commit_per_s fields are the same peers at the server default (on)");
+    m.put(
+        "bucket4j_select_for_update_default_commit_per_s",
         keyed(series(Contender.BUCKET4J_SELECT_FOR_UPDATE, true, 1)));
-    m.put("bucket4j_advisory_lock_default_commit_per_s",
+    m.put(
+        "bucket4j_advisory_lock_default_commit_per_s",
         keyed(series(Contender.BUCKET4J_ADVISORY_LOCK, true, 1)));
-    m.put("naive_advisory_default_commit_per_s",
-        keyed(series(Contender.NAIVE_ADVISORY, true, 1)));
+    m.put("naive_advisory_default_commit_per_s", keyed(series(Contender.NAIVE_ADVISORY, true, 1)));
     Map<String, Object> commit = new LinkedHashMap<>();
     for (int c : commitModeProcesses()) {
       Map<String, Object> at = new LinkedHashMap<>();
       at.put("pacer_table_off_per_s", rounded(series(Contender.PACER, false, 1).get(c)));
       at.put("pacer_table_on_per_s", rounded(series(Contender.PACER, true, 1).get(c)));
-      at.put("key_value_table_off_per_s",
-          rounded(series(Contender.PACER_KEY_VALUE, false, 1).get(c)));
-      at.put("key_value_table_on_per_s",
-          rounded(series(Contender.PACER_KEY_VALUE, true, 1).get(c)));
+      at.put(
+          "key_value_table_off_per_s", rounded(series(Contender.PACER_KEY_VALUE, false, 1).get(c)));
+      at.put(
+          "key_value_table_on_per_s", rounded(series(Contender.PACER_KEY_VALUE, true, 1).get(c)));
       commit.put(Integer.toString(c), at);
     }
     m.put("commit_mode_by_processes", commit);
@@ -299,10 +386,12 @@ final class Results {
       f.put("hosts_over_ceiling_plus_one", run.hostsOver());
       f.put("lowest_window_ratio", run.minWindowRatio());
       f.put("windows", run.windows().size());
-      f.put("window_arrivals", run.windows().stream()
-          .map(FrontierBench.WindowFigure::delivered).toList());
-      f.put("window_bases", run.windows().stream()
-          .map(w -> Math.round(w.base() * 10) / 10.0).toList());
+      f.put(
+          "window_arrivals",
+          run.windows().stream().map(FrontierBench.WindowFigure::delivered).toList());
+      f.put(
+          "window_bases",
+          run.windows().stream().map(w -> Math.round(w.base() * 10) / 10.0).toList());
       f.put("claims", run.claims());
       f.put("claims_empty_while_eligible", run.emptyWhileEligible());
       f.put("workers_telling_claims", run.workersTelling());
@@ -326,11 +415,12 @@ final class Results {
     throughputRounds.forEach((series, byCount) -> rounds.put(series.id(), roundsJson(byCount)));
     m.put("throughput_rounds_per_s", rounds);
     Map<String, Object> cpu = new LinkedHashMap<>();
-    clientCpu.forEach((series, byCount) -> {
-      Map<String, Object> values = new LinkedHashMap<>();
-      byCount.forEach((n, v) -> values.put(Integer.toString(n), v));
-      cpu.put(series.id(), values);
-    });
+    clientCpu.forEach(
+        (series, byCount) -> {
+          Map<String, Object> values = new LinkedHashMap<>();
+          byCount.forEach((n, v) -> values.put(Integer.toString(n), v));
+          cpu.put(series.id(), values);
+        });
     m.put("client_cpu_us_per_call", cpu);
     m.put("settings", settingsJson());
     return m;
@@ -355,8 +445,11 @@ final class Results {
 
   private static Map<String, Object> roundsJson(Map<Integer, List<Double>> byCount) {
     Map<String, Object> out = new LinkedHashMap<>();
-    byCount.forEach((n, values) -> out.put(Integer.toString(n),
-        values.stream().map(v -> (Object) (double) Math.round(v)).toList()));
+    byCount.forEach(
+        (n, values) ->
+            out.put(
+                Integer.toString(n),
+                values.stream().map(v -> (Object) (double) Math.round(v)).toList()));
     return out;
   }
 

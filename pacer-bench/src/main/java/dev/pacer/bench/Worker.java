@@ -62,12 +62,21 @@ public final class Worker {
 
   private void handle(String[] command, BufferedReader in) throws Exception {
     switch (command[0]) {
-      case "throughput" -> throughput(
-          Contender.valueOf(command[1]), Boolean.parseBoolean(command[2]),
-          command[3].split(","), Long.parseLong(command[4]), in);
-      case "accuracy" -> accuracy(
-          command[1].equals("pacer"), Boolean.parseBoolean(command[2]), command[3],
-          Integer.parseInt(command[4]), Double.parseDouble(command[5]), in);
+      case "throughput" ->
+          throughput(
+              Contender.valueOf(command[1]),
+              Boolean.parseBoolean(command[2]),
+              command[3].split(","),
+              Long.parseLong(command[4]),
+              in);
+      case "accuracy" ->
+          accuracy(
+              command[1].equals("pacer"),
+              Boolean.parseBoolean(command[2]),
+              command[3],
+              Integer.parseInt(command[4]),
+              Double.parseDouble(command[5]),
+              in);
       default -> throw new IllegalArgumentException("unknown command " + command[0]);
     }
   }
@@ -101,23 +110,32 @@ public final class Worker {
   }
 
   private void accuracy(
-      boolean shared, boolean sync, String destinationName, int threads, double rate,
-      BufferedReader in) throws Exception {
-    PostgresCursor cursor = shared
-        ? new PostgresCursor(PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties())
-            .synchronousCommit(sync).build())
-        : null;
+      boolean shared,
+      boolean sync,
+      String destinationName,
+      int threads,
+      double rate,
+      BufferedReader in)
+      throws Exception {
+    PostgresCursor cursor =
+        shared
+            ? new PostgresCursor(
+                PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties())
+                    .synchronousCommit(sync)
+                    .build())
+            : null;
     try {
       if (cursor != null) {
         // Connect (and create the table) before the clock starts.
         PacerOperation.awaitConnected(cursor);
       }
       LimiterRegistry registry = new LimiterRegistry(cursor != null ? cursor : new LocalCursor());
-      DestinationLimiter limiter = registry.limiter(
-          Destination.builder(destinationName)
-              .ratePerSecond(rate)
-              .maxConcurrency(threads)
-              .build());
+      DestinationLimiter limiter =
+          registry.limiter(
+              Destination.builder(destinationName)
+                  .ratePerSecond(rate)
+                  .maxConcurrency(threads)
+                  .build());
       out.println("ready");
       long[] window = awaitGo(in);
       List<List<Long>> perThread = new ArrayList<>();
@@ -173,7 +191,8 @@ public final class Worker {
   /** CPU time of this whole JVM (every thread, user and system), in nanoseconds. */
   private static long processCpuNanos() {
     return ((com.sun.management.OperatingSystemMXBean)
-        java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
   }
 
   static long epochMicros() {

@@ -12,9 +12,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Real worker JVMs ({@code java -cp <this classpath> dev.pacer.bench.Worker}), started once per
- * run and reused by every multi-process measurement: a measurement over N processes drives the
- * first N. Each worker is a separate OS process with its own connection, as a fleet's would be.
+ * Real worker JVMs ({@code java -cp <this classpath> dev.pacer.bench.Worker}), started once per run
+ * and reused by every multi-process measurement: a measurement over N processes drives the first N.
+ * Each worker is a separate OS process with its own connection, as a fleet's would be.
  */
 final class WorkerPool implements AutoCloseable {
 
@@ -27,10 +27,17 @@ final class WorkerPool implements AutoCloseable {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     String classpath = System.getProperty("java.class.path");
     for (int i = 0; i < size; i++) {
-      ProcessBuilder pb = new ProcessBuilder(
-          java, "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
-          "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-          "-cp", classpath, Worker.class.getName(), db.jdbcUrl());
+      ProcessBuilder pb =
+          new ProcessBuilder(
+              java,
+              "-Xms64m",
+              "-Xmx256m",
+              "-XX:+UseSerialGC",
+              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+              "-cp",
+              classpath,
+              Worker.class.getName(),
+              db.jdbcUrl());
       pb.redirectError(ProcessBuilder.Redirect.INHERIT);
       workers.add(new Handle(pb.start()));
     }
@@ -82,8 +89,9 @@ final class WorkerPool implements AutoCloseable {
     Handle(Process process) {
       this.process = process;
       this.in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-      this.out = new BufferedReader(
-          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+      this.out =
+          new BufferedReader(
+              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
     }
 
     void send(String line) {

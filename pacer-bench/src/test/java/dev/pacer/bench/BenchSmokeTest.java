@@ -19,16 +19,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The whole benchmark, every measurement, on tiny settings against an embedded PostgreSQL with
- * real worker JVMs and the real pgbench: it must run through and write every output. The figures
- * of so short a run are not judged here, only that each was measured and is plausible.
+ * The whole benchmark, every measurement, on tiny settings against an embedded PostgreSQL with real
+ * worker JVMs and the real pgbench: it must run through and write every output. The figures of so
+ * short a run are not judged here, only that each was measured and is plausible.
  */
 class BenchSmokeTest {
 
   /**
-   * The fields runs of different versions are compared by, each with the range a measured value
-   * can plausibly take (a keyed field's every value). Json writes NaN and infinities as null,
-   * which is not a number and fails here.
+   * The fields runs of different versions are compared by, each with the range a measured value can
+   * plausibly take (a keyed field's every value). Json writes NaN and infinities as null, which is
+   * not a number and fails here.
    */
   static final Map<String, double[]> REQUIRED_NUMBERS = new LinkedHashMap<>();
 
@@ -36,13 +36,19 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("select1_p50_us", new double[] {1, 1e6});
     REQUIRED_NUMBERS.put("reserve_p50_us", new double[] {1, 1e6});
     REQUIRED_NUMBERS.put("reserve_p99_us", new double[] {1, 1e7});
-    // A reservation is a round trip and a write: never cheaper than SELECT 1 on the same connection.
+    // A reservation is a round trip and a write: never cheaper than SELECT 1 on the same
+    // connection.
     REQUIRED_NUMBERS.put("reserve_to_select1_ratio", new double[] {1, 100});
     REQUIRED_NUMBERS.put("bare_upsert_p50_us", new double[] {1, 1e6});
     // Pacer's statement is a write on the same table: never much cheaper than the bare upsert.
     REQUIRED_NUMBERS.put("reserve_to_bare_upsert_ratio", new double[] {0.5, 100});
-    for (String perSecond : List.of("hotkey_per_s", "pgbench_same_statement_per_s",
-        "bucket4j_select_for_update_per_s", "bucket4j_advisory_lock_per_s", "naive_advisory_per_s")) {
+    for (String perSecond :
+        List.of(
+            "hotkey_per_s",
+            "pgbench_same_statement_per_s",
+            "bucket4j_select_for_update_per_s",
+            "bucket4j_advisory_lock_per_s",
+            "naive_advisory_per_s")) {
       REQUIRED_NUMBERS.put(perSecond, new double[] {1, 1e7});
     }
     REQUIRED_NUMBERS.put("accuracy_delivered_ratio", new double[] {0.5, 1.1});
@@ -78,29 +84,42 @@ class BenchSmokeTest {
     Results r = new BenchMain(options, new PrintStream(log, true, StandardCharsets.UTF_8)).run();
 
     String json = Files.readString(out.resolve("bench-results.json"));
-    REQUIRED_NUMBERS.forEach((field, range) -> {
-      List<Double> values = numbers(json, field);
-      assertThat(values).as(field).isNotEmpty();
-      assertThat(values).as(field).allSatisfy(v -> assertThat(v).isBetween(range[0], range[1]));
-    });
+    REQUIRED_NUMBERS.forEach(
+        (field, range) -> {
+          List<Double> values = numbers(json, field);
+          assertThat(values).as(field).isNotEmpty();
+          assertThat(values).as(field).allSatisfy(v -> assertThat(v).isBetween(range[0], range[1]));
+        });
     double ceiling = numbers(json, "accuracy_ceiling_per_s").get(0);
     // A window holds the ceiling + 1 only while lateness differs by less than an interval.
     assertThat(numbers(json, "accuracy_peak_window").get(0))
-        .as("busiest 1-s window of Pacer's fleet at %.0f/s (interval %.1f ms); lateness p50 %s ms,"
-                + " p99 %s ms, max %s ms", ceiling, 1000 / ceiling,
+        .as(
+            "busiest 1-s window of Pacer's fleet at %.0f/s (interval %.1f ms); lateness p50 %s ms,"
+                + " p99 %s ms, max %s ms",
+            ceiling,
+            1000 / ceiling,
             numbers(json, "accuracy_lateness_p50_ms").get(0),
             numbers(json, "accuracy_lateness_p99_ms").get(0),
             numbers(json, "accuracy_lateness_max_ms").get(0))
         .isLessThanOrEqualTo(Math.floor(ceiling) + 1);
     assertThat(numbers(json, "cores").get(0)).isBetween(1.0, 4096.0);
-    assertThat(json).contains("\"machine\":", "\"cores\":", "\"memory_bytes\":", "\"postgresql_version\": \"PostgreSQL",
-        "\"jvm\":");
+    assertThat(json)
+        .contains(
+            "\"machine\":",
+            "\"cores\":",
+            "\"memory_bytes\":",
+            "\"postgresql_version\": \"PostgreSQL",
+            "\"jvm\":");
 
     for (int n : r.settings.processCounts()) {
       assertThat(r.hotKey().get(n)).as("Pacer hot key at %d", n).isPositive();
       assertThat(r.pgbench.get(n)).as("pgbench at %d", n).isPositive();
-      for (Contender peer : new Contender[] {Contender.BUCKET4J_SELECT_FOR_UPDATE,
-          Contender.BUCKET4J_ADVISORY_LOCK, Contender.NAIVE_ADVISORY}) {
+      for (Contender peer :
+          new Contender[] {
+            Contender.BUCKET4J_SELECT_FOR_UPDATE,
+            Contender.BUCKET4J_ADVISORY_LOCK,
+            Contender.NAIVE_ADVISORY
+          }) {
         assertThat(r.series(peer, false, 1).get(n)).as("%s off at %d", peer, n).isPositive();
         assertThat(r.series(peer, true, 1).get(n)).as("%s on at %d", peer, n).isPositive();
       }
@@ -115,21 +134,36 @@ class BenchSmokeTest {
     assertThat(r.enqueue.added()).as("every URL of the list is new").isEqualTo(r.enqueue.urls());
     assertThat(r.enqueue.addedAgain()).as("the same list again").isZero();
     assertThat(r.claimCost).extracting(ClaimCost.Point::hosts).containsExactly(10, 50);
-    assertThat(r.hostHeap.points()).extracting(HostHeap.Point::hosts)
+    assertThat(r.hostHeap.points())
+        .extracting(HostHeap.Point::hosts)
         .containsExactly(0, 1_000, 2_000, 5_000);
-    assertThat(r.hostHeap.points()).as("fetchers held: the last minute's hosts")
+    assertThat(r.hostHeap.points())
+        .as("fetchers held: the last minute's hosts")
         .allSatisfy(p -> assertThat(p.fetchersHeld()).isLessThanOrEqualTo(61 * 10));
-    assertThat(r.claimCost).allSatisfy(p -> {
-      assertThat(p.withoutItem()).as("claims without an item at %d hosts", p.hosts()).isZero();
-      assertThat(p.p50Millis()).isPositive().isLessThanOrEqualTo(p.p99Millis());
-    });
+    assertThat(r.claimCost)
+        .allSatisfy(
+            p -> {
+              assertThat(p.withoutItem())
+                  .as("claims without an item at %d hosts", p.hosts())
+                  .isZero();
+              assertThat(p.p50Millis()).isPositive().isLessThanOrEqualTo(p.p99Millis());
+            });
 
     String md = Files.readString(out.resolve("benchmarks.md"));
-    assertThat(md).contains(Report.BEGIN, Report.END, "### Targets", "| processes |",
-        "### pacer fetch against a bare HTTP loop", "### Enqueue", "### Per-host claim cost",
-        "### Per-host state",
-        Charts.THROUGHPUT, Charts.ACCURACY);
-    for (String png : List.of(Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY)) {
+    assertThat(md)
+        .contains(
+            Report.BEGIN,
+            Report.END,
+            "### Targets",
+            "| processes |",
+            "### pacer fetch against a bare HTTP loop",
+            "### Enqueue",
+            "### Per-host claim cost",
+            "### Per-host state",
+            Charts.THROUGHPUT,
+            Charts.ACCURACY);
+    for (String png :
+        List.of(Charts.THROUGHPUT, Charts.COMMIT_MODE, Charts.LATENCY, Charts.ACCURACY)) {
       BufferedImage image = ImageIO.read(out.resolve(png).toFile());
       assertThat(image).as(png).isNotNull();
       assertThat(image.getWidth()).isGreaterThan(100);
@@ -165,7 +199,8 @@ class BenchSmokeTest {
 
   @Test
   void theJsonCheckRefusesNullsAndStrings() {
-    String json = "{\"a\": null,\n\"b\": \"12\",\n\"c\": {\"1\": 5, \"2\": null},\n\"d\": {\"1\": 5, \"2\": 7.5}}";
+    String json =
+        "{\"a\": null,\n\"b\": \"12\",\n\"c\": {\"1\": 5, \"2\": null},\n\"d\": {\"1\": 5, \"2\": 7.5}}";
     for (String field : List.of("a", "b", "c")) {
       assertThatThrownBy(() -> numbers(json, field)).as(field).isInstanceOf(AssertionError.class);
     }
@@ -174,12 +209,21 @@ class BenchSmokeTest {
 
   @Test
   void aNewRunReplacesOnlyTheGeneratedBlock() {
-    String doc = "# Title\n\nprose before\n\n" + Report.BEGIN + "\nold figures\n" + Report.END
-        + "\n\nprose after\n";
+    String doc =
+        "# Title\n\nprose before\n\n"
+            + Report.BEGIN
+            + "\nold figures\n"
+            + Report.END
+            + "\n\nprose after\n";
     assertThat(Report.merge(doc, "new figures\n"))
-        .isEqualTo("# Title\n\nprose before\n\n" + Report.BEGIN + "\nnew figures\n" + Report.END
-            + "\n\nprose after\n");
+        .isEqualTo(
+            "# Title\n\nprose before\n\n"
+                + Report.BEGIN
+                + "\nnew figures\n"
+                + Report.END
+                + "\n\nprose after\n");
     assertThat(Report.merge(null, "figures\n"))
-        .startsWith("# Benchmarks").contains(Report.BEGIN + "\nfigures\n" + Report.END);
+        .startsWith("# Benchmarks")
+        .contains(Report.BEGIN + "\nfigures\n" + Report.END);
   }
 }

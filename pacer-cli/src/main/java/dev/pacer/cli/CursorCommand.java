@@ -1,19 +1,21 @@
 package dev.pacer.cli;
 
-import dev.pacer.spi.CursorStoreException;
 import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.model.BadInputException;
 import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.spi.CursorStoreException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code pacer cursor clear NAME}. */
-@Command(name = "cursor", mixinStandardHelpOptions = true,
+@Command(
+    name = "cursor",
+    mixinStandardHelpOptions = true,
     description = "Administer a destination's fleet-wide cursor.",
     subcommands = CursorCommand.Clear.class)
 public final class CursorCommand implements Runnable {
@@ -26,7 +28,9 @@ public final class CursorCommand implements Runnable {
   }
 
   /** {@code pacer cursor clear NAME}: forget the cursor; the next reservation starts now. */
-  @Command(name = "clear", mixinStandardHelpOptions = true,
+  @Command(
+      name = "clear",
+      mixinStandardHelpOptions = true,
       description = "Forget a destination's cursor: its next reservation starts now.")
   public static final class Clear implements Callable<Integer> {
 

@@ -11,20 +11,29 @@ import picocli.CommandLine.Option;
  */
 public final class CursorOptions {
 
-  @Option(names = "--cursor-layout", paramLabel = "LAYOUT",
-      description = "Where the cursors are kept: pacer (default), Pacer's own table, or"
-          + " django-cache, an existing Django database cache table (cache_key, value, expires)"
-          + " shared with a Python fleet that writes the original statement.")
+  @Option(
+      names = "--cursor-layout",
+      paramLabel = "LAYOUT",
+      description =
+          "Where the cursors are kept: pacer (default), Pacer's own table, or"
+              + " django-cache, an existing Django database cache table (cache_key, value, expires)"
+              + " shared with a Python fleet that writes the original statement.")
   String layout;
 
-  @Option(names = "--cursor-table", paramLabel = "NAME",
-      description = "The cursor table, optionally schema-qualified (default: pacer_cursor, or"
-          + " django_cache with --cursor-layout django-cache).")
+  @Option(
+      names = "--cursor-table",
+      paramLabel = "NAME",
+      description =
+          "The cursor table, optionally schema-qualified (default: pacer_cursor, or"
+              + " django_cache with --cursor-layout django-cache).")
   String table;
 
-  @Option(names = "--cursor-key-prefix", paramLabel = "PREFIX",
-      description = "With --cursor-layout django-cache: what comes before the destination's name"
-          + " in its cache key (default: harvest-rate-cursor:, the original design's).")
+  @Option(
+      names = "--cursor-key-prefix",
+      paramLabel = "PREFIX",
+      description =
+          "With --cursor-layout django-cache: what comes before the destination's name"
+              + " in its cache key (default: harvest-rate-cursor:, the original design's).")
   String keyPrefix;
 
   /** The place these options name; a bad value is bad input, named in the message. */

@@ -22,18 +22,26 @@ import picocli.CommandLine.Option;
  */
 public final class DbOptions {
 
-  @Option(names = "--db", paramLabel = "JDBC_URL",
-      description = "PostgreSQL JDBC URL (default: $PACER_DB, else the embedded PostgreSQL)."
-          + " Other accounts on this host can read a command line (ps): give a URL with a"
-          + " password in $PACER_DB or --db-file instead. Passwords are never printed.")
+  @Option(
+      names = "--db",
+      paramLabel = "JDBC_URL",
+      description =
+          "PostgreSQL JDBC URL (default: $PACER_DB, else the embedded PostgreSQL)."
+              + " Other accounts on this host can read a command line (ps): give a URL with a"
+              + " password in $PACER_DB or --db-file instead. Passwords are never printed.")
   String db;
 
-  @Option(names = "--db-file", paramLabel = "PATH",
-      description = "Read the JDBC URL from the first line of this file (keep it mode 0600),"
-          + " instead of --db.")
+  @Option(
+      names = "--db-file",
+      paramLabel = "PATH",
+      description =
+          "Read the JDBC URL from the first line of this file (keep it mode 0600),"
+              + " instead of --db.")
   Path dbFile;
 
-  @Option(names = "--data-dir", paramLabel = "DIR",
+  @Option(
+      names = "--data-dir",
+      paramLabel = "DIR",
       description = "Directory of the embedded PostgreSQL (default: $PACER_HOME or ~/.pacer).")
   Path dataDir;
 
@@ -60,13 +68,13 @@ public final class DbOptions {
     try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
       String line = reader.readLine();
       if (line == null || line.isBlank()) {
-        throw new BadInputException("--db-file " + file + " is empty; its first line must be"
-            + " the JDBC URL");
+        throw new BadInputException(
+            "--db-file " + file + " is empty; its first line must be" + " the JDBC URL");
       }
       return line.trim();
     } catch (IOException e) {
-      throw new BadInputException("cannot read --db-file " + file + ": "
-          + Secrets.redact(String.valueOf(e.getMessage())));
+      throw new BadInputException(
+          "cannot read --db-file " + file + ": " + Secrets.redact(String.valueOf(e.getMessage())));
     }
   }
 
@@ -89,9 +97,14 @@ public final class DbOptions {
     try {
       return new Database(embedded.ensureRunning(), cursorPlace);
     } catch (IOException | RuntimeException e) {
-      throw new BadInputException("could not start the embedded PostgreSQL in "
-          + embedded.directory() + ": " + Secrets.redact(e.getMessage()) + " (see "
-          + embedded.directory().resolve("postgres.log") + ")");
+      throw new BadInputException(
+          "could not start the embedded PostgreSQL in "
+              + embedded.directory()
+              + ": "
+              + Secrets.redact(e.getMessage())
+              + " (see "
+              + embedded.directory().resolve("postgres.log")
+              + ")");
     }
   }
 
@@ -108,8 +121,8 @@ public final class DbOptions {
       state.ensureSchema();
     } catch (SQLException e) {
       state.close();
-      throw new BadInputException("cannot use the database " + database.redactedUrl() + ": "
-          + database.describe(e));
+      throw new BadInputException(
+          "cannot use the database " + database.redactedUrl() + ": " + database.describe(e));
     }
     return state;
   }

@@ -1,12 +1,12 @@
 package dev.pacer.cli;
 
+import dev.pacer.Printable;
 import dev.pacer.cli.db.CursorPlace;
 import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.model.BadInputException;
-import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.model.UrlList;
-import dev.pacer.Printable;
+import dev.pacer.cli.run.RunSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -22,13 +22,15 @@ import java.util.concurrent.Callable;
 import java.util.regex.Pattern;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code pacer fetch}: enqueue a URL list as a job and fetch it under the fleet-wide ceiling. */
-@Command(name = "fetch", mixinStandardHelpOptions = true,
+@Command(
+    name = "fetch",
+    mixinStandardHelpOptions = true,
     description = {
       "Fetch a list of URLs under the destination's fleet-wide ceiling.",
       "INPUT has one URL per line ('-' for stdin). The list becomes a job in PostgreSQL:"
@@ -45,20 +47,30 @@ public final class FetchCommand implements Callable<Integer> {
   @Parameters(index = "0", paramLabel = "INPUT", description = "File of URLs, or '-' for stdin.")
   String input;
 
-  @Option(names = "--job", paramLabel = "NAME",
+  @Option(
+      names = "--job",
+      paramLabel = "NAME",
       description = "Job name (default: the input file's name without extension; 'stdin').")
   String job;
 
-  @Option(names = "--destination", paramLabel = "NAME",
+  @Option(
+      names = "--destination",
+      paramLabel = "NAME",
       description = "Destination name: the key of the ceiling (default: the URLs' host).")
   String destination;
 
-  @Option(names = "--rates", paramLabel = "FILE",
-      description = "With --per-host: per-host ceilings, one 'host rate [concurrency]' per line;"
-          + " hosts not named get --rate and --concurrency.")
+  @Option(
+      names = "--rates",
+      paramLabel = "FILE",
+      description =
+          "With --per-host: per-host ceilings, one 'host rate [concurrency]' per line;"
+              + " hosts not named get --rate and --concurrency.")
   Path rates;
 
-  @Option(names = "--processes", paramLabel = "P", defaultValue = "0",
+  @Option(
+      names = "--processes",
+      paramLabel = "P",
+      defaultValue = "0",
       description = "Run P worker processes (the conveyor) instead of one pooled process.")
   int processes;
 
@@ -74,20 +86,24 @@ public final class FetchCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     String jobName = jobName();
-    RunOptions.require(!(run.perHost && destination != null), "--destination puts every URL under"
-        + " one ceiling and --per-host gives each host its own; choose one");
-    RunOptions.require(rates == null || run.perHost, "--rates sets per-host ceilings; it needs"
-        + " --per-host");
-    RunOptions.require(rates == null || run.claimOrder == RunOptions.ClaimOrder.TURN,
+    RunOptions.require(
+        !(run.perHost && destination != null),
+        "--destination puts every URL under"
+            + " one ceiling and --per-host gives each host its own; choose one");
+    RunOptions.require(
+        rates == null || run.perHost, "--rates sets per-host ceilings; it needs" + " --per-host");
+    RunOptions.require(
+        rates == null || run.claimOrder == RunOptions.ClaimOrder.TURN,
         "--claim-order FIFO paces every host at --rate; it ignores --rates");
     RunOptions.require(processes >= 0, "--processes must be >= 0, got " + processes);
     CursorPlace cursorPlace = cursorOptions.place();
-    RunOptions.require(!run.perHost || cursorPlace.layout() == CursorPlace.Layout.PACER,
+    RunOptions.require(
+        !run.perHost || cursorPlace.layout() == CursorPlace.Layout.PACER,
         "--per-host claims each host's turn on Pacer's cursor table; it cannot use --cursor-layout "
             + cursorPlace.layout().option());
     try (UrlList urls = readInput(err)) {
-      String destinationName = run.perHost ? RunOptions.perHostName(jobName)
-          : destinationName(urls);
+      String destinationName =
+          run.perHost ? RunOptions.perHostName(jobName) : destinationName(urls);
       String runId = UUID.randomUUID().toString();
       RunSettings settings = run.settings(runId, jobName, destinationName, processes);
       try {
@@ -97,15 +113,17 @@ public final class FetchCommand implements Callable<Integer> {
       }
       Map<String, FrontierStore.HostCeiling> ceilings = new LinkedHashMap<>();
       if (run.perHost) {
-        Map<String, FrontierStore.HostCeiling> named = rates == null ? Map.of()
-            : HostRates.read(rates, settings.destination().maxConcurrency());
+        Map<String, FrontierStore.HostCeiling> named =
+            rates == null
+                ? Map.of()
+                : HostRates.read(rates, settings.destination().maxConcurrency());
         for (String host : urls.hosts()) {
           ceilings.put(host, named.getOrDefault(host, run.defaultCeiling()));
         }
       }
       try (WorkState state = dbOptions.connect(cursorPlace)) {
-        return new JobRun(state, out, err, !noProgress).run(urls, settings, ceilings, processes,
-            Optional.empty());
+        return new JobRun(state, out, err, !noProgress)
+            .run(urls, settings, ceilings, processes, Optional.empty());
       }
     }
   }
@@ -131,8 +149,10 @@ public final class FetchCommand implements Callable<Integer> {
       err.println("pacer: skipped " + problem);
     }
     if (urls.problemCount() > urls.problems().size()) {
-      err.println("pacer: skipped " + (urls.problemCount() - urls.problems().size())
-          + " more line(s), not shown");
+      err.println(
+          "pacer: skipped "
+              + (urls.problemCount() - urls.problems().size())
+              + " more line(s), not shown");
     }
     return urls;
   }
@@ -152,8 +172,10 @@ public final class FetchCommand implements Callable<Integer> {
       }
     }
     if (!JOB_NAME.matcher(name).matches()) {
-      throw new BadInputException("job name must be 1-64 characters of letters, digits, '.', '_'"
-          + " or '-', starting with a letter or digit, got " + Printable.quote(name));
+      throw new BadInputException(
+          "job name must be 1-64 characters of letters, digits, '.', '_'"
+              + " or '-', starting with a letter or digit, got "
+              + Printable.quote(name));
     }
     return name;
   }
@@ -163,11 +185,15 @@ public final class FetchCommand implements Callable<Integer> {
       return destination;
     }
     if (urls.hosts().size() > 1) {
-      throw new BadInputException("the URLs span " + urls.hosts().size() + " hosts ("
-          + String.join(", ", urls.hosts().stream().limit(5).toList())
-          + (urls.hosts().size() > 5 ? ", ..." : "") + "); a job has one destination: pass"
-          + " --destination NAME to put them under one ceiling, or --per-host to give each host"
-          + " its own");
+      throw new BadInputException(
+          "the URLs span "
+              + urls.hosts().size()
+              + " hosts ("
+              + String.join(", ", urls.hosts().stream().limit(5).toList())
+              + (urls.hosts().size() > 5 ? ", ..." : "")
+              + "); a job has one destination: pass"
+              + " --destination NAME to put them under one ceiling, or --per-host to give each host"
+              + " its own");
     }
     return urls.hosts().iterator().next();
   }

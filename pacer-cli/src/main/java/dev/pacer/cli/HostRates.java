@@ -51,8 +51,8 @@ final class HostRates {
         String at = where + " line " + number + ": ";
         String[] fields = text.split("[ \t]+");
         if (fields.length < 2 || fields.length > 3) {
-          throw new BadInputException(at + "expected 'host rate [concurrency]', got "
-              + Printable.quote(text));
+          throw new BadInputException(
+              at + "expected 'host rate [concurrency]', got " + Printable.quote(text));
         }
         String host = fields[0].toLowerCase(Locale.ROOT);
         try {
@@ -89,8 +89,8 @@ final class HostRates {
       rate = Double.NaN;
     }
     if (!Double.isFinite(rate) || rate <= 0 || rate > Destination.MAX_RATE_PER_SECOND) {
-      throw new BadInputException(at + "rate must be a number > 0 and <= 1000000, got "
-          + Printable.quote(text));
+      throw new BadInputException(
+          at + "rate must be a number > 0 and <= 1000000, got " + Printable.quote(text));
     }
     return rate;
   }
@@ -103,8 +103,12 @@ final class HostRates {
       n = 0;
     }
     if (n < 1 || n > MAX_CONCURRENCY) {
-      throw new BadInputException(at + "concurrency must be a whole number 1-" + MAX_CONCURRENCY
-          + ", got " + Printable.quote(text));
+      throw new BadInputException(
+          at
+              + "concurrency must be a whole number 1-"
+              + MAX_CONCURRENCY
+              + ", got "
+              + Printable.quote(text));
     }
     return n;
   }

@@ -10,14 +10,14 @@ import dev.pacer.cli.db.TripStore;
 import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.model.BadInputException;
-import dev.pacer.cli.run.Conveyor;
-import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.model.HaltReason;
 import dev.pacer.cli.model.LimiterFigures;
+import dev.pacer.cli.model.UrlList;
+import dev.pacer.cli.run.Conveyor;
+import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.run.StartLine;
 import dev.pacer.cli.run.Summary;
-import dev.pacer.cli.model.UrlList;
 import dev.pacer.cli.run.Worker;
 import dev.pacer.cli.ui.Progress;
 import dev.pacer.postgres.DestinationHolds;
@@ -28,15 +28,15 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
  * One run of a job, whichever command asked for it ({@code pacer fetch}, {@code pacer demo}):
- * refuse it while the job has an open trip, enqueue the URL list, work the job (in this process,
- * or by a conveyor of worker processes), then report what the destination saw and end with the
+ * refuse it while the job has an open trip, enqueue the URL list, work the job (in this process, or
+ * by a conveyor of worker processes), then report what the destination saw and end with the
  * one-line JSON summary on {@code out}. Returns the process's exit code.
  */
 final class JobRun {
@@ -73,8 +73,13 @@ final class JobRun {
    * As {@link #run(UrlList, RunSettings, int, Optional)}; in per-host mode {@code hostCeilings}
    * holds each host's ceiling (every host of {@code urls}).
    */
-  int run(UrlList urls, RunSettings settings, Map<String, FrontierStore.HostCeiling> hostCeilings,
-      int processes, Optional<Duration> timeLimit) throws Exception {
+  int run(
+      UrlList urls,
+      RunSettings settings,
+      Map<String, FrontierStore.HostCeiling> hostCeilings,
+      int processes,
+      Optional<Duration> timeLimit)
+      throws Exception {
     OptionalInt refused = refusal(settings);
     if (refused.isPresent()) {
       return refused.getAsInt();
@@ -82,12 +87,14 @@ final class JobRun {
     enqueue(urls, settings, hostCeilings, processes);
     long started = System.nanoTime();
     Instant runStart = state.requestLog().databaseNow();
-    Progress bar = Progress.startIfInteractive(state, settings.job(), settings.runId(), out,
-        progress);
+    Progress bar =
+        Progress.startIfInteractive(state, settings.job(), settings.runId(), out, progress);
     Ended ended;
     try {
-      ended = processes > 0 ? conveyor(state.database(), settings, processes, timeLimit)
-          : pooled(state.database(), settings);
+      ended =
+          processes > 0
+              ? conveyor(state.database(), settings, processes, timeLimit)
+              : pooled(state.database(), settings);
     } finally {
       if (bar != null) {
         bar.close();
@@ -95,13 +102,23 @@ final class JobRun {
     }
     double elapsed = (System.nanoTime() - started) / 1e9;
     Outcome outcome = outcome(settings, runStart);
-    Optional<HaltReason> halted = outcome.tripped().isPresent()
-        ? Optional.of(outcome.tripped().get().bar()) : ended.halted();
+    Optional<HaltReason> halted =
+        outcome.tripped().isPresent() ? Optional.of(outcome.tripped().get().bar()) : ended.halted();
     double ceiling = report(settings, hostCeilings, outcome);
     ItemStore.Counts counts = outcome.counts();
-    Summary summary = new Summary(settings.job(), counts.done(), counts.failed(),
-        counts.deferred(), counts.skipped(),
-        counts.pending(), halted, elapsed, ceiling, outcome.door(), outcome.limiter());
+    Summary summary =
+        new Summary(
+            settings.job(),
+            counts.done(),
+            counts.failed(),
+            counts.deferred(),
+            counts.skipped(),
+            counts.pending(),
+            halted,
+            elapsed,
+            ceiling,
+            outcome.door(),
+            outcome.limiter());
     out.println(summary.toJson());
     out.flush();
     return exitCode(settings.job(), halted, outcome, ended.timedOut());
@@ -117,9 +134,24 @@ final class JobRun {
     Optional<TripStore.Trip> trip = state.trips().openTrip(jobName);
     if (trip.isPresent()) {
       TripStore.Trip t = trip.get();
-      err.println("pacer: job " + jobName + " is halted by trip #" + t.id() + " (" + t.bar() + ": "
-          + t.figures() + ", " + t.trippedAt() + " on " + t.host() + " pid " + t.pid()
-          + "). Acknowledge it first: pacer trips ack " + t.id() + " --note TEXT");
+      err.println(
+          "pacer: job "
+              + jobName
+              + " is halted by trip #"
+              + t.id()
+              + " ("
+              + t.bar()
+              + ": "
+              + t.figures()
+              + ", "
+              + t.trippedAt()
+              + " on "
+              + t.host()
+              + " pid "
+              + t.pid()
+              + "). Acknowledge it first: pacer trips ack "
+              + t.id()
+              + " --note TEXT");
       return OptionalInt.of(Main.EXIT_HALTED);
     }
     if (settings.perProcessPacing() || settings.perHost()) {
@@ -133,28 +165,48 @@ final class JobRun {
     if (!holds.isLockedOut()) {
       return OptionalInt.empty();
     }
-    List<Long> trips = state.trips().openTripsOfDestination(name,
-        HaltReason.DESTINATION_LOCKOUT);
-    err.println("pacer: destination " + name + " is locked out (" + holds.lockoutReason().get()
-        + "): no run for it starts until the lockout is acknowledged: " + (trips.isEmpty()
-            ? "pacer trips ack --destination " + name + " --note TEXT"
-            : "pacer trips ack " + trips.get(0) + " --note TEXT"));
+    List<Long> trips = state.trips().openTripsOfDestination(name, HaltReason.DESTINATION_LOCKOUT);
+    err.println(
+        "pacer: destination "
+            + name
+            + " is locked out ("
+            + holds.lockoutReason().get()
+            + "): no run for it starts until the lockout is acknowledged: "
+            + (trips.isEmpty()
+                ? "pacer trips ack --destination " + name + " --note TEXT"
+                : "pacer trips ack " + trips.get(0) + " --note TEXT"));
     return OptionalInt.of(Main.EXIT_HALTED);
   }
 
   /** Enqueues the URL list (per host, also plans the frontier), and says what the run will do. */
-  private void enqueue(UrlList urls, RunSettings settings,
-      Map<String, FrontierStore.HostCeiling> hostCeilings, int processes)
+  private void enqueue(
+      UrlList urls,
+      RunSettings settings,
+      Map<String, FrontierStore.HostCeiling> hostCeilings,
+      int processes)
       throws SQLException, BadInputException {
     String jobName = settings.job();
     Optional<String> existing = state.jobs().jobDestination(jobName);
     if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
-      throw new BadInputException("job " + jobName + " belongs to destination " + existing.get()
-          + ", not " + settings.destination().name() + "; use another --job");
+      throw new BadInputException(
+          "job "
+              + jobName
+              + " belongs to destination "
+              + existing.get()
+              + ", not "
+              + settings.destination().name()
+              + "; use another --job");
     }
     long enqueueStarted = System.nanoTime();
-    int added = state.jobs().enqueue(settings.runId(), jobName, settings.destination().name(),
-        settings.destination().ratePerSecond(), urls.urls());
+    int added =
+        state
+            .jobs()
+            .enqueue(
+                settings.runId(),
+                jobName,
+                settings.destination().name(),
+                settings.destination().ratePerSecond(),
+                urls.urls());
     double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
     state.items().reviveDeferred(jobName);
     if (settings.perHost()) {
@@ -163,31 +215,50 @@ final class JobRun {
         state.robots().plan(jobName);
       }
     }
-    err.println("pacer: job " + jobName + ": " + urls.count() + " URL(s) in the input, "
-        + added + " new, enqueued in " + String.format(Locale.ROOT, "%.1f", enqueueSeconds)
-        + " s (" + String.format(Locale.ROOT, "%.0f", urls.count() / Math.max(enqueueSeconds, 1e-3))
-        + " URLs/s); " + (settings.perHost()
-            ? hostCeilings.size() + " host(s), each its own destination, at "
-                + settings.destination().ratePerSecond() + "/s fleet-wide unless --rates says"
-                + " otherwise"
-            : "destination " + settings.destination().name() + " at "
-                + settings.destination().ratePerSecond()
-                + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide"))
-        + "; database "
-        + state.database().redactedUrl() + (processes > 0
-            ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
-            : "; one process x " + settings.threads() + " thread(s)"));
+    err.println(
+        "pacer: job "
+            + jobName
+            + ": "
+            + urls.count()
+            + " URL(s) in the input, "
+            + added
+            + " new, enqueued in "
+            + String.format(Locale.ROOT, "%.1f", enqueueSeconds)
+            + " s ("
+            + String.format(Locale.ROOT, "%.0f", urls.count() / Math.max(enqueueSeconds, 1e-3))
+            + " URLs/s); "
+            + (settings.perHost()
+                ? hostCeilings.size()
+                    + " host(s), each its own destination, at "
+                    + settings.destination().ratePerSecond()
+                    + "/s fleet-wide unless --rates says"
+                    + " otherwise"
+                : "destination "
+                    + settings.destination().name()
+                    + " at "
+                    + settings.destination().ratePerSecond()
+                    + (settings.perProcessPacing() ? "/s PER PROCESS" : "/s fleet-wide"))
+            + "; database "
+            + state.database().redactedUrl()
+            + (processes > 0
+                ? "; " + processes + " worker process(es) x " + settings.threads() + " thread(s)"
+                : "; one process x " + settings.threads() + " thread(s)"));
   }
 
   /**
-   * What the run left, read once the workers are done: the job's items, what the limiters did,
-   * what the destination (per host: each host) saw, and any trip recorded during the run.
-   * {@code passedOver}, {@code robots} and {@code robotsCounts} are read per host only.
+   * What the run left, read once the workers are done: the job's items, what the limiters did, what
+   * the destination (per host: each host) saw, and any trip recorded during the run. {@code
+   * passedOver}, {@code robots} and {@code robotsCounts} are read per host only.
    */
-  private record Outcome(ItemStore.Counts counts, LimiterFigures limiter,
-      RequestLog.DoorFigures door, Optional<RequestLog.HostWindow> busiestHost,
-      Map<String, Long> lockedOut, HostStatus.PassedOver passedOver,
-      List<RobotsStore.HostReport> robots, RobotsStore.Counts robotsCounts,
+  private record Outcome(
+      ItemStore.Counts counts,
+      LimiterFigures limiter,
+      RequestLog.DoorFigures door,
+      Optional<RequestLog.HostWindow> busiestHost,
+      Map<String, Long> lockedOut,
+      HostStatus.PassedOver passedOver,
+      List<RobotsStore.HostReport> robots,
+      RobotsStore.Counts robotsCounts,
       Optional<TripStore.Trip> tripped) {}
 
   /**
@@ -204,8 +275,9 @@ final class JobRun {
           throw e;
         }
         if (attempt == 1) {
-          err.println("pacer: waiting for PostgreSQL to report the job's final state: "
-              + state.database().describe(e));
+          err.println(
+              "pacer: waiting for PostgreSQL to report the job's final state: "
+                  + state.database().describe(e));
         }
         Thread.sleep(1000);
       }
@@ -220,9 +292,10 @@ final class JobRun {
       state.frontier().deferPassedOver(jobName);
     }
     ItemStore.Counts counts = state.items().counts(jobName);
-    LimiterFigures limiter = state.workers().workers(settings.runId(), 0).stream()
-        .map(WorkerStore.WorkerRow::limiter)
-        .reduce(LimiterFigures.NONE, LimiterFigures::plus);
+    LimiterFigures limiter =
+        state.workers().workers(settings.runId(), 0).stream()
+            .map(WorkerStore.WorkerRow::limiter)
+            .reduce(LimiterFigures.NONE, LimiterFigures::plus);
     RequestLog.DoorFigures door;
     Optional<RequestLog.HostWindow> busiestHost = Optional.empty();
     Map<String, Long> lockedOut = Map.of();
@@ -244,26 +317,32 @@ final class JobRun {
     // A trip open now was recorded during this run (an open trip refuses a run at its
     // start): by this process, one of its workers, or an invocation cooperating on the job.
     Optional<TripStore.Trip> tripped = state.trips().openTrip(jobName);
-    return new Outcome(counts, limiter, door, busiestHost, lockedOut, passedOver, robots,
-        robotsCounts, tripped);
+    return new Outcome(
+        counts, limiter, door, busiestHost, lockedOut, passedOver, robots, robotsCounts, tripped);
   }
 
   /**
    * Reports what the destination (per host: the job's hosts) saw during the run, and what the
-   * limiters did. Answers the summary's ceiling: per host, the sum of the hosts' ceilings, what
-   * the job could reach at most.
+   * limiters did. Answers the summary's ceiling: per host, the sum of the hosts' ceilings, what the
+   * job could reach at most.
    */
-  private double report(RunSettings settings, Map<String, FrontierStore.HostCeiling> hostCeilings,
-      Outcome outcome) {
+  private double report(
+      RunSettings settings, Map<String, FrontierStore.HostCeiling> hostCeilings, Outcome outcome) {
     double ceiling = settings.destination().ratePerSecond();
     if (settings.perHost()) {
       ceiling = hostCeilings.values().stream().mapToDouble(FrontierStore.HostCeiling::rate).sum();
-      err.println("pacer: at the job's " + hostCeilings.size() + " host(s) during this run: "
-          + Summary.describe(outcome.door(), ceiling));
+      err.println(
+          "pacer: at the job's "
+              + hostCeilings.size()
+              + " host(s) during this run: "
+              + Summary.describe(outcome.door(), ceiling));
       reportHosts(settings.job(), outcome);
     } else {
-      err.println("pacer: at destination " + settings.destination().name() + " during this run: "
-          + Summary.describe(outcome.door(), ceiling));
+      err.println(
+          "pacer: at destination "
+              + settings.destination().name()
+              + " during this run: "
+              + Summary.describe(outcome.door(), ceiling));
     }
     err.println("pacer: limiter during this run: " + outcome.limiter().describe());
     return ceiling;
@@ -271,28 +350,62 @@ final class JobRun {
 
   /** Per host: the busiest host, robots.txt, and the hosts locked out or passed over. */
   private void reportHosts(String jobName, Outcome outcome) {
-    outcome.busiestHost().ifPresent(h -> err.println("pacer: busiest host: " + h.host() + ", "
-        + h.busiestOneSecondWindow() + " request(s) in its busiest 1-s window (ceiling "
-        + h.ceiling() + "/s: " + (h.busiestOneSecondWindow() <= h.ceiling() + 1 ? "kept"
-            : "EXCEEDED") + ")"));
+    outcome
+        .busiestHost()
+        .ifPresent(
+            h ->
+                err.println(
+                    "pacer: busiest host: "
+                        + h.host()
+                        + ", "
+                        + h.busiestOneSecondWindow()
+                        + " request(s) in its busiest 1-s window (ceiling "
+                        + h.ceiling()
+                        + "/s: "
+                        + (h.busiestOneSecondWindow() <= h.ceiling() + 1 ? "kept" : "EXCEEDED")
+                        + ")"));
     if (outcome.robotsCounts() != null) {
       reportRobots(outcome.robots(), outcome.robotsCounts(), outcome.counts().skipped());
     }
-    outcome.lockedOut().forEach((host, open) -> err.println("pacer: host " + host + " is locked"
-        + " out; its " + open + " open item(s) were passed over. Acknowledge: pacer trips ack"
-        + " --destination " + host + " --note TEXT"));
+    outcome
+        .lockedOut()
+        .forEach(
+            (host, open) ->
+                err.println(
+                    "pacer: host "
+                        + host
+                        + " is locked"
+                        + " out; its "
+                        + open
+                        + " open item(s) were passed over. Acknowledge: pacer trips ack"
+                        + " --destination "
+                        + host
+                        + " --note TEXT"));
     HostStatus.PassedOver passedOver = outcome.passedOver();
-    passedOver.top().forEach(p -> err.println("pacer: host " + p.host() + " was passed over: "
-        + p.reason() + "; its open items are deferred to the next run of the job"));
+    passedOver
+        .top()
+        .forEach(
+            p ->
+                err.println(
+                    "pacer: host "
+                        + p.host()
+                        + " was passed over: "
+                        + p.reason()
+                        + "; its open items are deferred to the next run of the job"));
     if (passedOver.hosts() > passedOver.top().size()) {
-      err.println("pacer: " + (passedOver.hosts() - passedOver.top().size()) + " more host(s)"
-          + " were passed over (pacer status --job " + jobName + " --hosts N lists them)");
+      err.println(
+          "pacer: "
+              + (passedOver.hosts() - passedOver.top().size())
+              + " more host(s)"
+              + " were passed over (pacer status --job "
+              + jobName
+              + " --hosts N lists them)");
     }
   }
 
   /** The process's exit code for a run that ended so, saying why when the job is left open. */
-  private int exitCode(String jobName, Optional<HaltReason> halted, Outcome outcome,
-      boolean timedOut) {
+  private int exitCode(
+      String jobName, Optional<HaltReason> halted, Outcome outcome, boolean timedOut) {
     ItemStore.Counts counts = outcome.counts();
     if (halted.isPresent()) {
       return Main.EXIT_HALTED;
@@ -301,13 +414,22 @@ final class JobRun {
       return Main.EXIT_HALTED;
     }
     if (timedOut) {
-      err.println("pacer: time limit reached: workers stopped; " + counts.open()
-          + " item(s) of job " + jobName + " left open for a later run");
+      err.println(
+          "pacer: time limit reached: workers stopped; "
+              + counts.open()
+              + " item(s) of job "
+              + jobName
+              + " left open for a later run");
       return Main.EXIT_OK;
     }
     if (counts.open() > 0) {
-      err.println("pacer: " + counts.open() + " item(s) of job " + jobName + " are still open"
-          + " although every worker has exited; run the same command again to finish them");
+      err.println(
+          "pacer: "
+              + counts.open()
+              + " item(s) of job "
+              + jobName
+              + " are still open"
+              + " although every worker has exited; run the same command again to finish them");
       return Main.EXIT_ERROR;
     }
     return Main.EXIT_OK;
@@ -323,27 +445,44 @@ final class JobRun {
    * The robots.txt report: how many hosts' robots.txt was read, the items skipped, and the hosts
    * that kept items back (skipped wholesale, rules, or robots.txt unavailable), busiest first.
    */
-  private void reportRobots(List<RobotsStore.HostReport> hosts, RobotsStore.Counts counts,
-      long skipped) {
-    err.println("pacer: robots.txt: read for " + counts.applied() + " host(s), unavailable for "
-        + counts.unavailable() + "; " + skipped + " item(s) skipped");
-    hosts.stream().limit(ROBOTS_HOSTS_SHOWN).forEach(h -> err.println("pacer: robots.txt of "
-        + h.host() + ": " + h.verdict() + (h.skipped() > 0 ? "; " + h.skipped()
-            + " item(s) skipped" : "")));
+  private void reportRobots(
+      List<RobotsStore.HostReport> hosts, RobotsStore.Counts counts, long skipped) {
+    err.println(
+        "pacer: robots.txt: read for "
+            + counts.applied()
+            + " host(s), unavailable for "
+            + counts.unavailable()
+            + "; "
+            + skipped
+            + " item(s) skipped");
+    hosts.stream()
+        .limit(ROBOTS_HOSTS_SHOWN)
+        .forEach(
+            h ->
+                err.println(
+                    "pacer: robots.txt of "
+                        + h.host()
+                        + ": "
+                        + h.verdict()
+                        + (h.skipped() > 0 ? "; " + h.skipped() + " item(s) skipped" : "")));
     if (hosts.size() > ROBOTS_HOSTS_SHOWN) {
       err.println("pacer: robots.txt: more hosts kept items back (not shown)");
     }
   }
 
-  private static Ended pooled(Database database, RunSettings settings)
-      throws InterruptedException {
-    Worker worker = new Worker(database, settings,
-        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()), StartLine.NONE);
+  private static Ended pooled(Database database, RunSettings settings) throws InterruptedException {
+    Worker worker =
+        new Worker(
+            database,
+            settings,
+            Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()),
+            StartLine.NONE);
     return new Ended(worker.run().halted(), false);
   }
 
-  private static Ended conveyor(Database database, RunSettings settings, int processes,
-      Optional<Duration> timeLimit) throws IOException, InterruptedException, SQLException {
+  private static Ended conveyor(
+      Database database, RunSettings settings, int processes, Optional<Duration> timeLimit)
+      throws IOException, InterruptedException, SQLException {
     List<String> workerArgs = new java.util.ArrayList<>(RunOptions.workerArgs(settings));
     workerArgs.addAll(database.cursorPlace().args());
     Conveyor conveyor = new Conveyor(database, workerArgs, processes);
@@ -355,7 +494,8 @@ final class JobRun {
       conveyor.stop();
       throw e;
     }
-    return new Ended(codes.contains(Main.EXIT_HALTED) ? Optional.of(HaltReason.HALTED)
-        : Optional.empty(), conveyor.timedOut());
+    return new Ended(
+        codes.contains(Main.EXIT_HALTED) ? Optional.of(HaltReason.HALTED) : Optional.empty(),
+        conveyor.timedOut());
   }
 }

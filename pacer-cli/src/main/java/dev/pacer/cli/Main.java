@@ -7,8 +7,10 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;
 
-/** The {@code pacer} command line. Exit codes: 0 finished, 1 unexpected error, 2 bad usage or
- * input, 3 halted by the operating envelope (or refused because of an unacknowledged trip). */
+/**
+ * The {@code pacer} command line. Exit codes: 0 finished, 1 unexpected error, 2 bad usage or input,
+ * 3 halted by the operating envelope (or refused because of an unacknowledged trip).
+ */
 public final class Main {
 
   public static final int EXIT_OK = 0;
@@ -48,26 +50,34 @@ public final class Main {
     cli.setOut(out);
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);
-    cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
-      if (e instanceof BadInputException) {
-        commandLine.getErr().println("pacer: " + e.getMessage());
-        return EXIT_USAGE;
-      }
-      commandLine.getErr().println("pacer: unexpected error: " + Secrets.redact(String.valueOf(e)));
-      Throwable cause = e.getCause();
-      while (cause != null) {
-        commandLine.getErr().println("  caused by: " + Secrets.redact(String.valueOf(cause)));
-        cause = cause.getCause();
-      }
-      return EXIT_ERROR;
-    });
-    cli.setParameterExceptionHandler((e, args2) -> {
-      CommandLine commandLine = e.getCommandLine();
-      commandLine.getErr().println("pacer: " + Secrets.redact(e.getMessage()));
-      commandLine.getErr().println("Try '" + commandLine.getCommandSpec().qualifiedName()
-          + " --help' for more information.");
-      return EXIT_USAGE;
-    });
+    cli.setExecutionExceptionHandler(
+        (e, commandLine, parseResult) -> {
+          if (e instanceof BadInputException) {
+            commandLine.getErr().println("pacer: " + e.getMessage());
+            return EXIT_USAGE;
+          }
+          commandLine
+              .getErr()
+              .println("pacer: unexpected error: " + Secrets.redact(String.valueOf(e)));
+          Throwable cause = e.getCause();
+          while (cause != null) {
+            commandLine.getErr().println("  caused by: " + Secrets.redact(String.valueOf(cause)));
+            cause = cause.getCause();
+          }
+          return EXIT_ERROR;
+        });
+    cli.setParameterExceptionHandler(
+        (e, args2) -> {
+          CommandLine commandLine = e.getCommandLine();
+          commandLine.getErr().println("pacer: " + Secrets.redact(e.getMessage()));
+          commandLine
+              .getErr()
+              .println(
+                  "Try '"
+                      + commandLine.getCommandSpec().qualifiedName()
+                      + " --help' for more information.");
+          return EXIT_USAGE;
+        });
     return cli.execute(args);
   }
 }

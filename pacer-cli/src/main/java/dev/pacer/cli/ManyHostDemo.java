@@ -5,8 +5,8 @@ import dev.pacer.cli.db.WorkState;
 import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.HostLanesPlot;
 import dev.pacer.cli.model.BadInputException;
-import dev.pacer.cli.run.RunSettings;
 import dev.pacer.cli.model.UrlList;
+import dev.pacer.cli.run.RunSettings;
 import dev.pacer.postgres.PostgresCursor;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -28,8 +28,8 @@ import java.util.concurrent.ExecutorService;
  * cycle through the demo's rate, half of it and a quarter of it; every fourth host is light (3
  * items), the others have a backlog of their ceiling x the run's seconds, all enqueued host by
  * host, the heavy ones first. The claim takes each host's turns as they come, so every host is
- * fetched at its own ceiling from the start and the light ones are done within their first
- * second. The PNG ({@link HostLanesPlot}) has a lane per host.
+ * fetched at its own ceiling from the start and the light ones are done within their first second.
+ * The PNG ({@link HostLanesPlot}) has a lane per host.
  *
  * @param hosts how many destinations
  * @param seconds about how long the heavy hosts' backlog lasts
@@ -39,6 +39,7 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
 
   /** Loopback addresses 127.0.0.2 to 127.0.0.201. */
   static final int MAX_HOSTS = 200;
+
   /** Items of a light host. */
   static final int LIGHT_ITEMS = 3;
 
@@ -56,8 +57,15 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
     return index % 4 == 3 ? LIGHT_ITEMS : (int) Math.max(2, Math.round(ceiling(index) * seconds));
   }
 
-  int run(WorkState store, RunSettings settings, int processes, boolean progress, Path png,
-      PrintWriter out, PrintWriter err) throws Exception {
+  int run(
+      WorkState store,
+      RunSettings settings,
+      int processes,
+      boolean progress,
+      Path png,
+      PrintWriter out,
+      PrintWriter err)
+      throws Exception {
     long origin = System.nanoTime();
     ExecutorService threads = DemoServer.threads(16);
     List<DemoServer> servers = new ArrayList<>();
@@ -70,10 +78,17 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
         try {
           server = new DemoServer(address, ceiling(i), 2, origin, threads);
         } catch (BindException e) {
-          throw new BadInputException("cannot listen on " + address + " (" + e.getMessage()
-              + "): the many-host demo needs the loopback addresses 127.0.0.2 to 127.0.0."
-              + (hosts + 1) + ", which Linux has; on macOS add them first, e.g. sudo ifconfig"
-              + " lo0 alias " + address + " up");
+          throw new BadInputException(
+              "cannot listen on "
+                  + address
+                  + " ("
+                  + e.getMessage()
+                  + "): the many-host demo needs the loopback addresses 127.0.0.2 to 127.0.0."
+                  + (hosts + 1)
+                  + ", which Linux has; on macOS add them first, e.g. sudo ifconfig"
+                  + " lo0 alias "
+                  + address
+                  + " up");
         }
         servers.add(server);
         ceilings.put(address, new HostCeiling(ceiling(i), settings.destination().maxConcurrency()));
@@ -90,24 +105,55 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
         }
       }
       double ceilingSum = ceilings.values().stream().mapToDouble(HostCeiling::rate).sum();
-      err.printf(Locale.ROOT, "pacer demo: %d items over %d hosts (127.0.0.2 to 127.0.0.%d),"
+      err.printf(
+          Locale.ROOT,
+          "pacer demo: %d items over %d hosts (127.0.0.2 to 127.0.0.%d),"
               + " ceilings %s/s, %s/s and %s/s in turn (%s/s in all), every fourth host %d items"
               + " only; %d worker processes x %d threads; each host answers 429 above its"
-              + " ceiling%n", urls.size(), hosts, hosts + 1, HostReport.number(ceiling(0)),
-          HostReport.number(ceiling(1)), HostReport.number(ceiling(2)),
-          HostReport.number(ceilingSum), LIGHT_ITEMS, processes, settings.threads());
-      int code = new JobRun(store, out, err, progress).run(UrlList.of(urls), settings, ceilings,
-          processes, Optional.of(Duration.ofSeconds(seconds + 15L)));
-      return report(servers, ceilings, urls.size(), store.items().counts(settings.job()).done(),
-          png, out, err, code);
+              + " ceiling%n",
+          urls.size(),
+          hosts,
+          hosts + 1,
+          HostReport.number(ceiling(0)),
+          HostReport.number(ceiling(1)),
+          HostReport.number(ceiling(2)),
+          HostReport.number(ceilingSum),
+          LIGHT_ITEMS,
+          processes,
+          settings.threads());
+      int code =
+          new JobRun(store, out, err, progress)
+              .run(
+                  UrlList.of(urls),
+                  settings,
+                  ceilings,
+                  processes,
+                  Optional.of(Duration.ofSeconds(seconds + 15L)));
+      return report(
+          servers,
+          ceilings,
+          urls.size(),
+          store.items().counts(settings.job()).done(),
+          png,
+          out,
+          err,
+          code);
     } finally {
       servers.forEach(DemoServer::close);
       threads.shutdownNow();
     }
   }
 
-  private int report(List<DemoServer> servers, Map<String, HostCeiling> ceilings, int items,
-      long done, Path png, PrintWriter out, PrintWriter err, int code) throws IOException {
+  private int report(
+      List<DemoServer> servers,
+      Map<String, HostCeiling> ceilings,
+      int items,
+      long done,
+      Path png,
+      PrintWriter out,
+      PrintWriter err,
+      int code)
+      throws IOException {
     List<HostLanesPlot.Lane> lanes = new ArrayList<>();
     int kept = 0;
     long refused = 0;
@@ -127,37 +173,56 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
       requests += arrivals.size();
       String rateText = "";
       if (arrivals.size() >= 4) {
-        double achieved = (arrivals.size() - 1)
-            / ((arrivals.get(arrivals.size() - 1).nanos() - arrivals.get(0).nanos()) / 1e9);
-        rateText = String.format(Locale.ROOT, ", %.2f/s from its first request to its last",
-            achieved);
+        double achieved =
+            (arrivals.size() - 1)
+                / ((arrivals.get(arrivals.size() - 1).nanos() - arrivals.get(0).nanos()) / 1e9);
+        rateText =
+            String.format(Locale.ROOT, ", %.2f/s from its first request to its last", achieved);
         if (achieved / ceiling < slowestShare) {
           slowestShare = achieved / ceiling;
           slowest = host.getKey();
         }
       }
-      lines.add(String.format(Locale.ROOT, "  %-12s ceiling %5s/s  %3d request(s)  busiest 1-s"
-              + " window %d of %d allowed%s", host.getKey(), HostReport.number(ceiling),
-          arrivals.size(), busiest, (long) Math.floor(ceiling) + 1, rateText));
+      lines.add(
+          String.format(
+              Locale.ROOT,
+              "  %-12s ceiling %5s/s  %3d request(s)  busiest 1-s" + " window %d of %d allowed%s",
+              host.getKey(),
+              HostReport.number(ceiling),
+              arrivals.size(),
+              busiest,
+              (long) Math.floor(ceiling) + 1,
+              rateText));
     }
     if (requests == 0) {
       err.println("pacer demo: the hosts saw no request; nothing to report");
       return code == Main.EXIT_OK ? Main.EXIT_ERROR : code;
     }
-    HostLanesPlot.write(lanes, String.format(Locale.ROOT, "pacer demo --hosts %d: each host at"
-        + " its own ceiling, %d of %d hosts within ceiling + 1, %d x 429", hosts, kept, hosts,
-        refused), png);
+    HostLanesPlot.write(
+        lanes,
+        String.format(
+            Locale.ROOT,
+            "pacer demo --hosts %d: each host at"
+                + " its own ceiling, %d of %d hosts within ceiling + 1, %d x 429",
+            hosts,
+            kept,
+            hosts,
+            refused),
+        png);
     out.println("Pacing: per host (one cursor in PostgreSQL per host, for every process)");
     int shown = Math.min(lines.size(), 20);
     lines.subList(0, shown).forEach(out::println);
     if (shown < lines.size()) {
       out.println("  ... and " + (lines.size() - shown) + " more host(s): see the PNG");
     }
-    out.printf(Locale.ROOT, "Hosts within their ceiling + 1 in every 1-s window: %d of %d%n",
-        kept, hosts);
+    out.printf(
+        Locale.ROOT, "Hosts within their ceiling + 1 in every 1-s window: %d of %d%n", kept, hosts);
     if (slowest != null) {
-      out.printf(Locale.ROOT, "Slowest host against its ceiling: %s at %.2f x its ceiling%n",
-          slowest, slowestShare);
+      out.printf(
+          Locale.ROOT,
+          "Slowest host against its ceiling: %s at %.2f x its ceiling%n",
+          slowest,
+          slowestShare);
     }
     out.println("429 answers from the hosts: " + refused);
     out.println("Items done: " + done + " of " + items);

@@ -7,8 +7,9 @@ import picocli.CommandLine.Command;
     name = "pacer",
     mixinStandardHelpOptions = true,
     versionProvider = PacerCommand.Version.class,
-    description = "Fetch URL lists under one request-rate ceiling per destination, held in"
-        + " PostgreSQL and shared by every thread, process and host that fetches from it.",
+    description =
+        "Fetch URL lists under one request-rate ceiling per destination, held in"
+            + " PostgreSQL and shared by every thread, process and host that fetches from it.",
     subcommands = {
       FetchCommand.class,
       StatusCommand.class,
@@ -20,8 +21,7 @@ import picocli.CommandLine.Command;
     })
 public final class PacerCommand implements Runnable {
 
-  @picocli.CommandLine.Spec
-  picocli.CommandLine.Model.CommandSpec spec;
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
   @Override
   public void run() {

@@ -11,13 +11,15 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code pacer trips}: list envelope trips; {@code pacer trips ack ID --note TEXT}. */
-@Command(name = "trips", mixinStandardHelpOptions = true,
+@Command(
+    name = "trips",
+    mixinStandardHelpOptions = true,
     description = "List envelope trips (open ones refuse new runs of their job).",
     subcommands = TripsCommand.Ack.class)
 public final class TripsCommand implements Callable<Integer> {
@@ -45,9 +47,22 @@ public final class TripsCommand implements Callable<Integer> {
   }
 
   static String describe(TripStore.Trip t) {
-    return "#" + t.id() + "  job " + t.job() + "  " + t.bar() + "  " + t.trippedAt() + "  on "
-        + t.host() + " pid " + t.pid() + "  " + t.figures()
-        + (t.ackedAt() == null ? "  OPEN: pacer trips ack " + t.id() + " --note TEXT"
+    return "#"
+        + t.id()
+        + "  job "
+        + t.job()
+        + "  "
+        + t.bar()
+        + "  "
+        + t.trippedAt()
+        + "  on "
+        + t.host()
+        + " pid "
+        + t.pid()
+        + "  "
+        + t.figures()
+        + (t.ackedAt() == null
+            ? "  OPEN: pacer trips ack " + t.id() + " --note TEXT"
             : "  acknowledged " + t.ackedAt() + ": " + t.ackNote());
   }
 
@@ -57,10 +72,13 @@ public final class TripsCommand implements Callable<Integer> {
    * destination's cursor, which refuses every run for that destination, of any job, until then;
    * {@code --destination} clears a lockout that no trip of this tool recorded (a library user's).
    */
-  @Command(name = "ack", mixinStandardHelpOptions = true,
-      description = "Acknowledge a trip, with a note, so its job may run again. A destination"
-          + " lockout trip also clears the destination's lockout; --destination clears a"
-          + " destination's lockout that no trip recorded.")
+  @Command(
+      name = "ack",
+      mixinStandardHelpOptions = true,
+      description =
+          "Acknowledge a trip, with a note, so its job may run again. A destination"
+              + " lockout trip also clears the destination's lockout; --destination clears a"
+              + " destination's lockout that no trip recorded.")
   public static final class Ack implements Callable<Integer> {
 
     @Spec CommandSpec spec;
@@ -68,11 +86,16 @@ public final class TripsCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "ID", description = "The trip's id.")
     Long id;
 
-    @Option(names = "--destination", paramLabel = "NAME",
+    @Option(
+        names = "--destination",
+        paramLabel = "NAME",
         description = "Clear this destination's recorded lockout (instead of a trip ID).")
     String destination;
 
-    @Option(names = "--note", required = true, paramLabel = "TEXT",
+    @Option(
+        names = "--note",
+        required = true,
+        paramLabel = "TEXT",
         description = "What was done about it (required).")
     String note;
 
@@ -81,19 +104,24 @@ public final class TripsCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
       if (note.isBlank()) {
-        throw new BadInputException("--note must say what was done about the trip; got an empty"
-            + " note");
+        throw new BadInputException(
+            "--note must say what was done about the trip; got an empty" + " note");
       }
       if ((id == null) == (destination == null)) {
-        throw new BadInputException("give either a trip ID or --destination NAME, not "
-            + (id == null ? "neither" : "both"));
+        throw new BadInputException(
+            "give either a trip ID or --destination NAME, not "
+                + (id == null ? "neither" : "both"));
       }
       PrintWriter out = spec.commandLine().getOut();
       try (WorkState state = dbOptions.connect()) {
         String lockedDestination = destination;
         if (id != null) {
-          TripStore.Acked acked = state.trips().ackTrip(id, note.strip()).orElseThrow(
-              () -> new BadInputException("no open trip #" + id + " (see pacer trips)"));
+          TripStore.Acked acked =
+              state
+                  .trips()
+                  .ackTrip(id, note.strip())
+                  .orElseThrow(
+                      () -> new BadInputException("no open trip #" + id + " (see pacer trips)"));
           out.println("Trip #" + id + " acknowledged.");
           if (acked.bar() == HaltReason.DESTINATION_LOCKOUT) {
             lockedDestination = state.jobs().jobDestination(acked.job()).orElse(null);
@@ -103,8 +131,11 @@ public final class TripsCommand implements Callable<Integer> {
           try (PostgresCursor cursor = state.database().cursor()) {
             cursor.clearLockout(Destination.validateName(lockedDestination));
           }
-          out.println("Destination " + lockedDestination + ": lockout cleared; runs for it may"
-              + " start again.");
+          out.println(
+              "Destination "
+                  + lockedDestination
+                  + ": lockout cleared; runs for it may"
+                  + " start again.");
         }
       }
       return Main.EXIT_OK;

@@ -13,17 +13,24 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * One conveyor worker process (started by {@code pacer fetch --processes}; hidden). It takes one
- * of the destination's fleet-wide dispatch slots before fetching. The database URL comes from
- * {@code PACER_DB}.
+ * One conveyor worker process (started by {@code pacer fetch --processes}; hidden). It takes one of
+ * the destination's fleet-wide dispatch slots before fetching. The database URL comes from {@code
+ * PACER_DB}.
  */
 @Command(name = "worker", hidden = true, description = "A conveyor worker (internal).")
 public final class WorkerCommand implements Callable<Integer> {
 
-  @Option(names = "--job", required = true) String job;
-  @Option(names = "--destination", required = true) String destination;
-  @Option(names = "--run-id", required = true) String runId;
-  @Option(names = "--db", defaultValue = "${env:PACER_DB}") String db;
+  @Option(names = "--job", required = true)
+  String job;
+
+  @Option(names = "--destination", required = true)
+  String destination;
+
+  @Option(names = "--run-id", required = true)
+  String runId;
+
+  @Option(names = "--db", defaultValue = "${env:PACER_DB}")
+  String db;
 
   @Mixin RunOptions run;
   @Mixin CursorOptions cursor;
@@ -41,9 +48,13 @@ public final class WorkerCommand implements Callable<Integer> {
     }
     int dispatches = run.effectiveMaxDispatches(1);
     RunSettings settings = run.settings(runId, job, destination, dispatches);
-    Worker.Result result = new Worker(database, settings,
-        Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()),
-        StartLine.fromParent(System.in, System.out, Conveyor.START_LINE_BOUND)).run();
+    Worker.Result result =
+        new Worker(
+                database,
+                settings,
+                Envelope.forThisProcess(settings.maxLoad(), settings.maxRssBytes()),
+                StartLine.fromParent(System.in, System.out, Conveyor.START_LINE_BOUND))
+            .run();
     return result.halted().isPresent() ? Main.EXIT_HALTED : Main.EXIT_OK;
   }
 }

@@ -42,8 +42,10 @@ class BadInputTest {
 
   /** Runs {@code pacer fetch INPUT --job JOB --out DIR ...} and checks the common expectations. */
   private Cli.Result refused(Path input, String job, String... extra) throws SQLException {
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", job,
-        "--out", dir.resolve("out").toString()));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch", input.toString(), "--job", job, "--out", dir.resolve("out").toString()));
     if (!List.of(extra).contains("--db")) {
       args.addAll(List.of("--db", TestDatabase.jdbcUrl()));
     }
@@ -57,7 +59,14 @@ class BadInputTest {
   }
 
   @ParameterizedTest
-  @CsvSource({"0, 0.0", "-1, -1.0", "NaN, NaN", "Infinity, Infinity", "1e12, 1.0E12", "-Infinity, -Infinity"})
+  @CsvSource({
+    "0, 0.0",
+    "-1, -1.0",
+    "NaN, NaN",
+    "Infinity, Infinity",
+    "1e12, 1.0E12",
+    "-Infinity, -Infinity"
+  })
   void badRates(String rate, String shown) throws Exception {
     Cli.Result r = refused(goodInput(), job(), "--rate", rate);
     assertThat(r.err()).contains("--rate").contains(shown);
@@ -101,17 +110,25 @@ class BadInputTest {
   @Test
   void aDestinationNameThatDoesNotFitADjangoCacheKeyBesideItsPrefix() throws Exception {
     String name = "n".repeat(236);
-    Cli.Result r = refused(goodInput(), job(), "--destination", name, "--cursor-layout",
-        "django-cache");
-    assertThat(r.err()).contains("destination name", name.substring(0, 40),
-        "236 characters", "--cursor-key-prefix \"harvest-rate-cursor:\"", "256 characters",
-        "at most 255");
+    Cli.Result r =
+        refused(goodInput(), job(), "--destination", name, "--cursor-layout", "django-cache");
+    assertThat(r.err())
+        .contains(
+            "destination name",
+            name.substring(0, 40),
+            "236 characters",
+            "--cursor-key-prefix \"harvest-rate-cursor:\"",
+            "256 characters",
+            "at most 255");
   }
 
   @Test
   void aDestinationNameWithAControlCharacterIsNamedEscaped() throws Exception {
     Cli.Result r = refused(goodInput(), job(), "--destination", "bell\u0007name");
-    assertThat(r.err()).contains("destination").contains("bell\\u0007name").doesNotContain("\u0007");
+    assertThat(r.err())
+        .contains("destination")
+        .contains("bell\\u0007name")
+        .doesNotContain("\u0007");
   }
 
   @Test
@@ -122,7 +139,8 @@ class BadInputTest {
 
   @Test
   void anUnreachableDatabase() throws Exception {
-    Cli.Result r = refused(goodInput(), job(), "--db", "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres");
+    Cli.Result r =
+        refused(goodInput(), job(), "--db", "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres");
     assertThat(r.err()).contains("127.0.0.1:1");
   }
 
@@ -148,7 +166,8 @@ class BadInputTest {
 
   @Test
   void aBinaryInput() throws Exception {
-    Path binary = Files.write(dir.resolve("binary.bin"), new byte[] {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0});
+    Path binary =
+        Files.write(dir.resolve("binary.bin"), new byte[] {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0});
     Cli.Result r = refused(binary, job());
     assertThat(r.err()).contains(binary.toString()).contains("binary");
   }
@@ -161,11 +180,14 @@ class BadInputTest {
   }
 
   @ParameterizedTest
-  @CsvSource(delimiter = '|', value = {
-      "file:///etc/passwd|file:///etc/passwd",
-      "ftp://example.com/file.txt|ftp://example.com/file.txt",
-      "http://|http://",
-      "http:///no-host|http:///no-host"})
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "file:///etc/passwd|file:///etc/passwd",
+        "ftp://example.com/file.txt|ftp://example.com/file.txt",
+        "http://|http://",
+        "http:///no-host|http:///no-host"
+      })
   void urlsThatAreNotFetchable(String url, String shown) throws Exception {
     Path input = Files.writeString(dir.resolve("urls.txt"), url + "\n");
     Cli.Result r = refused(input, job());
@@ -183,9 +205,10 @@ class BadInputTest {
 
   private static boolean jobExists(String job) throws SQLException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT to_regclass('pacer_job') IS NOT NULL"
-                + " AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'pacer_job')")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT to_regclass('pacer_job') IS NOT NULL"
+                    + " AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'pacer_job')")) {
       try (ResultSet r = s.executeQuery()) {
         r.next();
         if (!r.getBoolean(1)) {
@@ -225,19 +248,25 @@ class BadInputTest {
 
   static Stream<Arguments> badRates() {
     return Stream.of(
-        Arguments.of("img.example.com 10 4\nbad line here now\n",
+        Arguments.of(
+            "img.example.com 10 4\nbad line here now\n",
             " line 2: expected 'host rate [concurrency]', got \"bad line here now\""),
-        Arguments.of("img.example.com fast\n",
+        Arguments.of(
+            "img.example.com fast\n",
             " line 1: rate must be a number > 0 and <= 1000000, got \"fast\""),
-        Arguments.of("img.example.com 0\n",
-            " line 1: rate must be a number > 0 and <= 1000000, got \"0\""),
-        Arguments.of("img.example.com 5 0\n",
+        Arguments.of(
+            "img.example.com 0\n", " line 1: rate must be a number > 0 and <= 1000000, got \"0\""),
+        Arguments.of(
+            "img.example.com 5 0\n",
             " line 1: concurrency must be a whole number 1-10000, got \"0\""),
-        Arguments.of("img.example.com 5 2.5\n",
+        Arguments.of(
+            "img.example.com 5 2.5\n",
             " line 1: concurrency must be a whole number 1-10000, got \"2.5\""),
-        Arguments.of("# c\n\nimg.example.com 5\nIMG.example.com 6\n",
+        Arguments.of(
+            "# c\n\nimg.example.com 5\nIMG.example.com 6\n",
             " line 4: host img.example.com is already on line 3"),
-        Arguments.of("img'x 5\n",
+        Arguments.of(
+            "img'x 5\n",
             " line 1: host name may hold only letters, digits and . _ : - [ ], got \"img'x\""));
   }
 
@@ -254,30 +283,40 @@ class BadInputTest {
   void perHostConflictsAreRefused() throws Exception {
     Path rates = Files.writeString(dir.resolve("rates.txt"), "127.0.0.1 5\n");
     assertThat(refused(goodInput(), job(), "--per-host", "--destination", "x").err())
-        .contains("--destination puts every URL under one ceiling and --per-host gives each host"
-            + " its own; choose one");
+        .contains(
+            "--destination puts every URL under one ceiling and --per-host gives each host"
+                + " its own; choose one");
     assertThat(refused(goodInput(), job(), "--rates", rates.toString()).err())
         .contains("--rates sets per-host ceilings; it needs --per-host");
     assertThat(refused(goodInput(), job(), "--per-host", "--fleet-concurrency", "2").err())
         .contains("--fleet-concurrency caps one destination");
-    assertThat(refused(goodInput(), job(), "--per-host", "--rates",
-        dir.resolve("missing.txt").toString()).err()).contains("missing.txt: no such file");
+    assertThat(
+            refused(
+                    goodInput(),
+                    job(),
+                    "--per-host",
+                    "--rates",
+                    dir.resolve("missing.txt").toString())
+                .err())
+        .contains("missing.txt: no such file");
     assertThat(refused(goodInput(), job(), "--per-host", "--cursor-layout", "django-cache").err())
-        .contains("--per-host claims each host's turn on Pacer's cursor table; it cannot use"
-            + " --cursor-layout django-cache");
+        .contains(
+            "--per-host claims each host's turn on Pacer's cursor table; it cannot use"
+                + " --cursor-layout django-cache");
   }
 
   @Test
   void robotsConflictsAndBadCrawlDelayCapsAreRefused() throws Exception {
     assertThat(refused(goodInput(), job(), "--robots").err())
         .contains("--robots reads each host's robots.txt; it needs --per-host");
-    assertThat(refused(goodInput(), job(), "--per-host", "--robots", "--claim-order", "FIFO")
-        .err()).contains("--robots needs the frontier's claims; it cannot be combined with"
-            + " --claim-order FIFO");
+    assertThat(refused(goodInput(), job(), "--per-host", "--robots", "--claim-order", "FIFO").err())
+        .contains(
+            "--robots needs the frontier's claims; it cannot be combined with"
+                + " --claim-order FIFO");
     for (String bad : new String[] {"-1", "NaN", "86401"}) {
-      assertThat(refused(goodInput(), job(), "--per-host", "--robots", "--max-crawl-delay", bad)
-          .err()).contains("--max-crawl-delay must be 0-86400 seconds, got "
-              + Double.parseDouble(bad));
+      assertThat(
+              refused(goodInput(), job(), "--per-host", "--robots", "--max-crawl-delay", bad).err())
+          .contains("--max-crawl-delay must be 0-86400 seconds, got " + Double.parseDouble(bad));
     }
   }
 }

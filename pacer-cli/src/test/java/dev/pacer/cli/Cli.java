@@ -35,7 +35,8 @@ final class Cli {
     }
 
     String text(String field) {
-      Matcher m = Pattern.compile("\"" + field + "\":(null|\"([^\"]*)\"|true|false)").matcher(summary());
+      Matcher m =
+          Pattern.compile("\"" + field + "\":(null|\"([^\"]*)\"|true|false)").matcher(summary());
       assertThat(m.find()).as("field %s in %s", field, summary()).isTrue();
       return m.group(2) != null ? m.group(2) : m.group(1);
     }
@@ -75,14 +76,19 @@ final class Cli {
      * run}.
      */
     void assertFew(FleetBounds bounds, int workers, Timeline run) {
-      assertThat(this.workers).as("workers that said how many turns they gave up as late, %s",
-          this).isEqualTo(workers);
+      assertThat(this.workers)
+          .as("workers that said how many turns they gave up as late, %s", this)
+          .isEqualTo(workers);
       bounds.assertFewLateTurns(skipped, turns, run);
     }
 
     @Override
     public String toString() {
-      return skipped + " turn(s) given up as late beside " + turns + " taken, by " + workers
+      return skipped
+          + " turn(s) given up as late beside "
+          + turns
+          + " taken, by "
+          + workers
           + " worker(s)";
     }
 
@@ -90,8 +96,12 @@ final class Cli {
     private static Pattern line() {
       String[] parts = Worker.LATE_TURNS.split("\\{}", -1);
       assertThat(parts).as(Worker.LATE_TURNS).hasSize(3);
-      return Pattern.compile(Pattern.quote(parts[0]) + "(\\d+)" + Pattern.quote(parts[1])
-          + "(\\d+)" + Pattern.quote(parts[2]));
+      return Pattern.compile(
+          Pattern.quote(parts[0])
+              + "(\\d+)"
+              + Pattern.quote(parts[1])
+              + "(\\d+)"
+              + Pattern.quote(parts[2]));
     }
   }
 
@@ -105,8 +115,8 @@ final class Cli {
   }
 
   /**
-   * Runs {@code pacer ARGS} as its own JVM, as {@link #run} does in this one, its stdout and
-   * stderr (with its workers' logs) kept in {@code dir} as {@code name.out} and {@code name.err}.
+   * Runs {@code pacer ARGS} as its own JVM, as {@link #run} does in this one, its stdout and stderr
+   * (with its workers' logs) kept in {@code dir} as {@code name.out} and {@code name.err}.
    */
   static Result runAlone(Path dir, String name, String... args) throws Exception {
     Path out = dir.resolve(name + ".out");
@@ -124,15 +134,19 @@ final class Cli {
   /** Starts {@code pacer ARGS} as its own JVM; stdout and stderr go to the given files. */
   static Process spawn(Map<String, String> env, Path stdout, Path stderr, String... args)
       throws IOException {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
     command.addAll(JvmOptions.ofPacer());
-    command.addAll(List.of("-XX:+UseSerialGC",
-        "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main"));
+    command.addAll(
+        List.of(
+            "-XX:+UseSerialGC",
+            "-cp",
+            System.getProperty("java.class.path"),
+            "dev.pacer.cli.Main"));
     command.addAll(List.of(args));
-    ProcessBuilder builder = new ProcessBuilder(command)
-        .redirectOutput(stdout.toFile())
-        .redirectError(stderr.toFile());
+    ProcessBuilder builder =
+        new ProcessBuilder(command).redirectOutput(stdout.toFile()).redirectError(stderr.toFile());
     builder.environment().remove("PACER_DB");
     builder.environment().putAll(env);
     return builder.start();

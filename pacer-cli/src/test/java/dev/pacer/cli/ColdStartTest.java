@@ -2,9 +2,9 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.postgres.TestDatabase;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
-import dev.pacer.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -13,22 +13,23 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Three cold worker JVMs started together keep the ceiling at the destination's door from the
- * very first request. A cold JVM's first HTTP request is slow (class loading, the client's
- * selector thread): if that happened after the first turn, the first few turns would wait in it
- * together and then leave together, a burst in the first second. Each run is also held to the
- * aggregate over its steady part, a delivered bound ({@link FleetBounds}, {@link
- * DeliverableRate}) and the late turns its workers gave up, which a busy host makes, and three
- * cold JVMs on a small one do; the same cold start paced per process (the twin) breaks the window
- * and the aggregate. The run is a JVM of its own, as an operator's is, so that its workers' logs
- * can be read.
+ * Three cold worker JVMs started together keep the ceiling at the destination's door from the very
+ * first request. A cold JVM's first HTTP request is slow (class loading, the client's selector
+ * thread): if that happened after the first turn, the first few turns would wait in it together and
+ * then leave together, a burst in the first second. Each run is also held to the aggregate over its
+ * steady part, a delivered bound ({@link FleetBounds}, {@link DeliverableRate}) and the late turns
+ * its workers gave up, which a busy host makes, and three cold JVMs on a small one do; the same
+ * cold start paced per process (the twin) breaks the window and the aggregate. The run is a JVM of
+ * its own, as an operator's is, so that its workers' logs can be read.
  */
 class ColdStartTest {
 
   private static final int RUNS = 3;
   private static final double RATE = 7;
+
   /** 28 items at 7/s: 4 s, so all three workers are fetching at once in the first second. */
   private static final int ITEMS = 28;
+
   private static final int PROCESSES = 3;
 
   @TempDir Path dir;
@@ -42,25 +43,38 @@ class ColdStartTest {
         Cli.Result result = coldStart(destination, job, "FLEET");
         List<TestDestination.Arrival> arrivals = destination.arrivals();
         Timeline door = TestDestination.timeline(arrivals);
-        long firstSecond = arrivals.stream()
-            .filter(a -> a.nanos() - door.first() < 1_000_000_000L).count();
-        figures.add("run " + run + ": first second " + firstSecond + ", " + door
-            + ", " + gridDeviation(arrivals)
-            + ", workers "
-            + arrivals.stream().map(TestDestination.Arrival::worker).distinct().count()
-            + ", " + result.lateTurns() + ", summary " + result.summary());
+        long firstSecond =
+            arrivals.stream().filter(a -> a.nanos() - door.first() < 1_000_000_000L).count();
+        figures.add(
+            "run "
+                + run
+                + ": first second "
+                + firstSecond
+                + ", "
+                + door
+                + ", "
+                + gridDeviation(arrivals)
+                + ", workers "
+                + arrivals.stream().map(TestDestination.Arrival::worker).distinct().count()
+                + ", "
+                + result.lateTurns()
+                + ", summary "
+                + result.summary());
         assertThat(door.size()).as(figures.toString()).isEqualTo(ITEMS);
         assertThat(firstSecond).as(figures.toString()).isLessThanOrEqualTo((long) RATE + 1);
         FleetBounds bounds = FleetBounds.at(RATE, "cold start, run " + run);
         bounds.assertHeld(door, steady(arrivals));
         // Before the delivered bound: turns given up as late are a reason to deliver less.
         result.lateTurns().assertFew(bounds, PROCESSES, door);
-        bounds.assertDelivered(door, DeliverableRate.of(RATE, arrivals,
-            TestDestination.Arrival::nanos, TestDestination.Arrival::worker));
+        bounds.assertDelivered(
+            door,
+            DeliverableRate.of(
+                RATE, arrivals, TestDestination.Arrival::nanos, TestDestination.Arrival::worker));
         // The run judges itself from the request log: it must agree with the door.
         assertThat(result.number("requestsAtDestination")).isEqualTo(ITEMS);
         long peak = door.peakOneSecondWindow();
-        assertThat(result.number("busiestOneSecondWindow")).as(figures.toString())
+        assertThat(result.number("busiestOneSecondWindow"))
+            .as(figures.toString())
             .isBetween(peak - 1, peak + 1);
       }
     }
@@ -88,11 +102,32 @@ class ColdStartTest {
   private Cli.Result coldStart(TestDestination destination, String job, String pacing)
       throws Exception {
     Path input = Files.write(dir.resolve(job + ".txt"), destination.items(ITEMS));
-    Cli.Result result = Cli.runAlone(dir, job, "fetch", input.toString(), "--job", job,
-        "--destination", job, "--db", TestDatabase.jdbcUrl(), "--out",
-        dir.resolve("out").toString(), "--max-load", "1000", "--processes",
-        Integer.toString(PROCESSES), "--threads", "6", "--concurrency", "6",
-        "--rate", Double.toString(RATE), "--pacing", pacing);
+    Cli.Result result =
+        Cli.runAlone(
+            dir,
+            job,
+            "fetch",
+            input.toString(),
+            "--job",
+            job,
+            "--destination",
+            job,
+            "--db",
+            TestDatabase.jdbcUrl(),
+            "--out",
+            dir.resolve("out").toString(),
+            "--max-load",
+            "1000",
+            "--processes",
+            Integer.toString(PROCESSES),
+            "--threads",
+            "6",
+            "--concurrency",
+            "6",
+            "--rate",
+            Double.toString(RATE),
+            "--pacing",
+            pacing);
     assertThat(result.code()).as(result.err()).isEqualTo(0);
     assertThat(result.number("done")).isEqualTo(ITEMS);
     return result;
@@ -104,10 +139,10 @@ class ColdStartTest {
   }
 
   /**
-   * With every thread waiting, the shared cursor hands out turns exactly one interval apart, so
-   * the k-th arrival would be k intervals after the first if nothing delayed a request after its
-   * turn. How far arrivals stray from that grid is their lateness at the door, relative to the
-   * first; a spread over one interval is what puts an extra request in a 1-s window.
+   * With every thread waiting, the shared cursor hands out turns exactly one interval apart, so the
+   * k-th arrival would be k intervals after the first if nothing delayed a request after its turn.
+   * How far arrivals stray from that grid is their lateness at the door, relative to the first; a
+   * spread over one interval is what puts an extra request in a 1-s window.
    */
   private static String gridDeviation(List<TestDestination.Arrival> arrivals) {
     List<Long> sorted = arrivals.stream().map(TestDestination.Arrival::nanos).sorted().toList();
@@ -118,7 +153,7 @@ class ColdStartTest {
       min = Math.min(min, deviation);
       max = Math.max(max, deviation);
     }
-    return String.format(java.util.Locale.ROOT, "door deviation from the turn grid %.1f..%.1f ms",
-        min, max);
+    return String.format(
+        java.util.Locale.ROOT, "door deviation from the turn grid %.1f..%.1f ms", min, max);
   }
 }

@@ -44,9 +44,21 @@ class ConveyorTest {
   }
 
   private String[] fetchArgs(String name, Path input, String... extra) {
-    List<String> args = new java.util.ArrayList<>(List.of("fetch", input.toString(),
-        "--job", name, "--destination", name, "--db", TestDatabase.jdbcUrl(),
-        "--out", dir.resolve("out").toString(), "--max-load", "1000"));
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                name,
+                "--destination",
+                name,
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000"));
     args.addAll(List.of(extra));
     return args.toArray(String[]::new);
   }
@@ -78,8 +90,21 @@ class ConveyorTest {
    */
   private List<TestDestination.Arrival> threeWorkers(String name, String pacing) throws Exception {
     Path input = Files.write(dir.resolve("urls.txt"), destination.items(120));
-    Cli.Result run = Cli.run(fetchArgs(name, input, "--processes", "3", "--threads", "3",
-        "--rate", Integer.toString(RATE), "--concurrency", "3", "--pacing", pacing));
+    Cli.Result run =
+        Cli.run(
+            fetchArgs(
+                name,
+                input,
+                "--processes",
+                "3",
+                "--threads",
+                "3",
+                "--rate",
+                Integer.toString(RATE),
+                "--concurrency",
+                "3",
+                "--pacing",
+                pacing));
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(120);
@@ -89,27 +114,38 @@ class ConveyorTest {
   }
 
   /**
-   * Every worker sent its first request at least a second before every other worker sent its
-   * last: the ceiling was shared by workers fetching at the same time, not held by one worker
-   * after another.
+   * Every worker sent its first request at least a second before every other worker sent its last:
+   * the ceiling was shared by workers fetching at the same time, not held by one worker after
+   * another.
    */
   private static void assertOverlapped(List<TestDestination.Arrival> arrivals) {
     Map<String, LongSummaryStatistics> byWorker = new TreeMap<>();
-    arrivals.forEach(a -> byWorker.computeIfAbsent(a.worker(), w -> new LongSummaryStatistics())
-        .accept(a.nanos()));
+    arrivals.forEach(
+        a ->
+            byWorker
+                .computeIfAbsent(a.worker(), w -> new LongSummaryStatistics())
+                .accept(a.nanos()));
     long origin = arrivals.stream().mapToLong(TestDestination.Arrival::nanos).min().orElseThrow();
     StringBuilder intervals = new StringBuilder();
-    byWorker.forEach((w, s) -> intervals.append(String.format(Locale.ROOT,
-        " pid %s: %d requests in [%.3f, %.3f] s;", w, s.getCount(), (s.getMin() - origin) / 1e9,
-        (s.getMax() - origin) / 1e9)));
+    byWorker.forEach(
+        (w, s) ->
+            intervals.append(
+                String.format(
+                    Locale.ROOT,
+                    " pid %s: %d requests in [%.3f, %.3f] s;",
+                    w,
+                    s.getCount(),
+                    (s.getMin() - origin) / 1e9,
+                    (s.getMax() - origin) / 1e9)));
     System.out.println("conveyor workers:" + intervals);
     assertThat(byWorker).as("workers that fetched:" + intervals).hasSize(3);
     for (Map.Entry<String, LongSummaryStatistics> a : byWorker.entrySet()) {
       for (Map.Entry<String, LongSummaryStatistics> b : byWorker.entrySet()) {
         if (!a.getKey().equals(b.getKey())) {
           assertThat((b.getValue().getMax() - a.getValue().getMin()) / 1e9)
-              .as("pid %s started a second before pid %s ended:%s", a.getKey(), b.getKey(),
-                  intervals)
+              .as(
+                  "pid %s started a second before pid %s ended:%s",
+                  a.getKey(), b.getKey(), intervals)
               .isGreaterThanOrEqualTo(1.0);
         }
       }
@@ -120,12 +156,26 @@ class ConveyorTest {
   void maxDispatchesCapsTheWorkersThatFetchAtOnce() throws Exception {
     String name = "conveyor-cap-" + ProcessHandle.current().pid();
     Path input = Files.write(dir.resolve("urls.txt"), destination.items(12));
-    Cli.Result run = Cli.run(fetchArgs(name, input, "--processes", "2", "--max-dispatches", "1",
-        "--threads", "2", "--rate", "20", "--concurrency", "2"));
+    Cli.Result run =
+        Cli.run(
+            fetchArgs(
+                name,
+                input,
+                "--processes",
+                "2",
+                "--max-dispatches",
+                "1",
+                "--threads",
+                "2",
+                "--rate",
+                "20",
+                "--concurrency",
+                "2"));
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(12);
-    assertThat(run.number("turnsShared")).as("summed over the worker processes' reports")
+    assertThat(run.number("turnsShared"))
+        .as("summed over the worker processes' reports")
         .isEqualTo(12);
     Set<String> workers = new HashSet<>();
     destination.arrivals().forEach(a -> workers.add(a.worker()));
@@ -136,9 +186,23 @@ class ConveyorTest {
   void aWorkerKilledWithSigkillLosesNoItemAndNothingIsRecordedTwice() throws Exception {
     String name = "conveyor-kill-" + ProcessHandle.current().pid();
     Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));
-    CompletableFuture<Cli.Result> run = CompletableFuture.supplyAsync(() -> Cli.run(fetchArgs(
-        name, input, "--processes", "3", "--threads", "2", "--rate", "10", "--concurrency", "2",
-        "--lease-seconds", "3")));
+    CompletableFuture<Cli.Result> run =
+        CompletableFuture.supplyAsync(
+            () ->
+                Cli.run(
+                    fetchArgs(
+                        name,
+                        input,
+                        "--processes",
+                        "3",
+                        "--threads",
+                        "2",
+                        "--rate",
+                        "10",
+                        "--concurrency",
+                        "2",
+                        "--lease-seconds",
+                        "3")));
 
     // Wait until the workers are fetching, then SIGKILL one that holds leased items.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -169,8 +233,9 @@ class ConveyorTest {
     assertThat(result.number("done")).isEqualTo(40);
     assertThat(result.number("pending")).isZero();
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
       s.setString(1, name);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -186,17 +251,25 @@ class ConveyorTest {
     long kill = killedAt;
     for (String url : heldAtKill) {
       String path = url.substring(url.indexOf("/item/"));
-      List<String> itsArrivals = arrivals.stream()
-          .filter(a -> a.path().equals(path))
-          .map(a -> String.format(Locale.ROOT, "pid %s at %+.3f s from the kill", a.worker(),
-              (a.nanos() - kill) / 1e9))
-          .toList();
+      List<String> itsArrivals =
+          arrivals.stream()
+              .filter(a -> a.path().equals(path))
+              .map(
+                  a ->
+                      String.format(
+                          Locale.ROOT,
+                          "pid %s at %+.3f s from the kill",
+                          a.worker(),
+                          (a.nanos() - kill) / 1e9))
+              .toList();
       System.out.println("kill -9: " + path + " held by pid " + victimPid + ": " + itsArrivals);
       assertThat(arrivals)
-          .as("%s, held by pid %s when it was killed, fetched after the kill by another worker;"
-              + " its arrivals: %s", path, victimPid, itsArrivals)
-          .anyMatch(a -> a.path().equals(path) && !a.worker().equals(victimPid)
-              && a.nanos() > kill);
+          .as(
+              "%s, held by pid %s when it was killed, fetched after the kill by another worker;"
+                  + " its arrivals: %s",
+              path, victimPid, itsArrivals)
+          .anyMatch(
+              a -> a.path().equals(path) && !a.worker().equals(victimPid) && a.nanos() > kill);
     }
   }
 
@@ -206,9 +279,23 @@ class ConveyorTest {
     Path input = Files.write(dir.resolve("urls.txt"), destination.items(30));
     // A 90-s lease: if the terminated worker's items had to wait for it, the run would take
     // longer than the 45 s this test allows.
-    CompletableFuture<Cli.Result> run = CompletableFuture.supplyAsync(() -> Cli.run(fetchArgs(
-        name, input, "--processes", "3", "--threads", "2", "--rate", "10", "--concurrency", "2",
-        "--lease-seconds", "90")));
+    CompletableFuture<Cli.Result> run =
+        CompletableFuture.supplyAsync(
+            () ->
+                Cli.run(
+                    fetchArgs(
+                        name,
+                        input,
+                        "--processes",
+                        "3",
+                        "--threads",
+                        "2",
+                        "--rate",
+                        "10",
+                        "--concurrency",
+                        "2",
+                        "--lease-seconds",
+                        "90")));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     Optional<ProcessHandle> victim = Optional.empty();
     while (victim.isEmpty() && System.nanoTime() < deadline) {
@@ -233,8 +320,9 @@ class ConveyorTest {
   /** URLs of the job leased by the worker with this pid (its id is host:pid:suffix). */
   private static List<String> leasedBy(String job, long pid) throws SQLException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
       s.setString(1, job);
       s.setString(2, "%:" + pid + ":%");
       List<String> urls = new java.util.ArrayList<>();

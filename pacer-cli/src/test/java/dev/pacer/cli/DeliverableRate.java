@@ -11,8 +11,8 @@ import java.util.function.ToLongFunction;
  * first request there takes two turns ({@link DestinationFetcher}, at intervals under {@link
  * DestinationFetcher#FIRST_REQUEST_MARGIN_BELOW}), somewhere among the turns its threads reserve
  * together at the start, not always at the worker's first arrival: so n arrivals span n - 1
- * intervals, plus one for each worker. A limiter that gives up one turn in ten falls below 0.95
- * of that whatever the run's length.
+ * intervals, plus one for each worker. A limiter that gives up one turn in ten falls below 0.95 of
+ * that whatever the run's length.
  */
 final class DeliverableRate {
 
@@ -22,8 +22,8 @@ final class DeliverableRate {
    * The rate {@code arrivals}, all of a run's arrivals at one destination with this {@code
    * ceiling}, each read for its instant and the worker that sent it, span if every turn was taken.
    */
-  static <A> double of(double ceiling, List<A> arrivals, ToLongFunction<A> nanos,
-      Function<A, String> worker) {
+  static <A> double of(
+      double ceiling, List<A> arrivals, ToLongFunction<A> nanos, Function<A, String> worker) {
     long workers = arrivals.stream().map(a -> String.valueOf(worker.apply(a))).distinct().count();
     boolean doubleTurns =
         1 / ceiling < DestinationFetcher.FIRST_REQUEST_MARGIN_BELOW.toNanos() / 1e9;

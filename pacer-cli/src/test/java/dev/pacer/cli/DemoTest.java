@@ -23,17 +23,19 @@ import org.junit.jupiter.api.io.TempDir;
  * arrivals its servers stamped (the CSV the demo writes beside its PNG, {@code DemoServer}), with
  * the fleet bounds ({@link FleetBounds}) computed here, not from the figures the demo prints.
  * Fleet-wide pacing holds the ceiling and delivers it; per-process pacing, the same run with each
- * process alone at 7/s, breaks the window. {@code --hosts} holds and delivers every host's
- * ceiling; the same run at {@code --rate 5}, judged against the ceilings of {@code --rate 4} (the
- * twin: 1.25 x per host for the fastest hosts, 1.5 x for the 2/s ones), breaks the aggregate.
+ * process alone at 7/s, breaks the window. {@code --hosts} holds and delivers every host's ceiling;
+ * the same run at {@code --rate 5}, judged against the ceilings of {@code --rate 4} (the twin: 1.25
+ * x per host for the fastest hosts, 1.5 x for the 2/s ones), breaks the aggregate.
  */
 class DemoTest {
 
   private static final int RATE = 7;
+
   /** The ceilings of {@code demo --hosts 6 --rate 4}: the rate, half and a quarter of it, twice. */
   private static final double[] HOST_CEILINGS = {4, 2, 1, 4, 2, 1};
 
   @TempDir Path dir;
+
   /** {@link System#nanoTime()} just before the demo's run. */
   private long started;
 
@@ -96,8 +98,9 @@ class DemoTest {
     for (int i = 0; i < HOST_CEILINGS.length; i++) {
       String host = "127.0.0." + (i + 2);
       List<Arrival> at = byHost.get(host);
-      System.out.printf("demo --hosts, %s: arrivals at ms %s; sent (ms, lateness ms) %s%n", host,
-          offsets(at), sent(find(demo.out(), "\"job\":\"([^\"]+)\""), host));
+      System.out.printf(
+          "demo --hosts, %s: arrivals at ms %s; sent (ms, lateness ms) %s%n",
+          host, offsets(at), sent(find(demo.out(), "\"job\":\"([^\"]+)\""), host));
       FleetBounds bounds = FleetBounds.at(HOST_CEILINGS[i], "demo --hosts, " + host);
       Timeline steady = steady(at);
       if (steady.size() >= 3) {
@@ -105,11 +108,13 @@ class DemoTest {
         bounds.assertDelivered(timeline(at), deliverable(HOST_CEILINGS[i], at));
         judged++;
       } else {
-        assertThat(timeline(at).peakOneSecondWindow()).as("busiest 1-s window at %s: %s", host,
-            timeline(at)).isLessThanOrEqualTo(bounds.mostInAWindow());
+        assertThat(timeline(at).peakOneSecondWindow())
+            .as("busiest 1-s window at %s: %s", host, timeline(at))
+            .isLessThanOrEqualTo(bounds.mostInAWindow());
       }
     }
-    assertThat(judged).as("hosts with a steady part of 3 arrivals or more")
+    assertThat(judged)
+        .as("hosts with a steady part of 3 arrivals or more")
         .isGreaterThanOrEqualTo(3);
     Path png = Path.of(find(demo.out(), "Timeline \\(PNG\\): (\\S+)"));
     assertThat(png).startsWith(dir);
@@ -118,9 +123,9 @@ class DemoTest {
   }
 
   /**
-   * The twin of {@link #aManyHostDemoHoldsEveryHostsCeilingAndDrawsALanePerHost}: the same
-   * demo paced at {@code --rate 5}, judged against the ceilings of {@code --rate 4}, is a fleet
-   * that paces its 4/s hosts at 1.25 x and its 2/s hosts at 1.5 x their ceilings. A window of the
+   * The twin of {@link #aManyHostDemoHoldsEveryHostsCeilingAndDrawsALanePerHost}: the same demo
+   * paced at {@code --rate 5}, judged against the ceilings of {@code --rate 4}, is a fleet that
+   * paces its 4/s hosts at 1.25 x and its 2/s hosts at 1.5 x their ceilings. A window of the
    * ceiling + 1 may admit that; the aggregate over the steady part may not.
    */
   @Test
@@ -142,8 +147,18 @@ class DemoTest {
    * set-up, which only shifts the span that {@link FleetBounds} checks for wall-clock steps.
    */
   private Cli.Result demo(String... extra) {
-    String[] args = {"demo", "--seconds", "4", "--db", TestDatabase.jdbcUrl(),
-        "--data-dir", dir.toString(), "--max-load", "1000", "--no-progress"};
+    String[] args = {
+      "demo",
+      "--seconds",
+      "4",
+      "--db",
+      TestDatabase.jdbcUrl(),
+      "--data-dir",
+      dir.toString(),
+      "--max-load",
+      "1000",
+      "--no-progress"
+    };
     String[] all = java.util.Arrays.copyOf(args, args.length + extra.length);
     System.arraycopy(extra, 0, all, args.length, extra.length);
     started = System.nanoTime();
@@ -167,8 +182,8 @@ class DemoTest {
   }
 
   private static Map<String, List<Arrival>> byHost(List<Arrival> arrivals) {
-    return arrivals.stream().collect(Collectors.groupingBy(Arrival::host, TreeMap::new,
-        Collectors.toList()));
+    return arrivals.stream()
+        .collect(Collectors.groupingBy(Arrival::host, TreeMap::new, Collectors.toList()));
   }
 
   private static Timeline timeline(List<Arrival> arrivals) {
@@ -188,7 +203,8 @@ class DemoTest {
   /** Offsets in ms from the first of {@code arrivals}. */
   private static String offsets(List<Arrival> arrivals) {
     long first = arrivals.get(0).nanos();
-    return arrivals.stream().map(a -> Long.toString((a.nanos() - first) / 1_000_000))
+    return arrivals.stream()
+        .map(a -> Long.toString((a.nanos() - first) / 1_000_000))
         .collect(Collectors.joining(" "));
   }
 
@@ -196,9 +212,11 @@ class DemoTest {
   private static String sent(String job, String host) throws Exception {
     StringBuilder out = new StringBuilder();
     try (java.sql.Connection c = TestDatabase.connect();
-        java.sql.PreparedStatement s = c.prepareStatement("SELECT (extract(epoch FROM sent_at"
-            + " - min(sent_at) OVER ()) * 1000)::bigint, lateness_us / 1000 FROM pacer_request"
-            + " WHERE job = ? AND destination = ? ORDER BY sent_at")) {
+        java.sql.PreparedStatement s =
+            c.prepareStatement(
+                "SELECT (extract(epoch FROM sent_at"
+                    + " - min(sent_at) OVER ()) * 1000)::bigint, lateness_us / 1000 FROM pacer_request"
+                    + " WHERE job = ? AND destination = ? ORDER BY sent_at")) {
       s.setString(1, job);
       s.setString(2, host);
       try (java.sql.ResultSet r = s.executeQuery()) {

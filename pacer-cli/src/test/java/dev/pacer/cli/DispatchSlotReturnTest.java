@@ -2,14 +2,14 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.spi.FleetSlots;
 import dev.pacer.TimeSource;
-import dev.pacer.testing.Timeline;
 import dev.pacer.cli.run.DispatchSlot;
 import dev.pacer.postgres.OutagePolicy;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.RestartablePostgres;
+import dev.pacer.spi.FleetSlots;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,10 +30,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Three pooled runs of one destination, two dispatch slots between them, so one run waits for a
  * slot from its start. PostgreSQL stops under them and comes back with their role shut out, then
- * held to two connections, then free. While the runners are shut out, the two slots' leases run
- * out and this test takes both, so that every runner that held a slot finds them all taken when
- * it is back: each waits for one, as at its start, and fetches nothing meanwhile. The test gives
- * its slots back one at a time; the runners take them, every run finishes its own job, and the
+ * held to two connections, then free. While the runners are shut out, the two slots' leases run out
+ * and this test takes both, so that every runner that held a slot finds them all taken when it is
+ * back: each waits for one, as at its start, and fetches nothing meanwhile. The test gives its
+ * slots back one at a time; the runners take them, every run finishes its own job, and the
  * destination never sees more than the ceiling.
  */
 class DispatchSlotReturnTest {
@@ -55,24 +55,45 @@ class DispatchSlotReturnTest {
   void aRunnerThatLostItsSlotInAMessyReturnWaitsForOneAndEveryRunFinishes() throws Exception {
     try (RestartablePostgres postgres = new RestartablePostgres();
         TestDestination destination = new TestDestination()) {
-      administer(postgres, "CREATE ROLE " + ROLE + " LOGIN",
+      administer(
+          postgres,
+          "CREATE ROLE " + ROLE + " LOGIN",
           "GRANT CREATE, USAGE ON SCHEMA public TO " + ROLE);
       List<Process> runs = new ArrayList<>();
       for (String job : JOBS) {
-        Path input = Files.write(dir.resolve(job + ".txt"),
-            destination.items("/" + job + "/", ITEMS));
-        runs.add(Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
-            "fetch", input.toString(), "--job", job, "--destination", "slots",
-            "--db", "jdbc:postgresql://127.0.0.1:" + postgres.port() + "/postgres?user=" + ROLE,
-            "--rate", String.valueOf(RATE), "--max-dispatches", String.valueOf(MAX_DISPATCHES),
-            "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
-            "--lease-seconds", "20"));
+        Path input =
+            Files.write(dir.resolve(job + ".txt"), destination.items("/" + job + "/", ITEMS));
+        runs.add(
+            Cli.spawn(
+                Map.of(),
+                dir.resolve(job + ".out"),
+                dir.resolve(job + ".err"),
+                "fetch",
+                input.toString(),
+                "--job",
+                job,
+                "--destination",
+                "slots",
+                "--db",
+                "jdbc:postgresql://127.0.0.1:" + postgres.port() + "/postgres?user=" + ROLE,
+                "--rate",
+                String.valueOf(RATE),
+                "--max-dispatches",
+                String.valueOf(MAX_DISPATCHES),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000",
+                "--no-progress",
+                "--lease-seconds",
+                "20"));
       }
       try {
         awaitArrivals(destination, 1);
         Thread.sleep(4_000);
-        assertThat(openItems(postgres)).as("every run has items open at the outage").allMatch(
-            open -> open > 0);
+        assertThat(openItems(postgres))
+            .as("every run has items open at the outage")
+            .allMatch(open -> open > 0);
         List<Integer> holders = runnersHoldingASlot();
         assertThat(holders).as("runners holding a slot").hasSize(MAX_DISPATCHES);
         administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT 0");
@@ -90,10 +111,12 @@ class DispatchSlotReturnTest {
           }
           int before = destination.arrivals().size();
           Thread.sleep(2_000);
-          assertThat(destination.arrivals()).as("requests while this test holds every slot")
+          assertThat(destination.arrivals())
+              .as("requests while this test holds every slot")
               .hasSize(before);
-          assertThat(slotsTakenByRunners()).as("dispatch slots the runners took, all before the"
-              + " outage").isEqualTo(MAX_DISPATCHES);
+          assertThat(slotsTakenByRunners())
+              .as("dispatch slots the runners took, all before the" + " outage")
+              .isEqualTo(MAX_DISPATCHES);
 
           taken.get(0).giveBack();
           awaitSlotsTakenByRunners(MAX_DISPATCHES + 1);
@@ -104,12 +127,13 @@ class DispatchSlotReturnTest {
           Process run = runs.get(i);
           assertThat(run.waitFor(60, TimeUnit.SECONDS)).as("%s finished", job).isTrue();
           String err = Files.readString(dir.resolve(job + ".err"));
-          err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR")
-                  || l.contains("dispatch slot"))
+          err.lines()
+              .filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("dispatch slot"))
               .forEach(l -> System.out.println(job + " | " + l));
           assertThat(run.exitValue()).as("%s exit code: %s", job, err).isZero();
           String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
-          assertThat(out[out.length - 1]).as(job)
+          assertThat(out[out.length - 1])
+              .as(job)
               .contains("\"done\":" + ITEMS, "\"pending\":0", "\"failed\":0");
         }
       } finally {
@@ -128,10 +152,18 @@ class DispatchSlotReturnTest {
 
   /** Fleet slots of this test's own, as the server's superuser, whom no role limit holds. */
   private static PostgresFleetSlots testsOwnSlots(RestartablePostgres postgres) {
-    OutagePolicy policy = new OutagePolicy("test", Duration.ofSeconds(1), TimeSource.SYSTEM,
-        OutagePolicy.Scheduler.none(), () -> { });
-    return new PostgresFleetSlots(PostgresCursorConfig.forUrl(postgres.jdbcUrl()).build(),
-        policy, "test", PostgresFleetSlots.DEFAULT_LEASE);
+    OutagePolicy policy =
+        new OutagePolicy(
+            "test",
+            Duration.ofSeconds(1),
+            TimeSource.SYSTEM,
+            OutagePolicy.Scheduler.none(),
+            () -> {});
+    return new PostgresFleetSlots(
+        PostgresCursorConfig.forUrl(postgres.jdbcUrl()).build(),
+        policy,
+        "test",
+        PostgresFleetSlots.DEFAULT_LEASE);
   }
 
   /**
@@ -147,7 +179,8 @@ class DispatchSlotReturnTest {
       if (claim.outcome() == FleetSlots.Claim.Outcome.TAKEN) {
         taken.add(claim.lease());
       } else {
-        assertThat(System.nanoTime()).as("every dispatch slot taken by this test within 30 s")
+        assertThat(System.nanoTime())
+            .as("every dispatch slot taken by this test within 30 s")
             .isLessThan(deadline);
         Thread.sleep(50);
       }
@@ -164,8 +197,9 @@ class DispatchSlotReturnTest {
       if (at >= 0 && err.indexOf(then, at) >= 0) {
         return;
       }
-      assertThat(System.nanoTime()).as("%s logged \"%s\" and then \"%s\" within 30 s: %s",
-          JOBS.get(run), first, then, err).isLessThan(deadline);
+      assertThat(System.nanoTime())
+          .as("%s logged \"%s\" and then \"%s\" within 30 s: %s", JOBS.get(run), first, then, err)
+          .isLessThan(deadline);
       Thread.sleep(50);
     }
   }
@@ -183,7 +217,8 @@ class DispatchSlotReturnTest {
   private void awaitSlotsTakenByRunners(int n) throws Exception {
     long deadline = System.nanoTime() + 30 * SECOND;
     while (slotsTakenByRunners() < n) {
-      assertThat(System.nanoTime()).as("%d dispatch slots taken by the runners within 30 s", n)
+      assertThat(System.nanoTime())
+          .as("%d dispatch slots taken by the runners within 30 s", n)
           .isLessThan(deadline);
       Thread.sleep(50);
     }
@@ -215,8 +250,11 @@ class DispatchSlotReturnTest {
     try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
         Statement s = c.createStatement()) {
       for (String job : JOBS) {
-        try (var r = s.executeQuery("SELECT count(*) FROM pacer_item WHERE job = '" + job
-            + "' AND state NOT IN ('done', 'failed')")) {
+        try (var r =
+            s.executeQuery(
+                "SELECT count(*) FROM pacer_item WHERE job = '"
+                    + job
+                    + "' AND state NOT IN ('done', 'failed')")) {
           r.next();
           open.add(r.getLong(1));
         }

@@ -15,9 +15,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Without {@code --db}: two {@code pacer fetch} invocations (separate JVMs) on one machine find
- * one embedded PostgreSQL and so share one ceiling; the one that ends first does not take the
- * database away from the other.
+ * Without {@code --db}: two {@code pacer fetch} invocations (separate JVMs) on one machine find one
+ * embedded PostgreSQL and so share one ceiling; the one that ends first does not take the database
+ * away from the other.
  */
 class EmbeddedDatabaseTest {
 
@@ -46,14 +46,44 @@ class EmbeddedDatabaseTest {
       }
       Path inputA = Files.write(dir.resolve("a.txt"), a);
       Path inputB = Files.write(dir.resolve("b.txt"), b);
-      Process first = Cli.spawn(Map.of(), dir.resolve("a.out"), dir.resolve("a.err"),
-          "fetch", inputA.toString(), "--data-dir", home, "--destination", destinationName,
-          "--rate", "10", "--concurrency", "2", "--out", dir.resolve("out").toString(),
-          "--max-load", "1000");
-      Process second = Cli.spawn(Map.of(), dir.resolve("b.out"), dir.resolve("b.err"),
-          "fetch", inputB.toString(), "--data-dir", home, "--destination", destinationName,
-          "--rate", "10", "--concurrency", "2", "--out", dir.resolve("out").toString(),
-          "--max-load", "1000");
+      Process first =
+          Cli.spawn(
+              Map.of(),
+              dir.resolve("a.out"),
+              dir.resolve("a.err"),
+              "fetch",
+              inputA.toString(),
+              "--data-dir",
+              home,
+              "--destination",
+              destinationName,
+              "--rate",
+              "10",
+              "--concurrency",
+              "2",
+              "--out",
+              dir.resolve("out").toString(),
+              "--max-load",
+              "1000");
+      Process second =
+          Cli.spawn(
+              Map.of(),
+              dir.resolve("b.out"),
+              dir.resolve("b.err"),
+              "fetch",
+              inputB.toString(),
+              "--data-dir",
+              home,
+              "--destination",
+              destinationName,
+              "--rate",
+              "10",
+              "--concurrency",
+              "2",
+              "--out",
+              dir.resolve("out").toString(),
+              "--max-load",
+              "1000");
       assertThat(first.waitFor(120, TimeUnit.SECONDS)).isTrue();
       assertThat(second.waitFor(120, TimeUnit.SECONDS)).isTrue();
       String errA = Files.readString(dir.resolve("a.err"));
@@ -62,19 +92,32 @@ class EmbeddedDatabaseTest {
       assertThat(second.exitValue()).as(errB).isZero();
       assertThat(Files.readString(dir.resolve("a.out")))
           .as("stdout is a file, not a terminal: no progress bar, just the summary")
-          .doesNotContain("\r").hasLineCount(1);
+          .doesNotContain("\r")
+          .hasLineCount(1);
       assertThat(lastLine(dir.resolve("a.out"))).contains("\"done\":40");
       assertThat(lastLine(dir.resolve("b.out"))).contains("\"done\":50");
       assertThat(port(errA)).as("both used the same database").isEqualTo(port(errB));
       assertThat(errA + errB).containsOnlyOnce("Starting the embedded PostgreSQL");
 
       List<TestDestination.Arrival> arrivals = destination.arrivals();
-      long lastA = arrivals.stream().filter(x -> x.path().startsWith("/a/"))
-          .mapToLong(TestDestination.Arrival::nanos).max().orElseThrow();
-      long firstB = arrivals.stream().filter(x -> x.path().startsWith("/b/"))
-          .mapToLong(TestDestination.Arrival::nanos).min().orElseThrow();
-      long lastB = arrivals.stream().filter(x -> x.path().startsWith("/b/"))
-          .mapToLong(TestDestination.Arrival::nanos).max().orElseThrow();
+      long lastA =
+          arrivals.stream()
+              .filter(x -> x.path().startsWith("/a/"))
+              .mapToLong(TestDestination.Arrival::nanos)
+              .max()
+              .orElseThrow();
+      long firstB =
+          arrivals.stream()
+              .filter(x -> x.path().startsWith("/b/"))
+              .mapToLong(TestDestination.Arrival::nanos)
+              .min()
+              .orElseThrow();
+      long lastB =
+          arrivals.stream()
+              .filter(x -> x.path().startsWith("/b/"))
+              .mapToLong(TestDestination.Arrival::nanos)
+              .max()
+              .orElseThrow();
       assertThat((lastA - firstB) / 1e9).as("the two runs overlapped").isGreaterThan(1.0);
       assertThat(lastB).as("the second run went on after the first ended").isGreaterThan(lastA);
       assertThat(arrivals).hasSize(90);

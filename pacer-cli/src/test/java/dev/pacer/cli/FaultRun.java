@@ -24,9 +24,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A real conveyor run to inject a fault under (three worker JVMs x six threads, a 10/s fleet
- * ceiling) against a destination that records every arrival, and what the fault tests judge it
- * by: every item done exactly once, the arrivals in a window, the workers seen, and where the
- * outage policy's retry grid puts the end of the hand-over after a return.
+ * ceiling) against a destination that records every arrival, and what the fault tests judge it by:
+ * every item done exactly once, the arrivals in a window, the workers seen, and where the outage
+ * policy's retry grid puts the end of the hand-over after a return.
  */
 final class FaultRun implements AutoCloseable {
 
@@ -39,6 +39,7 @@ final class FaultRun implements AutoCloseable {
   private final TestDestination destination;
   private final String directUrl;
   private final List<Process> started = new ArrayList<>();
+
   /** Epoch nanoseconds less {@link System#nanoTime()}: places the test's instants on the grid. */
   private final long wallOffset = System.currentTimeMillis() * 1_000_000L - System.nanoTime();
 
@@ -58,17 +59,42 @@ final class FaultRun implements AutoCloseable {
    */
   Process fetch(String job, int items, String dbUrl, String... options) throws IOException {
     Path input = Files.write(dir.resolve(job + ".txt"), destination.items(items));
-    List<String> args = new ArrayList<>(List.of(
-        "fetch", input.toString(), "--job", job, "--destination", job, "--db", dbUrl,
-        "--processes", String.valueOf(PROCESSES), "--threads", String.valueOf(THREADS),
-        "--concurrency", String.valueOf(THREADS), "--rate", String.valueOf(RATE),
-        "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
-        // An item whose last state change was lost in the fault waits for its lease to expire
-        // before another worker takes it; a short lease keeps the test short.
-        "--lease-seconds", "20"));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                job,
+                "--destination",
+                job,
+                "--db",
+                dbUrl,
+                "--processes",
+                String.valueOf(PROCESSES),
+                "--threads",
+                String.valueOf(THREADS),
+                "--concurrency",
+                String.valueOf(THREADS),
+                "--rate",
+                String.valueOf(RATE),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000",
+                "--no-progress",
+                // An item whose last state change was lost in the fault waits for its lease to
+                // expire
+                // before another worker takes it; a short lease keeps the test short.
+                "--lease-seconds",
+                "20"));
     args.addAll(List.of(options));
-    Process run = Cli.spawn(Map.of(), dir.resolve(job + ".out"), dir.resolve(job + ".err"),
-        args.toArray(String[]::new));
+    Process run =
+        Cli.spawn(
+            Map.of(),
+            dir.resolve(job + ".out"),
+            dir.resolve(job + ".err"),
+            args.toArray(String[]::new));
     started.add(run);
     return run;
   }
@@ -77,22 +103,23 @@ final class FaultRun implements AutoCloseable {
    * The longest from the database's last answer until every worker paces locally, dividing the
    * ceiling by {@code divisor}: each thread holds a turn on the shared cursor, so its end lies at
    * most one turn per thread of the fleet ahead, and a worker's first local turn waits for the
-   * turns the others may still hold queued after it, {@code (divisor - 1) x threads} more
-   * ({@code DestinationLimiter}'s degraded pacing). From then on each worker's arrivals are its
-   * local grid alone.
+   * turns the others may still hold queued after it, {@code (divisor - 1) x threads} more ({@code
+   * DestinationLimiter}'s degraded pacing). From then on each worker's arrivals are its local grid
+   * alone.
    */
   static double secondsToLocalPacing(int divisor) {
     return (PROCESSES * THREADS + (divisor - 1) * THREADS) / (double) RATE;
   }
 
   /**
-   * Waits for the run to end and asserts that it exited 0 with every item done, each recorded
-   * done exactly once and each URL fetched; answers the run's stderr.
+   * Waits for the run to end and asserts that it exited 0 with every item done, each recorded done
+   * exactly once and each URL fetched; answers the run's stderr.
    */
   String finish(Process run, String job, int items) throws Exception {
     assertThat(run.waitFor(180, TimeUnit.SECONDS)).as("the run finished").isTrue();
     String err = Files.readString(dir.resolve(job + ".err"));
-    err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO"))
+    err.lines()
+        .filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("INFO"))
         .forEach(l -> System.out.println(job + " | " + l));
     assertThat(run.exitValue()).as(err).isZero();
     String[] out = Files.readString(dir.resolve(job + ".out")).strip().split("\n");
@@ -133,8 +160,8 @@ final class FaultRun implements AutoCloseable {
 
   /**
    * Asserts that the run had items left to fetch until 4 s after the hand-over that followed a
-   * return at {@code up}: the part of it judged at the full rate, from 1 s after the hand-over,
-   * is then at least 3 s of a fleet that asks without pause.
+   * return at {@code up}: the part of it judged at the full rate, from 1 s after the hand-over, is
+   * then at least 3 s of a fleet that asks without pause.
    */
   void assertItemsLeftAfterHandOver(List<TestDestination.Arrival> arrivals, long up) {
     long handOverEnds = handOverEnds(up);
@@ -143,8 +170,11 @@ final class FaultRun implements AutoCloseable {
     arrivals.forEach(a -> firstFetches.merge(a.path(), a.nanos(), Math::min));
     long lastFirstFetch =
         firstFetches.values().stream().mapToLong(Long::longValue).max().orElse(up);
-    assertThat(lastFirstFetch).as("items left to fetch until 4 s after the hand-over, %.1f s"
-        + " after the return: the run needs more items", (handOverEnds + 4 * SECOND - up) / 1e9)
+    assertThat(lastFirstFetch)
+        .as(
+            "items left to fetch until 4 s after the hand-over, %.1f s"
+                + " after the return: the run needs more items",
+            (handOverEnds + 4 * SECOND - up) / 1e9)
         .isGreaterThanOrEqualTo(handOverEnds + 4 * SECOND - SECOND / RATE);
   }
 
@@ -157,16 +187,21 @@ final class FaultRun implements AutoCloseable {
     long handOverEnds = handOverEnds(up);
     int recovered =
         TestDestination.count(arrivals, handOverEnds + SECOND, handOverEnds + 4 * SECOND);
-    System.out.printf("%d requests in [hand-over end + 1 s, + 4 s], the hand-over ending %.1f s"
-        + " after the return%n", recovered, (handOverEnds - up) / 1e9);
-    assertThat(recovered / 3.0).as("full rate after the hand-over: %d in [+1 s, +4 s]; per second"
-            + " from the return: %s", recovered, TestDestination.perSecond(arrivals, up))
+    System.out.printf(
+        "%d requests in [hand-over end + 1 s, + 4 s], the hand-over ending %.1f s"
+            + " after the return%n",
+        recovered, (handOverEnds - up) / 1e9);
+    assertThat(recovered / 3.0)
+        .as(
+            "full rate after the hand-over: %d in [+1 s, +4 s]; per second"
+                + " from the return: %s",
+            recovered, TestDestination.perSecond(arrivals, up))
         .isGreaterThanOrEqualTo(9.0);
   }
 
   /** The arrivals of each worker in [{@code from}, {@code to}), by its pid. */
-  static Map<String, Timeline> byWorker(List<TestDestination.Arrival> arrivals, long from,
-      long to) {
+  static Map<String, Timeline> byWorker(
+      List<TestDestination.Arrival> arrivals, long from, long to) {
     Map<String, List<Long>> instants = new TreeMap<>();
     for (TestDestination.Arrival a : arrivals) {
       if (a.nanos() >= from && a.nanos() < to) {
@@ -191,8 +226,10 @@ final class FaultRun implements AutoCloseable {
 
   private long doneRows(String job) throws SQLException {
     try (Connection c = DriverManager.getConnection(directUrl);
-        PreparedStatement s = c.prepareStatement("SELECT count(*) FROM pacer_item WHERE job = ?"
-            + " AND state = 'done' AND finished_at IS NOT NULL")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*) FROM pacer_item WHERE job = ?"
+                    + " AND state = 'done' AND finished_at IS NOT NULL")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();

@@ -21,32 +21,38 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Faults injected under a real conveyor run (three worker JVMs x six threads, a 10/s fleet
- * ceiling) against a destination that records every arrival, with PostgreSQL behind a TCP proxy
- * that counts connection attempts and can turn into a black hole. In every run the workers give up
- * few turns as late, as they say at their end ({@link Cli.LateTurns}), paced locally or not.
+ * Faults injected under a real conveyor run (three worker JVMs x six threads, a 10/s fleet ceiling)
+ * against a destination that records every arrival, with PostgreSQL behind a TCP proxy that counts
+ * connection attempts and can turn into a black hole. In every run the workers give up few turns as
+ * late, as they say at their end ({@link Cli.LateTurns}), paced locally or not.
  */
 class FaultTest {
 
   private static final int RATE = FaultRun.RATE;
   private static final long SECOND = FaultRun.SECOND;
+
   /** As the run derives it: the most processes that may fetch at once, plus one. */
   private static final int DIVISOR = FaultRun.PROCESSES + 1;
+
   /**
    * The redirects an item in hand makes during the outage, {@code --max-redirects}' most: far more
    * turns than a thread of a worker with the divisor takes in it ({@code 12 s x 2.5/s / 6}), and
    * about as many as one without it takes at the full rate ({@code 12 s x 10/s / 6}).
    */
   private static final int HOPS = 20;
+
   /** Time the crash may take to refuse the last reservation after {@code down} is read. */
   private static final long CRASH_NANOS = 200_000_000L;
+
   /**
    * How long after every worker has fetched the run's steady part begins: while the worker JVMs
    * start, and for a moment after, the host is too busy for the fleet to ask without pause.
    */
   private static final long START_NANOS = SECOND;
+
   /** The arrivals awaited before the crash once every worker fetches: 5 s at the ceiling. */
   private static final int STEADY_BEFORE = 50;
+
   private static final String TWIN_TABLE = "fault_twin_cache";
 
   @TempDir Path dir;
@@ -105,9 +111,19 @@ class FaultTest {
     try (TestDestination twinDestination = new TestDestination();
         FaultRun twin = new FaultRun(dir, twinDestination, postgres.jdbcUrl())) {
       // Straight to the server, not through the proxy, whose connections the run above counts.
-      Process twinRun = twin.fetch(twinJob, twinItems, postgres.jdbcUrl(), "--max-redirects",
-          String.valueOf(HOPS), "--cursor-layout", "django-cache", "--cursor-table", TWIN_TABLE,
-          "--degrade-divisor", "1");
+      Process twinRun =
+          twin.fetch(
+              twinJob,
+              twinItems,
+              postgres.jdbcUrl(),
+              "--max-redirects",
+              String.valueOf(HOPS),
+              "--cursor-layout",
+              "django-cache",
+              "--cursor-table",
+              TWIN_TABLE,
+              "--degrade-divisor",
+              "1");
       twin.awaitEveryWorker();
       long everyWorkerFetching = awaitSteadyRun();
       Set<String> workersBefore = faults.workers(0, Long.MAX_VALUE);
@@ -130,18 +146,25 @@ class FaultTest {
       Timeline whole = TestDestination.timeline(arrivals);
       double outage = (up - down) / 1e9;
       Timeline before = whole.between(everyWorkerFetching + START_NANOS, down);
-      long localFrom = down + CRASH_NANOS
-          + (long) (FaultRun.secondsToLocalPacing(DIVISOR) * SECOND);
+      long localFrom =
+          down + CRASH_NANOS + (long) (FaultRun.secondsToLocalPacing(DIVISOR) * SECOND);
       List<Timeline> local = List.copyOf(FaultRun.byWorker(arrivals, localFrom, up).values());
       long handOverEnds = faults.handOverEnds(up);
       Timeline recovered = whole.between(handOverEnds + SECOND, whole.last() + 1);
-      System.out.printf("crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
+      System.out.printf(
+          "crash: %s; %.1f s outage; %d connection attempts during it (4 processes);"
               + " %d requests during it; %s before it, %s paced locally by each worker, %s from"
               + " 1 s after the hand-over, which ended %.1f s after the return%n",
-          whole, outage, attemptsDuringOutage, count(arrivals, down, up), before, local,
-          recovered, (handOverEnds - up) / 1e9);
-      System.out.println("crash: requests per second from the outage on: "
-          + perSecond(arrivals, down));
+          whole,
+          outage,
+          attemptsDuringOutage,
+          count(arrivals, down, up),
+          before,
+          local,
+          recovered,
+          (handOverEnds - up) / 1e9);
+      System.out.println(
+          "crash: requests per second from the outage on: " + perSecond(arrivals, down));
       Cli.LateTurns late = Cli.LateTurns.in(err);
       System.out.println("crash: " + late);
       FleetBounds bounds = FleetBounds.at(RATE, "crash, the fleet");
@@ -159,22 +182,24 @@ class FaultTest {
       bounds.assertDelivered(recovered);
       // The orchestrating process and three workers: each the attempt that noticed the outage,
       // then at most one per 5-s boundary.
-      assertThat(attemptsDuringOutage).isLessThanOrEqualTo(
-          4 * (faults.boundariesBetween(down, attemptsWindowEnd) + 1));
-      assertThat(faults.workers(up, Long.MAX_VALUE)).as("no worker exited")
-          .isEqualTo(workersBefore).hasSize(FaultRun.PROCESSES);
+      assertThat(attemptsDuringOutage)
+          .isLessThanOrEqualTo(4 * (faults.boundariesBetween(down, attemptsWindowEnd) + 1));
+      assertThat(faults.workers(up, Long.MAX_VALUE))
+          .as("no worker exited")
+          .isEqualTo(workersBefore)
+          .hasSize(FaultRun.PROCESSES);
       assertThat(err).contains("PostgreSQL answers again");
 
       List<TestDestination.Arrival> twinArrivals = twinDestination.arrivals();
-      long twinLocalFrom = down + CRASH_NANOS
-          + (long) (FaultRun.secondsToLocalPacing(1) * SECOND);
+      long twinLocalFrom = down + CRASH_NANOS + (long) (FaultRun.secondsToLocalPacing(1) * SECOND);
       Map<String, Timeline> twinLocal = FaultRun.byWorker(twinArrivals, twinLocalFrom, up);
-      System.out.printf("crash twin: %s; %s paced locally by each worker%n",
+      System.out.printf(
+          "crash twin: %s; %s paced locally by each worker%n",
           TestDestination.timeline(twinArrivals), twinLocal.values());
       FleetBounds.at(RATE, "crash twin without the divisor, the fleet")
           .assertWindowBroke(TestDestination.timeline(twinArrivals).between(twinLocalFrom, up));
-      FleetBounds twinPaced = FleetBounds.at((double) RATE / DIVISOR,
-          "crash twin, a worker without the divisor");
+      FleetBounds twinPaced =
+          FleetBounds.at((double) RATE / DIVISOR, "crash twin, a worker without the divisor");
       assertThat(twinLocal).as("twin workers pacing locally").hasSize(FaultRun.PROCESSES);
       twinLocal.values().forEach(twinPaced::assertAggregateBroke);
     }
@@ -183,14 +208,14 @@ class FaultTest {
   /**
    * The database's connections fall silent for 8 s (a black hole at the proxy) under the run: no
    * statement is answered or refused, so each waits out its deadline before its process paces
-   * locally. The fleet must hold the ceiling from its first request to its last and fetch the
-   * items in hand during the hang, and fetch again soon after the restore.
+   * locally. The fleet must hold the ceiling from its first request to its last and fetch the items
+   * in hand during the hang, and fetch again soon after the restore.
    *
    * <p>Its twin runs beside it through the same proxy, so the same hang, on a destination of its
    * own with no divisor ({@code --degrade-divisor 1} and the {@code django-cache} layout, as the
    * crash's twin) and its items in hand redirecting through the hang, so that its workers keep
-   * asking for turns: each paces at the full rate while the database is silent, and the fleet
-   * must break the busiest window the run holds.
+   * asking for turns: each paces at the full rate while the database is silent, and the fleet must
+   * break the busiest window the run holds.
    */
   @Test
   void aHungDatabaseNeverHangsTheRun() throws Exception {
@@ -202,9 +227,19 @@ class FaultTest {
     Process run = fetch(job, items);
     try (TestDestination twinDestination = new TestDestination();
         FaultRun twin = new FaultRun(dir, twinDestination, postgres.jdbcUrl())) {
-      Process twinRun = twin.fetch(twinJob, twinItems, throughTheProxy(), "--max-redirects",
-          String.valueOf(HOPS), "--cursor-layout", "django-cache", "--cursor-table", TWIN_TABLE,
-          "--degrade-divisor", "1");
+      Process twinRun =
+          twin.fetch(
+              twinJob,
+              twinItems,
+              throughTheProxy(),
+              "--max-redirects",
+              String.valueOf(HOPS),
+              "--cursor-layout",
+              "django-cache",
+              "--cursor-table",
+              TWIN_TABLE,
+              "--degrade-divisor",
+              "1");
       twin.awaitEveryWorker();
       long everyWorkerFetching = awaitSteadyRun();
       twinDestination.redirectingUpTo(HOPS);
@@ -220,13 +255,25 @@ class FaultTest {
       List<TestDestination.Arrival> arrivals = destination.arrivals();
       Timeline fleet = TestDestination.timeline(arrivals);
       int during = count(arrivals, hung, restored);
-      long resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
-          .filter(t -> t >= restored).min().orElse(Long.MAX_VALUE) - restored;
+      long resumed =
+          arrivals.stream()
+                  .mapToLong(TestDestination.Arrival::nanos)
+                  .filter(t -> t >= restored)
+                  .min()
+                  .orElse(Long.MAX_VALUE)
+              - restored;
       Timeline before = fleet.between(everyWorkerFetching + START_NANOS, hung);
       Timeline afterTheRestore = fleet.between(restored, fleet.last() + 1);
-      System.out.printf("hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
-              + " the restore; %s before it, %s after the restore, per second: %s; %s%n", fleet,
-          during, resumed / 1e9, before, afterTheRestore, perSecond(arrivals, restored), late);
+      System.out.printf(
+          "hung: %s; %d requests during the 8 s hang; fetching resumed %.1f s after"
+              + " the restore; %s before it, %s after the restore, per second: %s; %s%n",
+          fleet,
+          during,
+          resumed / 1e9,
+          before,
+          afterTheRestore,
+          perSecond(arrivals, restored),
+          late);
       FleetBounds bounds = FleetBounds.at(RATE, "hung, the fleet");
       bounds.assertHeld(fleet, before);
       late.assertFew(bounds, FaultRun.PROCESSES, fleet);
@@ -243,7 +290,8 @@ class FaultTest {
 
       List<TestDestination.Arrival> twinArrivals = twinDestination.arrivals();
       Timeline twinHung = TestDestination.timeline(twinArrivals).between(hung, restored);
-      System.out.printf("hung twin: %s; during the hang %s, per second from it: %s%n",
+      System.out.printf(
+          "hung twin: %s; during the hang %s, per second from it: %s%n",
           TestDestination.timeline(twinArrivals), twinHung, perSecond(twinArrivals, hung));
       FleetBounds.at(RATE, "hung twin without the divisor, the fleet").assertWindowBroke(twinHung);
     }
@@ -258,8 +306,8 @@ class FaultTest {
     long truncated = System.nanoTime();
     faults.sql("TRUNCATE pacer_cursor");
     // The turns granted before the truncate, the restart's gap, then 5 s at the ceiling.
-    faults.awaitArrivals(destination.arrivals().size() + FaultRun.PROCESSES * FaultRun.THREADS
-        + STEADY_BEFORE);
+    faults.awaitArrivals(
+        destination.arrivals().size() + FaultRun.PROCESSES * FaultRun.THREADS + STEADY_BEFORE);
     long pushed = System.nanoTime();
     faults.sql("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 hour'");
     String err = faults.finish(run, job, items);
@@ -272,16 +320,29 @@ class FaultTest {
     Timeline beforeTheTruncate = fleet.between(everyWorkerFetching + START_NANOS, truncated);
     Timeline afterTheRestart = fleet.between(restarted + START_NANOS, pushed);
     Timeline afterTheReset = fleet.between(reset + START_NANOS, fleet.last() + 1);
-    System.out.println("cursor: around the truncate: " + TestDestination.describe(arrivals.stream()
-        .filter(a -> a.nanos() >= truncated - 2 * SECOND && a.nanos() < truncated + 3 * SECOND)
-        .toList()));
-    System.out.printf("cursor: %s; %d requests in the second after the truncate; the row"
+    System.out.println(
+        "cursor: around the truncate: "
+            + TestDestination.describe(
+                arrivals.stream()
+                    .filter(
+                        a ->
+                            a.nanos() >= truncated - 2 * SECOND
+                                && a.nanos() < truncated + 3 * SECOND)
+                    .toList()));
+    System.out.printf(
+        "cursor: %s; %d requests in the second after the truncate; the row"
             + " restarted %.2f s after it; longest gap after the hour push %.2f s; %s before the"
             + " truncate, %s from 1 s after the restart, %s from 1 s after the reset; per second"
             + " from the truncate: %s; %s%n",
-        fleet, count(arrivals, truncated, truncated + SECOND), (restarted - truncated) / 1e9,
-        stalled / 1e9, beforeTheTruncate, afterTheRestart, afterTheReset,
-        perSecond(arrivals, truncated), Cli.LateTurns.in(err));
+        fleet,
+        count(arrivals, truncated, truncated + SECOND),
+        (restarted - truncated) / 1e9,
+        stalled / 1e9,
+        beforeTheTruncate,
+        afterTheRestart,
+        afterTheReset,
+        perSecond(arrivals, truncated),
+        Cli.LateTurns.in(err));
     // A lost row restarts after the turns already granted (not_before: where the process last
     // saw the cursor, plus a bound on the rest of the fleet's pending turns), so the ceiling's own
     // bound holds across the truncation, and the fleet is at the ceiling again once it restarts.
@@ -291,7 +352,9 @@ class FaultTest {
     bounds.assertDelivered(beforeTheTruncate);
     bounds.assertHeld(afterTheRestart);
     bounds.assertDelivered(afterTheRestart);
-    assertThat(stalled).as("the hour-ahead cursor was reset, not waited for").isLessThan(5 * SECOND);
+    assertThat(stalled)
+        .as("the hour-ahead cursor was reset, not waited for")
+        .isLessThan(5 * SECOND);
     bounds.assertHeld(afterTheReset);
     bounds.assertDelivered(afterTheReset);
     assertThat(err).contains("ahead of the database clock");

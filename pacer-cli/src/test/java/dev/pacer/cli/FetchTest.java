@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.pacer.testing.Timeline;
 import dev.pacer.cli.db.UrlKeys;
 import dev.pacer.cli.run.DispatchSlot;
 import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -64,8 +64,19 @@ class FetchTest {
 
   /** {@code pacer fetch} with the envelope's defaults, as a user runs it. */
   private Cli.Result fetchInDefaultEnvelope(Path input, String... extra) {
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", name,
-        "--destination", name, "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString()));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                name,
+                "--destination",
+                name,
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out").toString()));
     args.addAll(List.of(extra));
     return Cli.run(args.toArray(String[]::new));
   }
@@ -95,8 +106,9 @@ class FetchTest {
 
   @Test
   void a429DefersTheItemAndSlowsTheRunButNeverHaltsIt() throws Exception {
-    destination.answering((path, attempt) ->
-        (path.equals("/item/3") || path.equals("/item/4")) && attempt == 1 ? 429 : 200);
+    destination.answering(
+        (path, attempt) ->
+            (path.equals("/item/3") || path.equals("/item/4")) && attempt == 1 ? 429 : 200);
     Cli.Result run = fetch(input(destination.items(20)), "--rate", "20", "--concurrency", "1");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
@@ -112,8 +124,12 @@ class FetchTest {
     assertThat(run.number("backoffMultiplier")).isEqualTo(4);
     assertThat(run.number("lockouts")).isZero();
     assertThat(run.text("cursorLatched")).isEqualTo("false");
-    assertThat(run.err()).contains("pacer: limiter during this run: 22 turn(s): 22 shared,"
-        + " 0 degraded (paced locally), 0 refused", "2 throttled, 0 lockout(s)", "backoff x4");
+    assertThat(run.err())
+        .contains(
+            "pacer: limiter during this run: 22 turn(s): 22 shared,"
+                + " 0 degraded (paced locally), 0 refused",
+            "2 throttled, 0 lockout(s)",
+            "backoff x4");
     // Two 429s back the interval off x4 (20/s -> 5/s): what follows the second one is slower than
     // half the ceiling. Without backoff reaching the shared cursor it would run at ~20/s.
     int second429 = -1;
@@ -143,8 +159,15 @@ class FetchTest {
   void onePercentOrdinaryFailuresOverFiveHundredItemsHaltsTheRun() throws Exception {
     // Every 100th URL answers 500: the 5th failure comes at item 500, 1% of the window.
     destination.answering((path, attempt) -> path.endsWith("00") ? 500 : 200);
-    Cli.Result run = fetch(input(destination.items(700)), "--rate", "1000", "--concurrency", "8",
-        "--max-attempts", "1");
+    Cli.Result run =
+        fetch(
+            input(destination.items(700)),
+            "--rate",
+            "1000",
+            "--concurrency",
+            "8",
+            "--max-attempts",
+            "1");
 
     assertThat(run.code()).as(run.err()).isEqualTo(3);
     assertThat(run.text("haltedBar")).isEqualTo("FETCH_FAILURES");
@@ -155,13 +178,13 @@ class FetchTest {
 
   /**
    * A 404 is the item's answer, not a failure of the destination: dead links fail their items
-   * (after --max-attempts, 3) and never count against the failure bar. Counted, the two items'
-   * six 404s would cross it (5).
+   * (after --max-attempts, 3) and never count against the failure bar. Counted, the two items' six
+   * 404s would cross it (5).
    */
   @Test
   void twoDeadLinksNeverHaltTheRun() throws Exception {
-    destination.answering((path, attempt) ->
-        path.equals("/item/3") || path.equals("/item/7") ? 404 : 200);
+    destination.answering(
+        (path, attempt) -> path.equals("/item/3") || path.equals("/item/7") ? 404 : 200);
     Cli.Result run = fetch(input(destination.items(20)), "--rate", "200", "--concurrency", "2");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
@@ -177,8 +200,8 @@ class FetchTest {
    */
   @Test
   void anItemCountsOnceAgainstTheFailureBarHoweverManyAttemptsItTakes() throws Exception {
-    destination.answering((path, attempt) ->
-        path.equals("/item/3") || path.equals("/item/7") ? 500 : 200);
+    destination.answering(
+        (path, attempt) -> path.equals("/item/3") || path.equals("/item/7") ? 500 : 200);
     Cli.Result run = fetch(input(destination.items(20)), "--rate", "200", "--concurrency", "2");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
@@ -213,11 +236,19 @@ class FetchTest {
     assertThat(refused.err()).contains("trip #" + tripId, "pacer trips ack " + tripId);
     assertThat(destination.arrivals()).hasSize(seen);
 
-    Cli.Result noNote = Cli.run("trips", "ack", Long.toString(tripId), "--note", " ",
-        "--db", TestDatabase.jdbcUrl());
+    Cli.Result noNote =
+        Cli.run(
+            "trips", "ack", Long.toString(tripId), "--note", " ", "--db", TestDatabase.jdbcUrl());
     assertThat(noNote.code()).isEqualTo(2);
-    Cli.Result ack = Cli.run("trips", "ack", Long.toString(tripId), "--note",
-        "destination owner lifted the block", "--db", TestDatabase.jdbcUrl());
+    Cli.Result ack =
+        Cli.run(
+            "trips",
+            "ack",
+            Long.toString(tripId),
+            "--note",
+            "destination owner lifted the block",
+            "--db",
+            TestDatabase.jdbcUrl());
     assertThat(ack.code()).as(ack.err()).isEqualTo(0);
 
     destination.answering((path, attempt) -> 200);
@@ -235,7 +266,8 @@ class FetchTest {
 
     Cli.Result status = Cli.run("status", "--job", name, "--db", TestDatabase.jdbcUrl());
     assertThat(status.code()).as(status.err()).isEqualTo(0);
-    assertThat(status.out()).contains(name, ITEMS + "/" + ITEMS + " done", "failed 0", "Open trips");
+    assertThat(status.out())
+        .contains(name, ITEMS + "/" + ITEMS + " done", "failed 0", "Open trips");
     java.util.regex.Pattern cursorLine =
         java.util.regex.Pattern.compile("\\n  " + name + " +next turn");
     assertThat(status.out()).containsPattern(cursorLine);
@@ -246,28 +278,32 @@ class FetchTest {
   }
 
   /**
-   * The same two invocations under the default envelope (no {@code --max-load}: a load average of
-   * 4 x the cores halts a run), as a user runs them, which every other test widens. On a host
-   * loaded past that bar the default halts the run, as it should, and the test cannot judge it:
-   * it says so as a skip.
+   * The same two invocations under the default envelope (no {@code --max-load}: a load average of 4
+   * x the cores halts a run), as a user runs them, which every other test widens. On a host loaded
+   * past that bar the default halts the run, as it should, and the test cannot judge it: it says so
+   * as a skip.
    */
   @Test
   void twoInvocationsInTheDefaultEnvelopeShareItsItemsAndTheCeiling() throws Exception {
     double bar = 4.0 * Runtime.getRuntime().availableProcessors();
-    assumeTrue(hostLoad() <= bar, String.format(Locale.ROOT, "the host's load average, %.2f, is"
-        + " above the default bar of %.0f before the run", hostLoad(), bar));
+    assumeTrue(
+        hostLoad() <= bar,
+        String.format(
+            Locale.ROOT,
+            "the host's load average, %.2f, is" + " above the default bar of %.0f before the run",
+            hostLoad(),
+            bar));
     List<TestDestination.Arrival> arrivals = twoInvocations("FLEET", true);
     TestDestination.assertHeldCeiling(arrivals, SHARED_RATE);
   }
 
   private static double hostLoad() {
-    return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-        .getSystemLoadAverage();
+    return java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
   }
 
   /**
-   * The same two invocations, each pacing alone at the full rate: together they break the
-   * ceiling that {@link #twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce} asserts.
+   * The same two invocations, each pacing alone at the full rate: together they break the ceiling
+   * that {@link #twoInvocationsOnOneJobShareItsItemsAndFetchEachOnce} asserts.
    */
   @Test
   void twoInvocationsPacingAloneBreakTheCeilingTheyShouldShare() throws Exception {
@@ -275,8 +311,8 @@ class FetchTest {
   }
 
   /**
-   * Two invocations of one job, 2 threads each, sharing 80 items at 20/s: 4 s, so that each
-   * sliding second of the run is bounded, not only the run as a whole.
+   * Two invocations of one job, 2 threads each, sharing 80 items at 20/s: 4 s, so that each sliding
+   * second of the run is bounded, not only the run as a whole.
    */
   private List<TestDestination.Arrival> twoInvocations(String pacing) throws Exception {
     return twoInvocations(pacing, false);
@@ -285,10 +321,13 @@ class FetchTest {
   private List<TestDestination.Arrival> twoInvocations(String pacing, boolean defaultEnvelope)
       throws Exception {
     Path input = input(destination.items(ITEMS));
-    String[] options = {"--rate", Integer.toString(SHARED_RATE), "--concurrency", "2",
-        "--pacing", pacing};
-    java.util.function.Supplier<Cli.Result> invocation = defaultEnvelope
-        ? () -> fetchInDefaultEnvelope(input, options) : () -> fetch(input, options);
+    String[] options = {
+      "--rate", Integer.toString(SHARED_RATE), "--concurrency", "2", "--pacing", pacing
+    };
+    java.util.function.Supplier<Cli.Result> invocation =
+        defaultEnvelope
+            ? () -> fetchInDefaultEnvelope(input, options)
+            : () -> fetch(input, options);
     java.util.concurrent.CompletableFuture<Cli.Result> other =
         java.util.concurrent.CompletableFuture.supplyAsync(invocation);
     Cli.Result mine = invocation.get();
@@ -296,8 +335,9 @@ class FetchTest {
 
     if (defaultEnvelope) {
       for (Cli.Result r : List.of(mine, theirs)) {
-        assumeFalse("HOST_LOAD".equals(r.text("haltedBar")) && hostLoad()
-                > 4.0 * Runtime.getRuntime().availableProcessors(),
+        assumeFalse(
+            "HOST_LOAD".equals(r.text("haltedBar"))
+                && hostLoad() > 4.0 * Runtime.getRuntime().availableProcessors(),
             "the host's load average crossed the default bar during the run: " + r.err());
       }
     }
@@ -307,15 +347,17 @@ class FetchTest {
     assertThat(theirs.number("done")).isEqualTo(ITEMS);
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     assertThat(arrivals.stream().map(TestDestination.Arrival::path).toList())
-        .hasSize(ITEMS).doesNotHaveDuplicates();
+        .hasSize(ITEMS)
+        .doesNotHaveDuplicates();
     return arrivals;
   }
 
   @Test
   void aPooledRunHoldsADispatchSlotWhileItFetches() throws Exception {
     Path input = input(destination.items(40));
-    java.util.concurrent.CompletableFuture<Cli.Result> run = java.util.concurrent.CompletableFuture
-        .supplyAsync(() -> fetch(input, "--rate", "10", "--max-dispatches", "1"));
+    java.util.concurrent.CompletableFuture<Cli.Result> run =
+        java.util.concurrent.CompletableFuture.supplyAsync(
+            () -> fetch(input, "--rate", "10", "--max-dispatches", "1"));
     long deadline = System.nanoTime() + 30_000_000_000L;
     while (destination.arrivals().size() < 3 && System.nanoTime() < deadline) {
       Thread.sleep(50);
@@ -351,12 +393,27 @@ class FetchTest {
   @Test
   void urlsCanComeFromStandardInput() throws Exception {
     java.io.InputStream original = System.in;
-    System.setIn(new java.io.ByteArrayInputStream(
-        String.join("\n", destination.items(3)).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    System.setIn(
+        new java.io.ByteArrayInputStream(
+            String.join("\n", destination.items(3))
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8)));
     try {
-      Cli.Result run = Cli.run("fetch", "-", "--destination", name, "--job", name,
-          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(), "--rate", "50",
-          "--max-load", "1000");
+      Cli.Result run =
+          Cli.run(
+              "fetch",
+              "-",
+              "--destination",
+              name,
+              "--job",
+              name,
+              "--db",
+              TestDatabase.jdbcUrl(),
+              "--out",
+              dir.resolve("out").toString(),
+              "--rate",
+              "50",
+              "--max-load",
+              "1000");
       assertThat(run.code()).as(run.err()).isEqualTo(0);
       assertThat(run.number("done")).isEqualTo(3);
     } finally {
@@ -366,15 +423,17 @@ class FetchTest {
 
   @Test
   void badInputLinesAreReportedWithTheirLineNumbersAndSkipped() throws Exception {
-    Path input = input(List.of(
-        destination.url("/item/1"),
-        "",
-        "# a comment",
-        "ftp://example.com/file",
-        "not a url at all",
-        "http://",
-        "file:///etc/passwd",
-        destination.url("/item/2")));
+    Path input =
+        input(
+            List.of(
+                destination.url("/item/1"),
+                "",
+                "# a comment",
+                "ftp://example.com/file",
+                "not a url at all",
+                "http://",
+                "file:///etc/passwd",
+                destination.url("/item/2")));
     Cli.Result run = fetch(input, "--rate", "50");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
@@ -391,8 +450,13 @@ class FetchTest {
   void badArgumentsExitTwoNamingTheValueAndWriteNothing() throws Exception {
     Path input = input(destination.items(3));
     String[][] cases = {
-      {"--rate", "0"}, {"--rate", "-1"}, {"--rate", "NaN"}, {"--rate", "Infinity"},
-      {"--rate", "1e12"}, {"--concurrency", "0"}, {"--threads", "0"},
+      {"--rate", "0"},
+      {"--rate", "-1"},
+      {"--rate", "NaN"},
+      {"--rate", "Infinity"},
+      {"--rate", "1e12"},
+      {"--concurrency", "0"},
+      {"--threads", "0"},
     };
     for (String[] bad : cases) {
       Cli.Result r = fetch(input, bad);
@@ -402,23 +466,34 @@ class FetchTest {
     }
     String[] badNames = {"", "has space", "x".repeat(254), "'; DROP TABLE x; --", "tab\there"};
     for (String bad : badNames) {
-      Cli.Result r = Cli.run("fetch", input.toString(), "--job", name, "--destination", bad,
-          "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString());
+      Cli.Result r =
+          Cli.run(
+              "fetch",
+              input.toString(),
+              "--job",
+              name,
+              "--destination",
+              bad,
+              "--db",
+              TestDatabase.jdbcUrl(),
+              "--out",
+              dir.resolve("out").toString());
       assertThat(r.code()).as(bad + ": " + r.err()).isEqualTo(2);
       assertThat(r.err()).contains("destination name must");
     }
     Cli.Result notJdbc = Cli.run("fetch", input.toString(), "--db", "postgres://h/db");
     assertThat(notJdbc.code()).isEqualTo(2);
     assertThat(notJdbc.err()).contains("--db must be a PostgreSQL JDBC URL", "postgres://h/db");
-    Cli.Result missing = Cli.run("fetch", dir.resolve("nope.txt").toString(), "--db",
-        TestDatabase.jdbcUrl());
+    Cli.Result missing =
+        Cli.run("fetch", dir.resolve("nope.txt").toString(), "--db", TestDatabase.jdbcUrl());
     assertThat(missing.code()).isEqualTo(2);
     assertThat(missing.err()).contains("nope.txt", "does not exist");
     Path empty = Files.writeString(dir.resolve("empty.txt"), "# nothing here\n\n");
     Cli.Result none = Cli.run("fetch", empty.toString(), "--db", TestDatabase.jdbcUrl());
     assertThat(none.code()).isEqualTo(2);
     assertThat(none.err()).contains("holds no usable URL");
-    Path binary = Files.write(dir.resolve("binary.bin"), new byte[] {(byte) 0xff, 0, 1, 2, (byte) 0xfe});
+    Path binary =
+        Files.write(dir.resolve("binary.bin"), new byte[] {(byte) 0xff, 0, 1, 2, (byte) 0xfe});
     Cli.Result bin = Cli.run("fetch", binary.toString(), "--db", TestDatabase.jdbcUrl());
     assertThat(bin.code()).isEqualTo(2);
     assertThat(bin.err()).contains("binary.bin");
@@ -431,12 +506,28 @@ class FetchTest {
   void aPasswordInTheDatabaseUrlIsNeverPrinted() throws Exception {
     String secret = "s3cret-" + UNIQUE.incrementAndGet();
     String url = TestDatabase.jdbcUrl() + "&password=" + secret;
-    Cli.Result run = Cli.run("fetch", input(destination.items(2)).toString(), "--job", name,
-        "--destination", name, "--db", url, "--out", dir.resolve("out").toString(), "--rate", "50",
-        "--max-load", "1000");
+    Cli.Result run =
+        Cli.run(
+            "fetch",
+            input(destination.items(2)).toString(),
+            "--job",
+            name,
+            "--destination",
+            name,
+            "--db",
+            url,
+            "--out",
+            dir.resolve("out").toString(),
+            "--rate",
+            "50",
+            "--max-load",
+            "1000");
     Cli.Result status = Cli.run("status", "--db", url);
-    Cli.Result unreachable = Cli.run("status", "--db",
-        "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&password=" + secret);
+    Cli.Result unreachable =
+        Cli.run(
+            "status",
+            "--db",
+            "jdbc:postgresql://127.0.0.1:1/postgres?user=postgres&password=" + secret);
 
     Cli.Result notJdbc = Cli.run("status", "--db", "postgresql://user:" + secret + "@h/db");
 
@@ -454,15 +545,17 @@ class FetchTest {
 
   private static boolean jobExists(String job) throws SQLException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'pacer_job'")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'pacer_job'")) {
       try (ResultSet r = s.executeQuery()) {
         r.next();
         if (r.getLong(1) == 0) {
           return false;
         }
       }
-      try (PreparedStatement q = c.prepareStatement("SELECT count(*) FROM pacer_job WHERE name = ?")) {
+      try (PreparedStatement q =
+          c.prepareStatement("SELECT count(*) FROM pacer_job WHERE name = ?")) {
         q.setString(1, job);
         try (ResultSet r = q.executeQuery()) {
           r.next();

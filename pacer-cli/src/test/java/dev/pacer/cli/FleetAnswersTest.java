@@ -32,9 +32,10 @@ class FleetAnswersTest {
 
   private static final int RATE = 7;
   private static final long SECOND = 1_000_000_000L;
+
   /**
-   * Requests another process sent before it heard the answer arrive within milliseconds of it;
-   * 100 ms is less than one turn at 7/s (143 ms), so a turn taken after the answer is still caught.
+   * Requests another process sent before it heard the answer arrive within milliseconds of it; 100
+   * ms is less than one turn at 7/s (143 ms), so a turn taken after the answer is still caught.
    */
   private static final long ON_THE_WIRE = 100_000_000L;
 
@@ -51,12 +52,28 @@ class FleetAnswersTest {
     destination.close();
   }
 
-  private String[] fetchArgs(String job, String destinationName, Path input, String pacing,
-      String... extra) {
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(),
-        "--job", job, "--destination", destinationName, "--db", TestDatabase.jdbcUrl(),
-        "--out", dir.resolve("out-" + job).toString(), "--max-load", "1000", "--no-progress",
-        "--rate", Integer.toString(RATE), "--pacing", pacing));
+  private String[] fetchArgs(
+      String job, String destinationName, Path input, String pacing, String... extra) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                job,
+                "--destination",
+                destinationName,
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out-" + job).toString(),
+                "--max-load",
+                "1000",
+                "--no-progress",
+                "--rate",
+                Integer.toString(RATE),
+                "--pacing",
+                pacing));
     args.addAll(List.of(extra));
     return args.toArray(String[]::new);
   }
@@ -69,7 +86,8 @@ class FleetAnswersTest {
     assertThat(count(arrivals, answered + ON_THE_WIRE, answered + 3 * SECOND))
         .as("requests in the 3 s of Retry-After: %s", TestDestination.describe(arrivals))
         .isZero();
-    assertThat((resumed - answered) / 1e9).as("the fleet resumed when the pause ended")
+    assertThat((resumed - answered) / 1e9)
+        .as("the fleet resumed when the pause ended")
         .isBetween(3.0, 3.5);
     assertThat(TestDestination.timeline(arrivals).peakOneSecondWindow())
         .isLessThanOrEqualTo(RATE + 1);
@@ -80,25 +98,41 @@ class FleetAnswersTest {
     List<TestDestination.Arrival> arrivals = retryAfterRun("PER_PROCESS");
     long answered = answerAt(arrivals, 429);
     assertThat(count(arrivals, answered + ON_THE_WIRE, answered + 3 * SECOND))
-        .as("the other processes kept sending").isGreaterThan(0);
+        .as("the other processes kept sending")
+        .isGreaterThan(0);
   }
 
   /** 3 worker JVMs x 6 threads; the 30th item is answered 429 with Retry-After: 3, once. */
   private List<TestDestination.Arrival> retryAfterRun(String pacing) throws Exception {
     String name = "retry-after-" + pacing.toLowerCase() + "-" + ProcessHandle.current().pid();
-    destination.withRetryAfter("3")
+    destination
+        .withRetryAfter("3")
         .answering((path, attempt) -> path.equals("/item/30") && attempt == 1 ? 429 : 200);
     Path input = Files.write(dir.resolve(name + ".txt"), destination.items(90));
-    Cli.Result run = Cli.run(fetchArgs(name, name, input, pacing,
-        "--processes", "3", "--threads", "6", "--concurrency", "6"));
+    Cli.Result run =
+        Cli.run(
+            fetchArgs(
+                name,
+                name,
+                input,
+                pacing,
+                "--processes",
+                "3",
+                "--threads",
+                "6",
+                "--concurrency",
+                "6"));
     assertThat(run.code()).as(run.err()).isZero();
     assertThat(run.number("done")).isEqualTo(90);
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     long answered = answerAt(arrivals, 429);
-    System.out.printf("retry-after %s: %s; %d requests in the 3 s after the 429 (beyond %d ms on"
-            + " the wire); first request after it %.3f s later%n", pacing,
-        TestDestination.timeline(arrivals), count(arrivals, answered + ON_THE_WIRE,
-            answered + 3 * SECOND), ON_THE_WIRE / 1_000_000,
+    System.out.printf(
+        "retry-after %s: %s; %d requests in the 3 s after the 429 (beyond %d ms on"
+            + " the wire); first request after it %.3f s later%n",
+        pacing,
+        TestDestination.timeline(arrivals),
+        count(arrivals, answered + ON_THE_WIRE, answered + 3 * SECOND),
+        ON_THE_WIRE / 1_000_000,
         (firstAfter(arrivals, answered + ON_THE_WIRE) - answered) / 1e9);
     return arrivals;
   }
@@ -118,19 +152,37 @@ class FleetAnswersTest {
     String name = "retry-after-day-" + ProcessHandle.current().pid();
     long cap = 2 * SECOND;
     Map<String, Integer> answers = Map.of("/item/20", 429, "/item/45", 503);
-    destination.withRetryAfter("86400").answering(
-        (path, attempt) -> attempt == 1 ? answers.getOrDefault(path, 200) : 200);
+    destination
+        .withRetryAfter("86400")
+        .answering((path, attempt) -> attempt == 1 ? answers.getOrDefault(path, 200) : 200);
     Path input = Files.write(dir.resolve(name + ".txt"), destination.items(70));
     long wallOffsetMicros = System.currentTimeMillis() * 1000 - System.nanoTime() / 1000;
-    Process run = Cli.spawn(Map.of(), dir.resolve(name + ".out"), dir.resolve(name + ".err"),
-        fetchArgs(name, name, input, "FLEET", "--processes", "3", "--threads", "6",
-            "--concurrency", "6", "--max-retry-after", "2"));
+    Process run =
+        Cli.spawn(
+            Map.of(),
+            dir.resolve(name + ".out"),
+            dir.resolve(name + ".err"),
+            fetchArgs(
+                name,
+                name,
+                input,
+                "FLEET",
+                "--processes",
+                "3",
+                "--threads",
+                "6",
+                "--concurrency",
+                "6",
+                "--max-retry-after",
+                "2"));
     List<Long> pauses = new ArrayList<>();
     // The first request follows a reservation, which made the cursor table if it was missing.
     destination.awaitArrivals(1);
-    try (Connection c = TestDatabase.connect(); PreparedStatement pausedUntil = c.prepareStatement(
-        "SELECT (extract(epoch FROM paused_until) * 1000000)::bigint FROM pacer_cursor"
-            + " WHERE name = ? AND paused_until IS NOT NULL")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement pausedUntil =
+            c.prepareStatement(
+                "SELECT (extract(epoch FROM paused_until) * 1000000)::bigint FROM pacer_cursor"
+                    + " WHERE name = ? AND paused_until IS NOT NULL")) {
       pausedUntil.setString(1, name);
       long deadline = System.nanoTime() + 90 * SECOND;
       while (run.isAlive() && System.nanoTime() < deadline) {
@@ -149,46 +201,60 @@ class FleetAnswersTest {
     for (int status : List.of(429, 503)) {
       int nth = status == 429 ? 0 : 1;
       long answered = answerAt(arrivals, status);
-      assertThat(pauses).as("the pauses the cursor row recorded (µs since the epoch)")
+      assertThat(pauses)
+          .as("the pauses the cursor row recorded (µs since the epoch)")
           .hasSizeGreaterThan(nth);
       long pauseEnds = (pauses.get(nth) - wallOffsetMicros) * 1000;
       long recordedAt = pauseEnds - cap;
-      OptionalLong resumed = arrivals.stream().mapToLong(TestDestination.Arrival::nanos)
-          .filter(t -> t > recordedAt + ON_THE_WIRE).min();
+      OptionalLong resumed =
+          arrivals.stream()
+              .mapToLong(TestDestination.Arrival::nanos)
+              .filter(t -> t > recordedAt + ON_THE_WIRE)
+              .min();
       long resumedAt = resumed.orElse(recordedAt);
       Set<String> before = workers(arrivals, Long.MIN_VALUE, answered);
       Set<String> after = workers(arrivals, resumedAt, Long.MAX_VALUE);
-      System.out.printf("retry-after 86400 on a %d, capped at 2 s: %s; the row's pause ends %.3f"
+      System.out.printf(
+          "retry-after 86400 on a %d, capped at 2 s: %s; the row's pause ends %.3f"
               + " s after the answer arrived (recorded %.3f s after it); %d requests in the pause"
               + " (beyond %d ms on the wire); first request %.3f s after the record; workers"
               + " sending before the answer %s, after the pause %s%n",
-          status, TestDestination.timeline(arrivals), (pauseEnds - answered) / 1e9,
-          (recordedAt - answered) / 1e9, count(arrivals, recordedAt + ON_THE_WIRE, pauseEnds),
-          ON_THE_WIRE / 1_000_000, (resumedAt - recordedAt) / 1e9, before, after);
+          status,
+          TestDestination.timeline(arrivals),
+          (pauseEnds - answered) / 1e9,
+          (recordedAt - answered) / 1e9,
+          count(arrivals, recordedAt + ON_THE_WIRE, pauseEnds),
+          ON_THE_WIRE / 1_000_000,
+          (resumedAt - recordedAt) / 1e9,
+          before,
+          after);
 
-      assertThat((pauseEnds - answered) / 1e9).as("after the %d: where the cursor row's pause"
-          + " ends, s after the answer", status).isBetween(cap / 1e9, cap / 1e9 + 1);
+      assertThat((pauseEnds - answered) / 1e9)
+          .as("after the %d: where the cursor row's pause" + " ends, s after the answer", status)
+          .isBetween(cap / 1e9, cap / 1e9 + 1);
       assertThat(count(arrivals, recordedAt + ON_THE_WIRE, pauseEnds))
           .as("requests in the %d's capped pause: %s", status, TestDestination.describe(arrivals))
           .isZero();
       assertThat((resumed.orElseThrow() - recordedAt) / 1e9)
           .as("after the %d: the fleet resumed when the capped pause ended", status)
           .isBetween(cap / 1e9, cap / 1e9 + 0.5);
-      assertThat(before).as("processes fetching before the %d that fetched after its pause",
-          status).filteredOn(after::contains).hasSizeGreaterThanOrEqualTo(2);
+      assertThat(before)
+          .as("processes fetching before the %d that fetched after its pause", status)
+          .filteredOn(after::contains)
+          .hasSizeGreaterThanOrEqualTo(2);
     }
     assertThat(pauses).as("the pauses the cursor row recorded").hasSize(2);
     assertThat(finished).as("the run finished within 90 s, exit 0: %s", err).isTrue();
     assertThat(arrivals.stream().map(TestDestination.Arrival::path).distinct())
-        .as("every item fetched").hasSize(70);
+        .as("every item fetched")
+        .hasSize(70);
   }
 
   /**
-   * Reads where the cursor row says its last pause ends (µs since the epoch) and adds it to
-   * {@code pauses} if it is not the one seen last; nothing while there is no row or no pause.
+   * Reads where the cursor row says its last pause ends (µs since the epoch) and adds it to {@code
+   * pauses} if it is not the one seen last; nothing while there is no row or no pause.
    */
-  private static void notePause(List<Long> pauses, PreparedStatement pausedUntil)
-      throws Exception {
+  private static void notePause(List<Long> pauses, PreparedStatement pausedUntil) throws Exception {
     try (ResultSet r = pausedUntil.executeQuery()) {
       if (r.next() && (pauses.isEmpty() || pauses.get(pauses.size() - 1) != r.getLong(1))) {
         pauses.add(r.getLong(1));
@@ -198,13 +264,15 @@ class FleetAnswersTest {
 
   /** The workers (X-Pacer-Worker) that sent requests arriving in {@code [from, to)}. */
   private static Set<String> workers(List<TestDestination.Arrival> arrivals, long from, long to) {
-    return arrivals.stream().filter(a -> a.nanos() >= from && a.nanos() < to)
-        .map(TestDestination.Arrival::worker).collect(Collectors.toCollection(TreeSet::new));
+    return arrivals.stream()
+        .filter(a -> a.nanos() >= from && a.nanos() < to)
+        .map(TestDestination.Arrival::worker)
+        .collect(Collectors.toCollection(TreeSet::new));
   }
 
   /**
-   * Under FLEET every turn is spaced twice as wide after the 429: three processes taking turns in
-   * a cycle of 6 gaps instead of 3, the two that did not hear it go at half their rate (ratio 0.5).
+   * Under FLEET every turn is spaced twice as wide after the 429: three processes taking turns in a
+   * cycle of 6 gaps instead of 3, the two that did not hear it go at half their rate (ratio 0.5).
    */
   @Test
   void fleetBackoffHalvesTheRateOfTheProcessesThatDidNotHearThe429() throws Exception {
@@ -232,22 +300,41 @@ class FleetAnswersTest {
     int rate = 12;
     destination.answering((path, attempt) -> path.equals("/item/50") && attempt == 1 ? 429 : 200);
     Path input = Files.write(dir.resolve(name + ".txt"), destination.items(110));
-    List<String> args = new ArrayList<>(List.of(fetchArgs(name, name, input, "FLEET",
-        "--processes", "3", "--threads", "3", "--concurrency", "3", "--backoff-scope", scope)));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                fetchArgs(
+                    name,
+                    name,
+                    input,
+                    "FLEET",
+                    "--processes",
+                    "3",
+                    "--threads",
+                    "3",
+                    "--concurrency",
+                    "3",
+                    "--backoff-scope",
+                    scope)));
     args.set(args.indexOf("--rate") + 1, Integer.toString(rate));
     Cli.Result run = Cli.run(args.toArray(String[]::new));
     assertThat(run.code()).as(run.err()).isZero();
     List<TestDestination.Arrival> arrivals = destination.arrivals();
-    TestDestination.Arrival answer = arrivals.stream().filter(a -> a.status() == 429)
-        .findFirst().orElseThrow();
+    TestDestination.Arrival answer =
+        arrivals.stream().filter(a -> a.status() == 429).findFirst().orElseThrow();
     long t = answer.nanos();
-    List<TestDestination.Arrival> others = arrivals.stream()
-        .filter(a -> !a.worker().equals(answer.worker())).toList();
+    List<TestDestination.Arrival> others =
+        arrivals.stream().filter(a -> !a.worker().equals(answer.worker())).toList();
     double before = count(others, t - 3 * SECOND, t - SECOND / 5) / 2.8;
     double after = count(others, t + SECOND / 2, t + 9 * SECOND / 2) / 4.0;
-    System.out.printf("backoff %s: %s; the other processes %.2f/s before the 429, %.2f/s after"
-            + " (ratio %.2f); the whole fleet %.2f/s after%n", scope,
-        TestDestination.timeline(arrivals), before, after, after / before,
+    System.out.printf(
+        "backoff %s: %s; the other processes %.2f/s before the 429, %.2f/s after"
+            + " (ratio %.2f); the whole fleet %.2f/s after%n",
+        scope,
+        TestDestination.timeline(arrivals),
+        before,
+        after,
+        after / before,
         count(arrivals, t + SECOND / 2, t + 9 * SECOND / 2) / 4.0);
     assertThat(TestDestination.timeline(arrivals).peakOneSecondWindow())
         .isLessThanOrEqualTo(rate + 1);
@@ -260,7 +347,8 @@ class FleetAnswersTest {
     List<TestDestination.Arrival> arrivals = lockoutRun(name, "FLEET");
     long answered = answerAt(arrivals, 403);
     assertThat(arrivals.stream().filter(a -> a.nanos() > answered + ON_THE_WIRE).toList())
-        .as("requests after the 403, either job").isEmpty();
+        .as("requests after the 403, either job")
+        .isEmpty();
 
     Path later = Files.write(dir.resolve("later.txt"), destination.items("/c/", 5));
     Cli.Result refused = Cli.run(fetchArgs(name + "-c", name, later, "FLEET"));
@@ -268,10 +356,19 @@ class FleetAnswersTest {
     assertThat(refused.err()).contains("is locked out", "pacer trips ack");
     assertThat(destination.arrivals()).as("the refused run sent nothing").hasSize(arrivals.size());
     Cli.Result status = Cli.run("status", "--db", TestDatabase.jdbcUrl());
-    assertThat(status.out()).contains(name, "LOCKED OUT: HTTP 403 from " + destination.url("/a/25"));
+    assertThat(status.out())
+        .contains(name, "LOCKED OUT: HTTP 403 from " + destination.url("/a/25"));
 
-    Cli.Result ack = Cli.run("trips", "ack", "--destination", name, "--note", "asked the host",
-        "--db", TestDatabase.jdbcUrl());
+    Cli.Result ack =
+        Cli.run(
+            "trips",
+            "ack",
+            "--destination",
+            name,
+            "--note",
+            "asked the host",
+            "--db",
+            TestDatabase.jdbcUrl());
     assertThat(ack.code()).as(ack.err()).isZero();
     Cli.Result after = Cli.run(fetchArgs(name + "-c", name, later, "FLEET"));
     assertThat(after.code()).as(after.err()).isZero();
@@ -283,13 +380,17 @@ class FleetAnswersTest {
     String name = "lockout-per-process-" + ProcessHandle.current().pid();
     List<TestDestination.Arrival> arrivals = lockoutRun(name, "PER_PROCESS");
     long answered = answerAt(arrivals, 403);
-    assertThat(arrivals.stream().filter(a -> a.nanos() > answered + ON_THE_WIRE
-        && a.path().startsWith("/b/")).count()).as("job b kept sending").isGreaterThan(0);
+    assertThat(
+            arrivals.stream()
+                .filter(a -> a.nanos() > answered + ON_THE_WIRE && a.path().startsWith("/b/"))
+                .count())
+        .as("job b kept sending")
+        .isGreaterThan(0);
   }
 
   /**
-   * Job b (one worker JVM x 3 threads, 160 items), then, once b is fetching, job a (2 worker JVMs
-   * x 3 threads, 80 items), on one destination; a's 25th item is answered 403.
+   * Job b (one worker JVM x 3 threads, 160 items), then, once b is fetching, job a (2 worker JVMs x
+   * 3 threads, 80 items), on one destination; a's 25th item is answered 403.
    */
   private List<TestDestination.Arrival> lockoutRun(String name, String pacing) throws Exception {
     destination.answering((path, attempt) -> path.equals("/a/25") ? 403 : 200);
@@ -297,48 +398,88 @@ class FleetAnswersTest {
     // Twice a's items: b must still be fetching when a's 25th answer comes, however late a's cold
     // JVMs start on a busy machine (b fetches alone until then).
     Path b = Files.write(dir.resolve("b.txt"), destination.items("/b/", 160));
-    Process jobB = Cli.spawn(Map.of(), dir.resolve("b.out"), dir.resolve("b.err"),
-        fetchArgs(name + "-b", name, b, pacing, "--processes", "1", "--threads", "3",
-            "--concurrency", "3"));
+    Process jobB =
+        Cli.spawn(
+            Map.of(),
+            dir.resolve("b.out"),
+            dir.resolve("b.err"),
+            fetchArgs(
+                name + "-b",
+                name,
+                b,
+                pacing,
+                "--processes",
+                "1",
+                "--threads",
+                "3",
+                "--concurrency",
+                "3"));
     long deadline = System.nanoTime() + 60 * SECOND;
     while (destination.arrivals().isEmpty() && System.nanoTime() < deadline) {
       Thread.sleep(20);
     }
-    Process jobA = Cli.spawn(Map.of(), dir.resolve("a.out"), dir.resolve("a.err"),
-        fetchArgs(name + "-a", name, a, pacing, "--processes", "2", "--threads", "3",
-            "--concurrency", "3"));
+    Process jobA =
+        Cli.spawn(
+            Map.of(),
+            dir.resolve("a.out"),
+            dir.resolve("a.err"),
+            fetchArgs(
+                name + "-a",
+                name,
+                a,
+                pacing,
+                "--processes",
+                "2",
+                "--threads",
+                "3",
+                "--concurrency",
+                "3"));
     assertThat(jobA.waitFor(120, TimeUnit.SECONDS)).as("job a finished").isTrue();
     assertThat(jobB.waitFor(120, TimeUnit.SECONDS)).as("job b finished").isTrue();
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     long answered = answerAt(arrivals, 403);
-    long bBefore = arrivals.stream()
-        .filter(x -> x.nanos() < answered && x.path().startsWith("/b/")).count();
-    System.out.printf("lockout %s: job a exit %d, job b exit %d; job b sent %d before the 403;"
-            + " after it (beyond %d ms on the wire): %d from a, %d from b%n", pacing,
-        jobA.exitValue(), jobB.exitValue(), bBefore, ON_THE_WIRE / 1_000_000,
-        arrivals.stream().filter(x -> x.nanos() > answered + ON_THE_WIRE
-            && x.path().startsWith("/a/")).count(),
-        arrivals.stream().filter(x -> x.nanos() > answered + ON_THE_WIRE
-            && x.path().startsWith("/b/")).count());
+    long bBefore =
+        arrivals.stream().filter(x -> x.nanos() < answered && x.path().startsWith("/b/")).count();
+    System.out.printf(
+        "lockout %s: job a exit %d, job b exit %d; job b sent %d before the 403;"
+            + " after it (beyond %d ms on the wire): %d from a, %d from b%n",
+        pacing,
+        jobA.exitValue(),
+        jobB.exitValue(),
+        bBefore,
+        ON_THE_WIRE / 1_000_000,
+        arrivals.stream()
+            .filter(x -> x.nanos() > answered + ON_THE_WIRE && x.path().startsWith("/a/"))
+            .count(),
+        arrivals.stream()
+            .filter(x -> x.nanos() > answered + ON_THE_WIRE && x.path().startsWith("/b/"))
+            .count());
     assertThat(bBefore).as("job b was fetching when the 403 came").isGreaterThan(0);
     if (pacing.equals("FLEET")) {
-      assertThat(jobA.exitValue()).as(Files.readString(dir.resolve("a.err")))
+      assertThat(jobA.exitValue())
+          .as(Files.readString(dir.resolve("a.err")))
           .isEqualTo(Main.EXIT_HALTED);
-      assertThat(jobB.exitValue()).as(Files.readString(dir.resolve("b.err")))
+      assertThat(jobB.exitValue())
+          .as(Files.readString(dir.resolve("b.err")))
           .isEqualTo(Main.EXIT_HALTED);
     }
     return arrivals;
   }
 
   private static long answerAt(List<TestDestination.Arrival> arrivals, int status) {
-    return arrivals.stream().filter(a -> a.status() == status)
-        .mapToLong(TestDestination.Arrival::nanos).min()
+    return arrivals.stream()
+        .filter(a -> a.status() == status)
+        .mapToLong(TestDestination.Arrival::nanos)
+        .min()
         .orElseThrow(() -> new AssertionError("no " + status + " was answered"));
   }
 
   private static long firstAfter(List<TestDestination.Arrival> arrivals, long from) {
-    return arrivals.stream().mapToLong(TestDestination.Arrival::nanos).filter(t -> t > from)
-        .min().orElseThrow(() -> new AssertionError("nothing arrived after the answer"));
+    return arrivals.stream()
+        .mapToLong(TestDestination.Arrival::nanos)
+        .filter(t -> t > from)
+        .min()
+        .orElseThrow(() -> new AssertionError("nothing arrived after the answer"));
   }
 
   private static long count(List<TestDestination.Arrival> arrivals, long from, long to) {

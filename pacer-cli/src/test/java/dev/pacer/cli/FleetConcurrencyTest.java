@@ -32,8 +32,10 @@ import org.junit.jupiter.api.io.TempDir;
 class FleetConcurrencyTest {
 
   private static final int CAP = 4;
+
   /** 20/s with answers taking 300 ms: about 6 requests would be in flight without a cap. */
   private static final int RATE = 20;
+
   private static final long ANSWER_MILLIS = 300;
   private static final int ITEMS = 60;
 
@@ -53,11 +55,28 @@ class FleetConcurrencyTest {
   private String[] fetchArgs(String name, int items, int threads, String... extra)
       throws IOException {
     Path input = Files.write(dir.resolve(name + ".txt"), destination.items(items));
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(),
-        "--job", name, "--destination", name, "--db", TestDatabase.jdbcUrl(),
-        "--out", dir.resolve("out").toString(), "--max-load", "1000", "--no-progress",
-        "--processes", "3", "--threads", Integer.toString(threads), "--rate",
-        Integer.toString(RATE)));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                name,
+                "--destination",
+                name,
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000",
+                "--no-progress",
+                "--processes",
+                "3",
+                "--threads",
+                Integer.toString(threads),
+                "--rate",
+                Integer.toString(RATE)));
     args.addAll(List.of(extra));
     return args.toArray(String[]::new);
   }
@@ -66,23 +85,39 @@ class FleetConcurrencyTest {
   void threeProcessesNeverHaveMoreThanTheFleetCapInFlight() throws Exception {
     String name = "fleet-cap-" + ProcessHandle.current().pid();
     destination.answeringAfter(ANSWER_MILLIS);
-    Cli.Result run = Cli.run(fetchArgs(name, ITEMS, 6, "--concurrency", "6",
-        "--fleet-concurrency", Integer.toString(CAP)));
+    Cli.Result run =
+        Cli.run(
+            fetchArgs(
+                name,
+                ITEMS,
+                6,
+                "--concurrency",
+                "6",
+                "--fleet-concurrency",
+                Integer.toString(CAP)));
 
-    run.err().lines().filter(l -> l.contains("WARN") || l.contains("ERROR"))
+    run.err()
+        .lines()
+        .filter(l -> l.contains("WARN") || l.contains("ERROR"))
         .forEach(l -> System.out.println(name + " | " + l));
     assertThat(run.code()).as(run.err()).isZero();
     assertThat(run.number("done")).isEqualTo(ITEMS);
-    System.out.printf(Locale.ROOT, "fleet cap %d, 3 processes x 6 threads, %d ms answers: at most"
-        + " %d open at the destination; %s%n", CAP, ANSWER_MILLIS, destination.mostOpenAtOnce(),
+    System.out.printf(
+        Locale.ROOT,
+        "fleet cap %d, 3 processes x 6 threads, %d ms answers: at most"
+            + " %d open at the destination; %s%n",
+        CAP,
+        ANSWER_MILLIS,
+        destination.mostOpenAtOnce(),
         TestDestination.timeline(destination.arrivals()));
-    assertThat(destination.mostOpenAtOnce()).as("most requests open at the destination at once")
+    assertThat(destination.mostOpenAtOnce())
+        .as("most requests open at the destination at once")
         .isEqualTo(CAP);
   }
 
   /**
-   * The same run with today's per-process cap of 4 and no fleet cap: three processes put more
-   * than 4 in flight, so {@link #threeProcessesNeverHaveMoreThanTheFleetCapInFlight} can fail.
+   * The same run with today's per-process cap of 4 and no fleet cap: three processes put more than
+   * 4 in flight, so {@link #threeProcessesNeverHaveMoreThanTheFleetCapInFlight} can fail.
    */
   @Test
   void thePerProcessCapAloneLetsMoreThanFourIntoFlight() throws Exception {
@@ -91,9 +126,15 @@ class FleetConcurrencyTest {
     Cli.Result run = Cli.run(fetchArgs(name, ITEMS, 6, "--concurrency", Integer.toString(CAP)));
 
     assertThat(run.code()).as(run.err()).isZero();
-    System.out.printf(Locale.ROOT, "per-process cap %d, 3 processes x 6 threads, %d ms answers: at"
-        + " most %d open at the destination%n", CAP, ANSWER_MILLIS, destination.mostOpenAtOnce());
-    assertThat(destination.mostOpenAtOnce()).as("most requests open at the destination at once")
+    System.out.printf(
+        Locale.ROOT,
+        "per-process cap %d, 3 processes x 6 threads, %d ms answers: at"
+            + " most %d open at the destination%n",
+        CAP,
+        ANSWER_MILLIS,
+        destination.mostOpenAtOnce());
+    assertThat(destination.mostOpenAtOnce())
+        .as("most requests open at the destination at once")
         .isGreaterThan(CAP);
   }
 
@@ -101,15 +142,24 @@ class FleetConcurrencyTest {
    * A worker holding fleet slots is killed with SIGKILL: its slots are seen held under a live lease
    * at most one lease (10 s) after the kill, and free not before three quarters of one (it renews
    * every quarter lease), the cap still holds at the destination, and the run finishes. Every
-   * instant is the database's, on whose clock the lease runs: a look at the slots is judged at
-   * its own now, so how often this test looks does not count.
+   * instant is the database's, on whose clock the lease runs: a look at the slots is judged at its
+   * own now, so how often this test looks does not count.
    */
   @Test
   void aWorkerKilledWithSigkillGivesItsSlotsBackWithinOneLease() throws Exception {
     String name = "fleet-cap-kill-" + ProcessHandle.current().pid();
     destination.answeringAfter(1500);
-    String[] args = fetchArgs(name, 24, 2, "--concurrency", "2",
-        "--fleet-concurrency", Integer.toString(CAP), "--lease-seconds", "3");
+    String[] args =
+        fetchArgs(
+            name,
+            24,
+            2,
+            "--concurrency",
+            "2",
+            "--fleet-concurrency",
+            Integer.toString(CAP),
+            "--lease-seconds",
+            "3");
     CompletableFuture<Cli.Result> run = CompletableFuture.supplyAsync(() -> Cli.run(args));
 
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -149,16 +199,24 @@ class FleetConcurrencyTest {
     double heldAfter = (lastHeldAt - killedAt) / 1e6;
     double freedAfter = (freedAt - killedAt) / 1e6;
     double lease = PostgresFleetSlots.DEFAULT_LEASE.toMillis() / 1000.0;
-    System.out.printf(Locale.ROOT, "kill -9 of a worker holding %d fleet slot(s): last seen held"
-        + " %.3f s after the kill, free %.3f s after it (lease %.0f s); at most %d open at the"
-        + " destination%n", heldAtKill, heldAfter, freedAfter, lease,
+    System.out.printf(
+        Locale.ROOT,
+        "kill -9 of a worker holding %d fleet slot(s): last seen held"
+            + " %.3f s after the kill, free %.3f s after it (lease %.0f s); at most %d open at the"
+            + " destination%n",
+        heldAtKill,
+        heldAfter,
+        freedAfter,
+        lease,
         destination.mostOpenAtOnce());
     assertThat(freedAt).as("the slots were freed").isPositive();
-    assertThat(heldAfter).as("seconds after the kill the killed worker's slots were last seen held")
+    assertThat(heldAfter)
+        .as("seconds after the kill the killed worker's slots were last seen held")
         // The slack is for a statement the worker sent before the kill, which the server runs
         // after the kill was read.
         .isLessThanOrEqualTo(lease + 0.1);
-    assertThat(freedAfter).as("seconds until the killed worker's slots were free")
+    assertThat(freedAfter)
+        .as("seconds until the killed worker's slots were free")
         .isGreaterThanOrEqualTo(lease * 0.75 - 0.5);
     assertThat(destination.mostOpenAtOnce()).isLessThanOrEqualTo(CAP);
     assertThat(result.number("done")).isEqualTo(24);
@@ -182,9 +240,11 @@ class FleetConcurrencyTest {
   /** Slots of the destination held under a live lease by the worker with this pid. */
   private static Held slotsHeldBy(Connection c, String destinationName, long pid)
       throws SQLException {
-    try (PreparedStatement s = c.prepareStatement("SELECT count(*),"
-        + " (extract(epoch FROM now()) * 1000000)::bigint FROM pacer_fleet_slot"
-        + " WHERE destination = ? AND holder LIKE ? AND expires_at > now()")) {
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "SELECT count(*),"
+                + " (extract(epoch FROM now()) * 1000000)::bigint FROM pacer_fleet_slot"
+                + " WHERE destination = ? AND holder LIKE ? AND expires_at > now()")) {
       s.setString(1, destinationName);
       s.setString(2, "%:" + pid + ":%");
       try (ResultSet r = s.executeQuery()) {
@@ -200,8 +260,9 @@ class FleetConcurrencyTest {
   }
 
   private static long databaseMicros(Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery(
-        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
+    try (Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
       r.next();
       return r.getLong(1);
     }

@@ -29,8 +29,10 @@ import org.junit.jupiter.api.io.TempDir;
 class HostFailureBarTest {
 
   private static final int RATE = 10;
+
   /** Each failing host's items: 6 s of its turns, against the bar's 5 failures. */
   private static final int FAILING_ITEMS = 60;
+
   private static final int HEALTHY_ITEMS = 20;
 
   @TempDir Path dir;
@@ -44,8 +46,9 @@ class HostFailureBarTest {
       state.ensureSchema();
     }
     TestDatabase.execute(PacerTableSql.createTable("pacer_cursor"));
-    TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
-        + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
+    TestDatabase.execute(
+        "DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
+            + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
   }
 
   @AfterEach
@@ -62,35 +65,56 @@ class HostFailureBarTest {
     urls.addAll(hosts.urls(1, FAILING_ITEMS));
     urls.addAll(hosts.urls(2, HEALTHY_ITEMS + 2));
     hosts.refusing(1);
-    Set<String> deadPaths = Set.of("/item/" + (HEALTHY_ITEMS + 1),
-        "/item/" + (HEALTHY_ITEMS + 2));
+    Set<String> deadPaths = Set.of("/item/" + (HEALTHY_ITEMS + 1), "/item/" + (HEALTHY_ITEMS + 2));
     String job = "host-bar-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
     Path input = Files.write(dir.resolve(job + ".txt"), urls);
-    hosts.answeringByPath((host, path) -> host.equals(erring) ? 500
-        : deadPaths.contains(path) ? 404 : 200);
+    hosts.answeringByPath(
+        (host, path) -> host.equals(erring) ? 500 : deadPaths.contains(path) ? 404 : 200);
 
-    Cli.Result run = Cli.run("fetch", input.toString(), "--job", job, "--per-host",
-        "--rate", Integer.toString(RATE), "--concurrency", "2", "--threads", "6",
-        "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
-        "--max-load", "1000", "--no-progress");
+    Cli.Result run =
+        Cli.run(
+            "fetch",
+            input.toString(),
+            "--job",
+            job,
+            "--per-host",
+            "--rate",
+            Integer.toString(RATE),
+            "--concurrency",
+            "2",
+            "--threads",
+            "6",
+            "--db",
+            TestDatabase.jdbcUrl(),
+            "--out",
+            dir.resolve("out").toString(),
+            "--max-load",
+            "1000",
+            "--no-progress");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.text("haltedBar")).isEqualTo("null");
     assertThat(run.number("done")).as(run.err()).isEqualTo(HEALTHY_ITEMS);
     assertThat(run.number("pending")).isZero();
     Map<String, Map<String, Long>> states = states(job);
-    assertThat(states.get(healthy)).as("the healthy host, its two dead links failed, not passed"
-        + " over").isEqualTo(Map.of("done", (long) HEALTHY_ITEMS, "failed", 2L));
+    assertThat(states.get(healthy))
+        .as("the healthy host, its two dead links failed, not passed" + " over")
+        .isEqualTo(Map.of("done", (long) HEALTHY_ITEMS, "failed", 2L));
     for (String failing : List.of(erring, refusing)) {
       assertThat(states.get(failing)).as(failing).containsKey("deferred");
       assertThat(states.get(failing).keySet()).as(failing).isSubsetOf("deferred", "failed");
       assertThat(run.err()).contains("pacer: host " + failing + " was passed over: ");
     }
-    assertThat(run.err()).contains("HTTP 500 from http://" + erring, "network error for http://"
-        + refusing);
-    long asked = hosts.arrivals().stream().filter(a -> a.host().equals(erring))
-        .map(LoopbackHosts.Arrival::path).distinct().count();
-    assertThat(asked).as("items of the erring host asked before it was passed over")
+    assertThat(run.err())
+        .contains("HTTP 500 from http://" + erring, "network error for http://" + refusing);
+    long asked =
+        hosts.arrivals().stream()
+            .filter(a -> a.host().equals(erring))
+            .map(LoopbackHosts.Arrival::path)
+            .distinct()
+            .count();
+    assertThat(asked)
+        .as("items of the erring host asked before it was passed over")
         .isLessThan(FAILING_ITEMS);
     assertThat(lastError(job, erring)).startsWith("host passed over: ");
 
@@ -101,13 +125,15 @@ class HostFailureBarTest {
   /** Each host's items by state. */
   private static Map<String, Map<String, Long>> states(String job) throws Exception {
     Map<String, Map<String, Long>> out = new TreeMap<>();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT host, state, count(*) FROM pacer_item WHERE job = ? GROUP BY host, state")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT host, state, count(*) FROM pacer_item WHERE job = ? GROUP BY host, state")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
-          out.computeIfAbsent(r.getString(1), h -> new TreeMap<>()).put(r.getString(2),
-              r.getLong(3));
+          out.computeIfAbsent(r.getString(1), h -> new TreeMap<>())
+              .put(r.getString(2), r.getLong(3));
         }
       }
     }
@@ -116,9 +142,11 @@ class HostFailureBarTest {
 
   /** The reason recorded on one of the host's deferred items. */
   private static String lastError(String job, String host) throws Exception {
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT last_error FROM pacer_item WHERE job = ? AND host = ? AND state = 'deferred'"
-            + " LIMIT 1")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT last_error FROM pacer_item WHERE job = ? AND host = ? AND state = 'deferred'"
+                    + " LIMIT 1")) {
       s.setString(1, job);
       s.setString(2, host);
       try (ResultSet r = s.executeQuery()) {

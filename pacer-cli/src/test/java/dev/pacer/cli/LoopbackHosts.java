@@ -19,18 +19,18 @@ import java.util.stream.Collectors;
 /**
  * Many destinations on one machine for per-host tests and the frontier bench (pacer-bench uses it
  * from this module's test jar): one door ({@link DoorServer}, stamping each request at the socket)
- * on each of the loopback addresses 127.0.0.2,
- * 127.0.0.3, … 127.0.0.251, then 127.0.1.2 and on ({@value #PER_BLOCK} to a block of 256, Linux
- * routing all of 127/8 to the loopback interface), each a host of its own to a URL list, all
- * recording their arrivals in one list with the host that received them. Answers 200 unless the
- * test's rule says otherwise for (host, attempt at that host, from 1), with a {@code Retry-After}
- * on 429 if set; {@code /robots.txt} answers as {@link #servingRobots} says for its host, if it
- * says.
+ * on each of the loopback addresses 127.0.0.2, 127.0.0.3, … 127.0.0.251, then 127.0.1.2 and on
+ * ({@value #PER_BLOCK} to a block of 256, Linux routing all of 127/8 to the loopback interface),
+ * each a host of its own to a URL list, all recording their arrivals in one list with the host that
+ * received them. Answers 200 unless the test's rule says otherwise for (host, attempt at that host,
+ * from 1), with a {@code Retry-After} on 429 if set; {@code /robots.txt} answers as {@link
+ * #servingRobots} says for its host, if it says.
  */
 public final class LoopbackHosts implements AutoCloseable {
 
   /** Hosts on each 127.0.x block: .2 to .251, clear of .0, .1 (localhost) and .255. */
   static final int PER_BLOCK = 250;
+
   /** The most hosts: four blocks. */
   static final int MOST = 4 * PER_BLOCK;
 
@@ -38,15 +38,17 @@ public final class LoopbackHosts implements AutoCloseable {
    * An arrival: {@code nanos} on this JVM's monotonic clock, {@code epochMicros} on the wall clock;
    * {@code worker}: the pid the request names in {@code X-Pacer-Worker}.
    */
-  public record Arrival(long nanos, long epochMicros, String host, String path, int status,
-      String worker) {}
+  public record Arrival(
+      long nanos, long epochMicros, String host, String path, int status, String worker) {}
 
   private final List<DoorServer> servers = new ArrayList<>();
   private final List<String> hosts = new ArrayList<>();
   private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
   private volatile BiFunction<String, Integer, Integer> rule = (host, attempt) -> 200;
+
   /** When set, answers for (host, path) instead of {@link #rule}. */
   private volatile BiFunction<String, String, Integer> pathRule;
+
   private volatile String retryAfter;
   private volatile Map<String, Robots> robots = Map.of();
 
@@ -72,10 +74,13 @@ public final class LoopbackHosts implements AutoCloseable {
     }
     int attempt = attempts.computeIfAbsent(host, h -> new AtomicInteger()).incrementAndGet();
     BiFunction<String, String, Integer> byPath = pathRule;
-    Answer answer = Answer.text(byPath != null ? byPath.apply(host, path)
-        : rule.apply(host, attempt), "body of " + host + path);
+    Answer answer =
+        Answer.text(
+            byPath != null ? byPath.apply(host, path) : rule.apply(host, attempt),
+            "body of " + host + path);
     return retryAfter != null && answer.status() == 429
-        ? answer.with("Retry-After", retryAfter) : answer;
+        ? answer.with("Retry-After", retryAfter)
+        : answer;
   }
 
   public List<String> hosts() {
@@ -118,13 +123,19 @@ public final class LoopbackHosts implements AutoCloseable {
    */
   public List<Arrival> arrivals() {
     java.time.Instant wall = java.time.Instant.now();
-    long offsetMicros = wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000
-        - System.nanoTime() / 1000;
+    long offsetMicros =
+        wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1000 - System.nanoTime() / 1000;
     List<Arrival> all = new ArrayList<>();
     for (int i = 0; i < servers.size(); i++) {
       for (dev.pacer.testing.Arrival a : servers.get(i).arrivals()) {
-        all.add(new Arrival(a.nanos(), a.nanos() / 1000 + offsetMicros, hosts.get(i), a.path(),
-            a.status(), a.worker()));
+        all.add(
+            new Arrival(
+                a.nanos(),
+                a.nanos() / 1000 + offsetMicros,
+                hosts.get(i),
+                a.path(),
+                a.status(),
+                a.worker()));
       }
     }
     all.sort(Comparator.comparingLong(Arrival::nanos));
@@ -144,7 +155,8 @@ public final class LoopbackHosts implements AutoCloseable {
   /** Offsets in ms from the first arrival, for a failing assertion's message. */
   public static String offsets(List<Arrival> sorted) {
     long first = sorted.isEmpty() ? 0 : sorted.get(0).nanos();
-    return sorted.stream().map(a -> Long.toString((a.nanos() - first) / 1_000_000))
+    return sorted.stream()
+        .map(a -> Long.toString((a.nanos() - first) / 1_000_000))
         .collect(Collectors.joining(" "));
   }
 

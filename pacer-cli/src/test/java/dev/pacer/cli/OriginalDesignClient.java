@@ -34,8 +34,10 @@ public final class OriginalDesignClient {
     int count = Integer.parseInt(args[4]);
     String base = args[5];
     HttpClient http = HttpClient.newHttpClient();
-    http.send(HttpRequest.newBuilder(URI.create(base + "/warm-up"))
-            .header("X-Pacer-Worker", "original").build(),
+    http.send(
+        HttpRequest.newBuilder(URI.create(base + "/warm-up"))
+            .header("X-Pacer-Worker", "original")
+            .build(),
         HttpResponse.BodyHandlers.discarding());
     try (Connection c = DriverManager.getConnection(jdbcUrl);
         PreparedStatement reserve = c.prepareStatement(OriginalDesign.statement(table))) {
@@ -54,8 +56,10 @@ public final class OriginalDesignClient {
         }
         long waitNanos = Math.round(waitSeconds * 1e9);
         Thread.sleep(waitNanos / 1_000_000, (int) (waitNanos % 1_000_000));
-        http.send(HttpRequest.newBuilder(URI.create(base + "/original/" + n))
-                .header("X-Pacer-Worker", "original").build(),
+        http.send(
+            HttpRequest.newBuilder(URI.create(base + "/original/" + n))
+                .header("X-Pacer-Worker", "original")
+                .build(),
             HttpResponse.BodyHandlers.discarding());
       }
     }

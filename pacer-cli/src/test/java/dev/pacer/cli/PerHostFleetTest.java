@@ -9,11 +9,11 @@ import dev.pacer.postgres.TestDatabase;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -29,28 +29,32 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code pacer fetch --per-host} with three worker JVMs x 4 threads against many hosts on loopback
  * addresses, judged where the requests arrive ({@link FleetBounds}, per host): every host's busiest
- * 1-s window holds its ceiling + 1, and every host with a steady part (its arrivals after its
- * first second) its aggregate; a skewed backlog does not hold the other hosts
- * back, the heavy host delivering its ceiling, and claiming in input order (the FIFO twin) does;
- * a Zipf-skewed backlog over 48 hosts keeps every ceiling, every item done once and its finish
- * time through a SIGKILL of one worker; a Retry-After pauses its host alone while the others keep
- * and deliver their pace, which judged against a ceiling of 4/s (the twin: 1.25 x per host, which
- * the window of 5 at 4/s may admit) breaks the aggregate. In every run the workers give up few
- * turns as late, as they say at their end ({@link Cli.LateTurns}), the hosts' ceilings together
- * being the fleet's for that bound. The full-size runs (500 hosts) are pacer-bench's {@code
- * FrontierBench}.
+ * 1-s window holds its ceiling + 1, and every host with a steady part (its arrivals after its first
+ * second) its aggregate; a skewed backlog does not hold the other hosts back, the heavy host
+ * delivering its ceiling, and claiming in input order (the FIFO twin) does; a Zipf-skewed backlog
+ * over 48 hosts keeps every ceiling, every item done once and its finish time through a SIGKILL of
+ * one worker; a Retry-After pauses its host alone while the others keep and deliver their pace,
+ * which judged against a ceiling of 4/s (the twin: 1.25 x per host, which the window of 5 at 4/s
+ * may admit) breaks the aggregate. In every run the workers give up few turns as late, as they say
+ * at their end ({@link Cli.LateTurns}), the hosts' ceilings together being the fleet's for that
+ * bound. The full-size runs (500 hosts) are pacer-bench's {@code FrontierBench}.
  */
 class PerHostFleetTest {
 
   private static final long SECOND = 1_000_000_000L;
+
   /** A request sent just before the pause was recorded reaches its host within this. */
   private static final long ON_THE_WIRE_MICROS = 100_000;
+
   private static final int PROCESSES = 3;
+
   /** Every host's ceiling. */
   private static final int RATE = 4;
+
   private static final int HOSTS = 16;
   private static final int HEAVY_ITEMS = 40;
   private static final int LIGHT_ITEMS = 2;
+
   /**
    * A light host needs one interval of turns ({@value #LIGHT_ITEMS} at {@value #RATE}/s); it must
    * be done within this of the run's first arrival. In input order its items are claimed only once
@@ -60,7 +64,9 @@ class PerHostFleetTest {
 
   /** The SIGKILL run: this many hosts at {@value #KILL_RATE}/s, a Zipf backlog (s = 1). */
   private static final int KILL_HOSTS = 48;
+
   private static final int KILL_RATE = 2;
+
   /** The heaviest host's backlog: {@value} items, 8 s of its turns. */
   private static final int KILL_HEAVIEST = 16;
 
@@ -75,8 +81,9 @@ class PerHostFleetTest {
       state.ensureSchema();
     }
     TestDatabase.execute(PacerTableSql.createTable("pacer_cursor"));
-    TestDatabase.execute("DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
-        + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
+    TestDatabase.execute(
+        "DELETE FROM pacer_cursor WHERE name LIKE '127.0.%';"
+            + " DELETE FROM pacer_cursor_lockout WHERE name LIKE '127.0.%'");
   }
 
   @AfterEach
@@ -86,18 +93,35 @@ class PerHostFleetTest {
 
   private Cli.Result fetch(String job, List<String> urls, String... extra) throws Exception {
     Path input = Files.write(dir.resolve(job + ".txt"), urls);
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", job,
-        "--per-host", "--db", TestDatabase.jdbcUrl(), "--out", dir.resolve("out").toString(),
-        "--max-load", "1000", "--no-progress", "--processes", Integer.toString(PROCESSES),
-        "--threads", "4"));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                job,
+                "--per-host",
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000",
+                "--no-progress",
+                "--processes",
+                Integer.toString(PROCESSES),
+                "--threads",
+                "4"));
     List<String> more = List.of(extra);
     if (!more.contains("--rate")) {
       args.addAll(List.of("--rate", Integer.toString(RATE)));
     }
     args.addAll(more);
     Cli.Result run = Cli.runAlone(dir, job, args.toArray(String[]::new));
-    run.err().lines().filter(l -> l.contains("WARN") || l.contains("ERROR")
-        || l.startsWith("pacer:")).forEach(l -> System.out.println(job + " | " + l));
+    run.err()
+        .lines()
+        .filter(l -> l.contains("WARN") || l.contains("ERROR") || l.startsWith("pacer:"))
+        .forEach(l -> System.out.println(job + " | " + l));
     return run;
   }
 
@@ -115,10 +139,16 @@ class PerHostFleetTest {
   /** When the job's requests to {@code host} were handed to the client, from the request log. */
   private static String sent(String job, String host) throws Exception {
     StringBuilder out = new StringBuilder();
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT (extract(epoch FROM sent_at - min(sent_at) OVER ())"
-            + " * 1000)::bigint, lateness_us / 1000 FROM pacer_request WHERE job = '" + job
-            + "' AND destination = '" + host + "' ORDER BY sent_at")) {
+    try (Connection c = TestDatabase.connect();
+        Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery(
+                "SELECT (extract(epoch FROM sent_at - min(sent_at) OVER ())"
+                    + " * 1000)::bigint, lateness_us / 1000 FROM pacer_request WHERE job = '"
+                    + job
+                    + "' AND destination = '"
+                    + host
+                    + "' ORDER BY sent_at")) {
       while (r.next()) {
         out.append(r.getLong(1)).append(" (").append(r.getLong(2)).append(") ");
       }
@@ -138,8 +168,8 @@ class PerHostFleetTest {
 
   /** The rate a host's {@code arrivals} span if every turn was taken ({@link DeliverableRate}). */
   private static double deliverable(double ceiling, List<LoopbackHosts.Arrival> arrivals) {
-    return DeliverableRate.of(ceiling, arrivals, LoopbackHosts.Arrival::nanos,
-        LoopbackHosts.Arrival::worker);
+    return DeliverableRate.of(
+        ceiling, arrivals, LoopbackHosts.Arrival::nanos, LoopbackHosts.Arrival::worker);
   }
 
   /** The heavy host's items first, in input order, then every light host's. */
@@ -157,7 +187,8 @@ class PerHostFleetTest {
     return hosts.byHost().entrySet().stream()
         .filter(e -> !e.getKey().equals(hosts.hosts().get(0)))
         .mapToLong(e -> e.getValue().get(e.getValue().size() - 1).nanos() - first)
-        .max().orElseThrow();
+        .max()
+        .orElseThrow();
   }
 
   @Test
@@ -177,8 +208,10 @@ class PerHostFleetTest {
     for (Map.Entry<String, List<LoopbackHosts.Arrival>> e : byHost.entrySet()) {
       int b = LoopbackHosts.busiestSecond(e.getValue());
       busiest = Math.max(busiest, b);
-      assertThat(b).as("busiest 1-s window at %s, arrivals at ms %s; sent (ms, lateness ms) %s",
-          e.getKey(), LoopbackHosts.offsets(e.getValue()), sent(job, e.getKey()))
+      assertThat(b)
+          .as(
+              "busiest 1-s window at %s, arrivals at ms %s; sent (ms, lateness ms) %s",
+              e.getKey(), LoopbackHosts.offsets(e.getValue()), sent(job, e.getKey()))
           .isLessThanOrEqualTo(RATE + 1);
     }
     List<LoopbackHosts.Arrival> heavy = byHost.get(hosts.hosts().get(0));
@@ -188,13 +221,22 @@ class PerHostFleetTest {
     // less and not more.
     long lightDoneAt = all.get(0).nanos() + lightDone;
     long alone = heavy.stream().filter(x -> x.nanos() > lightDoneAt).count();
-    System.out.printf(Locale.ROOT, "per host, %d hosts at %d/s, 3 processes x 4 threads: busiest"
+    System.out.printf(
+        Locale.ROOT,
+        "per host, %d hosts at %d/s, 3 processes x 4 threads: busiest"
             + " host window %d; light hosts done %.2f s after the first arrival, then %d requests"
             + " to the heavy host alone; the heavy host's arrivals at ms: %s%n",
-        HOSTS, RATE, busiest, lightDone / 1e9, alone, LoopbackHosts.offsets(heavy));
-    assertThat(lightDone).as("nanos until every light host was done")
+        HOSTS,
+        RATE,
+        busiest,
+        lightDone / 1e9,
+        alone,
+        LoopbackHosts.offsets(heavy));
+    assertThat(lightDone)
+        .as("nanos until every light host was done")
         .isLessThanOrEqualTo(LIGHT_DONE_WITHIN);
-    assertThat(alone).as("the heavy host's requests after the light hosts were done")
+    assertThat(alone)
+        .as("the heavy host's requests after the light hosts were done")
         .isGreaterThanOrEqualTo(HEAVY_ITEMS / 2);
     FleetBounds bounds = FleetBounds.at(RATE, "per host, the heavy host");
     bounds.assertHeld(timeline(heavy), steady(heavy));
@@ -213,8 +255,10 @@ class PerHostFleetTest {
     assertThat(run.code()).as(run.err()).isZero();
     assertFewLateTurns(run, "per host in input order, the fleet", HOSTS * RATE, PROCESSES);
     long lightDone = lightHostsDone(hosts.arrivals());
-    System.out.printf(Locale.ROOT, "per host, claimed in input order: light hosts done %.2f s"
-        + " after the first arrival%n", lightDone / 1e9);
+    System.out.printf(
+        Locale.ROOT,
+        "per host, claimed in input order: light hosts done %.2f s" + " after the first arrival%n",
+        lightDone / 1e9);
     assertThat(lightDone).isGreaterThan(LIGHT_DONE_WITHIN);
   }
 
@@ -239,13 +283,16 @@ class PerHostFleetTest {
       urls.addAll(hosts.urls(k - 1, items));
       heaviestMicros = Math.max(heaviestMicros, items * 1_000_000 / KILL_RATE);
     }
-    CompletableFuture<Cli.Result> running = CompletableFuture.supplyAsync(() -> {
-      try {
-        return fetch(job, urls, "--rate", Integer.toString(KILL_RATE), "--lease-seconds", "3");
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    CompletableFuture<Cli.Result> running =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return fetch(
+                    job, urls, "--rate", Integer.toString(KILL_RATE), "--lease-seconds", "3");
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
     long deadline = System.nanoTime() + 60 * SECOND;
     Optional<ProcessHandle> victim = Optional.empty();
     while (victim.isEmpty() && !running.isDone() && System.nanoTime() < deadline) {
@@ -265,10 +312,12 @@ class PerHostFleetTest {
     assertThat(run.code()).as(run.err()).isZero();
     assertThat(run.number("done")).isEqualTo(urls.size());
     // The victim's late turns died with it: the two that finished say theirs.
-    assertFewLateTurns(run, "per host through a SIGKILL, the fleet", KILL_HOSTS * KILL_RATE,
-        PROCESSES - 1);
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
+    assertFewLateTurns(
+        run, "per host through a SIGKILL, the fleet", KILL_HOSTS * KILL_RATE, PROCESSES - 1);
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -278,13 +327,16 @@ class PerHostFleetTest {
     }
     List<LoopbackHosts.Arrival> all = hosts.arrivals();
     assertThat(all.stream().map(a -> a.host() + a.path()).distinct().count())
-        .as("items that reached their host").isEqualTo(urls.size());
+        .as("items that reached their host")
+        .isEqualTo(urls.size());
     int busiest = 0;
     for (Map.Entry<String, List<LoopbackHosts.Arrival>> e : hosts.byHost().entrySet()) {
       int b = LoopbackHosts.busiestSecond(e.getValue());
       busiest = Math.max(busiest, b);
-      assertThat(b).as("busiest 1-s window at %s, arrivals at ms %s; sent (ms, lateness ms) %s",
-          e.getKey(), LoopbackHosts.offsets(e.getValue()), sent(job, e.getKey()))
+      assertThat(b)
+          .as(
+              "busiest 1-s window at %s, arrivals at ms %s; sent (ms, lateness ms) %s",
+              e.getKey(), LoopbackHosts.offsets(e.getValue()), sent(job, e.getKey()))
           .isLessThanOrEqualTo(KILL_RATE + 1);
     }
     // The victim's turns are lost with it, so no delivered bound: the upper bounds, per host with
@@ -298,25 +350,39 @@ class PerHostFleetTest {
         judged++;
       }
     }
-    assertThat(judged).as("hosts with a steady part of 3 arrivals or more")
+    assertThat(judged)
+        .as("hosts with a steady part of 3 arrivals or more")
         .isGreaterThanOrEqualTo(2);
-    double elapsed = Double.parseDouble(run.summary().replaceAll(
-        ".*\"elapsedSeconds\":([0-9.]+).*", "$1"));
+    double elapsed =
+        Double.parseDouble(run.summary().replaceAll(".*\"elapsedSeconds\":([0-9.]+).*", "$1"));
     double span = (all.get(all.size() - 1).nanos() - all.get(0).nanos()) / 1e9;
     List<LoopbackHosts.Arrival> heaviest = hosts.byHost().get(hosts.hosts().get(0));
     double bound = 1.05 * heaviestMicros / 1e6 + 10;
-    System.out.printf(Locale.ROOT, "per host, %d hosts at %d/s, Zipf backlog of %d items, a worker"
+    System.out.printf(
+        Locale.ROOT,
+        "per host, %d hosts at %d/s, Zipf backlog of %d items, a worker"
             + " killed with SIGKILL: busiest host window %d; %d arrivals for %d items; %.1f s from"
             + " the first arrival to the last (bound %.1f s), %.1f s from the workers' start; the"
-            + " heaviest host's arrivals at ms %s%n", KILL_HOSTS, KILL_RATE, urls.size(), busiest,
-        all.size(), urls.size(), span, bound, elapsed, LoopbackHosts.offsets(heaviest));
+            + " heaviest host's arrivals at ms %s%n",
+        KILL_HOSTS,
+        KILL_RATE,
+        urls.size(),
+        busiest,
+        all.size(),
+        urls.size(),
+        span,
+        bound,
+        elapsed,
+        LoopbackHosts.offsets(heaviest));
     assertThat(span).as("seconds from the first arrival to the last").isLessThanOrEqualTo(bound);
   }
 
   /** Items of the job leased by the worker with this pid (its id is host:pid:suffix). */
   private static long leasedBy(String job, long pid) throws Exception {
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT count(*) FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*) FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
       s.setString(1, job);
       s.setString(2, "%:" + pid + ":%");
       try (ResultSet r = s.executeQuery()) {
@@ -328,14 +394,14 @@ class PerHostFleetTest {
 
   /**
    * Three hosts at 5/s; the first answers its tenth request with 429 and {@code Retry-After: 2}:
-   * about 2 s in, after every process's first request to every host, which takes two turns
-   * ({@code DestinationFetcher}), so that the pause does not fall in the run's first second.
-   * From the moment the pause is recorded on that host's cursor row (read back from the row: its
-   * {@code paused_until} less 2 s, on the database's clock, the machine's wall clock here) the host
-   * gets nothing for 2 s from any process, then resumes; the other two keep their pace meanwhile.
-   * Turns granted between the answer and the record are not recalled: that lag is printed. The
-   * other two hold 5/s over their steady parts and deliver it, and break the aggregate of 4/s:
-   * the twin of a fleet that paces each host at 1.25 x its ceiling.
+   * about 2 s in, after every process's first request to every host, which takes two turns ({@code
+   * DestinationFetcher}), so that the pause does not fall in the run's first second. From the
+   * moment the pause is recorded on that host's cursor row (read back from the row: its {@code
+   * paused_until} less 2 s, on the database's clock, the machine's wall clock here) the host gets
+   * nothing for 2 s from any process, then resumes; the other two keep their pace meanwhile. Turns
+   * granted between the answer and the record are not recalled: that lag is printed. The other two
+   * hold 5/s over their steady parts and deliver it, and break the aggregate of 4/s: the twin of a
+   * fleet that paces each host at 1.25 x its ceiling.
    */
   @Test
   void aRetryAfterPausesItsHostAloneWhileTheOthersKeepPace() throws Exception {
@@ -352,29 +418,47 @@ class PerHostFleetTest {
     assertFewLateTurns(run, "per host beside a pause, the fleet", 3 * 5, PROCESSES);
 
     long pausedUntil;
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT (extract(epoch FROM paused_until) * 1000000)::bigint"
-            + " FROM pacer_cursor WHERE name = '" + paused + "'")) {
+    try (Connection c = TestDatabase.connect();
+        Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery(
+                "SELECT (extract(epoch FROM paused_until) * 1000000)::bigint"
+                    + " FROM pacer_cursor WHERE name = '"
+                    + paused
+                    + "'")) {
       assertThat(r.next()).isTrue();
       pausedUntil = r.getLong(1);
     }
     long recorded = pausedUntil - 2_000_000;
     Map<String, List<LoopbackHosts.Arrival>> byHost = hosts.byHost();
     List<LoopbackHosts.Arrival> a = byHost.get(paused);
-    long answered = a.stream().filter(x -> x.status() == 429).findFirst().orElseThrow()
-        .epochMicros();
-    long during = a.stream().filter(x -> x.epochMicros() > recorded + ON_THE_WIRE_MICROS
-        && x.epochMicros() < pausedUntil - 50_000).count();
-    long resumed = a.stream().mapToLong(LoopbackHosts.Arrival::epochMicros)
-        .filter(t -> t > recorded).max().orElseThrow();
+    long answered =
+        a.stream().filter(x -> x.status() == 429).findFirst().orElseThrow().epochMicros();
+    long during =
+        a.stream()
+            .filter(
+                x ->
+                    x.epochMicros() > recorded + ON_THE_WIRE_MICROS
+                        && x.epochMicros() < pausedUntil - 50_000)
+            .count();
+    long resumed =
+        a.stream()
+            .mapToLong(LoopbackHosts.Arrival::epochMicros)
+            .filter(t -> t > recorded)
+            .max()
+            .orElseThrow();
     List<Long> othersDuring = new ArrayList<>();
     for (int i = 1; i < 3; i++) {
-      othersDuring.add(byHost.get(hosts.hosts().get(i)).stream()
-          .filter(x -> x.epochMicros() >= recorded && x.epochMicros() < pausedUntil).count());
+      othersDuring.add(
+          byHost.get(hosts.hosts().get(i)).stream()
+              .filter(x -> x.epochMicros() >= recorded && x.epochMicros() < pausedUntil)
+              .count());
       List<LoopbackHosts.Arrival> other = byHost.get(hosts.hosts().get(i));
-      assertThat(LoopbackHosts.busiestSecond(other)).as("busiest 1-s window at %s, arrivals at"
-          + " ms %s; sent (ms, lateness ms) %s", hosts.hosts().get(i), LoopbackHosts.offsets(other),
-          sent(job, hosts.hosts().get(i))).isLessThanOrEqualTo(6);
+      assertThat(LoopbackHosts.busiestSecond(other))
+          .as(
+              "busiest 1-s window at %s, arrivals at" + " ms %s; sent (ms, lateness ms) %s",
+              hosts.hosts().get(i), LoopbackHosts.offsets(other), sent(job, hosts.hosts().get(i)))
+          .isLessThanOrEqualTo(6);
       FleetBounds bounds = FleetBounds.at(5, "per host beside a pause, " + hosts.hosts().get(i));
       bounds.assertHeld(timeline(other), steady(other));
       bounds.assertDelivered(timeline(other), deliverable(5, other));
@@ -385,12 +469,17 @@ class PerHostFleetTest {
           .assertAggregateBroke(steady(other));
     }
     FleetBounds.at(5, "per host, the paused host " + paused).assertHeld(timeline(a), steady(a));
-    System.out.printf(Locale.ROOT, "per host, Retry-After 2 s at one of 3 hosts (5/s each): the"
+    System.out.printf(
+        Locale.ROOT,
+        "per host, Retry-After 2 s at one of 3 hosts (5/s each): the"
             + " pause was recorded %.0f ms after the 429 arrived; the host got %d request(s) in"
-            + " the pause; the others got %s in those 2 s%n", (recorded - answered) / 1e3, during,
+            + " the pause; the others got %s in those 2 s%n",
+        (recorded - answered) / 1e3,
+        during,
         othersDuring);
     assertThat(during).as("requests to the paused host during its pause").isZero();
-    assertThat(resumed).as("the paused host got requests after its pause")
+    assertThat(resumed)
+        .as("the paused host got requests after its pause")
         .isGreaterThan(pausedUntil - 50_000);
     // 10 turns each in 2 s at 5/s; at least 8.
     assertThat(othersDuring).allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(8));

@@ -24,8 +24,10 @@ import org.junit.jupiter.api.io.TempDir;
 class PoolerRestartTest {
 
   private static final int RATE = FaultRun.RATE;
+
   /** From the moment the fault begins to the moment the restart begins. */
   private static final long OUTAGE = 4 * FaultRun.SECOND;
+
   /**
    * PgBouncer turns its clients away for this long after a failed login to the server, even once
    * the server is back; its default, 15 s, would make the test that long longer.
@@ -94,7 +96,10 @@ class PoolerRestartTest {
     postgres.start();
     long up = System.nanoTime();
     String err = faults.finish(run, job, items);
-    pooler.log().lines().filter(l -> !l.contains("login attempt") && !l.contains("close request"))
+    pooler
+        .log()
+        .lines()
+        .filter(l -> !l.contains("login attempt") && !l.contains("close request"))
         .forEach(l -> System.out.println("pooled server restart | PgBouncer: " + l));
     // PgBouncer's last failed login was before the server came back: it logs in again, and
     // serves its clients, at most SERVER_LOGIN_RETRY later.
@@ -111,19 +116,26 @@ class PoolerRestartTest {
    * database answered again ({@code served}, at the latest) had ended; no worker exited; and the
    * outage was one the policy saw and saw end.
    */
-  private void assertRodeOut(String fault, long down, long up, long served,
-      Set<String> workersBefore, String err) {
+  private void assertRodeOut(
+      String fault, long down, long up, long served, Set<String> workersBefore, String err) {
     List<TestDestination.Arrival> arrivals = destination.arrivals();
     int during = count(arrivals, down, up);
-    System.out.printf("%s: %s; %.1f s outage, %d requests during it; per second from the outage"
-            + " on: %s%n", fault, TestDestination.timeline(arrivals), (up - down) / 1e9, during,
+    System.out.printf(
+        "%s: %s; %.1f s outage, %d requests during it; per second from the outage" + " on: %s%n",
+        fault,
+        TestDestination.timeline(arrivals),
+        (up - down) / 1e9,
+        during,
         perSecond(arrivals, down));
     TestDestination.assertHeldCeiling(arrivals, RATE);
-    assertThat(during).as("items in hand fetched during the outage, at the degraded rate")
+    assertThat(during)
+        .as("items in hand fetched during the outage, at the degraded rate")
         .isPositive();
     faults.assertFullRateAfterHandOver(arrivals, served);
-    assertThat(faults.workers(up, Long.MAX_VALUE)).as("no worker exited")
-        .isEqualTo(workersBefore).hasSize(3);
+    assertThat(faults.workers(up, Long.MAX_VALUE))
+        .as("no worker exited")
+        .isEqualTo(workersBefore)
+        .hasSize(3);
     assertThat(err).contains("unavailable", "PostgreSQL answers again");
   }
 

@@ -2,8 +2,8 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.testing.Timeline;
 import dev.pacer.postgres.RestartablePostgres;
+import dev.pacer.testing.Timeline;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -20,10 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The server turns read-only under a conveyor run (every session's {@code
- * default_transaction_read_only} on, by a configuration reload, as when it is made a standby's
- * twin or an operator freezes it), then writable again. The run degrades as in an outage: one
- * WARN per process that names the cause, no error repeated at every retry boundary, no worker
- * exiting, and every item done once the server takes writes again.
+ * default_transaction_read_only} on, by a configuration reload, as when it is made a standby's twin
+ * or an operator freezes it), then writable again. The run degrades as in an outage: one WARN per
+ * process that names the cause, no error repeated at every retry boundary, no worker exiting, and
+ * every item done once the server takes writes again.
  */
 class ReadOnlyServerTest {
 
@@ -40,11 +40,34 @@ class ReadOnlyServerTest {
     try (RestartablePostgres postgres = new RestartablePostgres();
         TestDestination destination = new TestDestination()) {
       Path input = Files.write(dir.resolve("urls.txt"), destination.items(ITEMS));
-      Process run = Cli.spawn(Map.of(), dir.resolve("out"), dir.resolve("err"),
-          "fetch", input.toString(), "--job", JOB, "--destination", JOB,
-          "--db", postgres.jdbcUrl(), "--processes", "2", "--threads", "4", "--concurrency", "4",
-          "--rate", String.valueOf(RATE), "--out", dir.resolve("bodies").toString(),
-          "--max-load", "1000", "--no-progress", "--lease-seconds", "20");
+      Process run =
+          Cli.spawn(
+              Map.of(),
+              dir.resolve("out"),
+              dir.resolve("err"),
+              "fetch",
+              input.toString(),
+              "--job",
+              JOB,
+              "--destination",
+              JOB,
+              "--db",
+              postgres.jdbcUrl(),
+              "--processes",
+              "2",
+              "--threads",
+              "4",
+              "--concurrency",
+              "4",
+              "--rate",
+              String.valueOf(RATE),
+              "--out",
+              dir.resolve("bodies").toString(),
+              "--max-load",
+              "1000",
+              "--no-progress",
+              "--lease-seconds",
+              "20");
       try {
         awaitArrivals(destination, 10);
         setReadOnly(postgres, true);
@@ -56,30 +79,39 @@ class ReadOnlyServerTest {
 
         assertThat(run.waitFor(60, TimeUnit.SECONDS)).as("the run finished").isTrue();
         String err = Files.readString(dir.resolve("err"));
-        err.lines().filter(l -> l.contains("WARN") || l.contains("ERROR")
-                || l.contains("answers again"))
+        err.lines()
+            .filter(l -> l.contains("WARN") || l.contains("ERROR") || l.contains("answers again"))
             .forEach(l -> System.out.println("read-only | " + l));
         assertThat(run.exitValue()).as(err).isZero();
         String[] out = Files.readString(dir.resolve("out")).strip().split("\n");
-        assertThat(out[out.length - 1]).contains("\"done\":" + ITEMS, "\"pending\":0",
-            "\"failed\":0");
+        assertThat(out[out.length - 1])
+            .contains("\"done\":" + ITEMS, "\"pending\":0", "\"failed\":0");
 
-        List<String> outageWarnings = err.lines()
-            .filter(l -> l.contains("WARN OutagePolicy") && l.contains("unavailable")).toList();
-        assertThat(outageWarnings).as("one outage WARN per worker process, not one per boundary")
-            .hasSize(2).allMatch(l -> l.contains("read-only"));
+        List<String> outageWarnings =
+            err.lines()
+                .filter(l -> l.contains("WARN OutagePolicy") && l.contains("unavailable"))
+                .toList();
+        assertThat(outageWarnings)
+            .as("one outage WARN per worker process, not one per boundary")
+            .hasSize(2)
+            .allMatch(l -> l.contains("read-only"));
         assertThat(err.lines().filter(l -> l.matches("\\S+ ERROR .*")).toList())
-            .as("nothing logged as an error").isEmpty();
+            .as("nothing logged as an error")
+            .isEmpty();
 
         List<TestDestination.Arrival> arrivals = destination.arrivals();
         Set<String> fetched = new HashSet<>();
         arrivals.forEach(a -> fetched.add(a.path()));
         assertThat(fetched).as("every item fetched").hasSize(ITEMS);
         Timeline fleet = TestDestination.timeline(arrivals);
-        long during = arrivals.stream()
-            .filter(a -> a.nanos() > readOnly + 3 * SECOND && a.nanos() < writable).count();
-        System.out.printf("read-only server: %s; %d requests from 3 s after it turned read-only"
-            + " until it was writable%n", fleet, during);
+        long during =
+            arrivals.stream()
+                .filter(a -> a.nanos() > readOnly + 3 * SECOND && a.nanos() < writable)
+                .count();
+        System.out.printf(
+            "read-only server: %s; %d requests from 3 s after it turned read-only"
+                + " until it was writable%n",
+            fleet, during);
         assertThat(during).as("no item claimed from a read-only server").isZero();
         TestDestination.assertBusiestWindowAtMost(arrivals, RATE + 1);
       } finally {
@@ -106,8 +138,10 @@ class ReadOnlyServerTest {
     try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
         Statement s = c.createStatement()) {
       s.execute("SET default_transaction_read_only = off");
-      s.execute(readOnly ? "ALTER SYSTEM SET default_transaction_read_only = on"
-          : "ALTER SYSTEM RESET default_transaction_read_only");
+      s.execute(
+          readOnly
+              ? "ALTER SYSTEM SET default_transaction_read_only = on"
+              : "ALTER SYSTEM RESET default_transaction_read_only");
       s.execute("SELECT pg_reload_conf()");
     }
   }

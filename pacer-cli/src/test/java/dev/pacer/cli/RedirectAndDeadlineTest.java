@@ -61,9 +61,21 @@ class RedirectAndDeadlineTest {
 
   private Cli.Result fetch(String job, List<String> urls, String... extra) throws IOException {
     Path input = Files.write(dir.resolve(job + ".txt"), urls);
-    List<String> args = new ArrayList<>(List.of("fetch", input.toString(), "--job", job,
-        "--destination", job, "--db", TestDatabase.jdbcUrl(), "--out",
-        dir.resolve("out").toString(), "--max-load", "1000"));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                input.toString(),
+                "--job",
+                job,
+                "--destination",
+                job,
+                "--db",
+                TestDatabase.jdbcUrl(),
+                "--out",
+                dir.resolve("out").toString(),
+                "--max-load",
+                "1000"));
     args.addAll(List.of(extra));
     return Cli.run(args.toArray(String[]::new));
   }
@@ -74,12 +86,15 @@ class RedirectAndDeadlineTest {
 
   @Test
   void eachSameHostRedirectHopTakesItsOwnTurn() throws Exception {
-    DoorServer server = serve(request -> {
-      String path = request.path();
-      return path.startsWith("/moved/")
-          ? Answer.status(301).with("Location", "/file/" + path.substring("/moved/".length()))
-          : Answer.text(200, "body of " + path);
-    });
+    DoorServer server =
+        serve(
+            request -> {
+              String path = request.path();
+              return path.startsWith("/moved/")
+                  ? Answer.status(301)
+                      .with("Location", "/file/" + path.substring("/moved/".length()))
+                  : Answer.text(200, "body of " + path);
+            });
     List<String> urls = new ArrayList<>();
     for (int i = 1; i <= 15; i++) {
       urls.add(base(server, "127.0.0.1") + "/moved/" + i);
@@ -96,11 +111,12 @@ class RedirectAndDeadlineTest {
     assertThat(door.peakOneSecondWindow()).as(door.toString()).isLessThanOrEqualTo(11);
     assertThat(door.spanSeconds()).as(door.toString()).isGreaterThanOrEqualTo(2.9 - 0.1);
     assertThat(run.number("requestsAtDestination")).isEqualTo(30);
-    assertThat(run.number("busiestOneSecondWindow")).isBetween(
-        (long) door.peakOneSecondWindow() - 1, (long) door.peakOneSecondWindow() + 1);
+    assertThat(run.number("busiestOneSecondWindow"))
+        .isBetween((long) door.peakOneSecondWindow() - 1, (long) door.peakOneSecondWindow() + 1);
     Path body = dir.resolve("out").resolve(job);
     try (var files = Files.walk(body)) {
-      assertThat(files.filter(Files::isRegularFile).toList()).hasSize(15)
+      assertThat(files.filter(Files::isRegularFile).toList())
+          .hasSize(15)
           .allSatisfy(f -> assertThat(f.getFileName().toString()).doesNotEndWith(".part"));
     }
   }
@@ -111,8 +127,14 @@ class RedirectAndDeadlineTest {
     String elsewhere = base(other, "localhost") + "/file";
     DoorServer server = serve(request -> Answer.status(302).with("Location", elsewhere));
     String job = job("redirect-cross-host");
-    Cli.Result run = fetch(job, List.of(base(server, "127.0.0.1") + "/moved"), "--rate", "10",
-        "--max-attempts", "1");
+    Cli.Result run =
+        fetch(
+            job,
+            List.of(base(server, "127.0.0.1") + "/moved"),
+            "--rate",
+            "10",
+            "--max-attempts",
+            "1");
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("failed")).isEqualTo(1);
@@ -124,39 +146,53 @@ class RedirectAndDeadlineTest {
   void aBodyThatTricklesFailsAtTheDeadlineAndFreesItsThread() throws Exception {
     // The door writes each answer whole; this destination sends a body a byte at a time.
     trickler = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
-    trickler.setExecutor(Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "trickling-destination");
-      t.setDaemon(true);
-      return t;
-    }));
-    trickler.createContext("/", exchange -> {
-      if (exchange.getRequestURI().getPath().startsWith("/slow")) {
-        try {
-          exchange.sendResponseHeaders(200, 1_000_000);
-          OutputStream out = exchange.getResponseBody();
-          for (int i = 0; i < 600; i++) {
-            out.write('x');
-            out.flush();
-            Thread.sleep(100);
+    trickler.setExecutor(
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "trickling-destination");
+              t.setDaemon(true);
+              return t;
+            }));
+    trickler.createContext(
+        "/",
+        exchange -> {
+          if (exchange.getRequestURI().getPath().startsWith("/slow")) {
+            try {
+              exchange.sendResponseHeaders(200, 1_000_000);
+              OutputStream out = exchange.getResponseBody();
+              for (int i = 0; i < 600; i++) {
+                out.write('x');
+                out.flush();
+                Thread.sleep(100);
+              }
+            } catch (IOException | InterruptedException e) {
+              exchange.close();
+            }
+          } else {
+            byte[] quick = "quick".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, quick.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+              out.write(quick);
+            }
           }
-        } catch (IOException | InterruptedException e) {
-          exchange.close();
-        }
-      } else {
-        byte[] quick = "quick".getBytes(StandardCharsets.UTF_8);
-        exchange.sendResponseHeaders(200, quick.length);
-        try (OutputStream out = exchange.getResponseBody()) {
-          out.write(quick);
-        }
-      }
-    });
+        });
     trickler.start();
     String base = "http://127.0.0.1:" + trickler.getAddress().getPort();
     String job = job("trickle");
     long started = System.nanoTime();
     // One thread: the quick items can only be fetched once the trickling one has let go of it.
-    Cli.Result run = fetch(job, List.of(base + "/slow", base + "/quick/1", base + "/quick/2"),
-        "--rate", "20", "--concurrency", "1", "--request-timeout", "1", "--max-attempts", "1");
+    Cli.Result run =
+        fetch(
+            job,
+            List.of(base + "/slow", base + "/quick/1", base + "/quick/2"),
+            "--rate",
+            "20",
+            "--concurrency",
+            "1",
+            "--request-timeout",
+            "1",
+            "--max-attempts",
+            "1");
     double seconds = (System.nanoTime() - started) / 1e9;
 
     assertThat(run.code()).as(run.err()).isEqualTo(0);
@@ -169,8 +205,10 @@ class RedirectAndDeadlineTest {
 
   private static String lastError(String job) throws Exception {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement("SELECT string_agg(last_error, ' | ')"
-            + " FROM pacer_item WHERE job = ? AND state = 'failed'")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT string_agg(last_error, ' | ')"
+                    + " FROM pacer_item WHERE job = ? AND state = 'failed'")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();

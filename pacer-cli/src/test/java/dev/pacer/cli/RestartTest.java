@@ -34,10 +34,31 @@ class RestartTest {
       Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));
       // Two workers, one slot: one fetches, the other waits. The restart may outlast the slot's
       // lease; afterwards one worker must fetch alone again, not both side by side.
-      Process run = Cli.spawn(Map.of(), dir.resolve("run.out"), dir.resolve("run.err"),
-          "fetch", input.toString(), "--data-dir", home, "--destination", "restart-cap-test",
-          "--processes", "2", "--max-dispatches", "1", "--threads", "2", "--rate", "10",
-          "--concurrency", "2", "--out", dir.resolve("out").toString(), "--max-load", "1000");
+      Process run =
+          Cli.spawn(
+              Map.of(),
+              dir.resolve("run.out"),
+              dir.resolve("run.err"),
+              "fetch",
+              input.toString(),
+              "--data-dir",
+              home,
+              "--destination",
+              "restart-cap-test",
+              "--processes",
+              "2",
+              "--max-dispatches",
+              "1",
+              "--threads",
+              "2",
+              "--rate",
+              "10",
+              "--concurrency",
+              "2",
+              "--out",
+              dir.resolve("out").toString(),
+              "--max-load",
+              "1000");
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
       while (destination.arrivals().size() < 8 && System.nanoTime() < deadline) {
         Thread.sleep(20);
@@ -64,7 +85,8 @@ class RestartTest {
         previous = a.worker();
         sequence.append(a.worker()).append(' ');
       }
-      assertThat(switches).as("changes of fetching worker in %s%n%s", sequence, err)
+      assertThat(switches)
+          .as("changes of fetching worker in %s%n%s", sequence, err)
           .isLessThanOrEqualTo(2);
     }
   }
@@ -74,10 +96,25 @@ class RestartTest {
     String home = dir.resolve("pacer-home").toString();
     try (TestDestination destination = new TestDestination()) {
       Path input = Files.write(dir.resolve("urls.txt"), destination.items(40));
-      Process run = Cli.spawn(Map.of(), dir.resolve("run.out"), dir.resolve("run.err"),
-          "fetch", input.toString(), "--data-dir", home, "--destination", "restart-test",
-          "--rate", "10", "--concurrency", "2", "--out", dir.resolve("out").toString(),
-          "--max-load", "1000");
+      Process run =
+          Cli.spawn(
+              Map.of(),
+              dir.resolve("run.out"),
+              dir.resolve("run.err"),
+              "fetch",
+              input.toString(),
+              "--data-dir",
+              home,
+              "--destination",
+              "restart-test",
+              "--rate",
+              "10",
+              "--concurrency",
+              "2",
+              "--out",
+              dir.resolve("out").toString(),
+              "--max-load",
+              "1000");
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
       while (destination.arrivals().size() < 12 && System.nanoTime() < deadline) {
         Thread.sleep(20);

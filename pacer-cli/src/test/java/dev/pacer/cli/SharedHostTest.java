@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The embedded PostgreSQL on a host shared with other accounts: its directory is the owner's
- * alone, every connection must prove the secret, a cluster initialised with trust is migrated,
- * and {@code db stop} signals only this directory's postmaster.
+ * The embedded PostgreSQL on a host shared with other accounts: its directory is the owner's alone,
+ * every connection must prove the secret, a cluster initialised with trust is migrated, and {@code
+ * db stop} signals only this directory's postmaster.
  */
 class SharedHostTest {
 
@@ -50,13 +50,15 @@ class SharedHostTest {
     String secret = Files.readString(secretFile).trim();
     assertThat(started.out()).contains("password=***").doesNotContain(secret);
     assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(home())))
-        .as("an existing wider directory is tightened").isEqualTo("rwx------");
+        .as("an existing wider directory is tightened")
+        .isEqualTo("rwx------");
     assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(secretFile)))
         .isEqualTo("rw-------");
     assertThat(secret).hasSize(43);
     try (var binaries = Files.list(home().resolve("pg-binaries"))) {
       assertThat(binaries.filter(p -> Files.isExecutable(p.resolve("bin/postgres"))))
-          .as("binaries unpacked under the data directory").isNotEmpty();
+          .as("binaries unpacked under the data directory")
+          .isNotEmpty();
     }
     int port = port(started.out());
 
@@ -69,15 +71,22 @@ class SharedHostTest {
     withoutTls.setProperty("user", "postgres");
     withoutTls.setProperty("password", secret);
     withoutTls.setProperty("sslmode", "disable");
-    assertThatThrownBy(() -> DriverManager.getConnection(
-            "jdbc:postgresql://127.0.0.1:" + port + "/postgres", withoutTls).close())
-        .as("over TCP, the secret only inside TLS").isInstanceOf(SQLException.class)
+    assertThatThrownBy(
+            () ->
+                DriverManager.getConnection(
+                        "jdbc:postgresql://127.0.0.1:" + port + "/postgres", withoutTls)
+                    .close())
+        .as("over TCP, the secret only inside TLS")
+        .isInstanceOf(SQLException.class)
         .hasMessageContaining("no encryption");
 
-    assumeTrue(isRoot() && Files.isExecutable(Path.of("/usr/sbin/runuser")),
+    assumeTrue(
+        isRoot() && Files.isExecutable(Path.of("/usr/sbin/runuser")),
         "reading as another account needs root and runuser");
-    Process other = new ProcessBuilder("/usr/sbin/runuser", "-u", "nobody", "--",
-        "cat", secretFile.toString()).redirectErrorStream(true).start();
+    Process other =
+        new ProcessBuilder("/usr/sbin/runuser", "-u", "nobody", "--", "cat", secretFile.toString())
+            .redirectErrorStream(true)
+            .start();
     String said = new String(other.getInputStream().readAllBytes());
     assertThat(other.waitFor()).as(said).isNotZero();
     assertThat(said).contains("Permission denied").doesNotContain(secret);
@@ -87,8 +96,8 @@ class SharedHostTest {
   void aClusterInitialisedWithTrustIsMigrated() throws Exception {
     Path pgData = home().resolve("pgdata");
     Files.createDirectories(home());
-    try (EmbeddedPostgres old = EmbeddedPostgres.builder().setDataDirectory(pgData)
-        .setCleanDataDirectory(false).start()) {
+    try (EmbeddedPostgres old =
+        EmbeddedPostgres.builder().setDataDirectory(pgData).setCleanDataDirectory(false).start()) {
       try (Connection c = old.getPostgresDatabase().getConnection()) {
         assertThat(c.isValid(5)).as("trust: no password needed").isTrue();
       }
@@ -104,7 +113,9 @@ class SharedHostTest {
       assertThat(c.isValid(5)).isTrue();
     }
     assertThat(Files.readString(pgData.resolve("pg_hba.conf")))
-        .doesNotContain("trust").contains("scram-sha-256").contains("hostssl")
+        .doesNotContain("trust")
+        .contains("scram-sha-256")
+        .contains("hostssl")
         .doesNotContainPattern("(?m)^host ");
   }
 
@@ -113,11 +124,14 @@ class SharedHostTest {
     Path pgData = Files.createDirectories(home().resolve("pgdata"));
     Process bystander = new ProcessBuilder("sleep", "60").start();
     try {
-      Files.writeString(pgData.resolve("postmaster.pid"),
+      Files.writeString(
+          pgData.resolve("postmaster.pid"),
           bystander.pid() + "\n" + pgData + "\n1700000000\n5432\n/tmp\n127.0.0.1\n0 0\nready\n");
       Cli.Result stop = Cli.run("db", "stop", "--data-dir", home().toString());
       assertThat(stop.code()).as(stop.err()).isZero();
-      assertThat(stop.out()).contains("pid " + bystander.pid()).contains("'sleep', not postgres")
+      assertThat(stop.out())
+          .contains("pid " + bystander.pid())
+          .contains("'sleep', not postgres")
           .contains("Nothing was signalled");
       assertThat(bystander.isAlive()).as("the process the stale file names").isTrue();
     } finally {

@@ -22,13 +22,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 
 /**
- * A local HTTP destination for end-to-end tests, on the door that every module's fleet tests
- * share ({@link DoorServer}, stamping each request at the socket): records every arrival (when,
- * which path, which worker, what it answered) and answers what the test's rule says for (path, attempt number of
- * that path, starting at 1): 200 by default, or 429, 503, 403, 500 on demand. It can take its time
- * over each answer ({@link #answeringAfter}), and counts the requests it has open at once, from
- * the moment its handler starts to the moment before it answers: a request counted open here was
- * certainly in flight at the client too.
+ * A local HTTP destination for end-to-end tests, on the door that every module's fleet tests share
+ * ({@link DoorServer}, stamping each request at the socket): records every arrival (when, which
+ * path, which worker, what it answered) and answers what the test's rule says for (path, attempt
+ * number of that path, starting at 1): 200 by default, or 429, 503, 403, 500 on demand. It can take
+ * its time over each answer ({@link #answeringAfter}), and counts the requests it has open at once,
+ * from the moment its handler starts to the moment before it answers: a request counted open here
+ * was certainly in flight at the client too.
  */
 final class TestDestination implements AutoCloseable {
 
@@ -36,17 +36,19 @@ final class TestDestination implements AutoCloseable {
 
   /**
    * The aggregate rate's tolerance in {@link #assertHeldCeiling}. Runs whose busiest window held
-   * were within 0.25 % of the ceiling (pooled 20.03/s, two invocations 20.05/s, conveyor 19.96/s
-   * at 20/s); 2 % leaves room for a 50-ms span shortfall on a 4-s run.
+   * were within 0.25 % of the ceiling (pooled 20.03/s, two invocations 20.05/s, conveyor 19.96/s at
+   * 20/s); 2 % leaves room for a 50-ms span shortfall on a 4-s run.
    */
   static final double RATE_TOLERANCE = 0.02;
+
   /**
-   * The span's tolerance in {@link #assertHeldCeiling}. After the first second, the offsets of
-   * the arrivals from the ideal grid {@code first + k / rate} (printed by every fleet test) spread
-   * over at most 28 ms in the conveyor, pooled and two-invocation runs measured at 10/s and 20/s,
-   * on two cores shared with other builds; 50 ms is nearly twice that.
+   * The span's tolerance in {@link #assertHeldCeiling}. After the first second, the offsets of the
+   * arrivals from the ideal grid {@code first + k / rate} (printed by every fleet test) spread over
+   * at most 28 ms in the conveyor, pooled and two-invocation runs measured at 10/s and 20/s, on two
+   * cores shared with other builds; 50 ms is nearly twice that.
    */
   static final double SPAN_TOLERANCE_SECONDS = 0.05;
+
   private static final long SECOND = 1_000_000_000L;
 
   private final DoorServer server;
@@ -103,8 +105,8 @@ final class TestDestination implements AutoCloseable {
   }
 
   /**
-   * From now on, answers a path's first {@code hops} requests with a redirect to the same path
-   * (its query counting the hop), each a request of its own that takes a turn of its own: an item
+   * From now on, answers a path's first {@code hops} requests with a redirect to the same path (its
+   * query counting the hop), each a request of its own that takes a turn of its own: an item
    * claimed then keeps asking for turns until its hops run out, with no new claim. 0 ends it.
    */
   TestDestination redirectingUpTo(int hops) {
@@ -143,7 +145,8 @@ final class TestDestination implements AutoCloseable {
 
   List<Arrival> arrivals() {
     return server.arrivals().stream()
-        .map(a -> new Arrival(a.nanos(), a.path(), a.worker(), a.status())).toList();
+        .map(a -> new Arrival(a.nanos(), a.path(), a.worker(), a.status()))
+        .toList();
   }
 
   /** The arrivals as a timeline: the figures the fleet bounds are stated in. */
@@ -153,10 +156,10 @@ final class TestDestination implements AutoCloseable {
 
   /**
    * The timeline's figures, where its busiest 1-s window starts (seconds after the first arrival)
-   * and the arrivals per whole second from the first, each worker's first and last arrival, and
-   * the arrivals of the busiest window with their workers: enough to tell a burst of turns that
-   * left together from a cold JVM (in the fleet's first second, or when a worker that started
-   * later sends its first requests) from an excess later in the run.
+   * and the arrivals per whole second from the first, each worker's first and last arrival, and the
+   * arrivals of the busiest window with their workers: enough to tell a burst of turns that left
+   * together from a cold JVM (in the fleet's first second, or when a worker that started later
+   * sends its first requests) from an excess later in the run.
    */
   static String describe(List<Arrival> arrivals) {
     List<Long> instants = arrivals.stream().map(Arrival::nanos).sorted().toList();
@@ -183,17 +186,34 @@ final class TestDestination implements AutoCloseable {
       }
     }
     StringBuilder window = new StringBuilder();
-    arrivals.stream().filter(a -> a.nanos() >= windowStart && a.nanos() - windowStart < SECOND)
+    arrivals.stream()
+        .filter(a -> a.nanos() >= windowStart && a.nanos() - windowStart < SECOND)
         .sorted(Comparator.comparingLong(Arrival::nanos))
-        .forEach(a -> window.append(String.format(Locale.ROOT, " %.3f:%s",
-            (a.nanos() - first) / 1e9, a.worker())));
+        .forEach(
+            a ->
+                window.append(
+                    String.format(Locale.ROOT, " %.3f:%s", (a.nanos() - first) / 1e9, a.worker())));
     StringBuilder perWorker = new StringBuilder();
-    workers.forEach((w, t) -> perWorker.append(String.format(Locale.ROOT,
-        " pid %s: %d in [%.3f, %.3f] s, %d in the busiest window;", w, t.getCount(),
-        (t.getMin() - first) / 1e9, (t.getMax() - first) / 1e9, inWindow.getOrDefault(w, 0))));
-    return String.format(Locale.ROOT, "%s; busiest window starts %.3f s after the first arrival;"
+    workers.forEach(
+        (w, t) ->
+            perWorker.append(
+                String.format(
+                    Locale.ROOT,
+                    " pid %s: %d in [%.3f, %.3f] s, %d in the busiest window;",
+                    w,
+                    t.getCount(),
+                    (t.getMin() - first) / 1e9,
+                    (t.getMax() - first) / 1e9,
+                    inWindow.getOrDefault(w, 0))));
+    return String.format(
+        Locale.ROOT,
+        "%s; busiest window starts %.3f s after the first arrival;"
             + " per second from the first: %s; per worker:%s busiest window (s:pid):%s",
-        timeline(arrivals), (peakStart - first) / 1e9, perSecond, perWorker, window);
+        timeline(arrivals),
+        (peakStart - first) / 1e9,
+        perSecond,
+        perWorker,
+        window);
   }
 
   /**
@@ -209,37 +229,47 @@ final class TestDestination implements AutoCloseable {
       long first = arrivals.stream().mapToLong(Arrival::nanos).min().getAsLong();
       long last = arrivals.stream().mapToLong(Arrival::nanos).max().getAsLong();
       long step = WallClockSteps.get().largestStepBetween(first - 10 * SECOND, last);
-      assumeTrue(step == 0, String.format(Locale.ROOT, "this host's wall clock stepped %.0f ms"
-          + " forward during the run, and the busiest 1-s window held %d against at most %d: %s",
-          step / 1e6, fleet.peakOneSecondWindow(), most, describe(arrivals)));
+      assumeTrue(
+          step == 0,
+          String.format(
+              Locale.ROOT,
+              "this host's wall clock stepped %.0f ms"
+                  + " forward during the run, and the busiest 1-s window held %d against at most %d: %s",
+              step / 1e6,
+              fleet.peakOneSecondWindow(),
+              most,
+              describe(arrivals)));
     }
-    assertThat(fleet.peakOneSecondWindow()).as("busiest 1-s window: " + describe(arrivals))
+    assertThat(fleet.peakOneSecondWindow())
+        .as("busiest 1-s window: " + describe(arrivals))
         .isLessThanOrEqualTo(most);
   }
 
   /**
    * The fleet bounds, judged where requests arrive and from the very first one, for {@code rate}
    * per second: no sliding 1-s window holds more than {@code rate + 1} arrivals (the turns are
-   * {@code 1/rate} apart, so a window holds {@code rate} of them, plus one when send jitter
-   * moves a turn's arrival across the window's edge); the aggregate rate is at most {@code rate}
-   * times {@code 1 + RATE_TOLERANCE}; and the span is at least {@code (n - 1) / rate} less
-   * {@code SPAN_TOLERANCE_SECONDS}.
+   * {@code 1/rate} apart, so a window holds {@code rate} of them, plus one when send jitter moves a
+   * turn's arrival across the window's edge); the aggregate rate is at most {@code rate} times
+   * {@code 1 + RATE_TOLERANCE}; and the span is at least {@code (n - 1) / rate} less {@code
+   * SPAN_TOLERANCE_SECONDS}.
    */
   static void assertHeldCeiling(List<Arrival> arrivals, double rate) {
     Timeline fleet = timeline(arrivals);
     String figures = describe(arrivals) + gridOffsets(arrivals, rate);
     System.out.println("fleet bounds at " + rate + "/s: " + figures);
     assertBusiestWindowAtMost(arrivals, (int) Math.floor(rate) + 1);
-    assertThat(fleet.aggregateRatePerSecond()).as("aggregate rate: " + figures)
+    assertThat(fleet.aggregateRatePerSecond())
+        .as("aggregate rate: " + figures)
         .isLessThanOrEqualTo(rate * (1 + RATE_TOLERANCE));
-    assertThat(fleet.spanSeconds()).as("span: " + figures)
+    assertThat(fleet.spanSeconds())
+        .as("span: " + figures)
         .isGreaterThanOrEqualTo((fleet.size() - 1) / rate - SPAN_TOLERANCE_SECONDS);
   }
 
   /**
-   * How far the k-th arrival is from the ideal grid {@code first + k / rate}, as the range of
-   * those offsets over the first second of the run and over the rest: the send jitter that the
-   * span and aggregate tolerances must absorb.
+   * How far the k-th arrival is from the ideal grid {@code first + k / rate}, as the range of those
+   * offsets over the first second of the run and over the rest: the send jitter that the span and
+   * aggregate tolerances must absorb.
    */
   private static String gridOffsets(List<Arrival> arrivals, double rate) {
     List<Long> instants = arrivals.stream().map(Arrival::nanos).sorted().toList();
@@ -249,24 +279,30 @@ final class TestDestination implements AutoCloseable {
       long offset = instants.get(k) - instants.get(0) - Math.round(k * 1e9 / rate);
       (instants.get(k) - instants.get(0) < SECOND ? early : later).accept(offset);
     }
-    return String.format(Locale.ROOT, "; offsets from the ideal grid: first second [%.1f, %.1f] ms,"
-            + " later [%.1f, %.1f] ms", early.getMin() / 1e6, early.getMax() / 1e6,
-        later.getMin() / 1e6, later.getMax() / 1e6);
+    return String.format(
+        Locale.ROOT,
+        "; offsets from the ideal grid: first second [%.1f, %.1f] ms," + " later [%.1f, %.1f] ms",
+        early.getMin() / 1e6,
+        early.getMax() / 1e6,
+        later.getMin() / 1e6,
+        later.getMax() / 1e6);
   }
 
   /**
    * What the same run paced per process (each process alone at {@code rate}) does to the bounds of
    * {@link #assertHeldCeiling}: its busiest window holds more than {@code rate + 1} arrivals and
-   * its aggregate rate is above the tolerance. A twin test asserts this to show that the fleet
-   * test can fail.
+   * its aggregate rate is above the tolerance. A twin test asserts this to show that the fleet test
+   * can fail.
    */
   static void assertBrokeCeiling(List<Arrival> arrivals, double rate) {
     Timeline fleet = timeline(arrivals);
     String figures = describe(arrivals);
     System.out.println("per-process pacing at " + rate + "/s: " + figures);
-    assertThat(fleet.peakOneSecondWindow()).as("busiest 1-s window: " + figures)
+    assertThat(fleet.peakOneSecondWindow())
+        .as("busiest 1-s window: " + figures)
         .isGreaterThan((int) Math.floor(rate) + 1);
-    assertThat(fleet.aggregateRatePerSecond()).as("aggregate rate: " + figures)
+    assertThat(fleet.aggregateRatePerSecond())
+        .as("aggregate rate: " + figures)
         .isGreaterThan(rate * (1 + RATE_TOLERANCE));
   }
 
@@ -308,8 +344,11 @@ final class TestDestination implements AutoCloseable {
   static long longestGap(List<Arrival> arrivals, long from) {
     long previous = from;
     long longest = 0;
-    for (Arrival a : arrivals.stream().filter(a -> a.nanos() >= from)
-        .sorted(Comparator.comparingLong(Arrival::nanos)).toList()) {
+    for (Arrival a :
+        arrivals.stream()
+            .filter(a -> a.nanos() >= from)
+            .sorted(Comparator.comparingLong(Arrival::nanos))
+            .toList()) {
       longest = Math.max(longest, a.nanos() - previous);
       previous = a.nanos();
     }

@@ -12,8 +12,9 @@ class VersionTest {
 
   @Test
   void theVersionPrintedIsTheRootPomsRevision() throws Exception {
-    Matcher revision = Pattern.compile("<revision>([^<]+)</revision>")
-        .matcher(Files.readString(Path.of("..", "pom.xml")));
+    Matcher revision =
+        Pattern.compile("<revision>([^<]+)</revision>")
+            .matcher(Files.readString(Path.of("..", "pom.xml")));
     assertThat(revision.find()).as("a <revision> in the root POM").isTrue();
     Cli.Result run = Cli.run("--version");
     assertThat(run.code()).isZero();

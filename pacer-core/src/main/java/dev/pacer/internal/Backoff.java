@@ -3,9 +3,9 @@ package dev.pacer.internal;
 /**
  * The backoff rule, the one home of its arithmetic: a rate-pressure answer doubles the multiplier,
  * up to {@link #MAX_MULTIPLIER}; {@link #CLEAN_STREAK_TO_DECAY} clean answers since the last one
- * halve it, never below 1. {@code BackoffScope} publishes the two constants for backends that
- * write the rule in another language (the PostgreSQL statement); {@code LocalCursor} and the
- * limiter's fleet multiplier apply {@link #doubled} and {@link #halved}.
+ * halve it, never below 1. {@code BackoffScope} publishes the two constants for backends that write
+ * the rule in another language (the PostgreSQL statement); {@code LocalCursor} and the limiter's
+ * fleet multiplier apply {@link #doubled} and {@link #halved}.
  *
  * <p>An instance is the per-process throttle multiplier on a destination's interval: "throttle,
  * don't halt".
@@ -20,6 +20,7 @@ public final class Backoff {
 
   /** The most a backoff widens the interval. */
   public static final int MAX_MULTIPLIER = 16;
+
   /** Clean answers since the last rate-pressure answer that halve the multiplier. */
   public static final int CLEAN_STREAK_TO_DECAY = 100;
 

@@ -43,8 +43,8 @@ package dev.pacer.internal;
  * When there is no stored cursor (a deleted row) or it must be reset, the turns already handed out
  * are still on their way; starting at {@code now} would overlap them, a burst of as many turns as
  * were queued. So the caller says {@code earliest}: the soonest a turn may start if the cursor was
- * lost, from what it knows (where it last saw the cursor, plus the most turns the rest of the
- * fleet can hold beyond that). An intact cursor ignores it: it already orders every turn.
+ * lost, from what it knows (where it last saw the cursor, plus the most turns the rest of the fleet
+ * can hold beyond that). An intact cursor ignores it: it already orders every turn.
  *
  * <h2>Refusals and resets</h2>
  *
@@ -56,8 +56,8 @@ package dev.pacer.internal;
  * of the pause recorded with the cursor, a pause being believed no further ahead of now than the
  * longest any destination may ask for ({@code longestPause}): a row that says more came from
  * something else. A store that can hold such a cursor reads it through {@link #plausible}, which
- * treats it as lost, and the caller starts at {@code earliest}, which costs at most one early
- * turn. With a bound of 2 min and a longest pause of a day, at now = 0 (minutes):
+ * treats it as lost, and the caller starts at {@code earliest}, which costs at most one early turn.
+ * With a bound of 2 min and a longest pause of a day, at now = 0 (minutes):
  *
  * <pre>
  *   cursor  pause ends  bound counted from  read as
@@ -75,6 +75,7 @@ public final class Pacing {
 
   /** The value of a cursor that was never set, or was cleared. */
   public static final long NO_CURSOR = Long.MIN_VALUE;
+
   /** The end of a pause that was never recorded. */
   public static final long NO_PAUSE = Long.MIN_VALUE;
 

@@ -13,9 +13,9 @@ import java.util.OptionalInt;
  * #reserve} or {@link #tryReserve}: when the store cannot be consulted they answer {@link
  * Reservation#unavailable()} and the caller decides how to pace without it.
  *
- * <p>A granted turn's wait is measured from the moment the call returns: a cursor whose store is
- * a round trip away accounts for the trip, so that its turn starts at the instant its store
- * computed, not one round trip late.
+ * <p>A granted turn's wait is measured from the moment the call returns: a cursor whose store is a
+ * round trip away accounts for the trip, so that its turn starts at the instant its store computed,
+ * not one round trip late.
  *
  * <p>Implementations must be safe for concurrent use by many threads.
  */
@@ -92,8 +92,8 @@ public interface Cursor {
    * included, as far as the cursor last learned it; empty if it cannot tell. Answered from what the
    * cursor already knows, never by a round trip of its own, and so, once its store is lost, the
    * count from just before. A limiter asks it after each shared turn, and while the store is
-   * unavailable paces at the ceiling divided by the larger of the last answer and the
-   * destination's {@code maxFetchingProcesses} (the answer counted to at most {@link
+   * unavailable paces at the ceiling divided by the larger of the last answer and the destination's
+   * {@code maxFetchingProcesses} (the answer counted to at most {@link
    * dev.pacer.Destination#MOST_PROCESSES_COUNTED}). A cursor that counts no one answers empty.
    *
    * @param name the destination's name, the key of its cursor
@@ -129,8 +129,8 @@ public interface Cursor {
    * @return the turn granted, its wait and the multiplier applied, or why there is none
    * @throws UnsupportedOperationException unless {@link #keepsFleetBackoff()}
    */
-  default Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
-      Duration maxWait, int cleanAnswers) {
+  default Reservation reserveUnderFleetBackoff(
+      String name, Duration interval, Duration notBefore, Duration maxWait, int cleanAnswers) {
     throw new UnsupportedOperationException(this + " keeps no fleet backoff");
   }
 
@@ -161,9 +161,9 @@ public interface Cursor {
   }
 
   /**
-   * Records a lockout of {@code name} for every process that shares this cursor: later
-   * reservations answer {@link Reservation#lockedOut}, until {@link #clearLockout}, and the
-   * cursor's listeners hear of it at once. The first reason recorded is kept. Never throws.
+   * Records a lockout of {@code name} for every process that shares this cursor: later reservations
+   * answer {@link Reservation#lockedOut}, until {@link #clearLockout}, and the cursor's listeners
+   * hear of it at once. The first reason recorded is kept. Never throws.
    *
    * @param name the destination's name, the key of its cursor
    * @param reason why, as the operator will read it
@@ -182,8 +182,8 @@ public interface Cursor {
   default void clearLockout(String name) {}
 
   /**
-   * Tells {@code listener} of the pauses and lockouts of {@code name} that any process records,
-   * as they happen, and of those already in force. A cursor that cannot tell ignores it.
+   * Tells {@code listener} of the pauses and lockouts of {@code name} that any process records, as
+   * they happen, and of those already in force. A cursor that cannot tell ignores it.
    *
    * @param name the destination's name, the key of its cursor
    * @param listener told of each pause and lockout
@@ -191,9 +191,9 @@ public interface Cursor {
   default void listen(String name, Listener listener) {}
 
   /**
-   * Stops telling {@code listener} of the pauses and lockouts of {@code name}: what {@link
-   * #listen} added, removed, so that a destination no one here paces any more costs the cursor
-   * nothing. A cursor that cannot tell, or that was never asked to, ignores it. Never throws.
+   * Stops telling {@code listener} of the pauses and lockouts of {@code name}: what {@link #listen}
+   * added, removed, so that a destination no one here paces any more costs the cursor nothing. A
+   * cursor that cannot tell, or that was never asked to, ignores it. Never throws.
    *
    * @param name the destination's name, the key of its cursor
    * @param listener a listener added for {@code name}

@@ -6,8 +6,8 @@ import java.util.Objects;
  * Where a destination's fleet-wide concurrency slots live, for destinations built with {@link
  * dev.pacer.Destination.Builder#maxConcurrencyFleetWide(int)}: {@code n} numbered slots per
  * destination, each held by at most one request anywhere in the fleet. The PostgreSQL
- * implementation in {@code pacer-postgres} keeps them as expiring leases in a table, so that a
- * slot whose holder died without giving it back is free again within a bounded time.
+ * implementation in {@code pacer-postgres} keeps them as expiring leases in a table, so that a slot
+ * whose holder died without giving it back is free again within a bounded time.
  *
  * <p>{@link #tryTake} never waits for a slot and never throws: it answers with a {@link Claim}, a
  * value that says taken, full or unavailable. The waiting, and what a process does while the store

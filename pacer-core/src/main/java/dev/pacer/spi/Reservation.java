@@ -32,10 +32,13 @@ public final class Reservation {
       new Reservation(Outcome.UNAVAILABLE, null, Duration.ZERO, null);
 
   private final Outcome outcome;
+
   /** Until the turn, from the answer; negative when the turn began before the cursor answered. */
   private final Duration wait;
+
   private final Duration handOverLeft;
   private final String lockoutReason;
+
   /** The fleet's backoff multiplier the cursor applied; 0 when it keeps none. */
   private final int fleetBackoff;
 
@@ -43,7 +46,11 @@ public final class Reservation {
     this(outcome, wait, handOverLeft, lockoutReason, 0);
   }
 
-  private Reservation(Outcome outcome, Duration wait, Duration handOverLeft, String lockoutReason,
+  private Reservation(
+      Outcome outcome,
+      Duration wait,
+      Duration handOverLeft,
+      String lockoutReason,
       int fleetBackoff) {
     this.outcome = outcome;
     this.wait = wait;
@@ -258,8 +265,11 @@ public final class Reservation {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof Reservation r && r.outcome == outcome && Objects.equals(r.wait, wait)
-        && r.handOverLeft.equals(handOverLeft) && Objects.equals(r.lockoutReason, lockoutReason)
+    return o instanceof Reservation r
+        && r.outcome == outcome
+        && Objects.equals(r.wait, wait)
+        && r.handOverLeft.equals(handOverLeft)
+        && Objects.equals(r.lockoutReason, lockoutReason)
         && r.fleetBackoff == fleetBackoff;
   }
 
@@ -271,8 +281,11 @@ public final class Reservation {
   @Override
   public String toString() {
     return outcome == Outcome.GRANTED
-        ? "GRANTED(wait=" + wait + (isHandOver() ? ", hand-over for " + handOverLeft : "")
-            + (fleetBackoff == 0 ? "" : ", fleet backoff x" + fleetBackoff) + ")"
+        ? "GRANTED(wait="
+            + wait
+            + (isHandOver() ? ", hand-over for " + handOverLeft : "")
+            + (fleetBackoff == 0 ? "" : ", fleet backoff x" + fleetBackoff)
+            + ")"
         : outcome == Outcome.LOCKED_OUT ? "LOCKED_OUT(" + lockoutReason + ")" : outcome.name();
   }
 }

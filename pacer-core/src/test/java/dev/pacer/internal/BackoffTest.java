@@ -63,9 +63,12 @@ class BackoffTest {
     assertThat(Backoff.halved(1)).as("never below 1").isEqualTo(1);
     assertThat(Backoff.halves(99)).isFalse();
     assertThat(Backoff.halves(100)).isTrue();
-    assertThat(BackoffScope.MAX_MULTIPLIER).as("what the SQL is written from")
-        .isEqualTo(Backoff.MAX_MULTIPLIER).isEqualTo(16);
-    assertThat(BackoffScope.CLEAN_ANSWERS_TO_HALVE).isEqualTo(Backoff.CLEAN_STREAK_TO_DECAY)
+    assertThat(BackoffScope.MAX_MULTIPLIER)
+        .as("what the SQL is written from")
+        .isEqualTo(Backoff.MAX_MULTIPLIER)
+        .isEqualTo(16);
+    assertThat(BackoffScope.CLEAN_ANSWERS_TO_HALVE)
+        .isEqualTo(Backoff.CLEAN_STREAK_TO_DECAY)
         .isEqualTo(100);
   }
 

@@ -41,14 +41,16 @@ class PacingTest {
     long noPause = Pacing.NO_PAUSE;
     assertThat(Pacing.plausible(now + hour + 1, noPause, now, hour, day))
         .isEqualTo(Pacing.NO_CURSOR);
-    Pacing.Turn reset = Pacing.reserve(
-        Pacing.plausible(now + hour + 1, noPause, now, hour, day), now, INTERVAL);
+    Pacing.Turn reset =
+        Pacing.reserve(Pacing.plausible(now + hour + 1, noPause, now, hour, day), now, INTERVAL);
     assertThat(reset.waitNanos()).isZero();
     assertThat(reset.newCursor()).isEqualTo(now + INTERVAL);
 
     Pacing.Turn queued =
         Pacing.reserve(Pacing.plausible(now + hour, noPause, now, hour, day), now, INTERVAL);
-    assertThat(queued.waitNanos()).as("exactly at the bound is still an honest queue").isEqualTo(hour);
+    assertThat(queued.waitNanos())
+        .as("exactly at the bound is still an honest queue")
+        .isEqualTo(hour);
   }
 
   @Test
@@ -59,16 +61,22 @@ class PacingTest {
     long now = 0;
     long pauseEnds = 10 * minute;
     assertThat(Pacing.plausible(11 * minute, pauseEnds, now, bound, day))
-        .as("a minute of queue behind the pause").isEqualTo(11 * minute);
-    assertThat(Pacing.plausible(13 * minute, pauseEnds, now, bound, day)).as("3 min behind it")
+        .as("a minute of queue behind the pause")
+        .isEqualTo(11 * minute);
+    assertThat(Pacing.plausible(13 * minute, pauseEnds, now, bound, day))
+        .as("3 min behind it")
         .isEqualTo(Pacing.NO_CURSOR);
-    assertThat(Pacing.plausible(13 * minute, Pacing.NO_PAUSE, now, bound, day)).as("no pause")
+    assertThat(Pacing.plausible(13 * minute, Pacing.NO_PAUSE, now, bound, day))
+        .as("no pause")
         .isEqualTo(Pacing.NO_CURSOR);
     assertThat(Pacing.plausible(1450 * minute, Long.MAX_VALUE, now, bound, day))
-        .as("a pause without end counts as a day's").isEqualTo(Pacing.NO_CURSOR);
+        .as("a pause without end counts as a day's")
+        .isEqualTo(Pacing.NO_CURSOR);
     assertThat(Pacing.plausible(1441 * minute, Long.MAX_VALUE, now, bound, day))
-        .as("a minute behind a day's pause").isEqualTo(1441 * minute);
+        .as("a minute behind a day's pause")
+        .isEqualTo(1441 * minute);
     assertThat(Pacing.plausible(5 * minute, -day, now, bound, day))
-        .as("a pause that ended long ago explains nothing").isEqualTo(Pacing.NO_CURSOR);
+        .as("a pause that ended long ago explains nothing")
+        .isEqualTo(Pacing.NO_CURSOR);
   }
 }

@@ -15,16 +15,19 @@ final class AsyncExample {
 
   private AsyncExample() {}
 
-  static List<CompletableFuture<HttpResponse<String>>> fetchAll(DestinationLimiter limiter,
-      URI destination, List<HttpRequest> requests) throws Exception {
+  static List<CompletableFuture<HttpResponse<String>>> fetchAll(
+      DestinationLimiter limiter, URI destination, List<HttpRequest> requests) throws Exception {
     List<CompletableFuture<HttpResponse<String>>> responses = new ArrayList<>();
     // tag::async[]
-    PacedHttpClient client = PacedHttpClient.of(
-        HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), limiter);
-    client.warmUp(destination);   // a cold JVM's first sends would leave together: pay it now
+    PacedHttpClient client =
+        PacedHttpClient.of(
+            HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), limiter);
+    client.warmUp(destination); // a cold JVM's first sends would leave together: pay it now
     for (HttpRequest request : requests) {
-      responses.add(client.sendAsync(request,        // returns at once; no thread waits
-          HttpResponse.BodyHandlers.ofString()));    // completes when the answer is in
+      responses.add(
+          client.sendAsync(
+              request, // returns at once; no thread waits
+              HttpResponse.BodyHandlers.ofString())); // completes when the answer is in
     }
     // end::async[]
     return responses;

@@ -2,30 +2,30 @@ package dev.pacer.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.postgres.TestDatabase;
+import dev.pacer.Destination;
+import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.TableLayout;
+import dev.pacer.postgres.TestDatabase;
 import dev.pacer.testing.Door;
 import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-import java.net.http.HttpResponse;
-import dev.pacer.Destination;
-import dev.pacer.DestinationLimiter;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -36,8 +36,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class ExamplesTest {
 
   /** A door for each test, with no arrivals before the test's own. */
-  @RegisterExtension
-  final DoorExtension door = new DoorExtension();
+  @RegisterExtension final DoorExtension door = new DoorExtension();
 
   private URI uri(String path) {
     return URI.create(door.url(path));
@@ -50,10 +49,12 @@ class ExamplesTest {
       String path = i == 4 ? "/status/429/1" : i == 9 ? "/status/403" : "/" + i;
       requests.add(HttpRequest.newBuilder(uri(path)).build());
     }
-    LimiterExample.Outcome outcome = LimiterExample.fetchAll(TestDatabase.jdbcUrl(),
-        new Properties(), HttpClient.newHttpClient(), requests);
+    LimiterExample.Outcome outcome =
+        LimiterExample.fetchAll(
+            TestDatabase.jdbcUrl(), new Properties(), HttpClient.newHttpClient(), requests);
 
-    assertThat(outcome.deferred()).extracting(r -> r.uri().getPath())
+    assertThat(outcome.deferred())
+        .extracting(r -> r.uri().getPath())
         .containsExactly("/status/429/1");
     assertThat(outcome.stopped()).as("the 403 stopped the list").isTrue();
     assertThat(outcome.fetched()).hasSize(8);
@@ -72,16 +73,20 @@ class ExamplesTest {
       requests.add(HttpRequest.newBuilder(uri(i == 2 ? "/status/429" : "/" + i)).build());
     }
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    MetricsExample.fetchAll(TestDatabase.jdbcUrl(), new Properties(), HttpClient.newHttpClient(),
-        requests, meters);
+    MetricsExample.fetchAll(
+        TestDatabase.jdbcUrl(), new Properties(), HttpClient.newHttpClient(), requests, meters);
 
     String d = "thumbnails.example.com";
-    assertThat(meters.get("pacer.reservations").tag("destination", d).tag("outcome", "shared")
-        .counter().count()).isEqualTo(4);
-    assertThat(meters.get("pacer.acquire.wait").tag("destination", d).timer().count())
+    assertThat(
+            meters
+                .get("pacer.reservations")
+                .tag("destination", d)
+                .tag("outcome", "shared")
+                .counter()
+                .count())
         .isEqualTo(4);
-    assertThat(meters.get("pacer.throttled").tag("destination", d).counter().count())
-        .isEqualTo(1);
+    assertThat(meters.get("pacer.acquire.wait").tag("destination", d).timer().count()).isEqualTo(4);
+    assertThat(meters.get("pacer.throttled").tag("destination", d).counter().count()).isEqualTo(1);
     assertThat(meters.get("pacer.backoff.multiplier").tag("destination", d).gauge().value())
         .isEqualTo(2);
     assertThat(meters.get("pacer.cursor.latched").tag("destination", d).gauge().value()).isZero();
@@ -98,10 +103,12 @@ class ExamplesTest {
           HttpClientExamples.byHost(new LimiterRegistry(cursor), "127.0.0.1", 10);
       ExecutorService threads = Executors.newFixedThreadPool(3);
       try {
-        List<Future<Integer>> ok = threads.invokeAll(List.of(
-            () -> HttpClientExamples.jdk(limiters, uris),
-            () -> HttpClientExamples.okhttp(limiters, uris),
-            () -> HttpClientExamples.apache(limiters, uris)));
+        List<Future<Integer>> ok =
+            threads.invokeAll(
+                List.of(
+                    () -> HttpClientExamples.jdk(limiters, uris),
+                    () -> HttpClientExamples.okhttp(limiters, uris),
+                    () -> HttpClientExamples.apache(limiters, uris)));
         for (Future<Integer> each : ok) {
           assertThat(each.get()).isEqualTo(8);
         }
@@ -126,8 +133,13 @@ class ExamplesTest {
     }
     DestinationLimiter limiter;
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
-      limiter = new LimiterRegistry(cursor).limiter(
-          Destination.builder("async-example").ratePerSecond(10).maxConcurrency(30).build());
+      limiter =
+          new LimiterRegistry(cursor)
+              .limiter(
+                  Destination.builder("async-example")
+                      .ratePerSecond(10)
+                      .maxConcurrency(30)
+                      .build());
       long start = System.nanoTime();
       List<CompletableFuture<HttpResponse<String>>> responses =
           AsyncExample.fetchAll(limiter, uri("/"), requests);

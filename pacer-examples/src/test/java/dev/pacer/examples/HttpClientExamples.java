@@ -29,10 +29,13 @@ final class HttpClientExamples {
   /** The ceilings by host that every example paces with. */
   static LimiterLookup byHost(LimiterRegistry registry, String host, double ratePerSecond) {
     // tag::lookup[]
-    Map<String, Destination> destinations = Map.of(
-        host, Destination.builder(host).ratePerSecond(ratePerSecond).maxConcurrency(4).build());
-    LimiterLookup limiters = LimiterLookup.byHost(registry,
-        h -> Optional.ofNullable(destinations.get(h)));   // hosts not listed are not paced
+    Map<String, Destination> destinations =
+        Map.of(
+            host, Destination.builder(host).ratePerSecond(ratePerSecond).maxConcurrency(4).build());
+    LimiterLookup limiters =
+        LimiterLookup.byHost(
+            registry,
+            h -> Optional.ofNullable(destinations.get(h))); // hosts not listed are not paced
     // end::lookup[]
     return limiters;
   }
@@ -40,15 +43,18 @@ final class HttpClientExamples {
   static int jdk(LimiterLookup limiters, List<URI> uris) throws Exception {
     int ok = 0;
     // tag::jdk[]
-    PacedHttpClient client = PacedHttpClient.builder(
-            HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(),
-            limiters)
-        .followRedirects(HttpClient.Redirect.NORMAL)   // followed here: a turn per hop
-        .build();
-    client.warmUp(uris.get(0));   // a cold client's first requests leave late: pay it before
+    PacedHttpClient client =
+        PacedHttpClient.builder(
+                HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(),
+                limiters)
+            .followRedirects(HttpClient.Redirect.NORMAL) // followed here: a turn per hop
+            .build();
+    client.warmUp(uris.get(0)); // a cold client's first requests leave late: pay it before
     for (URI uri : uris) {
-      HttpResponse<String> r = client.send(HttpRequest.newBuilder(uri).build(),
-          HttpResponse.BodyHandlers.ofString());   // waits for its turn; 429s slow the fleet
+      HttpResponse<String> r =
+          client.send(
+              HttpRequest.newBuilder(uri).build(),
+              HttpResponse.BodyHandlers.ofString()); // waits for its turn; 429s slow the fleet
       ok += r.statusCode() == 200 ? 1 : 0;
     }
     // end::jdk[]
@@ -58,15 +64,16 @@ final class HttpClientExamples {
   static int okhttp(LimiterLookup limiters, List<URI> uris) throws Exception {
     int ok = 0;
     // tag::okhttp[]
-    OkHttpClient client = new OkHttpClient.Builder()
-        .addNetworkInterceptor(new PacingInterceptor(limiters))  // network: sees every hop
-        .build();
-    PacingInterceptor.warmUp(client, uris.get(0));   // a cold client's first requests leave late
+    OkHttpClient client =
+        new OkHttpClient.Builder()
+            .addNetworkInterceptor(new PacingInterceptor(limiters)) // network: sees every hop
+            .build();
+    PacingInterceptor.warmUp(client, uris.get(0)); // a cold client's first requests leave late
     for (URI uri : uris) {
-      try (Response r = client.newCall(new Request.Builder().url(uri.toString()).build())
-          .execute()) {
+      try (Response r =
+          client.newCall(new Request.Builder().url(uri.toString()).build()).execute()) {
         ok += r.code() == 200 ? 1 : 0;
-        r.body().string();                  // the permit is held until the body is read or closed
+        r.body().string(); // the permit is held until the body is read or closed
       }
     }
     // end::okhttp[]
@@ -78,15 +85,19 @@ final class HttpClientExamples {
   static int apache(LimiterLookup limiters, List<URI> uris) throws Exception {
     int ok = 0;
     // tag::apache[]
-    try (CloseableHttpClient client = new PacingExecChainHandler(limiters)
-        .addTo(HttpClients.custom())        // before PROTOCOL: after redirects and retries
-        .build()) {
-      PacingExecChainHandler.warmUp(client, uris.get(0));   // a cold client's first requests too
+    try (CloseableHttpClient client =
+        new PacingExecChainHandler(limiters)
+            .addTo(HttpClients.custom()) // before PROTOCOL: after redirects and retries
+            .build()) {
+      PacingExecChainHandler.warmUp(client, uris.get(0)); // a cold client's first requests too
       for (URI uri : uris) {
-        ok += client.execute(new HttpGet(uri), r -> {
-          EntityUtils.consume(r.getEntity());   // releases the permit with the connection
-          return r.getCode() == 200 ? 1 : 0;
-        });
+        ok +=
+            client.execute(
+                new HttpGet(uri),
+                r -> {
+                  EntityUtils.consume(r.getEntity()); // releases the permit with the connection
+                  return r.getCode() == 200 ? 1 : 0;
+                });
       }
     }
     // end::apache[]

@@ -22,34 +22,36 @@ final class LimiterExample {
 
   private LimiterExample() {}
 
-  static Outcome fetchAll(String jdbcUrl, Properties props, HttpClient client,
-      List<HttpRequest> requests) throws Exception {
+  static Outcome fetchAll(
+      String jdbcUrl, Properties props, HttpClient client, List<HttpRequest> requests)
+      throws Exception {
     List<HttpResponse<byte[]>> fetched = new ArrayList<>();
     List<HttpRequest> deferred = new ArrayList<>();
     // tag::setup[]
     // One cursor (one dedicated autocommit connection) and one registry per process.
-    PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl(jdbcUrl, props).build());
+    PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl, props).build());
     LimiterRegistry limiters = new LimiterRegistry(cursor);
 
-    Destination images = Destination.builder("images.example.com")
-        .ratePerSecond(7)            // for the whole fleet, not per process
-        .maxConcurrency(6)           // requests in flight per process
-        .maxFetchingProcesses(3)     // degrade divisor: pace at 7/3 per process if PostgreSQL is down
-        .build();
+    Destination images =
+        Destination.builder("images.example.com")
+            .ratePerSecond(7) // for the whole fleet, not per process
+            .maxConcurrency(6) // requests in flight per process
+            .maxFetchingProcesses(
+                3) // degrade divisor: pace at 7/3 per process if PostgreSQL is down
+            .build();
     DestinationLimiter limiter = limiters.limiter(images);
     // end::setup[]
     try (cursor) {
       for (HttpRequest request : requests) {
         // tag::acquire[]
-        try (Slot slot = limiter.acquire()) {          // blocks until this caller's turn
+        try (Slot slot = limiter.acquire()) { // blocks until this caller's turn
           HttpResponse<byte[]> r = client.send(request, BodyHandlers.ofByteArray());
-          switch (limiter.noteAnswer(r.statusCode(),
-              r.headers().firstValue("Retry-After").orElse(null), request.uri())) {
-            case CLEAN -> fetched.add(r);          // 100 clean answers in a row halve a backoff
-            case THROTTLED -> deferred.add(request);  // 429/503: the interval doubled, and the
-                                                      // whole fleet pauses for a Retry-After
-            case LOCKED_OUT -> {                   // 403: every acquire in the fleet now throws
+          switch (limiter.noteAnswer(
+              r.statusCode(), r.headers().firstValue("Retry-After").orElse(null), request.uri())) {
+            case CLEAN -> fetched.add(r); // 100 clean answers in a row halve a backoff
+            case THROTTLED -> deferred.add(request); // 429/503: the interval doubled, and the
+            // whole fleet pauses for a Retry-After
+            case LOCKED_OUT -> { // 403: every acquire in the fleet now throws
               return new Outcome(fetched, deferred, true);
             }
           }

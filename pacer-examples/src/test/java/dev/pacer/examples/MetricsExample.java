@@ -20,22 +20,27 @@ final class MetricsExample {
 
   private MetricsExample() {}
 
-  static void fetchAll(String jdbcUrl, Properties props, HttpClient client,
-      List<HttpRequest> requests, MeterRegistry meterRegistry) throws Exception {
-    try (PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl(jdbcUrl, props).build())) {
+  static void fetchAll(
+      String jdbcUrl,
+      Properties props,
+      HttpClient client,
+      List<HttpRequest> requests,
+      MeterRegistry meterRegistry)
+      throws Exception {
+    try (PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl, props).build())) {
       // tag::bind[]
       LimiterRegistry limiters = new LimiterRegistry(cursor);
-      new PacerMetrics(limiters).bindTo(meterRegistry);  // every limiter, now and created later
+      new PacerMetrics(limiters).bindTo(meterRegistry); // every limiter, now and created later
 
-      DestinationLimiter limiter = limiters.limiter(
-          Destination.builder("thumbnails.example.com").ratePerSecond(7).build());
+      DestinationLimiter limiter =
+          limiters.limiter(Destination.builder("thumbnails.example.com").ratePerSecond(7).build());
       // end::bind[]
       for (HttpRequest request : requests) {
         try (Slot slot = limiter.acquire()) {
           HttpResponse<byte[]> r = client.send(request, BodyHandlers.ofByteArray());
-          limiter.noteAnswer(r.statusCode(), r.headers().firstValue("Retry-After").orElse(null),
-              request.uri());
+          limiter.noteAnswer(
+              r.statusCode(), r.headers().firstValue("Retry-After").orElse(null), request.uri());
         }
       }
     }

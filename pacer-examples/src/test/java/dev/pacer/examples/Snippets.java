@@ -64,8 +64,12 @@ final class Snippets {
   }
 
   private static String dedent(List<String> lines) {
-    int indent = lines.stream().filter(l -> !l.isBlank())
-        .mapToInt(l -> l.length() - l.stripLeading().length()).min().orElse(0);
+    int indent =
+        lines.stream()
+            .filter(l -> !l.isBlank())
+            .mapToInt(l -> l.length() - l.stripLeading().length())
+            .min()
+            .orElse(0);
     StringBuilder text = new StringBuilder();
     for (String line : lines) {
       text.append(line.isBlank() ? "" : line.substring(indent)).append('\n');

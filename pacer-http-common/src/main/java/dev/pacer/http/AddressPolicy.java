@@ -17,13 +17,13 @@ import java.util.function.Predicate;
  *
  * The requested URL's host is classified once, before its first request is sent ({@link
  * #requested(String)}): it is internal if any address it resolves to is, public otherwise (a host
- * that does not resolve counts as public, so that its hops are checked). The answer is kept for
- * the whole exchange ({@link RequestedHost}), and each hop is judged against it ({@link
+ * that does not resolve counts as public, so that its hops are checked). The answer is kept for the
+ * whole exchange ({@link RequestedHost}), and each hop is judged against it ({@link
  * RequestedHost#hop(String)}): from a public host, a hop whose host resolves to any internal
  * address, or does not resolve, is {@linkplain Verdict.Refused refused}. The requested host is
- * never resolved again, so a name that answers with a public address for the first request and
- * with an internal one for the next (DNS rebinding) is refused on that hop, whether the hop goes
- * to the same name or another.
+ * never resolved again, so a name that answers with a public address for the first request and with
+ * an internal one for the next (DNS rebinding) is refused on that hop, whether the hop goes to the
+ * same name or another.
  *
  * <h2>The address the connection uses</h2>
  *
@@ -58,27 +58,25 @@ public final class AddressPolicy {
   private static final AddressPolicy SYSTEM =
       new AddressPolicy(InetAddress::getAllByName, AddressPolicy::isInternal);
 
-  private static final List<Block> INTERNAL_V4 = List.of(
-      Block.v4(8, 0, 0, 0, 0),
-      Block.v4(8, 10, 0, 0, 0),
-      Block.v4(10, 100, 64, 0, 0),
-      Block.v4(8, 127, 0, 0, 0),
-      Block.v4(16, 169, 254, 0, 0),
-      Block.v4(12, 172, 16, 0, 0),
-      Block.v4(16, 192, 168, 0, 0),
-      Block.v4(15, 198, 18, 0, 0),
-      Block.v4(4, 224, 0, 0, 0),
-      Block.v4(4, 240, 0, 0, 0));
-  private static final List<Block> INTERNAL_V6 = List.of(
-      Block.v6(7, 0xfc00),
-      Block.v6(10, 0xfe80),
-      Block.v6(10, 0xfec0),
-      Block.v6(8, 0xff00));
+  private static final List<Block> INTERNAL_V4 =
+      List.of(
+          Block.v4(8, 0, 0, 0, 0),
+          Block.v4(8, 10, 0, 0, 0),
+          Block.v4(10, 100, 64, 0, 0),
+          Block.v4(8, 127, 0, 0, 0),
+          Block.v4(16, 169, 254, 0, 0),
+          Block.v4(12, 172, 16, 0, 0),
+          Block.v4(16, 192, 168, 0, 0),
+          Block.v4(15, 198, 18, 0, 0),
+          Block.v4(4, 224, 0, 0, 0),
+          Block.v4(4, 240, 0, 0, 0));
+  private static final List<Block> INTERNAL_V6 =
+      List.of(Block.v6(7, 0xfc00), Block.v6(10, 0xfe80), Block.v6(10, 0xfec0), Block.v6(8, 0xff00));
+
   /** The IPv6 forms that carry an IPv4 address in their last 32 bits. */
-  private static final List<Block> CARRYING_V4_LAST = List.of(
-      Block.v6(96),
-      Block.v6(96, 0, 0, 0, 0, 0, 0xffff),
-      Block.v6(96, 0x64, 0xff9b));
+  private static final List<Block> CARRYING_V4_LAST =
+      List.of(Block.v6(96), Block.v6(96, 0, 0, 0, 0, 0, 0xffff), Block.v6(96, 0x64, 0xff9b));
+
   /** 6to4, which carries an IPv4 address in bits 16 to 47. */
   private static final Block SIX_TO_FOUR = Block.v6(16, 0x2002);
 
@@ -122,15 +120,16 @@ public final class AddressPolicy {
   }
 
   /**
-   * Classifies a request's own host by the address its connection uses: for a client that shows
-   * it, so that the classification is the connection's own resolution.
+   * Classifies a request's own host by the address its connection uses: for a client that shows it,
+   * so that the classification is the connection's own resolution.
    *
    * @param host the requested URL's host
    * @param connected the address the first request's connection goes to
    * @return the host and whether it was public
    */
   public RequestedHost requested(String host, InetAddress connected) {
-    return new RequestedHost(Objects.requireNonNull(host, "host"),
+    return new RequestedHost(
+        Objects.requireNonNull(host, "host"),
         !internal.test(Objects.requireNonNull(connected, "connected")));
   }
 
@@ -161,8 +160,8 @@ public final class AddressPolicy {
   }
 
   /**
-   * A request's own host, classified once: whether it was public when its exchange began. Every
-   * hop of the exchange is judged by it.
+   * A request's own host, classified once: whether it was public when its exchange began. Every hop
+   * of the exchange is judged by it.
    */
   public final class RequestedHost {
     private final String host;
@@ -193,8 +192,8 @@ public final class AddressPolicy {
 
     /**
      * Judges a hop to {@code hopHost}, resolving it now. From an internal host every hop is
-     * allowed, unresolved; from a public one, a hop whose host resolves to any internal address,
-     * or does not resolve, is refused.
+     * allowed, unresolved; from a public one, a hop whose host resolves to any internal address, or
+     * does not resolve, is refused.
      *
      * @param hopHost the host the hop goes to
      * @return {@link Verdict.Allowed} with the addresses checked, or {@link Verdict.Refused}
@@ -237,8 +236,14 @@ public final class AddressPolicy {
     }
 
     private Verdict refusal(String hopHost, InetAddress address) {
-      return new Verdict.Refused("its host " + hopHost + " resolves to the internal address "
-          + address.getHostAddress() + ", and the requested host " + host + " was public");
+      return new Verdict.Refused(
+          "its host "
+              + hopHost
+              + " resolves to the internal address "
+              + address.getHostAddress()
+              + ", and the requested host "
+              + host
+              + " was public");
     }
 
     @Override

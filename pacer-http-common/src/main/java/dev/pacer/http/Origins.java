@@ -5,14 +5,14 @@ import java.util.Locale;
 import java.util.Set;
 
 /**
- * What a redirect to another origin may carry, the same rule for every Pacer client. An origin is
- * a URL's scheme, host and port (the scheme's own port when the URL names none). The credentials a
+ * What a redirect to another origin may carry, the same rule for every Pacer client. An origin is a
+ * URL's scheme, host and port (the scheme's own port when the URL names none). The credentials a
  * caller puts in a request's headers ({@link #CREDENTIAL_HEADERS}) are meant for the origin it
  * asked: a hop to another origin goes without them, as browsers send it (the JDK's own client
- * copies them on Java 17, and OkHttp drops only {@code Authorization}). A
- * request body is meant for that origin too: a 307 or 308 that would repeat it at another origin
- * is not followed at all, since the body itself may be the secret (a login form, a document).
- * Hops within the origin keep both.
+ * copies them on Java 17, and OkHttp drops only {@code Authorization}). A request body is meant for
+ * that origin too: a 307 or 308 that would repeat it at another origin is not followed at all,
+ * since the body itself may be the secret (a login form, a document). Hops within the origin keep
+ * both.
  */
 public final class Origins {
 
@@ -27,15 +27,17 @@ public final class Origins {
 
   /**
    * Whether {@code a} and {@code b} have one origin: scheme and host equal ignoring case, and the
-   * same port once a missing one is the scheme's own (80 for http, 443 for https). A URI without
-   * a scheme or a host has no origin, and so none in common with any other.
+   * same port once a missing one is the scheme's own (80 for http, 443 for https). A URI without a
+   * scheme or a host has no origin, and so none in common with any other.
    *
    * @param a a URL
    * @param b another URL
    * @return true if both have the same scheme, host and port
    */
   public static boolean same(URI a, URI b) {
-    return a.getScheme() != null && b.getScheme() != null && a.getHost() != null
+    return a.getScheme() != null
+        && b.getScheme() != null
+        && a.getHost() != null
         && b.getHost() != null
         && a.getScheme().equalsIgnoreCase(b.getScheme())
         && a.getHost().toLowerCase(Locale.ROOT).equals(b.getHost().toLowerCase(Locale.ROOT))

@@ -18,19 +18,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Pays a cold JVM's first-request costs before the first turn, for any paced client: one request
- * through the client, which takes no turn, to a throwaway server on 127.0.0.1, then, for each
- * https destination, the TLS stack, and the resolution of each destination's host name. Nothing is
- * sent to any destination. Each integration calls {@link #run} with the way its client sends one
- * unpaced GET: {@code PacedHttpClient#warmUp}, {@code DestinationFetcher#warmUp(URI)}, and
- * {@code PacingInterceptor.warmUp} (pacer-okhttp) and {@code PacingExecChainHandler.warmUp}
+ * through the client, which takes no turn, to a throwaway server on 127.0.0.1, then, for each https
+ * destination, the TLS stack, and the resolution of each destination's host name. Nothing is sent
+ * to any destination. Each integration calls {@link #run} with the way its client sends one unpaced
+ * GET: {@code PacedHttpClient#warmUp}, {@code DestinationFetcher#warmUp(URI)}, and {@code
+ * PacingInterceptor.warmUp} (pacer-okhttp) and {@code PacingExecChainHandler.warmUp}
  * (pacer-httpclient5).
  *
  * <p>Why: in a cold JVM the first requests load the client's classes and start its threads after
  * their turns have begun. Requests granted turns meanwhile wait for the same work and reach the
  * destination together, more than the ceiling in one second (docs/integrations.md, "A cold JVM",
- * and docs/reliability.md, "A cold HTTP client", have the figures). A warm-up cannot open the
- * first connection to a destination (that would send it something): that one is still paid
- * inside a turn.
+ * and docs/reliability.md, "A cold HTTP client", have the figures). A warm-up cannot open the first
+ * connection to a destination (that would send it something): that one is still paid inside a turn.
  *
  * <p>Failures are logged at DEBUG and ignored: a cold first request is slower, not wrong.
  */
@@ -55,12 +54,12 @@ public final class WarmUp {
 
   /**
    * Warms up a client: {@code get} once to a throwaway server on 127.0.0.1 that answers every
-   * request with {@code 200 ok} at once, then each of {@code destinations} ({@link
-   * #destination}). Call it once, before the first request.
+   * request with {@code 200 ok} at once, then each of {@code destinations} ({@link #destination}).
+   * Call it once, before the first request.
    *
    * @param get how the client sends one GET without a turn
-   * @param destinations URLs of the destinations the client will send to, for their scheme and
-   *     host (none is needed for the client's own warm-up)
+   * @param destinations URLs of the destinations the client will send to, for their scheme and host
+   *     (none is needed for the client's own warm-up)
    * @throws InterruptedException if interrupted during the warm-up
    */
   public static void run(LoopbackGet get, URI... destinations) throws InterruptedException {
@@ -107,8 +106,9 @@ public final class WarmUp {
    * after it, until closed.
    */
   static final class LoopbackServer implements AutoCloseable {
-    private static final byte[] ANSWER = ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
-        + "Connection: close\r\n\r\nok").getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ANSWER =
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + "Connection: close\r\n\r\nok")
+            .getBytes(StandardCharsets.US_ASCII);
 
     private final ServerSocket socket;
 

@@ -15,26 +15,31 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Which redirect hops lead into an internal network, on a fake zone of names: no DNS. The zone
- * answers every lookup of a name the same until the test changes the name's record, as a DNS
- * server does; a rebinding is the test changing a record between the first request and a hop,
- * and only the policy's memory of the first answer can catch it.
+ * answers every lookup of a name the same until the test changes the name's record, as a DNS server
+ * does; a rebinding is the test changing a record between the first request and a hop, and only the
+ * policy's memory of the first answer can catch it.
  */
 class AddressPolicyTest {
 
-  private final Map<String, String> zone = new ConcurrentHashMap<>(Map.of(
-      "example.com", "93.184.216.34",
-      "evil.example", "127.0.0.1",
-      "intranet.example", "10.1.2.3"));
+  private final Map<String, String> zone =
+      new ConcurrentHashMap<>(
+          Map.of(
+              "example.com", "93.184.216.34",
+              "evil.example", "127.0.0.1",
+              "intranet.example", "10.1.2.3"));
   private final List<String> lookups = new ArrayList<>();
   private final AddressPolicy policy = TestAddresses.zone(zone, lookups);
 
   /**
-   * Both ends of every internal range, and the address just outside each end (public, or the
-   * next range's: then the row says so). IPv6 rows marked {@code mapped} are built as an {@link
+   * Both ends of every internal range, and the address just outside each end (public, or the next
+   * range's: then the row says so). IPv6 rows marked {@code mapped} are built as an {@link
    * Inet6Address} from their 16 bytes, which {@link InetAddress#getByName} would turn into IPv4.
    */
   @ParameterizedTest(name = "{0} internal={1}")
-  @CsvSource(delimiter = '|', textBlock = """
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
       # 0.0.0.0/8, this network
       0.0.0.0                                 | true
       0.255.255.255                           | true
@@ -155,19 +160,24 @@ class AddressPolicyTest {
   void aPublicHostMayNotRedirectToANameThatResolvesToAnInternalAddress() {
     AddressPolicy.RequestedHost requested = policy.requested("example.com");
     assertThat(requested.isPublic()).isTrue();
-    assertThat(requested.hop("evil.example")).isInstanceOfSatisfying(
-        AddressPolicy.Verdict.Refused.class, refused -> assertThat(refused.reason())
-            .contains("evil.example").contains("127.0.0.1").contains("example.com was public"));
-    assertThat(requested.hop("169.254.169.254"))
-        .isInstanceOf(AddressPolicy.Verdict.Refused.class);
+    assertThat(requested.hop("evil.example"))
+        .isInstanceOfSatisfying(
+            AddressPolicy.Verdict.Refused.class,
+            refused ->
+                assertThat(refused.reason())
+                    .contains("evil.example")
+                    .contains("127.0.0.1")
+                    .contains("example.com was public"));
+    assertThat(requested.hop("169.254.169.254")).isInstanceOf(AddressPolicy.Verdict.Refused.class);
     assertThat(requested.hop("[fd12:3456::1]")).isInstanceOf(AddressPolicy.Verdict.Refused.class);
   }
 
   @Test
   void aPublicHopIsAllowedWithTheAddressesItWasCheckedAgainst() throws Exception {
     AddressPolicy.RequestedHost requested = policy.requested("example.com");
-    assertThat(requested.hop("example.com")).isEqualTo(
-        new AddressPolicy.Verdict.Allowed(List.of(InetAddress.getByName("93.184.216.34"))));
+    assertThat(requested.hop("example.com"))
+        .isEqualTo(
+            new AddressPolicy.Verdict.Allowed(List.of(InetAddress.getByName("93.184.216.34"))));
     assertThat(requested.hop("[2606:2800:220:1::1]"))
         .isInstanceOf(AddressPolicy.Verdict.Allowed.class);
   }
@@ -177,16 +187,18 @@ class AddressPolicyTest {
     AddressPolicy.RequestedHost requested = policy.requested("intranet.example");
     assertThat(requested.isPublic()).isFalse();
     lookups.clear();
-    assertThat(requested.hop("192.168.1.1")).isEqualTo(new AddressPolicy.Verdict.Allowed(List.of()));
+    assertThat(requested.hop("192.168.1.1"))
+        .isEqualTo(new AddressPolicy.Verdict.Allowed(List.of()));
     assertThat(requested.hop("evil.example")).isInstanceOf(AddressPolicy.Verdict.Allowed.class);
     assertThat(lookups).isEmpty();
   }
 
   @Test
   void fromAPublicHostAHopThatDoesNotResolveIsRefused() {
-    assertThat(policy.requested("example.com").hop("nowhere.invalid")).isInstanceOfSatisfying(
-        AddressPolicy.Verdict.Refused.class,
-        refused -> assertThat(refused.reason()).contains("does not resolve"));
+    assertThat(policy.requested("example.com").hop("nowhere.invalid"))
+        .isInstanceOfSatisfying(
+            AddressPolicy.Verdict.Refused.class,
+            refused -> assertThat(refused.reason()).contains("does not resolve"));
   }
 
   @Test
@@ -199,10 +211,11 @@ class AddressPolicyTest {
   @Test
   void theRequestedHostIsResolvedOnceAndARebindingToAnInternalAddressIsRefused() {
     AddressPolicy.RequestedHost requested = policy.requested("example.com");
-    zone.put("example.com", "127.0.0.1");   // the name now answers with loopback, to every lookup
-    assertThat(requested.hop("example.com")).isInstanceOfSatisfying(
-        AddressPolicy.Verdict.Refused.class,
-        refused -> assertThat(refused.reason()).contains("internal address 127.0.0.1"));
+    zone.put("example.com", "127.0.0.1"); // the name now answers with loopback, to every lookup
+    assertThat(requested.hop("example.com"))
+        .isInstanceOfSatisfying(
+            AddressPolicy.Verdict.Refused.class,
+            refused -> assertThat(refused.reason()).contains("internal address 127.0.0.1"));
     assertThat(lookups).as("the requested host once, then the hop").hasSize(2);
   }
 

@@ -21,14 +21,16 @@ public final class TestAddresses {
    * the real policy says.
    */
   public static AddressPolicy zone(Map<String, String> zone, List<String> lookups) {
-    return new AddressPolicy(host -> {
-      lookups.add(host);
-      String literal = zone.get(host);
-      if (literal == null && !host.matches("[0-9.]+|\\[?[0-9a-fA-F:.]+]?")) {
-        throw new UnknownHostException(host);
-      }
-      return new InetAddress[] {InetAddress.getByName(literal != null ? literal : host)};
-    }, AddressPolicy::isInternal);
+    return new AddressPolicy(
+        host -> {
+          lookups.add(host);
+          String literal = zone.get(host);
+          if (literal == null && !host.matches("[0-9.]+|\\[?[0-9a-fA-F:.]+]?")) {
+            throw new UnknownHostException(host);
+          }
+          return new InetAddress[] {InetAddress.getByName(literal != null ? literal : host)};
+        },
+        AddressPolicy::isInternal);
   }
 
   /** Every name resolves to one public address: only the origin rules decide. */
@@ -40,8 +42,9 @@ public final class TestAddresses {
 
   /** Names resolved by the JVM; 127.0.0.1 public, everything else as the real policy says. */
   public static AddressPolicy publicLoopback() {
-    return new AddressPolicy(InetAddress::getAllByName,
-        address -> !address.getHostAddress().equals("127.0.0.1")
-            && AddressPolicy.isInternal(address));
+    return new AddressPolicy(
+        InetAddress::getAllByName,
+        address ->
+            !address.getHostAddress().equals("127.0.0.1") && AddressPolicy.isInternal(address));
   }
 }

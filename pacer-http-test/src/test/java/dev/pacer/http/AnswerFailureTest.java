@@ -4,15 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
-import dev.pacer.spi.Reservation;
 import dev.pacer.http.hc5.PacingExecChainHandler;
 import dev.pacer.http.okhttp.PacingInterceptor;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.Reservation;
 import dev.pacer.testing.DoorServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -37,8 +37,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * An answer whose classification throws ({@link DestinationLimiter#noteAnswer}; here a cursor
- * breaks its never-throws contract when asked to record a {@code Retry-After}, with an exception
- * or an error): the call fails with what was thrown, the response it had received is closed, its
+ * breaks its never-throws contract when asked to record a {@code Retry-After}, with an exception or
+ * an error): the call fails with what was thrown, the response it had received is closed, its
  * connection goes back to the client's pool, and its slot to the limiter. The destination allows
  * one request in flight, so the next request gets its turn only if that slot was released: every
  * test runs under a 20-s bound.
@@ -89,8 +89,8 @@ class AnswerFailureTest {
     }
 
     @Override
-    public Reservation tryReserve(String name, Duration interval, Duration notBefore,
-        Duration maxWait) {
+    public Reservation tryReserve(
+        String name, Duration interval, Duration notBefore, Duration maxWait) {
       return local.tryReserve(name, interval, notBefore, maxWait);
     }
 
@@ -120,8 +120,8 @@ class AnswerFailureTest {
   }
 
   private DestinationLimiter limiter(Failure failure) {
-    return new LimiterRegistry(new FailingToPause(time, failure), time).limiter(
-        Destination.builder("answer-failure").ratePerSecond(10).maxConcurrency(1).build());
+    return new LimiterRegistry(new FailingToPause(time, failure), time)
+        .limiter(Destination.builder("answer-failure").ratePerSecond(10).maxConcurrency(1).build());
   }
 
   /**
@@ -131,55 +131,82 @@ class AnswerFailureTest {
   @ParameterizedTest
   @EnumSource(Failure.class)
   void okHttpClosesTheResponseAndItsConnectionGoesBackToThePool(Failure failure) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      AtomicInteger connections = new AtomicInteger();
-      OkHttpClient client = new OkHttpClient.Builder()
-          .eventListener(new EventListener() {
-            @Override
-            public void connectStart(Call call, InetSocketAddress address, Proxy proxy) {
-              connections.incrementAndGet();
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          AtomicInteger connections = new AtomicInteger();
+          OkHttpClient client =
+              new OkHttpClient.Builder()
+                  .eventListener(
+                      new EventListener() {
+                        @Override
+                        public void connectStart(
+                            Call call, InetSocketAddress address, Proxy proxy) {
+                          connections.incrementAndGet();
+                        }
+                      })
+                  .addNetworkInterceptor(PacingInterceptor.of(limiter(failure)))
+                  .build();
+          try {
+            assertThatThrownBy(
+                    () ->
+                        client
+                            .newCall(
+                                new Request.Builder()
+                                    .url(HopPaths.uri(server, "/status/429/1").toURL())
+                                    .build())
+                            .execute())
+                .isInstanceOf(failure.type)
+                .hasMessage(Failure.MESSAGE);
+            assertThat(client.connectionPool().idleConnectionCount()).isEqualTo(1);
+            try (Response next =
+                client
+                    .newCall(
+                        new Request.Builder().url(HopPaths.uri(server, "/ok/next").toURL()).build())
+                    .execute()) {
+              assertThat(next.body().string()).isEqualTo("ok /ok/next");
             }
-          })
-          .addNetworkInterceptor(PacingInterceptor.of(limiter(failure))).build();
-      try {
-        assertThatThrownBy(() -> client.newCall(new Request.Builder()
-            .url(HopPaths.uri(server, "/status/429/1").toURL()).build()).execute())
-            .isInstanceOf(failure.type).hasMessage(Failure.MESSAGE);
-        assertThat(client.connectionPool().idleConnectionCount()).isEqualTo(1);
-        try (Response next = client.newCall(new Request.Builder()
-            .url(HopPaths.uri(server, "/ok/next").toURL()).build()).execute()) {
-          assertThat(next.body().string()).isEqualTo("ok /ok/next");
-        }
-        assertThat(connections).as("the next request reused the connection").hasValue(1);
-      } finally {
-        client.dispatcher().executorService().shutdown();
-        client.connectionPool().evictAll();
-      }
-    });
+            assertThat(connections).as("the next request reused the connection").hasValue(1);
+          } finally {
+            client.dispatcher().executorService().shutdown();
+            client.connectionPool().evictAll();
+          }
+        });
   }
 
   /**
-   * The connection is closed rather than drained (the body is the destination's to make
-   * endless), and its lease ends.
+   * The connection is closed rather than drained (the body is the destination's to make endless),
+   * and its lease ends.
    */
   @ParameterizedTest
   @EnumSource(Failure.class)
   void apacheClosesTheResponseAndItsConnectionIsNoLongerLeased(Failure failure) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      PoolingHttpClientConnectionManager pool =
-          PoolingHttpClientConnectionManagerBuilder.create().build();
-      try (CloseableHttpClient client = PacingExecChainHandler.of(limiter(failure))
-          .addTo(HttpClients.custom().setConnectionManager(pool)).build()) {
-        assertThatThrownBy(() -> client.execute(
-            new HttpGet(HopPaths.uri(server, "/status/429/1")),
-            response -> response.getCode()))
-            .isInstanceOf(failure.type).hasMessage(Failure.MESSAGE);
-        assertThat(pool.getTotalStats().getLeased()).as("no connection is left leased").isZero();
-        String next = client.execute(new HttpGet(HopPaths.uri(server, "/ok/next")),
-            response -> EntityUtils.toString(response.getEntity()));
-        assertThat(next).isEqualTo("ok /ok/next");
-        assertThat(pool.getTotalStats().getLeased()).isZero();
-      }
-    });
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          PoolingHttpClientConnectionManager pool =
+              PoolingHttpClientConnectionManagerBuilder.create().build();
+          try (CloseableHttpClient client =
+              PacingExecChainHandler.of(limiter(failure))
+                  .addTo(HttpClients.custom().setConnectionManager(pool))
+                  .build()) {
+            assertThatThrownBy(
+                    () ->
+                        client.execute(
+                            new HttpGet(HopPaths.uri(server, "/status/429/1")),
+                            response -> response.getCode()))
+                .isInstanceOf(failure.type)
+                .hasMessage(Failure.MESSAGE);
+            assertThat(pool.getTotalStats().getLeased())
+                .as("no connection is left leased")
+                .isZero();
+            String next =
+                client.execute(
+                    new HttpGet(HopPaths.uri(server, "/ok/next")),
+                    response -> EntityUtils.toString(response.getEntity()));
+            assertThat(next).isEqualTo("ok /ok/next");
+            assertThat(pool.getTotalStats().getLeased()).isZero();
+          }
+        });
   }
 }

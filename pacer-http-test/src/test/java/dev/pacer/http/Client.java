@@ -35,20 +35,30 @@ enum Client {
   JDK {
     @Override
     Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
-      HttpClient bare = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER)
-          .version(HttpClient.Version.HTTP_1_1).build();
-      HttpClient client = limiters.isEmpty() ? bare
-          : TestPacedClient.judgedBy(PacedHttpClient.builder(bare, limiters.get()), addresses)
-              .followRedirects(HttpClient.Redirect.NORMAL).build();
+      HttpClient bare =
+          HttpClient.newBuilder()
+              .followRedirects(HttpClient.Redirect.NEVER)
+              .version(HttpClient.Version.HTTP_1_1)
+              .build();
+      HttpClient client =
+          limiters.isEmpty()
+              ? bare
+              : TestPacedClient.judgedBy(PacedHttpClient.builder(bare, limiters.get()), addresses)
+                  .followRedirects(HttpClient.Redirect.NORMAL)
+                  .build();
       return new Getter() {
         @Override
         public Answer send(Sent sent) throws IOException, InterruptedException {
-          HttpRequest.Builder request = HttpRequest.newBuilder(sent.uri()).method(sent.method(),
-              sent.body().map(HttpRequest.BodyPublishers::ofString)
-                  .orElse(HttpRequest.BodyPublishers.noBody()));
+          HttpRequest.Builder request =
+              HttpRequest.newBuilder(sent.uri())
+                  .method(
+                      sent.method(),
+                      sent.body()
+                          .map(HttpRequest.BodyPublishers::ofString)
+                          .orElse(HttpRequest.BodyPublishers.noBody()));
           sent.headers().forEach(request::header);
-          HttpResponse<String> r = client.send(request.build(),
-              HttpResponse.BodyHandlers.ofString());
+          HttpResponse<String> r =
+              client.send(request.build(), HttpResponse.BodyHandlers.ofString());
           return new Answer(r.statusCode(), r.body());
         }
 
@@ -68,14 +78,23 @@ enum Client {
     @Override
     Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
       OkHttpClient.Builder builder = new OkHttpClient.Builder();
-      limiters.ifPresent(l -> builder.addNetworkInterceptor(TestInterceptor.judgedBy(l, addresses)));
+      limiters.ifPresent(
+          l -> builder.addNetworkInterceptor(TestInterceptor.judgedBy(l, addresses)));
       OkHttpClient client = builder.build();
       return new Getter() {
         @Override
         public Answer send(Sent sent) throws IOException {
-          Request.Builder request = new Request.Builder().url(sent.uri().toURL()).method(
-              sent.method(), sent.body().map(body -> RequestBody.create(body,
-                  MediaType.get("text/plain; charset=utf-8"))).orElse(null));
+          Request.Builder request =
+              new Request.Builder()
+                  .url(sent.uri().toURL())
+                  .method(
+                      sent.method(),
+                      sent.body()
+                          .map(
+                              body ->
+                                  RequestBody.create(
+                                      body, MediaType.get("text/plain; charset=utf-8")))
+                          .orElse(null));
           sent.headers().forEach(request::header);
           try (Response r = client.newCall(request.build()).execute()) {
             return new Answer(r.code(), r.body().string());
@@ -98,19 +117,30 @@ enum Client {
   APACHE {
     @Override
     Getter open(Optional<LimiterLookup> limiters, AddressPolicy addresses) {
-      CloseableHttpClient client = limiters.isEmpty() ? HttpClients.createDefault()
-          : TestHandler.judgedBy(limiters.get(), addresses).addTo(HttpClients.custom()).build();
+      CloseableHttpClient client =
+          limiters.isEmpty()
+              ? HttpClients.createDefault()
+              : TestHandler.judgedBy(limiters.get(), addresses).addTo(HttpClients.custom()).build();
       return new Getter() {
         @Override
         public Answer send(Sent sent) throws IOException {
-          ClassicRequestBuilder request = ClassicRequestBuilder.create(sent.method())
-              .setUri(sent.uri());
-          sent.body().ifPresent(body -> request.setEntity(
-              new StringEntity(body, ContentType.TEXT_PLAIN.withCharset(StandardCharsets.UTF_8))));
+          ClassicRequestBuilder request =
+              ClassicRequestBuilder.create(sent.method()).setUri(sent.uri());
+          sent.body()
+              .ifPresent(
+                  body ->
+                      request.setEntity(
+                          new StringEntity(
+                              body, ContentType.TEXT_PLAIN.withCharset(StandardCharsets.UTF_8))));
           sent.headers().forEach(request::addHeader);
-          return client.execute(request.build(), r -> new Answer(r.getCode(),
-              r.getEntity() == null ? ""
-                  : EntityUtils.toString(r.getEntity(), StandardCharsets.UTF_8)));
+          return client.execute(
+              request.build(),
+              r ->
+                  new Answer(
+                      r.getCode(),
+                      r.getEntity() == null
+                          ? ""
+                          : EntityUtils.toString(r.getEntity(), StandardCharsets.UTF_8)));
         }
 
         @Override

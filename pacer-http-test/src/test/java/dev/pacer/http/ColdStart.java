@@ -30,8 +30,13 @@ public final class ColdStart {
     Client kind = Client.valueOf(args[0]);
     String url = args[1];
     boolean paced = args[2].equals("warm");
-    DestinationLimiter limiter = new LimiterRegistry(new LocalCursor()).limiter(
-        Destination.builder("cold-start").ratePerSecond(CEILING).maxConcurrency(THREADS).build());
+    DestinationLimiter limiter =
+        new LimiterRegistry(new LocalCursor())
+            .limiter(
+                Destination.builder("cold-start")
+                    .ratePerSecond(CEILING)
+                    .maxConcurrency(THREADS)
+                    .build());
     ExecutorService threads = Executors.newFixedThreadPool(THREADS);
     try (Client.Getter client = paced ? kind.open(LimiterLookup.only(limiter)) : kind.bare()) {
       if (paced) {

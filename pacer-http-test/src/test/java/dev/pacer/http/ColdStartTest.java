@@ -17,17 +17,16 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * Each integration's warm-up in a fresh JVM ({@link ColdStart}): 30 requests from 30 threads at
  * 10/s, judged at the {@link Door} by {@link FleetBounds}: the busiest 1-s window from the first
- * arrival, and the aggregate and the delivered rate over the run but its first request, which
- * opens the connection to the destination inside its turn (the warm-up sends nothing to the
- * destination). Without the warm-up, the first requests load the client's classes after their
- * turns began, and requests of other threads granted turns meanwhile may wait for the same
- * loading and leave with them. The twin sends the same requests through the same client unpaced,
- * and must break the window and the aggregate.
+ * arrival, and the aggregate and the delivered rate over the run but its first request, which opens
+ * the connection to the destination inside its turn (the warm-up sends nothing to the destination).
+ * Without the warm-up, the first requests load the client's classes after their turns began, and
+ * requests of other threads granted turns meanwhile may wait for the same loading and leave with
+ * them. The twin sends the same requests through the same client unpaced, and must break the window
+ * and the aggregate.
  */
 class ColdStartTest {
 
-  @RegisterExtension
-  static final DoorExtension door = new DoorExtension();
+  @RegisterExtension static final DoorExtension door = new DoorExtension();
 
   /** What a run left at the door, and the turns its child gave up as late. */
   private record Run(Timeline arrivals, long late) {}
@@ -56,18 +55,28 @@ class ColdStartTest {
 
   private static Run run(Client kind, String warmth) throws Exception {
     String path = "/cold-start-" + UUID.randomUUID().toString().substring(0, 8);
-    Process child = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"), ColdStart.class.getName(),
-        kind.name(), door.url(path), warmth)
-        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    Process child =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                ColdStart.class.getName(),
+                kind.name(),
+                door.url(path),
+                warmth)
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
     String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(child.waitFor(90, TimeUnit.SECONDS)).as("child finished").isTrue();
     assertThat(child.exitValue()).as("child's exit status").isZero();
-    String late = out.lines().filter(l -> l.startsWith("LATE ")).findFirst()
-        .orElseThrow(() -> new AssertionError("the child reported no LATE line: " + out));
-    return new Run(Timeline.of(door.arrivals().stream()
-            .filter(a -> a.path().startsWith(path + "/ok/")).toList()),
+    String late =
+        out.lines()
+            .filter(l -> l.startsWith("LATE "))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("the child reported no LATE line: " + out));
+    return new Run(
+        Timeline.of(
+            door.arrivals().stream().filter(a -> a.path().startsWith(path + "/ok/")).toList()),
         Long.parseLong(late.substring("LATE ".length()).trim()));
   }
 }

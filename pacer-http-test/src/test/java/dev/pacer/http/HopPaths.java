@@ -31,12 +31,15 @@ final class HopPaths {
     String[] parts = path.split("/");
     String query = URI.create(request.target()).getRawQuery();
     if (path.startsWith("/redirect/") && query != null && query.startsWith("to=")) {
-      return Answer.text(Integer.parseInt(parts[2]), "moved").with("Location",
-          URLDecoder.decode(query.substring("to=".length()), StandardCharsets.UTF_8));
+      return Answer.text(Integer.parseInt(parts[2]), "moved")
+          .with(
+              "Location",
+              URLDecoder.decode(query.substring("to=".length()), StandardCharsets.UTF_8));
     }
     if (path.startsWith("/hop/")) {
       int k = Integer.parseInt(parts[2]);
-      return k > 0 ? Answer.text(302, "moved").with("Location", "/hop/" + (k - 1))
+      return k > 0
+          ? Answer.text(302, "moved").with("Location", "/hop/" + (k - 1))
           : Answer.text(200, "landed");
     }
     if (path.startsWith("/status/")) {
@@ -54,8 +57,8 @@ final class HopPaths {
 
   /** The path at {@code door} that answers {@code status} with {@code Location: location}. */
   static URI redirect(DoorServer door, int status, String location) {
-    return uri(door, "/redirect/" + status + "?to="
-        + URLEncoder.encode(location, StandardCharsets.UTF_8));
+    return uri(
+        door, "/redirect/" + status + "?to=" + URLEncoder.encode(location, StandardCharsets.UTF_8));
   }
 
   /** The paths of {@code door}'s arrivals, in the order they arrived. */

@@ -1,6 +1,5 @@
 package dev.pacer.http;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
@@ -8,6 +7,7 @@ import dev.pacer.LocalCursor;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TestDatabase;
+import dev.pacer.spi.Cursor;
 import dev.pacer.testing.DoorServer;
 import java.net.URI;
 import java.util.ArrayList;
@@ -32,8 +32,11 @@ public final class OverheadProbe {
   private static final int PER_ROUND = 200;
 
   public static void main(String[] args) throws Exception {
-    Destination destination = Destination.builder("overhead-" + System.nanoTime())
-        .ratePerSecond(Destination.MAX_RATE_PER_SECOND).maxConcurrency(64).build();
+    Destination destination =
+        Destination.builder("overhead-" + System.nanoTime())
+            .ratePerSecond(Destination.MAX_RATE_PER_SECOND)
+            .maxConcurrency(64)
+            .build();
     try (DoorServer server = new DoorServer(HopPaths::answer);
         PostgresCursor postgres =
             new PostgresCursor(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build())) {
@@ -56,7 +59,8 @@ public final class OverheadProbe {
           for (int i = 0; i < PER_ROUND; i++) {
             v.getValue().get(uri);
           }
-          micros.computeIfAbsent(v.getKey(), k -> new ArrayList<>())
+          micros
+              .computeIfAbsent(v.getKey(), k -> new ArrayList<>())
               .add((System.nanoTime() - start) / 1e3 / PER_ROUND);
         }
       }
@@ -64,9 +68,14 @@ public final class OverheadProbe {
       micros.forEach((name, values) -> median.put(name, median(values)));
       for (Client kind : Client.values()) {
         double bare = median.get(kind + " bare");
-        System.out.printf("%-7s bare %7.1f us | LocalCursor %7.1f us (+%.1f) | PostgresCursor %7.1f"
-                + " us (+%.1f)%n", kind, bare, median.get(kind + " LocalCursor"),
-            median.get(kind + " LocalCursor") - bare, median.get(kind + " PostgresCursor"),
+        System.out.printf(
+            "%-7s bare %7.1f us | LocalCursor %7.1f us (+%.1f) | PostgresCursor %7.1f"
+                + " us (+%.1f)%n",
+            kind,
+            bare,
+            median.get(kind + " LocalCursor"),
+            median.get(kind + " LocalCursor") - bare,
+            median.get(kind + " PostgresCursor"),
             median.get(kind + " PostgresCursor") - bare);
       }
       for (Client.Getter client : variants.values()) {

@@ -35,10 +35,11 @@ import org.junit.jupiter.params.provider.EnumSource;
 class RedirectHopTest {
 
   private static final Duration BOUND = Duration.ofSeconds(20);
-  private static final Map<String, String> CREDENTIALS = Map.of(
-      "Authorization", "Bearer secret",
-      "Proxy-Authorization", "Basic cHJveHk6c2VjcmV0",
-      "Cookie", "session=secret");
+  private static final Map<String, String> CREDENTIALS =
+      Map.of(
+          "Authorization", "Bearer secret",
+          "Proxy-Authorization", "Basic cHJveHk6c2VjcmV0",
+          "Cookie", "session=secret");
 
   private final FakeTime time = new FakeTime();
   private DoorServer origin;
@@ -52,10 +53,12 @@ class RedirectHopTest {
     other = new DoorServer(HopPaths::answer);
     internal = new DoorServer(InetAddress.getByName("127.0.0.2"), HopPaths::answer);
     LimiterRegistry registry = new LimiterRegistry(new LocalCursor(time), time);
-    Destination destination = Destination.builder("redirects").ratePerSecond(10)
-        .maxConcurrency(4).build();
-    limiters = LimiterLookup.byHost(registry,
-        host -> host.equals("127.0.0.1") ? Optional.of(destination) : Optional.empty());
+    Destination destination =
+        Destination.builder("redirects").ratePerSecond(10).maxConcurrency(4).build();
+    limiters =
+        LimiterLookup.byHost(
+            registry,
+            host -> host.equals("127.0.0.1") ? Optional.of(destination) : Optional.empty());
   }
 
   @AfterEach
@@ -101,100 +104,127 @@ class RedirectHopTest {
   /**
    * One request per credential header, each beside a header that is kept. Apache's own redirect
    * strategy does not follow a hop to another host that carries {@code Authorization} or {@code
-   * Cookie} at all (it returns the redirect), so of its three only the {@code
-   * Proxy-Authorization} one arrives. The JDK's client never sends a caller's {@code
-   * Proxy-Authorization} to a destination it reaches directly.
+   * Cookie} at all (it returns the redirect), so of its three only the {@code Proxy-Authorization}
+   * one arrives. The JDK's client never sends a caller's {@code Proxy-Authorization} to a
+   * destination it reaches directly.
    */
   @ParameterizedTest
   @EnumSource(Client.class)
   void aHopToAnotherOriginArrivesWithoutTheCallersCredentials(Client kind) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        URI landed = HopPaths.uri(other, "/landed");
-        CREDENTIALS.forEach((name, value) -> outcome(client,
-            get(HopPaths.redirect(origin, 302, landed.toString()),
-                Map.of(name, value, "X-Request-Id", "kept"))));
-        assertThat(origin.arrivals()).hasSize(3);
-        assertThat(other.arrivals()).hasSize(kind == Client.APACHE ? 1 : 3).allSatisfy(hop -> {
-          assertThat(hop.path()).isEqualTo("/landed");
-          assertThat(hop.request().headers()).containsEntry("x-request-id", List.of("kept"));
-          assertThat(credentials(hop)).isEmpty();
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
+            URI landed = HopPaths.uri(other, "/landed");
+            CREDENTIALS.forEach(
+                (name, value) ->
+                    outcome(
+                        client,
+                        get(
+                            HopPaths.redirect(origin, 302, landed.toString()),
+                            Map.of(name, value, "X-Request-Id", "kept"))));
+            assertThat(origin.arrivals()).hasSize(3);
+            assertThat(other.arrivals())
+                .hasSize(kind == Client.APACHE ? 1 : 3)
+                .allSatisfy(
+                    hop -> {
+                      assertThat(hop.path()).isEqualTo("/landed");
+                      assertThat(hop.request().headers())
+                          .containsEntry("x-request-id", List.of("kept"));
+                      assertThat(credentials(hop)).isEmpty();
+                    });
+          }
         });
-      }
-    });
   }
 
   @ParameterizedTest
   @EnumSource(Client.class)
   void aHopWithinTheOriginKeepsThem(Client kind) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        assertThat(outcome(client, get(HopPaths.redirect(origin, 302, "/landed"), CREDENTIALS)))
-            .isEqualTo("200 ok /landed");
-        List<Arrival> arrivals = origin.arrivals();
-        assertThat(arrivals).hasSize(2);
-        assertThat(arrivals.get(1).path()).isEqualTo("/landed");
-        assertThat(credentials(arrivals.get(1))).isEqualTo(credentials(arrivals.get(0)))
-            .containsEntry("authorization", List.of("Bearer secret"))
-            .containsEntry("cookie", List.of("session=secret"));
-      }
-    });
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
+            assertThat(outcome(client, get(HopPaths.redirect(origin, 302, "/landed"), CREDENTIALS)))
+                .isEqualTo("200 ok /landed");
+            List<Arrival> arrivals = origin.arrivals();
+            assertThat(arrivals).hasSize(2);
+            assertThat(arrivals.get(1).path()).isEqualTo("/landed");
+            assertThat(credentials(arrivals.get(1)))
+                .isEqualTo(credentials(arrivals.get(0)))
+                .containsEntry("authorization", List.of("Bearer secret"))
+                .containsEntry("cookie", List.of("session=secret"));
+          }
+        });
   }
 
   @ParameterizedTest
   @EnumSource(Client.class)
   void aPublicHostCannotRedirectIntoAnInternalNetwork(Client kind) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        URI metadata = HopPaths.uri(internal, "/latest/meta-data");
-        String outcome = outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString())));
-        if (kind == Client.JDK) {
-          assertThat(outcome).as("the redirect returned as it is").isEqualTo("302 moved");
-        } else {
-          assertThat(outcome).startsWith("failed:").contains("internal address 127.0.0.2");
-        }
-        assertThat(internal.arrivals()).isEmpty();
-      }
-    });
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
+            URI metadata = HopPaths.uri(internal, "/latest/meta-data");
+            String outcome =
+                outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString())));
+            if (kind == Client.JDK) {
+              assertThat(outcome).as("the redirect returned as it is").isEqualTo("302 moved");
+            } else {
+              assertThat(outcome).startsWith("failed:").contains("internal address 127.0.0.2");
+            }
+            assertThat(internal.arrivals()).isEmpty();
+          }
+        });
   }
 
   /** The refusal above is the policy's: an internal host reaches the same server. */
   @ParameterizedTest
   @EnumSource(Client.class)
   void anInternalHostRedirectsWithinItsNetwork(Client kind) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      try (Client.Getter client = kind.open(limiters, AddressPolicy.system())) {
-        URI metadata = HopPaths.uri(internal, "/latest/meta-data");
-        assertThat(outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString()))))
-            .isEqualTo("200 ok /latest/meta-data");
-        assertThat(HopPaths.paths(internal)).containsExactly("/latest/meta-data");
-      }
-    });
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          try (Client.Getter client = kind.open(limiters, AddressPolicy.system())) {
+            URI metadata = HopPaths.uri(internal, "/latest/meta-data");
+            assertThat(outcome(client, get(HopPaths.redirect(origin, 302, metadata.toString()))))
+                .isEqualTo("200 ok /latest/meta-data");
+            assertThat(HopPaths.paths(internal)).containsExactly("/latest/meta-data");
+          }
+        });
   }
 
   @ParameterizedTest
   @EnumSource(Client.class)
   void aBodyIsRepeatedWithinTheOriginButNotAtAnother(Client kind) {
-    assertTimeoutPreemptively(BOUND, () -> {
-      try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
-        String toOther = outcome(client,
-            post(HopPaths.redirect(origin, 307, HopPaths.uri(other, "/collect").toString()),
-                "password=secret"));
-        if (kind == Client.JDK) {
-          assertThat(toOther).isEqualTo("307 moved");
-        } else {
-          assertThat(toOther).startsWith("failed:").contains("at another origin");
-        }
-        assertThat(other.arrivals()).isEmpty();
-        assertThat(outcome(client,
-            post(HopPaths.redirect(origin, 307, "/landed"), "password=secret")))
-            .isEqualTo("200 ok /landed");
-        assertThat(origin.arrivals()).last().satisfies(hop -> {
-          assertThat(hop.request().method()).isEqualTo("POST");
-          assertThat(hop.path()).isEqualTo("/landed");
-          assertThat(HopPaths.body(hop)).isEqualTo("password=secret");
+    assertTimeoutPreemptively(
+        BOUND,
+        () -> {
+          try (Client.Getter client = kind.open(limiters, TestAddresses.publicLoopback())) {
+            String toOther =
+                outcome(
+                    client,
+                    post(
+                        HopPaths.redirect(origin, 307, HopPaths.uri(other, "/collect").toString()),
+                        "password=secret"));
+            if (kind == Client.JDK) {
+              assertThat(toOther).isEqualTo("307 moved");
+            } else {
+              assertThat(toOther).startsWith("failed:").contains("at another origin");
+            }
+            assertThat(other.arrivals()).isEmpty();
+            assertThat(
+                    outcome(
+                        client, post(HopPaths.redirect(origin, 307, "/landed"), "password=secret")))
+                .isEqualTo("200 ok /landed");
+            assertThat(origin.arrivals())
+                .last()
+                .satisfies(
+                    hop -> {
+                      assertThat(hop.request().method()).isEqualTo("POST");
+                      assertThat(hop.path()).isEqualTo("/landed");
+                      assertThat(HopPaths.body(hop)).isEqualTo("password=secret");
+                    });
+          }
         });
-      }
-    });
   }
 }

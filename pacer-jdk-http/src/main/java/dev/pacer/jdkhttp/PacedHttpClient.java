@@ -8,10 +8,7 @@ import dev.pacer.LockedOutException;
 import dev.pacer.http.AddressPolicy;
 import dev.pacer.http.Origins;
 import dev.pacer.http.WarmUp;
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.jdkhttp.internal.AsyncExchange;
-import dev.pacer.jdkhttp.internal.DiscardedBody;
-import dev.pacer.jdkhttp.internal.Exchanged;
 import dev.pacer.jdkhttp.internal.Exchanges;
 import dev.pacer.jdkhttp.internal.HopSenders;
 import dev.pacer.jdkhttp.internal.Redirects;
@@ -30,16 +27,14 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 
 /**
- * A {@link HttpClient} that paces every request it sends: it is one (hand it to anything that
- * takes a {@code java.net.http.HttpClient}, Spring's {@code JdkClientHttpRequestFactory} among
- * them), and sends through a delegate client after taking a turn from the request's {@link
+ * A {@link HttpClient} that paces every request it sends: it is one (hand it to anything that takes
+ * a {@code java.net.http.HttpClient}, Spring's {@code JdkClientHttpRequestFactory} among them), and
+ * sends through a delegate client after taking a turn from the request's {@link
  * DestinationLimiter}.
  *
  * <pre>{@code
@@ -71,43 +66,42 @@ import javax.net.ssl.SSLParameters;
  *       Retry-After} paused the fleet); after a 403 the limiter is locked out, so this response is
  *       returned and every later request to the destination throws {@link LockedOutException}
  *       before it is sent.
- *   <li>The slot (the destination's concurrency permit) is released when the response's body
- *       ends: received in full, failed, or cancelled. For a body read into memory or a file, that
- *       is before {@code send} returns; a streamed body ({@code BodyHandlers.ofInputStream()}) is
+ *   <li>The slot (the destination's concurrency permit) is released when the response's body ends:
+ *       received in full, failed, or cancelled. For a body read into memory or a file, that is
+ *       before {@code send} returns; a streamed body ({@code BodyHandlers.ofInputStream()}) is
  *       received about as fast as it is read, and closing the stream cancels it. A streamed body
- *       neither read nor closed holds its permit, as it holds its connection. A request that
- *       fails releases it at once.
+ *       neither read nor closed holds its permit, as it holds its connection. A request that fails
+ *       releases it at once.
  * </ol>
  *
  * <h2>Asynchronous: the same hops, no thread waiting</h2>
  *
- * {@link #sendAsync} takes the steps above, hop by hop, as {@code send} does (one {@code Hop}
- * class holds them, and two short drivers wait for them: a loop that blocks, and a composition of
+ * {@link #sendAsync} takes the steps above, hop by hop, as {@code send} does (one {@code Hop} class
+ * holds them, and two short drivers wait for them: a loop that blocks, and a composition of
  * futures). After its turn, a hop is sent on the delegate's {@linkplain HttpClient#executor()
- * executor} if it was built with one, or else on two send threads of Pacer's ({@link
- * AsyncPools}), the thread whose check found the turn in time ({@link
- * DestinationLimiter#acquireAsync(Executor)}): never on the scheduler's thread, which completes
- * the turn, because a send there delays every turn of the JVM queued behind it, nor on the
- * round-trip executor, whose queue holds later turns' reservations. Cancelling the future before
- * the turn gives back the permit, or the place in its queue; after the send, it cancels the
- * exchange (Java 16+ closes its connection), which releases the permit. Server pushes ({@code
- * sendAsync(request, handler, pushPromises)}) go to the push promise handler as the delegate
- * delivers them, with no turn: a pushed response is not a request sent to the destination.
+ * executor} if it was built with one, or else on two send threads of Pacer's ({@link AsyncPools}),
+ * the thread whose check found the turn in time ({@link
+ * DestinationLimiter#acquireAsync(Executor)}): never on the scheduler's thread, which completes the
+ * turn, because a send there delays every turn of the JVM queued behind it, nor on the round-trip
+ * executor, whose queue holds later turns' reservations. Cancelling the future before the turn
+ * gives back the permit, or the place in its queue; after the send, it cancels the exchange (Java
+ * 16+ closes its connection), which releases the permit. Server pushes ({@code sendAsync(request,
+ * handler, pushPromises)}) go to the push promise handler as the delegate delivers them, with no
+ * turn: a pushed response is not a request sent to the destination.
  *
  * <h2>Redirects: followed here, a turn per hop</h2>
  *
  * The JDK's client follows redirects inside one {@code send}, where no decorator sees the hops: a
  * chain of three would be three requests to the destination in one turn. So the delegate must not
- * follow redirects ({@link HttpClient.Redirect#NEVER}; the builder refuses one that does), and
- * this client follows them itself, as {@link Builder#followRedirects} says ({@code NEVER} by
- * default, as the JDK's; {@code NORMAL} and {@code ALWAYS} as the JDK's client means them; at most
- * {@link Builder#maxRedirects}, default 5). Each hop asks the lookup again and takes its own turn,
- * from the limiter of the host it goes to. A hop answered with anything but a {@linkplain
- * Answer#CLEAN clean} status is not followed further. The body of a hop followed is dropped in the
- * background (at most 64 KiB and 1 s of it are read to keep the connection,
- * past either it is closed), holding the hop's slot until it ends; the caller's body handler sees
- * only the final answer. A 303, or a 301 or 302 to a POST, is followed with a GET, as the JDK's
- * client does.
+ * follow redirects ({@link HttpClient.Redirect#NEVER}; the builder refuses one that does), and this
+ * client follows them itself, as {@link Builder#followRedirects} says ({@code NEVER} by default, as
+ * the JDK's; {@code NORMAL} and {@code ALWAYS} as the JDK's client means them; at most {@link
+ * Builder#maxRedirects}, default 5). Each hop asks the lookup again and takes its own turn, from
+ * the limiter of the host it goes to. A hop answered with anything but a {@linkplain Answer#CLEAN
+ * clean} status is not followed further. The body of a hop followed is dropped in the background
+ * (at most 64 KiB and 1 s of it are read to keep the connection, past either it is closed), holding
+ * the hop's slot until it ends; the caller's body handler sees only the final answer. A 303, or a
+ * 301 or 302 to a POST, is followed with a GET, as the JDK's client does.
  *
  * <p>A destination is not trusted with the caller's other hosts. A hop to another origin goes
  * without the request's {@code Authorization}, {@code Proxy-Authorization} and {@code Cookie}
@@ -139,9 +133,9 @@ import javax.net.ssl.SSLParameters;
 public final class PacedHttpClient extends HttpClient {
 
   /**
-   * The deadline of each hop's whole answer when neither the request nor the builder sets one:
-   * long enough for a slow page, short enough that a server that never answers does not keep a
-   * thread and a permit.
+   * The deadline of each hop's whole answer when neither the request nor the builder sets one: long
+   * enough for a slow page, short enough that a server that never answers does not keep a thread
+   * and a permit.
    */
   public static final Duration DEFAULT_ANSWER_TIMEOUT = Duration.ofSeconds(30);
 
@@ -154,11 +148,18 @@ public final class PacedHttpClient extends HttpClient {
     this.delegate = b.delegate;
     this.followRedirects = b.followRedirects;
     this.answerTimeout = b.answerTimeout;
-    this.exchanges = new Exchanges(b.delegate, b.limiters,
-        Redirects.like(b.followRedirects, b.maxRedirects, b.addresses), b.answerTimeout,
-        b.listener.map(listener -> (uri, hop, turnNanos, sentNanos, sentEpochMicros, status) ->
-            listener.accept(new SentRequest(uri, hop, turnNanos, sentNanos, sentEpochMicros,
-                status))));
+    this.exchanges =
+        new Exchanges(
+            b.delegate,
+            b.limiters,
+            Redirects.like(b.followRedirects, b.maxRedirects, b.addresses),
+            b.answerTimeout,
+            b.listener.map(
+                listener ->
+                    (uri, hop, turnNanos, sentNanos, sentEpochMicros, status) ->
+                        listener.accept(
+                            new SentRequest(
+                                uri, hop, turnNanos, sentNanos, sentEpochMicros, status))));
   }
 
   /**
@@ -185,17 +186,16 @@ public final class PacedHttpClient extends HttpClient {
   }
 
   /**
-   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination ({@link WarmUp}): one GET through this client's {@code send} and one through its
-   * {@code sendAsync}, each taking the way a paced request takes but no turn, through the
-   * delegate's {@code send} and {@code sendAsync}, to a throwaway server on 127.0.0.1; then, for
-   * each https URL of {@code destinations}, the TLS stack, and the resolution of each host name.
-   * Call it once, before the first request; failures are logged and ignored, since a cold first
-   * request is slower, not wrong. Without it, a cold JVM's first requests wait for that work
-   * together and reach the destination together, more than the ceiling in one second
-   * (docs/integrations.md, "A cold JVM"); and what this client does between a turn and its send (a
-   * hop's deadline starts the JDK's delay scheduler) would load its classes after the first turn
-   * began.
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any destination
+   * ({@link WarmUp}): one GET through this client's {@code send} and one through its {@code
+   * sendAsync}, each taking the way a paced request takes but no turn, through the delegate's
+   * {@code send} and {@code sendAsync}, to a throwaway server on 127.0.0.1; then, for each https
+   * URL of {@code destinations}, the TLS stack, and the resolution of each host name. Call it once,
+   * before the first request; failures are logged and ignored, since a cold first request is
+   * slower, not wrong. Without it, a cold JVM's first requests wait for that work together and
+   * reach the destination together, more than the ceiling in one second (docs/integrations.md, "A
+   * cold JVM"); and what this client does between a turn and its send (a hop's deadline starts the
+   * JDK's delay scheduler) would load its classes after the first turn began.
    *
    * @param destinations URLs of the destinations this client will send to, for their scheme and
    *     host (none is needed for the client's own warm-up)
@@ -205,9 +205,11 @@ public final class PacedHttpClient extends HttpClient {
     if (delegate.executor().isEmpty()) {
       HopSenders.prestart();
     }
-    WarmUp.run(loopback -> {
-      exchanges.sendUnpaced(HttpRequest.newBuilder(loopback).build());
-    }, destinations);
+    WarmUp.run(
+        loopback -> {
+          exchanges.sendUnpaced(HttpRequest.newBuilder(loopback).build());
+        },
+        destinations);
   }
 
   /**
@@ -238,19 +240,21 @@ public final class PacedHttpClient extends HttpClient {
   }
 
   @Override
-  public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-      HttpResponse.BodyHandler<T> handler) {
+  public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+      HttpRequest request, HttpResponse.BodyHandler<T> handler) {
     return sendAsync(request, handler, null);
   }
 
   /**
    * As {@link #send}, with no thread waiting for the turn: see the class comment. Server pushes go
-   * to {@code pushPromises} as the delegate delivers them, with no turn: a pushed response is not
-   * a request sent to the destination.
+   * to {@code pushPromises} as the delegate delivers them, with no turn: a pushed response is not a
+   * request sent to the destination.
    */
   @Override
-  public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-      HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushPromises) {
+  public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+      HttpRequest request,
+      HttpResponse.BodyHandler<T> handler,
+      HttpResponse.PushPromiseHandler<T> pushPromises) {
     Objects.requireNonNull(request, "request");
     Objects.requireNonNull(handler, "handler");
     return AsyncExchange.send(exchanges, request, handler, pushPromises);
@@ -265,8 +269,9 @@ public final class PacedHttpClient extends HttpClient {
   /** Refused: a WebSocket opened past the limiter would not be paced; open it on the delegate. */
   @Override
   public WebSocket.Builder newWebSocketBuilder() {
-    throw new UnsupportedOperationException("a WebSocket opened through PacedHttpClient would"
-        + " not be paced: open it on the delegate client");
+    throw new UnsupportedOperationException(
+        "a WebSocket opened through PacedHttpClient would"
+            + " not be paced: open it on the delegate client");
   }
 
   @Override
@@ -328,17 +333,20 @@ public final class PacedHttpClient extends HttpClient {
       this.delegate = Objects.requireNonNull(delegate, "delegate");
       this.limiters = Objects.requireNonNull(limiters, "limiters");
       if (delegate.followRedirects() != HttpClient.Redirect.NEVER) {
-        throw new IllegalArgumentException("the delegate client must not follow redirects (it"
-            + " follows " + delegate.followRedirects() + "): a redirect it followed would take"
-            + " no turn. Build it with Redirect.NEVER and set followRedirects on"
-            + " PacedHttpClient.Builder, which follows each hop with a turn of its own");
+        throw new IllegalArgumentException(
+            "the delegate client must not follow redirects (it"
+                + " follows "
+                + delegate.followRedirects()
+                + "): a redirect it followed would take"
+                + " no turn. Build it with Redirect.NEVER and set followRedirects on"
+                + " PacedHttpClient.Builder, which follows each hop with a turn of its own");
       }
     }
 
     /**
      * Which redirects this client follows, each hop with its own turn: as the JDK's client means
-     * {@code policy}, but never from a public host into an internal network, nor with a body or
-     * the caller's credentials to another origin (see the class comment). Default {@code NEVER}.
+     * {@code policy}, but never from a public host into an internal network, nor with a body or the
+     * caller's credentials to another origin (see the class comment). Default {@code NEVER}.
      *
      * @param policy which redirects to follow
      * @return this builder
@@ -398,8 +406,8 @@ public final class PacedHttpClient extends HttpClient {
     }
 
     /**
-     * Called with every paced request sent, redirect hops included, once its status is known or
-     * it failed: for {@code send} on the calling thread, for {@code sendAsync} on the thread that
+     * Called with every paced request sent, redirect hops included, once its status is known or it
+     * failed: for {@code send} on the calling thread, for {@code sendAsync} on the thread that
      * completes the answer (the delegate's); the request's slot may still be held, so keep it
      * quick. If it throws, requests go on (logged once at WARN).
      *

@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.net.Authenticator;
 import java.net.CookieHandler;
 import java.net.ProxySelector;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -23,12 +22,12 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 
 /**
- * The child JVM of {@link FirstPacedSendTest}: a {@link PacedHttpClient} warmed up with its
- * {@link PacedHttpClient#warmUp} alone, then one {@code send} and one {@code sendAsync}, each
- * paced, to a server on 127.0.0.1. It prints {@link #WARMED} after the warm-up, {@link #GRANTED}
- * as each turn is handed over (a listener of the registry, which fires after the check for late
- * turns) and {@link #SENDING} as the delegate is asked to send. Run with {@code -verbose:class},
- * its output shows which classes loaded between a turn and its request leaving.
+ * The child JVM of {@link FirstPacedSendTest}: a {@link PacedHttpClient} warmed up with its {@link
+ * PacedHttpClient#warmUp} alone, then one {@code send} and one {@code sendAsync}, each paced, to a
+ * server on 127.0.0.1. It prints {@link #WARMED} after the warm-up, {@link #GRANTED} as each turn
+ * is handed over (a listener of the registry, which fires after the check for late turns) and
+ * {@link #SENDING} as the delegate is asked to send. Run with {@code -verbose:class}, its output
+ * shows which classes loaded between a turn and its request leaving.
  */
 final class FirstPacedSend {
 
@@ -40,17 +39,22 @@ final class FirstPacedSend {
 
   public static void main(String[] args) throws Exception {
     LimiterRegistry registry = new LimiterRegistry(new LocalCursor());
-    registry.addListener(new LimiterListener() {
-      @Override
-      public void turn(Turn turn) {
-        System.out.println(GRANTED);
-      }
-    });
-    DestinationLimiter limiter = registry.limiter(
-        Destination.builder("first-paced-send").ratePerSecond(10).maxConcurrency(1).build());
+    registry.addListener(
+        new LimiterListener() {
+          @Override
+          public void turn(Turn turn) {
+            System.out.println(GRANTED);
+          }
+        });
+    DestinationLimiter limiter =
+        registry.limiter(
+            Destination.builder("first-paced-send").ratePerSecond(10).maxConcurrency(1).build());
     try (TestLoopbackServer server = new TestLoopbackServer()) {
-      PacedHttpClient client = PacedHttpClient.of(new Marking(
-          HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build()), limiter);
+      PacedHttpClient client =
+          PacedHttpClient.of(
+              new Marking(
+                  HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build()),
+              limiter);
       client.warmUp(server.uri());
       System.out.println(WARMED);
       HttpRequest get = HttpRequest.newBuilder(server.uri()).build();
@@ -75,15 +79,17 @@ final class FirstPacedSend {
     }
 
     @Override
-    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-        HttpResponse.BodyHandler<T> handler) {
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+        HttpRequest request, HttpResponse.BodyHandler<T> handler) {
       System.out.println(SENDING);
       return delegate.sendAsync(request, handler);
     }
 
     @Override
-    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-        HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushes) {
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+        HttpRequest request,
+        HttpResponse.BodyHandler<T> handler,
+        HttpResponse.PushPromiseHandler<T> pushes) {
       System.out.println(SENDING);
       return delegate.sendAsync(request, handler, pushes);
     }

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A warmed-up {@link PacedHttpClient}'s first paced requests in a fresh JVM ({@link
  * FirstPacedSend}): nothing is loaded between a turn being handed over and the delegate being asked
- * to send, for {@code send} and for {@code sendAsync}. A class loaded there makes the request
- * late by that much, unseen by the check for late turns, close behind the next turn; on a virtual
+ * to send, for {@code send} and for {@code sendAsync}. A class loaded there makes the request late
+ * by that much, unseen by the check for late turns, close behind the next turn; on a virtual
  * thread, one that meets a class another is loading also pins its carrier.
  */
 class FirstPacedSendTest {
@@ -36,17 +36,24 @@ class FirstPacedSendTest {
         loading.add(line);
       }
     }
-    assertThat(between).as("classes loaded between each turn and its send, for send then"
-        + " sendAsync; the child's output after the warm-up: %s",
-        lines.subList(warmed, lines.size())).containsExactly(List.of(), List.of());
+    assertThat(between)
+        .as(
+            "classes loaded between each turn and its send, for send then"
+                + " sendAsync; the child's output after the warm-up: %s",
+            lines.subList(warmed, lines.size()))
+        .containsExactly(List.of(), List.of());
   }
 
   private static List<String> childOutput() throws IOException, InterruptedException {
-    Process child = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Xlog:class+load=info:stdout", "-cp", System.getProperty("java.class.path"),
-        FirstPacedSend.class.getName())
-        .redirectErrorStream(true).start();
+    Process child =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xlog:class+load=info:stdout",
+                "-cp",
+                System.getProperty("java.class.path"),
+                FirstPacedSend.class.getName())
+            .redirectErrorStream(true)
+            .start();
     String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(child.waitFor(60, TimeUnit.SECONDS)).as("child finished").isTrue();
     assertThat(child.exitValue()).as("child's exit status; output:%n%s", output).isZero();

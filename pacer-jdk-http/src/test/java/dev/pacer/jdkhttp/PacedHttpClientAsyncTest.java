@@ -51,24 +51,26 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link PacedHttpClient#sendAsync} against a local server, in real time on Pacer's default
- * {@link AsyncPools}: the ceiling holds where requests arrive while one thread issues them all
- * without waiting (judged at the {@link Door} by {@link FleetBounds}; the same requests unpaced
- * break it), each redirect hop takes its own turn, a 429 pauses and a 403 locks out, and a
- * cancelled future gives back its permit. Every scenario lasts a few seconds at most. The
- * scenarios whose answers follow the test (a request held, a chain of redirects) and which judge
- * no ceiling run against a {@link DoorServer} in this JVM.
+ * {@link PacedHttpClient#sendAsync} against a local server, in real time on Pacer's default {@link
+ * AsyncPools}: the ceiling holds where requests arrive while one thread issues them all without
+ * waiting (judged at the {@link Door} by {@link FleetBounds}; the same requests unpaced break it),
+ * each redirect hop takes its own turn, a 429 pauses and a 403 locks out, and a cancelled future
+ * gives back its permit. Every scenario lasts a few seconds at most. The scenarios whose answers
+ * follow the test (a request held, a chain of redirects) and which judge no ceiling run against a
+ * {@link DoorServer} in this JVM.
  */
 class PacedHttpClientAsyncTest {
 
   /** The paths the door began to answer, in order: a held request is in it while it is held. */
   private final List<String> paths = new CopyOnWriteArrayList<>();
+
   private final CountDownLatch release = new CountDownLatch(1);
   private DoorServer server;
-  private final SendThreads delegate = new SendThreads(
-      HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build());
+  private final SendThreads delegate =
+      new SendThreads(HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build());
   private final LimiterRegistry registry =
       new LimiterRegistry(new LocalCursor(TimeSource.SYSTEM), TimeSource.SYSTEM);
+
   /** The door the ceiling is judged at: its senders share this JVM, so it runs in its own. */
   private static Door door;
 
@@ -90,9 +92,9 @@ class PacedHttpClientAsyncTest {
 
   /**
    * {@code /chain/N}: 302 to {@code /chain/N-1} down to {@code /chain/0}; {@code /busy}: 429 with
-   * {@code Retry-After: 1}; {@code /forbidden}: 403; {@code /held}: 200 once the test ends;
-   * {@code /big}: 8 MiB, more than the client buffers ahead of a reader who has not read yet;
-   * anything else 200 with "body of PATH".
+   * {@code Retry-After: 1}; {@code /forbidden}: 403; {@code /held}: 200 once the test ends; {@code
+   * /big}: 8 MiB, more than the client buffers ahead of a reader who has not read yet; anything
+   * else 200 with "body of PATH".
    */
   private Answer answer(Request request) {
     String path = request.path();
@@ -131,8 +133,8 @@ class PacedHttpClientAsyncTest {
   }
 
   private DestinationLimiter limiter(String name, int rate, int maxConcurrency) {
-    return registry.limiter(Destination.builder(name).ratePerSecond(rate)
-        .maxConcurrency(maxConcurrency).build());
+    return registry.limiter(
+        Destination.builder(name).ratePerSecond(rate).maxConcurrency(maxConcurrency).build());
   }
 
   @Test
@@ -158,10 +160,11 @@ class PacedHttpClientAsyncTest {
     for (CompletableFuture<HttpResponse<String>> future : futures) {
       assertThat(future.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
     }
-    Timeline timeline = Timeline.of(door.arrivals().stream()
-        .filter(a -> a.path().startsWith(run)).toList());
-    System.out.printf("sendAsync: %d issued in %d ms; %s; %d late turns given up%n", n,
-        issuedMillis, timeline, limiter.lateTurnsSkipped());
+    Timeline timeline =
+        Timeline.of(door.arrivals().stream().filter(a -> a.path().startsWith(run)).toList());
+    System.out.printf(
+        "sendAsync: %d issued in %d ms; %s; %d late turns given up%n",
+        n, issuedMillis, timeline, limiter.lateTurnsSkipped());
     // Waiting for the turns on this thread would take (n - 1) / ceiling = 2.45 s; issuing them
     // took 5-42 ms on the 2-core build machine at load 3-11.
     assertThat(issuedMillis).as("ms to issue %d requests", n).isLessThan(5 * 1000 / ceiling);
@@ -170,8 +173,10 @@ class PacedHttpClientAsyncTest {
     bounds.assertHeld(timeline, timeline);
     bounds.assertDelivered(timeline);
     bounds.assertFewLateTurns(limiter.lateTurnsSkipped(), n + limiter.lateTurnsSkipped());
-    assertThat(delegate.threads).as("threads the delegate's sendAsync was called on")
-        .hasSize(n).allMatch(name -> name.startsWith("pacer-send-"));
+    assertThat(delegate.threads)
+        .as("threads the delegate's sendAsync was called on")
+        .hasSize(n)
+        .allMatch(name -> name.startsWith("pacer-send-"));
   }
 
   /** The same requests sent by the same client unpaced: the bounds above can fail. */
@@ -187,8 +192,8 @@ class PacedHttpClientAsyncTest {
     for (CompletableFuture<HttpResponse<String>> future : futures) {
       assertThat(future.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
     }
-    Timeline timeline = Timeline.of(door.arrivals().stream()
-        .filter(a -> a.path().startsWith(run)).toList());
+    Timeline timeline =
+        Timeline.of(door.arrivals().stream().filter(a -> a.path().startsWith(run)).toList());
     FleetBounds bounds = FleetBounds.at(ceiling, "sendAsync from one thread, unpaced", door);
     bounds.assertWindowBroke(timeline);
     bounds.assertAggregateBroke(timeline);
@@ -200,20 +205,24 @@ class PacedHttpClientAsyncTest {
 
   /**
    * A hop whose turn has come is sent while the round-trip executor is busy with later turns'
-   * reservations: here that executor runs the first reservation and then holds everything given
-   * to it, as a queue of blocking JDBC calls would, and the request must still arrive. Sent
-   * behind them, it would wait for the last of them, well after its late check.
+   * reservations: here that executor runs the first reservation and then holds everything given to
+   * it, as a queue of blocking JDBC calls would, and the request must still arrive. Sent behind
+   * them, it would wait for the last of them, well after its late check.
    */
   @Test
   void aHopIsNotSentBehindTheRoundTripsOfLaterTurns() throws Exception {
     ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
     HoldsAllButTheFirst roundTrips = new HoldsAllButTheFirst();
     try {
-      DestinationLimiter limiter = new LimiterRegistry(new LocalCursor(TimeSource.SYSTEM),
-          TimeSource.SYSTEM, AsyncPools.of(scheduler, roundTrips))
-          .limiter(Destination.builder("async-busy-round-trips").ratePerSecond(10).build());
-      CompletableFuture<HttpResponse<String>> first = PacedHttpClient.of(delegate, limiter)
-          .sendAsync(get("/first"), HttpResponse.BodyHandlers.ofString());
+      DestinationLimiter limiter =
+          new LimiterRegistry(
+                  new LocalCursor(TimeSource.SYSTEM),
+                  TimeSource.SYSTEM,
+                  AsyncPools.of(scheduler, roundTrips))
+              .limiter(Destination.builder("async-busy-round-trips").ratePerSecond(10).build());
+      CompletableFuture<HttpResponse<String>> first =
+          PacedHttpClient.of(delegate, limiter)
+              .sendAsync(get("/first"), HttpResponse.BodyHandlers.ofString());
       assertThat(first.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
       assertThat(roundTrips.held).as("the hop went to the round-trip executor").isEmpty();
       assertThat(delegate.threads).singleElement().asString().startsWith("pacer-send-");
@@ -242,11 +251,15 @@ class PacedHttpClientAsyncTest {
   @Test
   void aRedirectChainTakesATurnPerHop() throws Exception {
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
-    PacedHttpClient client = PacedHttpClient.builder(delegate,
-            LimiterLookup.only(limiter("async-chain", 10, 1)))
-        .followRedirects(HttpClient.Redirect.NORMAL).onRequest(sent::add).build();
-    HttpResponse<String> response = client.sendAsync(get("/chain/3"),
-        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    PacedHttpClient client =
+        PacedHttpClient.builder(delegate, LimiterLookup.only(limiter("async-chain", 10, 1)))
+            .followRedirects(HttpClient.Redirect.NORMAL)
+            .onRequest(sent::add)
+            .build();
+    HttpResponse<String> response =
+        client
+            .sendAsync(get("/chain/3"), HttpResponse.BodyHandlers.ofString())
+            .get(10, TimeUnit.SECONDS);
     assertThat(response.body()).isEqualTo("body of /chain/0");
     assertThat(paths).containsExactly("/chain/3", "/chain/2", "/chain/1", "/chain/0");
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1, 2, 3);
@@ -254,7 +267,8 @@ class PacedHttpClientAsyncTest {
     for (int i = 1; i < sent.size(); i++) {
       long gapMillis = (sent.get(i).turnNanos() - sent.get(i - 1).turnNanos()) / 1_000_000;
       // 100 ms apart on the cursor; each turn's local instant carries its own few µs of jitter.
-      assertThat(gapMillis).as("turn of hop %d after hop %d's", i, i - 1)
+      assertThat(gapMillis)
+          .as("turn of hop %d after hop %d's", i, i - 1)
           .isGreaterThanOrEqualTo(95);
     }
     assertThat(delegate.threads).noneMatch(name -> name.startsWith("pacer-turns-"));
@@ -263,27 +277,30 @@ class PacedHttpClientAsyncTest {
   @Test
   void aTooManyRequestsWithRetryAfterPausesTheNextRequest() throws Exception {
     PacedHttpClient client = PacedHttpClient.of(delegate, limiter("async-busy", 10, 1));
-    HttpResponse<String> busy = client.sendAsync(get("/busy"),
-        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    HttpResponse<String> busy =
+        client
+            .sendAsync(get("/busy"), HttpResponse.BodyHandlers.ofString())
+            .get(10, TimeUnit.SECONDS);
     assertThat(busy.statusCode()).as("returned as it is").isEqualTo(429);
-    client.sendAsync(get("/after"), HttpResponse.BodyHandlers.ofString())
-        .get(10, TimeUnit.SECONDS);
+    client.sendAsync(get("/after"), HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
     List<Arrival> arrivals = server.arrivals();
     long gapMillis = (arrivals.get(1).nanos() - arrivals.get(0).nanos()) / 1_000_000;
-    assertThat(gapMillis).as("Retry-After: 1 between the two arrivals")
-        .isGreaterThanOrEqualTo(900);
+    assertThat(gapMillis).as("Retry-After: 1 between the two arrivals").isGreaterThanOrEqualTo(900);
   }
 
   @Test
   void afterAForbiddenLaterFuturesFailWithLockedOutAndNothingIsSent() throws Exception {
     PacedHttpClient client = PacedHttpClient.of(delegate, limiter("async-forbidden", 10, 1));
-    HttpResponse<String> forbidden = client.sendAsync(get("/forbidden"),
-        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    HttpResponse<String> forbidden =
+        client
+            .sendAsync(get("/forbidden"), HttpResponse.BodyHandlers.ofString())
+            .get(10, TimeUnit.SECONDS);
     assertThat(forbidden.statusCode()).isEqualTo(403);
     CompletableFuture<HttpResponse<String>> later =
         client.sendAsync(get("/later"), HttpResponse.BodyHandlers.ofString());
     assertThatThrownBy(() -> later.get(10, TimeUnit.SECONDS))
-        .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(LockedOutException.class);
+        .isInstanceOf(ExecutionException.class)
+        .hasCauseInstanceOf(LockedOutException.class);
     assertThat(paths).containsExactly("/forbidden");
   }
 
@@ -291,17 +308,23 @@ class PacedHttpClientAsyncTest {
   void cancellingBeforeTheTurnGivesBackThePlaceInTheQueue() throws Exception {
     DestinationLimiter limiter = limiter("async-cancel-waiting", 10, 1);
     PacedHttpClient client = PacedHttpClient.of(delegate, limiter);
-    HttpResponse<InputStream> holding = client.sendAsync(get("/big"),
-        HttpResponse.BodyHandlers.ofInputStream()).get(10, TimeUnit.SECONDS);
+    HttpResponse<InputStream> holding =
+        client
+            .sendAsync(get("/big"), HttpResponse.BodyHandlers.ofInputStream())
+            .get(10, TimeUnit.SECONDS);
     CompletableFuture<HttpResponse<String>> waiting =
         client.sendAsync(get("/never"), HttpResponse.BodyHandlers.ofString());
     assertThat(LimiterProbe.permitsWaiting(limiter)).isEqualTo(1);
     assertThat(waiting.cancel(true)).isTrue();
-    assertThat(LimiterProbe.permitsWaiting(limiter)).as("the cancelled acquisition left the queue").isZero();
+    assertThat(LimiterProbe.permitsWaiting(limiter))
+        .as("the cancelled acquisition left the queue")
+        .isZero();
     holding.body().close();
     assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
-    HttpResponse<String> next = client.sendAsync(get("/next"),
-        HttpResponse.BodyHandlers.ofString()).get(10, TimeUnit.SECONDS);
+    HttpResponse<String> next =
+        client
+            .sendAsync(get("/next"), HttpResponse.BodyHandlers.ofString())
+            .get(10, TimeUnit.SECONDS);
     assertThat(next.statusCode()).isEqualTo(200);
     assertThat(paths).containsExactly("/big", "/next");
     assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
@@ -325,15 +348,20 @@ class PacedHttpClientAsyncTest {
       Thread.sleep(5);
     }
     assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
-    assertThat(client.sendAsync(get("/next"), HttpResponse.BodyHandlers.ofString())
-        .get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    assertThat(
+            client
+                .sendAsync(get("/next"), HttpResponse.BodyHandlers.ofString())
+                .get(10, TimeUnit.SECONDS)
+                .statusCode())
+        .isEqualTo(200);
   }
 
   @Test
   void anAnswerLaterThanTheAnswerTimeoutFailsTheFutureWithHttpTimeout() {
-    PacedHttpClient client = PacedHttpClient.builder(delegate,
-            LimiterLookup.only(limiter("async-timeout", 10, 1)))
-        .answerTimeout(Duration.ofMillis(200)).build();
+    PacedHttpClient client =
+        PacedHttpClient.builder(delegate, LimiterLookup.only(limiter("async-timeout", 10, 1)))
+            .answerTimeout(Duration.ofMillis(200))
+            .build();
     CompletableFuture<HttpResponse<String>> held =
         client.sendAsync(get("/held"), HttpResponse.BodyHandlers.ofString());
     assertThatThrownBy(() -> held.get(10, TimeUnit.SECONDS))
@@ -351,15 +379,17 @@ class PacedHttpClientAsyncTest {
     }
 
     @Override
-    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-        HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> pushes) {
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+        HttpRequest request,
+        HttpResponse.BodyHandler<T> handler,
+        HttpResponse.PushPromiseHandler<T> pushes) {
       threads.add(Thread.currentThread().getName());
       return client.sendAsync(request, handler, pushes);
     }
 
     @Override
-    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request,
-        HttpResponse.BodyHandler<T> handler) {
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+        HttpRequest request, HttpResponse.BodyHandler<T> handler) {
       return sendAsync(request, handler, null);
     }
 

@@ -43,26 +43,32 @@ class PacedHttpClientTest {
   @BeforeEach
   void start() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext("/", exchange -> {
-      arrivals.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getPath());
-      exchange.getRequestBody().readAllBytes();
-      String path = exchange.getRequestURI().getPath();
-      int status = 200;
-      if (path.startsWith("/see-other")) {
-        status = 303;
-        exchange.getResponseHeaders().add("Location", "/landed");
-      }
-      // 8 MiB: more than the client buffers ahead of a reader who has not read yet.
-      byte[] body = path.equals("/big") ? new byte[8 << 20]
-          : ("body of " + path).getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(status, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          arrivals.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getPath());
+          exchange.getRequestBody().readAllBytes();
+          String path = exchange.getRequestURI().getPath();
+          int status = 200;
+          if (path.startsWith("/see-other")) {
+            status = 303;
+            exchange.getResponseHeaders().add("Location", "/landed");
+          }
+          // 8 MiB: more than the client buffers ahead of a reader who has not read yet.
+          byte[] body =
+              path.equals("/big")
+                  ? new byte[8 << 20]
+                  : ("body of " + path).getBytes(StandardCharsets.UTF_8);
+          exchange.sendResponseHeaders(status, body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     server.start();
-    limiter = new LimiterRegistry(new LocalCursor(time), time).limiter(
-        Destination.builder("decorator-test").ratePerSecond(10).maxConcurrency(1).build());
+    limiter =
+        new LimiterRegistry(new LocalCursor(time), time)
+            .limiter(
+                Destination.builder("decorator-test").ratePerSecond(10).maxConcurrency(1).build());
   }
 
   @AfterEach
@@ -76,17 +82,21 @@ class PacedHttpClientTest {
 
   @Test
   void aDelegateThatFollowsRedirectsItselfIsRefusedNamingItsPolicy() {
-    HttpClient following = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
-        .build();
+    HttpClient following =
+        HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build();
     assertThatThrownBy(() -> PacedHttpClient.of(following, limiter))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("follows NORMAL").hasMessageContaining("Redirect.NEVER");
+        .hasMessageContaining("follows NORMAL")
+        .hasMessageContaining("Redirect.NEVER");
   }
 
   @Test
   void byDefaultARedirectIsReturnedAsItIsAfterOneTurn() throws Exception {
-    HttpResponse<String> response = PacedHttpClient.of(bare, limiter).send(
-        HttpRequest.newBuilder(uri("/see-other")).build(), HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> response =
+        PacedHttpClient.of(bare, limiter)
+            .send(
+                HttpRequest.newBuilder(uri("/see-other")).build(),
+                HttpResponse.BodyHandlers.ofString());
     assertThat(response.statusCode()).isEqualTo(303);
     assertThat(arrivals).containsExactly("GET /see-other");
     assertThat(time.sleepsMillis()).containsExactly(0L);
@@ -94,11 +104,16 @@ class PacedHttpClientTest {
 
   @Test
   void aSeeOtherAfterAPostIsFollowedWithAGetAndItsOwnTurn() throws Exception {
-    PacedHttpClient client = PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
-        .followRedirects(HttpClient.Redirect.NORMAL).build();
-    HttpResponse<String> response = client.send(HttpRequest.newBuilder(uri("/see-other"))
-        .POST(HttpRequest.BodyPublishers.ofString("form")).build(),
-        HttpResponse.BodyHandlers.ofString());
+    PacedHttpClient client =
+        PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
+            .followRedirects(HttpClient.Redirect.NORMAL)
+            .build();
+    HttpResponse<String> response =
+        client.send(
+            HttpRequest.newBuilder(uri("/see-other"))
+                .POST(HttpRequest.BodyPublishers.ofString("form"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
     assertThat(response.body()).isEqualTo("body of /landed");
     assertThat(response.uri()).isEqualTo(uri("/landed"));
     assertThat(arrivals).containsExactly("POST /see-other", "GET /landed");
@@ -109,13 +124,17 @@ class PacedHttpClientTest {
   @Test
   void aStreamedBodyHoldsThePermitUntilItIsReceivedOrClosed() throws Exception {
     PacedHttpClient client = PacedHttpClient.of(bare, limiter);
-    HttpResponse<InputStream> unread = client.send(HttpRequest.newBuilder(uri("/big")).build(),
-        HttpResponse.BodyHandlers.ofInputStream());
+    HttpResponse<InputStream> unread =
+        client.send(
+            HttpRequest.newBuilder(uri("/big")).build(), HttpResponse.BodyHandlers.ofInputStream());
     assertThat(LimiterProbe.availablePermits(limiter)).as("held while the body is unread").isZero();
     unread.body().close();
-    assertThat(LimiterProbe.availablePermits(limiter)).as("closing the stream cancels the body").isEqualTo(1);
-    HttpResponse<InputStream> read = client.send(HttpRequest.newBuilder(uri("/big")).build(),
-        HttpResponse.BodyHandlers.ofInputStream());
+    assertThat(LimiterProbe.availablePermits(limiter))
+        .as("closing the stream cancels the body")
+        .isEqualTo(1);
+    HttpResponse<InputStream> read =
+        client.send(
+            HttpRequest.newBuilder(uri("/big")).build(), HttpResponse.BodyHandlers.ofInputStream());
     try (InputStream body = read.body()) {
       assertThat(body.readAllBytes()).hasSize(8 << 20);
       assertThat(LimiterProbe.availablePermits(limiter)).as("received in full").isEqualTo(1);
@@ -125,10 +144,13 @@ class PacedHttpClientTest {
   @Test
   void everyPacedRequestIsReportedWithItsHop() throws Exception {
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
-    PacedHttpClient client = PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
-        .followRedirects(HttpClient.Redirect.NORMAL).onRequest(sent::add).build();
-    client.send(HttpRequest.newBuilder(uri("/see-other")).build(),
-        HttpResponse.BodyHandlers.discarding());
+    PacedHttpClient client =
+        PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
+            .followRedirects(HttpClient.Redirect.NORMAL)
+            .onRequest(sent::add)
+            .build();
+    client.send(
+        HttpRequest.newBuilder(uri("/see-other")).build(), HttpResponse.BodyHandlers.discarding());
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1);
     assertThat(sent).extracting(SentRequest::status).containsExactly(303, 200);
   }
@@ -136,6 +158,7 @@ class PacedHttpClientTest {
   @Test
   void aWebSocketIsRefusedBecauseItWouldNotBePaced() {
     assertThatThrownBy(() -> PacedHttpClient.of(bare, limiter).newWebSocketBuilder())
-        .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("not be paced");
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining("not be paced");
   }
 }

@@ -8,8 +8,8 @@ public final class TestPacedClient {
   private TestPacedClient() {}
 
   /** {@code builder}, its redirects judged by {@code addresses}. */
-  public static PacedHttpClient.Builder judgedBy(PacedHttpClient.Builder builder,
-      AddressPolicy addresses) {
+  public static PacedHttpClient.Builder judgedBy(
+      PacedHttpClient.Builder builder, AddressPolicy addresses) {
     return builder.addressPolicy(addresses);
   }
 }

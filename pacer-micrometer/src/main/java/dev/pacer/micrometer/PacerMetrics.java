@@ -19,8 +19,8 @@ import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Micrometer meters for every limiter of one {@link LimiterRegistry}: those it has handed out
- * when bound and those it hands out later.
+ * Micrometer meters for every limiter of one {@link LimiterRegistry}: those it has handed out when
+ * bound and those it hands out later.
  *
  * <pre>{@code
  * new PacerMetrics(limiters).bindTo(meterRegistry);
@@ -57,13 +57,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>The counters and the timer count from the moment of binding; the gauges read the limiter (or
  * the registry) when scraped, and hold it only weakly, so a registry dropped by the application is
  * not kept alive by its meters (its gauges then read NaN). A binder bound twice to one meter
- * registry counts once. Events reach the meters through {@link LimiterListener}, on the thread
- * that caused them: a counter increment or a timer record, nothing that blocks.
+ * registry counts once. Events reach the meters through {@link LimiterListener}, on the thread that
+ * caused them: a counter increment or a timer record, nothing that blocks.
  *
  * <p>A limiter the registry evicts ({@link LimiterRegistry#evictIdle}) takes its destination's
- * meters with it, so that a process meeting many hosts keeps meters only for those it is busy
- * with; when the destination's limiter comes back, its meters are registered again and count
- * from there (a monitoring system reads that as a counter reset).
+ * meters with it, so that a process meeting many hosts keeps meters only for those it is busy with;
+ * when the destination's limiter comes back, its meters are registered again and count from there
+ * (a monitoring system reads that as a counter reset).
  */
 public final class PacerMetrics implements MeterBinder {
 
@@ -91,8 +91,13 @@ public final class PacerMetrics implements MeterBinder {
   }
 
   /** The meters of one destination that are counted rather than read. */
-  private record Counted(Timer acquireWait, Counter shared, Counter degraded, Counter refused,
-      Counter throttled, Counter lockouts) {
+  private record Counted(
+      Timer acquireWait,
+      Counter shared,
+      Counter degraded,
+      Counter refused,
+      Counter throttled,
+      Counter lockouts) {
 
     List<Meter> meters() {
       return List.of(acquireWait, shared, degraded, refused, throttled, lockouts);
@@ -103,22 +108,27 @@ public final class PacerMetrics implements MeterBinder {
       return new Counted(
           Timer.builder("pacer.acquire.wait")
               .description("How long acquire waited for its turn")
-              .tags(tags).register(registry),
+              .tags(tags)
+              .register(registry),
           reservations(registry, tags, "shared"),
           reservations(registry, tags, "degraded"),
           reservations(registry, tags, "refused"),
           Counter.builder("pacer.throttled")
               .description("Rate-pressure answers (429, 503) heard by this process")
-              .tags(tags).register(registry),
+              .tags(tags)
+              .register(registry),
           Counter.builder("pacer.lockouts")
               .description("Lockouts of the destination this process learnt of")
-              .tags(tags).register(registry));
+              .tags(tags)
+              .register(registry));
     }
 
     private static Counter reservations(MeterRegistry registry, Tags tags, String outcome) {
       return Counter.builder("pacer.reservations")
           .description("Calls for a turn, by outcome: shared, degraded (paced locally), refused")
-          .tags(tags).tag("outcome", outcome).register(registry);
+          .tags(tags)
+          .tag("outcome", outcome)
+          .register(registry);
     }
   }
 
@@ -139,23 +149,30 @@ public final class PacerMetrics implements MeterBinder {
       String destination = limiter.destination().name();
       counted(destination);
       Tags tags = Tags.of("destination", destination);
-      read.put(destination, List.of(
-          Gauge.builder("pacer.backoff.multiplier", limiter, DestinationLimiter::backoffMultiplier)
-              .description("The backoff multiplier on the destination's interval (1 to 16)")
-              .tags(tags).register(registry),
-          Gauge.builder("pacer.degraded", limiter, l -> l.isDegraded() ? 1 : 0)
-              .description("1 while the limiter paces locally because the shared cursor is"
-                  + " unavailable")
-              .tags(tags).register(registry),
-          Gauge.builder("pacer.cursor.latched", limiters, r -> r.isCursorLatched() ? 1 : 0)
-              .description("1 while the shared cursor is latched as unavailable")
-              .tags(tags).register(registry)));
+      read.put(
+          destination,
+          List.of(
+              Gauge.builder(
+                      "pacer.backoff.multiplier", limiter, DestinationLimiter::backoffMultiplier)
+                  .description("The backoff multiplier on the destination's interval (1 to 16)")
+                  .tags(tags)
+                  .register(registry),
+              Gauge.builder("pacer.degraded", limiter, l -> l.isDegraded() ? 1 : 0)
+                  .description(
+                      "1 while the limiter paces locally because the shared cursor is"
+                          + " unavailable")
+                  .tags(tags)
+                  .register(registry),
+              Gauge.builder("pacer.cursor.latched", limiters, r -> r.isCursorLatched() ? 1 : 0)
+                  .description("1 while the shared cursor is latched as unavailable")
+                  .tags(tags)
+                  .register(registry)));
     }
 
     /**
-     * Removes the destination's meters: its gauges would go on reading the evicted limiter (a
-     * gauge registered again under the same name and tags is the old one), and its counters
-     * would stay for a host this process may never meet again.
+     * Removes the destination's meters: its gauges would go on reading the evicted limiter (a gauge
+     * registered again under the same name and tags is the old one), and its counters would stay
+     * for a host this process may never meet again.
      */
     @Override
     public void limiterEvicted(DestinationLimiter limiter) {

@@ -25,13 +25,22 @@ class CursorLatchedTest {
     FakeTime time = new FakeTime();
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     try (RestartablePostgres postgres = new RestartablePostgres();
-        PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(postgres.jdbcUrl())
-            .timeSource(time).backgroundReconnect(false).build())) {
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forUrl(postgres.jdbcUrl())
+                    .timeSource(time)
+                    .backgroundReconnect(false)
+                    .build())) {
       assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
       LimiterRegistry limiters = new LimiterRegistry(cursor, time);
       new PacerMetrics(limiters).bindTo(meters);
-      DestinationLimiter limiter = limiters.limiter(Destination.builder("latched")
-          .ratePerSecond(10).maxConcurrency(1).maxFetchingProcesses(3).build());
+      DestinationLimiter limiter =
+          limiters.limiter(
+              Destination.builder("latched")
+                  .ratePerSecond(10)
+                  .maxConcurrency(1)
+                  .maxFetchingProcesses(3)
+                  .build());
 
       limiter.acquire().close();
       assertThat(latched(meters)).isZero();
@@ -58,7 +67,11 @@ class CursorLatchedTest {
   }
 
   private static double count(SimpleMeterRegistry meters, String outcome) {
-    return meters.get("pacer.reservations").tag("destination", "latched").tag("outcome", outcome)
-        .counter().count();
+    return meters
+        .get("pacer.reservations")
+        .tag("destination", "latched")
+        .tag("outcome", outcome)
+        .counter()
+        .count();
   }
 }

@@ -3,13 +3,13 @@ package dev.pacer.micrometer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
+import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -31,7 +31,10 @@ class PacerMetricsTest {
   private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
   private static Destination destination(String name) {
-    return Destination.builder(name).ratePerSecond(10).maxConcurrency(1).maxFetchingProcesses(3)
+    return Destination.builder(name)
+        .ratePerSecond(10)
+        .maxConcurrency(1)
+        .maxFetchingProcesses(3)
         .build();
   }
 
@@ -52,11 +55,18 @@ class PacerMetricsTest {
       assertThat(gauge("pacer.degraded", d)).isZero();
       assertThat(gauge("pacer.cursor.latched", d)).isZero();
     }
-    assertThat(meters.getMeters().stream().map(m -> m.getId().getName())
-        .collect(Collectors.toSet())).containsExactlyInAnyOrder("pacer.acquire.wait",
-            "pacer.reservations", "pacer.throttled", "pacer.lockouts", "pacer.backoff.multiplier",
-            "pacer.degraded", "pacer.cursor.latched");
-    assertThat(meters.getMeters()).as("7 meters, 3 reservation outcomes, 2 destinations")
+    assertThat(
+            meters.getMeters().stream().map(m -> m.getId().getName()).collect(Collectors.toSet()))
+        .containsExactlyInAnyOrder(
+            "pacer.acquire.wait",
+            "pacer.reservations",
+            "pacer.throttled",
+            "pacer.lockouts",
+            "pacer.backoff.multiplier",
+            "pacer.degraded",
+            "pacer.cursor.latched");
+    assertThat(meters.getMeters())
+        .as("7 meters, 3 reservation outcomes, 2 destinations")
         .hasSize(2 * 9);
   }
 
@@ -105,7 +115,8 @@ class PacerMetricsTest {
     assertThat(limiter.tryAcquire(Duration.ofMillis(50))).isEmpty();
     assertThat(reservations("d", "refused")).isEqualTo(1);
     assertThat(meters.get("pacer.acquire.wait").tag("destination", "d").timer().count())
-        .as("a refusal is no wait for a turn").isEqualTo(1);
+        .as("a refusal is no wait for a turn")
+        .isEqualTo(1);
     limiter.tryAcquire(Duration.ofMillis(100)).orElseThrow().close();
     assertThat(reservations("d", "refused")).isEqualTo(1);
     assertThat(reservations("d", "shared")).isEqualTo(2);
@@ -168,7 +179,8 @@ class PacerMetricsTest {
 
     DestinationLimiter afresh = limiters.limiter(destination("d"));
     afresh.backoff();
-    assertThat(gauge("pacer.backoff.multiplier", "d")).as("read from the new limiter")
+    assertThat(gauge("pacer.backoff.multiplier", "d"))
+        .as("read from the new limiter")
         .isEqualTo(2.0);
     assertThat(counter("pacer.throttled", "d")).as("counted from its creation").isEqualTo(1);
     assertThat(meters.getMeters()).hasSize(9);
@@ -192,8 +204,7 @@ class PacerMetricsTest {
     for (int i = 0; i < 50 && dropped.get() != null; i++) {
       System.gc();
     }
-    assertThat(dropped.get()).as("the limiter registry, once the application dropped it")
-        .isNull();
+    assertThat(dropped.get()).as("the limiter registry, once the application dropped it").isNull();
     assertThat(gauge("pacer.backoff.multiplier", "gone")).isNaN();
     assertThat(gauge("pacer.cursor.latched", "gone")).isNaN();
   }
@@ -208,8 +219,12 @@ class PacerMetricsTest {
   }
 
   private double reservations(String destination, String outcome) {
-    return meters.get("pacer.reservations").tag("destination", destination)
-        .tag("outcome", outcome).counter().count();
+    return meters
+        .get("pacer.reservations")
+        .tag("destination", destination)
+        .tag("outcome", outcome)
+        .counter()
+        .count();
   }
 
   private double counter(String name, String destination) {

@@ -6,8 +6,8 @@ import java.util.function.BooleanSupplier;
 /**
  * How a kept connection is used by one caller at a time: its lock is taken (within a bound, or
  * until interrupted), the owner is checked not closed once the lock is held (a close may have come
- * while the caller waited), the work runs, and the lock is released whatever happens. What a
- * caller answers when it cannot have the connection is its own ({@link Refused}).
+ * while the caller waited), the work runs, and the lock is released whatever happens. What a caller
+ * answers when it cannot have the connection is its own ({@link Refused}).
  */
 final class ConnectionGuard {
 

@@ -12,9 +12,9 @@ import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
- * {@link PostgresCursor}'s pauses and lockouts: each recorded and announced in one statement on
- * the cursor's connection, read back for an operator's tools, and heard from other processes
- * through a {@link HoldListener} on a connection of its own, started by the first {@link #listen}.
+ * {@link PostgresCursor}'s pauses and lockouts: each recorded and announced in one statement on the
+ * cursor's connection, read back for an operator's tools, and heard from other processes through a
+ * {@link HoldListener} on a connection of its own, started by the first {@link #listen}.
  */
 final class CursorHolds {
 
@@ -29,6 +29,7 @@ final class CursorHolds {
    * as long as a cold start on a busy host needs.
    */
   private static final Duration LISTENER_CONNECT_TIMEOUT = Duration.ofSeconds(10);
+
   /** How long the listener's connection may hear nothing before it checks it can still hear. */
   private static final Duration LISTENER_PROBE_EVERY = Duration.ofSeconds(5);
 
@@ -37,13 +38,20 @@ final class CursorHolds {
   private final OutagePolicy policy;
   private final int timeoutMillis;
   private final Session session;
+
   /** What the server behind the cursor's connection keeps, read with the connection held. */
   private final Supplier<ServerSession> server;
+
   private volatile boolean closed;
   private HoldListener holdListener;
 
-  CursorHolds(CursorSql sql, PostgresCursorConfig config, OutagePolicy policy, int timeoutMillis,
-      Session session, Supplier<ServerSession> server) {
+  CursorHolds(
+      CursorSql sql,
+      PostgresCursorConfig config,
+      OutagePolicy policy,
+      int timeoutMillis,
+      Session session,
+      Supplier<ServerSession> server) {
     this.sql = sql;
     this.config = config;
     this.policy = policy;
@@ -54,19 +62,23 @@ final class CursorHolds {
 
   boolean pause(String name, Duration delay) {
     CursorSql.Holds holds = sql.holds();
-    Duration held = delay.compareTo(Destination.LONGEST_RETRY_AFTER) > 0
-        ? Destination.LONGEST_RETRY_AFTER : delay;
-    return session.run("pause " + name, c -> {
-      try (PreparedStatement pause = server.get().prepare(c, holds.pause(), timeoutMillis)) {
-        pause.setString(1, sql.key(name));
-        pause.setLong(2, PostgresCursor.ceilMicros(held));
-        if (holds.channel() != null) {
-          pause.setString(3, holds.channel());
-        }
-        pause.executeQuery().close();
-        return true;
-      }
-    });
+    Duration held =
+        delay.compareTo(Destination.LONGEST_RETRY_AFTER) > 0
+            ? Destination.LONGEST_RETRY_AFTER
+            : delay;
+    return session.run(
+        "pause " + name,
+        c -> {
+          try (PreparedStatement pause = server.get().prepare(c, holds.pause(), timeoutMillis)) {
+            pause.setString(1, sql.key(name));
+            pause.setLong(2, PostgresCursor.ceilMicros(held));
+            if (holds.channel() != null) {
+              pause.setString(3, holds.channel());
+            }
+            pause.executeQuery().close();
+            return true;
+          }
+        });
   }
 
   boolean lockOut(String name, String reason) {
@@ -74,15 +86,18 @@ final class CursorHolds {
     if (!holds.recordsLockouts()) {
       return false;
     }
-    return session.run("lock out " + name, c -> {
-      try (PreparedStatement lockOut = server.get().prepare(c, holds.lockOut(), timeoutMillis)) {
-        lockOut.setString(1, sql.key(name));
-        lockOut.setString(2, reason);
-        lockOut.setString(3, holds.channel());
-        lockOut.executeQuery().close();
-        return true;
-      }
-    });
+    return session.run(
+        "lock out " + name,
+        c -> {
+          try (PreparedStatement lockOut =
+              server.get().prepare(c, holds.lockOut(), timeoutMillis)) {
+            lockOut.setString(1, sql.key(name));
+            lockOut.setString(2, reason);
+            lockOut.setString(3, holds.channel());
+            lockOut.executeQuery().close();
+            return true;
+          }
+        });
   }
 
   void clearLockout(String name) {
@@ -90,13 +105,15 @@ final class CursorHolds {
     if (clearLockout == null) {
       return;
     }
-    if (!session.run("clear the lockout of " + name, c -> {
-      try (PreparedStatement clear = server.get().prepare(c, clearLockout, timeoutMillis)) {
-        clear.setString(1, sql.key(name));
-        clear.executeUpdate();
-        return true;
-      }
-    })) {
+    if (!session.run(
+        "clear the lockout of " + name,
+        c -> {
+          try (PreparedStatement clear = server.get().prepare(c, clearLockout, timeoutMillis)) {
+            clear.setString(1, sql.key(name));
+            clear.executeUpdate();
+            return true;
+          }
+        })) {
       throw new CursorStoreException("could not clear the lockout of " + name, null);
     }
   }
@@ -111,11 +128,17 @@ final class CursorHolds {
         return;
       }
       if (holdListener == null) {
-        holdListener = new HoldListener(sql, policy,
-            () -> config.openProbed(LISTENER_CONNECT_TIMEOUT.toNanos(),
-                PostgresCursorConfig.LISTENER_CONNECTION),
-            LISTENER_PROBE_EVERY, config.operationTimeout(),
-            config.holdPollInterval());
+        holdListener =
+            new HoldListener(
+                sql,
+                policy,
+                () ->
+                    config.openProbed(
+                        LISTENER_CONNECT_TIMEOUT.toNanos(),
+                        PostgresCursorConfig.LISTENER_CONNECTION),
+                LISTENER_PROBE_EVERY,
+                config.operationTimeout(),
+                config.holdPollInterval());
         holdListener.add(sql.key(name), listener);
         holdListener.start(config.operationTimeout());
         return;
@@ -140,20 +163,26 @@ final class CursorHolds {
       return DestinationHolds.NONE;
     }
     DestinationHolds[] read = {DestinationHolds.NONE};
-    boolean answered = session.run("read the holds of " + name, c -> {
-      try (PreparedStatement s = server.get().prepare(c, sql.holds().read(), timeoutMillis)) {
-        s.setString(1, sql.key(name));
-        s.setString(2, sql.key(name));
-        try (ResultSet row = s.executeQuery()) {
-          if (row.next()) {
-            long pauseMicros = Math.max(0, row.getLong(1));
-            read[0] = new DestinationHolds(Duration.of(pauseMicros, ChronoUnit.MICROS),
-                Optional.ofNullable(row.getString(2)));
-          }
-        }
-        return true;
-      }
-    });
+    boolean answered =
+        session.run(
+            "read the holds of " + name,
+            c -> {
+              try (PreparedStatement s =
+                  server.get().prepare(c, sql.holds().read(), timeoutMillis)) {
+                s.setString(1, sql.key(name));
+                s.setString(2, sql.key(name));
+                try (ResultSet row = s.executeQuery()) {
+                  if (row.next()) {
+                    long pauseMicros = Math.max(0, row.getLong(1));
+                    read[0] =
+                        new DestinationHolds(
+                            Duration.of(pauseMicros, ChronoUnit.MICROS),
+                            Optional.ofNullable(row.getString(2)));
+                  }
+                }
+                return true;
+              }
+            });
     if (!answered) {
       throw new CursorStoreException("could not read the holds of " + name, null);
     }

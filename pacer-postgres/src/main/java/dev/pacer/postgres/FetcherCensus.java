@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How many processes take turns of each destination, for a degraded limiter's divisor ({@link
- * dev.pacer.spi.Cursor#fetchingProcesses}): the cursor's share of a small table beside the cursors, in
- * which each cursor, as one process, stamps the destinations it reserved turns of.
+ * dev.pacer.spi.Cursor#fetchingProcesses}): the cursor's share of a small table beside the cursors,
+ * in which each cursor, as one process, stamps the destinations it reserved turns of.
  *
  * <p>At most once a {@link #PERIOD}, before a reservation and on its connection, one statement
  * stamps every destination reserved since the last census and reads back, for each, how many
@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * the reservation that follows goes on (and, if the connection is gone, finds out itself). A
  * missing table is made when the cursor opens a connection, and by the census if it goes missing
  * later, never as a condition of the cursor's: a role that may not create it still reserves turns,
- * and only goes uncounted. Its statement is never prepared on the server,
- * so that a transaction pooler in front meets no named statement of it.
+ * and only goes uncounted. Its statement is never prepared on the server, so that a transaction
+ * pooler in front meets no named statement of it.
  *
  * <p>Not thread-safe but for {@link #processes}: {@link #note} and {@link #takeIfDue} run with the
  * cursor's connection held.
@@ -48,12 +48,14 @@ final class FetcherCensus {
 
   /** How often a process stamps the destinations it took turns of. */
   static final Duration PERIOD = Duration.ofSeconds(2);
+
   /** How long a stamp counts: several periods, so that one census late or lost drops no one. */
   static final Duration WINDOW = Duration.ofSeconds(10);
+
   /**
    * The most destinations one census stamps: its statement's time grows with them, and every
-   * reservation of the process waits behind it. Those left over go first in a census due an
-   * eighth of a period later.
+   * reservation of the process waits behind it. Those left over go first in a census due an eighth
+   * of a period later.
    */
   static final int MOST_KEYS_PER_CENSUS = 64;
 
@@ -77,7 +79,11 @@ final class FetcherCensus {
   private boolean failing;
   private long censuses;
 
-  FetcherCensus(String statementSql, TimeSource time, Duration period, Duration window,
+  FetcherCensus(
+      String statementSql,
+      TimeSource time,
+      Duration period,
+      Duration window,
       TableMaker tableMaker) {
     this.statementSql = statementSql;
     this.time = time;
@@ -116,11 +122,12 @@ final class FetcherCensus {
       log.info("Counting the processes taking turns again");
     }
     Map<String, Count> next = new HashMap<>();
-    counts.forEach((key, count) -> {
-      if (now - count.takenAt() < windowNanos) {
-        next.put(key, count);
-      }
-    });
+    counts.forEach(
+        (key, count) -> {
+          if (now - count.takenAt() < windowNanos) {
+            next.put(key, count);
+          }
+        });
     read.forEach((key, processes) -> next.put(key, new Count(processes, now)));
     counts = Map.copyOf(next);
   }
@@ -141,8 +148,10 @@ final class FetcherCensus {
   private void failed(SQLException e) {
     if (!failing) {
       failing = true;
-      log.warn("Could not count the processes taking turns (a degraded process divides by"
-          + " maxFetchingProcesses alone until it can): {} [SQLState {}]", e.getMessage(),
+      log.warn(
+          "Could not count the processes taking turns (a degraded process divides by"
+              + " maxFetchingProcesses alone until it can): {} [SQLState {}]",
+          e.getMessage(),
           e.getSQLState());
     }
   }
@@ -151,7 +160,8 @@ final class FetcherCensus {
   OptionalInt processes(String key) {
     Count count = counts.get(key);
     return count == null || time.nanoTime() - count.takenAt() >= windowNanos
-        ? OptionalInt.empty() : OptionalInt.of(count.processes());
+        ? OptionalInt.empty()
+        : OptionalInt.of(count.processes());
   }
 
   /** Censuses taken so far, answered or not. */
@@ -159,8 +169,7 @@ final class FetcherCensus {
     return censuses;
   }
 
-  private Map<String, Integer> readCreatingTable(Connection c, String[] keys)
-      throws SQLException {
+  private Map<String, Integer> readCreatingTable(Connection c, String[] keys) throws SQLException {
     try {
       return read(c, keys);
     } catch (SQLException e) {

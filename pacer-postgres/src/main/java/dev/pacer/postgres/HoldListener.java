@@ -1,7 +1,7 @@
 package dev.pacer.postgres;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.spi.Cursor;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,21 +29,21 @@ import org.slf4j.LoggerFactory;
  * another process heard from the destination: a connection of its own, {@code LISTEN}ing on the
  * cursor table's channel, on a daemon thread.
  *
- * <p>The statements that record a pause or a lockout announce it in the same statement
- * ({@code pg_notify}), so PostgreSQL delivers it when it commits, to every listening session at
- * once. Checking the row before each send would cost every request a round trip, and still miss
- * a turn whose thread was asleep when the pause began; a notification costs nothing until one is
- * sent, and the limiter then checks each waking turn against the pause in memory.
+ * <p>The statements that record a pause or a lockout announce it in the same statement ({@code
+ * pg_notify}), so PostgreSQL delivers it when it commits, to every listening session at once.
+ * Checking the row before each send would cost every request a round trip, and still miss a turn
+ * whose thread was asleep when the pause began; a notification costs nothing until one is sent, and
+ * the limiter then checks each waking turn against the pause in memory.
  *
  * <p>A notification is a wake-up, never a fact. Any role that can connect to the database can
  * {@code NOTIFY} on any channel, and the channel's name is predictable, so what a payload says is
  * not believed: only the destination it names is taken from it, and only if this process serves
  * that destination; the listener then reads the destination's row and lockout, which only roles
  * allowed to write Pacer's tables can change, and hands on what they say. A flood of forged
- * notifications costs one short read per destination per wait on this connection, and the
- * limiter caps every pause it hears at the destination's {@code maxRetryAfter}. A destination
- * whose row cannot be read (a value a writer put there that the read cannot convert) is passed
- * over until the next reconnection rather than stall the reads of the others.
+ * notifications costs one short read per destination per wait on this connection, and the limiter
+ * caps every pause it hears at the destination's {@code maxRetryAfter}. A destination whose row
+ * cannot be read (a value a writer put there that the read cannot convert) is passed over until the
+ * next reconnection rather than stall the reads of the others.
  *
  * <p>The listener follows the database's {@link OutagePolicy} but never decides it: while the
  * policy holds the database down it does not connect, and it comes back after the policy's next
@@ -65,23 +65,27 @@ import org.slf4j.LoggerFactory;
  * what is announced later reaches one of them, or nobody, never this session; and a {@code NOTIFY}
  * of its own would come back whenever it ran on that same server connection, proving nothing. So
  * behind a pooler the listener does not listen. Connected otherwise, it listens and then announces
- * a payload only it knows on its own channel: if that does not come back within a second,
- * something between it and the server keeps notifications from it, and it stops listening. Either
- * way it then reads, every poll interval, the holds of every destination it serves, in one
- * statement that names them all, and hands on what the rows say as it does after a notification.
- * A turn granted elsewhere before a pause then goes out if it begins within about one interval of
- * the pause; the rest are held as they are after a notification. It logs once for each cause
- * that it polls, and decides again at every connection.
+ * a payload only it knows on its own channel: if that does not come back within a second, something
+ * between it and the server keeps notifications from it, and it stops listening. Either way it then
+ * reads, every poll interval, the holds of every destination it serves, in one statement that names
+ * them all, and hands on what the rows say as it does after a notification. A turn granted
+ * elsewhere before a pause then goes out if it begins within about one interval of the pause; the
+ * rest are held as they are after a notification. It logs once for each cause that it polls, and
+ * decides again at every connection.
  */
 final class HoldListener implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(HoldListener.class);
+
   /** How long one wait for notifications lasts: also how soon a closed listener stops. */
   private static final int WAIT_MILLIS = 250;
+
   /** The least a listener whose connection failed waits before it connects again. */
   private static final long RETRY_MILLIS = 1000;
+
   /** How long a listener that has just listened waits for its own notification to come back. */
   private static final long OWN_NOTIFICATION_WAIT_MILLIS = 1000;
+
   private static final String UNDEFINED_TABLE = "42P01";
 
   private final CursorSql sql;
@@ -91,16 +95,22 @@ final class HoldListener implements AutoCloseable {
   private final int probeTimeoutMillis;
   private final long pollEveryNanos;
   private final Map<String, List<Cursor.Listener>> listeners = new ConcurrentHashMap<>();
+
   /** Destinations whose holds are to be read at the next wake-up; each at most once. */
   private final Set<String> unread = ConcurrentHashMap.newKeySet();
+
   /** Destinations whose row could not be read on this connection; read again at reconnection. */
   private final Set<String> unreadable = ConcurrentHashMap.newKeySet();
+
   private final Thread thread;
   private final CountDownLatch firstAttempt = new CountDownLatch(1);
+
   /** The causes of polling already logged; this thread's alone. */
   private final Set<Deafness> logged = EnumSet.noneOf(Deafness.class);
+
   /** What the server behind the connection keeps; this thread's alone, set at each connection. */
   private ServerSession server = ServerSession.OWN;
+
   private volatile boolean closed;
 
   /** Opens the listener's connection, and finds out what the server behind it keeps. */
@@ -111,7 +121,8 @@ final class HoldListener implements AutoCloseable {
 
   /** Why a connection hears no notification, and so polls. */
   private enum Deafness {
-    BEHIND_A_POOLER, OWN_NOTIFICATION_LOST
+    BEHIND_A_POOLER,
+    OWN_NOTIFICATION_LOST
   }
 
   /** How the listener learns of holds on one connection: listening, or polling. */
@@ -126,8 +137,13 @@ final class HoldListener implements AutoCloseable {
    * @param pollEvery how often a connection that hears no notification reads the holds of every
    *     destination served
    */
-  HoldListener(CursorSql sql, OutagePolicy policy, Opener opener, Duration probeEvery,
-      Duration probeTimeout, Duration pollEvery) {
+  HoldListener(
+      CursorSql sql,
+      OutagePolicy policy,
+      Opener opener,
+      Duration probeEvery,
+      Duration probeTimeout,
+      Duration pollEvery) {
     this.sql = sql;
     this.policy = policy;
     this.opener = opener;
@@ -153,33 +169,37 @@ final class HoldListener implements AutoCloseable {
   }
 
   /**
-   * Serves {@code listener} for the destination stored under {@code key}. Adding and {@link
-   * #remove removing} are each one step on the key's entry, so that a listener added as the last
-   * one goes is served, and read for.
+   * Serves {@code listener} for the destination stored under {@code key}. Adding and {@link #remove
+   * removing} are each one step on the key's entry, so that a listener added as the last one goes
+   * is served, and read for.
    */
   void add(String key, Cursor.Listener listener) {
-    listeners.compute(key, (k, served) -> {
-      List<Cursor.Listener> those = served != null ? served : new CopyOnWriteArrayList<>();
-      those.add(listener);
-      unread.add(k);
-      return those;
-    });
+    listeners.compute(
+        key,
+        (k, served) -> {
+          List<Cursor.Listener> those = served != null ? served : new CopyOnWriteArrayList<>();
+          those.add(listener);
+          unread.add(k);
+          return those;
+        });
   }
 
   /**
-   * Stops serving {@code listener}; a destination left with none is forgotten: no longer read,
-   * and its announcements no longer wake anyone.
+   * Stops serving {@code listener}; a destination left with none is forgotten: no longer read, and
+   * its announcements no longer wake anyone.
    */
   void remove(String key, Cursor.Listener listener) {
-    listeners.computeIfPresent(key, (k, served) -> {
-      served.remove(listener);
-      if (!served.isEmpty()) {
-        return served;
-      }
-      unread.remove(k);
-      unreadable.remove(k);
-      return null;
-    });
+    listeners.computeIfPresent(
+        key,
+        (k, served) -> {
+          served.remove(listener);
+          if (!served.isEmpty()) {
+            return served;
+          }
+          unread.remove(k);
+          unreadable.remove(k);
+          return null;
+        });
   }
 
   @Override
@@ -241,8 +261,8 @@ final class HoldListener implements AutoCloseable {
 
   /**
    * How {@code c} is to learn of holds: by listening where its own notification comes back; by
-   * polling behind a pooler, where its own coming back says nothing of anyone else's, and where
-   * its own did not come back.
+   * polling behind a pooler, where its own coming back says nothing of anyone else's, and where its
+   * own did not come back.
    */
   private Watch watch(Connection c) throws SQLException {
     if (server == ServerSession.POOLED) {
@@ -271,11 +291,13 @@ final class HoldListener implements AutoCloseable {
     }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(OWN_NOTIFICATION_WAIT_MILLIS);
     boolean heard = false;
-    for (long left = deadline - System.nanoTime(); !heard && left > 0;
+    for (long left = deadline - System.nanoTime();
+        !heard && left > 0;
         left = deadline - System.nanoTime()) {
       // At least 1 ms: a wait of 0 would never end.
-      PGNotification[] notifications = c.unwrap(PGConnection.class)
-          .getNotifications((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+      PGNotification[] notifications =
+          c.unwrap(PGConnection.class)
+              .getNotifications((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
       for (PGNotification n : notifications != null ? notifications : new PGNotification[0]) {
         if (own.equals(n.getParameter())) {
           heard = true;
@@ -311,16 +333,23 @@ final class HoldListener implements AutoCloseable {
    */
   private Watch polling(Connection c, Deafness cause) throws SQLException {
     if (logged.add(cause)) {
-      String instead = "; it reads the pauses and lockouts of every destination it serves every "
-          + TimeUnit.NANOSECONDS.toMillis(pollEveryNanos) + " ms instead";
+      String instead =
+          "; it reads the pauses and lockouts of every destination it serves every "
+              + TimeUnit.NANOSECONDS.toMillis(pollEveryNanos)
+              + " ms instead";
       if (cause == Deafness.BEHIND_A_POOLER) {
-        log.info("Hold listener: its connection goes through a pooler (the server process"
-            + " announced at connect is not the one that answers), where LISTEN does not reach"
-            + " this session{}", instead);
+        log.info(
+            "Hold listener: its connection goes through a pooler (the server process"
+                + " announced at connect is not the one that answers), where LISTEN does not reach"
+                + " this session{}",
+            instead);
       } else {
-        log.warn("Hold listener: its own NOTIFY on {} did not come back within {} ms, so"
-            + " notifications do not reach it{}", sql.holds().channel(),
-            OWN_NOTIFICATION_WAIT_MILLIS, instead);
+        log.warn(
+            "Hold listener: its own NOTIFY on {} did not come back within {} ms, so"
+                + " notifications do not reach it{}",
+            sql.holds().channel(),
+            OWN_NOTIFICATION_WAIT_MILLIS,
+            instead);
       }
     }
     PreparedStatement readAll =
@@ -362,7 +391,8 @@ final class HoldListener implements AutoCloseable {
 
   /** A round trip, so that a connection that can no longer deliver anything fails. */
   private static void probe(Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT 1")) {
+    try (Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT 1")) {
       r.next();
     }
   }
@@ -387,8 +417,12 @@ final class HoldListener implements AutoCloseable {
         }
         if (isDataError(e)) {
           if (unreadable.add(key)) {
-            log.warn("Could not read the holds of {}; passing over it until the listener"
-                + " reconnects: {} [SQLState {}]", key, e.getMessage(), e.getSQLState());
+            log.warn(
+                "Could not read the holds of {}; passing over it until the listener"
+                    + " reconnects: {} [SQLState {}]",
+                key,
+                e.getMessage(),
+                e.getSQLState());
           }
           continue;
         }
@@ -399,9 +433,9 @@ final class HoldListener implements AutoCloseable {
   }
 
   /**
-   * The holds of every destination served but those that could not be read, in one statement. A
-   * row no read can convert fails the statement; then each destination is read alone, and the one
-   * that cannot be read is passed over as after a notification.
+   * The holds of every destination served but those that could not be read, in one statement. A row
+   * no read can convert fails the statement; then each destination is read alone, and the one that
+   * cannot be read is passed over as after a notification.
    */
   private void readAll(Connection c, PreparedStatement readAll) throws SQLException {
     unread.clear();

@@ -17,8 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
- * One connection kept open between calls, under the database's {@link OutagePolicy}: the one
- * "retry once if the connection died" of the process.
+ * One connection kept open between calls, under the database's {@link OutagePolicy}: the one "retry
+ * once if the connection died" of the process.
  *
  * <p>A call first asks the policy; while the database is down it fails at once (SQLState 08001)
  * without touching the network. Otherwise it runs on the kept connection, opening one if there is
@@ -26,8 +26,8 @@ import java.util.function.Predicate;
  * backend) is replaced in the same call: that costs a restart one failed round trip instead of an
  * outage. Only a failure that came quickly counts so: one that took longer than {@code
  * quickFailure} is a hung server timing out, and a second try would only double the caller's wait.
- * Any other failure discards the connection and is thrown, for the caller to answer as it must
- * (the cursor: "unavailable"; a store: the caller retries later). The policy judges every call's
+ * Any other failure discards the connection and is thrown, for the caller to answer as it must (the
+ * cursor: "unavailable"; a store: the caller retries later). The policy judges every call's
  * outcome, whatever it threw ({@link OutagePolicy}'s "every attempt ends"): a connection that
  * cannot be opened and a failure that means the database cannot be used now ({@link
  * OutagePolicy#isUnavailable}, or the user's own {@code isOutage}) count as an outage.
@@ -102,6 +102,7 @@ public final class KeptConnection implements AutoCloseable {
 
   /** {@code Thread.isVirtual()}, looked up once: null before JDK 21, where no thread is virtual. */
   private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
+
   static final long ROUND_TRIP_THREAD_IDLE_SECONDS = 30;
 
   private final OutagePolicy policy;
@@ -109,11 +110,15 @@ public final class KeptConnection implements AutoCloseable {
   private final Predicate<SQLException> isOutage;
   private final boolean resetOnRelease;
   private final long quickFailureNanos;
+
   /** Runs the calls of virtual threads; see the class comment. No thread until the first. */
   private final ThreadPoolExecutor roundTripThread;
+
   private Connection connection;
+
   /** Whether the current call failed to open a connection: always an outage. */
   private boolean openFailed;
+
   private boolean closed;
 
   /**
@@ -128,19 +133,29 @@ public final class KeptConnection implements AutoCloseable {
    *     to its next borrower
    * @param quickFailure the longest a failure of a dead connection takes (see the class comment)
    */
-  public KeptConnection(OutagePolicy policy, Opener opener, Predicate<SQLException> isOutage,
-      boolean resetOnRelease, Duration quickFailure) {
+  public KeptConnection(
+      OutagePolicy policy,
+      Opener opener,
+      Predicate<SQLException> isOutage,
+      boolean resetOnRelease,
+      Duration quickFailure) {
     this.policy = Objects.requireNonNull(policy, "policy");
     this.opener = Objects.requireNonNull(opener, "opener");
     this.isOutage = Objects.requireNonNull(isOutage, "isOutage");
     this.resetOnRelease = resetOnRelease;
     this.quickFailureNanos = quickFailure.toNanos();
-    this.roundTripThread = new ThreadPoolExecutor(1, 1, ROUND_TRIP_THREAD_IDLE_SECONDS,
-        TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "pacer-db-round-trip");
-          t.setDaemon(true);
-          return t;
-        });
+    this.roundTripThread =
+        new ThreadPoolExecutor(
+            1,
+            1,
+            ROUND_TRIP_THREAD_IDLE_SECONDS,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "pacer-db-round-trip");
+              t.setDaemon(true);
+              return t;
+            });
     this.roundTripThread.allowCoreThreadTimeOut(true);
   }
 
@@ -154,8 +169,8 @@ public final class KeptConnection implements AutoCloseable {
    * @param readTimeout the bound on the connection's reads
    * @return the kept connection, not yet opened
    */
-  public static KeptConnection whenUnavailable(OutagePolicy policy, Opener opener,
-      Duration readTimeout) {
+  public static KeptConnection whenUnavailable(
+      OutagePolicy policy, Opener opener, Duration readTimeout) {
     return new KeptConnection(policy, opener, e -> false, false, readTimeout.dividedBy(2));
   }
 
@@ -215,40 +230,43 @@ public final class KeptConnection implements AutoCloseable {
 
   private <T> Ran<T> callHere(Work<T> work, boolean mayRepeat) throws SQLException {
     openFailed = false;
-    return policy.attempt(e -> openFailed || isOutage.test(e), admission -> {
-      boolean reused = connection != null;
-      long started = policy.time().nanoTime();
-      try {
-        return new Ran<>(work.apply(connection()), null);
-      } catch (SQLException first) {
-        discard(first);
-        boolean lost = OutagePolicy.isConnectionLoss(first);
-        boolean diedBetweenCalls = reused && lost
-            && policy.time().nanoTime() - started < quickFailureNanos;
-        // Another user of the policy may have found the database down meanwhile (its connections
-        // died with this one): then the retry is theirs to make, at the boundary.
-        boolean replace = diedBetweenCalls && admission.holds();
-        if (!mayRepeat && lost) {
-          if (replace) {
-            replaceLost(first);
-            return new Ran<>(null, first);
+    return policy.attempt(
+        e -> openFailed || isOutage.test(e),
+        admission -> {
+          boolean reused = connection != null;
+          long started = policy.time().nanoTime();
+          try {
+            return new Ran<>(work.apply(connection()), null);
+          } catch (SQLException first) {
+            discard(first);
+            boolean lost = OutagePolicy.isConnectionLoss(first);
+            boolean diedBetweenCalls =
+                reused && lost && policy.time().nanoTime() - started < quickFailureNanos;
+            // Another user of the policy may have found the database down meanwhile (its
+            // connections
+            // died with this one): then the retry is theirs to make, at the boundary.
+            boolean replace = diedBetweenCalls && admission.holds();
+            if (!mayRepeat && lost) {
+              if (replace) {
+                replaceLost(first);
+                return new Ran<>(null, first);
+              }
+              throw outcomeUnknown(first);
+            }
+            if (!replace) {
+              throw first;
+            }
+          } catch (RuntimeException | Error e) {
+            discard(e);
+            throw e;
           }
-          throw outcomeUnknown(first);
-        }
-        if (!replace) {
-          throw first;
-        }
-      } catch (RuntimeException | Error e) {
-        discard(e);
-        throw e;
-      }
-      try {
-        return new Ran<>(work.apply(connection()), null);
-      } catch (SQLException | RuntimeException | Error second) {
-        discard(second);
-        throw second;
-      }
-    });
+          try {
+            return new Ran<>(work.apply(connection()), null);
+          } catch (SQLException | RuntimeException | Error second) {
+            discard(second);
+            throw second;
+          }
+        });
   }
 
   /**
@@ -267,8 +285,12 @@ public final class KeptConnection implements AutoCloseable {
   }
 
   private static SQLException outcomeUnknown(SQLException loss) {
-    return new SQLException("the connection was lost before PostgreSQL answered, so the work may"
-        + " or may not have been done: " + loss.getMessage(), OUTCOME_UNKNOWN, loss);
+    return new SQLException(
+        "the connection was lost before PostgreSQL answered, so the work may"
+            + " or may not have been done: "
+            + loss.getMessage(),
+        OUTCOME_UNKNOWN,
+        loss);
   }
 
   /**
@@ -380,8 +402,8 @@ public final class KeptConnection implements AutoCloseable {
 
   private static MethodHandle isVirtualHandle() {
     try {
-      return MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual",
-          MethodType.methodType(boolean.class));
+      return MethodHandles.publicLookup()
+          .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
     } catch (NoSuchMethodException | IllegalAccessException e) {
       return null;
     }
@@ -400,8 +422,8 @@ public final class KeptConnection implements AutoCloseable {
   }
 
   /**
-   * Throws the connection away after {@code cause}; a lost one is not reset, only abandoned, and
-   * so is one whose work threw something unexpected, which may have left it in any state.
+   * Throws the connection away after {@code cause}; a lost one is not reset, only abandoned, and so
+   * is one whose work threw something unexpected, which may have left it in any state.
    */
   private void discard(Throwable cause) {
     if (connection == null) {

@@ -29,21 +29,21 @@ import org.slf4j.LoggerFactory;
  * Its success turns the policy up; its failure moves the boundary one cooldown on.
  *
  * <p><b>Every attempt ends.</b> An attempt is made only through the policy ({@link #open}, {@link
- * KeptConnection}, the probe), which runs it and judges how it ended, whatever it threw, so that
- * no outcome can leave a boundary taken and every later attempt refused. A failure that says the
+ * KeptConnection}, the probe), which runs it and judges how it ended, whatever it threw, so that no
+ * outcome can leave a boundary taken and every later attempt refused. A failure that says the
  * database cannot be used now ({@link #isUnavailable}: a lost connection, too many connections, a
  * login refused, a read-only server, a statement cancelled) counts as an outage: the fleet paces
  * locally and retries at the next boundary, one attempt per boundary, however many of the fleet's
- * connections the server turns away. Any other {@link SQLException} is the database answering:
- * it ends an outage like a success. Anything else thrown (a {@link RuntimeException}, an {@link
+ * connections the server turns away. Any other {@link SQLException} is the database answering: it
+ * ends an outage like a success. Anything else thrown (a {@link RuntimeException}, an {@link
  * Error}) says nothing about the database: while up it is the caller's alone, and a boundary's
- * attempt that ends so leaves the database down until the next boundary, whose attempt is
- * scheduled as after any failure.
+ * attempt that ends so leaves the database down until the next boundary, whose attempt is scheduled
+ * as after any failure.
  *
- * <p>Why absolute multiples, and why the very next one. Every process of a fleet must return to
- * the shared cursor at the same instant: one that returns first paces at the full rate while the
- * others still pace locally at a fraction of it, and the sum exceeds the ceiling. With a cooldown
- * of 5 s and the database gone at 09.8:
+ * <p>Why absolute multiples, and why the very next one. Every process of a fleet must return to the
+ * shared cursor at the same instant: one that returns first paces at the full rate while the others
+ * still pace locally at a fraction of it, and the sum exceeds the ceiling. With a cooldown of 5 s
+ * and the database gone at 09.8:
  *
  * <pre>
  *   process A notices at 09.9, process B at 10.1; the database is back at 12.0
@@ -55,8 +55,8 @@ import org.slf4j.LoggerFactory;
  * database still refuses; every process that noticed the failure before the database came back
  * therefore returns on the first boundary after the return. Only a process that noticed a failure
  * the database no longer has (its own connection killed while the server stayed up) can return a
- * boundary late, which is why the policy also reports a <em>hand-over</em>: from a return until
- * the next boundary has passed, {@link #isHandingOver()} is true, and the cursor marks its turns so
+ * boundary late, which is why the policy also reports a <em>hand-over</em>: from a return until the
+ * next boundary has passed, {@link #isHandingOver()} is true, and the cursor marks its turns so
  * that a limiter paces them no faster than locally as well ({@code Reservation#handOver}).
  *
  * <p>A late boundary (every thread asleep on a local turn when it passed, a slow probe) never
@@ -104,8 +104,8 @@ public final class OutagePolicy {
 
     /**
      * Whether the attempt may still touch the network, for a second try inside it: the boundary's
-     * attempt always may; one let through while up only while the policy is still up, since
-     * another user may meanwhile have found the database down.
+     * attempt always may; one let through while up only while the policy is still up, since another
+     * user may meanwhile have found the database down.
      */
     boolean holds() {
       return boundaryAttempt != NONE || !down;
@@ -133,7 +133,7 @@ public final class OutagePolicy {
      * @return a scheduler that runs nothing
      */
     static Scheduler none() {
-      return (task, delay) -> { };
+      return (task, delay) -> {};
     }
 
     /**
@@ -163,11 +163,13 @@ public final class OutagePolicy {
         return;
       }
       if (executor == null) {
-        executor = Executors.newSingleThreadScheduledExecutor(r -> {
-          Thread t = new Thread(r, threadName);
-          t.setDaemon(true);
-          return t;
-        });
+        executor =
+            Executors.newSingleThreadScheduledExecutor(
+                r -> {
+                  Thread t = new Thread(r, threadName);
+                  t.setDaemon(true);
+                  return t;
+                });
       }
       executor.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
     }
@@ -189,17 +191,22 @@ public final class OutagePolicy {
   private final Probe probe;
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong probes = new AtomicLong();
+
   /** Every attempt let through while up: it holds no boundary. */
   private final Admission whileUp = new Admission(NONE);
 
   /** The boundary (epoch ms) the policy waits for while down; UP while up. */
   private long boundaryMillis = UP;
+
   /** The number of the boundary's attempt in flight, or NONE: at most one at a time. */
   private long boundaryAttemptInFlight = NONE;
+
   private long failuresThisOutage;
   private long downSinceMillis;
+
   /** The boundary after the last return: until then turns are handed over. */
   private volatile long handOverUntilMillis = UP;
+
   private volatile boolean down;
 
   /**
@@ -211,8 +218,8 @@ public final class OutagePolicy {
    * @param scheduler runs the probe at each boundary
    * @param probe the attempt made at a boundary (see {@link Scheduler#none()} for none)
    */
-  public OutagePolicy(String name, Duration cooldown, TimeSource time, Scheduler scheduler,
-      Probe probe) {
+  public OutagePolicy(
+      String name, Duration cooldown, TimeSource time, Scheduler scheduler, Probe probe) {
     if (cooldown == null || cooldown.isNegative()) {
       throw new IllegalArgumentException("cooldown must be >= 0, got " + cooldown);
     }
@@ -282,8 +289,8 @@ public final class OutagePolicy {
 
   /**
    * True while an attempt now would be refused: down, and the boundary not reached or its attempt
-   * already in flight. A quick look that claims nothing, for callers that would otherwise queue
-   * for a connection first.
+   * already in flight. A quick look that claims nothing, for callers that would otherwise queue for
+   * a connection first.
    *
    * @return whether an attempt now would be refused
    */
@@ -353,8 +360,14 @@ public final class OutagePolicy {
    * @return an exception with SQLState 08001, made without touching the network
    */
   public SQLException refusal() {
-    return new SQLException("PostgreSQL is unavailable (" + name + "); the next attempt is at the"
-        + " next multiple of " + cooldownMillis + " ms on the wall clock", "08001");
+    return new SQLException(
+        "PostgreSQL is unavailable ("
+            + name
+            + "); the next attempt is at the"
+            + " next multiple of "
+            + cooldownMillis
+            + " ms on the wall clock",
+        "08001");
   }
 
   /**
@@ -377,8 +390,11 @@ public final class OutagePolicy {
         return;
       }
       long now = time.epochMillis();
-      log.info("PostgreSQL answers again ({}) after {} failed attempt(s) over {} s", name,
-          failuresThisOutage, (now - downSinceMillis) / 1000);
+      log.info(
+          "PostgreSQL answers again ({}) after {} failed attempt(s) over {} s",
+          name,
+          failuresThisOutage,
+          (now - downSinceMillis) / 1000);
       boundaryMillis = UP;
       handOverUntilMillis = nextBoundaryAfter(now);
       down = false;
@@ -398,13 +414,22 @@ public final class OutagePolicy {
         downSinceMillis = now;
         boundaryMillis = nextBoundaryAfter(now);
         down = true;
-        log.warn("PostgreSQL ({}) unavailable: {} [SQLState {}]; pacing locally, retrying at every"
-                + " multiple of {} ms on the wall clock, the first at {}", name, cause.getMessage(),
-            cause.getSQLState(), cooldownMillis, Instant.ofEpochMilli(boundaryMillis));
+        log.warn(
+            "PostgreSQL ({}) unavailable: {} [SQLState {}]; pacing locally, retrying at every"
+                + " multiple of {} ms on the wall clock, the first at {}",
+            name,
+            cause.getMessage(),
+            cause.getSQLState(),
+            cooldownMillis,
+            Instant.ofEpochMilli(boundaryMillis));
       } else if (boundaryAttempt) {
         boundaryMillis = nextBoundaryAfterAttempt(now);
-        log.debug("PostgreSQL ({}) still unavailable ({} failed attempts): {} [SQLState {}]", name,
-            failuresThisOutage, cause.getMessage(), cause.getSQLState());
+        log.debug(
+            "PostgreSQL ({}) still unavailable ({} failed attempts): {} [SQLState {}]",
+            name,
+            failuresThisOutage,
+            cause.getMessage(),
+            cause.getSQLState());
       } else {
         // Another user's attempt, begun before the outage was noticed: same outage, same boundary.
         return;
@@ -415,8 +440,8 @@ public final class OutagePolicy {
   }
 
   /**
-   * {@code admission}'s attempt threw something that is no answer of the database's: the
-   * boundary's attempt ends as if it had failed, so that the next boundary's attempt is made.
+   * {@code admission}'s attempt threw something that is no answer of the database's: the boundary's
+   * attempt ends as if it had failed, so that the next boundary's attempt is made.
    */
   private void endedWithoutVerdict(Admission admission, Throwable thrown) {
     long next;
@@ -432,8 +457,12 @@ public final class OutagePolicy {
       boundaryMillis = next;
       delayMillis = next - now;
     }
-    log.warn("PostgreSQL ({}): an attempt at a retry boundary threw; still pacing locally, the"
-        + " next attempt at {}", name, Instant.ofEpochMilli(next), thrown);
+    log.warn(
+        "PostgreSQL ({}): an attempt at a retry boundary threw; still pacing locally, the"
+            + " next attempt at {}",
+        name,
+        Instant.ofEpochMilli(next),
+        thrown);
     scheduler.schedule(this::probeAtBoundary, Duration.ofMillis(delayMillis));
   }
 
@@ -452,8 +481,8 @@ public final class OutagePolicy {
   }
 
   /**
-   * True from a return until the next boundary has passed: another process of the fleet may
-   * return only then (see the class comment), so turns taken meanwhile are paced locally as well.
+   * True from a return until the next boundary has passed: another process of the fleet may return
+   * only then (see the class comment), so turns taken meanwhile are paced locally as well.
    *
    * @return whether a hand-over is under way
    */
@@ -519,16 +548,23 @@ public final class OutagePolicy {
     }
     // None while up, and none while another user makes the boundary's attempt: its end schedules
     // the next.
-    admit().filter(Admission::isBoundaryAttempt).ifPresent(admission -> {
-      try {
-        run(admission, e -> true, a -> {
-          probe.attempt();
-          return null;
-        });
-      } catch (SQLException | RuntimeException e) {
-        // Judged (and anything unexpected logged) by run, which scheduled the next boundary.
-      }
-    });
+    admit()
+        .filter(Admission::isBoundaryAttempt)
+        .ifPresent(
+            admission -> {
+              try {
+                run(
+                    admission,
+                    e -> true,
+                    a -> {
+                      probe.attempt();
+                      return null;
+                    });
+              } catch (SQLException | RuntimeException e) {
+                // Judged (and anything unexpected logged) by run, which scheduled the next
+                // boundary.
+              }
+            });
   }
 
   private long nextBoundaryAfter(long epochMillis) {
@@ -540,8 +576,8 @@ public final class OutagePolicy {
 
   /**
    * Whether a failure means this process cannot use the database now, whatever it was doing: the
-   * connection is lost ({@link #isConnectionLoss}); the server refuses a session (class 28: a
-   * login refused, 28P01 a wrong password) or lacks the resources for one (class 53: 53300 too many
+   * connection is lost ({@link #isConnectionLoss}); the server refuses a session (class 28: a login
+   * refused, 28P01 a wrong password) or lacks the resources for one (class 53: 53300 too many
    * connections, which a whole fleet reconnecting on one boundary may meet, memory, disk); it takes
    * no writes (25006: a standby, or {@code default_transaction_read_only}), and every user of the
    * policy writes; or it cancelled the statement (57014: a statement timeout).
@@ -554,7 +590,9 @@ public final class OutagePolicy {
       return true;
     }
     String state = e.getSQLState();
-    return state.startsWith("28") || state.startsWith("53") || state.equals("25006")
+    return state.startsWith("28")
+        || state.startsWith("53")
+        || state.equals("25006")
         || state.equals("57014");
   }
 
@@ -571,7 +609,12 @@ public final class OutagePolicy {
 
   @Override
   public String toString() {
-    return "OutagePolicy{" + name + ", cooldown=" + cooldownMillis + " ms, "
-        + (down ? "down" : "up") + "}";
+    return "OutagePolicy{"
+        + name
+        + ", cooldown="
+        + cooldownMillis
+        + " ms, "
+        + (down ? "down" : "up")
+        + "}";
   }
 }

@@ -71,8 +71,8 @@ public final class PacerTableSql {
 
   /**
    * Seconds from {@code now} to {@code timestamp}, negative for an instant before it, for any
-   * timestamp ({@code 'infinity'} included: counted no further than a century either way); NULL
-   * for a NULL timestamp.
+   * timestamp ({@code 'infinity'} included: counted no further than a century either way); NULL for
+   * a NULL timestamp.
    *
    * @param now an expression of the instant to count from
    * @param timestamp an expression of the instant to count to
@@ -83,11 +83,11 @@ public final class PacerTableSql {
   }
 
   /**
-   * The statement that counts clean answers, heard with turns a caller's own statement reserved,
-   * on their destinations' rows, under the rule the library's reservation under the fleet's
-   * backoff counts them by: at {@value BackoffScope#CLEAN_ANSWERS_TO_HALVE} since the last
-   * rate-pressure answer the multiplier halves and the count starts again. Only rows backed off are
-   * touched. Parameters: the names (text[]) and their clean answers (integer[]), in the same order.
+   * The statement that counts clean answers, heard with turns a caller's own statement reserved, on
+   * their destinations' rows, under the rule the library's reservation under the fleet's backoff
+   * counts them by: at {@value BackoffScope#CLEAN_ANSWERS_TO_HALVE} since the last rate-pressure
+   * answer the multiplier halves and the count starts again. Only rows backed off are touched.
+   * Parameters: the names (text[]) and their clean answers (integer[]), in the same order.
    *
    * @param table the table's name, optionally schema-qualified
    * @return the statement; its update count is the rows touched
@@ -95,9 +95,15 @@ public final class PacerTableSql {
    */
   public static String countCleanAnswers(String table) {
     String halves = "k.clean + u.n >= " + BackoffScope.CLEAN_ANSWERS_TO_HALVE;
-    return "UPDATE " + SqlIdentifiers.qualifiedName("table", table) + " k SET"
-        + " backoff = CASE WHEN " + halves + " THEN GREATEST(1, k.backoff / 2) ELSE k.backoff END,"
-        + " clean = CASE WHEN " + halves + " THEN 0 ELSE k.clean + u.n END"
+    return "UPDATE "
+        + SqlIdentifiers.qualifiedName("table", table)
+        + " k SET"
+        + " backoff = CASE WHEN "
+        + halves
+        + " THEN GREATEST(1, k.backoff / 2) ELSE k.backoff END,"
+        + " clean = CASE WHEN "
+        + halves
+        + " THEN 0 ELSE k.clean + u.n END"
         + " FROM unnest(?::text[], ?::integer[]) AS u(name, n)"
         + " WHERE k.name = u.name AND k.backoff > 1";
   }

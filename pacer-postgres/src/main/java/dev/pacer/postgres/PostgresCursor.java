@@ -1,14 +1,14 @@
 package dev.pacer.postgres;
 
-import dev.pacer.spi.Cursor;
-import dev.pacer.spi.CursorStoreException;
 import dev.pacer.Destination;
-import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import dev.pacer.postgres.ReservationStatement.Answered;
 import dev.pacer.postgres.ReservationStatement.Ask;
 import dev.pacer.postgres.internal.ConcurrentCreate;
 import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.CursorStoreException;
+import dev.pacer.spi.Reservation;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -49,19 +49,18 @@ import org.slf4j.LoggerFactory;
  * takes it next: one statement per destination and interval reserves {@code k} consecutive turns
  * ({@code next = max(now, next) + k × interval}) and each of the {@code k} callers gets one of
  * them, in the order they asked, spaced by the interval: the same turns {@code k} statements made
- * at that instant would have granted, for one round trip instead of {@code k}, so that many
- * threads of one process wait for the connection less (docs/benchmarks.md). A combined
- * reservation that is refused (a {@code maxWait} the later turns would pass) is made again one
- * caller at a time, so that no caller is refused a turn it would have been granted alone.
- * Reservations under the fleet's backoff carry their own counts of clean answers and are made one
- * at a time.
+ * at that instant would have granted, for one round trip instead of {@code k}, so that many threads
+ * of one process wait for the connection less (docs/benchmarks.md). A combined reservation that is
+ * refused (a {@code maxWait} the later turns would pass) is made again one caller at a time, so
+ * that no caller is refused a turn it would have been granted alone. Reservations under the fleet's
+ * backoff carry their own counts of clean answers and are made one at a time.
  *
  * <p><b>The cursor counts the fleet.</b> At most once every 2 s, before a reservation and on its
- * connection, Pacer's table layout stamps the destinations this cursor reserved turns of in a
- * table beside the cursors and reads back how many processes did so lately (the census, {@code
- * FetcherCensus}): {@link #fetchingProcesses}, by which a limiter divides its ceiling when
- * this database is lost, if more than its destination's {@code maxFetchingProcesses}. One round
- * trip per period per process; the reservation's statement is unchanged.
+ * connection, Pacer's table layout stamps the destinations this cursor reserved turns of in a table
+ * beside the cursors and reads back how many processes did so lately (the census, {@code
+ * FetcherCensus}): {@link #fetchingProcesses}, by which a limiter divides its ceiling when this
+ * database is lost, if more than its destination's {@code maxFetchingProcesses}. One round trip per
+ * period per process; the reservation's statement is unchanged.
  *
  * <p>Failure handling, so that a fetch thread never hangs on or is stopped by the coordinator, is
  * the database's {@link OutagePolicy} (one per database per process, shared with whatever else the
@@ -71,11 +70,11 @@ import org.slf4j.LoggerFactory;
  *   <li>every database operation is bounded by {@code operationTimeout} (connect, socket reads and
  *       the server's {@code statement_timeout} and {@code lock_timeout}; behind a transaction
  *       pooler, a cancel the driver sends, see {@link ServerSession});
- *   <li>a connection that died between calls is replaced and the statement retried once in the
- *       same call ({@link KeptConnection#call}); a second failure, or a timeout, answers {@link
- *       Reservation#unavailable()} and tells the policy, which then holds the database down until
- *       a retry boundary: reservations answer "unavailable" without touching the network. Each of
- *       the cursor's statements may be made twice so, when its first answer was lost after it
+ *   <li>a connection that died between calls is replaced and the statement retried once in the same
+ *       call ({@link KeptConnection#call}); a second failure, or a timeout, answers {@link
+ *       Reservation#unavailable()} and tells the policy, which then holds the database down until a
+ *       retry boundary: reservations answer "unavailable" without touching the network. Each of the
+ *       cursor's statements may be made twice so, when its first answer was lost after it
  *       committed: a reservation made twice spends the turns of both and hands out the second's
  *       (the destination sees fewer requests, never more); a pause or a lockout recorded twice is
  *       the same hold; a rate-pressure answer recorded twice backs the fleet off twice (slower,
@@ -91,16 +90,16 @@ import org.slf4j.LoggerFactory;
  * threads, one connection) as a database outage and pace it locally on top of its shared turns.
  *
  * <p><b>What goes back to a pool goes back clean.</b> With {@link
- * PostgresCursorConfig#forDataSource} the cursor borrows one connection and sets session
- * parameters on it ({@code synchronous_commit}, timeouts, planner settings); whenever it gives the
- * connection back (closed, or discarded after a failed statement), it runs {@code RESET ALL} first,
- * or aborts the connection if that fails, so no other borrower inherits them.
+ * PostgresCursorConfig#forDataSource} the cursor borrows one connection and sets session parameters
+ * on it ({@code synchronous_commit}, timeouts, planner settings); whenever it gives the connection
+ * back (closed, or discarded after a failed statement), it runs {@code RESET ALL} first, or aborts
+ * the connection if that fails, so no other borrower inherits them.
  *
  * <p><b>Behind a transaction pooler</b> (found at each connect, {@link ServerSession}), where any
- * transaction may run on a server connection other clients use next, the cursor sets nothing on
- * the session and names no statement: each statement is parsed and planned where it runs, and is
- * still one round trip. Its listener, which no notification can reach there, polls the holds
- * instead ({@link HoldListener}).
+ * transaction may run on a server connection other clients use next, the cursor sets nothing on the
+ * session and names no statement: each statement is parsed and planned where it runs, and is still
+ * one round trip. Its listener, which no notification can reach there, polls the holds instead
+ * ({@link HoldListener}).
  *
  * <p><b>An interrupted caller costs only itself.</b> A reservation already in its round trip is
  * answered, and the caller's interrupt is kept for its next wait (a limiter's sleep for the turn),
@@ -108,8 +107,8 @@ import org.slf4j.LoggerFactory;
  * platform thread, since an interrupt would close a virtual thread's socket, the connection every
  * caller shares, and hold the database down for all of them ({@link KeptConnection}).
  *
- * <p>A dropped cursor table is created again by the reservation that finds it missing, and a
- * closed cursor stays closed: it answers "unavailable" and never reconnects.
+ * <p>A dropped cursor table is created again by the reservation that finds it missing, and a closed
+ * cursor stays closed: it answers "unavailable" and never reconnects.
  */
 public final class PostgresCursor implements Cursor, AutoCloseable {
 
@@ -121,24 +120,34 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   private final long timeoutNanos;
   private final int timeoutMillis;
   private final OutagePolicy policy;
+
   /** The scheduler of a policy this cursor made for itself, closed with it. */
   private final OutagePolicy.DaemonScheduler ownScheduler;
 
   /** The connection's lock; plain reservations waiting for it are made together. */
-  private final StatementLane<Ask, Answered> lane = new StatementLane<>(
-      (a, b) -> a.key().equals(b.key()) && a.gapMicros() == b.gapMicros(), this::makeTogether,
-      this::notMade);
+  private final StatementLane<Ask, Answered> lane =
+      new StatementLane<>(
+          (a, b) -> a.key().equals(b.key()) && a.gapMicros() == b.gapMicros(),
+          this::makeTogether,
+          this::notMade);
+
   /** Round trips of reservations made, combined or not: for tests of the combining. */
   private final AtomicLong reservationStatements = new AtomicLong();
+
   private final KeptConnection session;
+
   /** The processes taking turns of each destination; null where the layout keeps no census. */
   private final FetcherCensus census;
+
   /** The pauses and lockouts, recorded, read and heard. */
   private final CursorHolds holds;
+
   /** The reservation statement, prepared on the connection. */
   private final ReservationStatement statement;
+
   /** What the server behind the session keeps; set with each connection opened. */
   private ServerSession server = ServerSession.OWN;
+
   private long openTimeoutNanos;
 
   private volatile boolean closed;
@@ -158,30 +167,48 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     this.timeoutNanos = config.operationTimeout().toNanos();
     this.timeoutMillis =
         (int) Math.max(1, Math.min(Integer.MAX_VALUE, config.operationTimeout().toMillis()));
-    this.statement = new ReservationStatement(config, sql, timeoutMillis,
-        ceilMicros(config.resetBeyond()));
+    this.statement =
+        new ReservationStatement(config, sql, timeoutMillis, ceilMicros(config.resetBeyond()));
     this.openTimeoutNanos = timeoutNanos;
     if (config.outagePolicy().isPresent()) {
       this.ownScheduler = null;
       this.policy = config.outagePolicy().get();
     } else {
-      this.ownScheduler = config.backgroundReconnect()
-          ? OutagePolicy.Scheduler.daemonThread("pacer-cursor-reconnect") : null;
-      this.policy = new OutagePolicy("cursor " + sql, config.failureCooldown(), time,
-          ownScheduler != null ? ownScheduler : OutagePolicy.Scheduler.none(), this::reconnect);
+      this.ownScheduler =
+          config.backgroundReconnect()
+              ? OutagePolicy.Scheduler.daemonThread("pacer-cursor-reconnect")
+              : null;
+      this.policy =
+          new OutagePolicy(
+              "cursor " + sql,
+              config.failureCooldown(),
+              time,
+              ownScheduler != null ? ownScheduler : OutagePolicy.Scheduler.none(),
+              this::reconnect);
     }
     // Every failure of the reservation statement means the fleet cannot be coordinated through
     // this database: a lost connection, a timeout, a row lock held by a stuck transaction.
-    this.session = new KeptConnection(policy, this::openSession, e -> true,
-        config.dataSource() != null, config.operationTimeout().dividedBy(2));
-    this.census = sql.census() == null ? null : new FetcherCensus(sql.census().statement(), time,
-        FetcherCensus.PERIOD, FetcherCensus.WINDOW, c -> {
-          try (Statement session = c.createStatement()) {
-            ConcurrentCreate.execute(session, sql.census().createTable());
-          }
-        });
-    this.holds = new CursorHolds(sql, config, policy, timeoutMillis, this::onSession,
-        () -> server);
+    this.session =
+        new KeptConnection(
+            policy,
+            this::openSession,
+            e -> true,
+            config.dataSource() != null,
+            config.operationTimeout().dividedBy(2));
+    this.census =
+        sql.census() == null
+            ? null
+            : new FetcherCensus(
+                sql.census().statement(),
+                time,
+                FetcherCensus.PERIOD,
+                FetcherCensus.WINDOW,
+                c -> {
+                  try (Statement session = c.createStatement()) {
+                    ConcurrentCreate.execute(session, sql.census().createTable());
+                  }
+                });
+    this.holds = new CursorHolds(sql, config, policy, timeoutMillis, this::onSession, () -> server);
   }
 
   @Override
@@ -198,16 +225,24 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   @Override
   public void clear(String name) {
     try {
-      ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed, () -> session.call(c -> {
-        try (PreparedStatement delete = server.prepare(c, sql.clear(), timeoutMillis)) {
-          delete.setString(1, sql.key(name));
-          return delete.executeUpdate();
-        }
-      }), why -> {
-        throw new CursorStoreException(why == ConnectionGuard.Refusal.BUSY
-            ? "cursor connection busy; could not clear " + name
-            : "cursor closed; could not clear " + name, null);
-      });
+      ConnectionGuard.run(
+          laneWithin(timeoutNanos * 2),
+          () -> closed,
+          () ->
+              session.call(
+                  c -> {
+                    try (PreparedStatement delete = server.prepare(c, sql.clear(), timeoutMillis)) {
+                      delete.setString(1, sql.key(name));
+                      return delete.executeUpdate();
+                    }
+                  }),
+          why -> {
+            throw new CursorStoreException(
+                why == ConnectionGuard.Refusal.BUSY
+                    ? "cursor connection busy; could not clear " + name
+                    : "cursor closed; could not clear " + name,
+                null);
+          });
     } catch (SQLException e) {
       throw new CursorStoreException("could not clear cursor " + name + ": " + e.getMessage(), e);
     } catch (InterruptedException e) {
@@ -294,11 +329,11 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       return false;
     }
     try {
-      return ConnectionGuard.run(laneWithin(timeoutNanos * 2), () -> closed,
-          () -> session.call(work), why -> false);
+      return ConnectionGuard.run(
+          laneWithin(timeoutNanos * 2), () -> closed, () -> session.call(work), why -> false);
     } catch (SQLException e) {
-      log.warn("Could not {} in PostgreSQL: {} [SQLState {}]", what, e.getMessage(),
-          e.getSQLState());
+      log.warn(
+          "Could not {} in PostgreSQL: {} [SQLState {}]", what, e.getMessage(), e.getSQLState());
       return false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -313,27 +348,34 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * after the operation timeout and degrade until the next retry boundary. A failure to connect
    * here is logged and not counted as an outage.
    *
-   * <p>Like every opening of the connection, this one rehearses the reservation statement, so
-   * that the first turn is placed on the database's clock through quick round trips, not through
-   * the slow first one; here before anyone waits for a turn.
+   * <p>Like every opening of the connection, this one rehearses the reservation statement, so that
+   * the first turn is placed on the database's clock through quick round trips, not through the
+   * slow first one; here before anyone waits for a turn.
    *
    * @param timeout how long the first connection may take
    * @return whether the cursor is connected
    */
   public boolean connect(Duration timeout) {
     try {
-      return ConnectionGuard.run(laneWithin(timeout.toNanos()), () -> closed, () -> {
-        openTimeoutNanos = timeout.toNanos();
-        try {
-          session.open();
-        } finally {
-          openTimeoutNanos = timeoutNanos;
-        }
-        return true;
-      }, why -> false);
+      return ConnectionGuard.run(
+          laneWithin(timeout.toNanos()),
+          () -> closed,
+          () -> {
+            openTimeoutNanos = timeout.toNanos();
+            try {
+              session.open();
+            } finally {
+              openTimeoutNanos = timeoutNanos;
+            }
+            return true;
+          },
+          why -> false);
     } catch (SQLException e) {
-      log.warn("Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]", timeout,
-          e.getMessage(), e.getSQLState());
+      log.warn(
+          "Could not connect the PostgreSQL cursor within {}: {} [SQLState {}]",
+          timeout,
+          e.getMessage(),
+          e.getSQLState());
       return false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -414,8 +456,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
   }
 
   @Override
-  public Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
-      Duration maxWait, int cleanAnswers) {
+  public Reservation reserveUnderFleetBackoff(
+      String name, Duration interval, Duration notBefore, Duration maxWait, int cleanAnswers) {
     if (!keepsFleetBackoff()) {
       throw new UnsupportedOperationException(this + " keeps no fleet backoff");
     }
@@ -429,22 +471,25 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
     String throttled = sql.fleetBackoff().throttled();
     int[] multiplier = {0};
-    boolean recorded = onSession("record a rate answer for " + name, c -> {
-      try (PreparedStatement s = server.prepare(c, throttled, timeoutMillis)) {
-        s.setString(1, sql.key(name));
-        try (ResultSet row = s.executeQuery()) {
-          row.next();
-          multiplier[0] = row.getInt(1);
-        }
-        return true;
-      }
-    });
+    boolean recorded =
+        onSession(
+            "record a rate answer for " + name,
+            c -> {
+              try (PreparedStatement s = server.prepare(c, throttled, timeoutMillis)) {
+                s.setString(1, sql.key(name));
+                try (ResultSet row = s.executeQuery()) {
+                  row.next();
+                  multiplier[0] = row.getInt(1);
+                }
+                return true;
+              }
+            });
     return recorded ? OptionalInt.of(multiplier[0]) : OptionalInt.empty();
   }
 
   /** A reservation under the fleet's backoff: made on its own, as it carries its own counts. */
-  private Reservation reserveAlone(String name, Duration interval, Duration notBefore,
-      Duration maxWait, int cleanAnswers) {
+  private Reservation reserveAlone(
+      String name, Duration interval, Duration notBefore, Duration maxWait, int cleanAnswers) {
     if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
@@ -456,8 +501,15 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
     Answered answered;
     try {
-      answered = makeOne(new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
-          maxWait == null ? null : maxWait.toNanos() / 1000, true, cleanAnswers));
+      answered =
+          makeOne(
+              new Ask(
+                  sql.key(name),
+                  ceilMicros(interval),
+                  notBefore.toNanos() / 1000,
+                  maxWait == null ? null : maxWait.toNanos() / 1000,
+                  true,
+                  cleanAnswers));
     } finally {
       lane.release();
     }
@@ -468,13 +520,19 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
    * A plain reservation: queued, then made by whichever waiting caller takes the connection first,
    * together with every other reservation waiting then (see the class comment).
    */
-  private Reservation reserveWithOthers(String name, Duration interval, Duration notBefore,
-      Duration maxWait) {
+  private Reservation reserveWithOthers(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
     if (closed || policy.refusesNow()) {
       return Reservation.unavailable();
     }
-    return lane.call(new Ask(sql.key(name), ceilMicros(interval), notBefore.toNanos() / 1000,
-            maxWait == null ? null : maxWait.toNanos() / 1000, false, 0))
+    return lane.call(
+            new Ask(
+                sql.key(name),
+                ceilMicros(interval),
+                notBefore.toNanos() / 1000,
+                maxWait == null ? null : maxWait.toNanos() / 1000,
+                false,
+                0))
         .map(answered -> answered.waitingFrom(time.nanoTime()))
         .orElse(Reservation.unavailable());
   }
@@ -506,8 +564,8 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     if (k > 1 && maxWait != null && maxWait < 0) {
       return oneByOne(together);
     }
-    Answered answered = makeOne(new Ask(together.get(0).key(), gap * k, notBefore, maxWait,
-        false, 0));
+    Answered answered =
+        makeOne(new Ask(together.get(0).key(), gap * k, notBefore, maxWait, false, 0));
     if (k > 1 && answered.reservation().isRefused()) {
       return oneByOne(together);
     }
@@ -537,17 +595,22 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
       census.note(ask.key());
     }
     try {
-      Answered answered = session.call(c -> {
-        if (census != null) {
-          census.takeIfDue(c);
-        }
-        return statement.reserveCreatingTable(c, server, ask);
-      });
+      Answered answered =
+          session.call(
+              c -> {
+                if (census != null) {
+                  census.takeIfDue(c);
+                }
+                return statement.reserveCreatingTable(c, server, ask);
+              });
       return answered.reservation().isGranted()
-          ? answered.handingOver(policy.handOverLeft()) : answered;
+          ? answered.handingOver(policy.handOverLeft())
+          : answered;
     } catch (SQLException e) {
       failures.incrementAndGet();
-      log.debug("PostgreSQL cursor reservation failed: {} [SQLState {}]", e.getMessage(),
+      log.debug(
+          "PostgreSQL cursor reservation failed: {} [SQLState {}]",
+          e.getMessage(),
           e.getSQLState());
       return Answered.notGranted(Reservation.unavailable());
     }

@@ -23,10 +23,10 @@ import javax.sql.DataSource;
  *   <li>{@code outagePolicy}: the database's {@link OutagePolicy}, when the process shares one with
  *       other users of the database; otherwise the cursor makes its own from {@code
  *       failureCooldown} and {@code backgroundReconnect}.
- *   <li>{@code failureCooldown} (default 5 s): after a failure, reservations answer
- *       "unavailable" without touching the network until the next multiple of this period on the
- *       wall clock: an outage costs one connection attempt per boundary per process, and every
- *       process retries at the same instants.
+ *   <li>{@code failureCooldown} (default 5 s): after a failure, reservations answer "unavailable"
+ *       without touching the network until the next multiple of this period on the wall clock: an
+ *       outage costs one connection attempt per boundary per process, and every process retries at
+ *       the same instants.
  *   <li>{@code resetBeyond} (default 1 h): a stored cursor further ahead than this of now, and of
  *       the end of the pause ({@code Retry-After}) recorded with it, believed up to {@link
  *       dev.pacer.Destination#LONGEST_RETRY_AFTER} ahead, is treated as corrupt (a clock step, a
@@ -34,8 +34,8 @@ import javax.sql.DataSource;
  *       dev.pacer.Destination#longestHonestQueue()}; in the key/value layout, which records no
  *       pause, also the destinations' {@code maxRetryAfter}.
  *   <li>{@code synchronousCommit} (default false): the dedicated session runs with {@code
- *       synchronous_commit = off}; see docs/operations.md for the measurement. Behind a
- *       transaction pooler the session keeps no setting, and the server's own applies.
+ *       synchronous_commit = off}; see docs/operations.md for the measurement. Behind a transaction
+ *       pooler the session keeps no setting, and the server's own applies.
  *   <li>{@code holdPollInterval} (default 100 ms): how often the cursor's {@link HoldListener}
  *       reads the pauses and lockouts of every destination it serves, in one statement, where
  *       notifications do not reach it (behind a pooler, or where its own does not come back).
@@ -44,27 +44,31 @@ import javax.sql.DataSource;
  *
  * <p><b>Each connection says what it is for.</b> Unless the properties name an {@code
  * ApplicationName}, each connection opened from a URL is named for its purpose, so that {@code
- * pg_stat_activity} tells an operator which of a process's connections is which, and what to
- * count against {@code max_connections}: {@value #CURSOR_CONNECTION} (the cursor's reservations),
- * {@value #LISTENER_CONNECTION} (the {@link HoldListener}'s {@code LISTEN}) and {@value
- * #SLOTS_CONNECTION} ({@link PostgresFleetSlots}). Named properties are the caller's choice and
- * name every connection alike.
+ * pg_stat_activity} tells an operator which of a process's connections is which, and what to count
+ * against {@code max_connections}: {@value #CURSOR_CONNECTION} (the cursor's reservations), {@value
+ * #LISTENER_CONNECTION} (the {@link HoldListener}'s {@code LISTEN}) and {@value #SLOTS_CONNECTION}
+ * ({@link PostgresFleetSlots}). Named properties are the caller's choice and name every connection
+ * alike.
  */
 public final class PostgresCursorConfig {
 
   private static final Duration DEFAULT_HOLD_POLL_INTERVAL = Duration.ofMillis(100);
+
   /**
    * Below this, every process's polls add up to a load of their own on the database, for a pause
    * heard a few milliseconds sooner.
    */
   private static final long LEAST_HOLD_POLL_MILLIS = 10;
+
   /** Above this, a pause reaches the other processes after most turns it should have held. */
   private static final long MOST_HOLD_POLL_MILLIS = 10_000;
 
   /** The application name of a cursor's reservation connection, unless the properties name one. */
   public static final String CURSOR_CONNECTION = "pacer-cursor";
+
   /** The application name of a cursor's listener connection, unless the properties name one. */
   public static final String LISTENER_CONNECTION = "pacer-listener";
+
   /** The application name of the fleet slots' connection, unless the properties name one. */
   public static final String SLOTS_CONNECTION = "pacer-slots";
 
@@ -160,15 +164,15 @@ public final class PostgresCursorConfig {
    * properties say otherwise, named {@code applicationName} unless they name it: the cursor's
    * session and the fleet slots' session open theirs here.
    */
-  Connection openConnection(long connectTimeoutNanos, String applicationName)
-      throws SQLException {
+  Connection openConnection(long connectTimeoutNanos, String applicationName) throws SQLException {
     if (dataSource != null) {
       return dataSource.getConnection();
     }
     Properties props = new Properties();
     props.putAll(properties);
-    String wholeSeconds = Long.toString(
-        Math.max(1, TimeUnit.NANOSECONDS.toSeconds(connectTimeoutNanos + 999_999_999L)));
+    String wholeSeconds =
+        Long.toString(
+            Math.max(1, TimeUnit.NANOSECONDS.toSeconds(connectTimeoutNanos + 999_999_999L)));
     props.putIfAbsent("connectTimeout", wholeSeconds);
     props.putIfAbsent("loginTimeout", wholeSeconds);
     props.putIfAbsent("socketTimeout", wholeSeconds);
@@ -183,14 +187,15 @@ public final class PostgresCursorConfig {
 
   /**
    * A new connection as {@link #openConnection} opens it, probed for a pooler in front ({@link
-   * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read
-   * is bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
+   * ServerSession#probe}), so that no statement is ever named on it behind one. The probe's read is
+   * bounded by {@code connectTimeoutNanos}, a borrowed connection's too.
    */
   ServerSession.Probed openProbed(long connectTimeoutNanos, String applicationName)
       throws SQLException {
     Connection c = openConnection(connectTimeoutNanos, applicationName);
     try {
-      c.setNetworkTimeout(Runnable::run,
+      c.setNetworkTimeout(
+          Runnable::run,
           (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeoutNanos / 1_000_000)));
       return new ServerSession.Probed(c, ServerSession.probe(c));
     } catch (SQLException | RuntimeException e) {
@@ -271,8 +276,8 @@ public final class PostgresCursorConfig {
   }
 
   /**
-   * How often the hold listener reads the holds of every destination it serves where
-   * notifications do not reach it (see the class comment).
+   * How often the hold listener reads the holds of every destination it serves where notifications
+   * do not reach it (see the class comment).
    *
    * @return the interval (default 100 ms)
    */
@@ -284,10 +289,21 @@ public final class PostgresCursorConfig {
   public String toString() {
     return "PostgresCursorConfig{"
         + (jdbcUrl != null ? "url=" + JdbcUrls.redact(jdbcUrl) : "dataSource=" + dataSource)
-        + ", layout=" + layout + ", operationTimeout=" + operationTimeout
-        + ", failureCooldown=" + failureCooldown + ", resetBeyond=" + resetBeyond
-        + ", synchronousCommit=" + synchronousCommit + ", backgroundReconnect="
-        + backgroundReconnect + ", holdPollInterval=" + holdPollInterval + "}";
+        + ", layout="
+        + layout
+        + ", operationTimeout="
+        + operationTimeout
+        + ", failureCooldown="
+        + failureCooldown
+        + ", resetBeyond="
+        + resetBeyond
+        + ", synchronousCommit="
+        + synchronousCommit
+        + ", backgroundReconnect="
+        + backgroundReconnect
+        + ", holdPollInterval="
+        + holdPollInterval
+        + "}";
   }
 
   /** Builder for {@link PostgresCursorConfig}. */
@@ -398,8 +414,8 @@ public final class PostgresCursorConfig {
     }
 
     /**
-     * The outage policy of the database, shared with everything else this process keeps there
-     * (its time source and cooldown then apply, not {@link #failureCooldown}, {@link
+     * The outage policy of the database, shared with everything else this process keeps there (its
+     * time source and cooldown then apply, not {@link #failureCooldown}, {@link
      * #backgroundReconnect} or {@link #timeSource} for its retry grid).
      *
      * @param policy the database's policy
@@ -420,10 +436,16 @@ public final class PostgresCursorConfig {
      * @throws IllegalArgumentException naming the value if it is outside that range
      */
     public Builder holdPollInterval(Duration interval) {
-      if (interval == null || interval.toMillis() < LEAST_HOLD_POLL_MILLIS
+      if (interval == null
+          || interval.toMillis() < LEAST_HOLD_POLL_MILLIS
           || interval.compareTo(Duration.ofMillis(MOST_HOLD_POLL_MILLIS)) > 0) {
-        throw new IllegalArgumentException("holdPollInterval must be from "
-            + LEAST_HOLD_POLL_MILLIS + " ms to " + MOST_HOLD_POLL_MILLIS + " ms, got " + interval);
+        throw new IllegalArgumentException(
+            "holdPollInterval must be from "
+                + LEAST_HOLD_POLL_MILLIS
+                + " ms to "
+                + MOST_HOLD_POLL_MILLIS
+                + " ms, got "
+                + interval);
       }
       this.holdPollInterval = interval;
       return this;

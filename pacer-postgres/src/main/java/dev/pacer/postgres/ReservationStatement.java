@@ -20,13 +20,14 @@ import org.slf4j.LoggerFactory;
  * {@link PostgresCursor}'s reservation statement on its connection: one reservation's parameters
  * ({@link Ask}), the statement's execution and its answer placed on this process's clock through
  * {@link DatabaseClock} ({@link Answered}), the statements prepared once per connection, a dropped
- * table created again, and the rehearsal that warms each new connection. Used with the
- * connection's lock held.
+ * table created again, and the rehearsal that warms each new connection. Used with the connection's
+ * lock held.
  */
 final class ReservationStatement {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresCursor.class);
   static final int REHEARSALS = 5;
+
   /** Not a valid destination name (those hold no whitespace), so never a real cursor. */
   private static final String REHEARSAL_KEY = " pacer rehearsal ";
 
@@ -36,13 +37,15 @@ final class ReservationStatement {
   private final int timeoutMillis;
   private final long resetBeyondMicros;
   private final DatabaseClock databaseClock = new DatabaseClock();
+
   /** The reservation statements, plain and under the fleet's backoff, on a connection. */
   private PreparedStatement reserveStatement;
+
   private PreparedStatement fleetReserveStatement;
   private Connection statementConnection;
 
-  ReservationStatement(PostgresCursorConfig config, CursorSql sql, int timeoutMillis,
-      long resetBeyondMicros) {
+  ReservationStatement(
+      PostgresCursorConfig config, CursorSql sql, int timeoutMillis, long resetBeyondMicros) {
     this.config = config;
     this.sql = sql;
     this.time = config.time();
@@ -60,9 +63,9 @@ final class ReservationStatement {
   /**
    * The statement's answer, a granted turn's start kept as an instant on this process's clock
    * ({@code turnAt}) until the reservation returns, so that its wait counts from the return, as
-   * {@link Cursor} has it: a thread held up between the answer and the return (by the scheduler,
-   * on a busy host, for tens of milliseconds) would otherwise start its turn that much late. For
-   * a granted answer {@code reservation} carries only the fleet's backoff; its wait is {@code
+   * {@link Cursor} has it: a thread held up between the answer and the return (by the scheduler, on
+   * a busy host, for tens of milliseconds) would otherwise start its turn that much late. For a
+   * granted answer {@code reservation} carries only the fleet's backoff; its wait is {@code
    * turnAt}'s.
    */
   record Answered(Reservation reservation, long turnAt, Duration handOverLeft) {
@@ -86,19 +89,23 @@ final class ReservationStatement {
       }
       Reservation granted = Reservation.grantedNanos(turnAt - now);
       OptionalInt backoff = reservation.fleetBackoff();
-      Reservation turn = backoff.isPresent()
-          ? granted.withFleetBackoff(backoff.getAsInt()) : granted;
+      Reservation turn =
+          backoff.isPresent() ? granted.withFleetBackoff(backoff.getAsInt()) : granted;
       return handOverLeft.isZero() ? turn : turn.duringHandOver(handOverLeft);
     }
   }
 
   /** One reservation's parameters (see {@link CursorSql}). */
-  record Ask(String key, long gapMicros, long notBeforeMicros, Long maxWaitMicros,
-      boolean fleet, int cleanAnswers) {}
+  record Ask(
+      String key,
+      long gapMicros,
+      long notBeforeMicros,
+      Long maxWaitMicros,
+      boolean fleet,
+      int cleanAnswers) {}
 
   /** A dropped table (SQLState 42P01) is created again and the reservation made once more. */
-  Answered reserveCreatingTable(Connection c, ServerSession server, Ask ask)
-      throws SQLException {
+  Answered reserveCreatingTable(Connection c, ServerSession server, Ask ask) throws SQLException {
     try {
       return execute(c, server, ask);
     } catch (SQLException e) {
@@ -145,16 +152,21 @@ final class ReservationStatement {
       if (priorExisted && !priorReadable) {
         log.warn("Cursor {} held an unreadable value; overwritten with now", ask.key());
       } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
-        log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
-            ask.key(), priorAheadMicros / 1_000_000, config.resetBeyond());
+        log.warn(
+            "Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
+            ask.key(),
+            priorAheadMicros / 1_000_000,
+            config.resetBeyond());
       }
       long databaseNowMicros = row.getLong(4);
-      long turnAt = answered + databaseClock.waitFromAnswer(asked, answered,
-          databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
+      long turnAt =
+          answered
+              + databaseClock.waitFromAnswer(
+                  asked, answered, databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
       int fleetBackoff = row.getInt(6);
       Reservation turn = Reservation.granted(Duration.ZERO);
-      return new Answered(row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt,
-          Duration.ZERO);
+      return new Answered(
+          row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt, Duration.ZERO);
     }
   }
 
@@ -188,11 +200,11 @@ final class ReservationStatement {
    * it rolls back, so nothing is reserved or kept: on every connection opened, by {@link
    * PostgresCursor#connect} or by the reservation that finds none. The statement is prepared and
    * planned, the code that runs it is loaded, and {@link DatabaseClock} has samples from quick
-   * round trips, all before the turn that follows. Without it the first reservation on a
-   * connection is the slow one, many times a warm round trip in a fresh JVM, and the turn is placed
-   * on the database's clock through that slow trip alone: the first sample's half round trip is
-   * that much less certain, and the better samples after it move the clock's offset by enough to
-   * bring a first request within less than an interval of the next at a few hundred per second.
+   * round trips, all before the turn that follows. Without it the first reservation on a connection
+   * is the slow one, many times a warm round trip in a fresh JVM, and the turn is placed on the
+   * database's clock through that slow trip alone: the first sample's half round trip is that much
+   * less certain, and the better samples after it move the clock's offset by enough to bring a
+   * first request within less than an interval of the next at a few hundred per second.
    */
   void rehearse(Connection c, ServerSession server) throws SQLException {
     c.setAutoCommit(false);

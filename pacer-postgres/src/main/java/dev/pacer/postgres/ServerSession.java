@@ -12,8 +12,8 @@ import org.postgresql.jdbc.PgStatement;
 
 /**
  * What the server at the other end of a connection keeps between the connection's transactions,
- * found when the connection is opened ({@link #probe}), and how Pacer's statements and settings
- * are made on it accordingly.
+ * found when the connection is opened ({@link #probe}), and how Pacer's statements and settings are
+ * made on it accordingly.
  *
  * <p>A transaction pooler (PgBouncer, Supavisor, Neon's pooler, RDS Proxy) hands each transaction
  * to whichever server connection of its pool is free, and other clients' transactions use that
@@ -21,18 +21,18 @@ import org.postgresql.jdbc.PgStatement;
  * server connection for the next client's transactions; a named prepared statement is missing on
  * the next server connection (SQLState 26000) or collides with another client's of the same name
  * (42P05), and where the two have the same parameters it would run as the other client's statement.
- * So that no statement can ever be named, the probe tells the driver to prepare nothing on a
- * pooled connection: every statement is parsed and planned where it runs, in its own round trip.
+ * So that no statement can ever be named, the probe tells the driver to prepare nothing on a pooled
+ * connection: every statement is parsed and planned where it runs, in its own round trip.
  *
  * <p><b>How a pooler is recognised.</b> The server announces a process id at start-up (the key a
- * cancel request carries), and {@code pg_backend_pid()} answers the id of the process that runs
- * the query. Connected to PostgreSQL directly, or through a proxy that only forwards bytes, the
- * two are the same process. A pooler announces a key of its own, since the client's cancel
- * requests come to it and the client's transactions run on several server processes: PgBouncer's
- * is random, so the two differ but for a chance of one in about four billion. Whether other
- * clients share the server connection is no test: on a quiet pool the next transaction often
- * lands on the same one, and the collision comes only under load. A pooler in session mode is
- * counted as pooled, which costs the named statements' saving and nothing else.
+ * cancel request carries), and {@code pg_backend_pid()} answers the id of the process that runs the
+ * query. Connected to PostgreSQL directly, or through a proxy that only forwards bytes, the two are
+ * the same process. A pooler announces a key of its own, since the client's cancel requests come to
+ * it and the client's transactions run on several server processes: PgBouncer's is random, so the
+ * two differ but for a chance of one in about four billion. Whether other clients share the server
+ * connection is no test: on a quiet pool the next transaction often lands on the same one, and the
+ * collision comes only under load. A pooler in session mode is counted as pooled, which costs the
+ * named statements' saving and nothing else.
  */
 public enum ServerSession {
 
@@ -43,9 +43,10 @@ public enum ServerSession {
   OWN {
     @Override
     void set(Statement s, Map<String, String> settings) throws SQLException {
-      s.execute(settings.entrySet().stream()
-          .map(setting -> "SET " + setting.getKey() + " = " + setting.getValue())
-          .collect(Collectors.joining("; ")));
+      s.execute(
+          settings.entrySet().stream()
+              .map(setting -> "SET " + setting.getKey() + " = " + setting.getValue())
+              .collect(Collectors.joining("; ")));
     }
 
     @Override
@@ -132,8 +133,8 @@ public enum ServerSession {
       throws SQLException;
 
   /**
-   * A statement kept and run many times on {@code c}: prepared on the server at its first run
-   * where the server keeps it, and planned there once; on a pooled connection as {@link #prepare}.
+   * A statement kept and run many times on {@code c}: prepared on the server at its first run where
+   * the server keeps it, and planned there once; on a pooled connection as {@link #prepare}.
    */
   abstract PreparedStatement prepareForReuse(Connection c, String sql, int deadlineMillis)
       throws SQLException;

@@ -25,9 +25,9 @@ import java.util.function.Function;
  * throws instead is answered with {@code unmade}'s answer to what it threw, and the groups after it
  * are made as usual: no caller is left waiting for an answer that never comes.
  *
- * <p>The lane is also the connection's lock for whatever else the owner runs on it ({@link
- * #hold}, {@link #tryHold}, {@link #release}). A release wakes the first call queued, so that a
- * queued call never waits out its {@value #RECHECK_MILLIS}-ms recheck while the connection is free.
+ * <p>The lane is also the connection's lock for whatever else the owner runs on it ({@link #hold},
+ * {@link #tryHold}, {@link #release}). A release wakes the first call queued, so that a queued call
+ * never waits out its {@value #RECHECK_MILLIS}-ms recheck while the connection is free.
  *
  * @param <A> what a call asks
  * @param <R> what a call is answered
@@ -68,8 +68,8 @@ public final class StatementLane<A, R> {
    * @param maker makes a group of calls
    * @param unmade the answer of each call of a group whose {@code maker} threw, from what it threw
    */
-  public StatementLane(BiPredicate<A, A> shareAStatement, Maker<A, R> maker,
-      Function<RuntimeException, R> unmade) {
+  public StatementLane(
+      BiPredicate<A, A> shareAStatement, Maker<A, R> maker, Function<RuntimeException, R> unmade) {
     this.shareAStatement = Objects.requireNonNull(shareAStatement, "shareAStatement");
     this.maker = Objects.requireNonNull(maker, "maker");
     this.unmade = Objects.requireNonNull(unmade, "unmade");

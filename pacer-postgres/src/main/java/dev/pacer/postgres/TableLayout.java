@@ -7,8 +7,8 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  * Where the cursors are stored. Two layouts:
  *
  * <ol>
- *   <li>{@link #pacerTable(String)} (the default, {@code pacer_cursor}): Pacer's own table,
- *       created on first use:
+ *   <li>{@link #pacerTable(String)} (the default, {@code pacer_cursor}): Pacer's own table, created
+ *       on first use:
  *       <pre>
  * CREATE UNLOGGED TABLE IF NOT EXISTS pacer_cursor (
  *   name         text        PRIMARY KEY,         -- the destination name
@@ -21,18 +21,18 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  * )</pre>
  *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
  *       tables on crash recovery (and a standby has them empty); the next reservation re-inserts
- *       the row no earlier than the turns the fleet may still hold, so the destination sees no
- *       turn beyond the ceiling for it, and what the fleet loses is the outage's turns, as it
- *       would with a logged table. In exchange every reservation saves a WAL write.
- *       Beside it {@code <table>_lockout} (logged) keeps lockouts, and {@code <table>_fetcher}
- *       (unlogged, made by the first census) the census of the processes taking turns, which a
- *       degraded limiter divides its ceiling by when they outnumber {@code maxFetchingProcesses}.
- *   <li>{@link #keyValueTable} / {@link #djangoCache(String)}: an existing key/value table with
- *       no schema change, the shape of Django's database cache table ({@code cache_key
- *       varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL}). The cursor
- *       is epoch seconds as plain decimal text under {@code <prefix><destination name>} (prefix
- *       {@code harvest-rate-cursor:} by default) and {@code expires} is set to now + 30 days, so a
- *       Java fleet and a Python fleet writing the same table share one ceiling.
+ *       the row no earlier than the turns the fleet may still hold, so the destination sees no turn
+ *       beyond the ceiling for it, and what the fleet loses is the outage's turns, as it would with
+ *       a logged table. In exchange every reservation saves a WAL write. Beside it {@code
+ *       <table>_lockout} (logged) keeps lockouts, and {@code <table>_fetcher} (unlogged, made by
+ *       the first census) the census of the processes taking turns, which a degraded limiter
+ *       divides its ceiling by when they outnumber {@code maxFetchingProcesses}.
+ *   <li>{@link #keyValueTable} / {@link #djangoCache(String)}: an existing key/value table with no
+ *       schema change, the shape of Django's database cache table ({@code cache_key varchar(255)
+ *       PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL}). The cursor is epoch
+ *       seconds as plain decimal text under {@code <prefix><destination name>} (prefix {@code
+ *       harvest-rate-cursor:} by default) and {@code expires} is set to now + 30 days, so a Java
+ *       fleet and a Python fleet writing the same table share one ceiling.
  * </ol>
  *
  * <p>Table and column names cannot be SQL parameters; they must match {@code
@@ -120,9 +120,9 @@ public final class TableLayout {
   }
 
   /**
-   * Whether a lockout is recorded for processes started later: in Pacer's table layout, in a
-   * logged table beside the cursors ({@code <table>_lockout}), and announced. The key/value layout
-   * keeps only the cursor, and announces nothing: there each process meets the lockout itself.
+   * Whether a lockout is recorded for processes started later: in Pacer's table layout, in a logged
+   * table beside the cursors ({@code <table>_lockout}), and announced. The key/value layout keeps
+   * only the cursor, and announces nothing: there each process meets the lockout itself.
    *
    * @return whether a lockout outlives the processes that heard it
    */

@@ -2,7 +2,6 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
@@ -10,6 +9,7 @@ import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.jdkhttp.PacedHttpClient;
+import dev.pacer.spi.Cursor;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.Door;
 import dev.pacer.testing.FleetBounds;
@@ -33,9 +33,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link PacedHttpClient#sendAsync} on {@link DestinationLimiter#acquireAsync()} against real
- * PostgreSQL, as an application sends: 1,000 requests, asked for from two threads at once, wait
- * for their turns with no thread per waiter, and each is sent when its turn comes. The run is held
- * to {@link FleetBounds} at the door; its twin sends the same through two limiters that share no
+ * PostgreSQL, as an application sends: 1,000 requests, asked for from two threads at once, wait for
+ * their turns with no thread per waiter, and each is sent when its turn comes. The run is held to
+ * {@link FleetBounds} at the door; its twin sends the same through two limiters that share no
  * cursor, which must break the ceiling.
  *
  * <p>Before the run the client is warmed up ({@link PacedHttpClient#warmUp}) and sends one paced
@@ -45,18 +45,23 @@ class AsyncAcquirePostgresTest {
 
   /** 50/s, 20 ms between turns. */
   private static final double RATE = 50;
+
   private static final int FUTURES = 1_000;
   private static final String OPENING_PATH = "/open";
+
   /**
    * Permits: a tenth of the futures hold one and wait on the scheduler for their turns (the next
    * second's), the rest wait in the permit queue. With a permit each, all thousand reservations
-   * would be made at once, and on a busy host the run measured how fast one connection answers
-   * a thousand statements rather than the pacing.
+   * would be made at once, and on a busy host the run measured how fast one connection answers a
+   * thousand statements rather than the pacing.
    */
   private static final int CONCURRENCY = 100;
+
   private static final Duration RUN = Duration.ofSeconds(5);
+
   /** The twin: long enough for 2 x 50/s to break the aggregate over a second and more. */
   private static final Duration TWIN_RUN = Duration.ofSeconds(2);
+
   /**
    * Threads the JVM may gain while the futures wait: the default scheduler's one, the four
    * round-trip threads and the two send threads (started by the warm-up and the opening request),
@@ -66,8 +71,13 @@ class AsyncAcquirePostgresTest {
   private static final int MORE_THREADS_ALLOWED = 10;
 
   /** What a run left: its arrivals, turns given up as late, and what the JVM's threads did. */
-  private record Run(Timeline arrivals, long late, List<Throwable> failedSends, long waiting,
-      int threadsAdded, List<String> added) {}
+  private record Run(
+      Timeline arrivals,
+      long late,
+      List<Throwable> failedSends,
+      long waiting,
+      int threadsAdded,
+      List<String> added) {}
 
   @Test
   void aThousandFuturesWaitWithoutThreadsAndKeepTheCeilingAtTheDoor() throws Exception {
@@ -83,12 +93,14 @@ class AsyncAcquirePostgresTest {
 
       assertThat(run.failedSends()).as("requests that failed").isEmpty();
       assertThat(run.waiting()).as("futures still waiting when the run ended").isGreaterThan(100);
-      assertThat(run.threadsAdded()).as("threads added while the futures waited: %s", run.added())
+      assertThat(run.threadsAdded())
+          .as("threads added while the futures waited: %s", run.added())
           .isLessThanOrEqualTo(MORE_THREADS_ALLOWED);
       bounds.assertHeld(run.arrivals(), steady);
       bounds.assertDelivered(steady);
       bounds.assertFewLateTurns(run.late(), run.arrivals().size() + run.late());
-      assertThat(LimiterProbe.availablePermits(limiter)).as("every permit back after the cancel")
+      assertThat(LimiterProbe.availablePermits(limiter))
+          .as("every permit back after the cancel")
           .isEqualTo(CONCURRENCY);
     }
   }
@@ -97,10 +109,13 @@ class AsyncAcquirePostgresTest {
   void twoLimitersSharingNoCursorBreakTheCeiling() throws Exception {
     try (Door door = Door.start()) {
       String name = "async-twin-" + UUID.randomUUID().toString().substring(0, 8);
-      Run run = run(door, List.of(limiter(new LocalCursor(), name),
-          limiter(new LocalCursor(), name)), TWIN_RUN);
-      FleetBounds bounds = FleetBounds.at(RATE, "1,000 futures, two limiters, no shared cursor",
-          door);
+      Run run =
+          run(
+              door,
+              List.of(limiter(new LocalCursor(), name), limiter(new LocalCursor(), name)),
+              TWIN_RUN);
+      FleetBounds bounds =
+          FleetBounds.at(RATE, "1,000 futures, two limiters, no shared cursor", door);
       assertThat(run.failedSends()).as("requests that failed").isEmpty();
       bounds.assertWindowBroke(run.arrivals());
       bounds.assertAggregateBroke(run.arrivals());
@@ -108,24 +123,33 @@ class AsyncAcquirePostgresTest {
   }
 
   private static DestinationLimiter limiter(Cursor cursor, String name) {
-    return new LimiterRegistry(cursor).limiter(Destination.builder(name).ratePerSecond(RATE)
-        .maxConcurrency(CONCURRENCY).maxFetchingProcesses(1).build());
+    return new LimiterRegistry(cursor)
+        .limiter(
+            Destination.builder(name)
+                .ratePerSecond(RATE)
+                .maxConcurrency(CONCURRENCY)
+                .maxFetchingProcesses(1)
+                .build());
   }
 
   /**
    * Warms up one client per limiter and opens its connection, then asks for {@link #FUTURES}
-   * requests from two threads at once, spread over the limiters, and cancels what still waits
-   * after {@code length}.
+   * requests from two threads at once, spread over the limiters, and cancels what still waits after
+   * {@code length}.
    */
   private static Run run(Door door, List<DestinationLimiter> limiters, Duration length)
       throws Exception {
-    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(Duration.ofSeconds(5)).build();
+    HttpClient http =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
     List<PacedHttpClient> clients = new ArrayList<>();
     for (DestinationLimiter limiter : limiters) {
       PacedHttpClient client = PacedHttpClient.builder(http, LimiterLookup.only(limiter)).build();
       client.warmUp(door.uri());
-      client.sendAsync(get(door, OPENING_PATH), HttpResponse.BodyHandlers.discarding())
+      client
+          .sendAsync(get(door, OPENING_PATH), HttpResponse.BodyHandlers.discarding())
           .get(30, TimeUnit.SECONDS);
       clients.add(client);
     }
@@ -136,13 +160,18 @@ class AsyncAcquirePostgresTest {
         Collections.synchronizedList(new ArrayList<>());
     List<Thread> askers = new ArrayList<>();
     for (int a = 0; a < 2; a++) {
-      Thread asker = new Thread(() -> {
-        for (int i = 0; i < FUTURES / 2; i++) {
-          int n = requests.incrementAndGet();
-          sent.add(clients.get(n % clients.size()).sendAsync(get(door, "/async/" + n),
-              HttpResponse.BodyHandlers.discarding()));
-        }
-      });
+      Thread asker =
+          new Thread(
+              () -> {
+                for (int i = 0; i < FUTURES / 2; i++) {
+                  int n = requests.incrementAndGet();
+                  sent.add(
+                      clients
+                          .get(n % clients.size())
+                          .sendAsync(
+                              get(door, "/async/" + n), HttpResponse.BodyHandlers.discarding()));
+                }
+              });
       asker.start();
       askers.add(asker);
     }
@@ -173,20 +202,22 @@ class AsyncAcquirePostgresTest {
         failedSends.add(e.getCause());
       }
     }
-    long late = limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum()
-        - lateBefore;
-    List<Arrival> arrivals = door.arrivals().stream()
-        .filter(a -> a.path().startsWith("/async/")).toList();
+    long late =
+        limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum() - lateBefore;
+    List<Arrival> arrivals =
+        door.arrivals().stream().filter(a -> a.path().startsWith("/async/")).toList();
     Timeline measured = Timeline.of(arrivals);
-    System.out.printf("sendAsync on %d limiter(s): at the door %s; %d turns given up as late;"
+    System.out.printf(
+        "sendAsync on %d limiter(s): at the door %s; %d turns given up as late;"
             + " threads %d before, at most %d while %d futures waited (%d still waiting at the"
-            + " end; added: %s)%n", limiters.size(), measured, late, before.size(), mostThreads,
-        FUTURES, waiting, added);
+            + " end; added: %s)%n",
+        limiters.size(), measured, late, before.size(), mostThreads, FUTURES, waiting, added);
     return new Run(measured, late, failedSends, waiting, mostThreads - before.size(), added);
   }
 
   private static HttpRequest get(Door door, String path) {
-    return HttpRequest.newBuilder(URI.create(door.url(path))).timeout(Duration.ofSeconds(5))
+    return HttpRequest.newBuilder(URI.create(door.url(path)))
+        .timeout(Duration.ofSeconds(5))
         .build();
   }
 

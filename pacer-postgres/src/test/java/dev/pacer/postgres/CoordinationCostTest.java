@@ -19,9 +19,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What coordination costs: one statement and one round trip per reservation, counted (and one
- * census of the processes taking turns per period, whatever the reservations), and the
- * session settings the cursor promises. What that round trip costs in time, against a {@code
- * SELECT 1} on the same connection, is a benchmark's figure: pacer-bench's latency series ({@code
+ * census of the processes taking turns per period, whatever the reservations), and the session
+ * settings the cursor promises. What that round trip costs in time, against a {@code SELECT 1} on
+ * the same connection, is a benchmark's figure: pacer-bench's latency series ({@code
  * reserve_to_select1_ratio}, docs/benchmarks.md).
  */
 class CoordinationCostTest {
@@ -31,20 +31,24 @@ class CoordinationCostTest {
 
   /**
    * The connection runs through a {@link TcpProxy}, which counts the round trips read off the
-   * protocol: what a reservation asks of the server, however the driver is driven. The twin
-   * series, each reservation followed by one more {@code SELECT 1} on the same connection, shows
-   * the count catches one extra round trip, which on a loaded machine a timing could not tell from
-   * a slower statement.
+   * protocol: what a reservation asks of the server, however the driver is driven. The twin series,
+   * each reservation followed by one more {@code SELECT 1} on the same connection, shows the count
+   * catches one extra round trip, which on a loaded machine a timing could not tell from a slower
+   * statement.
    */
   @Test
   void aReservationIsOneStatementAndOneRoundTrip() throws Exception {
     try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
-        Connection shared = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:"
-            + proxy.port() + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable");
+        Connection shared =
+            DriverManager.getConnection(
+                "jdbc:postgresql://127.0.0.1:"
+                    + proxy.port()
+                    + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable");
         PreparedStatement ping = shared.prepareStatement("SELECT 1")) {
       CountingConnection counted = new CountingConnection(shared);
       OneConnectionDataSource source = new OneConnectionDataSource(counted.connection());
-      PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forDataSource(source).build());
+      PostgresCursor cursor =
+          new PostgresCursor(PostgresCursorConfig.forDataSource(source).build());
       String name = "cost-" + UUID.randomUUID().toString().substring(0, 8);
       Duration zero = Duration.ofNanos(1000);
       for (int i = 0; i < WARM_UP; i++) {
@@ -56,27 +60,36 @@ class CoordinationCostTest {
       // period, whatever the reservations: counted apart, and bounded by the time taken.
       long censusesBefore = cursor.censuses();
       long started = System.nanoTime();
-      Cost alone = Cost.of(proxy, counted,
-          () -> assertThat(cursor.reserve(name, zero).isGranted()).isTrue());
+      Cost alone =
+          Cost.of(
+              proxy, counted, () -> assertThat(cursor.reserve(name, zero).isGranted()).isTrue());
       long censuses = cursor.censuses() - censusesBefore;
-      assertThat(censuses).as("censuses while %d reservations were made", RESERVATIONS)
+      assertThat(censuses)
+          .as("censuses while %d reservations were made", RESERVATIONS)
           .isLessThanOrEqualTo(1 + (System.nanoTime() - started) / FetcherCensus.PERIOD.toNanos());
-      assertThat(alone.roundTrips()).as("round trips for %d reservations", RESERVATIONS)
+      assertThat(alone.roundTrips())
+          .as("round trips for %d reservations", RESERVATIONS)
           .isEqualTo(RESERVATIONS + censuses);
-      assertThat(alone.executions()).as("statements executed for %d reservations", RESERVATIONS)
+      assertThat(alone.executions())
+          .as("statements executed for %d reservations", RESERVATIONS)
           .isEqualTo(RESERVATIONS + censuses);
       assertThat(alone.connectionCalls()).as("other calls on the connection").isEqualTo(censuses);
 
       censusesBefore = cursor.censuses();
-      Cost withOneMore = Cost.of(proxy, counted, () -> {
-        assertThat(cursor.reserve(name, zero).isGranted()).isTrue();
-        selectOne(ping);
-      });
+      Cost withOneMore =
+          Cost.of(
+              proxy,
+              counted,
+              () -> {
+                assertThat(cursor.reserve(name, zero).isGranted()).isTrue();
+                selectOne(ping);
+              });
       censuses = cursor.censuses() - censusesBefore;
       assertThat(withOneMore.roundTrips())
           .as("round trips for %d reservations each followed by a SELECT 1", RESERVATIONS)
           .isEqualTo(2L * RESERVATIONS + censuses);
-      assertThat(withOneMore.executions()).as("statements the cursor executed")
+      assertThat(withOneMore.executions())
+          .as("statements the cursor executed")
           .isEqualTo(RESERVATIONS + censuses);
       assertThat(source.taken).isEqualTo(1);
     }
@@ -92,7 +105,9 @@ class CoordinationCostTest {
       for (int i = 0; i < RESERVATIONS; i++) {
         step.run();
       }
-      return new Cost(proxy.roundTrips() - roundTrips, counted.executions() - executions,
+      return new Cost(
+          proxy.roundTrips() - roundTrips,
+          counted.executions() - executions,
           counted.connectionCalls() - connectionCalls);
     }
   }
@@ -110,8 +125,11 @@ class CoordinationCostTest {
   @Test
   void eightAcquisitionsAtSevenPerSecondTakeAboutOneSecond() throws Exception {
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
-      Destination d = Destination.builder("cost-" + UUID.randomUUID().toString().substring(0, 8))
-          .ratePerSecond(7).maxConcurrency(1).build();
+      Destination d =
+          Destination.builder("cost-" + UUID.randomUUID().toString().substring(0, 8))
+              .ratePerSecond(7)
+              .maxConcurrency(1)
+              .build();
       DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(d);
       // The connection's set-up (connect, settings, table, rehearsal) is not the pacing timed here.
       assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
@@ -120,34 +138,46 @@ class CoordinationCostTest {
         limiter.acquire().close();
       }
       double seconds = (System.nanoTime() - start) / 1e9;
-      System.out.printf("8 acquisitions at 7/s: %.4f s against 1.000 s for the ceiling alone%n", seconds);
+      System.out.printf(
+          "8 acquisitions at 7/s: %.4f s against 1.000 s for the ceiling alone%n", seconds);
       assertThat(seconds).isBetween(0.99, 1.10);
     }
   }
 
   /**
    * What each commit mode costs, on a server that really flushes (the shared test server runs with
-   * fsync off, which would hide the cost). A figure for docs/operations.md, printed only: how much a
-   * flush costs depends on the disk under the test. That the cursor sets the mode is asserted by
+   * fsync off, which would hide the cost). A figure for docs/operations.md, printed only: how much
+   * a flush costs depends on the disk under the test. That the cursor sets the mode is asserted by
    * {@link #theCursorSetsItsSessionsCommitMode()}.
    */
   @Test
   void commitModeThroughputOnAFlushingServer() throws Exception {
-    try (EmbeddedPostgres durable = EmbeddedPostgres.builder().setServerConfig("fsync", "on")
-        .setServerConfig("synchronous_commit", "on").start()) {
+    try (EmbeddedPostgres durable =
+        EmbeddedPostgres.builder()
+            .setServerConfig("fsync", "on")
+            .setServerConfig("synchronous_commit", "on")
+            .start()) {
       String url = durable.getJdbcUrl("postgres", "postgres");
-      try (Connection c = durable.getPostgresDatabase().getConnection(); Statement s = c.createStatement()) {
-        s.execute("CREATE TABLE commit_mode_cache (cache_key varchar(255) PRIMARY KEY,"
-            + " value text NOT NULL, expires timestamptz NOT NULL)");
+      try (Connection c = durable.getPostgresDatabase().getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "CREATE TABLE commit_mode_cache (cache_key varchar(255) PRIMARY KEY,"
+                + " value text NOT NULL, expires timestamptz NOT NULL)");
       }
       PostgresCursor[] cursors = new PostgresCursor[4];
       String[] labels = new String[4];
       int i = 0;
       for (boolean synchronous : new boolean[] {false, true}) {
-        for (TableLayout layout : new TableLayout[] {TableLayout.pacerTable(),
-            TableLayout.djangoCache("commit_mode_cache")}) {
-          cursors[i] = new PostgresCursor(PostgresCursorConfig.forUrl(url)
-              .layout(layout).synchronousCommit(synchronous).build());
+        for (TableLayout layout :
+            new TableLayout[] {
+              TableLayout.pacerTable(), TableLayout.djangoCache("commit_mode_cache")
+            }) {
+          cursors[i] =
+              new PostgresCursor(
+                  PostgresCursorConfig.forUrl(url)
+                      .layout(layout)
+                      .synchronousCommit(synchronous)
+                      .build());
           labels[i++] = "synchronous_commit=" + (synchronous ? "on " : "off") + " " + layout;
         }
       }
@@ -159,7 +189,8 @@ class CoordinationCostTest {
       }
       for (int c = 0; c < 4; c++) {
         Arrays.sort(rates[c]);
-        System.out.printf("fsync=on server, %s: %.0f reservations/s (median of 3 x 2000, one thread)%n",
+        System.out.printf(
+            "fsync=on server, %s: %.0f reservations/s (median of 3 x 2000, one thread)%n",
             labels[c], rates[c][1]);
         cursors[c].close();
       }
@@ -180,12 +211,15 @@ class CoordinationCostTest {
         }
         PostgresCursorConfig.Builder config =
             PostgresCursorConfig.forDataSource(new OneConnectionDataSource(c));
-        PostgresCursor cursor = new PostgresCursor(
-            synchronous ? config.synchronousCommit(true).build() : config.build());
+        PostgresCursor cursor =
+            new PostgresCursor(
+                synchronous ? config.synchronousCommit(true).build() : config.build());
         assertThat(cursor.reserve("commit-mode-check", Duration.ofMillis(1)).isGranted()).isTrue();
-        try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SHOW synchronous_commit")) {
+        try (Statement s = c.createStatement();
+            ResultSet r = s.executeQuery("SHOW synchronous_commit")) {
           r.next();
-          assertThat(r.getString(1)).as("synchronousCommit(%s)", synchronous)
+          assertThat(r.getString(1))
+              .as("synchronousCommit(%s)", synchronous)
               .isEqualTo(synchronous ? "on" : "off");
         }
       }

@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A connection that counts what its user asks of it: each statement execution, and every call on
- * the connection itself. Each of those can be a round trip to the server; a reservation that is
- * one round trip shows one execution and no connection call.
+ * the connection itself. Each of those can be a round trip to the server; a reservation that is one
+ * round trip shows one execution and no connection call.
  */
 final class CountingConnection {
 
@@ -20,8 +20,12 @@ final class CountingConnection {
   private final AtomicLong connectionCalls = new AtomicLong();
 
   CountingConnection(Connection real) {
-    this.connection = (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-        new Class<?>[] {Connection.class}, forward(real, this::onConnectionCall));
+    this.connection =
+        (Connection)
+            Proxy.newProxyInstance(
+                Connection.class.getClassLoader(),
+                new Class<?>[] {Connection.class},
+                forward(real, this::onConnectionCall));
   }
 
   Connection connection() {
@@ -40,13 +44,17 @@ final class CountingConnection {
     connectionCalls.incrementAndGet();
     if (result instanceof Statement statement) {
       Class<?> type = method.getReturnType();
-      return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
-          forward(statement, (m, r) -> {
-            if (m.getName().startsWith("execute")) {
-              executions.incrementAndGet();
-            }
-            return r;
-          }));
+      return Proxy.newProxyInstance(
+          type.getClassLoader(),
+          new Class<?>[] {type},
+          forward(
+              statement,
+              (m, r) -> {
+                if (m.getName().startsWith("execute")) {
+                  executions.incrementAndGet();
+                }
+                return r;
+              }));
     }
     return result;
   }

@@ -30,20 +30,23 @@ class CursorFindingsTest {
 
   @Test
   void aPooledConnectionGoesBackWithoutPacersSessionSettings() throws Exception {
-    String[] settings = {"synchronous_commit", "statement_timeout", "lock_timeout",
-        "enable_seqscan", "plan_cache_mode"};
+    String[] settings = {
+      "synchronous_commit", "statement_timeout", "lock_timeout", "enable_seqscan", "plan_cache_mode"
+    };
     try (Connection physical = TestDatabase.connect()) {
       String[] before = show(physical, settings);
       AtomicInteger returned = new AtomicInteger();
-      DataSourceAdapter pool = new DataSourceAdapter() {
-        @Override
-        public Connection getConnection() {
-          return pooled(physical, returned);
-        }
-      };
+      DataSourceAdapter pool =
+          new DataSourceAdapter() {
+            @Override
+            public Connection getConnection() {
+              return pooled(physical, returned);
+            }
+          };
       PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forDataSource(pool).build());
       assertThat(cursor.reserve(freshName(), GAP).isGranted()).isTrue();
-      assertThat(show(physical, settings)).as("set while borrowed")
+      assertThat(show(physical, settings))
+          .as("set while borrowed")
           .containsExactly(before[0], "1s", "1s", "off", "force_generic_plan");
       cursor.close();
       assertThat(returned.get()).as("given back to the pool").isEqualTo(1);
@@ -53,8 +56,8 @@ class CursorFindingsTest {
 
   /**
    * Three threads on one cursor: the first waits 0.9 s on a locked row, the second then 0.7 s on
-   * another, so the third waits 1.6 s for the connection, longer than the 1-s operation bound, while
-   * the database answers every statement.
+   * another, so the third waits 1.6 s for the connection, longer than the 1-s operation bound,
+   * while the database answers every statement.
    */
   @Test
   void aReservationQueuedBehindBusyThreadsIsNotAnOutage() throws Exception {
@@ -67,11 +70,14 @@ class CursorFindingsTest {
       cursor.reserve(second, GAP);
       lockRow(blockFirst, first);
       lockRow(blockSecond, second);
-      CompletableFuture<Reservation> a = CompletableFuture.supplyAsync(() -> cursor.reserve(first, GAP));
+      CompletableFuture<Reservation> a =
+          CompletableFuture.supplyAsync(() -> cursor.reserve(first, GAP));
       TimeUnit.MILLISECONDS.sleep(50);
-      CompletableFuture<Reservation> b = CompletableFuture.supplyAsync(() -> cursor.reserve(second, GAP));
+      CompletableFuture<Reservation> b =
+          CompletableFuture.supplyAsync(() -> cursor.reserve(second, GAP));
       TimeUnit.MILLISECONDS.sleep(250);
-      CompletableFuture<Reservation> c = CompletableFuture.supplyAsync(() -> cursor.reserve(freshName(), GAP));
+      CompletableFuture<Reservation> c =
+          CompletableFuture.supplyAsync(() -> cursor.reserve(freshName(), GAP));
       TimeUnit.MILLISECONDS.sleep(600);
       blockFirst.rollback();
       TimeUnit.MILLISECONDS.sleep(700);
@@ -106,14 +112,17 @@ class CursorFindingsTest {
     assertThat(cursor.reserve(name, GAP).isGranted()).isTrue();
     long attempts = cursor.connectionAttempts();
     cursor.close();
-    assertThat(cursor.reserve(name, GAP).isUnavailable()).as("a late thread's reservation").isTrue();
+    assertThat(cursor.reserve(name, GAP).isUnavailable())
+        .as("a late thread's reservation")
+        .isTrue();
     assertThat(cursor.tryReserve(name, GAP, GAP).isUnavailable()).isTrue();
     assertThat(cursor.connectionAttempts()).as("never reconnects").isEqualTo(attempts);
   }
 
   private static void lockRow(Connection c, String name) throws SQLException {
     c.setAutoCommit(false);
-    try (PreparedStatement s = c.prepareStatement("SELECT * FROM pacer_cursor WHERE name = ? FOR UPDATE")) {
+    try (PreparedStatement s =
+        c.prepareStatement("SELECT * FROM pacer_cursor WHERE name = ? FOR UPDATE")) {
       s.setString(1, name);
       s.executeQuery().close();
     }
@@ -122,7 +131,8 @@ class CursorFindingsTest {
   private static String[] show(Connection c, String... settings) throws SQLException {
     String[] values = new String[settings.length];
     for (int i = 0; i < settings.length; i++) {
-      try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SHOW " + settings[i])) {
+      try (Statement s = c.createStatement();
+          ResultSet r = s.executeQuery("SHOW " + settings[i])) {
         r.next();
         values[i] = r.getString(1);
       }
@@ -132,17 +142,20 @@ class CursorFindingsTest {
 
   /** The physical connection as a pool lends it: closing it gives it back instead. */
   private static Connection pooled(Connection physical, AtomicInteger returned) {
-    return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-        new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-          if (method.getName().equals("close")) {
-            returned.incrementAndGet();
-            return null;
-          }
-          try {
-            return method.invoke(physical, args);
-          } catch (java.lang.reflect.InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("close")) {
+                returned.incrementAndGet();
+                return null;
+              }
+              try {
+                return method.invoke(physical, args);
+              } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 }

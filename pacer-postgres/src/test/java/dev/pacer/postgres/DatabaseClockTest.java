@@ -14,7 +14,10 @@ class DatabaseClockTest {
   private static final long SKEW = 1_700_000_000_000L * MS; // database epoch nanos at local 0
   private final DatabaseClock clock = new DatabaseClock();
 
-  /** A round trip from {@code asked} to {@code answered}, the database reading its clock at {@code read}. */
+  /**
+   * A round trip from {@code asked} to {@code answered}, the database reading its clock at {@code
+   * read}.
+   */
   private long waitFromAnswer(long askedMs, long readMs, long answeredMs, long waitMs) {
     return clock.waitFromAnswer(askedMs * MS, answeredMs * MS, SKEW + readMs * MS, waitMs * MS);
   }

@@ -6,9 +6,9 @@ import dev.pacer.TurnClock;
 import java.time.Duration;
 
 /**
- * The cursor contract on a PostgreSQL cursor: its cursor made with {@link #CLOCK}, its turns
- * placed to the mapping of the database's clock onto this one ({@link TestDatabase#CLOCK_MAPPING}),
- * and that mapping settled before each test ({@link TestDatabase#settleClock}).
+ * The cursor contract on a PostgreSQL cursor: its cursor made with {@link #CLOCK}, its turns placed
+ * to the mapping of the database's clock onto this one ({@link TestDatabase#CLOCK_MAPPING}), and
+ * that mapping settled before each test ({@link TestDatabase#settleClock}).
  */
 abstract class DatabaseCursorContract extends CursorContract {
 

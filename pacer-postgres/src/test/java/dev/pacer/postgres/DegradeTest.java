@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The coordinator is unreachable: reservations answer "unavailable" without throwing, the limiter
  * paces at the divided rate, the outage policy keeps an outage to one connection attempt per retry
- * boundary and one WARN, retries fall on shared boundaries, and the cursor reconnects once the database is
- * there again. The policy runs on a fake clock, so nothing here waits 5 s.
+ * boundary and one WARN, retries fall on shared boundaries, and the cursor reconnects once the
+ * database is there again. The policy runs on a fake clock, so nothing here waits 5 s.
  */
 class DegradeTest {
 
@@ -33,9 +33,13 @@ class DegradeTest {
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     PrintStream originalErr = System.err;
     System.setErr(new PrintStream(new Tee(originalErr, log), true, StandardCharsets.UTF_8));
-    try (PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres")
-            .timeSource(time).backgroundReconnect(false).build())) {
+    try (PostgresCursor cursor =
+        new PostgresCursor(
+            PostgresCursorConfig.forUrl(
+                    "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres")
+                .timeSource(time)
+                .backgroundReconnect(false)
+                .build())) {
 
       long retryBoundary = Math.floorDiv(time.epochMillis(), 5000) * 5000 + 5000;
       for (int i = 0; i < 25; i++) {
@@ -45,13 +49,19 @@ class DegradeTest {
       assertThat(cursor.connectionAttempts()).isEqualTo(1);
       assertThat(warnings(log)).isEqualTo(1);
 
-      Destination destination = Destination.builder("outage").ratePerSecond(10)
-          .maxConcurrency(1).maxFetchingProcesses(3).build();
+      Destination destination =
+          Destination.builder("outage")
+              .ratePerSecond(10)
+              .maxConcurrency(1)
+              .maxFetchingProcesses(3)
+              .build();
       DestinationLimiter limiter = new LimiterRegistry(cursor, time).limiter(destination);
       for (int i = 0; i < 4; i++) {
         limiter.acquire().close();
       }
-      assertThat(time.sleepsMillis()).as("10/s divided by 3 processes").containsExactly(0L, 300L, 300L, 300L);
+      assertThat(time.sleepsMillis())
+          .as("10/s divided by 3 processes")
+          .containsExactly(0L, 300L, 300L, 300L);
       assertThat(limiter.isDegraded()).isTrue();
       assertThat(cursor.connectionAttempts()).isEqualTo(1);
 
@@ -85,9 +95,13 @@ class DegradeTest {
   @Test
   void aLateRetryKeepsToTheGridOfBoundaries() throws Exception {
     FakeTime time = new FakeTime();
-    try (PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:" + freePort() + "/postgres?user=postgres")
-            .timeSource(time).backgroundReconnect(false).build())) {
+    try (PostgresCursor cursor =
+        new PostgresCursor(
+            PostgresCursorConfig.forUrl(
+                    "jdbc:postgresql://127.0.0.1:" + freePort() + "/postgres?user=postgres")
+                .timeSource(time)
+                .backgroundReconnect(false)
+                .build())) {
       long firstBoundary = Math.floorDiv(time.epochMillis(), 5000) * 5000 + 5000;
       assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
       // Every thread of the process slept through the boundary; the retry happens 3 s late.
@@ -96,15 +110,20 @@ class DegradeTest {
       assertThat(cursor.connectionAttempts()).isEqualTo(2);
       time.advance(Duration.ofMillis(1999));
       assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
-      assertThat(cursor.connectionAttempts()).as("still latched 1 ms before the next boundary").isEqualTo(2);
+      assertThat(cursor.connectionAttempts())
+          .as("still latched 1 ms before the next boundary")
+          .isEqualTo(2);
       time.advance(Duration.ofMillis(2));
       assertThat(cursor.reserve("late", GAP).isUnavailable()).isTrue();
-      assertThat(cursor.connectionAttempts()).as("retried on the next boundary, not one later").isEqualTo(3);
+      assertThat(cursor.connectionAttempts())
+          .as("retried on the next boundary, not one later")
+          .isEqualTo(3);
     }
   }
 
   private static long warnings(ByteArrayOutputStream log) {
-    return log.toString(StandardCharsets.UTF_8).lines()
+    return log.toString(StandardCharsets.UTF_8)
+        .lines()
         .filter(l -> l.contains("WARN") && l.contains("PostgreSQL (") && l.contains("unavailable"))
         .count();
   }

@@ -17,12 +17,12 @@ import java.util.function.Consumer;
  * A fleet member's client to the door, as a user sends: a {@link PacedHttpClient} over the JDK's
  * client, so that each request takes its turn from the member's limiter and is stamped where it
  * arrives. Before the run it is warmed up ({@link PacedHttpClient#warmUp}) and sends one paced
- * request on {@link #OPENING_PATH}, as an application's first request: a warm-up sends nothing to
- * a destination, so without it the run's first request would open the connection inside its turn,
- * and would be the first to run the paced client's own path after a turn (its hop, the address
- * check, the answer's classification). The tests count only the run's path. Each request names
- * its member in {@value Arrival#WORKER_HEADER}. A member whose requests are told apart at the door
- * sends each with a query of its own ({@link #send(String)}), under the same path.
+ * request on {@link #OPENING_PATH}, as an application's first request: a warm-up sends nothing to a
+ * destination, so without it the run's first request would open the connection inside its turn, and
+ * would be the first to run the paced client's own path after a turn (its hop, the address check,
+ * the answer's classification). The tests count only the run's path. Each request names its member
+ * in {@value Arrival#WORKER_HEADER}. A member whose requests are told apart at the door sends each
+ * with a query of its own ({@link #send(String)}), under the same path.
  */
 final class DoorClient {
 
@@ -52,25 +52,30 @@ final class DoorClient {
    * As {@link #opened(DestinationLimiter, URI, String)}, telling {@code onRequest} of every paced
    * request sent ({@link PacedHttpClient.Builder#onRequest}), the opening request's included.
    */
-  static DoorClient opened(DestinationLimiter limiter, URI target, String member,
-      Consumer<SentRequest> onRequest) throws IOException, InterruptedException {
-    return opened(PacedHttpClient.builder(http(), LimiterLookup.only(limiter))
-        .onRequest(onRequest), target, member);
+  static DoorClient opened(
+      DestinationLimiter limiter, URI target, String member, Consumer<SentRequest> onRequest)
+      throws IOException, InterruptedException {
+    return opened(
+        PacedHttpClient.builder(http(), LimiterLookup.only(limiter)).onRequest(onRequest),
+        target,
+        member);
   }
 
   private static DoorClient opened(PacedHttpClient.Builder builder, URI target, String member)
       throws IOException, InterruptedException {
     PacedHttpClient paced = builder.build();
     paced.warmUp(target);
-    DoorClient opening = new DoorClient(paced, request(target.resolve(OPENING_PATH), member),
-        member);
+    DoorClient opening =
+        new DoorClient(paced, request(target.resolve(OPENING_PATH), member), member);
     opening.send();
     return new DoorClient(paced, request(target, member), member);
   }
 
   private static HttpClient http() {
-    return HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(Duration.ofSeconds(5)).build();
+    return HttpClient.newBuilder()
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofSeconds(5))
+        .build();
   }
 
   /** Takes a turn and sends its request; throws unless the door answered 200. */
@@ -88,14 +93,16 @@ final class DoorClient {
   }
 
   private static HttpRequest request(URI uri, String member) {
-    return HttpRequest.newBuilder(uri).header(Arrival.WORKER_HEADER, member)
-        .timeout(Duration.ofSeconds(5)).build();
+    return HttpRequest.newBuilder(uri)
+        .header(Arrival.WORKER_HEADER, member)
+        .timeout(Duration.ofSeconds(5))
+        .build();
   }
 
   private static void expectOk(HttpResponse<?> response) throws IOException {
     if (response.statusCode() != 200) {
-      throw new IOException("the door answered " + response.statusCode() + " to "
-          + response.request().uri());
+      throw new IOException(
+          "the door answered " + response.statusCode() + " to " + response.request().uri());
     }
   }
 }

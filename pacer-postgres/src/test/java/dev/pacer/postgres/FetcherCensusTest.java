@@ -30,8 +30,8 @@ class FetcherCensusTest {
   private final CursorSql sql = CursorSql.pacerTable(table);
 
   private FetcherCensus census(Duration window) {
-    return new FetcherCensus(sql.census().statement(), time, FetcherCensus.PERIOD, window,
-        this::createTable);
+    return new FetcherCensus(
+        sql.census().statement(), time, FetcherCensus.PERIOD, window, this::createTable);
   }
 
   private void createTable(Connection c) throws SQLException {
@@ -47,7 +47,8 @@ class FetcherCensusTest {
       FetcherCensus second = census(SHORT_WINDOW);
       first.note("api");
       first.takeIfDue(c);
-      assertThat(first.processes("api")).as("the census's table is made at the first census")
+      assertThat(first.processes("api"))
+          .as("the census's table is made at the first census")
           .isEqualTo(OptionalInt.of(1));
       second.note("api");
       second.note("other");
@@ -117,17 +118,24 @@ class FetcherCensusTest {
       census.note("api");
       census.takeIfDue(c);
       try (Statement s = c.createStatement()) {
-        s.execute("INSERT INTO " + table + "_fetcher (name, process, seen_at)"
-            + " SELECT 'api', 'foreign-' || i, now() FROM generate_series(1, 1000) AS i");
-        s.execute("INSERT INTO " + table + "_fetcher (name, process, seen_at) VALUES"
-            + " ('solo', 'ahead', 'infinity'), ('solo', 'behind', '-infinity'),"
-            + " ('solo', 'long-ago', now() - interval '1 hour')");
+        s.execute(
+            "INSERT INTO "
+                + table
+                + "_fetcher (name, process, seen_at)"
+                + " SELECT 'api', 'foreign-' || i, now() FROM generate_series(1, 1000) AS i");
+        s.execute(
+            "INSERT INTO "
+                + table
+                + "_fetcher (name, process, seen_at) VALUES"
+                + " ('solo', 'ahead', 'infinity'), ('solo', 'behind', '-infinity'),"
+                + " ('solo', 'long-ago', now() - interval '1 hour')");
       }
       time.advance(FetcherCensus.PERIOD);
       census.note("api");
       census.note("solo");
       census.takeIfDue(c);
-      assertThat(census.processes("api")).isEqualTo(OptionalInt.of(Destination.MOST_PROCESSES_COUNTED));
+      assertThat(census.processes("api"))
+          .isEqualTo(OptionalInt.of(Destination.MOST_PROCESSES_COUNTED));
       assertThat(census.processes("solo")).isEqualTo(OptionalInt.of(1));
       assertThat(rows(c, "solo")).as("only its own stamp is left").isEqualTo(1);
     }
@@ -136,22 +144,28 @@ class FetcherCensusTest {
   @Test
   void aCensusThatFailsCostsOnlyTheCensus() throws Exception {
     try (Connection c = TestDatabase.connect()) {
-      FetcherCensus census = new FetcherCensus(sql.census().statement(), time, FetcherCensus.PERIOD,
-          FetcherCensus.WINDOW, ignored -> {
-            throw new SQLException("no table for you", "42501");
-          });
+      FetcherCensus census =
+          new FetcherCensus(
+              sql.census().statement(),
+              time,
+              FetcherCensus.PERIOD,
+              FetcherCensus.WINDOW,
+              ignored -> {
+                throw new SQLException("no table for you", "42501");
+              });
       census.note("api");
       census.takeIfDue(c);
       assertThat(census.processes("api")).isEmpty();
-      try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT 1")) {
+      try (Statement s = c.createStatement();
+          ResultSet r = s.executeQuery("SELECT 1")) {
         assertThat(r.next()).as("the connection still answers").isTrue();
       }
     }
   }
 
   private int rows(Connection c, String name) throws SQLException {
-    try (PreparedStatement s = c.prepareStatement(
-        "SELECT count(*) FROM " + table + "_fetcher WHERE name = ?")) {
+    try (PreparedStatement s =
+        c.prepareStatement("SELECT count(*) FROM " + table + "_fetcher WHERE name = ?")) {
       s.setString(1, name);
       try (ResultSet r = s.executeQuery()) {
         r.next();

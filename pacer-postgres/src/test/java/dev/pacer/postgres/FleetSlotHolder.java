@@ -13,10 +13,19 @@ public final class FleetSlotHolder {
 
   public static void main(String[] args) throws Exception {
     PostgresCursorConfig config = PostgresCursorConfig.forUrl(args[0]).build();
-    OutagePolicy policy = new OutagePolicy("holder", Duration.ofSeconds(5),
-        dev.pacer.TimeSource.SYSTEM, OutagePolicy.Scheduler.none(), () -> { });
-    PostgresFleetSlots slots = new PostgresFleetSlots(config, policy,
-        "holder:" + ProcessHandle.current().pid(), Duration.ofMillis(Long.parseLong(args[4])));
+    OutagePolicy policy =
+        new OutagePolicy(
+            "holder",
+            Duration.ofSeconds(5),
+            dev.pacer.TimeSource.SYSTEM,
+            OutagePolicy.Scheduler.none(),
+            () -> {});
+    PostgresFleetSlots slots =
+        new PostgresFleetSlots(
+            config,
+            policy,
+            "holder:" + ProcessHandle.current().pid(),
+            Duration.ofMillis(Long.parseLong(args[4])));
     for (int i = 0; i < Integer.parseInt(args[3]); i++) {
       FleetSlots.Claim claim = slots.tryTake(args[1], Integer.parseInt(args[2]));
       System.out.println("TAKEN " + claim.lease().slot());

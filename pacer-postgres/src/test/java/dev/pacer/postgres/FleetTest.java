@@ -2,11 +2,11 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.spi.Cursor;
 import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
@@ -31,16 +31,16 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The ceiling is one for the whole fleet: several OS processes, or several independent limiters,
- * each pacing at the full rate and sending one request to the door per turn, together stay under
- * it where the requests arrive. Each run is held to {@link FleetBounds} at the door (busiest 1-s
+ * each pacing at the full rate and sending one request to the door per turn, together stay under it
+ * where the requests arrive. Each run is held to {@link FleetBounds} at the door (busiest 1-s
  * window, aggregate, delivered rate, late turns), and each is run again with per-process pacing,
  * which must break the upper bounds, to prove they catch the N-times defect.
  *
  * <p>Every member asks without pause from GO on. The busiest window is judged from the first
  * arrival, and the aggregate and the delivered rate over the run but its start ({@link
  * RunArrivals#steady}). Before GO a member takes one turn only, its client's opening request
- * ({@link DoorClient}): {@code PostgresCursor} rehearses the statement on each connection it
- * opens, and turns are placed on the database's clock, so the window holds from the first turn.
+ * ({@link DoorClient}): {@code PostgresCursor} rehearses the statement on each connection it opens,
+ * and turns are placed on the database's clock, so the window holds from the first turn.
  */
 class FleetTest {
 
@@ -50,16 +50,18 @@ class FleetTest {
    * FleetBounds#STALL_SECONDS}).
    */
   private static final double PROCESS_RATE = 20;
+
   private static final int PROCESSES = 3;
   private static final int PROCESS_TURNS = 34;
+
   /** Four independent limiters at 25/s, 26 turns each: 104 requests, 4.12 s at the ceiling. */
   private static final double INSTANCE_RATE = 25;
+
   private static final int INSTANCES = 4;
   private static final int INSTANCE_TURNS = 26;
 
   /** One door for every run of the class: each run sends to a path of its own. */
-  @RegisterExtension
-  static final DoorExtension door = new DoorExtension();
+  @RegisterExtension static final DoorExtension door = new DoorExtension();
 
   /** What a run left at the door, and what its members reported. */
   private record Run(Timeline arrivals, TurnsTaken turns) {}
@@ -67,14 +69,18 @@ class FleetTest {
   @Test
   void threeProcessesShareOneCeiling() throws Exception {
     Run run = runProcesses("shared");
-    assertHeld(FleetBounds.at(PROCESS_RATE, "three processes, shared cursor", door), run,
+    assertHeld(
+        FleetBounds.at(PROCESS_RATE, "three processes, shared cursor", door),
+        run,
         PROCESSES * PROCESS_TURNS);
   }
 
   @Test
   void threeProcessesPacingPerProcessBreakTheCeiling() throws Exception {
     Run run = runProcesses("local");
-    assertBroke(FleetBounds.at(PROCESS_RATE, "three processes, per-process pacing", door), run,
+    assertBroke(
+        FleetBounds.at(PROCESS_RATE, "three processes, per-process pacing", door),
+        run,
         PROCESSES * PROCESS_TURNS);
   }
 
@@ -82,12 +88,16 @@ class FleetTest {
   void fourIndependentLimitersShareOneCeiling() throws Exception {
     List<PostgresCursor> cursors = new ArrayList<>();
     try {
-      Run run = runInstances(() -> {
-        PostgresCursor c = TestDatabase.cursor(TableLayout.pacerTable());
-        cursors.add(c);
-        return c;
-      });
-      assertHeld(FleetBounds.at(INSTANCE_RATE, "four limiters, shared cursor", door), run,
+      Run run =
+          runInstances(
+              () -> {
+                PostgresCursor c = TestDatabase.cursor(TableLayout.pacerTable());
+                cursors.add(c);
+                return c;
+              });
+      assertHeld(
+          FleetBounds.at(INSTANCE_RATE, "four limiters, shared cursor", door),
+          run,
           INSTANCES * INSTANCE_TURNS);
     } finally {
       cursors.forEach(PostgresCursor::close);
@@ -97,7 +107,9 @@ class FleetTest {
   @Test
   void fourIndependentLimitersPacingPerProcessBreakTheCeiling() throws Exception {
     Run run = runInstances(LocalCursor::new);
-    assertBroke(FleetBounds.at(INSTANCE_RATE, "four limiters, per-process pacing", door), run,
+    assertBroke(
+        FleetBounds.at(INSTANCE_RATE, "four limiters, per-process pacing", door),
+        run,
         INSTANCES * INSTANCE_TURNS);
   }
 
@@ -122,19 +134,32 @@ class FleetTest {
   private static Run runProcesses(String mode) throws Exception {
     String destination = "fleet-" + UUID.randomUUID().toString().substring(0, 8);
     String path = "/" + destination;
-    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    String java =
+        System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
     List<Process> processes = new ArrayList<>();
     List<BufferedReader> outputs = new ArrayList<>();
     try {
       for (int i = 0; i < PROCESSES; i++) {
-        Process p = new ProcessBuilder(java, "-Xshare:auto", "-XX:TieredStopAtLevel=1",
-            "-cp", System.getProperty("java.class.path"), FleetWorker.class.getName(),
-            mode, TestDatabase.jdbcUrl(), destination, String.valueOf(PROCESS_RATE),
-            String.valueOf(PROCESS_TURNS), door.url(path), "process-" + i)
-            .redirectError(ProcessBuilder.Redirect.INHERIT)
-            .start();
+        Process p =
+            new ProcessBuilder(
+                    java,
+                    "-Xshare:auto",
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    FleetWorker.class.getName(),
+                    mode,
+                    TestDatabase.jdbcUrl(),
+                    destination,
+                    String.valueOf(PROCESS_RATE),
+                    String.valueOf(PROCESS_TURNS),
+                    door.url(path),
+                    "process-" + i)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         processes.add(p);
-        outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+        outputs.add(
+            new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
       }
       for (BufferedReader out : outputs) {
         assertThat(out.readLine()).as("worker start-up").isEqualTo("READY");
@@ -167,14 +192,17 @@ class FleetTest {
     List<DestinationLimiter> limiters = new ArrayList<>();
     List<DoorClient> clients = new ArrayList<>();
     for (int i = 0; i < INSTANCES; i++) {
-      Destination d = Destination.builder(destination).ratePerSecond(INSTANCE_RATE).maxConcurrency(1).build();
+      Destination d =
+          Destination.builder(destination).ratePerSecond(INSTANCE_RATE).maxConcurrency(1).build();
       LimiterRegistry registry = new LimiterRegistry(cursors.get());
       DestinationLimiter limiter = registry.limiter(d);
       limiters.add(limiter);
       clients.add(DoorClient.opened(limiter, URI.create(door.url(path)), "limiter-" + i));
       // One turn on a destination of its own, so that the measured turns run warm code.
-      registry.limiter(Destination.builder(destination + "-warm-" + i).ratePerSecond(1).build())
-          .acquire().close();
+      registry
+          .limiter(Destination.builder(destination + "-warm-" + i).ratePerSecond(1).build())
+          .acquire()
+          .close();
     }
     CountDownLatch go = new CountDownLatch(1);
     ExecutorService pool = Executors.newFixedThreadPool(INSTANCES);
@@ -184,15 +212,18 @@ class FleetTest {
       for (int m = 0; m < INSTANCES; m++) {
         DoorClient client = clients.get(m);
         DestinationLimiter limiter = limiters.get(m);
-        done.add(pool.submit(() -> {
-          go.await();
-          SteadyTurns steady = new SteadyTurns(System.nanoTime(), limiter::lateTurnsSkipped);
-          for (int i = 0; i < INSTANCE_TURNS; i++) {
-            steady.beforeTurn();
-            client.send();
-          }
-          return steady.taken();
-        }));
+        done.add(
+            pool.submit(
+                () -> {
+                  go.await();
+                  SteadyTurns steady =
+                      new SteadyTurns(System.nanoTime(), limiter::lateTurnsSkipped);
+                  for (int i = 0; i < INSTANCE_TURNS; i++) {
+                    steady.beforeTurn();
+                    client.send();
+                  }
+                  return steady.taken();
+                }));
       }
       go.countDown();
       for (Future<TurnsTaken> f : done) {

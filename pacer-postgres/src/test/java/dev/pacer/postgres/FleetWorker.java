@@ -1,10 +1,10 @@
 package dev.pacer.postgres;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.spi.Cursor;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -24,14 +24,19 @@ public final class FleetWorker {
   public static void main(String[] args) throws Exception {
     boolean shared = args[0].equals("shared");
     String jdbcUrl = args[1];
-    Destination destination = Destination.builder(args[2])
-        .ratePerSecond(Double.parseDouble(args[3])).maxConcurrency(1).maxFetchingProcesses(3).build();
+    Destination destination =
+        Destination.builder(args[2])
+            .ratePerSecond(Double.parseDouble(args[3]))
+            .maxConcurrency(1)
+            .maxFetchingProcesses(3)
+            .build();
     int count = Integer.parseInt(args[4]);
     URI door = URI.create(args[5]);
 
-    Cursor cursor = shared
-        ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
-        : new LocalCursor();
+    Cursor cursor =
+        shared
+            ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
+            : new LocalCursor();
     LimiterRegistry registry = new LimiterRegistry(cursor);
     DestinationLimiter limiter = registry.limiter(destination);
     if (shared && !((PostgresCursor) cursor).connect(Duration.ofSeconds(30))) {
@@ -40,7 +45,8 @@ public final class FleetWorker {
     DoorClient client = DoorClient.opened(limiter, door, args[6]);
     System.out.println("READY");
     System.out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }

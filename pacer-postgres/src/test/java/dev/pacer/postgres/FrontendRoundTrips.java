@@ -80,7 +80,9 @@ final class FrontendRoundTrips {
   }
 
   private int intAt(int offset) {
-    return (header[offset] & 0xff) << 24 | (header[offset + 1] & 0xff) << 16
-        | (header[offset + 2] & 0xff) << 8 | header[offset + 3] & 0xff;
+    return (header[offset] & 0xff) << 24
+        | (header[offset + 1] & 0xff) << 16
+        | (header[offset + 2] & 0xff) << 8
+        | header[offset + 3] & 0xff;
   }
 }

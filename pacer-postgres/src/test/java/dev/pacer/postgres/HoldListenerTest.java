@@ -71,51 +71,69 @@ class HoldListenerTest {
       URI target = door.uri().resolve("/r");
       List<PacedHttpClient> clients = new ArrayList<>();
       for (LimiterRegistry registry : List.of(registryA, registryB)) {
-        PacedHttpClient client = PacedHttpClient.builder(HttpClient.newHttpClient(),
-            LimiterLookup.byHost(registry, host -> Optional.of(d))).build();
+        PacedHttpClient client =
+            PacedHttpClient.builder(
+                    HttpClient.newHttpClient(),
+                    LimiterLookup.byHost(registry, host -> Optional.of(d)))
+                .build();
         client.warmUp(target);
         clients.add(client);
       }
-      assertThatThrownBy(() -> execute(intruder, "UPDATE pacer_cursor SET paused_until = 'infinity'"))
+      assertThatThrownBy(
+              () -> execute(intruder, "UPDATE pacer_cursor SET paused_until = 'infinity'"))
           .as("the intruder cannot write the rows the listener reads")
           .isInstanceOf(SQLException.class);
 
-      List<String> forged = List.of(
-          "P\t" + name + "\t9000000000000000", "P\t" + name + "\t9223372036854775807",
-          "P\t" + name + "\t-9223372036854775808", "P\t" + name + "\t1000000",
-          "L\t" + name + "\tforged lockout", "P\t" + name, "P\t" + name + "\tNaN", "\t\t\t", "",
-          "X\t" + name + "\t1", "P\t" + name + "\t" + "9".repeat(7000));
+      List<String> forged =
+          List.of(
+              "P\t" + name + "\t9000000000000000",
+              "P\t" + name + "\t9223372036854775807",
+              "P\t" + name + "\t-9223372036854775808",
+              "P\t" + name + "\t1000000",
+              "L\t" + name + "\tforged lockout",
+              "P\t" + name,
+              "P\t" + name + "\tNaN",
+              "\t\t\t",
+              "",
+              "X\t" + name + "\t1",
+              "P\t" + name + "\t" + "9".repeat(7000));
       AtomicBoolean sending = new AtomicBoolean(true);
       ExecutorService pool = Executors.newFixedThreadPool(5);
       try {
-        Future<Integer> flood = pool.submit(() -> {
-          int sent = 0;
-          try (PreparedStatement notify = intruder.prepareStatement("SELECT pg_notify(?, ?)")) {
-            while (sending.get()) {
-              for (String payload : forged) {
-                notify.setString(1, "pacer_cursor_holds");
-                notify.setString(2, payload);
-                notify.executeQuery().close();
-                sent++;
-              }
-              Thread.sleep(20);
-            }
-          }
-          return sent;
-        });
+        Future<Integer> flood =
+            pool.submit(
+                () -> {
+                  int sent = 0;
+                  try (PreparedStatement notify =
+                      intruder.prepareStatement("SELECT pg_notify(?, ?)")) {
+                    while (sending.get()) {
+                      for (String payload : forged) {
+                        notify.setString(1, "pacer_cursor_holds");
+                        notify.setString(2, payload);
+                        notify.executeQuery().close();
+                        sent++;
+                      }
+                      Thread.sleep(20);
+                    }
+                  }
+                  return sent;
+                });
         long end = System.nanoTime() + Duration.ofMillis(RUN_MILLIS).toNanos();
         List<Future<Integer>> senders = new ArrayList<>();
-        for (PacedHttpClient client : List.of(clients.get(0), clients.get(0), clients.get(1),
-            clients.get(1))) {
-          senders.add(pool.submit(() -> {
-            int sent = 0;
-            while (System.nanoTime() < end) {
-              client.send(HttpRequest.newBuilder(target).build(),
-                  HttpResponse.BodyHandlers.discarding());
-              sent++;
-            }
-            return sent;
-          }));
+        for (PacedHttpClient client :
+            List.of(clients.get(0), clients.get(0), clients.get(1), clients.get(1))) {
+          senders.add(
+              pool.submit(
+                  () -> {
+                    int sent = 0;
+                    while (System.nanoTime() < end) {
+                      client.send(
+                          HttpRequest.newBuilder(target).build(),
+                          HttpResponse.BodyHandlers.discarding());
+                      sent++;
+                    }
+                    return sent;
+                  }));
         }
         int sent = 0;
         for (Future<Integer> s : senders) {
@@ -124,16 +142,24 @@ class HoldListenerTest {
         sending.set(false);
         assertThat(flood.get()).as("forged notifications sent").isGreaterThan(forged.size() * 10);
 
-        Timeline arrivals = new Timeline(door.arrivals().stream()
-            .filter(arrival -> arrival.path().equals("/r")).map(Arrival::nanos).toList());
-        System.out.printf("%d forged notifications beside a fleet at %.0f/s: at the door %s%n",
+        Timeline arrivals =
+            new Timeline(
+                door.arrivals().stream()
+                    .filter(arrival -> arrival.path().equals("/r"))
+                    .map(Arrival::nanos)
+                    .toList());
+        System.out.printf(
+            "%d forged notifications beside a fleet at %.0f/s: at the door %s%n",
             flood.get(), RATE, arrivals);
         assertThat(arrivals.size()).as("arrivals against requests sent").isEqualTo(sent);
-        assertThat(arrivals.peakOneSecondWindow()).as("busiest 1-s window, %s", arrivals)
+        assertThat(arrivals.peakOneSecondWindow())
+            .as("busiest 1-s window, %s", arrivals)
             .isLessThanOrEqualTo((int) RATE + 1);
-        assertThat(arrivals.size()).as("arrivals in %d ms at %.0f/s, %s", RUN_MILLIS, RATE, arrivals)
+        assertThat(arrivals.size())
+            .as("arrivals in %d ms at %.0f/s, %s", RUN_MILLIS, RATE, arrivals)
             .isGreaterThanOrEqualTo((int) (0.9 * RATE * RUN_MILLIS / 1000));
-        assertThat(arrivals.aggregateRatePerSecond()).as("delivered rate, %s", arrivals)
+        assertThat(arrivals.aggregateRatePerSecond())
+            .as("delivered rate, %s", arrivals)
             .isBetween(0.9 * RATE, 1.05 * RATE);
         for (DestinationLimiter limiter : List.of(limiterA, limiterB)) {
           assertThat(limiter.isLockedOut()).as("locked out by a notification").isFalse();
@@ -143,7 +169,8 @@ class HoldListenerTest {
         // The listener heard all along: a pause the process recorded reaches the other at once.
         limiterA.pause(Duration.ofSeconds(5));
         assertThat(eventually(Duration.ofSeconds(2), () -> limiterB.pauseLeft().toMillis() > 3000))
-            .as("a recorded pause reaches the other process").isTrue();
+            .as("a recorded pause reaches the other process")
+            .isTrue();
       } finally {
         sending.set(false);
         pool.shutdownNow();
@@ -164,24 +191,38 @@ class HoldListenerTest {
       assertThat(a.reserve(capped, Duration.ofMillis(1)).isGranted()).isTrue();
       assertThat(a.reserve(unreadable, Duration.ofMillis(1)).isGranted()).isTrue();
       // A writer with rights on the table, not Pacer: a pause of a century, and one of infinity.
-      TestDatabase.execute("UPDATE pacer_cursor SET paused_until = now() + interval '100 years'"
-          + " WHERE name = '" + capped + "'");
-      TestDatabase.execute("UPDATE pacer_cursor SET paused_until = 'infinity'"
-          + " WHERE name = '" + unreadable + "'");
-      TestDatabase.execute("SELECT pg_notify('pacer_cursor_holds', 'P' || chr(9) || '" + capped
-          + "' || chr(9) || '1'), pg_notify('pacer_cursor_holds', 'P' || chr(9) || '" + unreadable
-          + "' || chr(9) || '1')");
+      TestDatabase.execute(
+          "UPDATE pacer_cursor SET paused_until = now() + interval '100 years'"
+              + " WHERE name = '"
+              + capped
+              + "'");
+      TestDatabase.execute(
+          "UPDATE pacer_cursor SET paused_until = 'infinity'"
+              + " WHERE name = '"
+              + unreadable
+              + "'");
+      TestDatabase.execute(
+          "SELECT pg_notify('pacer_cursor_holds', 'P' || chr(9) || '"
+              + capped
+              + "' || chr(9) || '1'), pg_notify('pacer_cursor_holds', 'P' || chr(9) || '"
+              + unreadable
+              + "' || chr(9) || '1')");
       assertThat(eventually(Duration.ofSeconds(2), () -> heardCapped.pauseLeft().toMillis() > 0))
-          .as("the row's pause is heard").isTrue();
-      assertThat(heardCapped.pauseLeft()).as("capped at maxRetryAfter")
+          .as("the row's pause is heard")
+          .isTrue();
+      assertThat(heardCapped.pauseLeft())
+          .as("capped at maxRetryAfter")
           .isLessThanOrEqualTo(MAX_RETRY_AFTER);
-      assertThat(eventually(Duration.ofSeconds(2), () -> heardUnreadable.pauseLeft().toMillis() > 0))
-          .as("an infinite pause is heard as the longest allowed").isTrue();
+      assertThat(
+              eventually(Duration.ofSeconds(2), () -> heardUnreadable.pauseLeft().toMillis() > 0))
+          .as("an infinite pause is heard as the longest allowed")
+          .isTrue();
       assertThat(heardUnreadable.pauseLeft()).isLessThanOrEqualTo(MAX_RETRY_AFTER);
 
       lockingOut.lockOut("HTTP 403 from https://example.org/");
       assertThat(eventually(Duration.ofSeconds(2), heardUnreadable::isLockedOut))
-          .as("the listener still hears after reading those rows").isTrue();
+          .as("the listener still hears after reading those rows")
+          .isTrue();
       assertThat(heardUnreadable.lockoutReason()).isEqualTo("HTTP 403 from https://example.org/");
     }
   }
@@ -201,7 +242,8 @@ class HoldListenerTest {
       Thread.sleep(1500);
       pausing.pause(Duration.ofSeconds(10));
       assertThat(eventually(Duration.ofMillis(500), () -> hearing.pauseLeft().toMillis() > 5000))
-          .as("a pause on table %s reaches the other process", table).isTrue();
+          .as("a pause on table %s reaches the other process", table)
+          .isTrue();
     }
   }
 
@@ -210,20 +252,25 @@ class HoldListenerTest {
     String name = fresh("half-open");
     try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
         PostgresCursor direct = TestDatabase.cursor(TableLayout.pacerTable());
-        PostgresCursor proxied = new PostgresCursor(PostgresCursorConfig.forUrl(
-            "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres").build())) {
+        PostgresCursor proxied =
+            new PostgresCursor(
+                PostgresCursorConfig.forUrl(
+                        "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres")
+                    .build())) {
       DestinationLimiter pausing = new LimiterRegistry(direct).limiter(destination(name));
       DestinationLimiter hearing = new LimiterRegistry(proxied).limiter(destination(name));
       pausing.pause(Duration.ofMillis(500));
       assertThat(eventually(Duration.ofSeconds(2), () -> hearing.pauseLeft().toMillis() > 0))
-          .as("heard through the proxy").isTrue();
+          .as("heard through the proxy")
+          .isTrue();
 
       proxy.silenceOpen();
       assertThat(eventually(Duration.ofSeconds(2), () -> hearing.pauseLeft().isZero())).isTrue();
       pausing.pause(Duration.ofSeconds(MAX_RETRY_AFTER.toSeconds()));
       // The announcement is lost with the connection: only a new one, reading the row, hears it.
       assertThat(eventually(Duration.ofSeconds(12), () -> hearing.pauseLeft().toMillis() > 0))
-          .as("a pause recorded while the listener's connection was half-open").isTrue();
+          .as("a pause recorded while the listener's connection was half-open")
+          .isTrue();
     }
   }
 
@@ -237,8 +284,13 @@ class HoldListenerTest {
   void aPauseRecordedBehindATransactionPoolerReachesTheOtherProcessAndHoldsItsGrantedTurn()
       throws Exception {
     String name = fresh("pooled-pause");
-    Destination everyTwoSeconds = Destination.builder(name).ratePerSecond(0.5).maxConcurrency(2)
-        .maxFetchingProcesses(2).maxRetryAfter(MAX_RETRY_AFTER).build();
+    Destination everyTwoSeconds =
+        Destination.builder(name)
+            .ratePerSecond(0.5)
+            .maxConcurrency(2)
+            .maxFetchingProcesses(2)
+            .maxRetryAfter(MAX_RETRY_AFTER)
+            .build();
     Duration pause = Duration.ofSeconds(3);
     ExecutorService thread = Executors.newSingleThreadExecutor();
     try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
@@ -248,24 +300,34 @@ class HoldListenerTest {
       DestinationLimiter hearing = new LimiterRegistry(b).limiter(everyTwoSeconds);
       hearing.acquire().close();
       long reservationsBefore = b.reservationStatements();
-      Future<Long> wentOut = thread.submit(() -> {
-        try (Slot turn = hearing.acquire()) {
-          return System.nanoTime();
-        }
-      });
-      assertThat(eventually(Duration.ofSeconds(2),
-          () -> b.reservationStatements() > reservationsBefore))
-          .as("the other process's second turn, 2 s after its first, granted").isTrue();
+      Future<Long> wentOut =
+          thread.submit(
+              () -> {
+                try (Slot turn = hearing.acquire()) {
+                  return System.nanoTime();
+                }
+              });
+      assertThat(
+              eventually(
+                  Duration.ofSeconds(2), () -> b.reservationStatements() > reservationsBefore))
+          .as("the other process's second turn, 2 s after its first, granted")
+          .isTrue();
 
       long pausedAt = System.nanoTime();
       pausing.pause(pause);
-      Optional<Duration> heard = heldAfter(pausedAt, Duration.ofSeconds(2),
-          () -> hearing.pauseLeft().compareTo(pause.minusSeconds(1)) > 0);
+      Optional<Duration> heard =
+          heldAfter(
+              pausedAt,
+              Duration.ofSeconds(2),
+              () -> hearing.pauseLeft().compareTo(pause.minusSeconds(1)) > 0);
       long out = wentOut.get(10, TimeUnit.SECONDS);
       SoftAssertions softly = new SoftAssertions();
-      softly.assertThat(heard).as("from the pause's recording to the other process's hearing it")
+      softly
+          .assertThat(heard)
+          .as("from the pause's recording to the other process's hearing it")
           .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
-      softly.assertThat(Duration.ofNanos(out - pausedAt))
+      softly
+          .assertThat(Duration.ofNanos(out - pausedAt))
           .as("from the pause's recording to the granted turn's going out")
           .isGreaterThanOrEqualTo(pause);
       softly.assertThat(hearing.turnsHeldForPause()).as("turns held for the pause").isEqualTo(1);
@@ -282,8 +344,13 @@ class HoldListenerTest {
   @Test
   void aLockoutRecordedBehindATransactionPoolerReachesTheOtherProcess() throws Exception {
     String name = fresh("pooled-lockout");
-    Destination everyTwoSeconds = Destination.builder(name).ratePerSecond(0.5).maxConcurrency(2)
-        .maxFetchingProcesses(2).maxRetryAfter(MAX_RETRY_AFTER).build();
+    Destination everyTwoSeconds =
+        Destination.builder(name)
+            .ratePerSecond(0.5)
+            .maxConcurrency(2)
+            .maxFetchingProcesses(2)
+            .maxRetryAfter(MAX_RETRY_AFTER)
+            .build();
     String reason = "HTTP 403 from https://example.org/";
     ExecutorService thread = Executors.newSingleThreadExecutor();
     try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
@@ -293,13 +360,17 @@ class HoldListenerTest {
       DestinationLimiter hearing = new LimiterRegistry(b).limiter(everyTwoSeconds);
       hearing.acquire().close();
       long reservationsBefore = b.reservationStatements();
-      Future<?> granted = thread.submit(() -> {
-        hearing.acquire().close();
-        return null;
-      });
-      assertThat(eventually(Duration.ofSeconds(2),
-          () -> b.reservationStatements() > reservationsBefore))
-          .as("the other process's second turn, 2 s after its first, granted").isTrue();
+      Future<?> granted =
+          thread.submit(
+              () -> {
+                hearing.acquire().close();
+                return null;
+              });
+      assertThat(
+              eventually(
+                  Duration.ofSeconds(2), () -> b.reservationStatements() > reservationsBefore))
+          .as("the other process's second turn, 2 s after its first, granted")
+          .isTrue();
 
       long lockedAt = System.nanoTime();
       lockingOut.lockOut(reason);
@@ -311,11 +382,14 @@ class HoldListenerTest {
         met = e.getCause();
       }
       SoftAssertions softly = new SoftAssertions();
-      softly.assertThat(heard)
+      softly
+          .assertThat(heard)
           .as("from the lockout's recording to the other process's hearing it")
           .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
       softly.assertThat(hearing.lockoutReason()).isEqualTo(reason);
-      softly.assertThat(met).as("what the turn granted before the lockout met, instead of going out")
+      softly
+          .assertThat(met)
+          .as("what the turn granted before the lockout met, instead of going out")
           .isInstanceOf(LockedOutException.class);
       softly.assertAll();
     } finally {
@@ -324,9 +398,9 @@ class HoldListenerTest {
   }
 
   /**
-   * Connected with a server process of its own, through a proxy that passes on no notification:
-   * the listener's own NOTIFY does not come back, so it polls, and a pause recorded after that
-   * reaches it within half a second.
+   * Connected with a server process of its own, through a proxy that passes on no notification: the
+   * listener's own NOTIFY does not come back, so it polls, and a pause recorded after that reaches
+   * it within half a second.
    */
   @Test
   void aListenerWhoseOwnNotificationDoesNotComeBackHearsAPauseAllTheSame() throws Exception {
@@ -334,17 +408,23 @@ class HoldListenerTest {
     try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
         PostgresCursor direct = TestDatabase.cursor(TableLayout.pacerTable())) {
       proxy.dropNotifications();
-      try (PostgresCursor proxied = new PostgresCursor(PostgresCursorConfig.forUrl(
-          "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres"
-              + "&sslmode=disable&gssEncMode=disable").build())) {
+      try (PostgresCursor proxied =
+          new PostgresCursor(
+              PostgresCursorConfig.forUrl(
+                      "jdbc:postgresql://127.0.0.1:"
+                          + proxy.port()
+                          + "/postgres?user=postgres"
+                          + "&sslmode=disable&gssEncMode=disable")
+                  .build())) {
         DestinationLimiter pausing = new LimiterRegistry(direct).limiter(destination(name));
         DestinationLimiter hearing = new LimiterRegistry(proxied).limiter(destination(name));
         // Long enough for the listener to have waited for its own notification in vain.
         Thread.sleep(2000);
         long pausedAt = System.nanoTime();
         pausing.pause(Duration.ofSeconds(5));
-        assertThat(heldAfter(pausedAt, Duration.ofSeconds(2),
-            () -> hearing.pauseLeft().toMillis() > 3000))
+        assertThat(
+                heldAfter(
+                    pausedAt, Duration.ofSeconds(2), () -> hearing.pauseLeft().toMillis() > 3000))
             .as("from the pause's recording to the proxied process's hearing it")
             .hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofMillis(500)));
       }
@@ -359,22 +439,25 @@ class HoldListenerTest {
   void aPooledListenerConnectionGoesBackListeningToNothing() throws Exception {
     String name = fresh("pooled");
     List<Connection> lent = new ArrayList<>();
-    DataSourceAdapter pool = new DataSourceAdapter() {
-      @Override
-      public Connection getConnection() throws SQLException {
-        Connection c = TestDatabase.connect();
-        synchronized (lent) {
-          lent.add(c);
-        }
-        return keptOpenOnClose(c);
-      }
-    };
-    try (PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forDataSource(pool).build())) {
+    DataSourceAdapter pool =
+        new DataSourceAdapter() {
+          @Override
+          public Connection getConnection() throws SQLException {
+            Connection c = TestDatabase.connect();
+            synchronized (lent) {
+              lent.add(c);
+            }
+            return keptOpenOnClose(c);
+          }
+        };
+    try (PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forDataSource(pool).build())) {
       new LimiterRegistry(cursor).limiter(destination(name));
       assertThat(eventually(Duration.ofSeconds(2), () -> anyListening(lent))).isTrue();
     }
     assertThat(eventually(Duration.ofSeconds(2), () -> !anyListening(lent)))
-        .as("a connection lent back to the pool still listening").isTrue();
+        .as("a connection lent back to the pool still listening")
+        .isTrue();
     for (Connection c : lent) {
       c.close();
     }
@@ -382,17 +465,20 @@ class HoldListenerTest {
 
   /** A pool's connection: its close() gives it back, here by leaving it open. */
   private static Connection keptOpenOnClose(Connection real) {
-    return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-        new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-          if (method.getName().equals("close")) {
-            return null;
-          }
-          try {
-            return method.invoke(real, args);
-          } catch (InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("close")) {
+                return null;
+              }
+              try {
+                return method.invoke(real, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 
   private static boolean anyListening(List<Connection> connections) {
@@ -413,8 +499,12 @@ class HoldListenerTest {
   }
 
   private static Destination destination(String name) {
-    return Destination.builder(name).ratePerSecond(RATE).maxConcurrency(2).maxFetchingProcesses(2)
-        .maxRetryAfter(MAX_RETRY_AFTER).build();
+    return Destination.builder(name)
+        .ratePerSecond(RATE)
+        .maxConcurrency(2)
+        .maxFetchingProcesses(2)
+        .maxRetryAfter(MAX_RETRY_AFTER)
+        .build();
   }
 
   private static String fresh(String prefix) {
@@ -422,8 +512,12 @@ class HoldListenerTest {
   }
 
   private static void createIntruder() {
-    TestDatabase.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"
-        + INTRUDER + "') THEN CREATE ROLE " + INTRUDER + " LOGIN; END IF; END $$");
+    TestDatabase.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"
+            + INTRUDER
+            + "') THEN CREATE ROLE "
+            + INTRUDER
+            + " LOGIN; END IF; END $$");
   }
 
   private static Connection connectAs(String role) throws SQLException {
@@ -440,11 +534,11 @@ class HoldListenerTest {
   }
 
   /**
-   * How long after {@code sinceNanos} {@code condition} first held, polled every millisecond on
-   * the wall clock; empty if it did not hold within {@code within}.
+   * How long after {@code sinceNanos} {@code condition} first held, polled every millisecond on the
+   * wall clock; empty if it did not hold within {@code within}.
    */
-  private static Optional<Duration> heldAfter(long sinceNanos, Duration within,
-      BooleanSupplier condition) throws InterruptedException {
+  private static Optional<Duration> heldAfter(
+      long sinceNanos, Duration within, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > deadline) {

@@ -14,12 +14,12 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * A virtual thread interrupted while its reservation waits in the round trip (the cursor's row
- * held locked by another connection) must cost that caller alone: the cursor's one connection
- * survives, the database is not held down, the interrupted reservation is answered and the thread
- * keeps its interrupt. On a virtual thread an interrupt closes a socket it is reading from, so
- * this runs in a child JVM ({@link InterruptedRoundTripWorker}) on a JDK of 21 or later, found as
- * {@link VirtualThreadsTest} finds one.
+ * A virtual thread interrupted while its reservation waits in the round trip (the cursor's row held
+ * locked by another connection) must cost that caller alone: the cursor's one connection survives,
+ * the database is not held down, the interrupted reservation is answered and the thread keeps its
+ * interrupt. On a virtual thread an interrupt closes a socket it is reading from, so this runs in a
+ * child JVM ({@link InterruptedRoundTripWorker}) on a JDK of 21 or later, found as {@link
+ * VirtualThreadsTest} finds one.
  */
 class InterruptedRoundTripTest {
 
@@ -29,14 +29,20 @@ class InterruptedRoundTripTest {
     String name = "interrupted-" + UUID.randomUUID().toString().substring(0, 8);
     Path childErr = Files.createTempFile("interrupted-round-trip", ".err");
     try {
-      Process child = new ProcessBuilder(jdk.resolve("bin").resolve("java").toString(), "-cp",
-          System.getProperty("java.class.path"), InterruptedRoundTripWorker.class.getName(),
-          TestDatabase.jdbcUrl(), name)
-          .redirectError(childErr.toFile())
-          .start();
+      Process child =
+          new ProcessBuilder(
+                  jdk.resolve("bin").resolve("java").toString(),
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  InterruptedRoundTripWorker.class.getName(),
+                  TestDatabase.jdbcUrl(),
+                  name)
+              .redirectError(childErr.toFile())
+              .start();
       Map<String, String> result = new HashMap<>();
-      try (BufferedReader out = new BufferedReader(
-          new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+      try (BufferedReader out =
+          new BufferedReader(
+              new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
         while ((line = out.readLine()) != null) {
           if (line.startsWith("RESULT ")) {
@@ -52,22 +58,28 @@ class InterruptedRoundTripTest {
         }
       }
       String errors = Files.readString(childErr);
-      System.out.printf("interrupted in the round trip, on %s: %s%nthe child's stderr:%n%s%n",
+      System.out.printf(
+          "interrupted in the round trip, on %s: %s%nthe child's stderr:%n%s%n",
           jdk, result, errors);
 
       assertThat(child.exitValue()).as("child exit; its stderr:%n%s", errors).isZero();
       assertThat(result).as("the child's report").containsKeys("interrupted", "latched");
       assertThat(result.get("alive")).as("the interrupted thread still running").isEqualTo("false");
-      assertThat(result.get("interrupted")).as("the interrupted reservation's answer")
+      assertThat(result.get("interrupted"))
+          .as("the interrupted reservation's answer")
           .isEqualTo("shared");
-      assertThat(result.get("keptInterrupt")).as("the thread's interrupt, kept for its caller")
+      assertThat(result.get("keptInterrupt"))
+          .as("the thread's interrupt, kept for its caller")
           .isEqualTo("true");
-      assertThat(result.get("latched")).as("the database held down after the interrupt")
+      assertThat(result.get("latched"))
+          .as("the database held down after the interrupt")
           .isEqualTo("false");
-      assertThat(result.get("newConnections")).as("connections the cursor opened since")
+      assertThat(result.get("newConnections"))
+          .as("connections the cursor opened since")
           .isEqualTo("0");
       assertThat(result.get("failures")).as("failed reservations").isEqualTo("0");
-      assertThat(result.get("next")).as("the next reservation, on a thread not interrupted")
+      assertThat(result.get("next"))
+          .as("the next reservation, on a thread not interrupted")
           .isEqualTo("shared");
     } finally {
       Files.deleteIfExists(childErr);

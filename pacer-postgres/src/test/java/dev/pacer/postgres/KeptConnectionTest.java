@@ -23,15 +23,17 @@ import org.junit.jupiter.api.Test;
 class KeptConnectionTest {
 
   private static OutagePolicy policy() {
-    return new OutagePolicy("test", Duration.ofSeconds(5), TimeSource.SYSTEM,
-        OutagePolicy.Scheduler.none(), () -> { });
+    return new OutagePolicy(
+        "test", Duration.ofSeconds(5), TimeSource.SYSTEM, OutagePolicy.Scheduler.none(), () -> {});
   }
 
   private static KeptConnection kept(TcpProxy proxy, OutagePolicy policy) {
-    String url = "jdbc:postgresql://127.0.0.1:" + proxy.port()
-        + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable";
-    return KeptConnection.whenUnavailable(policy, () -> DriverManager.getConnection(url),
-        Duration.ofSeconds(10));
+    String url =
+        "jdbc:postgresql://127.0.0.1:"
+            + proxy.port()
+            + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable";
+    return KeptConnection.whenUnavailable(
+        policy, () -> DriverManager.getConnection(url), Duration.ofSeconds(10));
   }
 
   private static String freshTable() {
@@ -47,7 +49,8 @@ class KeptConnectionTest {
   }
 
   private static long rows(String table) throws SQLException {
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
+    try (Connection c = TestDatabase.connect();
+        Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT count(*) FROM " + table)) {
       r.next();
       return r.getLong(1);
@@ -70,12 +73,14 @@ class KeptConnectionTest {
       proxy.loseTheAnswerTo("INSERT INTO " + table);
 
       assertThatThrownBy(() -> kept.callOnce(c -> insert(c, table)))
-          .isInstanceOfSatisfying(SQLException.class, e ->
-              assertThat(KeptConnection.isOutcomeUnknown(e)).as(e.toString()).isTrue());
+          .isInstanceOfSatisfying(
+              SQLException.class,
+              e -> assertThat(KeptConnection.isOutcomeUnknown(e)).as(e.toString()).isTrue());
       assertThat(proxy.answersLost()).isEqualTo(1);
       assertThat(rows(table)).as("done once: its answer was lost, not the work").isEqualTo(1);
       assertThat(policy.isDown())
-          .as("the replacement connection opened: the database answers, no outage").isFalse();
+          .as("the replacement connection opened: the database answers, no outage")
+          .isFalse();
       assertThat(kept.isConnected()).isTrue();
       assertThat(kept.<Integer>callOnce(c -> insert(c, table))).isEqualTo(1);
       assertThat(rows(table)).isEqualTo(2);
@@ -110,8 +115,9 @@ class KeptConnectionTest {
       proxy.loseTheAnswerTo("INSERT INTO " + table);
 
       assertThatThrownBy(() -> kept.callOnce(c -> insert(c, table)))
-          .isInstanceOfSatisfying(SQLException.class, e ->
-              assertThat(KeptConnection.isOutcomeUnknown(e)).as(e.toString()).isTrue());
+          .isInstanceOfSatisfying(
+              SQLException.class,
+              e -> assertThat(KeptConnection.isOutcomeUnknown(e)).as(e.toString()).isTrue());
       assertThat(rows(table)).isEqualTo(1);
       assertThat(policy.isDown())
           .as("a connection lost in its first call is no connection that died between calls")
@@ -125,8 +131,8 @@ class KeptConnectionTest {
     try (TcpProxy proxy = new TcpProxy(TestDatabase.port());
         KeptConnection kept = kept(proxy, policy)) {
       assertThatThrownBy(() -> kept.callOnce(c -> insert(c, "kept_no_such_table")))
-          .isInstanceOfSatisfying(SQLException.class, e ->
-              assertThat(e.getSQLState()).isEqualTo("42P01"));
+          .isInstanceOfSatisfying(
+              SQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("42P01"));
       assertThat(policy.isDown()).isFalse();
     }
   }

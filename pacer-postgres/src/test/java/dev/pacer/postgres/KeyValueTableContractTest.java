@@ -3,9 +3,9 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.BackoffScope;
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.LimiterRegistry;
+import dev.pacer.spi.Cursor;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -36,11 +36,12 @@ class KeyValueTableContractTest extends DatabaseCursorContract {
 
   @Test
   void aFleetBackoffIsRefusedWhenItsLimiterIsCreated() {
-    Destination fleet = Destination.builder("kv-fleet").ratePerSecond(5)
-        .backoffScope(BackoffScope.FLEET).build();
+    Destination fleet =
+        Destination.builder("kv-fleet").ratePerSecond(5).backoffScope(BackoffScope.FLEET).build();
     assertThatThrownBy(() -> new LimiterRegistry(cursor).limiter(fleet))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("kv-fleet").hasMessageContaining("key/value table layout");
+        .hasMessageContaining("kv-fleet")
+        .hasMessageContaining("key/value table layout");
   }
 
   @AfterAll

@@ -37,16 +37,24 @@ final class OutageFleet implements AutoCloseable {
    * @param threads the threads of each member
    * @param seconds how long each member takes turns after GO
    */
-  record Plan(String jdbcUrl, String layout, String destination, double rate,
-      int maxFetchingProcesses, int jvms, int membersPerJvm, int threads, int seconds) {
+  record Plan(
+      String jdbcUrl,
+      String layout,
+      String destination,
+      double rate,
+      int maxFetchingProcesses,
+      int jvms,
+      int membersPerJvm,
+      int threads,
+      int seconds) {
 
     /**
      * The longest from the database's last answer until every member paces locally, dividing the
-     * ceiling by {@code divisor}: each thread holds a turn on the shared cursor, so its end lies
-     * at most one turn per thread of the fleet ahead, and a member's first local turn waits for
-     * the turns the others may still hold queued after it, {@code (divisor - 1) x threads} more
-     * ({@code DestinationLimiter}'s degraded pacing). From then on each member's arrivals are its
-     * local grid alone.
+     * ceiling by {@code divisor}: each thread holds a turn on the shared cursor, so its end lies at
+     * most one turn per thread of the fleet ahead, and a member's first local turn waits for the
+     * turns the others may still hold queued after it, {@code (divisor - 1) x threads} more ({@code
+     * DestinationLimiter}'s degraded pacing). From then on each member's arrivals are its local
+     * grid alone.
      */
     double secondsToLocalPacing(int divisor) {
       return (jvms * membersPerJvm * threads + (divisor - 1) * threads) / rate;
@@ -69,26 +77,40 @@ final class OutageFleet implements AutoCloseable {
   static OutageFleet start(Plan plan, String doorUrl, String name) throws IOException {
     OutageFleet fleet = new OutageFleet(plan);
     try {
-      String java = System.getProperty("java.home") + File.separator + "bin" + File.separator
-          + "java";
+      String java =
+          System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
       Path logDirectory = Files.createTempDirectory("outage-fleet-logs");
       List<BufferedReader> readers = new ArrayList<>();
       for (int i = 0; i < plan.jvms(); i++) {
         Path log = logDirectory.resolve(name + i + ".log");
-        Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
-            System.getProperty("java.class.path"), OutageWorker.class.getName(), plan.jdbcUrl(),
-            plan.layout(), plan.destination(), String.valueOf(plan.rate()),
-            String.valueOf(plan.maxFetchingProcesses()), String.valueOf(plan.membersPerJvm()),
-            String.valueOf(plan.threads()), String.valueOf(plan.seconds()), doorUrl, name + i)
-            .redirectError(log.toFile()).start();
+        Process p =
+            new ProcessBuilder(
+                    java,
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    OutageWorker.class.getName(),
+                    plan.jdbcUrl(),
+                    plan.layout(),
+                    plan.destination(),
+                    String.valueOf(plan.rate()),
+                    String.valueOf(plan.maxFetchingProcesses()),
+                    String.valueOf(plan.membersPerJvm()),
+                    String.valueOf(plan.threads()),
+                    String.valueOf(plan.seconds()),
+                    doorUrl,
+                    name + i)
+                .redirectError(log.toFile())
+                .start();
         fleet.processes.add(p);
         fleet.logs.add(log);
-        readers.add(new BufferedReader(new InputStreamReader(p.getInputStream(),
-            StandardCharsets.UTF_8)));
+        readers.add(
+            new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
       }
       for (int i = 0; i < readers.size(); i++) {
-        assertThat(readers.get(i).readLine()).as("%s%d start-up: %s", name, i,
-            Files.readString(fleet.logs.get(i))).isEqualTo("READY");
+        assertThat(readers.get(i).readLine())
+            .as("%s%d start-up: %s", name, i, Files.readString(fleet.logs.get(i)))
+            .isEqualTo("READY");
       }
       for (BufferedReader r : readers) {
         fleet.outputs.add(CompletableFuture.supplyAsync(() -> r.lines().toList()));
@@ -117,8 +139,9 @@ final class OutageFleet implements AutoCloseable {
         turns = TurnsTaken.parse(line).map(turns::plus).orElse(turns);
       }
       assertThat(processes.get(i).waitFor(30, TimeUnit.SECONDS)).isTrue();
-      assertThat(processes.get(i).exitValue()).as("worker JVM %d exit: %s", i,
-          Files.readString(logs.get(i))).isZero();
+      assertThat(processes.get(i).exitValue())
+          .as("worker JVM %d exit: %s", i, Files.readString(logs.get(i)))
+          .isZero();
     }
     return turns;
   }

@@ -70,10 +70,12 @@ class OutagePolicyTest {
   private static boolean attempt(OutagePolicy policy, Database database) {
     int before = database.attempts;
     try {
-      policy.attempt(e -> true, admission -> {
-        database.attempt();
-        return null;
-      });
+      policy.attempt(
+          e -> true,
+          admission -> {
+            database.attempt();
+            return null;
+          });
     } catch (SQLException e) {
       // Refused by the policy, or by the database: the count tells which.
     }
@@ -88,8 +90,9 @@ class OutagePolicyTest {
   @Test
   void upPolicyLetsEveryAttemptThrough() {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
     Database database = new Database();
     database.up = true;
     assertThat(attempt(policy, database)).isTrue();
@@ -106,7 +109,9 @@ class OutagePolicyTest {
     OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time, scheduler, database);
 
     someoneFails(policy); // at ...01.000
-    assertThat(scheduler.dueAtMillis).as("the very next multiple, 4 s away").containsExactly(BOUNDARY_5);
+    assertThat(scheduler.dueAtMillis)
+        .as("the very next multiple, 4 s away")
+        .containsExactly(BOUNDARY_5);
     for (long t = 1_000; t < 5_000; t += 500) {
       advanceTo(time, 1_800_000_000_000L + t);
       assertThat(attempt(policy, database)).as("refused at +%d ms", t).isFalse();
@@ -133,15 +138,22 @@ class OutagePolicyTest {
   void oneAttemptPerBoundaryWhoeverComesFirst() {
     FakeTime time = new FakeTime();
     Database database = new Database();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), database);
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), database);
     someoneFails(policy);
     advanceTo(time, BOUNDARY_5);
     boolean[] othersRefused = new boolean[1];
-    assertThatThrownBy(() -> policy.attempt(e -> true, admission -> {
-      othersRefused[0] = policy.refusesNow() && !attempt(policy, database);
-      throw REFUSED;
-    })).as("the first caller makes the boundary's attempt").isSameAs(REFUSED);
+    assertThatThrownBy(
+            () ->
+                policy.attempt(
+                    e -> true,
+                    admission -> {
+                      othersRefused[0] = policy.refusesNow() && !attempt(policy, database);
+                      throw REFUSED;
+                    }))
+        .as("the first caller makes the boundary's attempt")
+        .isSameAs(REFUSED);
     assertThat(othersRefused[0]).as("one at a time").isTrue();
     assertThat(attempt(policy, database)).isFalse();
     advanceTo(time, BOUNDARY_5 + 5_000);
@@ -154,8 +166,9 @@ class OutagePolicyTest {
   @Test
   void aLateAttemptKeepsToTheGrid() {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
     Database database = new Database();
     someoneFails(policy);
     advanceTo(time, BOUNDARY_5 + 3_000); // every thread slept through the boundary
@@ -186,14 +199,17 @@ class OutagePolicyTest {
     someoneFails(a);
     advanceTo(clockB, BOUNDARY_5 + 100);
     someoneFails(b);
-    assertThat(schedulerA.dueAtMillis).as("A, 0.1 s before the boundary, retries on it")
+    assertThat(schedulerA.dueAtMillis)
+        .as("A, 0.1 s before the boundary, retries on it")
         .containsExactly(BOUNDARY_5);
     assertThat(schedulerB.dueAtMillis).containsExactly(BOUNDARY_5 + 5_000);
 
     advanceTo(clockA, BOUNDARY_5);
     schedulerA.runDue();
     assertThat(a.isDown()).as("the database still refuses on the boundary").isTrue();
-    assertThat(schedulerA.dueAtMillis).as("so A waits for the next").containsExactly(BOUNDARY_5 + 5_000);
+    assertThat(schedulerA.dueAtMillis)
+        .as("so A waits for the next")
+        .containsExactly(BOUNDARY_5 + 5_000);
 
     database.up = true; // back at +2 s
     for (FakeTime clock : List.of(clockA, clockB)) {
@@ -229,27 +245,32 @@ class OutagePolicyTest {
   @Test
   void theNextBoundaryIsTheGridsWhileUpAndTheAwaitedOneWhileDown() {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
     advanceTo(time, BOUNDARY_5 - 1_200);
     assertThat(policy.untilNextAttempt()).as("up: an attempt now").isEqualTo(Duration.ZERO);
     assertThat(policy.untilNextBoundary()).isEqualTo(Duration.ofMillis(1_200));
     someoneFails(policy);
     advanceTo(time, BOUNDARY_5);
     assertThat(attempt(policy, new Database())).isTrue();
-    assertThat(policy.untilNextBoundary()).as("down: the boundary after the failed probe")
-        .isEqualTo(policy.untilNextAttempt()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(policy.untilNextBoundary())
+        .as("down: the boundary after the failed probe")
+        .isEqualTo(policy.untilNextAttempt())
+        .isEqualTo(Duration.ofSeconds(5));
   }
 
   @Test
   void aHandOverLastsUntilTheBoundaryAfterTheReturn() {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
     assertThat(policy.isHandingOver()).as("no return yet").isFalse();
     someoneFails(policy);
     assertThat(policy.untilNextAttempt())
-        .isEqualTo(Duration.ofMillis(BOUNDARY_5 - time.epochMillis())).isPositive();
+        .isEqualTo(Duration.ofMillis(BOUNDARY_5 - time.epochMillis()))
+        .isPositive();
     advanceTo(time, BOUNDARY_5);
     Database database = new Database();
     database.up = true;
@@ -268,14 +289,21 @@ class OutagePolicyTest {
   void failuresOfOtherUsersDuringTheOutageKeepTheBoundary() {
     FakeTime time = new FakeTime();
     RecordingScheduler scheduler = new RecordingScheduler(time);
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time, scheduler, () -> { });
+    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time, scheduler, () -> {});
     // A store's statement, begun before the outage was noticed, fails after it.
-    assertThatThrownBy(() -> policy.attempt(e -> true, admission -> {
-      someoneFails(policy);
-      advanceTo(time, BOUNDARY_5 - 1);
-      assertThat(admission.holds()).as("no second try of its own while down").isFalse();
-      throw REFUSED;
-    })).isSameAs(REFUSED);
+    assertThatThrownBy(
+            () ->
+                policy.attempt(
+                    e -> true,
+                    admission -> {
+                      someoneFails(policy);
+                      advanceTo(time, BOUNDARY_5 - 1);
+                      assertThat(admission.holds())
+                          .as("no second try of its own while down")
+                          .isFalse();
+                      throw REFUSED;
+                    }))
+        .isSameAs(REFUSED);
     assertThat(scheduler.dueAtMillis).as("one probe per boundary").containsExactly(BOUNDARY_5);
     assertThat(policy.failureCount()).isEqualTo(2);
   }
@@ -291,14 +319,23 @@ class OutagePolicyTest {
     RecordingScheduler scheduler = new RecordingScheduler(time);
     Database database = new Database();
     OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time, scheduler, database);
-    assertThatThrownBy(() -> policy.open(() -> {
-      throw REFUSED;
-    })).isSameAs(REFUSED);
+    assertThatThrownBy(
+            () ->
+                policy.open(
+                    () -> {
+                      throw REFUSED;
+                    }))
+        .isSameAs(REFUSED);
     advanceTo(time, BOUNDARY_5);
     IllegalStateException bug = new IllegalStateException("not a database's answer (test)");
-    assertThatThrownBy(() -> policy.open(() -> {
-      throw bug;
-    })).as("the caller gets what it threw").isSameAs(bug);
+    assertThatThrownBy(
+            () ->
+                policy.open(
+                    () -> {
+                      throw bug;
+                    }))
+        .as("the caller gets what it threw")
+        .isSameAs(bug);
     scheduler.runDue();
     assertThat(database.attempts).as("the boundary's attempt was the caller's").isZero();
     assertThat(policy.isDown()).as("an unexpected exception proves nothing: still down").isTrue();
@@ -314,15 +351,26 @@ class OutagePolicyTest {
   @Test
   void aKeptConnectionsUnexpectedExceptionAtABoundaryEndsItsAttempt() throws Exception {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
-    assertThatThrownBy(() -> policy.open(() -> {
-      throw REFUSED;
-    })).isSameAs(REFUSED);
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
+    assertThatThrownBy(
+            () ->
+                policy.open(
+                    () -> {
+                      throw REFUSED;
+                    }))
+        .isSameAs(REFUSED);
     advanceTo(time, BOUNDARY_5);
-    try (KeptConnection kept = new KeptConnection(policy, () -> {
-      throw new IllegalStateException("a pool's own failure (test)");
-    }, e -> false, false, Duration.ofMillis(500))) {
+    try (KeptConnection kept =
+        new KeptConnection(
+            policy,
+            () -> {
+              throw new IllegalStateException("a pool's own failure (test)");
+            },
+            e -> false,
+            false,
+            Duration.ofMillis(500))) {
       assertThatThrownBy(() -> kept.call(c -> 1)).isInstanceOf(IllegalStateException.class);
     }
     advanceTo(time, BOUNDARY_5 + 5_000);
@@ -334,29 +382,41 @@ class OutagePolicyTest {
   /**
    * A whole fleet reconnecting on one boundary meets the server's connection limit (53300), or a
    * login refused, at its boundary's attempt, through a connection whose user counts only lost
-   * connections as an outage (a store, the fleet slots). The database is still unusable: down
-   * until the next boundary, whose attempt goes through, and nothing touches the server between.
+   * connections as an outage (a store, the fleet slots). The database is still unusable: down until
+   * the next boundary, whose attempt goes through, and nothing touches the server between.
    */
   @Test
   void aConnectionRefusedByTheServerAtABoundaryKeepsTheDatabaseDownUntilTheNext() throws Exception {
     for (String state : List.of("53300", "28P01")) {
       FakeTime time = new FakeTime();
-      OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-          OutagePolicy.Scheduler.none(), () -> { });
-      assertThatThrownBy(() -> policy.open(() -> {
-        throw REFUSED;
-      })).isSameAs(REFUSED);
+      OutagePolicy policy =
+          new OutagePolicy(
+              "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
+      assertThatThrownBy(
+              () ->
+                  policy.open(
+                      () -> {
+                        throw REFUSED;
+                      }))
+          .isSameAs(REFUSED);
       advanceTo(time, BOUNDARY_5);
       int[] opens = new int[1];
-      try (KeptConnection kept = new KeptConnection(policy, () -> {
-        opens[0]++;
-        throw new SQLException("refused by the server (test)", state);
-      }, e -> false, false, Duration.ofMillis(500))) {
+      try (KeptConnection kept =
+          new KeptConnection(
+              policy,
+              () -> {
+                opens[0]++;
+                throw new SQLException("refused by the server (test)", state);
+              },
+              e -> false,
+              false,
+              Duration.ofMillis(500))) {
         assertThatThrownBy(() -> kept.call(c -> 1)).isInstanceOf(SQLException.class);
         assertThat(policy.isDown()).as("%s: no usable connection, still down", state).isTrue();
         advanceTo(time, BOUNDARY_5 + 4_999);
         assertThatThrownBy(() -> kept.call(c -> 1)).isInstanceOf(SQLException.class);
-        assertThat(opens[0]).as("%s: nothing reaches the server before the next boundary", state)
+        assertThat(opens[0])
+            .as("%s: nothing reaches the server before the next boundary", state)
             .isEqualTo(1);
         advanceTo(time, BOUNDARY_5 + 5_000);
         assertThat(policy.refusesNow()).as("%s: the next boundary's attempt", state).isFalse();
@@ -370,22 +430,31 @@ class OutagePolicyTest {
   @Test
   void aFailureThatIsTheDatabaseAnsweringEndsAnOutage() throws Exception {
     FakeTime time = new FakeTime();
-    OutagePolicy policy = new OutagePolicy("db", Duration.ofSeconds(5), time,
-        OutagePolicy.Scheduler.none(), () -> { });
+    OutagePolicy policy =
+        new OutagePolicy(
+            "db", Duration.ofSeconds(5), time, OutagePolicy.Scheduler.none(), () -> {});
     someoneFails(policy);
     advanceTo(time, BOUNDARY_5);
     SQLException duplicate = new SQLException("duplicate key (test)", "23505");
-    assertThatThrownBy(() -> policy.attempt(e -> false, admission -> {
-      throw duplicate;
-    })).isSameAs(duplicate);
+    assertThatThrownBy(
+            () ->
+                policy.attempt(
+                    e -> false,
+                    admission -> {
+                      throw duplicate;
+                    }))
+        .isSameAs(duplicate);
     assertThat(policy.isDown()).isFalse();
   }
 
   @Test
   void whatCountsAsTheDatabaseBeingUnavailable() {
     // 08P01: what PgBouncer answers for a server it cannot reach or has lost.
-    for (String state : new String[] {"08001", "08006", "08P01", "57P01", "57P03", "53300",
-        "53100", "28P01", "28000", "25006", "57014"}) {
+    for (String state :
+        new String[] {
+          "08001", "08006", "08P01", "57P01", "57P03", "53300", "53100", "28P01", "28000", "25006",
+          "57014"
+        }) {
       assertThat(OutagePolicy.isUnavailable(new SQLException("test", state))).as(state).isTrue();
     }
     assertThat(OutagePolicy.isUnavailable(new SQLException("no state"))).isTrue();

@@ -13,13 +13,13 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The fleet members of one JVM for {@link OutageFleet}: {@code members} of them, each with a cursor,
- * a registry and a {@link DoorClient} of its own, as independent as processes (a member is a
- * process to the census and to the degraded pacing), and {@code threads} threads each that send
+ * The fleet members of one JVM for {@link OutageFleet}: {@code members} of them, each with a
+ * cursor, a registry and a {@link DoorClient} of its own, as independent as processes (a member is
+ * a process to the census and to the degraded pacing), and {@code threads} threads each that send
  * one request to the door per turn, as fast as the limiter allows, for {@code seconds}. Member
  * {@code i} names itself {@code <name>-<i>} at the door. At the end it prints the members' {@link
- * TurnsTaken} together, the turns given up as late counted from GO (the opening requests' turns
- * are no turns of the run); a thread that died of anything but an interrupt makes it exit {@link
+ * TurnsTaken} together, the turns given up as late counted from GO (the opening requests' turns are
+ * no turns of the run); a thread that died of anything but an interrupt makes it exit {@link
  * WorkerThreads#DIED}.
  *
  * <p>Arguments: {@code jdbcUrl layout destination ratePerSecond maxFetchingProcesses members
@@ -33,24 +33,26 @@ public final class OutageWorker {
 
   public static void main(String[] args) throws Exception {
     String jdbcUrl = args[0];
-    TableLayout layout = args[1].startsWith(KEY_VALUE)
-        ? TableLayout.djangoCache(args[1].substring(KEY_VALUE.length()))
-        : TableLayout.pacerTable();
+    TableLayout layout =
+        args[1].startsWith(KEY_VALUE)
+            ? TableLayout.djangoCache(args[1].substring(KEY_VALUE.length()))
+            : TableLayout.pacerTable();
     int members = Integer.parseInt(args[5]);
     int threads = Integer.parseInt(args[6]);
-    Destination destination = Destination.builder(args[2])
-        .ratePerSecond(Double.parseDouble(args[3]))
-        .maxConcurrency(threads)
-        .maxFetchingProcesses(Integer.parseInt(args[4]))
-        .build();
+    Destination destination =
+        Destination.builder(args[2])
+            .ratePerSecond(Double.parseDouble(args[3]))
+            .maxConcurrency(threads)
+            .maxFetchingProcesses(Integer.parseInt(args[4]))
+            .build();
     long runNanos = Duration.ofSeconds(Long.parseLong(args[7])).toNanos();
     URI door = URI.create(args[8]);
     List<PostgresCursor> cursors = new ArrayList<>();
     List<DestinationLimiter> limiters = new ArrayList<>();
     List<DoorClient> clients = new ArrayList<>();
     for (int m = 0; m < members; m++) {
-      PostgresCursor cursor = new PostgresCursor(
-          PostgresCursorConfig.forUrl(jdbcUrl).layout(layout).build());
+      PostgresCursor cursor =
+          new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).layout(layout).build());
       DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(destination);
       if (!cursor.connect(Duration.ofSeconds(30))) {
         throw new IllegalStateException("could not connect to " + jdbcUrl);
@@ -69,18 +71,20 @@ public final class OutageWorker {
       for (int t = 0; t < threads; t++) {
         long[] sent = new long[1];
         sentByThread.add(sent);
-        workers.start(() -> {
-          go.await();
-          while (System.nanoTime() < end[0]) {
-            client.send();
-            sent[0]++;
-          }
-        });
+        workers.start(
+            () -> {
+              go.await();
+              while (System.nanoTime() < end[0]) {
+                client.send();
+                sent[0]++;
+              }
+            });
       }
     }
     System.out.println("READY");
     System.out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }
@@ -89,8 +93,8 @@ public final class OutageWorker {
     go.countDown();
     workers.joinAll();
     long sent = sentByThread.stream().mapToLong(s -> s[0]).sum();
-    long late = limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum()
-        - lateBefore;
+    long late =
+        limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum() - lateBefore;
     System.out.println(new TurnsTaken(sent, late).line());
     System.out.flush();
     cursors.forEach(PostgresCursor::close);

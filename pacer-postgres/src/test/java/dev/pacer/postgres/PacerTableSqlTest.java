@@ -19,9 +19,11 @@ class PacerTableSqlTest {
   @Test
   void aTableNameThatIsNotAnIdentifierIsRefusedBeforeAnySql() {
     assertThatThrownBy(() -> PacerTableSql.createTable("pacer_cursor; DROP TABLE x"))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("table");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("table");
     assertThatThrownBy(() -> PacerTableSql.countCleanAnswers("a b"))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("table");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("table");
   }
 
   @Test
@@ -30,10 +32,17 @@ class PacerTableSqlTest {
     TestDatabase.execute(PacerTableSql.createTable(TABLE));
     TestDatabase.execute("DELETE FROM " + TABLE);
     int halve = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
-    TestDatabase.execute("INSERT INTO " + TABLE + " (name, next_at, updated_at, backoff, clean)"
-        + " VALUES ('reaches', now(), now(), 4, " + (halve - 10) + "),"
-        + " ('short', now(), now(), 8, " + (halve - 60) + "),"
-        + " ('not-backed-off', now(), now(), 1, 0)");
+    TestDatabase.execute(
+        "INSERT INTO "
+            + TABLE
+            + " (name, next_at, updated_at, backoff, clean)"
+            + " VALUES ('reaches', now(), now(), 4, "
+            + (halve - 10)
+            + "),"
+            + " ('short', now(), now(), 8, "
+            + (halve - 60)
+            + "),"
+            + " ('not-backed-off', now(), now(), 1, 0)");
     Map<String, Integer> clean = new LinkedHashMap<>();
     clean.put("reaches", 10);
     clean.put("short", 20);
@@ -53,8 +62,8 @@ class PacerTableSqlTest {
   /** A row's backoff and clean answers, as "backoff/clean". */
   private static String row(String name) throws SQLException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement(
-            "SELECT backoff, clean FROM " + TABLE + " WHERE name = ?")) {
+        PreparedStatement s =
+            c.prepareStatement("SELECT backoff, clean FROM " + TABLE + " WHERE name = ?")) {
       s.setString(1, name);
       try (ResultSet r = s.executeQuery()) {
         r.next();

@@ -31,8 +31,10 @@ import org.junit.jupiter.api.Assumptions;
 public final class PgBouncer implements AutoCloseable {
 
   public static final String SKIP_PROPERTY = "pacer.pgbouncer.skip";
+
   /** PgBouncer's own default. */
   public static final Duration DEFAULT_SERVER_LOGIN_RETRY = Duration.ofSeconds(15);
+
   private static final Duration START_TIMEOUT = Duration.ofSeconds(15);
 
   private final Path binary;
@@ -55,8 +57,8 @@ public final class PgBouncer implements AutoCloseable {
    * login to the server, PgBouncer tries the next only this long after it, and meanwhile turns its
    * clients away ({@code 08P01}, "server login has been failing"), even once the server is back.
    */
-  public static PgBouncer transactionMode(int serverPort, int poolSize,
-      Duration serverLoginRetry) throws IOException {
+  public static PgBouncer transactionMode(int serverPort, int poolSize, Duration serverLoginRetry)
+      throws IOException {
     PgBouncer bouncer = new PgBouncer(findBinary(), serverPort, poolSize, serverLoginRetry);
     bouncer.start();
     return bouncer;
@@ -65,8 +67,10 @@ public final class PgBouncer implements AutoCloseable {
   private PgBouncer(Path binary, int serverPort, int poolSize, Duration serverLoginRetry)
       throws IOException {
     this.binary = binary;
-    this.directory = Files.createTempDirectory("pacer-pgbouncer",
-        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxrwxrwx")));
+    this.directory =
+        Files.createTempDirectory(
+            "pacer-pgbouncer",
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxrwxrwx")));
     Files.setPosixFilePermissions(directory, PosixFilePermissions.fromString("rwxrwxrwx"));
     try (ServerSocket s = new ServerSocket(0)) {
       this.port = s.getLocalPort();
@@ -76,39 +80,49 @@ public final class PgBouncer implements AutoCloseable {
     this.config = directory.resolve("pgbouncer.ini");
     this.log = directory.resolve("pgbouncer.log");
     boolean root = "root".equals(System.getProperty("user.name"));
-    Files.writeString(config, String.join("\n",
-        "[databases]",
-        "postgres = host=127.0.0.1 port=" + serverPort + " dbname=postgres user=postgres",
-        "[pgbouncer]",
-        "listen_addr = 127.0.0.1",
-        "listen_port = " + port,
-        "unix_socket_dir =",
-        "auth_type = trust",
-        "auth_file = " + users,
-        "pool_mode = transaction",
-        "default_pool_size = " + poolSize,
-        "max_client_conn = 200",
-        "server_login_retry = " + serverLoginRetry.toMillis() / 1000.0,
-        // pgjdbc sends it at start-up; PgBouncer refuses start-up parameters it does not know.
-        "ignore_startup_parameters = extra_float_digits",
-        root ? "user = nobody" : "",
-        ""));
+    Files.writeString(
+        config,
+        String.join(
+            "\n",
+            "[databases]",
+            "postgres = host=127.0.0.1 port=" + serverPort + " dbname=postgres user=postgres",
+            "[pgbouncer]",
+            "listen_addr = 127.0.0.1",
+            "listen_port = " + port,
+            "unix_socket_dir =",
+            "auth_type = trust",
+            "auth_file = " + users,
+            "pool_mode = transaction",
+            "default_pool_size = " + poolSize,
+            "max_client_conn = 200",
+            "server_login_retry = " + serverLoginRetry.toMillis() / 1000.0,
+            // pgjdbc sends it at start-up; PgBouncer refuses start-up parameters it does not know.
+            "ignore_startup_parameters = extra_float_digits",
+            root ? "user = nobody" : "",
+            ""));
   }
 
   private static Path findBinary() {
-    Optional<Path> found = Arrays.stream(System.getenv().getOrDefault("PATH", "").split(":"))
-        .filter(dir -> !dir.isEmpty())
-        .map(dir -> Path.of(dir, "pgbouncer"))
-        .filter(Files::isExecutable)
-        .findFirst()
-        .or(() -> Optional.of(Path.of("/usr/sbin/pgbouncer")).filter(Files::isExecutable));
+    Optional<Path> found =
+        Arrays.stream(System.getenv().getOrDefault("PATH", "").split(":"))
+            .filter(dir -> !dir.isEmpty())
+            .map(dir -> Path.of(dir, "pgbouncer"))
+            .filter(Files::isExecutable)
+            .findFirst()
+            .or(() -> Optional.of(Path.of("/usr/sbin/pgbouncer")).filter(Files::isExecutable));
     if (found.isEmpty()) {
-      String reason = "pgbouncer is not on the PATH nor at /usr/sbin/pgbouncer: install Debian's"
-          + " pgbouncer package (.ci/run does)";
-      Assumptions.assumeFalse(Boolean.getBoolean(SKIP_PROPERTY), reason + "; skipped, as -D"
-          + SKIP_PROPERTY + "=true asks");
-      throw new IllegalStateException(reason + ", or skip these tests on a developer's machine"
-          + " with -D" + SKIP_PROPERTY + "=true");
+      String reason =
+          "pgbouncer is not on the PATH nor at /usr/sbin/pgbouncer: install Debian's"
+              + " pgbouncer package (.ci/run does)";
+      Assumptions.assumeFalse(
+          Boolean.getBoolean(SKIP_PROPERTY),
+          reason + "; skipped, as -D" + SKIP_PROPERTY + "=true asks");
+      throw new IllegalStateException(
+          reason
+              + ", or skip these tests on a developer's machine"
+              + " with -D"
+              + SKIP_PROPERTY
+              + "=true");
     }
     return found.get();
   }
@@ -124,10 +138,11 @@ public final class PgBouncer implements AutoCloseable {
 
   /** Starts PgBouncer (again, after {@link #stop}) on the same port and settings. */
   public synchronized void start() throws IOException {
-    process = new ProcessBuilder(binary.toString(), config.toString())
-        .redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
-        .start();
+    process =
+        new ProcessBuilder(binary.toString(), config.toString())
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            .start();
     long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
     while (true) {
       try (Socket probe = new Socket()) {
@@ -136,8 +151,8 @@ public final class PgBouncer implements AutoCloseable {
       } catch (IOException notYet) {
         if (!process.isAlive() || System.nanoTime() > deadline) {
           process.destroyForcibly();
-          throw new IOException("pgbouncer did not start listening on " + port + ": "
-              + Files.readString(log));
+          throw new IOException(
+              "pgbouncer did not start listening on " + port + ": " + Files.readString(log));
         }
         try {
           Thread.sleep(20);
@@ -149,7 +164,9 @@ public final class PgBouncer implements AutoCloseable {
     }
   }
 
-  /** Stops PgBouncer at once (SIGTERM: its fast exit), dropping every client and server connection. */
+  /**
+   * Stops PgBouncer at once (SIGTERM: its fast exit), dropping every client and server connection.
+   */
   public synchronized void stop() throws Exception {
     if (process == null) {
       return;

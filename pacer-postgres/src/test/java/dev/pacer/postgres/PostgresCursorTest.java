@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
-import dev.pacer.spi.Reservation;
 import dev.pacer.TimeSource;
 import dev.pacer.TurnClock;
+import dev.pacer.spi.Reservation;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.math.BigDecimal;
@@ -66,11 +66,15 @@ class PostgresCursorTest {
   void aCursorImplausiblyFarAheadIsResetButAnHonestQueueIsKept() {
     String name = freshName();
     pacerTable.reserve(name, GAP);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '30 minutes' WHERE name = ?", name);
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '30 minutes' WHERE name = ?",
+        name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP)))
         .as("30 min ahead is within the 1 h bound: queue behind it")
         .isBetween(30 * 60_000L - 1000, 30 * 60_000L);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?", name);
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?",
+        name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("reset").isBetween(0L, 1L);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).isBetween(70L, 100L);
   }
@@ -82,20 +86,24 @@ class PostgresCursorTest {
    */
   @Test
   void aRowPushedFarAheadUnderAReservationInFlightIsResetWithAWarn() throws Exception {
-    assertResetWithAWarnUnderAReservationInFlight(pacerTable,
+    assertResetWithAWarnUnderAReservationInFlight(
+        pacerTable,
         "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours' WHERE name = ?");
   }
 
   @Test
   void aKeyValueRowPushedFarAheadUnderAReservationInFlightIsResetWithAWarnToo() throws Exception {
-    assertResetWithAWarnUnderAReservationInFlight(cacheTable,
-        "UPDATE " + CACHE + " SET value = (extract(epoch FROM clock_timestamp()) + 7200)::text"
+    assertResetWithAWarnUnderAReservationInFlight(
+        cacheTable,
+        "UPDATE "
+            + CACHE
+            + " SET value = (extract(epoch FROM clock_timestamp()) + 7200)::text"
             + " WHERE cache_key = 'harvest-rate-cursor:' || ?");
   }
 
   /** {@code push} moves the row of its one parameter, a destination name, 2 h ahead. */
-  private static void assertResetWithAWarnUnderAReservationInFlight(PostgresCursor cursor,
-      String push) throws Exception {
+  private static void assertResetWithAWarnUnderAReservationInFlight(
+      PostgresCursor cursor, String push) throws Exception {
     String name = freshName();
     cursor.reserve(name, GAP);
     ByteArrayOutputStream err = new ByteArrayOutputStream();
@@ -112,18 +120,25 @@ class PostgresCursorTest {
     } finally {
       System.setErr(originalErr);
     }
-    assertThat(err.toString(StandardCharsets.UTF_8).lines()
-        .filter(l -> l.contains("WARN") && l.contains(name + " was 71"))
-        .filter(l -> l.contains("s ahead of the database clock")))
-        .as("the WARN of the reset, in %s", err).hasSize(1);
+    assertThat(
+            err.toString(StandardCharsets.UTF_8)
+                .lines()
+                .filter(l -> l.contains("WARN") && l.contains(name + " was 71"))
+                .filter(l -> l.contains("s ahead of the database clock")))
+        .as("the WARN of the reset, in %s", err)
+        .hasSize(1);
   }
 
   @Test
   void aKeyValueCursorFarAheadIsResetToo() {
     String name = freshName();
     cacheTable.reserve(name, GAP);
-    update("UPDATE " + CACHE + " SET value = (extract(epoch FROM now()) + 7200)::text"
-        + " WHERE cache_key = ?", "harvest-rate-cursor:" + name);
+    update(
+        "UPDATE "
+            + CACHE
+            + " SET value = (extract(epoch FROM now()) + 7200)::text"
+            + " WHERE cache_key = ?",
+        "harvest-rate-cursor:" + name);
     assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(0L, 1L);
   }
 
@@ -132,14 +147,17 @@ class PostgresCursorTest {
     // The CLI's bound for a fast destination, and the default cap on a Retry-After.
     Duration bound = Duration.ofMinutes(2);
     long pauseMillis = Duration.ofMinutes(10).toMillis();
-    try (PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).resetBeyond(bound).build())) {
+    try (PostgresCursor cursor =
+        new PostgresCursor(
+            PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).resetBeyond(bound).build())) {
       String name = freshName();
       cursor.reserve(name, GAP);
       assertThat(cursor.pause(name, Duration.ofMillis(pauseMillis))).as("recorded").isTrue();
-      assertThat(waitMillis(cursor.reserve(name, GAP))).as("the turn is placed after the pause")
+      assertThat(waitMillis(cursor.reserve(name, GAP)))
+          .as("the turn is placed after the pause")
           .isBetween(pauseMillis - 1000, pauseMillis);
-      assertThat(waitMillis(cursor.reserve(name, GAP))).as("and the next behind it")
+      assertThat(waitMillis(cursor.reserve(name, GAP)))
+          .as("and the next behind it")
           .isBetween(pauseMillis + 100 - 1000, pauseMillis + 100);
     }
   }
@@ -148,18 +166,26 @@ class PostgresCursorTest {
   void aCursorFurtherAheadOfItsPauseThanTheBoundIsStillReset() {
     String name = freshName();
     pacerTable.reserve(name, GAP);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours',"
-        + " paused_until = clock_timestamp() - interval '1 minute' WHERE name = ?", name);
-    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("a pause that has ended explains"
-        + " nothing").isBetween(0L, 1L);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '210 minutes',"
-        + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?", name);
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '2 hours',"
+            + " paused_until = clock_timestamp() - interval '1 minute' WHERE name = ?",
+        name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+        .as("a pause that has ended explains" + " nothing")
+        .isBetween(0L, 1L);
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '210 minutes',"
+            + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?",
+        name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP)))
         .as("30 min behind a pause of 3 h is within the 1 h bound: queue behind it")
         .isBetween(210 * 60_000L - 1000, 210 * 60_000L);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '5 hours',"
-        + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?", name);
-    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("2 h behind it: reset")
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '5 hours',"
+            + " paused_until = clock_timestamp() + interval '3 hours' WHERE name = ?",
+        name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+        .as("2 h behind it: reset")
         .isBetween(0L, 1L);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).isBetween(70L, 100L);
   }
@@ -169,12 +195,17 @@ class PostgresCursorTest {
     String name = freshName();
     pacerTable.reserve(name, GAP);
     // Another role's row: no destination can ask for a pause without end.
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '20 hours',"
-        + " paused_until = 'infinity' WHERE name = ?", name);
-    assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("20 h: within a day")
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '20 hours',"
+            + " paused_until = 'infinity' WHERE name = ?",
+        name);
+    assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+        .as("20 h: within a day")
         .isBetween(20 * 3_600_000L - 1000, 20 * 3_600_000L);
-    update("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '3 days',"
-        + " paused_until = 'infinity' WHERE name = ?", name);
+    update(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '3 days',"
+            + " paused_until = 'infinity' WHERE name = ?",
+        name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("3 days: reset").isBetween(0L, 1L);
     long day = Destination.LONGEST_RETRY_AFTER.toMillis();
     String paused = freshName();
@@ -187,8 +218,11 @@ class PostgresCursorTest {
   @Test
   void aRowWrittenInTheOriginalFormatIsHonoured() {
     String name = freshName();
-    update("INSERT INTO " + CACHE + " (cache_key, value, expires)"
-        + " VALUES (?, (extract(epoch FROM clock_timestamp()) + 5)::text, now() + interval '30 days')",
+    update(
+        "INSERT INTO "
+            + CACHE
+            + " (cache_key, value, expires)"
+            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + 5)::text, now() + interval '30 days')",
         "harvest-rate-cursor:" + name);
     assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(4900L, 5000L);
   }
@@ -198,8 +232,12 @@ class PostgresCursorTest {
     String name = freshName();
     cacheTable.reserve(name, GAP);
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement("SELECT value, expires, extract(epoch FROM clock_timestamp())"
-            + " FROM " + CACHE + " WHERE cache_key = ?")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT value, expires, extract(epoch FROM clock_timestamp())"
+                    + " FROM "
+                    + CACHE
+                    + " WHERE cache_key = ?")) {
       s.setString(1, "harvest-rate-cursor:" + name);
       try (ResultSet row = s.executeQuery()) {
         assertThat(row.next()).isTrue();
@@ -208,7 +246,8 @@ class PostgresCursorTest {
         BigDecimal ahead = new BigDecimal(value).subtract(row.getBigDecimal(3));
         assertThat(ahead.doubleValue()).as("seconds, not ms or us").isBetween(0.0, 0.1);
         assertThat(row.getTimestamp(2).toInstant())
-            .isBetween(Instant.now().plus(Duration.ofDays(29)), Instant.now().plus(Duration.ofDays(31)));
+            .isBetween(
+                Instant.now().plus(Duration.ofDays(29)), Instant.now().plus(Duration.ofDays(31)));
       }
     }
   }
@@ -217,8 +256,8 @@ class PostgresCursorTest {
   private static final String ORIGINAL_DESIGN_STATEMENT = OriginalDesign.statement(CACHE);
 
   /**
-   * The statement of the original (Python) design, run beside Pacer on the same row: the two
-   * fleets queue behind each other, so they share one ceiling.
+   * The statement of the original (Python) design, run beside Pacer on the same row: the two fleets
+   * queue behind each other, so they share one ceiling.
    */
   @Test
   void aPythonFleetUsingTheOriginalStatementSharesTheCeiling() throws SQLException {
@@ -237,13 +276,14 @@ class PostgresCursorTest {
         assertThat(row.getDouble(1)).as("Python queues behind Pacer").isBetween(0.3, 1.0);
       }
     }
-    assertThat(waitMillis(cacheTable.reserve(name, second))).as("Pacer queues behind Python")
+    assertThat(waitMillis(cacheTable.reserve(name, second)))
+        .as("Pacer queues behind Python")
         .isBetween(1300L, 2000L);
   }
 
   /**
-   * A Retry-After heard by a Java process pauses a Python fleet on the original row format too:
-   * the pause is the cursor value itself, so the original statement's next turn lies after it.
+   * A Retry-After heard by a Java process pauses a Python fleet on the original row format too: the
+   * pause is the cursor value itself, so the original statement's next turn lies after it.
    */
   @Test
   void aPythonFleetUsingTheOriginalStatementPausesForARetryAfter() throws SQLException {
@@ -259,11 +299,13 @@ class PostgresCursorTest {
       }
       try (ResultSet row = python.executeQuery()) {
         row.next();
-        assertThat(row.getDouble(1)).as("Python's next turn waits out the pause")
+        assertThat(row.getDouble(1))
+            .as("Python's next turn waits out the pause")
             .isBetween(2.8, 3.0);
       }
     }
-    assertThat(waitMillis(cacheTable.reserve(name, GAP))).as("and Pacer's after Python's")
+    assertThat(waitMillis(cacheTable.reserve(name, GAP)))
+        .as("and Pacer's after Python's")
         .isBetween(2900L, 3100L);
   }
 
@@ -278,7 +320,8 @@ class PostgresCursorTest {
     assertThat(holds.lockoutReason()).contains("HTTP 403 from https://example.org/");
     pacerTable.clearLockout(name);
     assertThat(pacerTable.holdsInForce(name).isLockedOut()).isFalse();
-    assertThat(cacheTable.holdsInForce(name)).as("the key/value layout records none")
+    assertThat(cacheTable.holdsInForce(name))
+        .as("the key/value layout records none")
         .isEqualTo(DestinationHolds.NONE);
   }
 
@@ -287,17 +330,19 @@ class PostgresCursorTest {
     String name = freshName();
     String reason = "HTTP 403: " + "é".repeat(5000);
     java.util.concurrent.CountDownLatch heard = new java.util.concurrent.CountDownLatch(1);
-    pacerTable.listen(name, new dev.pacer.spi.Cursor.Listener() {
-      @Override
-      public void paused(Duration left) {}
+    pacerTable.listen(
+        name,
+        new dev.pacer.spi.Cursor.Listener() {
+          @Override
+          public void paused(Duration left) {}
 
-      @Override
-      public void lockedOut(String r) {
-        if (r.equals(reason)) {
-          heard.countDown();
-        }
-      }
-    });
+          @Override
+          public void lockedOut(String r) {
+            if (r.equals(reason)) {
+              heard.countDown();
+            }
+          }
+        });
     assertThat(pacerTable.reserve(name, GAP).isGranted()).isTrue();
     assertThat(pacerTable.lockOut(name, reason)).as("recorded").isTrue();
     assertThat(pacerTable.holdsInForce(name).lockoutReason()).contains(reason);
@@ -311,12 +356,22 @@ class PostgresCursorTest {
     assertThat(pacerTable.reserve(freshName(), GAP).isGranted()).as("the table made").isTrue();
     for (String value : new String[] {"infinity", "-infinity"}) {
       String name = freshName();
-      TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
-          + " VALUES ('" + name + "', '" + value + "', '" + value + "', '" + value + "')");
+      TestDatabase.execute(
+          "INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+              + " VALUES ('"
+              + name
+              + "', '"
+              + value
+              + "', '"
+              + value
+              + "', '"
+              + value
+              + "')");
       Reservation healed = pacerTable.reserve(name, GAP);
       assertThat(healed.isGranted()).as("next_at = %s", value).isTrue();
       assertThat(waitMillis(healed)).as("next_at = %s", value).isLessThanOrEqualTo(10L);
-      assertThat(waitMillis(pacerTable.reserve(name, GAP))).as("then the gap")
+      assertThat(waitMillis(pacerTable.reserve(name, GAP)))
+          .as("then the gap")
           .isBetween(GAP.toMillis() - 50, GAP.toMillis());
     }
   }
@@ -326,7 +381,12 @@ class PostgresCursorTest {
     String name = freshName();
     cacheTable.reserve(name, GAP);
     for (String garbage : new String[] {"garbage", "", "NaN", "1e99999", "12.5.6", "-Infinity"}) {
-      update("UPDATE " + CACHE + " SET value = '" + garbage.replace("'", "''") + "' WHERE cache_key = ?",
+      update(
+          "UPDATE "
+              + CACHE
+              + " SET value = '"
+              + garbage.replace("'", "''")
+              + "' WHERE cache_key = ?",
           "harvest-rate-cursor:" + name);
       assertThat(waitMillis(cacheTable.reserve(name, GAP))).as(garbage).isBetween(0L, 1L);
       assertThat(waitMillis(cacheTable.reserve(name, GAP))).as(garbage).isBetween(70L, 100L);
@@ -352,23 +412,26 @@ class PostgresCursorTest {
    */
   @Test
   void aReservationIsCommittedEvenOnAConnectionHandedOutWithoutAutocommit() throws SQLException {
-    DataSourceAdapter transactional = new DataSourceAdapter() {
-      @Override
-      public Connection getConnection() throws SQLException {
-        Connection c = TestDatabase.connect();
-        c.setAutoCommit(false);
-        return c;
-      }
-    };
+    DataSourceAdapter transactional =
+        new DataSourceAdapter() {
+          @Override
+          public Connection getConnection() throws SQLException {
+            Connection c = TestDatabase.connect();
+            c.setAutoCommit(false);
+            return c;
+          }
+        };
     try (PostgresCursor cursor =
         new PostgresCursor(PostgresCursorConfig.forDataSource(transactional).build())) {
       pacerTable.reserve(freshName(), GAP); // the table exists, whatever this cursor does
       String name = freshName();
       assertThat(cursor.reserve(name, Duration.ofSeconds(10)).isGranted()).isTrue();
-      assertThat(readNextAt(name)).as("visible to another session while the cursor stays open")
+      assertThat(readNextAt(name))
+          .as("visible to another session while the cursor stays open")
           .isNotNull();
       Reservation second = pacerTable.reserve(name, Duration.ofSeconds(10));
-      assertThat(second.isGranted()).as("another cursor queues behind it, no row lock kept: %s", second)
+      assertThat(second.isGranted())
+          .as("another cursor queues behind it, no row lock kept: %s", second)
           .isTrue();
       assertThat(second.waitTime()).isBetween(Duration.ofSeconds(9), Duration.ofSeconds(10));
     }
@@ -376,8 +439,10 @@ class PostgresCursorTest {
 
   @Test
   void aDataSourceConnectionIsTakenOnceAndKept() {
-    CountingDataSource source = new CountingDataSource(TestDatabase.postgres().getPostgresDatabase());
-    try (PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forDataSource(source).build())) {
+    CountingDataSource source =
+        new CountingDataSource(TestDatabase.postgres().getPostgresDatabase());
+    try (PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forDataSource(source).build())) {
       String name = freshName();
       for (int i = 0; i < 20; i++) {
         assertThat(cursor.reserve(name, Duration.ofMillis(1)).isGranted()).isTrue();
@@ -391,13 +456,14 @@ class PostgresCursorTest {
     String application = "pacer-test-" + UUID.randomUUID().toString().substring(0, 8);
     java.util.Properties props = new java.util.Properties();
     props.setProperty("ApplicationName", application);
-    try (PostgresCursor cursor = new PostgresCursor(
-        PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl(), props).build())) {
+    try (PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl(), props).build())) {
       String name = freshName();
       assertThat(cursor.reserve(name, GAP).isGranted()).isTrue();
       try (Connection c = TestDatabase.connect();
-          PreparedStatement kill = c.prepareStatement(
-              "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?")) {
+          PreparedStatement kill =
+              c.prepareStatement(
+                  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?")) {
         kill.setString(1, application);
         try (ResultSet row = kill.executeQuery()) {
           row.next();
@@ -452,11 +518,13 @@ class PostgresCursorTest {
       try {
         java.util.List<java.util.concurrent.Future<Long>> starts = new java.util.ArrayList<>();
         for (int i = 0; i < callers; i++) {
-          starts.add(threads.submit(() -> {
-            Reservation turn = cursor.reserve(name, gap);
-            assertThat(turn.isGranted()).as("granted: %s", turn).isTrue();
-            return clock.startOf(turn);
-          }));
+          starts.add(
+              threads.submit(
+                  () -> {
+                    Reservation turn = cursor.reserve(name, gap);
+                    assertThat(turn.isGranted()).as("granted: %s", turn).isTrue();
+                    return clock.startOf(turn);
+                  }));
         }
         Thread.sleep(300);
         holder.commit();
@@ -478,14 +546,17 @@ class PostgresCursorTest {
         int spacedExactly = 0;
         for (int i = 2; i < callers; i++) {
           long spacing = turns.get(i) - turns.get(i - 1);
-          assertThat(spacing).as("turn %d after turn %d, of %s", i + 1, i, turns)
+          assertThat(spacing)
+              .as("turn %d after turn %d, of %s", i + 1, i, turns)
               .isGreaterThanOrEqualTo(gapNanos - mapping);
           if (Math.abs(spacing - gapNanos) <= exact) {
             spacedExactly++;
           }
         }
         assertThat(spacedExactly)
-            .as("turns a gap apart to the microsecond, of %s, from %d statements", turns, statements)
+            .as(
+                "turns a gap apart to the microsecond, of %s, from %d statements",
+                turns, statements)
             .isGreaterThanOrEqualTo((int) (callers - statements));
       } finally {
         threads.shutdownNow();
@@ -500,8 +571,14 @@ class PostgresCursorTest {
   void aHoldPollIntervalOutsideItsRangeIsRefusedByName() {
     PostgresCursorConfig.Builder config = PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl());
     assertThat(config.build().holdPollInterval()).isEqualTo(Duration.ofMillis(100));
-    for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofMillis(9),
-        Duration.ofMillis(10_001), Duration.ofMillis(-100)}) {
+    for (Duration bad :
+        new Duration[] {
+          null,
+          Duration.ZERO,
+          Duration.ofMillis(9),
+          Duration.ofMillis(10_001),
+          Duration.ofMillis(-100)
+        }) {
       assertThatThrownBy(() -> config.holdPollInterval(bad))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("holdPollInterval")
@@ -534,7 +611,8 @@ class PostgresCursorTest {
 
   private static String readNextAt(String name) throws SQLException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement("SELECT next_at::text FROM pacer_cursor WHERE name = ?")) {
+        PreparedStatement s =
+            c.prepareStatement("SELECT next_at::text FROM pacer_cursor WHERE name = ?")) {
       s.setString(1, name);
       try (ResultSet row = s.executeQuery()) {
         return row.next() ? row.getString(1) : null;
@@ -568,8 +646,10 @@ class PostgresCursorTest {
   /** Waits until another session is blocked by {@code holder}'s locks. */
   private static void awaitBlockedBy(Connection holder) throws SQLException, InterruptedException {
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement("SELECT count(*) FROM pg_stat_activity"
-            + " WHERE ?::int = ANY(pg_blocking_pids(pid))")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity"
+                    + " WHERE ?::int = ANY(pg_blocking_pids(pid))")) {
       s.setInt(1, holder.unwrap(PGConnection.class).getBackendPID());
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
       while (true) {

@@ -6,10 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.FakeTime;
-import dev.pacer.spi.FleetSlots;
-import dev.pacer.spi.FleetSlots.Claim;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.TimeSource;
+import dev.pacer.spi.FleetSlots;
+import dev.pacer.spi.FleetSlots.Claim;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
@@ -38,15 +38,19 @@ class PostgresFleetSlotsTest {
   }
 
   private PostgresFleetSlots slots(Duration lease) {
-    PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl())
-        .build(), policy(), "test:" + opened.size(), lease);
+    PostgresFleetSlots s =
+        new PostgresFleetSlots(
+            PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build(),
+            policy(),
+            "test:" + opened.size(),
+            lease);
     opened.add(s);
     return s;
   }
 
   private static OutagePolicy policy() {
-    return new OutagePolicy("test", Duration.ofSeconds(5), TimeSource.SYSTEM,
-        OutagePolicy.Scheduler.none(), () -> { });
+    return new OutagePolicy(
+        "test", Duration.ofSeconds(5), TimeSource.SYSTEM, OutagePolicy.Scheduler.none(), () -> {});
   }
 
   private static String fresh() {
@@ -70,7 +74,8 @@ class PostgresFleetSlotsTest {
     Claim again = a.tryTake(d, 3);
     assertThat(again.lease().slot()).isEqualTo(leases.get(1).slot());
     assertThat(b.tryTake(d, 3).outcome()).isEqualTo(Claim.Outcome.FULL);
-    assertThat(a.tryTake(d, 4).outcome()).as("a larger cap creates the next slot")
+    assertThat(a.tryTake(d, 4).outcome())
+        .as("a larger cap creates the next slot")
         .isEqualTo(Claim.Outcome.TAKEN);
   }
 
@@ -83,10 +88,16 @@ class PostgresFleetSlotsTest {
   @Test
   void aTakeWhoseAnswerWasLostAfterItCommittedHoldsOneSlot() throws Exception {
     try (TcpProxy proxy = new TcpProxy(TestDatabase.port())) {
-      PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forUrl(
-          "jdbc:postgresql://127.0.0.1:" + proxy.port()
-              + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable").build(), policy(),
-          "test:lost-answer", PostgresFleetSlots.DEFAULT_LEASE);
+      PostgresFleetSlots s =
+          new PostgresFleetSlots(
+              PostgresCursorConfig.forUrl(
+                      "jdbc:postgresql://127.0.0.1:"
+                          + proxy.port()
+                          + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable")
+                  .build(),
+              policy(),
+              "test:lost-answer",
+              PostgresFleetSlots.DEFAULT_LEASE);
       opened.add(s);
       String d = fresh();
       // A take and its give back first: the take whose answer is lost runs on a reused
@@ -97,8 +108,9 @@ class PostgresFleetSlotsTest {
       Claim taken = s.tryTake(d, 3);
       assertThat(proxy.answersLost()).as("the take's answer was lost").isEqualTo(1);
       assertThat(taken.outcome()).isEqualTo(Claim.Outcome.TAKEN);
-      assertThat(liveSlots(d)).as("one slot held for one take").containsExactly(
-          taken.lease().slot());
+      assertThat(liveSlots(d))
+          .as("one slot held for one take")
+          .containsExactly(taken.lease().slot());
       assertThat(s.heldByThisProcess()).isEqualTo(1);
       taken.lease().giveBack();
       assertThat(liveSlots(d)).as("given back, no slot is left held").isEmpty();
@@ -108,9 +120,11 @@ class PostgresFleetSlotsTest {
   /** The slots of {@code destination} held under live leases, by anyone. */
   private static List<Integer> liveSlots(String destination) throws SQLException {
     List<Integer> live = new ArrayList<>();
-    try (Connection c = TestDatabase.connect(); java.sql.PreparedStatement s = c.prepareStatement(
-        "SELECT slot FROM pacer_fleet_slot WHERE destination = ? AND holder IS NOT NULL"
-            + " AND expires_at >= now() ORDER BY slot")) {
+    try (Connection c = TestDatabase.connect();
+        java.sql.PreparedStatement s =
+            c.prepareStatement(
+                "SELECT slot FROM pacer_fleet_slot WHERE destination = ? AND holder IS NOT NULL"
+                    + " AND expires_at >= now() ORDER BY slot")) {
       s.setString(1, destination);
       try (java.sql.ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -129,7 +143,8 @@ class PostgresFleetSlotsTest {
     FleetSlots.Lease lease = holder.tryTake(d, 1).lease();
     for (int i = 0; i < 12; i++) {
       Thread.sleep(200);
-      assertThat(other.tryTake(d, 1).outcome()).as("after %d ms", (i + 1) * 200)
+      assertThat(other.tryTake(d, 1).outcome())
+          .as("after %d ms", (i + 1) * 200)
           .isEqualTo(Claim.Outcome.FULL);
       assertThat(holder.holds(lease)).as("held after %d ms", (i + 1) * 200).isTrue();
     }
@@ -139,23 +154,32 @@ class PostgresFleetSlotsTest {
   }
 
   /**
-   * A holder that cannot renew (its database held down by the outage policy) stops counting on
-   * its slot one lease after its last renewal was sent, although nobody has taken the slot yet.
+   * A holder that cannot renew (its database held down by the outage policy) stops counting on its
+   * slot one lease after its last renewal was sent, although nobody has taken the slot yet.
    */
   @Test
   void aLeaseNotRenewedForAWholeLeaseIsNotCountedOn() throws Exception {
     // The policy's clock stands still, so its retry boundary (a multiple of the cooldown on its
     // wall clock) cannot fall inside the wait and let a renewal through.
-    OutagePolicy policy = new OutagePolicy("test", Duration.ofSeconds(5), new FakeTime(),
-        OutagePolicy.Scheduler.none(), () -> { });
-    PostgresFleetSlots holder = new PostgresFleetSlots(PostgresCursorConfig.forUrl(
-        TestDatabase.jdbcUrl()).build(), policy, "test:unrenewed", Duration.ofMillis(600));
+    OutagePolicy policy =
+        new OutagePolicy(
+            "test", Duration.ofSeconds(5), new FakeTime(), OutagePolicy.Scheduler.none(), () -> {});
+    PostgresFleetSlots holder =
+        new PostgresFleetSlots(
+            PostgresCursorConfig.forUrl(TestDatabase.jdbcUrl()).build(),
+            policy,
+            "test:unrenewed",
+            Duration.ofMillis(600));
     opened.add(holder);
     FleetSlots.Lease lease = holder.tryTake(fresh(), 1).lease();
     assertThat(holder.holds(lease)).isTrue();
-    assertThatThrownBy(() -> policy.open(() -> {
-      throw new SQLException("gone", "08006");
-    })).isInstanceOf(SQLException.class);
+    assertThatThrownBy(
+            () ->
+                policy.open(
+                    () -> {
+                      throw new SQLException("gone", "08006");
+                    }))
+        .isInstanceOf(SQLException.class);
     Thread.sleep(700);
     assertThat(policy.refusesNow()).as("the policy still holds the database down").isTrue();
     assertThat(holder.holds(lease)).as("700 ms without a renewal, on a 600-ms lease").isFalse();
@@ -163,8 +187,8 @@ class PostgresFleetSlotsTest {
 
   /**
    * A slot that another holder took after its lease ran out (here run out by hand, as a stall
-   * longer than a lease would) is no longer held once the old holder's next renewal finds its
-   * token gone; it is not renewed again, and the new holder keeps it.
+   * longer than a lease would) is no longer held once the old holder's next renewal finds its token
+   * gone; it is not renewed again, and the new holder keeps it.
    */
   @Test
   void aSlotTakenByAnotherHolderIsNoLongerHeldAfterTheNextRenewal() throws Exception {
@@ -175,9 +199,11 @@ class PostgresFleetSlotsTest {
     Claim taken = Claim.full();
     // The holder's renewal may extend the lease between the two statements: then again.
     for (int i = 0; i < 5 && taken.outcome() != Claim.Outcome.TAKEN; i++) {
-      try (Connection c = TestDatabase.connect(); java.sql.PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_fleet_slot SET expires_at = now() - interval '1 second'"
-              + " WHERE destination = ?")) {
+      try (Connection c = TestDatabase.connect();
+          java.sql.PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_fleet_slot SET expires_at = now() - interval '1 second'"
+                      + " WHERE destination = ?")) {
         s.setString(1, d);
         s.executeUpdate();
       }
@@ -186,7 +212,8 @@ class PostgresFleetSlotsTest {
     assertThat(taken.outcome()).isEqualTo(Claim.Outcome.TAKEN);
     long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
     while (holder.holds(lease)) {
-      assertThat(System.nanoTime()).as("not held within 2 s (renewals every 0.5 s)")
+      assertThat(System.nanoTime())
+          .as("not held within 2 s (renewals every 0.5 s)")
           .isLessThan(deadline);
       Thread.sleep(20);
     }
@@ -199,12 +226,19 @@ class PostgresFleetSlotsTest {
   @Test
   void whileTheDatabaseIsDownTakesAnswerUnavailableWithoutTheNetwork() {
     OutagePolicy down = policy();
-    assertThatThrownBy(() -> down.open(() -> {
-      throw new SQLException("gone", "08006");
-    })).isInstanceOf(SQLException.class);
-    PostgresFleetSlots s = new PostgresFleetSlots(
-        PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:1/none").build(), down, "t",
-        PostgresFleetSlots.DEFAULT_LEASE);
+    assertThatThrownBy(
+            () ->
+                down.open(
+                    () -> {
+                      throw new SQLException("gone", "08006");
+                    }))
+        .isInstanceOf(SQLException.class);
+    PostgresFleetSlots s =
+        new PostgresFleetSlots(
+            PostgresCursorConfig.forUrl("jdbc:postgresql://127.0.0.1:1/none").build(),
+            down,
+            "t",
+            PostgresFleetSlots.DEFAULT_LEASE);
     opened.add(s);
     assertThat(s.tryTake(fresh(), 2).outcome()).isEqualTo(Claim.Outcome.UNAVAILABLE);
     assertThat(down.failureCount()).isEqualTo(1);
@@ -218,18 +252,23 @@ class PostgresFleetSlotsTest {
   void aPoolThatThrowsCostsATakeAndAGiveBackNothingButTheirAnswer() throws Exception {
     AtomicReference<Connection> lent = new AtomicReference<>();
     AtomicBoolean poolClosed = new AtomicBoolean();
-    DataSourceAdapter pool = new DataSourceAdapter() {
-      @Override
-      public Connection getConnection() throws SQLException {
-        if (poolClosed.get()) {
-          throw new IllegalStateException("pool closed (test)");
-        }
-        lent.set(TestDatabase.connect());
-        return lent.get();
-      }
-    };
-    PostgresFleetSlots s = new PostgresFleetSlots(PostgresCursorConfig.forDataSource(pool).build(),
-        policy(), "t", PostgresFleetSlots.DEFAULT_LEASE);
+    DataSourceAdapter pool =
+        new DataSourceAdapter() {
+          @Override
+          public Connection getConnection() throws SQLException {
+            if (poolClosed.get()) {
+              throw new IllegalStateException("pool closed (test)");
+            }
+            lent.set(TestDatabase.connect());
+            return lent.get();
+          }
+        };
+    PostgresFleetSlots s =
+        new PostgresFleetSlots(
+            PostgresCursorConfig.forDataSource(pool).build(),
+            policy(),
+            "t",
+            PostgresFleetSlots.DEFAULT_LEASE);
     opened.add(s);
     String d = fresh();
     FleetSlots.Lease lease = s.tryTake(d, 2).lease();
@@ -247,14 +286,25 @@ class PostgresFleetSlotsTest {
   void slotsOfAProcessKilledWithSigkillAreFreeWithinOneLease() throws Exception {
     long leaseMillis = 2000;
     String d = fresh();
-    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-    Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), FleetSlotHolder.class.getName(),
-        TestDatabase.jdbcUrl(), d, "2", "2", Long.toString(leaseMillis))
-        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String java =
+        System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    Process p =
+        new ProcessBuilder(
+                java,
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                System.getProperty("java.class.path"),
+                FleetSlotHolder.class.getName(),
+                TestDatabase.jdbcUrl(),
+                d,
+                "2",
+                "2",
+                Long.toString(leaseMillis))
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
     try {
-      BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(),
-          StandardCharsets.UTF_8));
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
       String line;
       while (!"HOLDING".equals(line = out.readLine())) {
         assertThat(line).as("holder output").isNotNull().startsWith("TAKEN");
@@ -276,12 +326,19 @@ class PostgresFleetSlotsTest {
         }
       }
       double seconds = (System.nanoTime() - killed) / 1e9;
-      System.out.printf(Locale.ROOT, "kill -9 of a holder of 2 slots (lease %d ms): first free"
-          + " %.2f s, both %.2f s after the kill%n", leaseMillis, (firstFree - killed) / 1e9, seconds);
+      System.out.printf(
+          Locale.ROOT,
+          "kill -9 of a holder of 2 slots (lease %d ms): first free"
+              + " %.2f s, both %.2f s after the kill%n",
+          leaseMillis,
+          (firstFree - killed) / 1e9,
+          seconds);
       assertThat(freed).as("slots freed").isEqualTo(2);
-      assertThat(seconds).as("seconds until both were free").isLessThanOrEqualTo(
-          leaseMillis / 1000.0 + 0.3);
-      assertThat((firstFree - killed) / 1e9).as("not before a renewal's lease ran out")
+      assertThat(seconds)
+          .as("seconds until both were free")
+          .isLessThanOrEqualTo(leaseMillis / 1000.0 + 0.3);
+      assertThat((firstFree - killed) / 1e9)
+          .as("not before a renewal's lease ran out")
           .isGreaterThanOrEqualTo(leaseMillis * 0.75 / 1000.0 - 0.5);
     } finally {
       p.destroyForcibly();
@@ -289,26 +346,31 @@ class PostgresFleetSlotsTest {
   }
 
   /**
-   * What the cap costs a request, counted: a take and a give back, one statement each on the
-   * slots' connection, and nothing there for an uncapped request. The median times of a take and a
-   * give back, and of a whole capped acquire and close against an uncapped one on the same cursor
-   * (at a rate so high that no turn waits), are printed for docs/operations.md, not asserted: a
-   * latency belongs to {@code ./bench}.
+   * What the cap costs a request, counted: a take and a give back, one statement each on the slots'
+   * connection, and nothing there for an uncapped request. The median times of a take and a give
+   * back, and of a whole capped acquire and close against an uncapped one on the same cursor (at a
+   * rate so high that no turn waits), are printed for docs/operations.md, not asserted: a latency
+   * belongs to {@code ./bench}.
    */
   @Test
   void whatTheCapCostsARequest() throws Exception {
     Connection real = TestDatabase.connect();
     CountingConnection counted = new CountingConnection(real);
-    DataSourceAdapter oneConnection = new DataSourceAdapter() {
-      @Override
-      public Connection getConnection() {
-        return counted.connection();
-      }
-    };
-    // A lease of an hour: no renewal (every quarter lease, while a slot is held) falls in the count.
-    PostgresFleetSlots s = new PostgresFleetSlots(
-        PostgresCursorConfig.forDataSource(oneConnection).build(), policy(), "test:counted",
-        Duration.ofHours(1));
+    DataSourceAdapter oneConnection =
+        new DataSourceAdapter() {
+          @Override
+          public Connection getConnection() {
+            return counted.connection();
+          }
+        };
+    // A lease of an hour: no renewal (every quarter lease, while a slot is held) falls in the
+    // count.
+    PostgresFleetSlots s =
+        new PostgresFleetSlots(
+            PostgresCursorConfig.forDataSource(oneConnection).build(),
+            policy(),
+            "test:counted",
+            Duration.ofHours(1));
     opened.add(s);
     String d = fresh();
     int n = 2000;
@@ -321,10 +383,14 @@ class PostgresFleetSlotsTest {
     try (PostgresCursor cursor = TestDatabase.cursor(TableLayout.pacerTable())) {
       assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
       LimiterRegistry registry = new LimiterRegistry(cursor, s);
-      DestinationLimiter capped = registry.limiter(Destination.builder(fresh())
-          .ratePerSecond(1_000_000).maxConcurrencyFleetWide(4).build());
-      DestinationLimiter uncapped = registry.limiter(Destination.builder(fresh())
-          .ratePerSecond(1_000_000).build());
+      DestinationLimiter capped =
+          registry.limiter(
+              Destination.builder(fresh())
+                  .ratePerSecond(1_000_000)
+                  .maxConcurrencyFleetWide(4)
+                  .build());
+      DestinationLimiter uncapped =
+          registry.limiter(Destination.builder(fresh()).ratePerSecond(1_000_000).build());
       long[] withCap = new long[n];
       long[] withoutCap = new long[n];
       long cappedStatements = 0;
@@ -342,12 +408,22 @@ class PostgresFleetSlotsTest {
         uncappedStatements += counted.executions() - between;
       }
       double pairMedian = median(pair);
-      System.out.printf(Locale.ROOT, "fleet cap cost per request (%d of each, capped and"
+      System.out.printf(
+          Locale.ROOT,
+          "fleet cap cost per request (%d of each, capped and"
               + " uncapped interleaved): take + give back median %.3f ms, p90 %.3f ms; acquire + close capped"
-              + " median %.3f ms, uncapped %.3f ms%n", n, pairMedian / 1e6, percentile(pair, 0.9) / 1e6,
-          median(withCap) / 1e6, median(withoutCap) / 1e6);
-      assertThat(cappedStatements).as("statements on the slots' connection for %d capped"
-          + " requests: a take and a give back each", n).isEqualTo(2L * n);
+              + " median %.3f ms, uncapped %.3f ms%n",
+          n,
+          pairMedian / 1e6,
+          percentile(pair, 0.9) / 1e6,
+          median(withCap) / 1e6,
+          median(withoutCap) / 1e6);
+      assertThat(cappedStatements)
+          .as(
+              "statements on the slots' connection for %d capped"
+                  + " requests: a take and a give back each",
+              n)
+          .isEqualTo(2L * n);
       assertThat(uncappedStatements).as("for %d uncapped requests", n).isZero();
     }
   }

@@ -1,8 +1,8 @@
 package dev.pacer.postgres;
 
+import dev.pacer.TimeSource;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
-import dev.pacer.TimeSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -16,9 +16,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * A cursor that is not atomic, to prove the contract can fail one: it reads the row's next in one
  * statement and writes {@code max(now, next) + interval} in another, each on its own, with no lock,
- * so that two callers who read the same next are handed the same turn (the lost update). Callers
- * at once take connections of their own, opened beforehand, as separate processes would. Its clock
- * is mapped as the real cursor's is, through a {@link DatabaseClock}, so that only the atomicity
+ * so that two callers who read the same next are handed the same turn (the lost update). Callers at
+ * once take connections of their own, opened beforehand, as separate processes would. Its clock is
+ * mapped as the real cursor's is, through a {@link DatabaseClock}, so that only the atomicity
  * differs.
  */
 final class ReadThenWriteCursor implements Cursor, AutoCloseable {
@@ -30,11 +30,15 @@ final class ReadThenWriteCursor implements Cursor, AutoCloseable {
   private final List<Connection> opened = new ArrayList<>();
   private final BlockingQueue<Connection> idle = new LinkedBlockingQueue<>();
 
-  /** A cursor with {@code connections} connections, for as many callers at once, on {@code time}. */
+  /**
+   * A cursor with {@code connections} connections, for as many callers at once, on {@code time}.
+   */
   ReadThenWriteCursor(TimeSource time, int connections) throws SQLException {
     this.time = time;
-    TestDatabase.execute("CREATE TABLE IF NOT EXISTS " + TABLE
-        + " (name text PRIMARY KEY, next_micros bigint NOT NULL)");
+    TestDatabase.execute(
+        "CREATE TABLE IF NOT EXISTS "
+            + TABLE
+            + " (name text PRIMARY KEY, next_micros bigint NOT NULL)");
     for (int i = 0; i < connections; i++) {
       Connection c = TestDatabase.connect();
       c.setAutoCommit(true);
@@ -54,8 +58,8 @@ final class ReadThenWriteCursor implements Cursor, AutoCloseable {
     return reserveWithin(name, interval, notBefore, maxWait);
   }
 
-  private Reservation reserveWithin(String name, Duration interval, Duration notBefore,
-      Duration maxWait) {
+  private Reservation reserveWithin(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
     Connection c;
     try {
       c = idle.take();
@@ -67,9 +71,12 @@ final class ReadThenWriteCursor implements Cursor, AutoCloseable {
       long asked = time.nanoTime();
       long nowMicros;
       Long nextMicros = null;
-      try (PreparedStatement read = c.prepareStatement("SELECT (extract(epoch FROM"
-          + " clock_timestamp()) * 1000000)::bigint, (SELECT next_micros FROM " + TABLE
-          + " WHERE name = ?)")) {
+      try (PreparedStatement read =
+          c.prepareStatement(
+              "SELECT (extract(epoch FROM"
+                  + " clock_timestamp()) * 1000000)::bigint, (SELECT next_micros FROM "
+                  + TABLE
+                  + " WHERE name = ?)")) {
         read.setString(1, name);
         try (ResultSet row = read.executeQuery()) {
           row.next();
@@ -81,21 +88,27 @@ final class ReadThenWriteCursor implements Cursor, AutoCloseable {
         }
       }
       long answered = time.nanoTime();
-      long startMicros = nextMicros == null
-          ? nowMicros + notBefore.toNanos() / 1000 : Math.max(nowMicros, nextMicros);
+      long startMicros =
+          nextMicros == null
+              ? nowMicros + notBefore.toNanos() / 1000
+              : Math.max(nowMicros, nextMicros);
       long waitMicros = startMicros - nowMicros;
       if (maxWait != null && waitMicros * 1000 > maxWait.toNanos()) {
         return Reservation.refused();
       }
-      try (PreparedStatement write = c.prepareStatement("INSERT INTO " + TABLE
-          + " (name, next_micros) VALUES (?, ?) ON CONFLICT (name) DO UPDATE"
-          + " SET next_micros = excluded.next_micros")) {
+      try (PreparedStatement write =
+          c.prepareStatement(
+              "INSERT INTO "
+                  + TABLE
+                  + " (name, next_micros) VALUES (?, ?) ON CONFLICT (name) DO UPDATE"
+                  + " SET next_micros = excluded.next_micros")) {
         write.setString(1, name);
         write.setLong(2, startMicros + interval.toNanos() / 1000);
         write.executeUpdate();
       }
-      long turnAt = answered + databaseClock.waitFromAnswer(asked, answered, nowMicros * 1000,
-          waitMicros * 1000);
+      long turnAt =
+          answered
+              + databaseClock.waitFromAnswer(asked, answered, nowMicros * 1000, waitMicros * 1000);
       return Reservation.grantedNanos(turnAt - time.nanoTime());
     } catch (SQLException e) {
       return Reservation.unavailable();

@@ -2,9 +2,9 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.TimeSource;
 import dev.pacer.spi.FleetSlots;
 import dev.pacer.spi.Reservation;
-import dev.pacer.TimeSource;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * PostgreSQL comes back from a restart refusing the fleet: a role whose {@code CONNECTION LIMIT}
- * the fleet exceeds, or a read-only server. Each process is what the CLI makes of one: a cursor
- * and fleet slots, each on a connection of its own, under one outage policy per process. It has no
+ * the fleet exceeds, or a read-only server. Each process is what the CLI makes of one: a cursor and
+ * fleet slots, each on a connection of its own, under one outage policy per process. It has no
  * background probe, so the first caller after a boundary (a slot poll, as when it comes before a
  * late probe) makes that boundary's attempt, whatever the server answers it. While refused, the
  * fleet degrades (reservations answer "unavailable", nothing throws) and tries once per boundary;
@@ -39,7 +39,9 @@ class RefusingServerTest {
       throws Exception {
     try (RestartablePostgres postgres = new RestartablePostgres();
         TcpProxy proxy = new TcpProxy(postgres.port())) {
-      administer(postgres, "CREATE ROLE " + ROLE + " LOGIN",
+      administer(
+          postgres,
+          "CREATE ROLE " + ROLE + " LOGIN",
           "GRANT CREATE, USAGE ON SCHEMA public TO " + ROLE);
       Properties login = new Properties();
       login.setProperty("user", ROLE);
@@ -57,9 +59,10 @@ class RefusingServerTest {
         Rounds limited = Rounds.until(fleet, returned + 7 * SECOND / 2);
         assertThat(limited.thrown()).as("nothing thrown").isEmpty();
         assertThat(limited.unavailableAfter(returned + 5 * SECOND / 2))
-            .as("the limit still turns processes away: %s", limited).isPositive();
-        assertAtMostTwoAttemptsPerBoundary(proxy.connectionsAccepted() - attemptsBefore, fleet,
-            returned);
+            .as("the limit still turns processes away: %s", limited)
+            .isPositive();
+        assertAtMostTwoAttemptsPerBoundary(
+            proxy.connectionsAccepted() - attemptsBefore, fleet, returned);
 
         administer(postgres, "ALTER ROLE " + ROLE + " CONNECTION LIMIT -1");
         long lifted = epochNanos();
@@ -88,11 +91,12 @@ class RefusingServerTest {
         long attemptsBefore = proxy.connectionsAccepted();
         Rounds refused = Rounds.until(fleet, readOnly + 7 * SECOND / 2);
         assertThat(refused.thrown()).as("nothing thrown").isEmpty();
-        assertThat(refused.granted()).as("nothing granted by a server that takes no writes: %s",
-            refused).isZero();
+        assertThat(refused.granted())
+            .as("nothing granted by a server that takes no writes: %s", refused)
+            .isZero();
         assertThat(refused.unavailableAfter(readOnly)).as("reservations answered").isPositive();
-        assertAtMostTwoAttemptsPerBoundary(proxy.connectionsAccepted() - attemptsBefore, fleet,
-            readOnly);
+        assertAtMostTwoAttemptsPerBoundary(
+            proxy.connectionsAccepted() - attemptsBefore, fleet, readOnly);
 
         postgres.stopImmediately();
         postgres.start();
@@ -105,15 +109,17 @@ class RefusingServerTest {
   }
 
   /**
-   * Each process's two connections are opened again after the restart, then at most again at
-   * each boundary: a server that turns connections away is not asked in between.
+   * Each process's two connections are opened again after the restart, then at most again at each
+   * boundary: a server that turns connections away is not asked in between.
    */
-  private static void assertAtMostTwoAttemptsPerBoundary(long attempts, List<FleetProcess> fleet,
-      long since) {
+  private static void assertAtMostTwoAttemptsPerBoundary(
+      long attempts, List<FleetProcess> fleet, long since) {
     long boundaries = RetryGrid.boundariesBetween(since, epochNanos(), COOLDOWN);
-    System.out.printf("refusing server test: %d connection attempts by %d processes over %d"
-        + " boundaries%n", attempts, fleet.size(), boundaries);
-    assertThat(attempts).as("connection attempts over %d boundaries", boundaries)
+    System.out.printf(
+        "refusing server test: %d connection attempts by %d processes over %d" + " boundaries%n",
+        attempts, fleet.size(), boundaries);
+    assertThat(attempts)
+        .as("connection attempts over %d boundaries", boundaries)
         .isLessThanOrEqualTo(fleet.size() * 2 * (boundaries + 1));
   }
 
@@ -122,16 +128,19 @@ class RefusingServerTest {
    * every turn in the second after that boundary is granted too.
    */
   private static void assertBackWithinTwoBoundaries(List<FleetProcess> fleet, long returned) {
-    long secondBoundary = RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(returned, COOLDOWN),
-        COOLDOWN);
+    long secondBoundary =
+        RetryGrid.boundaryAfter(RetryGrid.boundaryAfter(returned, COOLDOWN), COOLDOWN);
     Rounds back = Rounds.until(fleet, secondBoundary + SECOND);
-    System.out.printf("refusing server test: returned at %s, second boundary %s: %s%n",
+    System.out.printf(
+        "refusing server test: returned at %s, second boundary %s: %s%n",
         Instant.ofEpochSecond(0, returned), Instant.ofEpochSecond(0, secondBoundary), back);
     assertThat(back.thrown()).as("nothing thrown").isEmpty();
     assertThat(back.grantedByEach(secondBoundary))
-        .as("each process granted by the database by the second boundary: %s", back).isTrue();
+        .as("each process granted by the database by the second boundary: %s", back)
+        .isTrue();
     assertThat(back.unavailableAfter(secondBoundary))
-        .as("no process pacing locally after it: %s", back).isZero();
+        .as("no process pacing locally after it: %s", back)
+        .isZero();
   }
 
   private static List<FleetProcess> fleet(int processes, TcpProxy proxy, Properties login) {
@@ -151,10 +160,11 @@ class RefusingServerTest {
 
     FleetProcess(String name, String url, Properties login) {
       this.name = name;
-      OutagePolicy policy = new OutagePolicy(name, COOLDOWN, TimeSource.SYSTEM,
-          OutagePolicy.Scheduler.none(), () -> { });
-      PostgresCursorConfig config = PostgresCursorConfig.forUrl(url, login).outagePolicy(policy)
-          .build();
+      OutagePolicy policy =
+          new OutagePolicy(
+              name, COOLDOWN, TimeSource.SYSTEM, OutagePolicy.Scheduler.none(), () -> {});
+      PostgresCursorConfig config =
+          PostgresCursorConfig.forUrl(url, login).outagePolicy(policy).build();
       this.cursor = new PostgresCursor(config);
       this.slots = new PostgresFleetSlots(config, policy, name, PostgresFleetSlots.DEFAULT_LEASE);
     }
@@ -176,15 +186,16 @@ class RefusingServerTest {
   }
 
   /** The reservations of rounds over the whole fleet, every 20 ms, with their instants. */
-  private record Rounds(List<List<Long>> grantedAt, List<List<Long>> unavailableAt,
-      List<Throwable> thrown) {
+  private record Rounds(
+      List<List<Long>> grantedAt, List<List<Long>> unavailableAt, List<Throwable> thrown) {
 
     static Rounds until(List<FleetProcess> fleet, long endEpochNanos) {
       Rounds rounds = new Rounds(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
-      fleet.forEach(p -> {
-        rounds.grantedAt.add(new ArrayList<>());
-        rounds.unavailableAt.add(new ArrayList<>());
-      });
+      fleet.forEach(
+          p -> {
+            rounds.grantedAt.add(new ArrayList<>());
+            rounds.unavailableAt.add(new ArrayList<>());
+          });
       while (epochNanos() < endEpochNanos) {
         for (int i = 0; i < fleet.size(); i++) {
           try {
@@ -220,9 +231,13 @@ class RefusingServerTest {
       StringBuilder s = new StringBuilder();
       for (int i = 0; i < grantedAt.size(); i++) {
         List<Long> g = grantedAt.get(i);
-        s.append(String.format("process-%d: %d granted (first %s), %d unavailable; ", i, g.size(),
-            g.isEmpty() ? "none" : Instant.ofEpochSecond(0, g.get(0)),
-            unavailableAt.get(i).size()));
+        s.append(
+            String.format(
+                "process-%d: %d granted (first %s), %d unavailable; ",
+                i,
+                g.size(),
+                g.isEmpty() ? "none" : Instant.ofEpochSecond(0, g.get(0)),
+                unavailableAt.get(i).size()));
       }
       return s.append(thrown.size()).append(" thrown").toString();
     }

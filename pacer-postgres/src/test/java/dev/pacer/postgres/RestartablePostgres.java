@@ -4,21 +4,20 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
  * A PostgreSQL server (zonky's binaries) on a fixed port and data directory that a test can stop
- * the hard way (SIGQUIT to the postmaster, which is what {@code pg_ctl stop -m immediate} sends:
- * no checkpoint, every backend killed, as in a crash) and start again on the same port and data,
- * with crash recovery. The signal is sent directly because pg_ctl refuses to run as root, which
- * CI is.
+ * the hard way (SIGQUIT to the postmaster, which is what {@code pg_ctl stop -m immediate} sends: no
+ * checkpoint, every backend killed, as in a crash) and start again on the same port and data, with
+ * crash recovery. The signal is sent directly because pg_ctl refuses to run as root, which CI is.
  */
 public final class RestartablePostgres implements AutoCloseable {
 
@@ -50,7 +49,8 @@ public final class RestartablePostgres implements AutoCloseable {
 
   /** Runs {@code sql} on a connection of its own. */
   public void execute(String sql) throws SQLException {
-    try (Connection c = DriverManager.getConnection(jdbcUrl()); Statement s = c.createStatement()) {
+    try (Connection c = DriverManager.getConnection(jdbcUrl());
+        Statement s = c.createStatement()) {
       s.execute(sql);
     }
   }
@@ -61,20 +61,23 @@ public final class RestartablePostgres implements AutoCloseable {
 
   /** Starts the server with {@code settings} on top of zonky's, for this run of it only. */
   public synchronized void start(Map<String, String> settings) throws IOException {
-    EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
-        .setDataDirectory(dataDirectory)
-        .setCleanDataDirectory(false)
-        .setPort(port);
+    EmbeddedPostgres.Builder builder =
+        EmbeddedPostgres.builder()
+            .setDataDirectory(dataDirectory)
+            .setCleanDataDirectory(false)
+            .setPort(port);
     settings.forEach(builder::setServerConfig);
     server = builder.start();
-    postmasterPid = Long.parseLong(
-        Files.readAllLines(dataDirectory.resolve("postmaster.pid")).get(0).trim());
+    postmasterPid =
+        Long.parseLong(Files.readAllLines(dataDirectory.resolve("postmaster.pid")).get(0).trim());
   }
 
   /** Stops the server at once, as a crash would: an immediate shutdown. */
   public synchronized void stopImmediately() throws Exception {
-    Process kill = new ProcessBuilder("kill", "-QUIT", Long.toString(postmasterPid))
-        .redirectErrorStream(true).start();
+    Process kill =
+        new ProcessBuilder("kill", "-QUIT", Long.toString(postmasterPid))
+            .redirectErrorStream(true)
+            .start();
     String output = new String(kill.getInputStream().readAllBytes());
     if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
       throw new IOException("kill -QUIT " + postmasterPid + " failed: " + output);

@@ -3,9 +3,9 @@ package dev.pacer.postgres;
 import java.time.Duration;
 
 /**
- * The retry grid of {@link OutagePolicy}, as the fleet tests expect it on the wall clock (5 s unless
- * a test sets a shorter cooldown): written out here rather than asked of the policy, so that a
- * policy that strays from it fails them.
+ * The retry grid of {@link OutagePolicy}, as the fleet tests expect it on the wall clock (5 s
+ * unless a test sets a shorter cooldown): written out here rather than asked of the policy, so that
+ * a policy that strays from it fails them.
  */
 public final class RetryGrid {
 
@@ -26,8 +26,8 @@ public final class RetryGrid {
 
   /**
    * Where the hand-over after PostgreSQL's return at {@code epochNanos} ends, on the 5-s grid: the
-   * fleet is back on the first boundary after the return, and paces locally as well until the
-   * next one.
+   * fleet is back on the first boundary after the return, and paces locally as well until the next
+   * one.
    */
   public static long handOverEnds(long epochNanos) {
     return boundaryAfter(boundaryAfter(epochNanos));

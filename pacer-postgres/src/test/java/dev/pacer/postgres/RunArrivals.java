@@ -15,9 +15,9 @@ import java.util.stream.Collectors;
 final class RunArrivals {
 
   /**
-   * How long after a run's first arrival its steady part begins: at GO every member wakes at
-   * once, and on a loaded machine the first requests can reach the door later than the stamp
-   * error the aggregate allows ({@link dev.pacer.testing.FleetBounds#STAMP_ERROR_SECONDS}).
+   * How long after a run's first arrival its steady part begins: at GO every member wakes at once,
+   * and on a loaded machine the first requests can reach the door later than the stamp error the
+   * aggregate allows ({@link dev.pacer.testing.FleetBounds#STAMP_ERROR_SECONDS}).
    */
   static final double START_SECONDS = 1;
 
@@ -35,8 +35,12 @@ final class RunArrivals {
 
   /** The arrivals on {@code path} of each member, by its name, the names in order. */
   static Map<String, Timeline> byMember(List<Arrival> arrivals, String path) {
-    return arrivals.stream().filter(a -> a.path().equals(path))
-        .collect(Collectors.groupingBy(Arrival::worker, TreeMap::new,
-            Collectors.collectingAndThen(Collectors.toList(), Timeline::of)));
+    return arrivals.stream()
+        .filter(a -> a.path().equals(path))
+        .collect(
+            Collectors.groupingBy(
+                Arrival::worker,
+                TreeMap::new,
+                Collectors.collectingAndThen(Collectors.toList(), Timeline::of)));
   }
 }

@@ -32,8 +32,9 @@ class StatementLaneTest {
     return asks.get(0).startsWith("s") ? answers.subList(1, answers.size()) : answers;
   }
 
-  private final StatementLane<String, String> lane = new StatementLane<>(
-      (a, b) -> a.charAt(0) == b.charAt(0), this::make, e -> "unmade: " + e.getMessage());
+  private final StatementLane<String, String> lane =
+      new StatementLane<>(
+          (a, b) -> a.charAt(0) == b.charAt(0), this::make, e -> "unmade: " + e.getMessage());
 
   @Test
   void aCallAloneIsMadeAloneByItsOwnThread() {
@@ -50,9 +51,19 @@ class StatementLaneTest {
     assertThat(groupsMade).containsExactly(List.of("a1", "a2", "a3"), List.of("b1", "b2"));
     assertThat(makers).hasSize(2).allMatch(callers::contains);
     assertThat(makers.get(0)).isSameAs(makers.get(1));
-    assertThat(answers).containsExactlyInAnyOrderEntriesOf(Map.of(
-        "a1", Optional.of("A1/3"), "a2", Optional.of("A2/3"), "a3", Optional.of("A3/3"),
-        "b1", Optional.of("B1/2"), "b2", Optional.of("B2/2")));
+    assertThat(answers)
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of(
+                "a1",
+                Optional.of("A1/3"),
+                "a2",
+                Optional.of("A2/3"),
+                "a3",
+                Optional.of("A3/3"),
+                "b1",
+                Optional.of("B1/2"),
+                "b2",
+                Optional.of("B2/2")));
   }
 
   @Test
@@ -60,14 +71,15 @@ class StatementLaneTest {
     Map<String, Optional<String>> answers = new ConcurrentHashMap<>();
     queueWhileHeldThenRelease(answers, "x1", "s1", "a1", "x2", "s2");
 
-    assertThat(groupsMade).containsExactly(List.of("x1", "x2"), List.of("s1", "s2"),
-        List.of("a1"));
-    assertThat(answers).containsExactlyInAnyOrderEntriesOf(Map.of(
-        "x1", Optional.of("unmade: no statement for [x1, x2]"),
-        "x2", Optional.of("unmade: no statement for [x1, x2]"),
-        "s1", Optional.of("unmade: 1 answers made for 2 calls"),
-        "s2", Optional.of("unmade: 1 answers made for 2 calls"),
-        "a1", Optional.of("A1/1")));
+    assertThat(groupsMade).containsExactly(List.of("x1", "x2"), List.of("s1", "s2"), List.of("a1"));
+    assertThat(answers)
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of(
+                "x1", Optional.of("unmade: no statement for [x1, x2]"),
+                "x2", Optional.of("unmade: no statement for [x1, x2]"),
+                "s1", Optional.of("unmade: 1 answers made for 2 calls"),
+                "s2", Optional.of("unmade: 1 answers made for 2 calls"),
+                "a1", Optional.of("A1/1")));
   }
 
   @Test
@@ -75,10 +87,12 @@ class StatementLaneTest {
     Map<String, Optional<String>> answers = new ConcurrentHashMap<>();
     boolean[] interruptKept = {false};
     lane.hold();
-    Thread caller = new Thread(() -> {
-      answers.put("a1", lane.call("a1"));
-      interruptKept[0] = Thread.currentThread().isInterrupted();
-    });
+    Thread caller =
+        new Thread(
+            () -> {
+              answers.put("a1", lane.call("a1"));
+              interruptKept[0] = Thread.currentThread().isInterrupted();
+            });
     caller.start();
     awaitTrue(() -> lane.queued() == 1);
     caller.interrupt();
@@ -96,8 +110,8 @@ class StatementLaneTest {
    * With the lane held, starts a caller for each ask, the next once the one before is queued; then
    * releases the lane and waits for every caller to be answered.
    */
-  private List<Thread> queueWhileHeldThenRelease(Map<String, Optional<String>> answers,
-      String... asks) throws InterruptedException {
+  private List<Thread> queueWhileHeldThenRelease(
+      Map<String, Optional<String>> answers, String... asks) throws InterruptedException {
     lane.hold();
     List<Thread> callers = new ArrayList<>();
     for (String ask : asks) {

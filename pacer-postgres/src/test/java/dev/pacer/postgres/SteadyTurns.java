@@ -33,6 +33,7 @@ final class SteadyTurns {
 
   /** The turns taken and given up as late in the steady part so far. */
   TurnsTaken taken() {
-    return new TurnsTaken(turns, lateAtSteady < 0 ? 0 : lateTurnsSkipped.getAsLong() - lateAtSteady);
+    return new TurnsTaken(
+        turns, lateAtSteady < 0 ? 0 : lateTurnsSkipped.getAsLong() - lateAtSteady);
   }
 }

@@ -26,16 +26,16 @@ import org.junit.jupiter.api.Assumptions;
 /**
  * A physical streaming standby of a {@link RestartablePostgres}, for failover tests: a copy of the
  * primary's data directory made by {@code pg_basebackup -R} (which writes {@code standby.signal}
- * and the primary's address), served on a port of its own by the same zonky binaries, read-only
- * and replaying the primary's WAL as it streams until {@link #promote} makes it a primary. The
+ * and the primary's address), served on a port of its own by the same zonky binaries, read-only and
+ * replaying the primary's WAL as it streams until {@link #promote} makes it a primary. The
  * replication is asynchronous, PostgreSQL's default: a commit the primary acknowledged and had not
  * yet sent is not on the standby.
  *
  * <p>The primary needs {@link #PRIMARY_SETTINGS} and a replication entry in {@code pg_hba.conf};
  * zonky's initdb ({@code -A trust}) writes {@code host replication all 127.0.0.1/32 trust}.
  *
- * <p>{@code pg_basebackup} is not among zonky's binaries (initdb, pg_ctl, postgres). It is found
- * as pacer-bench finds pgbench: the newest under Debian's {@code /usr/lib/postgresql/<version>/bin}
+ * <p>{@code pg_basebackup} is not among zonky's binaries (initdb, pg_ctl, postgres). It is found as
+ * pacer-bench finds pgbench: the newest under Debian's {@code /usr/lib/postgresql/<version>/bin}
  * (the postgresql package, which {@code .ci/run} installs), else one on the {@code PATH} that
  * answers {@code --version}; a newer pg_basebackup copies an older server. Without one the test
  * that needs it is skipped, saying so.
@@ -51,8 +51,8 @@ public final class StreamingStandby implements AutoCloseable {
   private final int port;
   private final EmbeddedPostgres server;
 
-  private StreamingStandby(RestartablePostgres primary, Path directory, int port,
-      EmbeddedPostgres server) {
+  private StreamingStandby(
+      RestartablePostgres primary, Path directory, int port, EmbeddedPostgres server) {
     this.primary = primary;
     this.directory = directory;
     this.port = port;
@@ -65,10 +65,25 @@ public final class StreamingStandby implements AutoCloseable {
     Path directory = Files.createTempDirectory("pacer-standby-pg");
     Path data = directory.resolve("data");
     // -c fast: an immediate checkpoint on the primary, instead of waiting for a spread one.
-    Process copy = new ProcessBuilder(baseBackup.toString(), "-h", "127.0.0.1",
-        "-p", Integer.toString(primary.port()), "-U", "postgres", "-D", data.toString(),
-        "-R", "-X", "stream", "-c", "fast", "--no-sync")
-        .redirectErrorStream(true).start();
+    Process copy =
+        new ProcessBuilder(
+                baseBackup.toString(),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                Integer.toString(primary.port()),
+                "-U",
+                "postgres",
+                "-D",
+                data.toString(),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "--no-sync")
+            .redirectErrorStream(true)
+            .start();
     String output = new String(copy.getInputStream().readAllBytes());
     if (!copy.waitFor(60, TimeUnit.SECONDS) || copy.exitValue() != 0) {
       throw new IOException(baseBackup + " failed: " + output);
@@ -78,11 +93,12 @@ public final class StreamingStandby implements AutoCloseable {
       port = s.getLocalPort();
     }
     // zonky runs no initdb in a directory that has a postgresql.conf, the one copied here.
-    EmbeddedPostgres server = EmbeddedPostgres.builder()
-        .setDataDirectory(data)
-        .setCleanDataDirectory(false)
-        .setPort(port)
-        .start();
+    EmbeddedPostgres server =
+        EmbeddedPostgres.builder()
+            .setDataDirectory(data)
+            .setCleanDataDirectory(false)
+            .setPort(port)
+            .start();
     StreamingStandby standby = new StreamingStandby(primary, directory, port, server);
     if (!standby.inRecovery()) {
       standby.close();
@@ -110,8 +126,7 @@ public final class StreamingStandby implements AutoCloseable {
     }
     long deadline = System.nanoTime() + within.toNanos();
     try (Connection c = DriverManager.getConnection(jdbcUrl());
-        PreparedStatement s = c.prepareStatement(
-            "SELECT pg_last_wal_replay_lsn() >= ?::pg_lsn")) {
+        PreparedStatement s = c.prepareStatement("SELECT pg_last_wal_replay_lsn() >= ?::pg_lsn")) {
       s.setString(1, written);
       while (true) {
         try (ResultSet r = s.executeQuery()) {
@@ -121,8 +136,11 @@ public final class StreamingStandby implements AutoCloseable {
           }
         }
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("the standby had not replayed the primary's WAL up to "
-              + written + " within " + within);
+          throw new IllegalStateException(
+              "the standby had not replayed the primary's WAL up to "
+                  + written
+                  + " within "
+                  + within);
         }
         Thread.sleep(20);
       }
@@ -157,26 +175,28 @@ public final class StreamingStandby implements AutoCloseable {
     Path debian = Path.of("/usr/lib/postgresql");
     if (Files.isDirectory(debian)) {
       try (Stream<Path> versions = Files.list(debian)) {
-        Optional<Path> found = versions
-            .map(v -> v.resolve("bin/pg_basebackup"))
-            .filter(Files::isExecutable)
-            .max(Comparator.comparingInt(p -> majorVersion(p.getParent().getParent())));
+        Optional<Path> found =
+            versions
+                .map(v -> v.resolve("bin/pg_basebackup"))
+                .filter(Files::isExecutable)
+                .max(Comparator.comparingInt(p -> majorVersion(p.getParent().getParent())));
         if (found.isPresent()) {
           return found.get();
         }
       }
     }
-    List<String> path = Arrays.asList(
-        System.getenv().getOrDefault("PATH", "").split(File.pathSeparator));
+    List<String> path =
+        Arrays.asList(System.getenv().getOrDefault("PATH", "").split(File.pathSeparator));
     for (String dir : path) {
       Path candidate = dir.isEmpty() ? null : Path.of(dir, "pg_basebackup");
       if (candidate != null && Files.isExecutable(candidate) && answers(candidate)) {
         return candidate;
       }
     }
-    return Assumptions.abort("pg_basebackup is neither under /usr/lib/postgresql/<version>/bin"
-        + " nor on the PATH: install Debian's postgresql package (.ci/run does) to run the"
-        + " failover tests");
+    return Assumptions.abort(
+        "pg_basebackup is neither under /usr/lib/postgresql/<version>/bin"
+            + " nor on the PATH: install Debian's postgresql package (.ci/run does) to run the"
+            + " failover tests");
   }
 
   private static boolean answers(Path binary) throws IOException, InterruptedException {

@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Nested;
 /**
  * The cursor contract, both layouts, on the oldest and the newest PostgreSQL that Pacer supports
  * (the pom names them). The default test server is a release in between; the key/value layout's
- * arithmetic differs by release ({@code extract} returns double precision up to 13 and numeric
- * from 14), so both ends run the whole suite.
+ * arithmetic differs by release ({@code extract} returns double precision up to 13 and numeric from
+ * 14), so both ends run the whole suite.
  */
 class SupportedVersionsContractTest {
 
@@ -19,8 +19,11 @@ class SupportedVersionsContractTest {
 
   private static TableLayout djangoCache(String release) {
     String table = "contract_cache_" + release.replace('.', '_');
-    VersionedDatabase.execute(release, "CREATE TABLE IF NOT EXISTS " + table
-        + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL)");
+    VersionedDatabase.execute(
+        release,
+        "CREATE TABLE IF NOT EXISTS "
+            + table
+            + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL)");
     return TableLayout.djangoCache(table);
   }
 
@@ -44,52 +47,60 @@ class SupportedVersionsContractTest {
     @Override
     protected Cursor cursor() {
       synchronized (OPENED) {
-        return OPENED.computeIfAbsent(getClass(),
-            c -> VersionedDatabase.cursor(release(), layout(), CLOCK));
+        return OPENED.computeIfAbsent(
+            getClass(), c -> VersionedDatabase.cursor(release(), layout(), CLOCK));
       }
     }
   }
 
   @Nested
   class OldestPacerTable extends OnRelease {
-    @Override String release() {
+    @Override
+    String release() {
       return VersionedDatabase.oldest();
     }
 
-    @Override TableLayout layout() {
+    @Override
+    TableLayout layout() {
       return TableLayout.pacerTable();
     }
   }
 
   @Nested
   class OldestKeyValueTable extends OnRelease {
-    @Override String release() {
+    @Override
+    String release() {
       return VersionedDatabase.oldest();
     }
 
-    @Override TableLayout layout() {
+    @Override
+    TableLayout layout() {
       return djangoCache(release());
     }
   }
 
   @Nested
   class NewestPacerTable extends OnRelease {
-    @Override String release() {
+    @Override
+    String release() {
       return VersionedDatabase.newest();
     }
 
-    @Override TableLayout layout() {
+    @Override
+    TableLayout layout() {
       return TableLayout.pacerTable();
     }
   }
 
   @Nested
   class NewestKeyValueTable extends OnRelease {
-    @Override String release() {
+    @Override
+    String release() {
       return VersionedDatabase.newest();
     }
 
-    @Override TableLayout layout() {
+    @Override
+    TableLayout layout() {
       return djangoCache(release());
     }
   }

@@ -16,28 +16,32 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A TCP forwarder to a database that a test can turn into a black hole: while blackholed it keeps
- * every socket open and accepts new ones, but forwards nothing in either direction, which is what
- * a hung server or a silently dropped network looks like to a client. It also counts the round
- * trips its clients begin, read from the protocol (see {@link FrontendRoundTrips}), and can lose
- * the answer to one statement after the statement has committed ({@link #loseTheAnswerTo}), and
- * can keep every notification from its clients ({@link #dropNotifications}); these need a client
- * that does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
+ * every socket open and accepts new ones, but forwards nothing in either direction, which is what a
+ * hung server or a silently dropped network looks like to a client. It also counts the round trips
+ * its clients begin, read from the protocol (see {@link FrontendRoundTrips}), and can lose the
+ * answer to one statement after the statement has committed ({@link #loseTheAnswerTo}), and can
+ * keep every notification from its clients ({@link #dropNotifications}); these need a client that
+ * does not encrypt ({@code sslmode=disable&gssEncMode=disable}).
  */
 public final class TcpProxy implements AutoCloseable {
 
   private final ServerSocket server;
   private final int upstreamPort;
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+
   /** The client side of every accepted connection, in the order accepted. */
   private final List<Socket> clients = new CopyOnWriteArrayList<>();
+
   private final java.util.Set<Socket> silenced = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile boolean blackholed;
   private volatile boolean droppingNotifications;
   private volatile boolean closed;
   private final AtomicLong accepted = new AtomicLong();
   private final AtomicLong roundTrips = new AtomicLong();
+
   /** What the statement whose answer is to be lost contains, until a client sends it. */
   private final AtomicReference<byte[]> loseAnswerTo = new AtomicReference<>();
+
   private final AtomicLong answersLost = new AtomicLong();
 
   public TcpProxy(int upstreamPort) throws IOException {
@@ -58,9 +62,9 @@ public final class TcpProxy implements AutoCloseable {
   }
 
   /**
-   * Round trips begun by all clients so far, counted as the client sends the message that ends
-   * one, before it is forwarded: so a round trip is counted by the time its answer arrives.
-   * Messages are counted whether or not the proxy is blackholed.
+   * Round trips begun by all clients so far, counted as the client sends the message that ends one,
+   * before it is forwarded: so a round trip is counted by the time its answer arrives. Messages are
+   * counted whether or not the proxy is blackholed.
    */
   public long roundTrips() {
     return roundTrips.get();
@@ -93,14 +97,14 @@ public final class TcpProxy implements AutoCloseable {
 
   /**
    * Lets the next statement a client sends whose text holds {@code marker} run, and loses the
-   * answer that ends its transaction: the connection that sent it is cut (both sockets closed)
-   * when the server's first ReadyForQuery after it that says the session is idle arrives (in
-   * autocommit, the statement's own; in a transaction, its commit's), and nothing of the answer in
-   * that read reaches the client. The server says so only once the transaction has committed: what
-   * the client sees is a connection lost while it waited, although its work was done. One
-   * statement only; later ones are forwarded as usual. The marker is looked for in the bytes the
-   * client sends (a Parse or a simple Query carries the statement's text; a statement the driver
-   * has prepared on the server carries none).
+   * answer that ends its transaction: the connection that sent it is cut (both sockets closed) when
+   * the server's first ReadyForQuery after it that says the session is idle arrives (in autocommit,
+   * the statement's own; in a transaction, its commit's), and nothing of the answer in that read
+   * reaches the client. The server says so only once the transaction has committed: what the client
+   * sees is a connection lost while it waited, although its work was done. One statement only;
+   * later ones are forwarded as usual. The marker is looked for in the bytes the client sends (a
+   * Parse or a simple Query carries the statement's text; a statement the driver has prepared on
+   * the server carries none).
    */
   public void loseTheAnswerTo(String marker) {
     loseAnswerTo.set(marker.getBytes(StandardCharsets.UTF_8));
@@ -113,8 +117,8 @@ public final class TcpProxy implements AutoCloseable {
 
   /**
    * Forwards everything but the server's NotificationResponse messages, on connections accepted
-   * from now on: what a proxy or pooler that does not pass on {@code NOTIFY} looks like to a
-   * client that {@code LISTEN}s, with its own server process behind it all along.
+   * from now on: what a proxy or pooler that does not pass on {@code NOTIFY} looks like to a client
+   * that {@code LISTEN}s, with its own server process behind it all along.
    */
   public void dropNotifications() {
     droppingNotifications = true;
@@ -126,9 +130,9 @@ public final class TcpProxy implements AutoCloseable {
   }
 
   /**
-   * Stops forwarding on every connection open now, for good, and keeps them open: what a
-   * connection whose path a NAT or a firewall forgot looks like to its client (half-open). New
-   * connections are forwarded.
+   * Stops forwarding on every connection open now, for good, and keeps them open: what a connection
+   * whose path a NAT or a firewall forgot looks like to its client (half-open). New connections are
+   * forwarded.
    */
   public void silenceOpen() {
     silenced.addAll(sockets);
@@ -159,12 +163,19 @@ public final class TcpProxy implements AutoCloseable {
         sockets.add(upstream);
         FrontendRoundTrips fromClient = new FrontendRoundTrips(roundTrips);
         AnswerCutter cutter = new AnswerCutter();
-        pump(client, upstream, (bytes, length) -> {
-          fromClient.read(bytes, length);
-          cutter.clientSent(bytes, length);
-          return true;
-        }, Filter.NONE);
-        pump(upstream, client, cutter::serverSent,
+        pump(
+            client,
+            upstream,
+            (bytes, length) -> {
+              fromClient.read(bytes, length);
+              cutter.clientSent(bytes, length);
+              return true;
+            },
+            Filter.NONE);
+        pump(
+            upstream,
+            client,
+            cutter::serverSent,
             droppingNotifications ? new NotificationDropper() : Filter.NONE);
       } catch (IOException e) {
         if (!closed) {
@@ -216,8 +227,12 @@ public final class TcpProxy implements AutoCloseable {
         header[headerFilled++] = bytes[i++];
         if (headerFilled == header.length) {
           headerFilled = 0;
-          bodyLeft = ((header[1] & 0xffL) << 24 | (header[2] & 0xff) << 16
-              | (header[3] & 0xff) << 8 | header[4] & 0xff) - 4;
+          bodyLeft =
+              ((header[1] & 0xffL) << 24
+                      | (header[2] & 0xff) << 16
+                      | (header[3] & 0xff) << 8
+                      | header[4] & 0xff)
+                  - 4;
           dropping = header[0] == 'A';
           if (!dropping) {
             out.write(header, 0, header.length);
@@ -238,10 +253,12 @@ public final class TcpProxy implements AutoCloseable {
   private final class AnswerCutter {
     /** The client's last bytes of its previous read: a marker may span two reads. */
     private byte[] tail = new byte[0];
+
     private volatile boolean armed;
     private final byte[] header = new byte[5];
     private int headerFilled;
     private long bodyLeft;
+
     /** The next byte is a ReadyForQuery's transaction status. */
     private boolean statusNext;
 
@@ -286,8 +303,12 @@ public final class TcpProxy implements AutoCloseable {
         header[headerFilled++] = bytes[i++];
         if (headerFilled == header.length) {
           headerFilled = 0;
-          bodyLeft = ((header[1] & 0xffL) << 24 | (header[2] & 0xff) << 16
-              | (header[3] & 0xff) << 8 | header[4] & 0xff) - 4;
+          bodyLeft =
+              ((header[1] & 0xffL) << 24
+                      | (header[2] & 0xff) << 16
+                      | (header[3] & 0xff) << 8
+                      | header[4] & 0xff)
+                  - 4;
           statusNext = header[0] == 'Z' && bodyLeft == 1;
         }
       }
@@ -310,28 +331,31 @@ public final class TcpProxy implements AutoCloseable {
 
   /** Copies one direction; when either side ends, closes both, as a real connection would. */
   private void pump(Socket fromSocket, Socket toSocket, Reader reader, Filter filter) {
-    Thread t = new Thread(() -> {
-      byte[] buffer = new byte[16384];
-      try {
-        InputStream from = fromSocket.getInputStream();
-        OutputStream to = toSocket.getOutputStream();
-        int n;
-        while ((n = from.read(buffer)) >= 0) {
-          if (!reader.read(buffer, n)) {
-            return; // cut: both sides are closed below, the bytes read never forwarded
-          }
-          if (!blackholed && !silenced.contains(fromSocket)) {
-            to.write(filter.forwarded(buffer, n));
-            to.flush();
-          }
-        }
-      } catch (IOException ignored) {
-        // One side failed; both are closed below.
-      } finally {
-        closeQuietly(fromSocket);
-        closeQuietly(toSocket);
-      }
-    }, "tcp-proxy-pump");
+    Thread t =
+        new Thread(
+            () -> {
+              byte[] buffer = new byte[16384];
+              try {
+                InputStream from = fromSocket.getInputStream();
+                OutputStream to = toSocket.getOutputStream();
+                int n;
+                while ((n = from.read(buffer)) >= 0) {
+                  if (!reader.read(buffer, n)) {
+                    return; // cut: both sides are closed below, the bytes read never forwarded
+                  }
+                  if (!blackholed && !silenced.contains(fromSocket)) {
+                    to.write(filter.forwarded(buffer, n));
+                    to.flush();
+                  }
+                }
+              } catch (IOException ignored) {
+                // One side failed; both are closed below.
+              } finally {
+                closeQuietly(fromSocket);
+                closeQuietly(toSocket);
+              }
+            },
+            "tcp-proxy-pump");
     t.setDaemon(true);
     t.start();
   }

@@ -1,7 +1,7 @@
 package dev.pacer.postgres;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.TimeSource;
+import dev.pacer.spi.Cursor;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -44,13 +44,16 @@ public final class TestDatabase {
         throw new UncheckedIOException(e);
       }
       EmbeddedPostgres started = postgres;
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          started.close();
-        } catch (IOException ignored) {
-          // The JVM is exiting; the data directory is a temporary one.
-        }
-      }));
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    try {
+                      started.close();
+                    } catch (IOException ignored) {
+                      // The JVM is exiting; the data directory is a temporary one.
+                    }
+                  }));
     }
     return postgres;
   }
@@ -69,7 +72,8 @@ public final class TestDatabase {
   }
 
   public static void execute(String sql) {
-    try (Connection c = connect(); Statement s = c.createStatement()) {
+    try (Connection c = connect();
+        Statement s = c.createStatement()) {
       s.execute(sql);
     } catch (SQLException e) {
       throw new IllegalStateException(sql, e);
@@ -83,7 +87,9 @@ public final class TestDatabase {
 
   /** The statement that creates (if missing) a table of the shape of Django's cache table. */
   public static String djangoCacheTableDdl(String table) {
-    return "CREATE TABLE IF NOT EXISTS " + table + " (cache_key varchar(255) PRIMARY KEY,"
+    return "CREATE TABLE IF NOT EXISTS "
+        + table
+        + " (cache_key varchar(255) PRIMARY KEY,"
         + " value text NOT NULL, expires timestamptz NOT NULL)";
   }
 
@@ -112,8 +118,14 @@ public final class TestDatabase {
       }
       quickest = Math.min(quickest, took);
     }
-    throw new AssertionError("no reservation of " + SETTLING_CALLS + " returned within "
-        + SETTLED_CALL + " (quickest " + quickest / 1000 + " us): the clock mapping is unsettled");
+    throw new AssertionError(
+        "no reservation of "
+            + SETTLING_CALLS
+            + " returned within "
+            + SETTLED_CALL
+            + " (quickest "
+            + quickest / 1000
+            + " us): the clock mapping is unsettled");
   }
 
   /** A cursor with the given layout, reading {@code time}. */

@@ -29,14 +29,19 @@ import org.junit.jupiter.api.Test;
 class TransactionPoolerTest {
 
   private static final Duration GAP = Duration.ofNanos(1000);
-  private static final List<String> SETTINGS = List.of("statement_timeout", "lock_timeout",
-      "synchronous_commit", "enable_seqscan", "plan_cache_mode");
+  private static final List<String> SETTINGS =
+      List.of(
+          "statement_timeout",
+          "lock_timeout",
+          "synchronous_commit",
+          "enable_seqscan",
+          "plan_cache_mode");
 
   /**
    * Three cursors, as three processes have, each with its own client connection, reserving and
-   * reading holds from a thread each through a pool of two server connections: each statement
-   * must find on whichever server connection it lands what it needs, and nothing another client
-   * left there may get in its way.
+   * reading holds from a thread each through a pool of two server connections: each statement must
+   * find on whichever server connection it lands what it needs, and nothing another client left
+   * there may get in its way.
    */
   @Test
   void cursorsOfSeveralProcessesReserveAndReadHoldsThroughThePooler() throws Exception {
@@ -50,31 +55,36 @@ class TransactionPoolerTest {
         }
         List<Future<List<String>>> runs = new ArrayList<>();
         for (PostgresCursor cursor : cursors) {
-          runs.add(threads.submit(() -> {
-            List<String> problems = new ArrayList<>();
-            if (!cursor.connect(Duration.ofSeconds(10))) {
-              problems.add("could not connect");
-            }
-            for (int i = 0; i < 200; i++) {
-              Reservation turn = cursor.reserve(name, GAP);
-              if (!turn.isGranted()) {
-                problems.add("reservation " + i + ": " + turn);
-              }
-              if (i % 20 == 0) {
-                try {
-                  assertThat(cursor.holdsInForce(name)).isEqualTo(DestinationHolds.NONE);
-                } catch (RuntimeException e) {
-                  problems.add("holds at " + i + ": " + e);
-                }
-              }
-            }
-            return problems;
-          }));
+          runs.add(
+              threads.submit(
+                  () -> {
+                    List<String> problems = new ArrayList<>();
+                    if (!cursor.connect(Duration.ofSeconds(10))) {
+                      problems.add("could not connect");
+                    }
+                    for (int i = 0; i < 200; i++) {
+                      Reservation turn = cursor.reserve(name, GAP);
+                      if (!turn.isGranted()) {
+                        problems.add("reservation " + i + ": " + turn);
+                      }
+                      if (i % 20 == 0) {
+                        try {
+                          assertThat(cursor.holdsInForce(name)).isEqualTo(DestinationHolds.NONE);
+                        } catch (RuntimeException e) {
+                          problems.add("holds at " + i + ": " + e);
+                        }
+                      }
+                    }
+                    return problems;
+                  }));
         }
         for (int i = 0; i < runs.size(); i++) {
           List<String> problems = runs.get(i).get(60, TimeUnit.SECONDS);
-          assertThat(problems.size()).as("cursor %d's problems, the first: %s", i,
-              problems.subList(0, Math.min(3, problems.size()))).isZero();
+          assertThat(problems.size())
+              .as(
+                  "cursor %d's problems, the first: %s",
+                  i, problems.subList(0, Math.min(3, problems.size())))
+              .isZero();
           assertThat(cursors.get(i).failureCount()).as("cursor %d's failures", i).isZero();
         }
       } finally {
@@ -94,9 +104,14 @@ class TransactionPoolerTest {
     int reservations = 500;
     try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
         TcpProxy proxy = new TcpProxy(pooler.port());
-        PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(
-            "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/postgres?user=postgres"
-                + "&sslmode=disable&gssEncMode=disable").build())) {
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forUrl(
+                        "jdbc:postgresql://127.0.0.1:"
+                            + proxy.port()
+                            + "/postgres?user=postgres"
+                            + "&sslmode=disable&gssEncMode=disable")
+                    .build())) {
       String name = "pooled-cost-" + UUID.randomUUID().toString().substring(0, 8);
       assertThat(cursor.connect(Duration.ofSeconds(10))).isTrue();
       long before = proxy.roundTrips();
@@ -107,10 +122,12 @@ class TransactionPoolerTest {
       }
       // The census of the processes taking turns is one round trip of its own per period.
       long censuses = cursor.censuses() - censusesBefore;
-      assertThat(censuses).as("censuses while %d reservations were made", reservations)
+      assertThat(censuses)
+          .as("censuses while %d reservations were made", reservations)
           .isLessThanOrEqualTo(1 + (System.nanoTime() - started) / FetcherCensus.PERIOD.toNanos());
-      assertThat(proxy.roundTrips() - before).as("round trips for %d reservations and %d"
-          + " census(es)", reservations, censuses).isEqualTo(reservations + censuses);
+      assertThat(proxy.roundTrips() - before)
+          .as("round trips for %d reservations and %d" + " census(es)", reservations, censuses)
+          .isEqualTo(reservations + censuses);
     }
   }
 
@@ -125,8 +142,11 @@ class TransactionPoolerTest {
       direct = settings(c);
     }
     try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 1);
-        PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(pooler.jdbcUrl())
-            .operationTimeout(Duration.ofMillis(700)).build())) {
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forUrl(pooler.jdbcUrl())
+                    .operationTimeout(Duration.ofMillis(700))
+                    .build())) {
       assertThat(cursor.reserve("pooled-settings", GAP).isGranted()).isTrue();
       try (Connection other = DriverManager.getConnection(pooler.jdbcUrl())) {
         assertThat(settings(other)).isEqualTo(direct);
@@ -140,12 +160,14 @@ class TransactionPoolerTest {
    * connection of the pool.
    */
   @Test
-  void aReservationWaitingForALockedRowIsCutAtTheOperationTimeoutOnTheServerToo()
-      throws Exception {
+  void aReservationWaitingForALockedRowIsCutAtTheOperationTimeoutOnTheServerToo() throws Exception {
     String name = "pooled-lock-" + UUID.randomUUID().toString().substring(0, 8);
     try (PgBouncer pooler = PgBouncer.transactionMode(TestDatabase.port(), 2);
-        PostgresCursor cursor = new PostgresCursor(PostgresCursorConfig.forUrl(pooler.jdbcUrl())
-            .operationTimeout(Duration.ofMillis(500)).build());
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forUrl(pooler.jdbcUrl())
+                    .operationTimeout(Duration.ofMillis(500))
+                    .build());
         Connection blocker = TestDatabase.connect()) {
       assertThat(cursor.reserve(name, GAP).isGranted()).isTrue();
       blocker.setAutoCommit(false);
@@ -161,8 +183,10 @@ class TransactionPoolerTest {
       assertThat(seconds).isBetween(0.3, 1.5);
       try (Connection observer = TestDatabase.connect();
           Statement s = observer.createStatement();
-          ResultSet waiting = s.executeQuery("SELECT count(*) FROM pg_stat_activity"
-              + " WHERE wait_event_type = 'Lock' AND query LIKE '%pacer_cursor%'")) {
+          ResultSet waiting =
+              s.executeQuery(
+                  "SELECT count(*) FROM pg_stat_activity"
+                      + " WHERE wait_event_type = 'Lock' AND query LIKE '%pacer_cursor%'")) {
         waiting.next();
         assertThat(waiting.getInt(1)).as("statements still waiting for the row").isZero();
       }

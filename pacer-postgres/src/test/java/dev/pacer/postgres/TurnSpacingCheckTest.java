@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The contract's check that concurrent reservations never share a turn can fail: a cursor that
- * reads its next and writes it back in two statements fails it every time, and the real cursor,
- * one atomic statement, passes it every time, on the same clock and the same tolerance.
+ * reads its next and writes it back in two statements fails it every time, and the real cursor, one
+ * atomic statement, passes it every time, on the same clock and the same tolerance.
  */
 class TurnSpacingCheckTest {
 
@@ -19,11 +19,14 @@ class TurnSpacingCheckTest {
   @Test
   void aCursorThatReadsThenWritesFailsIt() throws Exception {
     TurnClock clock = new TurnClock(TimeSource.SYSTEM);
-    try (ReadThenWriteCursor racy = new ReadThenWriteCursor(clock, CursorContract.CONCURRENT_CALLERS)) {
+    try (ReadThenWriteCursor racy =
+        new ReadThenWriteCursor(clock, CursorContract.CONCURRENT_CALLERS)) {
       for (int i = 0; i < TRIES; i++) {
         TestDatabase.settleClock(racy, clock);
-        assertThatThrownBy(() -> CursorContract.assertConcurrentReservationsNeverShareATurn(
-                racy, clock, TestDatabase.CLOCK_MAPPING))
+        assertThatThrownBy(
+                () ->
+                    CursorContract.assertConcurrentReservationsNeverShareATurn(
+                        racy, clock, TestDatabase.CLOCK_MAPPING))
             .as("try %d", i + 1)
             .isInstanceOf(AssertionError.class)
             .hasMessageContaining("ns from turn");

@@ -25,24 +25,32 @@ record TurnsTaken(long sent, long late, long longestStallNanos, long stalledNano
 
   /** The line a worker prints. */
   String line() {
-    return "SENT " + sent + " LATE " + late + " STALLED " + longestStallNanos + " "
-        + stalledNanos;
+    return "SENT " + sent + " LATE " + late + " STALLED " + longestStallNanos + " " + stalledNanos;
   }
 
   /** The report in {@code line}, if it is one. */
   static Optional<TurnsTaken> parse(String line) {
     String[] parts = line.split(" ");
-    if (parts.length != 7 || !parts[0].equals("SENT") || !parts[2].equals("LATE")
+    if (parts.length != 7
+        || !parts[0].equals("SENT")
+        || !parts[2].equals("LATE")
         || !parts[4].equals("STALLED")) {
       return Optional.empty();
     }
-    return Optional.of(new TurnsTaken(Long.parseLong(parts[1]), Long.parseLong(parts[3]),
-        Long.parseLong(parts[5]), Long.parseLong(parts[6])));
+    return Optional.of(
+        new TurnsTaken(
+            Long.parseLong(parts[1]),
+            Long.parseLong(parts[3]),
+            Long.parseLong(parts[5]),
+            Long.parseLong(parts[6])));
   }
 
   /** Two members' reports together: their counts added, the longer of their longest stalls. */
   TurnsTaken plus(TurnsTaken other) {
-    return new TurnsTaken(sent + other.sent, late + other.late,
-        Math.max(longestStallNanos, other.longestStallNanos), stalledNanos + other.stalledNanos);
+    return new TurnsTaken(
+        sent + other.sent,
+        late + other.late,
+        Math.max(longestStallNanos, other.longestStallNanos),
+        stalledNanos + other.stalledNanos);
   }
 }

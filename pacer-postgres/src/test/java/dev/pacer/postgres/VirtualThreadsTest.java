@@ -35,11 +35,11 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The blocking {@code send} of {@code PacedHttpClient} on virtual threads, as an application on
  * them sends: 10,000 virtual threads on one limiter at 100/s, a real PostgreSQL cursor, each
- * sending one request through the JDK's client, which waits for its turn in {@code acquire()}.
- * The build is Java 17, so the threads run in a child JVM ({@link VirtualThreadWorker}, which
- * sends with the public API alone and reads the limiter's permits through a test probe only once
- * its threads have ended) on a JDK of 21 or later, found by {@link #virtualThreadJdk()}; without
- * one this test fails, since CI has one.
+ * sending one request through the JDK's client, which waits for its turn in {@code acquire()}. The
+ * build is Java 17, so the threads run in a child JVM ({@link VirtualThreadWorker}, which sends
+ * with the public API alone and reads the limiter's permits through a test probe only once its
+ * threads have ended) on a JDK of 21 or later, found by {@link #virtualThreadJdk()}; without one
+ * this test fails, since CI has one.
  *
  * <p>It asserts that no virtual thread pinned its carrier (JFR's {@code jdk.VirtualThreadPinned},
  * every event, against a deliberate pin that must be seen), that no request failed, that the
@@ -48,30 +48,31 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * delivered rate over the steady part ({@link RunArrivals#steady}), the turns given up as late.
  * Each request is traced from its turn to the door ({@link TurnTrace}): the turns are held to the
  * window with no excuse, and a window broken at the door by a request held up after its hand-over
- * to the JDK's client, where no check can see it, is reported as skipped with its figures.
- * The twin runs the same child twice at once, each on a {@code LocalCursor}, as per-process
- * pacers would, and must break the window and the aggregate.
+ * to the JDK's client, where no check can see it, is reported as skipped with its figures. The twin
+ * runs the same child twice at once, each on a {@code LocalCursor}, as per-process pacers would,
+ * and must break the window and the aggregate.
  */
 class VirtualThreadsTest {
 
   /** Names a JDK home of 21 or later to run the child on; the environment's comes second. */
   static final String JDK_PROPERTY = "pacer.virtualThreadsJdk";
+
   static final String JDK_ENV = "PACER_VIRTUAL_THREADS_JDK";
 
   private static final int THREADS = 10_000;
   private static final double RATE = 100;
   private static final int CONCURRENCY = 16;
   private static final long RUN_MILLIS = 8_000;
+
   /**
    * The twin: its steady part, as the run's, starts {@link RunArrivals#START_SECONDS} after GO,
-   * when two children of 10,000 threads each on one core may still be starting them, and then
-   * lasts long enough for 2 x 100/s to break the aggregate over two seconds.
+   * when two children of 10,000 threads each on one core may still be starting them, and then lasts
+   * long enough for 2 x 100/s to break the aggregate over two seconds.
    */
   private static final long TWIN_MILLIS = 3_000;
 
   /** One door for both runs: each run sends to a path of its own. */
-  @RegisterExtension
-  static final DoorExtension door = new DoorExtension();
+  @RegisterExtension static final DoorExtension door = new DoorExtension();
 
   /** What one child reported: its {@code RESULT} pairs, its steady part's turns, its stderr. */
   private record Child(Map<String, String> result, TurnsTaken steady, int exit, String errors) {
@@ -94,32 +95,47 @@ class VirtualThreadsTest {
     Run run = run("shared", 1, RUN_MILLIS);
     Child child = run.children().get(0);
     Timeline arrivals = run.timeline();
-    System.out.printf("10,000 virtual threads: at the door %s; as sent %s; turns %s; %s; steady"
-            + " part %s%n%s%n%s%n%s%nthe child's stderr:%n%s%n", arrivals,
-        run.trace().sends(), run.trace().turns(), child.result(), child.steady(),
-        run.trace().busiestWindow(run.arrivals()), run.trace().stampDelays(run.arrivals()),
-        run.trace().holes(), child.errors());
+    System.out.printf(
+        "10,000 virtual threads: at the door %s; as sent %s; turns %s; %s; steady"
+            + " part %s%n%s%n%s%n%s%nthe child's stderr:%n%s%n",
+        arrivals,
+        run.trace().sends(),
+        run.trace().turns(),
+        child.result(),
+        child.steady(),
+        run.trace().busiestWindow(run.arrivals()),
+        run.trace().stampDelays(run.arrivals()),
+        run.trace().holes(),
+        child.errors());
 
     assertThat(child.exit()).as("child exit; its stderr:%n%s", child.errors()).isZero();
-    assertThat(child.result()).as("the child's report")
+    assertThat(child.result())
+        .as("the child's report")
         .containsKeys("pinned", "control", "sent", "failed", "alive", "permits");
     assertThat(child.count("control"))
-        .as("the deliberate pin was seen, so the count below can see one").isGreaterThan(0);
-    assertThat(child.count("pinned")).as("virtual threads that pinned their carrier; the child's"
-        + " stderr:%n%s", child.errors()).isZero();
+        .as("the deliberate pin was seen, so the count below can see one")
+        .isGreaterThan(0);
+    assertThat(child.count("pinned"))
+        .as(
+            "virtual threads that pinned their carrier; the child's" + " stderr:%n%s",
+            child.errors())
+        .isZero();
     assertThat(child.count("failed")).as("requests that failed").isZero();
     assertThat(child.count("alive")).as("threads alive after the interrupt").isZero();
-    assertThat(child.result().get("permits")).as("permits back after the interrupt")
+    assertThat(child.result().get("permits"))
+        .as("permits back after the interrupt")
         .isEqualTo(CONCURRENCY + "/" + CONCURRENCY);
-    assertThat(arrivals.size()).as("arrivals, against the child's count of requests sent")
+    assertThat(arrivals.size())
+        .as("arrivals, against the child's count of requests sent")
         .isGreaterThanOrEqualTo(child.count("sent"));
-    FleetBounds bounds = FleetBounds.at(RATE, "10,000 virtual threads through PacedHttpClient",
-        door);
+    FleetBounds bounds =
+        FleetBounds.at(RATE, "10,000 virtual threads through PacedHttpClient", door);
     Timeline steady = RunArrivals.steady(arrivals);
     // A stall of the sender's JVM (its own sampler's measure, not this JVM's) costs the turns
     // that fall in it: allowed, and not counted against the delivered rate.
     bounds.assertDelivered(steady, RATE, child.steady().stalledNanos() / 1e9);
-    bounds.assertFewLateTurns(child.steady().late(),
+    bounds.assertFewLateTurns(
+        child.steady().late(),
         child.steady().sent() + child.steady().late(),
         child.steady().longestStallNanos() / 1e9);
     // Last, since a window broken by a request held up after its hand-over skips the rest.
@@ -133,8 +149,11 @@ class VirtualThreadsTest {
       assertThat(child.exit()).as("child exit; its stderr:%n%s", child.errors()).isZero();
       assertThat(child.count("failed")).as("requests that failed").isZero();
     }
-    FleetBounds bounds = FleetBounds.at(RATE, "10,000 virtual threads in each of two processes,"
-        + " a local cursor each", door);
+    FleetBounds bounds =
+        FleetBounds.at(
+            RATE,
+            "10,000 virtual threads in each of two processes," + " a local cursor each",
+            door);
     bounds.assertWindowBroke(run.timeline());
     bounds.assertAggregateBroke(RunArrivals.steady(run.timeline()));
   }
@@ -157,18 +176,31 @@ class VirtualThreadsTest {
         // The child's collections and safepoints go to its stderr, printed by the test, stamped
         // on System.nanoTime() as the trace is: a pause stalls every thread of the child, between
         // a turn's check and its request's write too, where the limiter cannot see it.
-        children.add(new ProcessBuilder(java, "-Xlog:gc,safepoint:stderr:timenanos", "-cp",
-            System.getProperty("java.class.path"),
-            VirtualThreadWorker.class.getName(), mode, TestDatabase.jdbcUrl(), destination,
-            String.valueOf(processes), door.url(path), "process-" + i, String.valueOf(THREADS),
-            String.valueOf(RATE), String.valueOf(CONCURRENCY), String.valueOf(runMillis))
-            .redirectError(err.toFile())
-            .start());
+        children.add(
+            new ProcessBuilder(
+                    java,
+                    "-Xlog:gc,safepoint:stderr:timenanos",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    VirtualThreadWorker.class.getName(),
+                    mode,
+                    TestDatabase.jdbcUrl(),
+                    destination,
+                    String.valueOf(processes),
+                    door.url(path),
+                    "process-" + i,
+                    String.valueOf(THREADS),
+                    String.valueOf(RATE),
+                    String.valueOf(CONCURRENCY),
+                    String.valueOf(runMillis))
+                .redirectError(err.toFile())
+                .start());
       }
       List<BufferedReader> outputs = new ArrayList<>();
       for (Process child : children) {
-        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(),
-            StandardCharsets.UTF_8));
+        BufferedReader out =
+            new BufferedReader(
+                new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         assertThat(out.readLine()).as("child start-up").isEqualTo("READY");
         outputs.add(out);
       }
@@ -191,12 +223,15 @@ class VirtualThreadsTest {
         if (!child.waitFor(60, TimeUnit.SECONDS)) {
           child.destroyForcibly();
         }
-        reported.add(new Child(results.get(i).get(60, TimeUnit.SECONDS),
-            steadies.get(i).getNow(TurnsTaken.NONE), child.waitFor(),
-            Files.readString(errors.get(i))));
+        reported.add(
+            new Child(
+                results.get(i).get(60, TimeUnit.SECONDS),
+                steadies.get(i).getNow(TurnsTaken.NONE),
+                child.waitFor(),
+                Files.readString(errors.get(i))));
       }
-      return new Run(door.arrivals().stream().filter(a -> a.path().equals(path)).toList(), trace,
-          reported);
+      return new Run(
+          door.arrivals().stream().filter(a -> a.path().equals(path)).toList(), trace, reported);
     } finally {
       children.forEach(Process::destroyForcibly);
       for (Path err : errors) {
@@ -209,8 +244,8 @@ class VirtualThreadsTest {
    * Reads a child's report to its end: its traced requests into {@code trace}, its steady part's
    * turns into {@code steady}; returns its {@code RESULT} pairs.
    */
-  private static Map<String, String> read(BufferedReader out, TurnTrace trace,
-      CompletableFuture<TurnsTaken> steady) {
+  private static Map<String, String> read(
+      BufferedReader out, TurnTrace trace, CompletableFuture<TurnsTaken> steady) {
     Map<String, String> result = new HashMap<>();
     try {
       String line;
@@ -235,20 +270,28 @@ class VirtualThreadsTest {
 
   /**
    * A JDK home of 21 or later: the one named by {@value #JDK_PROPERTY} or {@value #JDK_ENV} (which
-   * must be one), else the one running this test if it is recent enough, else the oldest such
-   * under {@code /usr/lib/jvm} (the oldest is the strictest: up to JDK 23 a {@code synchronized}
-   * block around a blocking call pins too).
+   * must be one), else the one running this test if it is recent enough, else the oldest such under
+   * {@code /usr/lib/jvm} (the oldest is the strictest: up to JDK 23 a {@code synchronized} block
+   * around a blocking call pins too).
    */
   static Path virtualThreadJdk() throws IOException {
-    String named = Optional.ofNullable(System.getProperty(JDK_PROPERTY))
-        .orElse(System.getenv(JDK_ENV));
+    String named =
+        Optional.ofNullable(System.getProperty(JDK_PROPERTY)).orElse(System.getenv(JDK_ENV));
     if (named != null && !named.isBlank()) {
       Path home = Paths.get(named);
       int feature = featureVersion(home);
       if (feature < 21) {
-        fail(JDK_PROPERTY + "/" + JDK_ENV + " names " + home + ", which is "
-            + (feature == 0 ? "not a JDK home (no release file with JAVA_VERSION)" : "JDK " + feature)
-            + "; virtual threads need 21 or later");
+        fail(
+            JDK_PROPERTY
+                + "/"
+                + JDK_ENV
+                + " names "
+                + home
+                + ", which is "
+                + (feature == 0
+                    ? "not a JDK home (no release file with JAVA_VERSION)"
+                    : "JDK " + feature)
+                + "; virtual threads need 21 or later");
       }
       return home;
     }
@@ -260,17 +303,32 @@ class VirtualThreadsTest {
     List<Path> found = new ArrayList<>();
     if (Files.isDirectory(root)) {
       try (Stream<Path> homes = Files.list(root)) {
-        homes.filter(home -> Files.isExecutable(home.resolve("bin").resolve("java")))
+        homes
+            .filter(home -> Files.isExecutable(home.resolve("bin").resolve("java")))
             .filter(home -> featureVersion(home) >= 21)
             .forEach(found::add);
       }
     }
     return found.stream()
-        .min(Comparator.comparingInt(VirtualThreadsTest::featureVersion)
-            .thenComparing(Path::toString))
-        .orElseGet(() -> fail("no JDK of 21 or later found to run virtual threads on: the build"
-            + " runs on " + Runtime.version() + " (" + running + "), and " + root + " has none."
-            + " Name one with -D" + JDK_PROPERTY + "=<home> or " + JDK_ENV + "=<home>"));
+        .min(
+            Comparator.comparingInt(VirtualThreadsTest::featureVersion)
+                .thenComparing(Path::toString))
+        .orElseGet(
+            () ->
+                fail(
+                    "no JDK of 21 or later found to run virtual threads on: the build"
+                        + " runs on "
+                        + Runtime.version()
+                        + " ("
+                        + running
+                        + "), and "
+                        + root
+                        + " has none."
+                        + " Name one with -D"
+                        + JDK_PROPERTY
+                        + "=<home> or "
+                        + JDK_ENV
+                        + "=<home>"));
   }
 
   /** The feature version in {@code home}'s release file, or 0 if it has none. */

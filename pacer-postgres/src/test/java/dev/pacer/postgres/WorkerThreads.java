@@ -7,10 +7,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * The threads of a worker JVM, whose deaths are not lost. A thread that ends by throwing leaves
  * only a stack trace on stderr, and its JVM still exits 0 once its main returns: the test that
- * started it would then judge a fleet short of a thread, or a warm-up that never ran, as if
- * nothing had happened. Each task's death, of anything but an interrupt (the way a test stops a
- * waiter), is kept here, and {@link #exitIfAnyDied()} turns it into a non-zero exit that the test
- * asserts.
+ * started it would then judge a fleet short of a thread, or a warm-up that never ran, as if nothing
+ * had happened. Each task's death, of anything but an interrupt (the way a test stops a waiter), is
+ * kept here, and {@link #exitIfAnyDied()} turns it into a non-zero exit that the test asserts.
  */
 final class WorkerThreads {
 
@@ -35,12 +34,15 @@ final class WorkerThreads {
   }
 
   /**
-   * Starts {@code task} on a virtual thread: by reflection, since the test sources are compiled
-   * for 17; the JVM running it must be 21 or later.
+   * Starts {@code task} on a virtual thread: by reflection, since the test sources are compiled for
+   * 17; the JVM running it must be 21 or later.
    */
   Thread startVirtual(Task task) throws ReflectiveOperationException {
-    Thread thread = (Thread) Thread.class.getMethod("startVirtualThread", Runnable.class)
-        .invoke(null, guarded(task));
+    Thread thread =
+        (Thread)
+            Thread.class
+                .getMethod("startVirtualThread", Runnable.class)
+                .invoke(null, guarded(task));
     started.add(thread);
     return thread;
   }

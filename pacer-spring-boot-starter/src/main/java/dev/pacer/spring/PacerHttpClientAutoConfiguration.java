@@ -54,14 +54,15 @@ import org.springframework.web.client.RestClient;
  * an https destination at once can call {@code warmUp(destinationUrl)} on the bean itself. Turn it
  * off where the application sends no request soon after it starts (a test that never sends).
  */
-@AutoConfiguration(after = PacerAutoConfiguration.class,
+@AutoConfiguration(
+    after = PacerAutoConfiguration.class,
     beforeName = "org.springframework.boot.restclient.autoconfigure.RestClientAutoConfiguration")
 public class PacerHttpClientAutoConfiguration {
 
   /**
    * With Spring Boot's HTTP client settings: its connect timeout, SSL and redirect policy. Spring
-   * Boot 3.5 has classes of the same names with another API, so the condition names the module
-   * that only Spring Boot 4 has.
+   * Boot 3.5 has classes of the same names with another API, so the condition names the module that
+   * only Spring Boot 4 has.
    */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(
@@ -70,13 +71,20 @@ public class PacerHttpClientAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations,
+    PacedHttpClient pacerHttpClient(
+        LimiterRegistry registry,
+        PacerDestinations destinations,
         ObjectProvider<HttpClientSettings> settings) {
       HttpClientSettings s = settings.getIfAvailable(HttpClientSettings::defaults);
-      HttpClient delegate = new JdkHttpClientBuilder()
-          .build(s.withReadTimeout(null).withRedirects(HttpRedirects.DONT_FOLLOW));
-      return HttpClientPacing.pacedClient(registry, destinations, delegate,
-          s.redirects() != HttpRedirects.DONT_FOLLOW, s.readTimeout());
+      HttpClient delegate =
+          new JdkHttpClientBuilder()
+              .build(s.withReadTimeout(null).withRedirects(HttpRedirects.DONT_FOLLOW));
+      return HttpClientPacing.pacedClient(
+          registry,
+          destinations,
+          delegate,
+          s.redirects() != HttpRedirects.DONT_FOLLOW,
+          s.readTimeout());
     }
   }
 
@@ -84,8 +92,12 @@ public class PacerHttpClientAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations) {
-    return HttpClientPacing.pacedClient(registry, destinations,
-        HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), true, null);
+    return HttpClientPacing.pacedClient(
+        registry,
+        destinations,
+        HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(),
+        true,
+        null);
   }
 
   /** The warm-up at start (see the class comment). */
@@ -102,8 +114,8 @@ public class PacerHttpClientAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean(name = "pacerRestClientCustomizer")
-    RestClientCustomizer pacerRestClientCustomizer(PacedHttpClient client,
-        ObjectProvider<HttpClientSettings> settings) {
+    RestClientCustomizer pacerRestClientCustomizer(
+        PacedHttpClient client, ObjectProvider<HttpClientSettings> settings) {
       Duration readTimeout = settings.getIfAvailable(HttpClientSettings::defaults).readTimeout();
       return builder ->
           builder.requestFactory(HttpClientPacing.requestFactory(client, readTimeout));

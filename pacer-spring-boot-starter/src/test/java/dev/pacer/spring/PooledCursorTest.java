@@ -23,65 +23,77 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 class PooledCursorTest {
 
   private static final Duration SETTLE = Duration.ofSeconds(5);
+
   /**
-   * A listener whose connection dropped connects again at the cursor's next retry boundary (a
-   * grid of the failure cooldown, 5 s by default) and 100 ms more, never sooner: up to 5.1 s and
-   * its connection's set-up.
+   * A listener whose connection dropped connects again at the cursor's next retry boundary (a grid
+   * of the failure cooldown, 5 s by default) and 100 ms more, never sooner: up to 5.1 s and its
+   * connection's set-up.
    */
   private static final Duration LISTENER_BACK = Duration.ofSeconds(7);
 
-  private final ApplicationContextRunner runner = new ApplicationContextRunner()
-      .withConfiguration(AutoConfigurations.of(PacerAutoConfiguration.class));
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(PacerAutoConfiguration.class));
 
   /**
-   * HikariCP retires a connection past {@code maxLifetime} by marking it evicted, and closes it only
-   * when it is given back (or at once if idle); {@code softEvictConnections()} runs that same path
-   * for every connection at once, without waiting the 30-s minimum lifetime. The cursor keeps its
-   * two: reservations go on, no failure, nothing more borrowed. When the server then closes them
-   * (what a server or a proxy that ends old sessions does, and what {@code maxLifetime} exists to
-   * pre-empt), the next reservation finds its connection dead, borrows a fresh one and is granted
-   * in the same call, and the listener borrows its own again by the next retry boundary.
+   * HikariCP retires a connection past {@code maxLifetime} by marking it evicted, and closes it
+   * only when it is given back (or at once if idle); {@code softEvictConnections()} runs that same
+   * path for every connection at once, without waiting the 30-s minimum lifetime. The cursor keeps
+   * its two: reservations go on, no failure, nothing more borrowed. When the server then closes
+   * them (what a server or a proxy that ends old sessions does, and what {@code maxLifetime} exists
+   * to pre-empt), the next reservation finds its connection dead, borrows a fresh one and is
+   * granted in the same call, and the listener borrows its own again by the next retry boundary.
    */
   @Test
-  void aRetiredConnectionStaysWithTheCursorAndAClosedOneIsReplacedInTheSameCall()
-      throws Exception {
+  void aRetiredConnectionStaysWithTheCursorAndAClosedOneIsReplacedInTheSameCall() throws Exception {
     String api = "pool-" + UUID.randomUUID().toString().substring(0, 8);
     try (HikariDataSource pool = Pools.pool(4)) {
-      runner.withBean(DataSource.class, () -> pool)
+      runner
+          .withBean(DataSource.class, () -> pool)
           .withPropertyValues("pacer.destinations[" + api + "].rate-per-second=100")
-          .run(context -> {
-            PostgresCursor cursor = context.getBean(PostgresCursor.class);
-            DestinationLimiter limiter = context.getBean(PacerDestinations.class).limiter(api);
-            limiter.acquire().close();
-            assertThat(Pools.settlesTo(2, SETTLE,
-                () -> pool.getHikariPoolMXBean().getActiveConnections())).isEqualTo(2);
+          .run(
+              context -> {
+                PostgresCursor cursor = context.getBean(PostgresCursor.class);
+                DestinationLimiter limiter = context.getBean(PacerDestinations.class).limiter(api);
+                limiter.acquire().close();
+                assertThat(
+                        Pools.settlesTo(
+                            2, SETTLE, () -> pool.getHikariPoolMXBean().getActiveConnections()))
+                    .isEqualTo(2);
 
-            pool.getHikariPoolMXBean().softEvictConnections();
-            for (int i = 0; i < 5; i++) {
-              limiter.acquire().close();
-            }
-            assertThat(cursor.failureCount()).isZero();
-            assertThat(limiter.isDegraded()).isFalse();
-            assertThat(pool.getHikariPoolMXBean().getActiveConnections())
-                .as("borrowed after the pool retired every connection").isEqualTo(2);
-            assertThat(Pools.sessions(pool.getPoolName()))
-                .as("server sessions: the retired ones, still the cursor's").isEqualTo(2);
+                pool.getHikariPoolMXBean().softEvictConnections();
+                for (int i = 0; i < 5; i++) {
+                  limiter.acquire().close();
+                }
+                assertThat(cursor.failureCount()).isZero();
+                assertThat(limiter.isDegraded()).isFalse();
+                assertThat(pool.getHikariPoolMXBean().getActiveConnections())
+                    .as("borrowed after the pool retired every connection")
+                    .isEqualTo(2);
+                assertThat(Pools.sessions(pool.getPoolName()))
+                    .as("server sessions: the retired ones, still the cursor's")
+                    .isEqualTo(2);
 
-            assertThat(Pools.terminate(pool.getPoolName())).isEqualTo(2);
-            long attemptsBefore = cursor.connectionAttempts();
-            limiter.acquire().close();
-            assertThat(cursor.failureCount()).as("failed reservations").isZero();
-            assertThat(limiter.isDegraded()).as("paced alone").isFalse();
-            assertThat(cursor.connectionAttempts()).as("connections borrowed by the reservation")
-                .isEqualTo(attemptsBefore + 1);
-            assertThat(Pools.settlesTo(2, LISTENER_BACK, () -> Pools.sessions(pool.getPoolName())))
-                .as("server sessions once the listener is back").isEqualTo(2);
-            // The pool opens the listener's connection before it lends it: the server's session
-            // can be counted a moment before the pool counts it borrowed.
-            assertThat(Pools.settlesTo(2, SETTLE,
-                () -> pool.getHikariPoolMXBean().getActiveConnections()))
-                .as("connections borrowed once the listener is back").isEqualTo(2);
-          });
+                assertThat(Pools.terminate(pool.getPoolName())).isEqualTo(2);
+                long attemptsBefore = cursor.connectionAttempts();
+                limiter.acquire().close();
+                assertThat(cursor.failureCount()).as("failed reservations").isZero();
+                assertThat(limiter.isDegraded()).as("paced alone").isFalse();
+                assertThat(cursor.connectionAttempts())
+                    .as("connections borrowed by the reservation")
+                    .isEqualTo(attemptsBefore + 1);
+                assertThat(
+                        Pools.settlesTo(2, LISTENER_BACK, () -> Pools.sessions(pool.getPoolName())))
+                    .as("server sessions once the listener is back")
+                    .isEqualTo(2);
+                // The pool opens the listener's connection before it lends it: the server's session
+                // can be counted a moment before the pool counts it borrowed.
+                assertThat(
+                        Pools.settlesTo(
+                            2, SETTLE, () -> pool.getHikariPoolMXBean().getActiveConnections()))
+                    .as("connections borrowed once the listener is back")
+                    .isEqualTo(2);
+              });
     }
   }
 
@@ -98,16 +110,18 @@ class PooledCursorTest {
     PrintStream original = System.err;
     System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
     try (HikariDataSource pool = Pools.pool(4, 2_000)) {
-      runner.withBean(DataSource.class, () -> pool)
+      runner
+          .withBean(DataSource.class, () -> pool)
           .withPropertyValues("pacer.destinations[" + api + "].rate-per-second=20")
-          .run(context -> {
-            DestinationLimiter limiter = context.getBean(PacerDestinations.class).limiter(api);
-            // 3 s of turns at 20/s: past the 2-s threshold, and the leak task's run.
-            for (int i = 0; i < 61; i++) {
-              limiter.acquire().close();
-            }
-            assertThat(limiter.isDegraded()).isFalse();
-          });
+          .run(
+              context -> {
+                DestinationLimiter limiter = context.getBean(PacerDestinations.class).limiter(api);
+                // 3 s of turns at 20/s: past the 2-s threshold, and the leak task's run.
+                for (int i = 0; i < 61; i++) {
+                  limiter.acquire().close();
+                }
+                assertThat(limiter.isDegraded()).isFalse();
+              });
     } finally {
       System.setErr(original);
     }

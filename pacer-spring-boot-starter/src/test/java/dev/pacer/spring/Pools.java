@@ -33,7 +33,10 @@ final class Pools {
     return pool(size, 0);
   }
 
-  /** As {@link #pool(int)}, reporting a connection borrowed longer than {@code leakMillis} (0: never). */
+  /**
+   * As {@link #pool(int)}, reporting a connection borrowed longer than {@code leakMillis} (0:
+   * never).
+   */
   static HikariDataSource pool(int size, long leakMillis) {
     HikariConfig c = new HikariConfig();
     c.setLeakDetectionThreshold(leakMillis);
@@ -50,20 +53,22 @@ final class Pools {
 
   /** Server sessions whose application name is {@code applicationName}. */
   static int sessions(String applicationName) {
-    return queryInt("SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
-        + applicationName + "'");
+    return queryInt(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + applicationName + "'");
   }
 
   /**
    * Terminates every server session named {@code applicationName} and waits (up to 10 s) until
-   * their backends have left {@code pg_stat_activity}; returns how many. A terminated backend
-   * stays listed until it has exited, which on a busy machine can outlast the client's next
-   * connection, and {@link #sessions} would count it as one of the application's.
+   * their backends have left {@code pg_stat_activity}; returns how many. A terminated backend stays
+   * listed until it has exited, which on a busy machine can outlast the client's next connection,
+   * and {@link #sessions} would count it as one of the application's.
    */
   static int terminate(String applicationName) throws InterruptedException {
     List<Integer> pids = new ArrayList<>();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?")) {
       s.setString(1, applicationName);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -71,8 +76,8 @@ final class Pools {
         }
       }
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-      try (PreparedStatement left = c.prepareStatement(
-          "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY (?)")) {
+      try (PreparedStatement left =
+          c.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY (?)")) {
         left.setArray(1, c.createArrayOf("int4", pids.toArray()));
         while (true) {
           try (ResultSet r = left.executeQuery()) {
@@ -82,8 +87,12 @@ final class Pools {
             }
           }
           if (System.nanoTime() > deadline) {
-            throw new IllegalStateException("terminated backends " + pids + " of "
-                + applicationName + " still listed after 10 s");
+            throw new IllegalStateException(
+                "terminated backends "
+                    + pids
+                    + " of "
+                    + applicationName
+                    + " still listed after 10 s");
           }
           Thread.sleep(10);
         }
@@ -94,7 +103,8 @@ final class Pools {
   }
 
   private static int queryInt(String sql) {
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
+    try (Connection c = TestDatabase.connect();
+        Statement s = c.createStatement();
         ResultSet r = s.executeQuery(sql)) {
       r.next();
       return r.getInt(1);

@@ -48,25 +48,27 @@ class SampleApplicationTest {
   static class SampleApplication {
 
     @Bean
-    RestClient restClient(RestClient.Builder builder) {   // Boot's builder: paced by the starter
+    RestClient restClient(RestClient.Builder builder) { // Boot's builder: paced by the starter
       return builder.build();
     }
   }
+
   // end::application[]
 
-  @RegisterExtension
-  static final DoorExtension door = new DoorExtension();
+  @RegisterExtension static final DoorExtension door = new DoorExtension();
 
   private static ConfigurableApplicationContext start(String... more) {
-    List<String> properties = new ArrayList<>(List.of(
-        // tag::properties[]
-        "spring.datasource.url=" + Pools.url(),
-        "spring.datasource.username=postgres",
-        "spring.datasource.hikari.maximum-pool-size=4",   // the cursor keeps 2 of them
-        "pacer.destinations.sample.rate-per-second=" + CEILING,
-        "pacer.destinations.sample.max-concurrency=" + THREADS,
-        "pacer.destinations.sample.hosts=127.0.0.1"));    // requests to these hosts are paced
-        // end::properties[]
+    List<String> properties =
+        new ArrayList<>(
+            List.of(
+                // tag::properties[]
+                "spring.datasource.url=" + Pools.url(),
+                "spring.datasource.username=postgres",
+                "spring.datasource.hikari.maximum-pool-size=4", // the cursor keeps 2 of them
+                "pacer.destinations.sample.rate-per-second=" + CEILING,
+                "pacer.destinations.sample.max-concurrency=" + THREADS,
+                "pacer.destinations.sample.hosts=127.0.0.1")); // requests to these hosts are paced
+    // end::properties[]
     properties.addAll(List.of(more));
     return new SpringApplicationBuilder(SampleApplication.class)
         .web(WebApplicationType.NONE)
@@ -94,13 +96,15 @@ class SampleApplicationTest {
     try {
       List<Future<?>> done = new ArrayList<>();
       for (int t = 0; t < THREADS; t++) {
-        done.add(threads.submit(() -> {
-          int i;
-          while ((i = next.incrementAndGet()) <= REQUESTS) {
-            client.get().uri(door.url(run + "item/" + i)).retrieve().body(String.class);
-          }
-          return null;
-        }));
+        done.add(
+            threads.submit(
+                () -> {
+                  int i;
+                  while ((i = next.incrementAndGet()) <= REQUESTS) {
+                    client.get().uri(door.url(run + "item/" + i)).retrieve().body(String.class);
+                  }
+                  return null;
+                }));
       }
       for (Future<?> f : done) {
         f.get(60, TimeUnit.SECONDS);
@@ -113,10 +117,10 @@ class SampleApplicationTest {
   /**
    * Every arrival counts, the first request included, judged at the {@link Door} by {@link
    * FleetBounds}: the busiest window over them all, the aggregate and the delivered rate over the
-   * concurrent requests. The first request goes alone, before the threads start: the starter
-   * warms the client up at start ({@code pacer.http.warm-up}), which pays its classes and threads,
-   * but the first connection to the destination is still opened inside the first turn, and in a
-   * cold JVM requests of other threads granted turns meanwhile would leave with it.
+   * concurrent requests. The first request goes alone, before the threads start: the starter warms
+   * the client up at start ({@code pacer.http.warm-up}), which pays its classes and threads, but
+   * the first connection to the destination is still opened inside the first turn, and in a cold
+   * JVM requests of other threads granted turns meanwhile would leave with it.
    */
   @Test
   void theApplicationsRestClientHoldsTheCeilingAndShowsPacersMeters() throws Exception {
@@ -127,23 +131,30 @@ class SampleApplicationTest {
       fetchAll(client, run);
       Timeline t = arrivals(run);
       // The concurrent requests: the first one went alone, and waited for nobody.
-      Timeline concurrent = Timeline.of(door.arrivals().stream()
-          .filter(a -> a.path().startsWith(run + "item/")).toList());
+      Timeline concurrent =
+          Timeline.of(
+              door.arrivals().stream().filter(a -> a.path().startsWith(run + "item/")).toList());
       System.out.printf("sample application, paced: %s; after the first: %s%n", t, concurrent);
       assertThat(t.size()).isEqualTo(REQUESTS + 1);
       FleetBounds bounds = FleetBounds.at(CEILING, "sample application, paced", door);
       bounds.assertHeld(t, concurrent);
       bounds.assertDelivered(concurrent);
       DestinationLimiter limiter = app.getBean(PacerDestinations.class).limiter("sample");
-      bounds.assertFewLateTurns(limiter.lateTurnsSkipped(),
-          REQUESTS + 1 + limiter.lateTurnsSkipped());
+      bounds.assertFewLateTurns(
+          limiter.lateTurnsSkipped(), REQUESTS + 1 + limiter.lateTurnsSkipped());
 
       MeterRegistry meters = app.getBean(MeterRegistry.class);
       assertThat(meters.get("pacer.acquire.wait").tag("destination", "sample").timer().count())
-          .as("turns timed").isEqualTo(REQUESTS + 1);
-      assertThat(meters.get("pacer.reservations").tag("destination", "sample")
-          .tag("outcome", "shared").counter().count()).isEqualTo(REQUESTS + 1);
-
+          .as("turns timed")
+          .isEqualTo(REQUESTS + 1);
+      assertThat(
+              meters
+                  .get("pacer.reservations")
+                  .tag("destination", "sample")
+                  .tag("outcome", "shared")
+                  .counter()
+                  .count())
+          .isEqualTo(REQUESTS + 1);
     }
   }
 
@@ -155,12 +166,18 @@ class SampleApplicationTest {
   void aRateAnswerReachesTheApplicationAndBacksTheDestinationOff() throws Exception {
     try (ConfigurableApplicationContext app = start()) {
       RestClient client = app.getBean(RestClient.class);
-      assertThatThrownBy(() -> client.get().uri(door.url("/status/429/1")).retrieve()
-          .body(String.class)).isInstanceOf(HttpClientErrorException.TooManyRequests.class);
+      assertThatThrownBy(
+              () -> client.get().uri(door.url("/status/429/1")).retrieve().body(String.class))
+          .isInstanceOf(HttpClientErrorException.TooManyRequests.class);
       DestinationLimiter limiter = app.getBean(PacerDestinations.class).limiter("sample");
       assertThat(limiter.backoffMultiplier()).isEqualTo(2);
-      assertThat(app.getBean(MeterRegistry.class).get("pacer.throttled")
-          .tag("destination", "sample").counter().count()).isEqualTo(1);
+      assertThat(
+              app.getBean(MeterRegistry.class)
+                  .get("pacer.throttled")
+                  .tag("destination", "sample")
+                  .counter()
+                  .count())
+          .isEqualTo(1);
     }
   }
 

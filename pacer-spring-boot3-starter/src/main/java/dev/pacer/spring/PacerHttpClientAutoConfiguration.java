@@ -25,38 +25,47 @@ import org.springframework.web.client.RestClient;
  * paces each request (and each redirect hop) by the destination whose {@code hosts} hold the
  * request's host and sends requests to any other host unpaced; and, when Spring's {@code
  * RestClient} is present, a {@link RestClientCustomizer} that gives every {@code
- * RestClient.Builder} Spring Boot hands out a {@link JdkClientHttpRequestFactory} on that client.
- * A 429 comes back to the caller as a 429, after the destination has backed off; after a 403 the
- * next request to the destination throws {@link dev.pacer.LockedOutException} before anything is
- * sent.
+ * RestClient.Builder} Spring Boot hands out a {@link JdkClientHttpRequestFactory} on that client. A
+ * 429 comes back to the caller as a 429, after the destination has backed off; after a 403 the next
+ * request to the destination throws {@link dev.pacer.LockedOutException} before anything is sent.
  *
- * <p>The client honours Spring Boot's HTTP client settings ({@code spring.http.client.*}, read
- * from its {@link ClientHttpRequestFactorySettings}): connect timeout, SSL bundle and redirects
- * for the client itself (redirects are followed by the paced client, one turn per hop, never by
- * the JDK's client inside one turn), and the read timeout for each answer (the paced client's
- * {@code answerTimeout}; with none set, {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}) and its
- * body (the request factory's). {@code pacer.rest-client.enabled=false} leaves {@code RestClient}
- * alone; the {@link PacedHttpClient} bean stays.
+ * <p>The client honours Spring Boot's HTTP client settings ({@code spring.http.client.*}, read from
+ * its {@link ClientHttpRequestFactorySettings}): connect timeout, SSL bundle and redirects for the
+ * client itself (redirects are followed by the paced client, one turn per hop, never by the JDK's
+ * client inside one turn), and the read timeout for each answer (the paced client's {@code
+ * answerTimeout}; with none set, {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}) and its body (the
+ * request factory's). {@code pacer.rest-client.enabled=false} leaves {@code RestClient} alone; the
+ * {@link PacedHttpClient} bean stays.
  *
  * <p>Once every singleton exists the client is warmed up ({@link PacedHttpClient#warmUp}: no turn,
  * nothing sent to any destination), unless {@code pacer.http.warm-up=false}: a cold client's first
  * requests load its classes after their turns have begun, so that requests granted turns meanwhile
  * would reach the destination together. docs/integrations.md says what it costs and leaves out.
  */
-@AutoConfiguration(after = PacerAutoConfiguration.class,
+@AutoConfiguration(
+    after = PacerAutoConfiguration.class,
     beforeName = "org.springframework.boot.autoconfigure.web.client.RestClientAutoConfiguration")
 public class PacerHttpClientAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  PacedHttpClient pacerHttpClient(LimiterRegistry registry, PacerDestinations destinations,
+  PacedHttpClient pacerHttpClient(
+      LimiterRegistry registry,
+      PacerDestinations destinations,
       ObjectProvider<ClientHttpRequestFactorySettings> settings) {
     ClientHttpRequestFactorySettings s =
         settings.getIfAvailable(ClientHttpRequestFactorySettings::defaults);
-    HttpClient delegate = new JdkHttpClientBuilder().build(
-        new HttpClientSettings(HttpRedirects.DONT_FOLLOW, s.connectTimeout(), null, s.sslBundle()));
-    return HttpClientPacing.pacedClient(registry, destinations, delegate,
-        s.redirects() != ClientHttpRequestFactorySettings.Redirects.DONT_FOLLOW, s.readTimeout());
+    HttpClient delegate =
+        new JdkHttpClientBuilder()
+            .build(
+                new HttpClientSettings(
+                    HttpRedirects.DONT_FOLLOW, s.connectTimeout(), null, s.sslBundle()));
+    return HttpClientPacing.pacedClient(
+        registry,
+        destinations,
+        delegate,
+        s.redirects() != ClientHttpRequestFactorySettings.Redirects.DONT_FOLLOW,
+        s.readTimeout());
   }
 
   /** The warm-up at start (see the class comment). */
@@ -73,8 +82,8 @@ public class PacerHttpClientAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean(name = "pacerRestClientCustomizer")
-    RestClientCustomizer pacerRestClientCustomizer(PacedHttpClient client,
-        ObjectProvider<ClientHttpRequestFactorySettings> settings) {
+    RestClientCustomizer pacerRestClientCustomizer(
+        PacedHttpClient client, ObjectProvider<ClientHttpRequestFactorySettings> settings) {
       Duration readTimeout =
           settings.getIfAvailable(ClientHttpRequestFactorySettings::defaults).readTimeout();
       return builder ->

@@ -2,20 +2,20 @@ package dev.pacer.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.micrometer.PacerMetrics;
+import dev.pacer.spi.Cursor;
 import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.http.client.ClientHttpRequestFactorySettings;
-import org.springframework.boot.web.client.RestClientCustomizer;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.web.client.RestClientCustomizer;
 import org.springframework.web.client.RestClient;
 
 /**
@@ -25,44 +25,60 @@ import org.springframework.web.client.RestClient;
  */
 class SpringBoot3HttpClientTest {
 
-  private final ApplicationContextRunner runner = new ApplicationContextRunner()
-      .withConfiguration(AutoConfigurations.of(PacerAutoConfiguration.class,
-          PacerHttpClientAutoConfiguration.class, PacerMetricsAutoConfiguration.class))
-      .withBean(Cursor.class, LocalCursor::new)
-      .withPropertyValues("pacer.destinations[api.example.com].rate-per-second=5");
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withConfiguration(
+              AutoConfigurations.of(
+                  PacerAutoConfiguration.class,
+                  PacerHttpClientAutoConfiguration.class,
+                  PacerMetricsAutoConfiguration.class))
+          .withBean(Cursor.class, LocalCursor::new)
+          .withPropertyValues("pacer.destinations[api.example.com].rate-per-second=5");
 
   @Test
   void springBootsHttpClientSettingsReachThePacedClient() {
-    runner.withBean(ClientHttpRequestFactorySettings.class, () ->
-            ClientHttpRequestFactorySettings.defaults().withConnectTimeout(Duration.ofMillis(1234))
-                .withRedirects(ClientHttpRequestFactorySettings.Redirects.DONT_FOLLOW))
-        .run(context -> {
-          PacedHttpClient client = context.getBean(PacedHttpClient.class);
-          assertThat(client.followRedirects()).isEqualTo(HttpClient.Redirect.NEVER);
-          assertThat(client.delegate().connectTimeout()).contains(Duration.ofMillis(1234));
-        });
+    runner
+        .withBean(
+            ClientHttpRequestFactorySettings.class,
+            () ->
+                ClientHttpRequestFactorySettings.defaults()
+                    .withConnectTimeout(Duration.ofMillis(1234))
+                    .withRedirects(ClientHttpRequestFactorySettings.Redirects.DONT_FOLLOW))
+        .run(
+            context -> {
+              PacedHttpClient client = context.getBean(PacedHttpClient.class);
+              assertThat(client.followRedirects()).isEqualTo(HttpClient.Redirect.NEVER);
+              assertThat(client.delegate().connectTimeout()).contains(Duration.ofMillis(1234));
+            });
   }
 
   @Test
   void theCustomizerIsSpringBoot3sAndLeftOutWithoutRestClient() {
     runner.run(context -> assertThat(context).hasSingleBean(RestClientCustomizer.class));
-    runner.withClassLoader(new FilteredClassLoader(RestClient.class))
-        .run(context -> assertThat(context).doesNotHaveBean(RestClientCustomizer.class)
-            .hasSingleBean(PacedHttpClient.class));
+    runner
+        .withClassLoader(new FilteredClassLoader(RestClient.class))
+        .run(
+            context ->
+                assertThat(context)
+                    .doesNotHaveBean(RestClientCustomizer.class)
+                    .hasSingleBean(PacedHttpClient.class));
   }
 
   @Test
   void eachBacksOffForTheApplicationsOwn() {
-    PacedHttpClient own = PacedHttpClient.builder(HttpClient.newBuilder().build(),
-        uri -> Optional.empty()).build();
-    RestClientCustomizer ownCustomizer = builder -> { };
-    runner.withBean(PacedHttpClient.class, () -> own)
+    PacedHttpClient own =
+        PacedHttpClient.builder(HttpClient.newBuilder().build(), uri -> Optional.empty()).build();
+    RestClientCustomizer ownCustomizer = builder -> {};
+    runner
+        .withBean(PacedHttpClient.class, () -> own)
         .withBean("pacerRestClientCustomizer", RestClientCustomizer.class, () -> ownCustomizer)
-        .withBean(PacerMetrics.class, () -> new PacerMetrics(new LimiterRegistry(new LocalCursor())))
-        .run(context -> {
-          assertThat(context.getBean(PacedHttpClient.class)).isSameAs(own);
-          assertThat(context.getBean("pacerRestClientCustomizer")).isSameAs(ownCustomizer);
-          assertThat(context).hasSingleBean(PacerMetrics.class);
-        });
+        .withBean(
+            PacerMetrics.class, () -> new PacerMetrics(new LimiterRegistry(new LocalCursor())))
+        .run(
+            context -> {
+              assertThat(context.getBean(PacedHttpClient.class)).isSameAs(own);
+              assertThat(context.getBean("pacerRestClientCustomizer")).isSameAs(ownCustomizer);
+              assertThat(context).hasSingleBean(PacerMetrics.class);
+            });
   }
 }

@@ -16,30 +16,30 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The door in a JVM of its own: a {@link DoorServer} answering {@link Answer#byPath}, started as
- * a child process (the same {@code java}, the test's class path), so that a pause of the JVM that
+ * The door in a JVM of its own: a {@link DoorServer} answering {@link Answer#byPath}, started as a
+ * child process (the same {@code java}, the test's class path), so that a pause of the JVM that
  * sends the requests (a collection, a safepoint) cannot also hold the stamps of requests already
- * sent. {@code System.nanoTime()} is the machine's monotonic clock on Linux, so the door's
- * instants compare with the sender's.
+ * sent. {@code System.nanoTime()} is the machine's monotonic clock on Linux, so the door's instants
+ * compare with the sender's.
  *
  * <p>The door stands for a destination on a machine of its own, whose stamps the sender's load
  * cannot delay. Sharing a few cores with the senders, PostgreSQL and the build, an ordinary thread
  * can wait runnable for milliseconds before it reads a request already sent, and at 100/s, with
  * requests 10 ms apart, such a wait alone puts one request too many into a second. So where the
- * system allows it (as root, or with
- * CAP_SYS_NICE) the door's threads run under the real-time FIFO policy, which gives them a CPU the
- * moment a request wakes them (its JVM's other threads do not: {@link
- * #keepRealTimeForTheDoorsThreads}). Where it does not, {@link #realTime()} says so and {@link
- * FleetBounds} reports a broken upper bound as a skip naming that cause rather than as the fleet's
- * fault.
+ * system allows it (as root, or with CAP_SYS_NICE) the door's threads run under the real-time FIFO
+ * policy, which gives them a CPU the moment a request wakes them (its JVM's other threads do not:
+ * {@link #keepRealTimeForTheDoorsThreads}). Where it does not, {@link #realTime()} says so and
+ * {@link FleetBounds} reports a broken upper bound as a skip naming that cause rather than as the
+ * fleet's fault.
  *
- * <p>The child's protocol: it prints {@code READY <port>}; each {@code REPORT} line on its stdin
- * is answered with one {@code ARRIVAL <nanos> opened|kept <status> <worker|-> <method> <target>}
- * line per arrival so far and {@code END}; it exits when its stdin closes.
+ * <p>The child's protocol: it prints {@code READY <port>}; each {@code REPORT} line on its stdin is
+ * answered with one {@code ARRIVAL <nanos> opened|kept <status> <worker|-> <method> <target>} line
+ * per arrival so far and {@code END}; it exits when its stdin closes.
  */
 public final class Door implements AutoCloseable {
 
   private static final boolean REAL_TIME_ALLOWED = realTimeAllowed();
+
   /** Tells the door's JVM it was started at the real-time policy. */
   private static final String REAL_TIME_PROPERTY = "pacer.door.realTime";
 
@@ -52,8 +52,8 @@ public final class Door implements AutoCloseable {
   private Door(Process child, Path log) throws IOException {
     this.child = child;
     this.log = log;
-    this.out = new BufferedReader(new InputStreamReader(child.getInputStream(),
-        StandardCharsets.UTF_8));
+    this.out =
+        new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
     this.in = new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8);
     String ready = out.readLine();
     if (ready == null || !ready.startsWith("READY ")) {
@@ -71,9 +71,15 @@ public final class Door implements AutoCloseable {
     if (REAL_TIME_ALLOWED) {
       command.addAll(List.of("chrt", "--fifo", "10"));
     }
-    command.addAll(List.of(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-        "-D" + REAL_TIME_PROPERTY + "=" + REAL_TIME_ALLOWED, "-cp",
-        System.getProperty("java.class.path"), Door.class.getName()));
+    command.addAll(
+        List.of(
+            java,
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-D" + REAL_TIME_PROPERTY + "=" + REAL_TIME_ALLOWED,
+            "-cp",
+            System.getProperty("java.class.path"),
+            Door.class.getName()));
     Process child = new ProcessBuilder(command).redirectError(log.toFile()).start();
     return new Door(child, log);
   }
@@ -81,8 +87,11 @@ public final class Door implements AutoCloseable {
   /** Whether {@code chrt --fifo} can start a process here: it needs root or CAP_SYS_NICE. */
   private static boolean realTimeAllowed() {
     try {
-      Process probe = new ProcessBuilder("chrt", "--fifo", "10", "true")
-          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+      Process probe =
+          new ProcessBuilder("chrt", "--fifo", "10", "true")
+              .redirectErrorStream(true)
+              .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+              .start();
       return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
     } catch (IOException e) {
       return false;
@@ -119,11 +128,16 @@ public final class Door implements AutoCloseable {
     String line;
     while ((line = out.readLine()) != null && !line.equals("END")) {
       String[] parts = line.split(" ", 7);
-      Map<String, List<String>> headers = parts[4].equals("-") ? Map.of()
-          : Map.of(Arrival.WORKER_HEADER.toLowerCase(java.util.Locale.ROOT), List.of(parts[4]));
-      all.add(new Arrival(Long.parseLong(parts[1]),
-          new Request(parts[5], parts[6], headers, new byte[0]), parts[2].equals("opened"),
-          Integer.parseInt(parts[3])));
+      Map<String, List<String>> headers =
+          parts[4].equals("-")
+              ? Map.of()
+              : Map.of(Arrival.WORKER_HEADER.toLowerCase(java.util.Locale.ROOT), List.of(parts[4]));
+      all.add(
+          new Arrival(
+              Long.parseLong(parts[1]),
+              new Request(parts[5], parts[6], headers, new byte[0]),
+              parts[2].equals("opened"),
+              Integer.parseInt(parts[3])));
     }
     if (line == null) {
       throw new IOException("the door's JVM ended mid-report: " + Files.readString(log));
@@ -162,8 +176,8 @@ public final class Door implements AutoCloseable {
    * from the door's own threads queued behind it at the same priority, until it ends. Only the
    * threads that read and stamp requests ({@code door-accept}, and the {@code door} threads it
    * starts, which inherit its policy) and the VM thread (which stops every thread at a safepoint
-   * and restarts them) keep it; the rest, and the threads they start later, go back to the
-   * ordinary policy.
+   * and restarts them) keep it; the rest, and the threads they start later, go back to the ordinary
+   * policy.
    */
   private static void keepRealTimeForTheDoorsThreads() throws IOException, InterruptedException {
     try (java.nio.file.DirectoryStream<Path> tasks =
@@ -178,13 +192,18 @@ public final class Door implements AutoCloseable {
         if (name.startsWith("door") || name.equals("VM Thread")) {
           continue;
         }
-        Process chrt = new ProcessBuilder("chrt", "--other", "-p", "0",
-            task.getFileName().toString()).redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        if ((!chrt.waitFor(10, TimeUnit.SECONDS) || chrt.exitValue() != 0)
-            && Files.exists(task)) {
-          throw new IOException("chrt --other could not move thread " + task.getFileName() + " ("
-              + name + ") of the door's JVM off the real-time policy");
+        Process chrt =
+            new ProcessBuilder("chrt", "--other", "-p", "0", task.getFileName().toString())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        if ((!chrt.waitFor(10, TimeUnit.SECONDS) || chrt.exitValue() != 0) && Files.exists(task)) {
+          throw new IOException(
+              "chrt --other could not move thread "
+                  + task.getFileName()
+                  + " ("
+                  + name
+                  + ") of the door's JVM off the real-time policy");
         }
       }
     }
@@ -198,8 +217,8 @@ public final class Door implements AutoCloseable {
       }
       System.out.println("READY " + server.port());
       System.out.flush();
-      BufferedReader commands = new BufferedReader(new InputStreamReader(System.in,
-          StandardCharsets.UTF_8));
+      BufferedReader commands =
+          new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       String command;
       while ((command = commands.readLine()) != null) {
         if (!command.equals("REPORT")) {
@@ -208,10 +227,17 @@ public final class Door implements AutoCloseable {
         StringBuilder report = new StringBuilder();
         for (Arrival a : server.arrivals()) {
           String worker = a.worker();
-          report.append("ARRIVAL ").append(a.nanos()).append(a.opened() ? " opened " : " kept ")
-              .append(a.status()).append(' ')
+          report
+              .append("ARRIVAL ")
+              .append(a.nanos())
+              .append(a.opened() ? " opened " : " kept ")
+              .append(a.status())
+              .append(' ')
               .append(worker == null || worker.isBlank() ? "-" : worker.replace(' ', '_'))
-              .append(' ').append(a.request().method()).append(' ').append(a.target())
+              .append(' ')
+              .append(a.request().method())
+              .append(' ')
+              .append(a.target())
               .append('\n');
         }
         System.out.print(report.append("END\n"));

@@ -10,9 +10,9 @@ import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A {@link Door} opened for a test class, or for each of its tests, and closed after it, with
- * this JVM's {@link WallClockSteps} sampling from before the door opens, so that {@link
- * FleetBounds} can tell a step of the wall clock during any run from a fault of the fleet:
+ * A {@link Door} opened for a test class, or for each of its tests, and closed after it, with this
+ * JVM's {@link WallClockSteps} sampling from before the door opens, so that {@link FleetBounds} can
+ * tell a step of the wall clock during any run from a fault of the fleet:
  *
  * <pre>{@code
  * @RegisterExtension static final DoorExtension door = new DoorExtension();  // one per class

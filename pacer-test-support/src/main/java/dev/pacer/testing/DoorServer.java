@@ -17,20 +17,20 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * A local HTTP/1.1 destination that stamps each request where it arrives: {@link
- * System#nanoTime()} as the last byte of its head is read from the socket, before anything else is
- * done with it. Every fleet test judges the ceiling from these stamps.
+ * A local HTTP/1.1 destination that stamps each request where it arrives: {@link System#nanoTime()}
+ * as the last byte of its head is read from the socket, before anything else is done with it. Every
+ * fleet test judges the ceiling from these stamps.
  *
  * <p>Each connection has a thread of its own, blocked in a read until its next request, so the
- * kernel wakes the one thread a request is for and no hand-over between threads stands between
- * the bytes and the stamp. A server that reads every connection on one dispatcher thread and
- * answers each request before reading the next (the JDK's {@code HttpServer}) stamps requests in
- * bunches on a busy host, late by the time its dispatcher waits for a CPU.
+ * kernel wakes the one thread a request is for and no hand-over between threads stands between the
+ * bytes and the stamp. A server that reads every connection on one dispatcher thread and answers
+ * each request before reading the next (the JDK's {@code HttpServer}) stamps requests in bunches on
+ * a busy host, late by the time its dispatcher waits for a CPU.
  *
  * <p>This is the door in the test's own JVM, answering what {@code answers} says for each request:
  * for tests whose answers follow the run (a count of attempts, a switch), and whose senders are
- * other JVMs. A test whose senders share its JVM uses {@link Door}, the same server in a JVM of
- * its own. Heads are read up to {@value #MAX_HEAD_BYTES} bytes and bodies (with a Content-Length;
+ * other JVMs. A test whose senders share its JVM uses {@link Door}, the same server in a JVM of its
+ * own. Heads are read up to {@value #MAX_HEAD_BYTES} bytes and bodies (with a Content-Length;
  * chunked bodies are refused with 411) up to {@value #MAX_BODY_BYTES}.
  */
 public final class DoorServer implements AutoCloseable {
@@ -117,8 +117,8 @@ public final class DoorServer implements AutoCloseable {
           arrivals.add(new Arrival(now, request, first, answer.status()));
         }
         first = false;
-        boolean close = "close".equalsIgnoreCase(request.header("Connection"))
-            || answer.status() == 411;
+        boolean close =
+            "close".equalsIgnoreCase(request.header("Connection")) || answer.status() == 411;
         write(out, answer, close, request.method().equals("HEAD"));
         if (close) {
           return;
@@ -131,8 +131,12 @@ public final class DoorServer implements AutoCloseable {
 
   private static void write(OutputStream out, Answer answer, boolean close, boolean head)
       throws IOException {
-    StringBuilder h = new StringBuilder("HTTP/1.1 ").append(answer.status()).append(' ')
-        .append(reason(answer.status())).append("\r\n");
+    StringBuilder h =
+        new StringBuilder("HTTP/1.1 ")
+            .append(answer.status())
+            .append(' ')
+            .append(reason(answer.status()))
+            .append("\r\n");
     boolean noBody = answer.status() == 204 || answer.status() == 304 || answer.status() < 200;
     if (!noBody) {
       h.append("Content-Length: ").append(answer.body().length).append("\r\n");
@@ -173,8 +177,11 @@ public final class DoorServer implements AutoCloseable {
     for (int i = 1; i < lines.length; i++) {
       int colon = lines[i].indexOf(':');
       if (colon > 0) {
-        headers.computeIfAbsent(lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT),
-            k -> new ArrayList<>()).add(lines[i].substring(colon + 1).trim());
+        headers
+            .computeIfAbsent(
+                lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT),
+                k -> new ArrayList<>())
+            .add(lines[i].substring(colon + 1).trim());
       }
     }
     if (headers.containsKey("transfer-encoding")) {

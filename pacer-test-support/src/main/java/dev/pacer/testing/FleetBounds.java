@@ -20,21 +20,20 @@ import java.util.Locale;
  *       hold 3, 1.5 times the ceiling, while 20 arrivals at 2.2/s break the aggregate.
  *   <li><b>Delivered.</b> Over the steady part, the aggregate is at least {@link #MIN_DELIVERED}
  *       times the rate the run should deliver (the ceiling, or the share a degraded fleet paces
- *       at): a limiter that gives up one turn in ten delivers 0.9 of it. The members of a
- *       degraded fleet, each paced alone, are judged together ({@link
- *       #assertDeliveredByMembers}).
+ *       at): a limiter that gives up one turn in ten delivers 0.9 of it. The members of a degraded
+ *       fleet, each paced alone, are judged together ({@link #assertDeliveredByMembers}).
  *   <li><b>Late turns.</b> Turns given up because their taker woke too late are at most {@link
- *       #MAX_LATE_SHARE} of the turns taken, or the turns of one stall of the host if that is
- *       more: a stall costs the turns that fall in it, whatever the run's length, and a short run
- *       has fewer turns than 1 % of it needs to absorb one. The stall is {@link #STALL_SECONDS},
- *       or the longest this JVM met during the run ({@link JvmStalls}) if that is longer: on a
- *       machine with fewer cores than runnable threads every sleeper wakes late at once, the
- *       fleet's takers as this JVM's sampler.
+ *       #MAX_LATE_SHARE} of the turns taken, or the turns of one stall of the host if that is more:
+ *       a stall costs the turns that fall in it, whatever the run's length, and a short run has
+ *       fewer turns than 1 % of it needs to absorb one. The stall is {@link #STALL_SECONDS}, or the
+ *       longest this JVM met during the run ({@link JvmStalls}) if that is longer: on a machine
+ *       with fewer cores than runnable threads every sleeper wakes late at once, the fleet's takers
+ *       as this JVM's sampler.
  * </ol>
  *
  * <p>A door in this JVM ({@link DoorServer}) stamps late by as much as this JVM stalls: its runs'
- * stamp error is {@link #STAMP_ERROR_SECONDS}, or the longest stall this JVM met during the run
- * if that is longer. A door in a JVM of its own ({@link Door}) is judged at the stamp error alone.
+ * stamp error is {@link #STAMP_ERROR_SECONDS}, or the longest stall this JVM met during the run if
+ * that is longer. A door in a JVM of its own ({@link Door}) is judged at the stamp error alone.
  *
  * <p>A run whose upper bound broke is reported as skipped, naming the cause, in two cases the test
  * cannot tell from a fault of the fleet: this host's wall clock stepped forward during it ({@link
@@ -51,13 +50,16 @@ public final class FleetBounds {
    * on a two-core machine shared with other builds.
    */
   public static final double STAMP_ERROR_SECONDS = 0.030;
+
   /** Half-way between a limiter that delivers every turn and one that gives up one in ten. */
   public static final double MIN_DELIVERED = 0.95;
+
   /** The share of turns a fleet may give up as late, on a quiet or a loaded machine. */
   public static final double MAX_LATE_SHARE = 0.01;
+
   /**
-   * The longest stall of the whole host a run may meet, every member waking late at once, as on
-   * one core shared with the database and the door.
+   * The longest stall of the whole host a run may meet, every member waking late at once, as on one
+   * core shared with the database and the door.
    */
   public static final double STALL_SECONDS = 0.15;
 
@@ -123,13 +125,13 @@ public final class FleetBounds {
     if (!doorInThisJvm) {
       return STAMP_ERROR_SECONDS;
     }
-    return Math.max(STAMP_ERROR_SECONDS,
-        JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    return Math.max(
+        STAMP_ERROR_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
   }
 
   /**
-   * Asserts the upper bounds: the busiest window over all of {@code run}, the aggregate over all
-   * of it too. See {@link #assertHeld(Timeline, Timeline)}.
+   * Asserts the upper bounds: the busiest window over all of {@code run}, the aggregate over all of
+   * it too. See {@link #assertHeld(Timeline, Timeline)}.
    */
   public void assertHeld(Timeline run) {
     assertHeld(run, run);
@@ -137,27 +139,41 @@ public final class FleetBounds {
 
   /**
    * Asserts the upper bounds: the busiest window over {@code run} from its first arrival, the
-   * aggregate over {@code steady} (the part of the run in which every member asks without pause,
-   * of at least three arrivals).
+   * aggregate over {@code steady} (the part of the run in which every member asks without pause, of
+   * at least three arrivals).
    */
   public void assertHeld(Timeline run, Timeline steady) {
     String figures = figures(run, steady);
     System.out.println(what + ": " + figures);
-    assertThat(steady.size()).as("%s: arrivals in the steady part, %s", what, figures)
+    assertThat(steady.size())
+        .as("%s: arrivals in the steady part, %s", what, figures)
         .isGreaterThanOrEqualTo(3);
     boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
     double mostAggregate = mostAggregate(steady.size(), stampErrorSeconds(run));
     boolean aggregateHeld = steady.aggregateRatePerSecond() <= mostAggregate;
     if (!windowHeld || !aggregateHeld) {
       long step = WallClockSteps.get().largestStepBetween(run.first() - 10 * SECOND, run.last());
-      assumeTrue(step == 0, String.format(Locale.ROOT, "%s: this host's wall clock stepped %.0f ms"
-          + " forward during the run, and an upper bound broke: %s", what, step / 1e6, figures));
-      assumeTrue(doorRealTime, what + ": the door could not run at the real-time policy (chrt"
-          + " --fifo needs root or CAP_SYS_NICE), and an upper bound broke: " + figures);
+      assumeTrue(
+          step == 0,
+          String.format(
+              Locale.ROOT,
+              "%s: this host's wall clock stepped %.0f ms"
+                  + " forward during the run, and an upper bound broke: %s",
+              what,
+              step / 1e6,
+              figures));
+      assumeTrue(
+          doorRealTime,
+          what
+              + ": the door could not run at the real-time policy (chrt"
+              + " --fifo needs root or CAP_SYS_NICE), and an upper bound broke: "
+              + figures);
     }
-    assertThat(run.peakOneSecondWindow()).as("%s: busiest 1-s window, %s", what, figures)
+    assertThat(run.peakOneSecondWindow())
+        .as("%s: busiest 1-s window, %s", what, figures)
         .isLessThanOrEqualTo(mostInAWindow());
-    assertThat(steady.aggregateRatePerSecond()).as("%s: aggregate rate, %s", what, figures)
+    assertThat(steady.aggregateRatePerSecond())
+        .as("%s: aggregate rate, %s", what, figures)
         .isLessThanOrEqualTo(mostAggregate);
   }
 
@@ -174,28 +190,35 @@ public final class FleetBounds {
    * (docs/reliability.md, "The ceiling at the destination's door", item 8). Without such a request
    * the bounds are as strict as {@link #assertHeld(Timeline, Timeline)}'s.
    */
-  public void assertHeld(Timeline run, Timeline steady, TurnTrace trace,
-      List<Arrival> arrivals) {
+  public void assertHeld(Timeline run, Timeline steady, TurnTrace trace, List<Arrival> arrivals) {
     Timeline turns = trace.turns();
     assertThat(turns.peakOneSecondWindow())
         .as("%s: busiest 1-s window of the turns themselves, %s", what, turns)
         .isLessThanOrEqualTo(mostInAWindow());
     long halfTurn = Math.round(0.5e9 / ceiling);
     assertThat(turns.shortestGapNanos())
-        .as("%s: the shortest gap between two turns, against half a turn (%d ns), %s", what,
-            halfTurn, trace.busiestWindow(arrivals))
+        .as(
+            "%s: the shortest gap between two turns, against half a turn (%d ns), %s",
+            what, halfTurn, trace.busiestWindow(arrivals))
         .isGreaterThanOrEqualTo(halfTurn);
     boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
     boolean aggregateHeld =
         steady.aggregateRatePerSecond() <= mostAggregate(steady.size(), stampErrorSeconds(run));
     if (!windowHeld || !aggregateHeld) {
       long afterHandOver = trace.longestAfterHandOverInWindowsOver(arrivals, mostInAWindow());
-      assumeTrue(afterHandOver < halfTurn, String.format(Locale.ROOT, "%s: a request of a window"
-              + " over the bound reached the door %.1f ms after it was handed to its client (half"
-              + " a turn is %.1f ms), a delay after the check for a late turn that no check before"
-              + " the send can see (docs/reliability.md), and an upper bound broke: %s; %s", what,
-          afterHandOver / 1e6, halfTurn / 1e6, figures(run, steady),
-          trace.busiestWindow(arrivals)));
+      assumeTrue(
+          afterHandOver < halfTurn,
+          String.format(
+              Locale.ROOT,
+              "%s: a request of a window"
+                  + " over the bound reached the door %.1f ms after it was handed to its client (half"
+                  + " a turn is %.1f ms), a delay after the check for a late turn that no check before"
+                  + " the send can see (docs/reliability.md), and an upper bound broke: %s; %s",
+              what,
+              afterHandOver / 1e6,
+              halfTurn / 1e6,
+              figures(run, steady),
+              trace.busiestWindow(arrivals)));
     }
     assertHeld(run, steady);
   }
@@ -226,18 +249,19 @@ public final class FleetBounds {
   }
 
   /**
-   * Asserts that {@code members}, each paced on a cursor of its own at this ceiling (the members
-   * of a degraded fleet), delivered together at least {@link #MIN_DELIVERED} times the ceiling
-   * each: the sum of their steady parts' aggregates against the sum of their rates. Not the
-   * merged arrivals' aggregate, since the members keep no common phase and over a short span it
-   * strays from the sum by up to an interval per member at each end; and not each member alone,
-   * since over the few turns of a degraded phase one turn given up looks like one in ten.
+   * Asserts that {@code members}, each paced on a cursor of its own at this ceiling (the members of
+   * a degraded fleet), delivered together at least {@link #MIN_DELIVERED} times the ceiling each:
+   * the sum of their steady parts' aggregates against the sum of their rates. Not the merged
+   * arrivals' aggregate, since the members keep no common phase and over a short span it strays
+   * from the sum by up to an interval per member at each end; and not each member alone, since over
+   * the few turns of a degraded phase one turn given up looks like one in ten.
    */
   public void assertDeliveredByMembers(List<Timeline> members) {
     double delivered = members.stream().mapToDouble(Timeline::aggregateRatePerSecond).sum();
     assertThat(delivered)
-        .as("%s: delivered by %d members together against %.2f/s each, %s", what,
-            members.size(), ceiling, members)
+        .as(
+            "%s: delivered by %d members together against %.2f/s each, %s",
+            what, members.size(), ceiling, members)
         .isGreaterThanOrEqualTo(MIN_DELIVERED * ceiling * members.size());
   }
 
@@ -255,45 +279,48 @@ public final class FleetBounds {
    * first arrival to its last, if longer than {@link #STALL_SECONDS}.
    */
   public void assertFewLateTurns(long skipped, long turns, Timeline run) {
-    assertFewLateTurns(skipped, turns,
-        JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    assertFewLateTurns(
+        skipped, turns, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
   }
 
   /**
    * Asserts that at most {@link #mostLateTurns} of {@code turns} were given up as late by senders
-   * whose JVM measured its own longest stall ({@link JvmStalls}) as {@code stallSeconds}: the
-   * turns of that stall are allowed if more than the share or a {@link #STALL_SECONDS} one.
+   * whose JVM measured its own longest stall ({@link JvmStalls}) as {@code stallSeconds}: the turns
+   * of that stall are allowed if more than the share or a {@link #STALL_SECONDS} one.
    */
   public void assertFewLateTurns(long skipped, long turns, double stallSeconds) {
     stallSeconds = Math.max(STALL_SECONDS, stallSeconds);
     assertThat(turns).as("%s: turns taken", what).isPositive();
     long most = mostLateTurns(turns, stallSeconds);
     assertThat(skipped)
-        .as("%s: turns given up as late, %d of %d (at most %d, a stall of %.0f ms allowed)", what,
-            skipped, turns, most, stallSeconds * 1000)
+        .as(
+            "%s: turns given up as late, %d of %d (at most %d, a stall of %.0f ms allowed)",
+            what, skipped, turns, most, stallSeconds * 1000)
         .isLessThanOrEqualTo(most);
   }
 
   /**
-   * The most of {@code turns} a fleet may give up as late: {@link #MAX_LATE_SHARE} of them, or
-   * the turns of one {@code stallSeconds} stall at the ceiling if that is more.
+   * The most of {@code turns} a fleet may give up as late: {@link #MAX_LATE_SHARE} of them, or the
+   * turns of one {@code stallSeconds} stall at the ceiling if that is more.
    */
   public long mostLateTurns(long turns, double stallSeconds) {
-    return Math.max((long) Math.floor(MAX_LATE_SHARE * turns),
-        (long) Math.ceil(stallSeconds * ceiling));
+    return Math.max(
+        (long) Math.floor(MAX_LATE_SHARE * turns), (long) Math.ceil(stallSeconds * ceiling));
   }
 
   /** For a twin: asserts that the busiest window of {@code run} broke its bound. */
   public void assertWindowBroke(Timeline run) {
     System.out.println(what + " (a twin that must break a bound): " + figures(run, run));
-    assertThat(run.peakOneSecondWindow()).as("%s: busiest 1-s window, %s", what, run)
+    assertThat(run.peakOneSecondWindow())
+        .as("%s: busiest 1-s window, %s", what, run)
         .isGreaterThan(mostInAWindow());
   }
 
   /** For a twin: asserts that the aggregate of {@code steady} broke its bound. */
   public void assertAggregateBroke(Timeline steady) {
     System.out.println(what + " (a twin that must break a bound): " + figures(steady, steady));
-    assertThat(steady.aggregateRatePerSecond()).as("%s: aggregate rate, %s", what, steady)
+    assertThat(steady.aggregateRatePerSecond())
+        .as("%s: aggregate rate, %s", what, steady)
         .isGreaterThan(mostAggregate(steady.size(), stampErrorSeconds(steady)));
   }
 
@@ -306,14 +333,24 @@ public final class FleetBounds {
   }
 
   private String figures(Timeline run, Timeline steady) {
-    return String.format(Locale.ROOT, "%d arrivals over %.3f s, busiest 1-s window %d (at most %d),"
+    return String.format(
+        Locale.ROOT,
+        "%d arrivals over %.3f s, busiest 1-s window %d (at most %d),"
             + " per second %s; steady part %d arrivals at %.3f/s (at most %.3f, delivered at least"
             + " %.3f at the ceiling); spread about the grid %.1f ms (stamp error %.1f ms); door at"
             + " real-time policy %s",
-        run.size(), run.spanSeconds(), run.peakOneSecondWindow(), mostInAWindow(),
-        perSecond(run), steady.size(), steady.aggregateRatePerSecond(),
-        mostAggregate(steady.size(), stampErrorSeconds(run)), MIN_DELIVERED * ceiling,
-        steady.gridSpreadSeconds(ceiling) * 1000, stampErrorSeconds(run) * 1000, doorRealTime);
+        run.size(),
+        run.spanSeconds(),
+        run.peakOneSecondWindow(),
+        mostInAWindow(),
+        perSecond(run),
+        steady.size(),
+        steady.aggregateRatePerSecond(),
+        mostAggregate(steady.size(), stampErrorSeconds(run)),
+        MIN_DELIVERED * ceiling,
+        steady.gridSpreadSeconds(ceiling) * 1000,
+        stampErrorSeconds(run) * 1000,
+        doorRealTime);
   }
 
   private static List<Integer> perSecond(Timeline run) {

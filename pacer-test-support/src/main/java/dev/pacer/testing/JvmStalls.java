@@ -8,23 +8,25 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Stalls of this JVM: spans in which a thread that asked to sleep {@value #NAP_MILLIS} ms ran
- * again at least {@value #LEAST_STALL_MILLIS} ms late, sampled on a daemon thread for as long as
- * the test JVM runs.
+ * Stalls of this JVM: spans in which a thread that asked to sleep {@value #NAP_MILLIS} ms ran again
+ * at least {@value #LEAST_STALL_MILLIS} ms late, sampled on a daemon thread for as long as the test
+ * JVM runs.
  *
  * <p>Why: on a machine with fewer cores than runnable threads (one core shared by the build, the
  * database, the worker JVMs and the door) every sleeper wakes late at once. A door in this JVM
- * ({@link DoorServer}) then stamps an arrival late by as much as the stall, and the fleet's
- * takers wake late for the turns that fall in it and give those turns up. A fleet test widens the
- * stamp error and the late-turn allowance by the stall it measured here, in the same run, and by
- * nothing when there was none.
+ * ({@link DoorServer}) then stamps an arrival late by as much as the stall, and the fleet's takers
+ * wake late for the turns that fall in it and give those turns up. A fleet test widens the stamp
+ * error and the late-turn allowance by the stall it measured here, in the same run, and by nothing
+ * when there was none.
  */
 public final class JvmStalls {
 
   /** How long the sampler sleeps between two looks at the clock. */
   public static final long NAP_MILLIS = 2;
+
   /** The least lateness taken for a stall: far above a timer's ordinary slack. */
   public static final long LEAST_STALL_MILLIS = 10;
+
   /** Stalls kept, oldest dropped first: more than any test's run meets. */
   private static final int KEPT = 10_000;
 
@@ -65,8 +67,8 @@ public final class JvmStalls {
   }
 
   /**
-   * The longest stall, in nanoseconds, that ended between the monotonic instants {@code
-   * fromNanos} and {@code toNanos} (this JVM's {@link System#nanoTime}); 0 if there was none.
+   * The longest stall, in nanoseconds, that ended between the monotonic instants {@code fromNanos}
+   * and {@code toNanos} (this JVM's {@link System#nanoTime}); 0 if there was none.
    */
   public long longestBetween(long fromNanos, long toNanos) {
     long longest = 0;
@@ -77,8 +79,8 @@ public final class JvmStalls {
   }
 
   /**
-   * The stalls that ended between {@code fromNanos} and {@code toNanos}, added up, in
-   * nanoseconds: the time this JVM's sleepers spent waiting for a CPU past their wake-up.
+   * The stalls that ended between {@code fromNanos} and {@code toNanos}, added up, in nanoseconds:
+   * the time this JVM's sleepers spent waiting for a CPU past their wake-up.
    */
   public long totalBetween(long fromNanos, long toNanos) {
     long total = 0;

@@ -12,8 +12,8 @@ import java.util.Map;
  * @param headers the header fields by lower-case name, in the order they came
  * @param body the body, empty when the request had none
  */
-public record Request(String method, String target, Map<String, List<String>> headers,
-    byte[] body) {
+public record Request(
+    String method, String target, Map<String, List<String>> headers, byte[] body) {
 
   /** The target's path, without its query. */
   public String path() {

@@ -6,9 +6,9 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * A merged list of event instants (epoch nanoseconds) from any number of threads or processes,
- * and the three figures the fleet tests bound: the aggregate rate, the busiest sliding 1-s window,
- * and the span.
+ * A merged list of event instants (epoch nanoseconds) from any number of threads or processes, and
+ * the three figures the fleet tests bound: the aggregate rate, the busiest sliding 1-s window, and
+ * the span.
  */
 public final class Timeline {
 
@@ -46,8 +46,8 @@ public final class Timeline {
 
   /**
    * The timeline without its first event: the steady part of a run whose first request opens the
-   * client's connection to the destination inside its turn, and so arrives late by as long as
-   * the connection took, which shortens the span the aggregate is judged over.
+   * client's connection to the destination inside its turn, and so arrives late by as long as the
+   * connection took, which shortens the span the aggregate is judged over.
    */
   public Timeline withoutFirst() {
     return instants.isEmpty() ? this : new Timeline(instants.subList(1, instants.size()));
@@ -159,7 +159,8 @@ public final class Timeline {
 
   @Override
   public String toString() {
-    return String.format("%d events over %.3f s: aggregate %.2f/s, peak 1-s window %d",
+    return String.format(
+        "%d events over %.3f s: aggregate %.2f/s, peak 1-s window %d",
         size(), spanSeconds(), aggregateRatePerSecond(), peakOneSecondWindow());
   }
 }

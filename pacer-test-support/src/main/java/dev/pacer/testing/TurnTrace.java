@@ -18,6 +18,7 @@ public final class TurnTrace {
 
   /** By request target: the turn's instant and the send's. */
   private final Map<String, long[]> sent = new HashMap<>();
+
   private final long intervalNanos;
 
   /** For turns at {@code ratePerSecond}. */
@@ -45,8 +46,8 @@ public final class TurnTrace {
 
   /**
    * The busiest sliding 1-s window among {@code arrivals} taken apart: its requests' turns, sends
-   * and arrivals spans, and for its first and last three requests how late each was sent after
-   * its turn and stamped after its send, in milliseconds.
+   * and arrivals spans, and for its first and last three requests how late each was sent after its
+   * turn and stamped after its send, in milliseconds.
    */
   public synchronized String busiestWindow(List<Arrival> arrivals) {
     List<Arrival> sorted = sorted(arrivals);
@@ -71,19 +72,33 @@ public final class TurnTrace {
       return "busiest window at the door: " + bestCount + " arrivals, none with a traced turn";
     }
     traced.sort(Comparator.comparingLong(r -> r[0]));
-    StringBuilder out = new StringBuilder(String.format("busiest window at the door: %d arrivals"
-            + " (%d traced), whose turns span %.1f ms, sends %.1f ms, arrivals %.1f ms; min gap"
-            + " between turns %.1f ms, spread of the turns about one grid %.1f ms; %d opened a"
-            + " connection. Late (ms) [sent after turn, stamped"
-            + " after send] by turn:",
-        bestCount, traced.size(), spanMillis(traced, 0), spanMillis(traced, 1),
-        spanMillis(traced, 2), minGapMillis(traced), gridSpreadMillis(traced),
-        traced.stream().filter(r -> r[3] == 1).count()));
+    StringBuilder out =
+        new StringBuilder(
+            String.format(
+                "busiest window at the door: %d arrivals"
+                    + " (%d traced), whose turns span %.1f ms, sends %.1f ms, arrivals %.1f ms; min gap"
+                    + " between turns %.1f ms, spread of the turns about one grid %.1f ms; %d opened a"
+                    + " connection. Late (ms) [sent after turn, stamped"
+                    + " after send] by turn:",
+                bestCount,
+                traced.size(),
+                spanMillis(traced, 0),
+                spanMillis(traced, 1),
+                spanMillis(traced, 2),
+                minGapMillis(traced),
+                gridSpreadMillis(traced),
+                traced.stream().filter(r -> r[3] == 1).count()));
     for (int i = 0; i < traced.size(); i++) {
       if (i < 3 || i >= traced.size() - 3) {
         long[] r = traced.get(i);
-        out.append(String.format(" #%d +%.1f [%.1f, %.1f%s]", i, (r[0] - traced.get(0)[0]) / 1e6,
-            (r[1] - r[0]) / 1e6, (r[2] - r[1]) / 1e6, r[3] == 1 ? " on a new connection" : ""));
+        out.append(
+            String.format(
+                " #%d +%.1f [%.1f, %.1f%s]",
+                i,
+                (r[0] - traced.get(0)[0]) / 1e6,
+                (r[1] - r[0]) / 1e6,
+                (r[2] - r[1]) / 1e6,
+                r[3] == 1 ? " on a new connection" : ""));
       } else if (i == 3) {
         out.append(" ...");
       }
@@ -92,10 +107,10 @@ public final class TurnTrace {
   }
 
   /**
-   * The longest time from a traced request's hand-over to its client to the door's stamp, among
-   * the requests of every 1-s window of {@code arrivals} (from each arrival on) that holds more
-   * than {@code most}: where such a window was made, if not by the turns. 0 if no window holds
-   * more, or none of its requests is traced.
+   * The longest time from a traced request's hand-over to its client to the door's stamp, among the
+   * requests of every 1-s window of {@code arrivals} (from each arrival on) that holds more than
+   * {@code most}: where such a window was made, if not by the turns. 0 if no window holds more, or
+   * none of its requests is traced.
    *
    * @param arrivals the run's arrivals at the door
    * @param most the most a window may hold
@@ -145,8 +160,9 @@ public final class TurnTrace {
         over10++;
       }
     }
-    return String.format("stamped after the send: at most %.1f ms (%.3f s into the run), %d over"
-        + " 10 ms", largest / 1e6, largestAt / 1e9, over10);
+    return String.format(
+        "stamped after the send: at most %.1f ms (%.3f s into the run), %d over" + " 10 ms",
+        largest / 1e6, largestAt / 1e9, over10);
   }
 
   /**
@@ -164,11 +180,13 @@ public final class TurnTrace {
       long holes = Math.round((double) gap / intervalNanos) - 1;
       if (holes > 0) {
         missing += holes;
-        out.append(String.format(" %d at +%.3f s;", holes,
-            (turns.get(i - 1) - turns.get(0)) / 1e9));
+        out.append(
+            String.format(" %d at +%.3f s;", holes, (turns.get(i - 1) - turns.get(0)) / 1e9));
       }
     }
-    return "turns missing from the grid: " + missing + (missing == 0 ? "" : ":" + out)
+    return "turns missing from the grid: "
+        + missing
+        + (missing == 0 ? "" : ":" + out)
         + (turns.isEmpty() ? "" : " (the first turn at " + turns.get(0) + " ns)");
   }
 
@@ -190,8 +208,8 @@ public final class TurnTrace {
 
   /**
    * How far the turns stray from one grid of the interval, wherever each falls on it: the cursor
-   * hands out turns an interval apart on the database's clock, so on this clock any spread is
-   * the mapping's. (A turn given up as late leaves a hole in the grid, not a stray.)
+   * hands out turns an interval apart on the database's clock, so on this clock any spread is the
+   * mapping's. (A turn given up as late leaves a hole in the grid, not a stray.)
    */
   private double gridSpreadMillis(List<long[]> traced) {
     long first = traced.get(0)[0];

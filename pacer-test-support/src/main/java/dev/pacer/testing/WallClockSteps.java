@@ -9,17 +9,19 @@ import java.util.Deque;
  *
  * <p>Why: the cursor counts turns on the database's wall clock ({@code clock_timestamp()}) and the
  * fleet sleeps on the monotonic clock. When the wall clock of the database's host steps forward by
- * some Δ while turns are queued on the cursor, the turns granted after the step start Δ sooner
- * than the queued ones they should follow, and for about Δ two grids of turns overlap at the door
+ * some Δ while turns are queued on the cursor, the turns granted after the step start Δ sooner than
+ * the queued ones they should follow, and for about Δ two grids of turns overlap at the door
  * (docs/reliability.md, "What the fleet does not survive"). A fleet test whose destination counted
- * more than the ceiling can then tell that known limit, measured here, from a fault of its own.
- * In the tests the database runs on this host, so its clock is this one.
+ * more than the ceiling can then tell that known limit, measured here, from a fault of its own. In
+ * the tests the database runs on this host, so its clock is this one.
  */
 public final class WallClockSteps {
 
   /** The least jump between two samples 50 ms apart taken for a step: far above any slewing. */
   public static final long STEP_NANOS = 20_000_000L;
+
   private static final long SAMPLE_MILLIS = 50;
+
   /** Ten minutes of samples: longer than any test's run. */
   private static final int KEPT = 12_000;
 

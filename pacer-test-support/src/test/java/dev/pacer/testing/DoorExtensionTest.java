@@ -18,8 +18,11 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class DoorExtensionTest {
 
   private static int get(DoorExtension door, String path) throws Exception {
-    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(door.url(path)))
-        .build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+    return HttpClient.newHttpClient()
+        .send(
+            HttpRequest.newBuilder(URI.create(door.url(path))).build(),
+            HttpResponse.BodyHandlers.discarding())
+        .statusCode();
   }
 
   @Test
@@ -31,8 +34,7 @@ class DoorExtensionTest {
   @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
   class PerClass {
 
-    @RegisterExtension
-    static final DoorExtension door = new DoorExtension();
+    @RegisterExtension static final DoorExtension door = new DoorExtension();
 
     @Test
     @Order(1)
@@ -53,8 +55,7 @@ class DoorExtensionTest {
   @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
   class PerTest {
 
-    @RegisterExtension
-    final DoorExtension door = new DoorExtension();
+    @RegisterExtension final DoorExtension door = new DoorExtension();
 
     @Test
     @Order(1)

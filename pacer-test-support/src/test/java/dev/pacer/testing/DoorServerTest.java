@@ -23,11 +23,18 @@ class DoorServerTest {
     try (DoorServer door = new DoorServer(Answer::byPath)) {
       HttpClient client = HttpClient.newHttpClient();
       long before = System.nanoTime();
-      HttpResponse<String> ok = client.send(HttpRequest.newBuilder(URI.create(door.url("/a?x=1")))
-          .header(Arrival.WORKER_HEADER, "w1").build(), HttpResponse.BodyHandlers.ofString());
-      HttpResponse<String> busy = client.send(HttpRequest.newBuilder(
-          URI.create(door.url("/status/429/7"))).POST(HttpRequest.BodyPublishers.ofString("hi"))
-          .build(), HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> ok =
+          client.send(
+              HttpRequest.newBuilder(URI.create(door.url("/a?x=1")))
+                  .header(Arrival.WORKER_HEADER, "w1")
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> busy =
+          client.send(
+              HttpRequest.newBuilder(URI.create(door.url("/status/429/7")))
+                  .POST(HttpRequest.BodyPublishers.ofString("hi"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
       long after = System.nanoTime();
 
       assertThat(ok.statusCode()).isEqualTo(200);
@@ -52,9 +59,10 @@ class DoorServerTest {
     try (DoorServer door = new DoorServer(r -> Answer.OK);
         Socket socket = new Socket("127.0.0.1", door.port())) {
       OutputStream out = socket.getOutputStream();
-      out.write(("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-          + "2\r\nhi\r\n0\r\n\r\n")
-          .getBytes(StandardCharsets.US_ASCII));
+      out.write(
+          ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  + "2\r\nhi\r\n0\r\n\r\n")
+              .getBytes(StandardCharsets.US_ASCII));
       out.flush();
       InputStream in = socket.getInputStream();
       String answer = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
@@ -68,8 +76,9 @@ class DoorServerTest {
     try (DoorServer door = new DoorServer(r -> Answer.OK);
         Socket socket = new Socket("127.0.0.1", door.port())) {
       OutputStream out = socket.getOutputStream();
-      out.write(("GET / HTTP/1.1\r\nX: " + "a".repeat(DoorServer.MAX_HEAD_BYTES) + "\r\n\r\n")
-          .getBytes(StandardCharsets.US_ASCII));
+      out.write(
+          ("GET / HTTP/1.1\r\nX: " + "a".repeat(DoorServer.MAX_HEAD_BYTES) + "\r\n\r\n")
+              .getBytes(StandardCharsets.US_ASCII));
       out.flush();
       byte[] answer;
       try {

@@ -25,11 +25,13 @@ class DoorTest {
       door.arrivals();
       Map<String, Integer> policies = policies(door.pid());
       System.out.println("the door's threads and their policies: " + policies);
-      assertThat(policies).as("the door's threads and their policies")
+      assertThat(policies)
+          .as("the door's threads and their policies")
           .containsEntry("door-accept", SCHED_FIFO)
           .containsEntry("VM Thread", SCHED_FIFO);
       assertThat(policies.entrySet())
-          .filteredOn(e -> e.getKey().startsWith("C1 CompilerThre")).isNotEmpty()
+          .filteredOn(e -> e.getKey().startsWith("C1 CompilerThre"))
+          .isNotEmpty()
           .allSatisfy(e -> assertThat(e.getValue()).as(e.getKey()).isNotEqualTo(SCHED_FIFO));
       assertThat(policies.entrySet())
           .filteredOn(e -> !e.getKey().startsWith("door") && !e.getKey().equals("VM Thread"))
@@ -49,10 +51,12 @@ class DoorTest {
         // policy field 41.
         String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
         int policy = Integer.parseInt(fields[41 - 3]);
-        String key = name.startsWith("door") || name.equals("VM Thread") ? name
-            : name + " #" + task.getFileName();
-        policies.put(name.startsWith("C1 CompilerThre") ? name + " #" + task.getFileName() : key,
-            policy);
+        String key =
+            name.startsWith("door") || name.equals("VM Thread")
+                ? name
+                : name + " #" + task.getFileName();
+        policies.put(
+            name.startsWith("C1 CompilerThre") ? name + " #" + task.getFileName() : key, policy);
       }
     }
     return policies;

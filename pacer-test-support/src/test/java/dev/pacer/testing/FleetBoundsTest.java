@@ -100,7 +100,8 @@ class FleetBoundsTest {
     assertThatThrownBy(() -> bounds.assertFewLateTurns(4, 82))
         .hasMessageContaining("given up as late, 4 of 82");
     assertThatThrownBy(() -> bounds.assertFewLateTurns(8, 82))
-        .as("one turn in ten").hasMessageContaining("given up as late, 8 of 82");
+        .as("one turn in ten")
+        .hasMessageContaining("given up as late, 8 of 82");
   }
 
   @Test
@@ -121,11 +122,11 @@ class FleetBoundsTest {
   }
 
   /**
-   * A run at 100/s traced from turn to door: turns on a perfect 10-ms grid (or with one turn
-   * {@code doubled}), each handed over 0.1 ms after its turn and stamped 0.2 ms after that, but
-   * turn 50's request stamped {@code lateMillis} after its hand-over and turn 151's 0.1 ms after
-   * (a window is half-open: a request held up by a turn adds one to it, a stamp's jitter across
-   * its edge one more).
+   * A run at 100/s traced from turn to door: turns on a perfect 10-ms grid (or with one turn {@code
+   * doubled}), each handed over 0.1 ms after its turn and stamped 0.2 ms after that, but turn 50's
+   * request stamped {@code lateMillis} after its hand-over and turn 151's 0.1 ms after (a window is
+   * half-open: a request held up by a turn adds one to it, a stamp's jitter across its edge one
+   * more).
    */
   private static List<Arrival> tracedRun(TurnTrace trace, boolean doubled, double lateMillis) {
     List<Arrival> arrivals = new ArrayList<>();
@@ -133,12 +134,12 @@ class FleetBoundsTest {
     for (int k = 0; k < 300; k++) {
       long turn = start + k * 10_000_000L - (doubled && k == 150 ? 10_000_000L : 0);
       long handedOver = turn + 100_000;
-      long stamped = handedOver
-          + (k == 50 ? Math.round(lateMillis * 1e6) : k == 151 ? 100_000 : 200_000);
+      long stamped =
+          handedOver + (k == 50 ? Math.round(lateMillis * 1e6) : k == 151 ? 100_000 : 200_000);
       String target = "/run?n=" + k;
       trace.sent(target, turn, handedOver);
-      arrivals.add(new Arrival(stamped, new Request("GET", target, Map.of(), new byte[0]),
-          false, 200));
+      arrivals.add(
+          new Arrival(stamped, new Request("GET", target, Map.of(), new byte[0]), false, 200));
     }
     return arrivals;
   }
@@ -165,8 +166,9 @@ class FleetBoundsTest {
     TurnTrace doubledTurn = new TurnTrace(100);
     List<Arrival> doubled = tracedRun(doubledTurn, true, 10.5);
     Timeline doubledRun = Timeline.of(doubled);
-    assertThatThrownBy(() -> bounds.assertHeld(doubledRun, doubledRun.after(1), doubledTurn,
-        doubled)).isInstanceOf(AssertionError.class)
+    assertThatThrownBy(
+            () -> bounds.assertHeld(doubledRun, doubledRun.after(1), doubledTurn, doubled))
+        .isInstanceOf(AssertionError.class)
         .hasMessageContaining("the shortest gap between two turns");
   }
 
@@ -178,12 +180,17 @@ class FleetBoundsTest {
     List<Arrival> arrivals = new ArrayList<>(tracedRun(trace, false, 0.2));
     long at = arrivals.get(100).nanos();
     for (int extra = 0; extra < 2; extra++) {
-      arrivals.add(new Arrival(at + 1_000 * (extra + 1),
-          new Request("GET", "/run?untraced=" + extra, Map.of(), new byte[0]), false, 200));
+      arrivals.add(
+          new Arrival(
+              at + 1_000 * (extra + 1),
+              new Request("GET", "/run?untraced=" + extra, Map.of(), new byte[0]),
+              false,
+              200));
     }
     Timeline run = Timeline.of(arrivals);
     FleetBounds bounds = FleetBounds.at(100, "untraced requests");
     assertThatThrownBy(() -> bounds.assertHeld(run, run.after(1), trace, arrivals))
-        .isInstanceOf(AssertionError.class).hasMessageContaining("busiest 1-s window");
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining("busiest 1-s window");
   }
 }

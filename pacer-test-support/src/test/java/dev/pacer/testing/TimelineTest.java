@@ -19,8 +19,8 @@ class TimelineTest {
 
   @Test
   void theBusiestWindowStartsAtTheFirstEventOfTheEarliestBusiestWindow() {
-    Timeline t = new Timeline(List.of(5_000 * MS, 0L, 100 * MS, 2_000 * MS, 2_100 * MS,
-        2_200 * MS));
+    Timeline t =
+        new Timeline(List.of(5_000 * MS, 0L, 100 * MS, 2_000 * MS, 2_100 * MS, 2_200 * MS));
     assertThat(t.peakOneSecondWindow()).isEqualTo(3);
     assertThat(t.busiestWindowStart()).isEqualTo(2_000 * MS);
     assertThat(new Timeline(List.of(0L, 3_000 * MS)).busiestWindowStart()).isEqualTo(0L);

@@ -10,8 +10,8 @@ import java.util.Objects;
 /**
  * Where a run's cursors are kept: Pacer's own table ({@code pacer_cursor} unless named), or a
  * Django-style cache table ({@code cache_key}, {@code value}, {@code expires}) that a Python fleet
- * writing the original statement shares, under a key prefix. Every value is checked when the
- * place is made, before any SQL runs, and a bad one is named; table names are checked by {@link
+ * writing the original statement shares, under a key prefix. Every value is checked when the place
+ * is made, before any SQL runs, and a bad one is named; table names are checked by {@link
  * TableLayout}, the only way they reach SQL.
  *
  * @param layout the table's shape
@@ -45,8 +45,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
           return l;
         }
       }
-      throw new IllegalArgumentException("--cursor-layout must be pacer or django-cache, got "
-          + Printable.quote(value));
+      throw new IllegalArgumentException(
+          "--cursor-layout must be pacer or django-cache, got " + Printable.quote(value));
     }
   }
 
@@ -64,8 +64,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
     Objects.requireNonNull(layout, "layout");
     Objects.requireNonNull(keyPrefix, "keyPrefix");
     if (layout == Layout.PACER && !keyPrefix.isEmpty()) {
-      throw new IllegalArgumentException("Pacer's table takes no key prefix, got "
-          + Printable.quote(keyPrefix));
+      throw new IllegalArgumentException(
+          "Pacer's table takes no key prefix, got " + Printable.quote(keyPrefix));
     }
     checkPrefix(keyPrefix);
     try {
@@ -85,17 +85,20 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
    * @throws IllegalArgumentException naming the option and the bad value
    */
   public static CursorPlace of(String layoutOption, String table, String keyPrefix) {
-    Layout layout = layoutOption == null ? Layout.PACER
-        : Layout.parse(layoutOption.toLowerCase(Locale.ROOT));
+    Layout layout =
+        layoutOption == null ? Layout.PACER : Layout.parse(layoutOption.toLowerCase(Locale.ROOT));
     if (layout == Layout.PACER) {
       if (keyPrefix != null) {
-        throw new IllegalArgumentException("--cursor-key-prefix applies only to --cursor-layout"
-            + " django-cache (Pacer's table keys a cursor by the destination's name alone), got "
-            + Printable.quote(keyPrefix));
+        throw new IllegalArgumentException(
+            "--cursor-key-prefix applies only to --cursor-layout"
+                + " django-cache (Pacer's table keys a cursor by the destination's name alone), got "
+                + Printable.quote(keyPrefix));
       }
       return new CursorPlace(layout, table == null ? "pacer_cursor" : table, "");
     }
-    return new CursorPlace(layout, table == null ? "django_cache" : table,
+    return new CursorPlace(
+        layout,
+        table == null ? "django_cache" : table,
         keyPrefix == null ? TableLayout.DEFAULT_KEY_PREFIX : keyPrefix);
   }
 
@@ -105,7 +108,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
   }
 
   private static TableLayout layoutFor(Layout layout, String table, String keyPrefix) {
-    return layout == Layout.PACER ? TableLayout.pacerTable(table)
+    return layout == Layout.PACER
+        ? TableLayout.pacerTable(table)
         : TableLayout.keyValueTable(table, "cache_key", "value", "expires", keyPrefix);
   }
 
@@ -118,11 +122,18 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
    */
   public void checkKeyFits(String name) {
     if (layout == Layout.DJANGO_CACHE && keyPrefix.length() + name.length() > MAX_KEY_LENGTH) {
-      throw new IllegalArgumentException("destination name " + Printable.quote(name) + " ("
-          + name.length() + " characters) does not fit a Django cache key beside"
-          + " --cursor-key-prefix " + Printable.quote(keyPrefix) + ": together "
-          + (keyPrefix.length() + name.length()) + " characters, and a key is at most "
-          + MAX_KEY_LENGTH);
+      throw new IllegalArgumentException(
+          "destination name "
+              + Printable.quote(name)
+              + " ("
+              + name.length()
+              + " characters) does not fit a Django cache key beside"
+              + " --cursor-key-prefix "
+              + Printable.quote(keyPrefix)
+              + ": together "
+              + (keyPrefix.length() + name.length())
+              + " characters, and a key is at most "
+              + MAX_KEY_LENGTH);
     }
   }
 
@@ -132,16 +143,29 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
    */
   private static void checkPrefix(String prefix) {
     if (prefix.length() >= MAX_KEY_LENGTH) {
-      throw new IllegalArgumentException("--cursor-key-prefix must be at most "
-          + (MAX_KEY_LENGTH - 1) + " characters, got " + prefix.length() + ": "
-          + Printable.quote(prefix));
+      throw new IllegalArgumentException(
+          "--cursor-key-prefix must be at most "
+              + (MAX_KEY_LENGTH - 1)
+              + " characters, got "
+              + prefix.length()
+              + ": "
+              + Printable.quote(prefix));
     }
     for (int i = 0; i < prefix.length(); i++) {
       char c = prefix.charAt(i);
-      if (c <= 0x20 || c == 0x7f || Character.isISOControl(c) || Character.isWhitespace(c)
-          || Character.isSpaceChar(c) || Character.getType(c) == Character.FORMAT) {
-        throw new IllegalArgumentException("--cursor-key-prefix must be printable with no"
-            + " whitespace, got " + Printable.quote(prefix) + " (character " + (i + 1) + ")");
+      if (c <= 0x20
+          || c == 0x7f
+          || Character.isISOControl(c)
+          || Character.isWhitespace(c)
+          || Character.isSpaceChar(c)
+          || Character.getType(c) == Character.FORMAT) {
+        throw new IllegalArgumentException(
+            "--cursor-key-prefix must be printable with no"
+                + " whitespace, got "
+                + Printable.quote(prefix)
+                + " (character "
+                + (i + 1)
+                + ")");
       }
     }
   }
@@ -151,8 +175,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
     if (equals(DEFAULT)) {
       return List.of();
     }
-    List<String> args = new ArrayList<>(
-        List.of("--cursor-layout", layout.option(), "--cursor-table", table));
+    List<String> args =
+        new ArrayList<>(List.of("--cursor-layout", layout.option(), "--cursor-table", table));
     if (layout == Layout.DJANGO_CACHE) {
       args.addAll(List.of("--cursor-key-prefix", keyPrefix));
     }
@@ -161,7 +185,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
 
   @Override
   public String toString() {
-    return layout == Layout.PACER ? "Pacer's table " + table
+    return layout == Layout.PACER
+        ? "Pacer's table " + table
         : "Django cache table " + table + ", keys " + Printable.quote(keyPrefix) + " + name";
   }
 }

@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The embedded PostgreSQL's data directory ({@link EmbeddedDatabase} describes its layout): the
- * owner's alone, holding the secret, the port kept from one start to the next, and the cluster
- * with its postmaster's PID file.
+ * owner's alone, holding the secret, the port kept from one start to the next, and the cluster with
+ * its postmaster's PID file.
  */
 final class DataDirectory {
 
@@ -66,18 +66,27 @@ final class DataDirectory {
   void secureDirectory() throws IOException {
     Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(OWNER_ONLY_DIRECTORY));
     UserPrincipal owner = Files.getOwner(dir);
-    UserPrincipal me = dir.getFileSystem().getUserPrincipalLookupService()
-        .lookupPrincipalByName(System.getProperty("user.name"));
+    UserPrincipal me =
+        dir.getFileSystem()
+            .getUserPrincipalLookupService()
+            .lookupPrincipalByName(System.getProperty("user.name"));
     if (!owner.equals(me)) {
-      throw new IOException(dir + " belongs to " + owner.getName() + ", not to "
-          + me.getName() + "; the embedded PostgreSQL keeps its secret there, so it must be"
-          + " yours alone: choose another --data-dir");
+      throw new IOException(
+          dir
+              + " belongs to "
+              + owner.getName()
+              + ", not to "
+              + me.getName()
+              + "; the embedded PostgreSQL keeps its secret there, so it must be"
+              + " yours alone: choose another --data-dir");
     }
     Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(dir);
     if (!permissions.equals(OWNER_ONLY_DIRECTORY)) {
       Files.setPosixFilePermissions(dir, OWNER_ONLY_DIRECTORY);
-      log.info("Tightened {} from {} to rwx------ (it holds the embedded PostgreSQL's secret)",
-          dir, PosixFilePermissions.toString(permissions));
+      log.info(
+          "Tightened {} from {} to rwx------ (it holds the embedded PostgreSQL's secret)",
+          dir,
+          PosixFilePermissions.toString(permissions));
     }
   }
 
@@ -134,13 +143,12 @@ final class DataDirectory {
       if (lines.size() < 4) {
         return Optional.empty();
       }
-      return Optional.of(new long[] {
-          Long.parseLong(lines.get(0).trim()), Long.parseLong(lines.get(3).trim())});
+      return Optional.of(
+          new long[] {Long.parseLong(lines.get(0).trim()), Long.parseLong(lines.get(3).trim())});
     } catch (IOException | NumberFormatException e) {
       return Optional.empty();
     }
   }
-
 
   /**
    * The port this directory's server used before, if it is free, so that a restarted server is
@@ -151,12 +159,13 @@ final class DataDirectory {
     if (Files.exists(recorded)) {
       try {
         int previous = Integer.parseInt(Files.readString(recorded).trim());
-        try (ServerSocket probe = new ServerSocket(previous, 1,
-            java.net.InetAddress.getByName("127.0.0.1"))) {
+        try (ServerSocket probe =
+            new ServerSocket(previous, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
           return probe.getLocalPort();
         }
       } catch (IOException | NumberFormatException e) {
-        log.info("The embedded PostgreSQL's previous port is not available ({}); choosing another",
+        log.info(
+            "The embedded PostgreSQL's previous port is not available ({}); choosing another",
             e.getMessage());
       }
     }

@@ -22,24 +22,32 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>One {@link OutagePolicy} per database per process, here: the cursor, the fleet slots (the
  * dispatch slots among them) and the work stores all connect under it, so an outage costs this
- * process one connection attempt per 5-s boundary (the policy's probe), whichever component
- * noticed it, and every process of the fleet returns on the same boundary.
+ * process one connection attempt per 5-s boundary (the policy's probe), whichever component noticed
+ * it, and every process of the fleet returns on the same boundary.
  */
 public final class Database {
 
   private static final Duration STORE_READ_TIMEOUT = Duration.ofSeconds(10);
+
   /** The application name of the work store's connections. */
   private static final String STORE_CONNECTION = "pacer-store";
+
   /** The application name of the outage policy's probe at a retry boundary. */
   private static final String PROBE_CONNECTION = "pacer-probe";
+
   /** SQLSTATE read_only_sql_transaction. */
   private static final String READ_ONLY = "25006";
 
   private final String url;
   private final CursorPlace cursorPlace;
   private final AtomicLong connectionAttempts = new AtomicLong();
-  private final OutagePolicy policy = new OutagePolicy("Pacer's database", Duration.ofSeconds(5),
-      TimeSource.SYSTEM, OutagePolicy.Scheduler.daemonThread("pacer-db-probe"), this::probe);
+  private final OutagePolicy policy =
+      new OutagePolicy(
+          "Pacer's database",
+          Duration.ofSeconds(5),
+          TimeSource.SYSTEM,
+          OutagePolicy.Scheduler.daemonThread("pacer-db-probe"),
+          this::probe);
 
   /** The database at {@code url}, its cursors in Pacer's own table. */
   public Database(String url) {
@@ -50,9 +58,10 @@ public final class Database {
   public Database(String url, CursorPlace cursorPlace) {
     this.cursorPlace = java.util.Objects.requireNonNull(cursorPlace, "cursorPlace");
     if (url == null || !url.startsWith("jdbc:postgresql://")) {
-      throw new IllegalArgumentException("--db must be a PostgreSQL JDBC URL such as"
-          + " jdbc:postgresql://host:5432/dbname?user=NAME, got "
-          + (url == null ? "nothing" : "'" + Secrets.redact(url) + "'"));
+      throw new IllegalArgumentException(
+          "--db must be a PostgreSQL JDBC URL such as"
+              + " jdbc:postgresql://host:5432/dbname?user=NAME, got "
+              + (url == null ? "nothing" : "'" + Secrets.redact(url) + "'"));
     }
     this.url = url;
   }
@@ -67,8 +76,8 @@ public final class Database {
   }
 
   /**
-   * A new autocommit connection for work state, under the outage policy (refused while the
-   * database is down); connecting and each read bounded.
+   * A new autocommit connection for work state, under the outage policy (refused while the database
+   * is down); connecting and each read bounded.
    */
   public Connection open() throws SQLException {
     return policy.open(this::openForWork);
@@ -79,8 +88,8 @@ public final class Database {
    * runs {@code synchronous_commit = off} (see {@link StoreConnection} for when that is chosen).
    */
   KeptConnection keptConnection(boolean asynchronousCommit) {
-    return KeptConnection.whenUnavailable(policy,
-        asynchronousCommit ? this::openForRecords : this::openForWork, STORE_READ_TIMEOUT);
+    return KeptConnection.whenUnavailable(
+        policy, asynchronousCommit ? this::openForRecords : this::openForWork, STORE_READ_TIMEOUT);
   }
 
   /** Where this database keeps the fleet-wide cursors. */
@@ -98,8 +107,8 @@ public final class Database {
   }
 
   /**
-   * The fleet-wide cursor for a fleet whose longest honest queue is known: a stored cursor
-   * further ahead than {@code resetBeyond} is reset instead of waited for.
+   * The fleet-wide cursor for a fleet whose longest honest queue is known: a stored cursor further
+   * ahead than {@code resetBeyond} is reset instead of waited for.
    */
   public PostgresCursor cursor(Duration resetBeyond) {
     return new PostgresCursor(cursorConfig().resetBeyond(resetBeyond).build());
@@ -107,16 +116,17 @@ public final class Database {
 
   /**
    * The fleet-wide concurrency slots on this database (their own connection, opened at the first
-   * take), under this database's outage policy, with the default lease; {@code holder} is what
-   * the table says of this process.
+   * take), under this database's outage policy, with the default lease; {@code holder} is what the
+   * table says of this process.
    */
   public PostgresFleetSlots fleetSlots(String holder) {
-    return new PostgresFleetSlots(cursorConfig().build(), policy, holder,
-        PostgresFleetSlots.DEFAULT_LEASE);
+    return new PostgresFleetSlots(
+        cursorConfig().build(), policy, holder, PostgresFleetSlots.DEFAULT_LEASE);
   }
 
   private PostgresCursorConfig.Builder cursorConfig() {
-    return PostgresCursorConfig.forUrl(url, new Properties()).outagePolicy(policy)
+    return PostgresCursorConfig.forUrl(url, new Properties())
+        .outagePolicy(policy)
         .layout(cursorPlace.tableLayout());
   }
 
@@ -142,9 +152,9 @@ public final class Database {
   }
 
   /**
-   * A work-state connection committing asynchronously where the session keeps the setting; behind
-   * a pooler it would stay on a server connection for other clients, and the server's own setting
-   * is used.
+   * A work-state connection committing asynchronously where the session keeps the setting; behind a
+   * pooler it would stay on a server connection for other clients, and the server's own setting is
+   * used.
    */
   private Connection openForRecords() throws SQLException {
     Connection c = connect(5, (int) STORE_READ_TIMEOUT.toSeconds(), STORE_CONNECTION);
@@ -172,16 +182,18 @@ public final class Database {
   /**
    * The policy's attempt at a retry boundary: can this process connect, and would the server take
    * its writes? Every user of the policy writes. A read-only server (a standby, {@code
-   * default_transaction_read_only}) accepts connections: a probe that only connected would end
-   * the outage at every boundary, for the next write to begin it again, with a WARN each time.
+   * default_transaction_read_only}) accepts connections: a probe that only connected would end the
+   * outage at every boundary, for the next write to begin it again, with a WARN each time.
    */
   private void probe() throws SQLException {
     try (Connection c = connect(1, 1, PROBE_CONNECTION);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SHOW transaction_read_only")) {
       if (r.next() && "on".equals(r.getString(1))) {
-        throw new SQLException("the server is read-only (transaction_read_only is on: a standby,"
-            + " or default_transaction_read_only)", READ_ONLY);
+        throw new SQLException(
+            "the server is read-only (transaction_read_only is on: a standby,"
+                + " or default_transaction_read_only)",
+            READ_ONLY);
       }
     }
   }

@@ -22,17 +22,16 @@ import org.slf4j.LoggerFactory;
  * under another.
  *
  * <p>Layout of the data directory: {@code pgdata/} (the cluster, with the server's TLS certificate
- * and key, {@code server.crt} and {@code server.key}), {@code postgres.log} (server
- * log), {@code start.lock} (the start lock), {@code port} (the port, reused when the server is
- * started again so that running workers find it), {@code postgres-password} (the secret), {@code
- * pg-binaries/} (zonky's binaries, unpacked here rather than in a shared temporary directory that
- * another account could fill first) and {@code pg-scratch/} (zonky's working directory, kept
- * empty).
+ * and key, {@code server.crt} and {@code server.key}), {@code postgres.log} (server log), {@code
+ * start.lock} (the start lock), {@code port} (the port, reused when the server is started again so
+ * that running workers find it), {@code postgres-password} (the secret), {@code pg-binaries/}
+ * (zonky's binaries, unpacked here rather than in a shared temporary directory that another account
+ * could fill first) and {@code pg-scratch/} (zonky's working directory, kept empty).
  *
  * <p>Safe on a shared host: the directory is the owner's alone (0700; an existing one is tightened,
  * one owned by another account refused), the server listens on 127.0.0.1 and on a Unix socket in
- * that directory, and every connection, local or TCP, must prove the secret with scram-sha-256.
- * The secret is random, kept in a 0600 file, and reaches the server only as a SCRAM verifier on a
+ * that directory, and every connection, local or TCP, must prove the secret with scram-sha-256. The
+ * secret is random, kept in a 0600 file, and reaches the server only as a SCRAM verifier on a
  * single-user backend's standard input, never on a command line or in a log. pgjdbc has no Unix
  * socket transport of its own (it needs junixsocket's native library for one), and the JDK's
  * Unix-domain channels cannot back the {@code java.net.Socket} whose read timeout Pacer's outage
@@ -40,10 +39,10 @@ import org.slf4j.LoggerFactory;
  * DIR}.
  *
  * <p>A port is no proof of whose server answers on it: once the server stops or crashes, any
- * account may bind the port that workers reconnect to and ask them for a cleartext password. So
- * the TCP listener speaks TLS only ({@code hostssl}), with a self-signed certificate made for the
- * cluster ({@link ServerCertificate}, in {@code pgdata/}), and every client Pacer connects, its
- * own check for a running server included, verifies it ({@code sslmode=verify-full} against that
+ * account may bind the port that workers reconnect to and ask them for a cleartext password. So the
+ * TCP listener speaks TLS only ({@code hostssl}), with a self-signed certificate made for the
+ * cluster ({@link ServerCertificate}, in {@code pgdata/}), and every client Pacer connects, its own
+ * check for a running server included, verifies it ({@code sslmode=verify-full} against that
  * certificate alone) before anything else is sent, and logs in only by SCRAM bound to the TLS
  * channel ({@code channelBinding=require}: pgjdbc refuses a cleartext or MD5 request).
  *
@@ -99,8 +98,8 @@ public final class EmbeddedDatabase {
 
   /**
    * The JDBC URL of this directory's server on {@code port}, with its secret: never print it
-   * unredacted (it goes to worker processes in their environment). It carries the TLS settings
-   * too, so that every connection made with it, in any process, first verifies the server.
+   * unredacted (it goes to worker processes in their environment). It carries the TLS settings too,
+   * so that every connection made with it, in any process, first verifies the server.
    */
   public String jdbcUrl(int port) throws IOException {
     return authentication.jdbcUrl(port);
@@ -113,8 +112,11 @@ public final class EmbeddedDatabase {
    */
   public String ensureRunning() throws IOException {
     directory.secureDirectory();
-    try (FileChannel channel = FileChannel.open(dir.resolve("start.lock"),
-            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE)) {
+    try (FileChannel channel =
+        FileChannel.open(
+            dir.resolve("start.lock"),
+            java.nio.file.StandardOpenOption.CREATE,
+            java.nio.file.StandardOpenOption.WRITE)) {
       FileLock lock = channel.lock();
       try {
         boolean secretIsNew = directory.ensureSecret();
@@ -125,11 +127,18 @@ public final class EmbeddedDatabase {
         }
         Optional<Long> unauthenticated = postmaster.runningPostmaster();
         if (unauthenticated.isPresent()) {
-          throw new IOException("the embedded PostgreSQL in " + dir + " (pid "
-              + unauthenticated.get() + ") is running but does not accept the secret in "
-              + secretFile() + " over TLS with its certificate " + certificateFile()
-              + " (an older pacer started it): stop it with 'pacer db stop --data-dir " + dir
-              + "', and the next start migrates it");
+          throw new IOException(
+              "the embedded PostgreSQL in "
+                  + dir
+                  + " (pid "
+                  + unauthenticated.get()
+                  + ") is running but does not accept the secret in "
+                  + secretFile()
+                  + " over TLS with its certificate "
+                  + certificateFile()
+                  + " (an older pacer started it): stop it with 'pacer db stop --data-dir "
+                  + dir
+                  + "', and the next start migrates it");
         }
         return postmaster.start(secretIsNew);
       } finally {
@@ -139,25 +148,29 @@ public final class EmbeddedDatabase {
   }
 
   /**
-   * The port of a server of this directory that answers {@code SELECT 1}, if any. Whatever
-   * listens on the port {@code postmaster.pid} names must first prove, by TLS, that it holds
-   * this cluster's key: a stale file's port may be anyone's.
+   * The port of a server of this directory that answers {@code SELECT 1}, if any. Whatever listens
+   * on the port {@code postmaster.pid} names must first prove, by TLS, that it holds this cluster's
+   * key: a stale file's port may be anyone's.
    */
   public OptionalInt runningPort() {
     return postmaster.runningPort();
   }
 
   /** What {@link #stop()} did. */
-  public enum StopOutcome { STOPPED, NOT_RUNNING, STALE_PID_FILE }
+  public enum StopOutcome {
+    STOPPED,
+    NOT_RUNNING,
+    STALE_PID_FILE
+  }
 
   /** What {@link #stop()} did, and for a stale PID file, why nothing was signalled. */
   public record StopResult(StopOutcome outcome, String detail) {}
 
   /**
-   * Stops the server of this directory (fast shutdown: open sessions are ended). The PID in
-   * {@code postmaster.pid} is signalled only if that process is this directory's postmaster: a
-   * {@code postgres} executable started with {@code -D} naming this data directory. A stale file,
-   * left by a crash, may name a PID that now belongs to anything else.
+   * Stops the server of this directory (fast shutdown: open sessions are ended). The PID in {@code
+   * postmaster.pid} is signalled only if that process is this directory's postmaster: a {@code
+   * postgres} executable started with {@code -D} naming this data directory. A stale file, left by
+   * a crash, may name a PID that now belongs to anything else.
    */
   public StopResult stop() throws IOException, InterruptedException {
     return postmaster.stop();

@@ -1,7 +1,7 @@
 package dev.pacer.cli.db;
 
-import dev.pacer.cli.model.Secrets;
 import dev.pacer.cli.db.ItemStore.Item;
+import dev.pacer.cli.model.Secrets;
 import dev.pacer.postgres.DatabaseClock;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.PacerTableSql;
@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
  * cursor stood after this job's last claim on it. The copy only orders the frontier; the cursor
  * itself is the host's row in the cursors' table (Pacer's layout: {@code pacer_cursor} unless
  * {@code --cursor-table} names another), keyed by the host name: the very row a {@code
- * --destination HOST} run or any library client paces on, so a host has one ceiling whichever
- * job, mode or program fetches it. An item's host is {@code pacer_item.host}.
+ * --destination HOST} run or any library client paces on, so a host has one ceiling whichever job,
+ * mode or program fetches it. An item's host is {@code pacer_item.host}.
  *
  * <h2>The claim is one statement ({@link #claim})</h2>
  *
@@ -43,42 +43,42 @@ import org.slf4j.LoggerFactory;
  *       {@code max_in_flight} items leased (the index {@code (job, host) WHERE state = 'leased'});
  *       the first such row is locked {@code FOR UPDATE SKIP LOCKED}, so concurrent claims take
  *       different hosts and never wait for each other;
- *   <li>{@code turn}: the library's reservation on the host's {@code pacer_cursor} row, term by term
- *       as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff} on
- *       {@code clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO
+ *   <li>{@code turn}: the library's reservation on the host's {@code pacer_cursor} row, term by
+ *       term as {@link PacerTableSql} writes it: {@code next = max(now, next) + interval × backoff}
+ *       on {@code clock_timestamp()} (the database's clock), as an {@code INSERT … ON CONFLICT DO
  *       UPDATE} whose WHERE refuses a turn that would start beyond the horizon, leaving the row
  *       exactly as it was (a refused claim consumes nothing). A missing row heals: it is inserted
  *       with the turn at the later of now and the frontier's copy (where this job last saw the
  *       turns end). An implausible row (further ahead than the larger of two minutes and 64
  *       intervals, of now and of the end of its pause, a pause counted at most a day: {@link
  *       PacerTableSql#turnStart}'s rule) is reset the same way, with a WARN naming how far ahead
- *       the turn found it. A host with a lockout row ({@code pacer_cursor_lockout}) gets no turn.
- *       A {@code Retry-After} pause needs no check of its own: it pushed the cursor row itself
- *       ({@code PostgresCursor.pause}), so the host's turns are refused until it ends, while
- *       other hosts' claims go on at full pace;
+ *       the turn found it. A host with a lockout row ({@code pacer_cursor_lockout}) gets no turn. A
+ *       {@code Retry-After} pause needs no check of its own: it pushed the cursor row itself
+ *       ({@code PostgresCursor.pause}), so the host's turns are refused until it ends, while other
+ *       hosts' claims go on at full pace;
  *   <li>{@code lease}: the item is leased, only if the turn was granted;
- *   <li>{@code front}: the frontier's copy is set to the host's new {@code next_at}; after a refusal,
- *       to the cursor's own value, so the host sorts where its turn really is; after a lockout, to
- *       {@code infinity}, so this job's claims pass over it until the next run.
+ *   <li>{@code front}: the frontier's copy is set to the host's new {@code next_at}; after a
+ *       refusal, to the cursor's own value, so the host sorts where its turn really is; after a
+ *       lockout, to {@code infinity}, so this job's claims pass over it until the next run.
  * </ol>
  *
  * A host whose robots.txt is still to be read ({@code --robots}) stands at {@code infinity} too,
  * behind a gate that {@link RobotsStore} opens: the claim needs no term of its own for it.
  *
- * When nothing is eligible the claim <em>awaits</em> a turn: it marks the soonest host whose coming
- * turn no other claimant awaits ({@code awaited_at}, the turn it awaits, and {@code awaited_by},
- * the claimant: a fetch thread; locked {@code SKIP LOCKED} as the pick is), and answers how long
- * until half the horizon before that turn ({@code wake_micros}). Until that turn starts, it is its
- * claimant's: other claims pass over it, as over a host at its in-flight cap. So one thread of the
- * whole fleet wakes for each turn and claims it alone, where every idle thread would otherwise wake
- * for the soonest one, and all but one of them come back empty, or take a turn its claimant is
- * about to claim and leave that claimant to come back empty. The mark names the turn, so it lapses
- * by itself when the host's turn moves; once the turn has started, any claim may take it, so a
- * claimant that dies or wakes late costs its host no more than that. When every coming turn is
- * awaited already, the answer is one horizon after the soonest turn: by then its claimant has
- * taken it; if it has not, this claim takes the turn one horizon late. The statement also answers
- * whether some host is due but held (every item leased up to its cap, waiting for a retry time, or
- * its turn awaited by another claimant), for which no time is known.
+ * <p>When nothing is eligible the claim <em>awaits</em> a turn: it marks the soonest host whose
+ * coming turn no other claimant awaits ({@code awaited_at}, the turn it awaits, and {@code
+ * awaited_by}, the claimant: a fetch thread; locked {@code SKIP LOCKED} as the pick is), and
+ * answers how long until half the horizon before that turn ({@code wake_micros}). Until that turn
+ * starts, it is its claimant's: other claims pass over it, as over a host at its in-flight cap. So
+ * one thread of the whole fleet wakes for each turn and claims it alone, where every idle thread
+ * would otherwise wake for the soonest one, and all but one of them come back empty, or take a turn
+ * its claimant is about to claim and leave that claimant to come back empty. The mark names the
+ * turn, so it lapses by itself when the host's turn moves; once the turn has started, any claim may
+ * take it, so a claimant that dies or wakes late costs its host no more than that. When every
+ * coming turn is awaited already, the answer is one horizon after the soonest turn: by then its
+ * claimant has taken it; if it has not, this claim takes the turn one horizon late. The statement
+ * also answers whether some host is due but held (every item leased up to its cap, waiting for a
+ * retry time, or its turn awaited by another claimant), for which no time is known.
  *
  * <p>No worker ever holds an item whose turn is far away: an item is leased only with its host's
  * turn starting within the horizon. A skewed backlog therefore cannot block the other hosts: a host
@@ -104,10 +104,11 @@ public final class FrontierStore {
    * An item is leased only if its host's turn starts within this: the longest sleep after a claim.
    * An idle thread is woken half of it before the next host's turn, so that its claim lands before
    * the turn and the turn starts on the host's grid ({@code max(now, next)} is then {@code next}):
-   * a claim that landed after it would start the turn late and push every later turn of the host
-   * by as much, so that a busy machine would deliver a host less than its ceiling.
+   * a claim that landed after it would start the turn late and push every later turn of the host by
+   * as much, so that a busy machine would deliver a host less than its ceiling.
    */
   public static final Duration HORIZON = Duration.ofMillis(50);
+
   /** The least a cursor may stand ahead before it is treated as implausible and reset. */
   static final Duration RESET_FLOOR = Duration.ofMinutes(2);
 
@@ -118,9 +119,9 @@ public final class FrontierStore {
    * failures, throttles; NULL if none was leased), the host and its rate (NULL if no host was
    * picked), wait_micros (from the statement's now to the turn; NULL if no turn was granted),
    * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
-   * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has
-   * a turn coming), contended (nothing was picked although a host was eligible: another claim
-   * held its row), held (some host is due but could not be claimed), fronts, backoff (the host's
+   * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has a
+   * turn coming), contended (nothing was picked although a host was eligible: another claim held
+   * its row), held (some host is due but could not be claimed), fronts, backoff (the host's
    * multiplier), reset_from_micros (how far ahead of now the turn found the host's cursor, where it
    * reset it; NULL otherwise) with the host's reset_beyond_micros, and now_micros (the statement's
    * now, on the database's clock, in epoch microseconds).
@@ -131,122 +132,161 @@ public final class FrontierStore {
     String start = PacerTableSql.turnStart("k", "c");
     String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
-          + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
-          + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
-          + "         ?::bigint * interval '1 microsecond' AS reset_floor,\n"
-          + "         ?::text AS claimant),\n"
-          + "pick AS MATERIALIZED (\n"
-          + "  SELECT f.host, f.rate, f.interval_us * interval '1 microsecond' AS gap,\n"
-          + "         f.next_at AS known_next, i.url_key\n"
-          + "  FROM pacer_frontier f\n"
-          + "  CROSS JOIN LATERAL (\n"
-          + "    SELECT it.url_key FROM pacer_item it\n"
-          + "    WHERE " + claimableItem("it", "f") + "\n"
-          + "    ORDER BY it.seq LIMIT 1) i\n"
-          + "  WHERE " + eligibleHost("f") + "\n"
-          + "  ORDER BY f.next_at\n"
-          + "  LIMIT 1\n"
-          + "  FOR UPDATE OF f SKIP LOCKED),\n"
-          + "c AS MATERIALIZED (\n"
-          + "  SELECT pick.*, p.now, p.horizon,\n"
-          + "         (SELECT l.reason FROM " + lockouts + " l WHERE l.name = pick.host)"
-          + " AS lockout,\n"
-          + "         GREATEST(p.now, pick.known_next) AS earliest,\n"
-          + "         GREATEST(p.reset_floor, pick.gap * 64) AS reset_beyond\n"
-          + "  FROM pick CROSS JOIN p),\n"
-          + "turn AS (\n"
-          + "  INSERT INTO " + cursors + " AS k (name, next_at, updated_at)\n"
-          + "  SELECT c.host, c.earliest + c.gap, c.now FROM c\n"
-          + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
-          + "  ON CONFLICT (name) DO UPDATE\n"
-          + "    SET (next_at, updated_at, reset_from) = (SELECT " + start + " + c.gap * k.backoff,"
-          + " c.now, " + resetFrom + " FROM c)\n"
-          + "    WHERE (SELECT " + start + " <= c.now + c.horizon FROM c)\n"
-          + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
-          + "lease AS (\n"
-          + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
-          + "         lease_until = c.now + ?::bigint * interval '1 millisecond'\n"
-          + "  FROM c, turn\n"
-          + "  WHERE i.job = (SELECT job FROM p) AND i.url_key = c.url_key\n"
-          + "    AND ((i.state = 'pending' AND i.not_before <= c.now)\n"
-          + "      OR (i.state = 'leased' AND i.lease_until < c.now))\n"
-          + "  RETURNING i.url_key, i.url, i.failures, i.throttles),\n"
-          + "front AS (\n"
-          + "  UPDATE pacer_frontier f SET next_at = CASE WHEN c.lockout IS NOT NULL"
-          + " THEN 'infinity'::timestamptz\n"
-          + "      ELSE COALESCE((SELECT turn.next_at FROM turn),\n"
-          + "                    (SELECT k.next_at FROM " + cursors + " k WHERE k.name = c.host),"
-          + " c.now) END\n"
-          + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
-          + "  RETURNING f.next_at),\n"
-          // Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this
-          // claimant awaited already counts as free to it), so that one thread of the fleet wakes
-          // for each turn, not every idle one for the first.
-          + "awaits AS (\n"
-          + "  UPDATE pacer_frontier g SET awaited_at = g.next_at,"
-          + " awaited_by = (SELECT claimant FROM p)\n"
-          + "  FROM (SELECT n.host FROM pacer_frontier n, p\n"
-          + "        WHERE NOT EXISTS (SELECT 1 FROM c)\n"
-          + "          AND n.job = p.job AND n.active\n"
-          + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
-          + "          AND (n.awaited_at IS DISTINCT FROM n.next_at"
-          + " OR n.awaited_by = p.claimant)\n"
-          + "        ORDER BY n.next_at LIMIT 1\n"
-          + "        FOR UPDATE OF n SKIP LOCKED) w\n"
-          + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
-          + "  RETURNING g.next_at)\n"
-          + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
-          // From c.now, which the statement answers too: the process's database clock maps the
-          // turn onto its own clock, so that a statement slowed (by a row lock, a busy server)
-          // answers a turn that may have begun before the answer came back.
-          + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - c.now)"
-          + " * 1000000)::bigint AS wait_micros,\n"
-          + "       c.lockout,\n"
-          // Half the horizon before the awaited turn; with every coming turn awaited already, a
-          // horizon after the soonest turn, by which its waker has claimed it (or has not, and
-          // this thread claims it that much late rather than the host losing the turn).
-          + "       (extract(epoch FROM COALESCE((SELECT a.next_at - p.horizon / 2 FROM awaits a),\n"
-          + "          (SELECT g.next_at + p.horizon FROM pacer_frontier g WHERE g.job = p.job\n"
-          + "             AND g.active AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
-          + "           ORDER BY g.next_at LIMIT 1)) - p.now) * 1000000)::bigint AS wake_micros,\n"
-          // Nothing picked, yet a host was eligible in this statement's snapshot: its row was
-          // locked by another claim, which the pick skipped.
-          + "       (SELECT true FROM pacer_frontier e\n"
-          + "          WHERE NOT EXISTS (SELECT 1 FROM c) AND " + eligibleHost("e") + "\n"
-          + "            AND EXISTS (SELECT 1 FROM pacer_item it WHERE "
-          + claimableItem("it", "e") + ")\n"
-          + "          LIMIT 1) AS contended,\n"
-          // The soonest host is due yet none was picked: held. Read from the index's first entry
-          // (an EXISTS would be planned as a scan that stops at the first of many due rows).
-          + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
-          + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
-          + "       (SELECT count(*) FROM front) AS fronts,\n"
-          + "       turn.backoff,\n"
-          + "       (" + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
-          + " * 1000000)::bigint"
-          + " AS reset_from_micros,\n"
-          + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint"
-          + " AS reset_beyond_micros,\n"
-          + "       (extract(epoch FROM c.now) * 1000000)::bigint AS now_micros\n"
-          + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
+        + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
+        + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
+        + "         ?::bigint * interval '1 microsecond' AS reset_floor,\n"
+        + "         ?::text AS claimant),\n"
+        + "pick AS MATERIALIZED (\n"
+        + "  SELECT f.host, f.rate, f.interval_us * interval '1 microsecond' AS gap,\n"
+        + "         f.next_at AS known_next, i.url_key\n"
+        + "  FROM pacer_frontier f\n"
+        + "  CROSS JOIN LATERAL (\n"
+        + "    SELECT it.url_key FROM pacer_item it\n"
+        + "    WHERE "
+        + claimableItem("it", "f")
+        + "\n"
+        + "    ORDER BY it.seq LIMIT 1) i\n"
+        + "  WHERE "
+        + eligibleHost("f")
+        + "\n"
+        + "  ORDER BY f.next_at\n"
+        + "  LIMIT 1\n"
+        + "  FOR UPDATE OF f SKIP LOCKED),\n"
+        + "c AS MATERIALIZED (\n"
+        + "  SELECT pick.*, p.now, p.horizon,\n"
+        + "         (SELECT l.reason FROM "
+        + lockouts
+        + " l WHERE l.name = pick.host)"
+        + " AS lockout,\n"
+        + "         GREATEST(p.now, pick.known_next) AS earliest,\n"
+        + "         GREATEST(p.reset_floor, pick.gap * 64) AS reset_beyond\n"
+        + "  FROM pick CROSS JOIN p),\n"
+        + "turn AS (\n"
+        + "  INSERT INTO "
+        + cursors
+        + " AS k (name, next_at, updated_at)\n"
+        + "  SELECT c.host, c.earliest + c.gap, c.now FROM c\n"
+        + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
+        + "  ON CONFLICT (name) DO UPDATE\n"
+        + "    SET (next_at, updated_at, reset_from) = (SELECT "
+        + start
+        + " + c.gap * k.backoff,"
+        + " c.now, "
+        + resetFrom
+        + " FROM c)\n"
+        + "    WHERE (SELECT "
+        + start
+        + " <= c.now + c.horizon FROM c)\n"
+        + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
+        + "lease AS (\n"
+        + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
+        + "         lease_until = c.now + ?::bigint * interval '1 millisecond'\n"
+        + "  FROM c, turn\n"
+        + "  WHERE i.job = (SELECT job FROM p) AND i.url_key = c.url_key\n"
+        + "    AND ((i.state = 'pending' AND i.not_before <= c.now)\n"
+        + "      OR (i.state = 'leased' AND i.lease_until < c.now))\n"
+        + "  RETURNING i.url_key, i.url, i.failures, i.throttles),\n"
+        + "front AS (\n"
+        + "  UPDATE pacer_frontier f SET next_at = CASE WHEN c.lockout IS NOT NULL"
+        + " THEN 'infinity'::timestamptz\n"
+        + "      ELSE COALESCE((SELECT turn.next_at FROM turn),\n"
+        + "                    (SELECT k.next_at FROM "
+        + cursors
+        + " k WHERE k.name = c.host),"
+        + " c.now) END\n"
+        + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
+        + "  RETURNING f.next_at),\n"
+        // Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this
+        // claimant awaited already counts as free to it), so that one thread of the fleet wakes
+        // for each turn, not every idle one for the first.
+        + "awaits AS (\n"
+        + "  UPDATE pacer_frontier g SET awaited_at = g.next_at,"
+        + " awaited_by = (SELECT claimant FROM p)\n"
+        + "  FROM (SELECT n.host FROM pacer_frontier n, p\n"
+        + "        WHERE NOT EXISTS (SELECT 1 FROM c)\n"
+        + "          AND n.job = p.job AND n.active\n"
+        + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
+        + "          AND (n.awaited_at IS DISTINCT FROM n.next_at"
+        + " OR n.awaited_by = p.claimant)\n"
+        + "        ORDER BY n.next_at LIMIT 1\n"
+        + "        FOR UPDATE OF n SKIP LOCKED) w\n"
+        + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
+        + "  RETURNING g.next_at)\n"
+        + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
+        // From c.now, which the statement answers too: the process's database clock maps the
+        // turn onto its own clock, so that a statement slowed (by a row lock, a busy server)
+        // answers a turn that may have begun before the answer came back.
+        + "       (extract(epoch FROM turn.next_at - c.gap * turn.backoff - c.now)"
+        + " * 1000000)::bigint AS wait_micros,\n"
+        + "       c.lockout,\n"
+        // Half the horizon before the awaited turn; with every coming turn awaited already, a
+        // horizon after the soonest turn, by which its waker has claimed it (or has not, and
+        // this thread claims it that much late rather than the host losing the turn).
+        + "       (extract(epoch FROM COALESCE((SELECT a.next_at - p.horizon / 2 FROM awaits a),\n"
+        + "          (SELECT g.next_at + p.horizon FROM pacer_frontier g WHERE g.job = p.job\n"
+        + "             AND g.active AND g.next_at > p.now + p.horizon AND g.next_at < 'infinity'\n"
+        + "           ORDER BY g.next_at LIMIT 1)) - p.now) * 1000000)::bigint AS wake_micros,\n"
+        // Nothing picked, yet a host was eligible in this statement's snapshot: its row was
+        // locked by another claim, which the pick skipped.
+        + "       (SELECT true FROM pacer_frontier e\n"
+        + "          WHERE NOT EXISTS (SELECT 1 FROM c) AND "
+        + eligibleHost("e")
+        + "\n"
+        + "            AND EXISTS (SELECT 1 FROM pacer_item it WHERE "
+        + claimableItem("it", "e")
+        + ")\n"
+        + "          LIMIT 1) AS contended,\n"
+        // The soonest host is due yet none was picked: held. Read from the index's first entry
+        // (an EXISTS would be planned as a scan that stops at the first of many due rows).
+        + "       (SELECT h.next_at <= p.now + p.horizon FROM pacer_frontier h\n"
+        + "          WHERE h.job = p.job AND h.active ORDER BY h.next_at LIMIT 1) AS held,\n"
+        + "       (SELECT count(*) FROM front) AS fronts,\n"
+        + "       turn.backoff,\n"
+        + "       ("
+        + PacerTableSql.secondsFrom("c.now", "turn.reset_from")
+        + " * 1000000)::bigint"
+        + " AS reset_from_micros,\n"
+        + "       (extract(epoch FROM c.reset_beyond) * 1000000)::bigint"
+        + " AS reset_beyond_micros,\n"
+        + "       (extract(epoch FROM c.now) * 1000000)::bigint AS now_micros\n"
+        + "FROM p LEFT JOIN c ON true LEFT JOIN turn ON true LEFT JOIN lease ON true";
   }
 
   /**
    * The frontier row {@code f} may be claimed now, but for its item and its lock: the job's,
    * active, its turn within the horizon and not awaited by another claimant (unless it has
-   * started), fewer items in flight than its cap. The statement's {@code p} gives the job, now,
-   * the horizon and the claimant.
+   * started), fewer items in flight than its cap. The statement's {@code p} gives the job, now, the
+   * horizon and the claimant.
    */
   private static String eligibleHost(String f) {
-    return f + ".job = (SELECT job FROM p) AND " + f + ".active\n"
-        + "    AND " + f + ".next_at <= (SELECT now + horizon FROM p)\n"
-        + "    AND (" + f + ".awaited_at IS DISTINCT FROM " + f + ".next_at"
-        + " OR " + f + ".awaited_by = (SELECT claimant FROM p)"
-        + " OR " + f + ".next_at <= (SELECT now FROM p))\n"
-        + "    AND (SELECT count(*) FROM pacer_item l WHERE l.job = " + f + ".job"
-        + " AND l.host = " + f + ".host\n"
+    return f
+        + ".job = (SELECT job FROM p) AND "
+        + f
+        + ".active\n"
+        + "    AND "
+        + f
+        + ".next_at <= (SELECT now + horizon FROM p)\n"
+        + "    AND ("
+        + f
+        + ".awaited_at IS DISTINCT FROM "
+        + f
+        + ".next_at"
+        + " OR "
+        + f
+        + ".awaited_by = (SELECT claimant FROM p)"
+        + " OR "
+        + f
+        + ".next_at <= (SELECT now FROM p))\n"
+        + "    AND (SELECT count(*) FROM pacer_item l WHERE l.job = "
+        + f
+        + ".job"
+        + " AND l.host = "
+        + f
+        + ".host\n"
         + "         AND l.state = 'leased' AND l.lease_until >= (SELECT now FROM p))"
-        + " < " + f + ".max_in_flight";
+        + " < "
+        + f
+        + ".max_in_flight";
   }
 
   /**
@@ -254,34 +294,50 @@ public final class FrontierStore {
    * with its lease run out.
    */
   private static String claimableItem(String it, String f) {
-    return it + ".job = " + f + ".job AND " + it + ".host = " + f + ".host"
-        + " AND " + it + ".state IN ('pending', 'leased')\n"
-        + "      AND ((" + it + ".state = 'pending'"
-        + " AND " + it + ".not_before <= (SELECT now FROM p))\n"
-        + "        OR (" + it + ".state = 'leased'"
-        + " AND " + it + ".lease_until < (SELECT now FROM p)))";
+    return it
+        + ".job = "
+        + f
+        + ".job AND "
+        + it
+        + ".host = "
+        + f
+        + ".host"
+        + " AND "
+        + it
+        + ".state IN ('pending', 'leased')\n"
+        + "      AND (("
+        + it
+        + ".state = 'pending'"
+        + " AND "
+        + it
+        + ".not_before <= (SELECT now FROM p))\n"
+        + "        OR ("
+        + it
+        + ".state = 'leased'"
+        + " AND "
+        + it
+        + ".lease_until < (SELECT now FROM p)))";
   }
 
   /** The outcome of one claim. */
   public sealed interface Claim {
     /**
      * An item leased with its host's turn, which starts {@code turnIn} after the statement's answer
-     * (negative: it began that long before the answer, the statement having been slow),
-     * spaced from the next by the host's interval times {@code backoff} (the fleet's multiplier kept
-     * on the host's cursor row).
+     * (negative: it began that long before the answer, the statement having been slow), spaced from
+     * the next by the host's interval times {@code backoff} (the fleet's multiplier kept on the
+     * host's cursor row).
      */
     record Claimed(Item item, String host, double rate, Duration turnIn, int backoff)
         implements Claim {}
 
     /**
      * Nothing could be claimed now. {@code wake}: how long until a claim can take the turn this
-     * claim awaits (half the {@linkplain #HORIZON horizon} before it; one horizon after the
-     * soonest turn if every coming turn is awaited already), if any host is waiting for one;
-     * {@code held}: some host is due but held (its items all leased up to its cap, or waiting
-     * for a retry time, or its turn awaited by another claimant, or its row locked by another
-     * claim), for which no time is known; {@code contended}: some host could have been claimed,
-     * but another claim had its row locked (the case of {@code held} that is a claim wasted while
-     * a host was eligible).
+     * claim awaits (half the {@linkplain #HORIZON horizon} before it; one horizon after the soonest
+     * turn if every coming turn is awaited already), if any host is waiting for one; {@code held}:
+     * some host is due but held (its items all leased up to its cap, or waiting for a retry time,
+     * or its turn awaited by another claimant, or its row locked by another claim), for which no
+     * time is known; {@code contended}: some host could have been claimed, but another claim had
+     * its row locked (the case of {@code held} that is a claim wasted while a host was eligible).
      */
     record Idle(java.util.Optional<Duration> wake, boolean held, boolean contended)
         implements Claim {}
@@ -300,8 +356,10 @@ public final class FrontierStore {
   public record HostCeiling(double rate, int maxInFlight) {}
 
   private final StoreConnection connection;
+
   /** The cursors' table: the place's, in Pacer's layout (per-host mode refuses any other). */
   private final String cursors;
+
   private final String claim;
   private final DatabaseClock clock;
 
@@ -315,56 +373,62 @@ public final class FrontierStore {
   /**
    * Makes the job's hosts its frontier: each host's ceiling is set (an earlier run's is replaced),
    * and every row of the job becomes active and due (the cursor rows decide the real turns), its
-   * failure bar cleared (a host passed over by an earlier run is tried again). The items know
-   * their hosts from the enqueue.
+   * failure bar cleared (a host passed over by an earlier run is tried again). The items know their
+   * hosts from the enqueue.
    */
   public void plan(String job, Map<String, HostCeiling> ceilings) throws SQLException {
-    connection.call(c -> {
-      // The claim reserves on the cursors' rows, so their table must exist before the first
-      // claim, whether or not a cursor of this process made it.
-      try (java.sql.Statement s = c.createStatement()) {
-        s.execute(PacerTableSql.createTable(cursors));
-      }
-      return null;
-    });
-    connection.transaction(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "INSERT INTO pacer_frontier (job, host, rate, interval_us, max_in_flight)"
-              + " VALUES (?, ?, ?, ?, ?) ON CONFLICT (job, host) DO UPDATE SET"
-              + " rate = excluded.rate, interval_us = excluded.interval_us,"
-              + " max_in_flight = excluded.max_in_flight")) {
-        int batched = 0;
-        for (Map.Entry<String, HostCeiling> e : ceilings.entrySet()) {
-          s.setString(1, job);
-          s.setString(2, e.getKey());
-          s.setDouble(3, e.getValue().rate());
-          s.setLong(4, intervalMicros(e.getValue().rate()));
-          s.setInt(5, e.getValue().maxInFlight());
-          s.addBatch();
-          if (++batched % 1000 == 0) {
+    connection.call(
+        c -> {
+          // The claim reserves on the cursors' rows, so their table must exist before the first
+          // claim, whether or not a cursor of this process made it.
+          try (java.sql.Statement s = c.createStatement()) {
+            s.execute(PacerTableSql.createTable(cursors));
+          }
+          return null;
+        });
+    connection.transaction(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "INSERT INTO pacer_frontier (job, host, rate, interval_us, max_in_flight)"
+                      + " VALUES (?, ?, ?, ?, ?) ON CONFLICT (job, host) DO UPDATE SET"
+                      + " rate = excluded.rate, interval_us = excluded.interval_us,"
+                      + " max_in_flight = excluded.max_in_flight")) {
+            int batched = 0;
+            for (Map.Entry<String, HostCeiling> e : ceilings.entrySet()) {
+              s.setString(1, job);
+              s.setString(2, e.getKey());
+              s.setDouble(3, e.getValue().rate());
+              s.setLong(4, intervalMicros(e.getValue().rate()));
+              s.setInt(5, e.getValue().maxInFlight());
+              s.addBatch();
+              if (++batched % 1000 == 0) {
+                s.executeBatch();
+              }
+            }
             s.executeBatch();
           }
-        }
-        s.executeBatch();
-      }
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_frontier SET active = true, next_at = '-infinity', bar_items = 0,"
-              + " bar_failures = 0, passed_over = NULL WHERE job = ?")) {
-        s.setString(1, job);
-        s.executeUpdate();
-      }
-      return null;
-    });
-    connection.call(c -> {
-      // The claim's plan depends on the statistics: planned while they still describe the tables
-      // before this enqueue (a job of "one row"), it reads every item of the job through the
-      // wrong index for every host, orders of magnitude slower than the plan made once the
-      // tables are analysed. Autovacuum would analyse only later.
-      try (java.sql.Statement s = c.createStatement()) {
-        s.execute("ANALYZE pacer_item, pacer_frontier");
-      }
-      return null;
-    });
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_frontier SET active = true, next_at = '-infinity', bar_items = 0,"
+                      + " bar_failures = 0, passed_over = NULL WHERE job = ?")) {
+            s.setString(1, job);
+            s.executeUpdate();
+          }
+          return null;
+        });
+    connection.call(
+        c -> {
+          // The claim's plan depends on the statistics: planned while they still describe the
+          // tables
+          // before this enqueue (a job of "one row"), it reads every item of the job through the
+          // wrong index for every host, orders of magnitude slower than the plan made once the
+          // tables are analysed. Autovacuum would analyse only later.
+          try (java.sql.Statement s = c.createStatement()) {
+            s.execute("ANALYZE pacer_item, pacer_frontier");
+          }
+          return null;
+        });
   }
 
   /** A host's interval in whole microseconds, as the library rounds it ({@code Destination}). */
@@ -377,11 +441,11 @@ public final class FrontierStore {
    * claimant} names the calling fetch thread (unique in the fleet): a turn an idle claim awaited is
    * its claimant's until it starts.
    *
-   * <p>Made at most once: made again, it would take a second turn and lease a second item. When
-   * its answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is
-   * given back by its lease token before the failure is thrown, and the caller claims afresh: the
-   * turn the lost claim may have taken is spent (the host gets one request fewer, never one more).
-   * If the give back fails too, the item waits for its lease to run out.
+   * <p>Made at most once: made again, it would take a second turn and lease a second item. When its
+   * answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is given
+   * back by its lease token before the failure is thrown, and the caller claims afresh: the turn
+   * the lost claim may have taken is spent (the host gets one request fewer, never one more). If
+   * the give back fails too, the item waits for its lease to run out.
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
@@ -402,65 +466,85 @@ public final class FrontierStore {
 
   /** Gives back the item leased under {@code token}, if one is: pending again, untouched. */
   private void releaseLease(String job, String token) throws SQLException {
-    connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'pending',"
-          + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
-          + " WHERE job = ? AND state = 'leased' AND lease_token = ?")) {
-        s.setString(1, job);
-        s.setString(2, token);
-        return s.executeUpdate();
-      }
-    });
+    connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item SET state = 'pending',"
+                      + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
+                      + " WHERE job = ? AND state = 'leased' AND lease_token = ?")) {
+            s.setString(1, job);
+            s.setString(2, token);
+            return s.executeUpdate();
+          }
+        });
   }
 
-  private Claim claimOnce(String job, String workerId, String claimant, String token,
-      long leaseMillis) throws SQLException {
-    return connection.callOnce(c -> {
-      try (PreparedStatement s = c.prepareStatement(claim)) {
-        bindClaim(s, job, claimant, workerId, token, leaseMillis);
-        long asked = System.nanoTime();
-        try (ResultSet r = s.executeQuery()) {
-          long answered = System.nanoTime();
-          r.next();
-          String host = r.getString(5);
-          if (host == null) {
-            long wake = r.getLong(9);
-            boolean none = r.wasNull();
-            // NULL (no active host, no eligible one) reads as false
-            return new Claim.Idle(none ? java.util.Optional.<Duration>empty()
-                : java.util.Optional.of(Duration.ofNanos(Math.max(0, wake) * 1000)),
-                r.getBoolean("held"), r.getBoolean("contended"));
+  private Claim claimOnce(
+      String job, String workerId, String claimant, String token, long leaseMillis)
+      throws SQLException {
+    return connection.callOnce(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement(claim)) {
+            bindClaim(s, job, claimant, workerId, token, leaseMillis);
+            long asked = System.nanoTime();
+            try (ResultSet r = s.executeQuery()) {
+              long answered = System.nanoTime();
+              r.next();
+              String host = r.getString(5);
+              if (host == null) {
+                long wake = r.getLong(9);
+                boolean none = r.wasNull();
+                // NULL (no active host, no eligible one) reads as false
+                return new Claim.Idle(
+                    none
+                        ? java.util.Optional.<Duration>empty()
+                        : java.util.Optional.of(Duration.ofNanos(Math.max(0, wake) * 1000)),
+                    r.getBoolean("held"),
+                    r.getBoolean("contended"));
+              }
+              String lockout = r.getString(8);
+              if (lockout != null) {
+                return new Claim.LockedOut(host, lockout);
+              }
+              long resetFromMicros = r.getLong("reset_from_micros");
+              if (!r.wasNull()) {
+                log.warn(
+                    "Cursor {} was {} s ahead of the database clock (bound {}); reset",
+                    host,
+                    resetFromMicros / 1_000_000,
+                    Duration.ofNanos(r.getLong("reset_beyond_micros") * 1000));
+              }
+              long waitMicros = r.getLong(7);
+              if (r.wasNull()) {
+                return new Claim.Refused(host);
+              }
+              long turnIn =
+                  clock.waitFromAnswer(
+                      asked,
+                      answered,
+                      r.getLong("now_micros") * 1000,
+                      Math.max(0, waitMicros) * 1000);
+              String key = r.getString(1);
+              if (key == null) {
+                return new Claim.Lost(host);
+              }
+              Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
+              return new Claim.Claimed(
+                  item, host, r.getDouble(6), Duration.ofNanos(turnIn), r.getInt("backoff"));
+            }
           }
-          String lockout = r.getString(8);
-          if (lockout != null) {
-            return new Claim.LockedOut(host, lockout);
-          }
-          long resetFromMicros = r.getLong("reset_from_micros");
-          if (!r.wasNull()) {
-            log.warn("Cursor {} was {} s ahead of the database clock (bound {}); reset", host,
-                resetFromMicros / 1_000_000,
-                Duration.ofNanos(r.getLong("reset_beyond_micros") * 1000));
-          }
-          long waitMicros = r.getLong(7);
-          if (r.wasNull()) {
-            return new Claim.Refused(host);
-          }
-          long turnIn = clock.waitFromAnswer(asked, answered,
-              r.getLong("now_micros") * 1000, Math.max(0, waitMicros) * 1000);
-          String key = r.getString(1);
-          if (key == null) {
-            return new Claim.Lost(host);
-          }
-          Item item = new Item(job, key, r.getString(2), r.getInt(3), r.getInt(4), token);
-          return new Claim.Claimed(item, host, r.getDouble(6), Duration.ofNanos(turnIn),
-              r.getInt("backoff"));
-        }
-      }
-    });
+        });
   }
 
-  static void bindClaim(PreparedStatement s, String job, String claimant, String workerId,
-      String token, long leaseMillis) throws SQLException {
+  static void bindClaim(
+      PreparedStatement s,
+      String job,
+      String claimant,
+      String workerId,
+      String token,
+      long leaseMillis)
+      throws SQLException {
     s.setString(1, job);
     s.setLong(2, HORIZON.toNanos() / 1000);
     s.setLong(3, RESET_FLOOR.toNanos() / 1000);
@@ -475,17 +559,19 @@ public final class FrontierStore {
    * that claims stop stepping over them. Rows locked by a claim just now are left for next time.
    */
   public int retireDrainedHosts(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_frontier f SET active = false WHERE (f.job, f.host) IN ("
-              + " SELECT g.job, g.host FROM pacer_frontier g WHERE g.job = ? AND g.active"
-              + " AND NOT EXISTS (SELECT 1 FROM pacer_item i WHERE i.job = g.job"
-              + "   AND i.host = g.host AND i.state IN ('pending', 'leased'))"
-              + " FOR UPDATE SKIP LOCKED)")) {
-        s.setString(1, job);
-        return s.executeUpdate();
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_frontier f SET active = false WHERE (f.job, f.host) IN ("
+                      + " SELECT g.job, g.host FROM pacer_frontier g WHERE g.job = ? AND g.active"
+                      + " AND NOT EXISTS (SELECT 1 FROM pacer_item i WHERE i.job = g.job"
+                      + "   AND i.host = g.host AND i.state IN ('pending', 'leased'))"
+                      + " FOR UPDATE SKIP LOCKED)")) {
+            s.setString(1, job);
+            return s.executeUpdate();
+          }
+        });
   }
 
   /**
@@ -498,13 +584,14 @@ public final class FrontierStore {
     if (cleanByHost.isEmpty()) {
       return 0;
     }
-    return connection.callOnce(c -> {
-      try (PreparedStatement s = c.prepareStatement(PacerTableSql.countCleanAnswers(cursors))) {
-        s.setArray(1, c.createArrayOf("text", cleanByHost.keySet().toArray()));
-        s.setArray(2, c.createArrayOf("integer", cleanByHost.values().toArray()));
-        return s.executeUpdate();
-      }
-    });
+    return connection.callOnce(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement(PacerTableSql.countCleanAnswers(cursors))) {
+            s.setArray(1, c.createArrayOf("text", cleanByHost.keySet().toArray()));
+            s.setArray(2, c.createArrayOf("integer", cleanByHost.values().toArray()));
+            return s.executeUpdate();
+          }
+        });
   }
 
   /**
@@ -518,61 +605,86 @@ public final class FrontierStore {
 
   /**
    * Adds {@code counted} (by host) to the hosts' failure bars, and passes over every host whose bar
-   * is crossed: {@code maxFailures} failed among the items of its window, a window that holds up
-   * to {@code window} items and then starts again. A host passed over is out of this run: its
-   * frontier row stands at {@code infinity}, where no claim reaches it, its bar is no longer
-   * counted, and its pending items are deferred to the next run, {@code last_error} saying why.
-   * Answers the hosts passed over by this call. The bar is the fleet's, on the frontier row: every
-   * worker adds what its threads counted. Made at most once: made again, it would count the items
-   * twice, and could pass over a host for failures it counted twice. The last failure's message
-   * is kept redacted ({@link Secrets#redact}).
+   * is crossed: {@code maxFailures} failed among the items of its window, a window that holds up to
+   * {@code window} items and then starts again. A host passed over is out of this run: its frontier
+   * row stands at {@code infinity}, where no claim reaches it, its bar is no longer counted, and
+   * its pending items are deferred to the next run, {@code last_error} saying why. Answers the
+   * hosts passed over by this call. The bar is the fleet's, on the frontier row: every worker adds
+   * what its threads counted. Made at most once: made again, it would count the items twice, and
+   * could pass over a host for failures it counted twice. The last failure's message is kept
+   * redacted ({@link Secrets#redact}).
    */
-  public List<PassedOver> countItems(String job, Map<String, HostItems> counted, int window,
-      int maxFailures) throws SQLException {
+  public List<PassedOver> countItems(
+      String job, Map<String, HostItems> counted, int window, int maxFailures) throws SQLException {
     if (counted.isEmpty()) {
       return List.of();
     }
     String restart = "f.bar_items >= " + window;
     String items = "CASE WHEN " + restart + " THEN u.items ELSE f.bar_items + u.items END";
-    String failures = "CASE WHEN " + restart + " THEN u.failures"
-        + " ELSE f.bar_failures + u.failures END";
+    String failures =
+        "CASE WHEN " + restart + " THEN u.failures" + " ELSE f.bar_failures + u.failures END";
     String crossed = "(" + failures + ") >= " + maxFailures;
     // Every term reads the row as it is when this statement updates it (after another worker's
     // update of it has committed), so that two workers' counts add up.
-    String sql = "UPDATE pacer_frontier f SET bar_items = " + items + ", bar_failures = " + failures
-        + ", passed_over = CASE WHEN " + crossed + " THEN format('%s of its last %s item(s)"
-        + " failed (bar: " + maxFailures + " of " + window + "); the last: %s', " + failures + ", "
-        + items + ", u.last_failure) END,"
-        + " next_at = CASE WHEN " + crossed + " THEN 'infinity'::timestamptz ELSE f.next_at END"
-        + " FROM unnest(?::text[], ?::integer[], ?::integer[], ?::text[])"
-        + "   AS u(host, items, failures, last_failure)"
-        + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
-        + " RETURNING f.host, f.passed_over";
+    String sql =
+        "UPDATE pacer_frontier f SET bar_items = "
+            + items
+            + ", bar_failures = "
+            + failures
+            + ", passed_over = CASE WHEN "
+            + crossed
+            + " THEN format('%s of its last %s item(s)"
+            + " failed (bar: "
+            + maxFailures
+            + " of "
+            + window
+            + "); the last: %s', "
+            + failures
+            + ", "
+            + items
+            + ", u.last_failure) END,"
+            + " next_at = CASE WHEN "
+            + crossed
+            + " THEN 'infinity'::timestamptz ELSE f.next_at END"
+            + " FROM unnest(?::text[], ?::integer[], ?::integer[], ?::text[])"
+            + "   AS u(host, items, failures, last_failure)"
+            + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
+            + " RETURNING f.host, f.passed_over";
     List<String> hosts = new ArrayList<>(new TreeMap<>(counted).keySet());
-    return connection.transactionOnce(c -> {
-      List<PassedOver> passed = new ArrayList<>();
-      try (PreparedStatement s = c.prepareStatement(sql)) {
-        s.setArray(1, c.createArrayOf("text", hosts.toArray()));
-        s.setArray(2, c.createArrayOf("integer",
-            hosts.stream().map(h -> counted.get(h).items()).toArray()));
-        s.setArray(3, c.createArrayOf("integer",
-            hosts.stream().map(h -> counted.get(h).failures()).toArray()));
-        s.setArray(4, c.createArrayOf("text",
-            hosts.stream().map(h -> Secrets.redact(counted.get(h).lastFailure())).toArray()));
-        s.setString(5, job);
-        try (ResultSet r = s.executeQuery()) {
-          while (r.next()) {
-            if (r.getString(2) != null) {
-              passed.add(new PassedOver(r.getString(1), r.getString(2)));
+    return connection.transactionOnce(
+        c -> {
+          List<PassedOver> passed = new ArrayList<>();
+          try (PreparedStatement s = c.prepareStatement(sql)) {
+            s.setArray(1, c.createArrayOf("text", hosts.toArray()));
+            s.setArray(
+                2,
+                c.createArrayOf(
+                    "integer", hosts.stream().map(h -> counted.get(h).items()).toArray()));
+            s.setArray(
+                3,
+                c.createArrayOf(
+                    "integer", hosts.stream().map(h -> counted.get(h).failures()).toArray()));
+            s.setArray(
+                4,
+                c.createArrayOf(
+                    "text",
+                    hosts.stream()
+                        .map(h -> Secrets.redact(counted.get(h).lastFailure()))
+                        .toArray()));
+            s.setString(5, job);
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                if (r.getString(2) != null) {
+                  passed.add(new PassedOver(r.getString(1), r.getString(2)));
+                }
+              }
             }
           }
-        }
-      }
-      if (!passed.isEmpty()) {
-        defer(c, job, passed.stream().map(PassedOver::host).toList());
-      }
-      return passed;
-    });
+          if (!passed.isEmpty()) {
+            defer(c, job, passed.stream().map(PassedOver::host).toList());
+          }
+          return passed;
+        });
   }
 
   /**
@@ -585,12 +697,13 @@ public final class FrontierStore {
 
   /** Defers the pending items of the job's hosts passed over, of {@code hosts} if given. */
   private static int defer(Connection c, String job, List<String> hosts) throws SQLException {
-    try (PreparedStatement s = c.prepareStatement(
-        "UPDATE pacer_item i SET state = 'deferred', last_error = 'host passed over: '"
-            + " || f.passed_over FROM pacer_frontier f"
-            + " WHERE f.job = ? AND f.passed_over IS NOT NULL"
-            + (hosts == null ? "" : " AND f.host = ANY (?)")
-            + " AND i.job = f.job AND i.host = f.host AND i.state = 'pending'")) {
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "UPDATE pacer_item i SET state = 'deferred', last_error = 'host passed over: '"
+                + " || f.passed_over FROM pacer_frontier f"
+                + " WHERE f.job = ? AND f.passed_over IS NOT NULL"
+                + (hosts == null ? "" : " AND f.host = ANY (?)")
+                + " AND i.job = f.job AND i.host = f.host AND i.state = 'pending'")) {
       s.setString(1, job);
       if (hosts != null) {
         s.setArray(2, c.createArrayOf("text", hosts.toArray()));
@@ -600,47 +713,55 @@ public final class FrontierStore {
   }
 
   /**
-   * Whether the job still has work some claim may take: an open item of a host that is not
-   * locked out for this run; with {@code robots} ({@code --robots}), also a host whose robots.txt
-   * is still to be fetched or applied (its items wait behind the gate: see {@link RobotsStore}).
+   * Whether the job still has work some claim may take: an open item of a host that is not locked
+   * out for this run; with {@code robots} ({@code --robots}), also a host whose robots.txt is still
+   * to be fetched or applied (its items wait behind the gate: see {@link RobotsStore}).
    */
   public boolean hasClaimableWork(String job, boolean robots) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "SELECT EXISTS (SELECT 1 FROM pacer_frontier f WHERE f.job = ? AND f.active"
-              + " AND f.next_at < 'infinity' AND EXISTS (SELECT 1 FROM pacer_item i"
-              + "   WHERE i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))"
-              + (robots ? " OR EXISTS (SELECT 1 FROM pacer_robots r WHERE r.job = ?"
-                  + " AND r.state IN ('wanted', 'fetching', 'fetched'))" : ""))) {
-        s.setString(1, job);
-        if (robots) {
-          s.setString(2, job);
-        }
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          return r.getBoolean(1);
-        }
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT EXISTS (SELECT 1 FROM pacer_frontier f WHERE f.job = ? AND f.active"
+                      + " AND f.next_at < 'infinity' AND EXISTS (SELECT 1 FROM pacer_item i"
+                      + "   WHERE i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))"
+                      + (robots
+                          ? " OR EXISTS (SELECT 1 FROM pacer_robots r WHERE r.job = ?"
+                              + " AND r.state IN ('wanted', 'fetching', 'fetched'))"
+                          : ""))) {
+            s.setString(1, job);
+            if (robots) {
+              s.setString(2, job);
+            }
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              return r.getBoolean(1);
+            }
+          }
+        });
   }
 
   /** The hosts of the job passed over as locked out, with their open items. */
   public Map<String, Long> lockedOutHosts(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "SELECT f.host, count(i.url_key) FROM pacer_frontier f JOIN " + cursors + "_lockout l"
-              + " ON l.name = f.host LEFT JOIN pacer_item i ON i.job = f.job AND i.host = f.host"
-              + " AND i.state IN ('pending', 'leased') WHERE f.job = ? GROUP BY f.host"
-              + " ORDER BY f.host")) {
-        s.setString(1, job);
-        Map<String, Long> out = new java.util.LinkedHashMap<>();
-        try (ResultSet r = s.executeQuery()) {
-          while (r.next()) {
-            out.put(r.getString(1), r.getLong(2));
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT f.host, count(i.url_key) FROM pacer_frontier f JOIN "
+                      + cursors
+                      + "_lockout l"
+                      + " ON l.name = f.host LEFT JOIN pacer_item i ON i.job = f.job AND i.host = f.host"
+                      + " AND i.state IN ('pending', 'leased') WHERE f.job = ? GROUP BY f.host"
+                      + " ORDER BY f.host")) {
+            s.setString(1, job);
+            Map<String, Long> out = new java.util.LinkedHashMap<>();
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                out.put(r.getString(1), r.getLong(2));
+              }
+            }
+            return out;
           }
-        }
-        return out;
-      }
-    });
+        });
   }
 }

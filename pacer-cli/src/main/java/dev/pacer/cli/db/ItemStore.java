@@ -18,13 +18,12 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The items of jobs and their leases. An item moves
- * {@code pending → leased → done | failed | pending (retry) | deferred}, or {@code pending →
- * skipped} when the host's robots.txt disallows it ({@link RobotsStore}). A claim is
- * {@code FOR UPDATE SKIP LOCKED} with a lease that the claiming worker keeps extending while it
- * lives; an item whose lease has expired (its worker died) is claimable again. Every transition
- * out of {@code leased} names the claim's lease token, so a worker whose lease was taken over
- * cannot record the item a second time.
+ * The items of jobs and their leases. An item moves {@code pending → leased → done | failed |
+ * pending (retry) | deferred}, or {@code pending → skipped} when the host's robots.txt disallows it
+ * ({@link RobotsStore}). A claim is {@code FOR UPDATE SKIP LOCKED} with a lease that the claiming
+ * worker keeps extending while it lives; an item whose lease has expired (its worker died) is
+ * claimable again. Every transition out of {@code leased} names the claim's lease token, so a
+ * worker whose lease was taken over cannot record the item a second time.
  *
  * <p><b>Every statement may be made twice.</b> A statement whose answer was lost with its
  * connection after it committed is made again, by {@code KeptConnection#call} or by the worker's
@@ -38,9 +37,12 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class ItemStore {
 
   private final StoreConnection connection;
+
   /** The calls of {@link #recordAndClaim}, those of one job, worker and lease made together. */
-  private final StatementLane<Ask, Answer> lane = new StatementLane<>(Ask::sharesAStatementWith,
-      this::makeTogether, e -> Answer.failed(new SQLException(e)));
+  private final StatementLane<Ask, Answer> lane =
+      new StatementLane<>(
+          Ask::sharesAStatementWith, this::makeTogether, e -> Answer.failed(new SQLException(e)));
+
   private final AtomicLong recordAndClaimStatements = new AtomicLong();
 
   ItemStore(StoreConnection connection) {
@@ -49,13 +51,16 @@ public final class ItemStore {
 
   /** Deferred items of an earlier run become pending again. */
   public int reviveDeferred(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("UPDATE pacer_item SET state = 'pending',"
-          + " throttles = 0, not_before = now() WHERE job = ? AND state = 'deferred'")) {
-        s.setString(1, job);
-        return s.executeUpdate();
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item SET state = 'pending',"
+                      + " throttles = 0, not_before = now() WHERE job = ? AND state = 'deferred'")) {
+            s.setString(1, job);
+            return s.executeUpdate();
+          }
+        });
   }
 
   /** A leased item. */
@@ -70,17 +75,22 @@ public final class ItemStore {
 
   /**
    * A transition of one item out of {@code leased} by its claim's lease token, {@code set} saying
-   * what else it changes, that answers whether the item left its lease by that token: now, or in
-   * an earlier run of the same transition whose answer was lost (the token stays on the row; see
-   * the class comment). False: the lease was lost. Parameters: those of {@code set}, then the item
+   * what else it changes, that answers whether the item left its lease by that token: now, or in an
+   * earlier run of the same transition whose answer was lost (the token stays on the row; see the
+   * class comment). False: the lease was lost. Parameters: those of {@code set}, then the item
    * ({@link #bindItem}) twice.
    */
   private static String leavingLease(String set) {
     String item = " WHERE job = ? AND url_key = ? AND state %s 'leased' AND lease_token = ?";
-    return "WITH moved AS (UPDATE pacer_item SET " + set + ", leased_by = NULL, lease_until = NULL"
-        + String.format(item, "=") + " RETURNING 1)"
+    return "WITH moved AS (UPDATE pacer_item SET "
+        + set
+        + ", leased_by = NULL, lease_until = NULL"
+        + String.format(item, "=")
+        + " RETURNING 1)"
         + " SELECT EXISTS (SELECT 1 FROM moved)"
-        + " OR EXISTS (SELECT 1 FROM pacer_item" + String.format(item, "<>") + ")";
+        + " OR EXISTS (SELECT 1 FROM pacer_item"
+        + String.format(item, "<>")
+        + ")";
   }
 
   /** Runs a {@link #leavingLease} statement whose item is bound from {@code from} on. */
@@ -95,14 +105,14 @@ public final class ItemStore {
 
   /**
    * Records {@code done} (if given) and claims the job's next claimable item for {@code workerId}
-   * under the lease token {@code claimToken}, in one statement shared with every other call
-   * waiting meanwhile. Made again with the same {@code claimToken} and {@code done} (its answer
-   * lost), it answers the item that token leased and that {@code done} is recorded, and changes
-   * nothing more. A fetch thread that has just fetched an item records it with its next claim, so
-   * an item costs a share of one statement, not a round trip and a commit of its own to record and
-   * another to claim: the claims and records of {@code pacer fetch} are most of PostgreSQL's work
-   * when no ceiling binds. No item recorded is ever the one claimed, even with its lease run out.
-   * {@code recorded} is false, as {@link #markDone}'s answer, if the lease was lost.
+   * under the lease token {@code claimToken}, in one statement shared with every other call waiting
+   * meanwhile. Made again with the same {@code claimToken} and {@code done} (its answer lost), it
+   * answers the item that token leased and that {@code done} is recorded, and changes nothing more.
+   * A fetch thread that has just fetched an item records it with its next claim, so an item costs a
+   * share of one statement, not a round trip and a commit of its own to record and another to
+   * claim: the claims and records of {@code pacer fetch} are most of PostgreSQL's work when no
+   * ceiling binds. No item recorded is ever the one claimed, even with its lease run out. {@code
+   * recorded} is false, as {@link #markDone}'s answer, if the lease was lost.
    *
    * <p><b>Calls waiting together</b> (a {@link StatementLane}). One such statement runs at a time;
    * the calls that arrive while it runs queue, and whichever of them takes the lane next makes them
@@ -112,23 +122,26 @@ public final class ItemStore {
    * statement, and each caller decides whether to retry. On a busy worker the statements grow with
    * the load; an idle one makes each call alone, as it arrives.
    */
-  public RecordedAndClaimed recordAndClaim(String job, Done done, String workerId,
-      String claimToken, long leaseMillis) throws SQLException {
-    Answer answer = lane.call(new Ask(job, done, workerId, claimToken, leaseMillis))
-        .orElseThrow(() -> new SQLException("interrupted while waiting to claim an item", "57014"));
+  public RecordedAndClaimed recordAndClaim(
+      String job, Done done, String workerId, String claimToken, long leaseMillis)
+      throws SQLException {
+    Answer answer =
+        lane.call(new Ask(job, done, workerId, claimToken, leaseMillis))
+            .orElseThrow(
+                () -> new SQLException("interrupted while waiting to claim an item", "57014"));
     if (answer.failure() != null) {
       // Thrown in the thread that made the statement; a copy here names this caller's stack too.
-      throw new SQLException(answer.failure().getMessage(), answer.failure().getSQLState(),
-          answer.failure());
+      throw new SQLException(
+          answer.failure().getMessage(), answer.failure().getSQLState(), answer.failure());
     }
     return answer.made();
   }
 
   /** What a call of {@link #recordAndClaim} asks. */
-  private record Ask(String job, Done done, String workerId, String claimToken,
-      long leaseMillis) {
+  private record Ask(String job, Done done, String workerId, String claimToken, long leaseMillis) {
     boolean sharesAStatementWith(Ask other) {
-      return job.equals(other.job) && workerId.equals(other.workerId)
+      return job.equals(other.job)
+          && workerId.equals(other.workerId)
           && leaseMillis == other.leaseMillis;
     }
   }
@@ -154,13 +167,17 @@ public final class ItemStore {
     List<Answer> answers = new ArrayList<>(together.size());
     try {
       recordAndClaimStatements.incrementAndGet();
-      Made made = recordAndClaimTogether(first.job(), dones, first.workerId(), first.leaseMillis(),
-          claimTokens);
+      Made made =
+          recordAndClaimTogether(
+              first.job(), dones, first.workerId(), first.leaseMillis(), claimTokens);
       for (Ask ask : together) {
         Done done = ask.done();
-        answers.add(new Answer(new RecordedAndClaimed(
-            done != null && made.recorded().contains(done.item().token()),
-            Optional.ofNullable(made.claimed().get(ask.claimToken()))), null));
+        answers.add(
+            new Answer(
+                new RecordedAndClaimed(
+                    done != null && made.recorded().contains(done.item().token()),
+                    Optional.ofNullable(made.claimed().get(ask.claimToken()))),
+                null));
       }
     } catch (SQLException e) {
       answers.clear();
@@ -180,96 +197,107 @@ public final class ItemStore {
    * recorded. With no tokens it only records, and {@code workerId} and {@code leaseMillis} are not
    * used.
    */
-  private Made recordAndClaimTogether(String job, List<Done> dones, String workerId,
-      long leaseMillis, List<String> claimTokens) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
-              + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
-              + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
-              + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
-              + "     AS d(url_key, token, status, body_path, bytes)"
-              + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
-              + "     AND p.lease_token = d.token"
-              + "   RETURNING d.token),"
-              // On the statement's snapshot: done by an earlier run of it, never by this one.
-              + " done_before AS (SELECT lease_token AS token FROM pacer_item"
-              + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
-              + "     AND lease_token = ANY (?::text[])),"
-              // Leased by an earlier run of it: answered again, the lease renewed.
-              + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-              + "   WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])"
-              + "   RETURNING url_key, url, failures, throttles, lease_token),"
-              + " picked AS (SELECT job, url_key, seq FROM pacer_item"
-              + "   WHERE job = ? AND url_key <> ALL (?::text[])"
-              + "     AND url_key NOT IN (SELECT url_key FROM mine)"
-              + "     AND ((state = 'pending' AND not_before <= now())"
-              + "       OR (state = 'leased' AND lease_until < now()))"
-              + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
-              + "   FOR UPDATE SKIP LOCKED),"
-              + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY seq) AS n"
-              + "   FROM picked),"
-              + " unheld AS (SELECT t, row_number() OVER (ORDER BY o) AS n"
-              + "   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)"
-              + "   WHERE t NOT IN (SELECT lease_token FROM mine)),"
-              + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
-              + "   lease_token = u.t, lease_until = now() + ? * interval '1 millisecond'"
-              + "   FROM numbered n JOIN unheld u ON u.n = n.n"
-              + "   WHERE i.job = n.job AND i.url_key = n.url_key"
-              + "   RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
-              + " SELECT 0, token, NULL::text, NULL::int, NULL::int, NULL::text FROM done"
-              + " UNION ALL SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before"
-              + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token FROM mine"
-              + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token"
-              + "   FROM claimed")) {
-        int d = dones.size();
-        String[] keys = new String[d];
-        String[] doneTokens = new String[d];
-        Integer[] statuses = new Integer[d];
-        String[] paths = new String[d];
-        Long[] bytes = new Long[d];
-        for (int i = 0; i < d; i++) {
-          Done done = dones.get(i);
-          keys[i] = done.item().key();
-          doneTokens[i] = done.item().token();
-          statuses[i] = done.status();
-          paths[i] = done.bodyPath();
-          bytes[i] = done.bytes();
-        }
-        java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
-        s.setArray(1, c.createArrayOf("text", keys));
-        s.setArray(2, c.createArrayOf("text", doneTokens));
-        s.setArray(3, c.createArrayOf("int4", statuses));
-        s.setArray(4, c.createArrayOf("text", paths));
-        s.setArray(5, c.createArrayOf("int8", bytes));
-        s.setString(6, job);
-        s.setString(7, job);
-        s.setArray(8, c.createArrayOf("text", keys));
-        s.setArray(9, c.createArrayOf("text", doneTokens));
-        s.setLong(10, leaseMillis);
-        s.setString(11, job);
-        s.setArray(12, tokens);
-        s.setString(13, job);
-        s.setArray(14, c.createArrayOf("text", keys));
-        s.setArray(15, tokens);
-        s.setArray(16, tokens);
-        s.setString(17, workerId);
-        s.setLong(18, leaseMillis);
-        Set<String> recorded = new HashSet<>();
-        Map<String, Item> claimed = new HashMap<>();
-        try (ResultSet r = s.executeQuery()) {
-          while (r.next()) {
-            if (r.getLong(1) == 0) {
-              recorded.add(r.getString(2));
-            } else {
-              claimed.put(r.getString(6), new Item(job, r.getString(2), r.getString(3),
-                  r.getInt(4), r.getInt(5), r.getString(6)));
+  private Made recordAndClaimTogether(
+      String job, List<Done> dones, String workerId, long leaseMillis, List<String> claimTokens)
+      throws SQLException {
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
+                      + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
+                      + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
+                      + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
+                      + "     AS d(url_key, token, status, body_path, bytes)"
+                      + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
+                      + "     AND p.lease_token = d.token"
+                      + "   RETURNING d.token),"
+                      // On the statement's snapshot: done by an earlier run of it, never by this
+                      // one.
+                      + " done_before AS (SELECT lease_token AS token FROM pacer_item"
+                      + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
+                      + "     AND lease_token = ANY (?::text[])),"
+                      // Leased by an earlier run of it: answered again, the lease renewed.
+                      + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
+                      + "   WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])"
+                      + "   RETURNING url_key, url, failures, throttles, lease_token),"
+                      + " picked AS (SELECT job, url_key, seq FROM pacer_item"
+                      + "   WHERE job = ? AND url_key <> ALL (?::text[])"
+                      + "     AND url_key NOT IN (SELECT url_key FROM mine)"
+                      + "     AND ((state = 'pending' AND not_before <= now())"
+                      + "       OR (state = 'leased' AND lease_until < now()))"
+                      + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
+                      + "   FOR UPDATE SKIP LOCKED),"
+                      + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY seq) AS n"
+                      + "   FROM picked),"
+                      + " unheld AS (SELECT t, row_number() OVER (ORDER BY o) AS n"
+                      + "   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)"
+                      + "   WHERE t NOT IN (SELECT lease_token FROM mine)),"
+                      + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
+                      + "   lease_token = u.t, lease_until = now() + ? * interval '1 millisecond'"
+                      + "   FROM numbered n JOIN unheld u ON u.n = n.n"
+                      + "   WHERE i.job = n.job AND i.url_key = n.url_key"
+                      + "   RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
+                      + " SELECT 0, token, NULL::text, NULL::int, NULL::int, NULL::text FROM done"
+                      + " UNION ALL SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before"
+                      + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token FROM mine"
+                      + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token"
+                      + "   FROM claimed")) {
+            int d = dones.size();
+            String[] keys = new String[d];
+            String[] doneTokens = new String[d];
+            Integer[] statuses = new Integer[d];
+            String[] paths = new String[d];
+            Long[] bytes = new Long[d];
+            for (int i = 0; i < d; i++) {
+              Done done = dones.get(i);
+              keys[i] = done.item().key();
+              doneTokens[i] = done.item().token();
+              statuses[i] = done.status();
+              paths[i] = done.bodyPath();
+              bytes[i] = done.bytes();
             }
+            java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
+            s.setArray(1, c.createArrayOf("text", keys));
+            s.setArray(2, c.createArrayOf("text", doneTokens));
+            s.setArray(3, c.createArrayOf("int4", statuses));
+            s.setArray(4, c.createArrayOf("text", paths));
+            s.setArray(5, c.createArrayOf("int8", bytes));
+            s.setString(6, job);
+            s.setString(7, job);
+            s.setArray(8, c.createArrayOf("text", keys));
+            s.setArray(9, c.createArrayOf("text", doneTokens));
+            s.setLong(10, leaseMillis);
+            s.setString(11, job);
+            s.setArray(12, tokens);
+            s.setString(13, job);
+            s.setArray(14, c.createArrayOf("text", keys));
+            s.setArray(15, tokens);
+            s.setArray(16, tokens);
+            s.setString(17, workerId);
+            s.setLong(18, leaseMillis);
+            Set<String> recorded = new HashSet<>();
+            Map<String, Item> claimed = new HashMap<>();
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                if (r.getLong(1) == 0) {
+                  recorded.add(r.getString(2));
+                } else {
+                  claimed.put(
+                      r.getString(6),
+                      new Item(
+                          job,
+                          r.getString(2),
+                          r.getString(3),
+                          r.getInt(4),
+                          r.getInt(5),
+                          r.getString(6)));
+                }
+              }
+            }
+            return new Made(recorded, claimed);
           }
-        }
-        return new Made(recorded, claimed);
-      }
-    });
+        });
   }
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
@@ -283,8 +311,7 @@ public final class ItemStore {
   }
 
   /** Claims the next claimable item of the job for {@code workerId}, if any. */
-  public Optional<Item> claim(String job, String workerId, long leaseMillis)
-      throws SQLException {
+  public Optional<Item> claim(String job, String workerId, long leaseMillis) throws SQLException {
     return recordAndClaim(job, null, workerId, newLeaseToken(), leaseMillis).next();
   }
 
@@ -297,47 +324,53 @@ public final class ItemStore {
    * Extends the leases of the given claims of {@code workerId}: only those its threads still work
    * on, so that a claim whose answer was lost on the way lapses and returns to the job.
    */
-  public int extendLeases(String workerId, Collection<String> tokens,
-      long leaseMillis) throws SQLException {
+  public int extendLeases(String workerId, Collection<String> tokens, long leaseMillis)
+      throws SQLException {
     if (tokens.isEmpty()) {
       return 0;
     }
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-              + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)")) {
-        s.setLong(1, leaseMillis);
-        s.setString(2, workerId);
-        s.setArray(3, c.createArrayOf("text", tokens.toArray()));
-        return s.executeUpdate();
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
+                      + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)")) {
+            s.setLong(1, leaseMillis);
+            s.setString(2, workerId);
+            s.setArray(3, c.createArrayOf("text", tokens.toArray()));
+            return s.executeUpdate();
+          }
+        });
   }
 
   /** Records a fetched item on its own. False if the lease was lost: another worker owns it now. */
   public boolean markDone(Done done) throws SQLException {
     return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, List.of())
-        .recorded().contains(done.item().token());
+        .recorded()
+        .contains(done.item().token());
   }
 
   /**
    * Records a throttled attempt: retried after {@code retryMillis}, or left deferred for the next
    * run once it has been throttled {@code maxThrottles} times.
    */
-  public boolean markThrottled(Item item, int status, long retryMillis,
-      int maxThrottles) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          leavingLease("throttles = throttles + 1,"
-              + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
-              + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
-              + " last_error = 'throttled'"))) {
-        s.setInt(1, maxThrottles);
-        s.setLong(2, retryMillis);
-        s.setInt(3, status);
-        return leftLease(s, 4, item);
-      }
-    });
+  public boolean markThrottled(Item item, int status, long retryMillis, int maxThrottles)
+      throws SQLException {
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  leavingLease(
+                      "throttles = throttles + 1,"
+                          + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
+                          + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
+                          + " last_error = 'throttled'"))) {
+            s.setInt(1, maxThrottles);
+            s.setLong(2, retryMillis);
+            s.setInt(3, status);
+            return leftLease(s, 4, item);
+          }
+        });
   }
 
   /**
@@ -345,106 +378,134 @@ public final class ItemStore {
    * {@code error} is kept redacted ({@link Secrets#redact}): a failure's message may name a URL it
    * was sent to, credentials and all.
    */
-  public boolean markFailed(Item item, Integer status, String error,
-      long retryMillis, int maxAttempts) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          leavingLease("failures = failures + 1,"
-              + " state = CASE WHEN failures + 1 >= ? THEN 'failed' ELSE 'pending' END,"
-              + " finished_at = CASE WHEN failures + 1 >= ? THEN now() END,"
-              + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
-              + " last_error = ?"))) {
-        s.setInt(1, maxAttempts);
-        s.setInt(2, maxAttempts);
-        s.setLong(3, retryMillis);
-        if (status == null) {
-          s.setNull(4, Types.INTEGER);
-        } else {
-          s.setInt(4, status);
-        }
-        s.setString(5, Secrets.redact(error));
-        return leftLease(s, 6, item);
-      }
-    });
+  public boolean markFailed(
+      Item item, Integer status, String error, long retryMillis, int maxAttempts)
+      throws SQLException {
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  leavingLease(
+                      "failures = failures + 1,"
+                          + " state = CASE WHEN failures + 1 >= ? THEN 'failed' ELSE 'pending' END,"
+                          + " finished_at = CASE WHEN failures + 1 >= ? THEN now() END,"
+                          + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
+                          + " last_error = ?"))) {
+            s.setInt(1, maxAttempts);
+            s.setInt(2, maxAttempts);
+            s.setLong(3, retryMillis);
+            if (status == null) {
+              s.setNull(4, Types.INTEGER);
+            } else {
+              s.setInt(4, status);
+            }
+            s.setString(5, Secrets.redact(error));
+            return leftLease(s, 6, item);
+          }
+        });
   }
 
   /** Gives a claimed item back untouched (a halt or lockout stopped it before it was fetched). */
   public boolean release(Item item) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(leavingLease("state = 'pending'"))) {
-        return leftLease(s, 1, item);
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement(leavingLease("state = 'pending'"))) {
+            return leftLease(s, 1, item);
+          }
+        });
   }
 
   /** Whether the job has open (pending or leased) items: one index probe, however big the job. */
   public boolean hasOpenItems(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "SELECT EXISTS (SELECT 1 FROM pacer_item"
-              + " WHERE job = ? AND state IN ('pending', 'leased'))")) {
-        s.setString(1, job);
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          return r.getBoolean(1);
-        }
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT EXISTS (SELECT 1 FROM pacer_item"
+                      + " WHERE job = ? AND state IN ('pending', 'leased'))")) {
+            s.setString(1, job);
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              return r.getBoolean(1);
+            }
+          }
+        });
   }
 
   /** The URL of the job's next open item, if any: a sample of what the job fetches. */
   public Optional<String> nextOpenUrl(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("SELECT url FROM pacer_item"
-          + " WHERE job = ? AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1")) {
-        s.setString(1, job);
-        try (ResultSet r = s.executeQuery()) {
-          return r.next() ? Optional.of(r.getString(1)) : Optional.<String>empty();
-        }
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT url FROM pacer_item"
+                      + " WHERE job = ? AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1")) {
+            s.setString(1, job);
+            try (ResultSet r = s.executeQuery()) {
+              return r.next() ? Optional.of(r.getString(1)) : Optional.<String>empty();
+            }
+          }
+        });
   }
 
   /** Gives back every item {@code workerId} holds (it is shutting down). */
   public int releaseAll(String workerId) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
-              + " lease_until = NULL WHERE leased_by = ? AND state = 'leased'")) {
-        s.setString(1, workerId);
-        return s.executeUpdate();
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+                      + " lease_until = NULL WHERE leased_by = ? AND state = 'leased'")) {
+            s.setString(1, workerId);
+            return s.executeUpdate();
+          }
+        });
   }
 
   /**
    * Item counts of a job. {@code open} is pending + leased: work some worker may still do; {@code
    * skipped}: kept from by robots.txt, for good.
    */
-  public record Counts(long total, long done, long failed, long deferred, long pending,
-      long leased, long open, long skipped) {}
+  public record Counts(
+      long total,
+      long done,
+      long failed,
+      long deferred,
+      long pending,
+      long leased,
+      long open,
+      long skipped) {}
 
   public Counts counts(String job) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "SELECT count(*),"
-              + " count(*) FILTER (WHERE state = 'done'),"
-              + " count(*) FILTER (WHERE state = 'failed'),"
-              + " count(*) FILTER (WHERE state = 'deferred'"
-              + "   OR (state IN ('pending', 'leased') AND throttles > 0)),"
-              + " count(*) FILTER (WHERE state IN ('pending', 'leased') AND throttles = 0),"
-              + " count(*) FILTER (WHERE state = 'leased'),"
-              + " count(*) FILTER (WHERE state IN ('pending', 'leased')),"
-              + " count(*) FILTER (WHERE state = 'skipped')"
-              + " FROM pacer_item WHERE job = ?")) {
-        s.setString(1, job);
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          return new Counts(r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4), r.getLong(5),
-              r.getLong(6), r.getLong(7), r.getLong(8));
-        }
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT count(*),"
+                      + " count(*) FILTER (WHERE state = 'done'),"
+                      + " count(*) FILTER (WHERE state = 'failed'),"
+                      + " count(*) FILTER (WHERE state = 'deferred'"
+                      + "   OR (state IN ('pending', 'leased') AND throttles > 0)),"
+                      + " count(*) FILTER (WHERE state IN ('pending', 'leased') AND throttles = 0),"
+                      + " count(*) FILTER (WHERE state = 'leased'),"
+                      + " count(*) FILTER (WHERE state IN ('pending', 'leased')),"
+                      + " count(*) FILTER (WHERE state = 'skipped')"
+                      + " FROM pacer_item WHERE job = ?")) {
+            s.setString(1, job);
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              return new Counts(
+                  r.getLong(1),
+                  r.getLong(2),
+                  r.getLong(3),
+                  r.getLong(4),
+                  r.getLong(5),
+                  r.getLong(6),
+                  r.getLong(7),
+                  r.getLong(8));
+            }
+          }
+        });
   }
 
   private static void bindItem(PreparedStatement s, int from, Item item) throws SQLException {

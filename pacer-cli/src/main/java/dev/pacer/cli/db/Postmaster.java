@@ -27,6 +27,7 @@ final class Postmaster {
 
   /** The embedded database's logger: its parts log as it does. */
   private static final Logger log = LoggerFactory.getLogger(EmbeddedDatabase.class);
+
   /** A Unix socket path longer than this (sun_path, less the terminator) cannot be bound. */
   private static final int MAX_SOCKET_PATH = 107;
 
@@ -39,9 +40,9 @@ final class Postmaster {
   }
 
   /**
-   * The port of a server of this directory that answers {@code SELECT 1}, if any. Whatever
-   * listens on the port {@code postmaster.pid} names must first prove, by TLS, that it holds
-   * this cluster's key: a stale file's port may be anyone's.
+   * The port of a server of this directory that answers {@code SELECT 1}, if any. Whatever listens
+   * on the port {@code postmaster.pid} names must first prove, by TLS, that it holds this cluster's
+   * key: a stale file's port may be anyone's.
    */
   OptionalInt runningPort() {
     Optional<long[]> pidAndPort = directory.readPostmasterPid();
@@ -57,10 +58,10 @@ final class Postmaster {
   }
 
   /**
-   * Stops the server of this directory (fast shutdown: open sessions are ended). The PID in
-   * {@code postmaster.pid} is signalled only if that process is this directory's postmaster: a
-   * {@code postgres} executable started with {@code -D} naming this data directory. A stale file,
-   * left by a crash, may name a PID that now belongs to anything else.
+   * Stops the server of this directory (fast shutdown: open sessions are ended). The PID in {@code
+   * postmaster.pid} is signalled only if that process is this directory's postmaster: a {@code
+   * postgres} executable started with {@code -D} naming this data directory. A stale file, left by
+   * a crash, may name a PID that now belongs to anything else.
    */
   StopResult stop() throws IOException, InterruptedException {
     Optional<long[]> pidAndPort = directory.readPostmasterPid();
@@ -70,17 +71,18 @@ final class Postmaster {
     long pid = pidAndPort.get()[0];
     Optional<ProcessHandle> process = ProcessHandle.of(pid).filter(ProcessHandle::isAlive);
     if (process.isEmpty()) {
-      return new StopResult(StopOutcome.STALE_PID_FILE,
-          "postmaster.pid names pid " + pid + ", which is not running");
+      return new StopResult(
+          StopOutcome.STALE_PID_FILE, "postmaster.pid names pid " + pid + ", which is not running");
     }
     Optional<String> notOurs = notThisPostmaster(process.get().info());
     if (notOurs.isPresent()) {
-      return new StopResult(StopOutcome.STALE_PID_FILE,
+      return new StopResult(
+          StopOutcome.STALE_PID_FILE,
           "postmaster.pid names pid " + pid + ", which " + notOurs.get());
     }
     // SIGINT is PostgreSQL's "fast" shutdown; SIGTERM would wait for every client to leave.
-    Process kill = new ProcessBuilder("kill", "-INT", Long.toString(pid))
-        .redirectErrorStream(true).start();
+    Process kill =
+        new ProcessBuilder("kill", "-INT", Long.toString(pid)).redirectErrorStream(true).start();
     kill.getInputStream().readAllBytes();
     if (kill.waitFor() != 0) {
       throw new IOException("could not signal the embedded PostgreSQL (pid " + pid + ")");
@@ -97,7 +99,9 @@ final class Postmaster {
 
   /** The pid of this directory's live postmaster, whether or not it answers. */
   Optional<Long> runningPostmaster() {
-    return directory.readPostmasterPid().map(p -> p[0])
+    return directory
+        .readPostmasterPid()
+        .map(p -> p[0])
         .flatMap(ProcessHandle::of)
         .filter(ProcessHandle::isAlive)
         .filter(p -> notThisPostmaster(p.info()).isEmpty())
@@ -136,8 +140,11 @@ final class Postmaster {
     int port = directory.port();
     Path logFile = directory.path().resolve("postgres.log");
     String secret = directory.secret();
-    log.info("Starting the embedded PostgreSQL in {} on port {} (log: {})", directory.pgData(),
-        port, logFile);
+    log.info(
+        "Starting the embedded PostgreSQL in {} on port {} (log: {})",
+        directory.pgData(),
+        port,
+        logFile);
     Path binaries = directory.path().resolve("pg-binaries");
     RecordingResolver resolver = new RecordingResolver(binaries);
     EmbeddedPostgres.Builder builder = zonkyBuilder();
@@ -151,11 +158,12 @@ final class Postmaster {
           .setRegisterShutdownHook(false)
           .setPort(port)
           .setPGStartupWait(Duration.ofSeconds(90))
-          .setDataDirectoryCustomizer(data -> {
-            ServerAuthentication.ensureCertificate(data.toPath());
-            ServerAuthentication.requireSecret(resolver, data.toPath(), secret, secretIsNew,
-                logFile);
-          })
+          .setDataDirectoryCustomizer(
+              data -> {
+                ServerAuthentication.ensureCertificate(data.toPath());
+                ServerAuthentication.requireSecret(
+                    resolver, data.toPath(), secret, secretIsNew, logFile);
+              })
           .setConnectConfig("password", secret)
           .setServerConfig("listen_addresses", "127.0.0.1")
           .setServerConfig("ssl", "on")
@@ -182,15 +190,14 @@ final class Postmaster {
   }
 
   /**
-   * zonky's builder reads its working directory from a system property, then creates it and
-   * deletes old data directories it finds there (after stopping their postmasters): pointed at a
-   * directory of its own under ours, not the shared temporary one another account could fill.
+   * zonky's builder reads its working directory from a system property, then creates it and deletes
+   * old data directories it finds there (after stopping their postmasters): pointed at a directory
+   * of its own under ours, not the shared temporary one another account could fill.
    */
   private EmbeddedPostgres.Builder zonkyBuilder() {
     synchronized (EmbeddedDatabase.class) {
       String previous = System.getProperty("ot.epg.working-dir");
-      System.setProperty("ot.epg.working-dir",
-          directory.path().resolve("pg-scratch").toString());
+      System.setProperty("ot.epg.working-dir", directory.path().resolve("pg-scratch").toString());
       try {
         return EmbeddedPostgres.builder();
       } finally {

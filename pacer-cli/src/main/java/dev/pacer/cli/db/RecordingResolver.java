@@ -12,8 +12,8 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * zonky's default binaries, remembering where zonky unpacks them ({@code PG-} and the archive's
- * MD5 under the override directory) so that the single-user backend runs the same ones.
+ * zonky's default binaries, remembering where zonky unpacks them ({@code PG-} and the archive's MD5
+ * under the override directory) so that the single-user backend runs the same ones.
  */
 final class RecordingResolver implements PgBinaryResolver {
   private final Path binaries;
@@ -34,8 +34,9 @@ final class RecordingResolver implements PgBinaryResolver {
       archive = in.readAllBytes();
     }
     try {
-      unpacked = binaries.resolve("PG-"
-          + HexFormat.of().formatHex(MessageDigest.getInstance("MD5").digest(archive)));
+      unpacked =
+          binaries.resolve(
+              "PG-" + HexFormat.of().formatHex(MessageDigest.getInstance("MD5").digest(archive)));
     } catch (NoSuchAlgorithmException e) {
       throw new IOException("no MD5 in this JVM, which zonky needs too", e);
     }
@@ -45,8 +46,8 @@ final class RecordingResolver implements PgBinaryResolver {
   Path postgres() throws IOException {
     Path postgres = unpacked == null ? null : unpacked.resolve("bin").resolve("postgres");
     if (postgres == null || !Files.isExecutable(postgres)) {
-      throw new IOException("the PostgreSQL binaries were not unpacked where expected: "
-          + postgres);
+      throw new IOException(
+          "the PostgreSQL binaries were not unpacked where expected: " + postgres);
     }
     return postgres;
   }

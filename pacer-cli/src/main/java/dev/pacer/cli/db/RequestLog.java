@@ -20,12 +20,12 @@ import java.util.UUID;
  * without a packet capture: how many requests, the rate they achieved, the busiest sliding 1-s
  * window, and how late each request left after its turn.
  *
- * <p>Workers stamp a request on their monotonic clock when it is handed to the network and
- * map it onto the database's clock with {@link #databaseEpochMicros}, through the process's {@link
+ * <p>Workers stamp a request on their monotonic clock when it is handed to the network and map it
+ * onto the database's clock with {@link #databaseEpochMicros}, through the process's {@link
  * DatabaseClock}: fed by {@link #sampleClock} and by every per-host claim, it keeps the reading
- * with the shortest round trip, so across hosts it removes their clock skew to within half of
- * that trip. Rows are appended in batches, so recording costs one statement per heartbeat, not one
- * per request.
+ * with the shortest round trip, so across hosts it removes their clock skew to within half of that
+ * trip. Rows are appended in batches, so recording costs one statement per heartbeat, not one per
+ * request.
  *
  * <p>The log has no connection of its own: it is a part of the work state ({@link
  * WorkState#requestLog}) and runs on its connections. Its statements are few (an append per
@@ -37,8 +37,14 @@ import java.util.UUID;
 public final class RequestLog {
 
   /** One request, stamped on the database's clock. */
-  public record Sent(String destination, String job, String worker, long sentEpochMicros,
-      long latenessMicros, int hop, int status) {}
+  public record Sent(
+      String destination,
+      String job,
+      String worker,
+      long sentEpochMicros,
+      long latenessMicros,
+      int hop,
+      int status) {}
 
   /**
    * What the destination saw in a stretch of time.
@@ -51,8 +57,13 @@ public final class RequestLog {
    * @param latenessP99Millis 99th percentile of the same
    * @param latenessMaxMillis the latest request
    */
-  public record DoorFigures(long requests, double spanSeconds, double achievedRatePerSecond,
-      int busiestOneSecondWindow, double latenessP50Millis, double latenessP99Millis,
+  public record DoorFigures(
+      long requests,
+      double spanSeconds,
+      double achievedRatePerSecond,
+      int busiestOneSecondWindow,
+      double latenessP50Millis,
+      double latenessP99Millis,
       double latenessMaxMillis) {
 
     public static final DoorFigures NONE = new DoorFigures(0, 0, 0, 0, 0, 0, 0);
@@ -62,15 +73,16 @@ public final class RequestLog {
    * The figures of the requests selected by {@code where}, in one statement. The window is
    * half-open, [t, t + 1 s): timestamps have microsecond precision, so it ends 999,999 µs after t.
    */
-  private static final String FIGURES = "WITH r AS (SELECT sent_at, lateness_us FROM pacer_request"
-      + " WHERE %s)"
-      + " SELECT count(*), coalesce(extract(epoch FROM max(sent_at) - min(sent_at)), 0),"
-      + "   coalesce((SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY sent_at RANGE BETWEEN"
-      + "     CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM r) w), 0),"
-      + "   coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness_us), 0),"
-      + "   coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness_us), 0),"
-      + "   coalesce(max(lateness_us), 0)"
-      + " FROM r";
+  private static final String FIGURES =
+      "WITH r AS (SELECT sent_at, lateness_us FROM pacer_request"
+          + " WHERE %s)"
+          + " SELECT count(*), coalesce(extract(epoch FROM max(sent_at) - min(sent_at)), 0),"
+          + "   coalesce((SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY sent_at RANGE BETWEEN"
+          + "     CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM r) w), 0),"
+          + "   coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness_us), 0),"
+          + "   coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness_us), 0),"
+          + "   coalesce(max(lateness_us), 0)"
+          + " FROM r";
 
   private final StoreConnection connection;
   private final DatabaseClock clock;
@@ -82,18 +94,19 @@ public final class RequestLog {
 
   /** Reads the database's clock once, a sample for the process's {@link DatabaseClock}. */
   public void sampleClock() throws SQLException {
-    connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()")) {
-        long asked = System.nanoTime();
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          long answered = System.nanoTime();
-          Instant now = r.getTimestamp(1).toInstant();
-          clock.sample(asked, answered, now.getEpochSecond() * 1_000_000_000L + now.getNano());
-          return null;
-        }
-      }
-    });
+    connection.call(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()")) {
+            long asked = System.nanoTime();
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              long answered = System.nanoTime();
+              Instant now = r.getTimestamp(1).toInstant();
+              clock.sample(asked, answered, now.getEpochSecond() * 1_000_000_000L + now.getNano());
+              return null;
+            }
+          }
+        });
   }
 
   /**
@@ -102,19 +115,21 @@ public final class RequestLog {
    * until the database's clock was read once.
    */
   public long databaseEpochMicros(long sentNanos, long wallEpochMicros) {
-    return clock.known() ? Math.floorDiv(clock.databaseEpochNanos(sentNanos), 1000)
+    return clock.known()
+        ? Math.floorDiv(clock.databaseEpochNanos(sentNanos), 1000)
         : wallEpochMicros;
   }
 
   /** The database's clock now. */
   public Instant databaseNow() throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()");
-          ResultSet r = s.executeQuery()) {
-        r.next();
-        return r.getTimestamp(1).toInstant();
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement("SELECT clock_timestamp()");
+              ResultSet r = s.executeQuery()) {
+            r.next();
+            return r.getTimestamp(1).toInstant();
+          }
+        });
   }
 
   /**
@@ -154,26 +169,29 @@ public final class RequestLog {
       hops[i] = r.hop();
       statuses[i] = r.status() < 0 ? null : r.status();
     }
-    connection.durableTransaction(c -> {
-      try (PreparedStatement s = c.prepareStatement("WITH mark AS (INSERT INTO"
-          + " pacer_request_batch AS b (worker, batch) VALUES (?, ?) ON CONFLICT (worker)"
-          + " DO UPDATE SET batch = excluded.batch WHERE b.batch <> excluded.batch RETURNING 1)"
-          + " INSERT INTO pacer_request"
-          + " (destination, job, worker, sent_at, lateness_us, hop, status)"
-          + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"
-          + " ?::bigint[], ?::integer[], ?::integer[]) WHERE EXISTS (SELECT 1 FROM mark)")) {
-        s.setString(1, worker);
-        s.setObject(2, batch);
-        s.setArray(3, c.createArrayOf("text", destinations));
-        s.setArray(4, c.createArrayOf("text", jobs));
-        s.setArray(5, c.createArrayOf("text", workers));
-        s.setArray(6, c.createArrayOf("timestamptz", sentAt));
-        s.setArray(7, c.createArrayOf("bigint", lateness));
-        s.setArray(8, c.createArrayOf("integer", hops));
-        s.setArray(9, c.createArrayOf("integer", statuses));
-        return s.executeUpdate();
-      }
-    });
+    connection.durableTransaction(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "WITH mark AS (INSERT INTO"
+                      + " pacer_request_batch AS b (worker, batch) VALUES (?, ?) ON CONFLICT (worker)"
+                      + " DO UPDATE SET batch = excluded.batch WHERE b.batch <> excluded.batch RETURNING 1)"
+                      + " INSERT INTO pacer_request"
+                      + " (destination, job, worker, sent_at, lateness_us, hop, status)"
+                      + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"
+                      + " ?::bigint[], ?::integer[], ?::integer[]) WHERE EXISTS (SELECT 1 FROM mark)")) {
+            s.setString(1, worker);
+            s.setObject(2, batch);
+            s.setArray(3, c.createArrayOf("text", destinations));
+            s.setArray(4, c.createArrayOf("text", jobs));
+            s.setArray(5, c.createArrayOf("text", workers));
+            s.setArray(6, c.createArrayOf("timestamptz", sentAt));
+            s.setArray(7, c.createArrayOf("bigint", lateness));
+            s.setArray(8, c.createArrayOf("integer", hops));
+            s.setArray(9, c.createArrayOf("integer", statuses));
+            return s.executeUpdate();
+          }
+        });
   }
 
   /**
@@ -185,16 +203,22 @@ public final class RequestLog {
   }
 
   /**
-   * Every request to the job's destination while the job was sending (from its first request to
-   * its last), by any job.
+   * Every request to the job's destination while the job was sending (from its first request to its
+   * last), by any job.
    */
   public DoorFigures duringJob(String job, String destination) throws SQLException {
-    return figures("destination = ? AND sent_at BETWEEN"
-        + " (SELECT min(sent_at) FROM pacer_request WHERE job = ?)"
-        + " AND (SELECT max(sent_at) FROM pacer_request WHERE job = ?)", destination, job, job);
+    return figures(
+        "destination = ? AND sent_at BETWEEN"
+            + " (SELECT min(sent_at) FROM pacer_request WHERE job = ?)"
+            + " AND (SELECT max(sent_at) FROM pacer_request WHERE job = ?)",
+        destination,
+        job,
+        job);
   }
 
-  /** Every request of {@code job} from {@code from} on, whatever its destination (per-host mode). */
+  /**
+   * Every request of {@code job} from {@code from} on, whatever its destination (per-host mode).
+   */
   public DoorFigures jobSince(String job, Instant from) throws SQLException {
     return figures("job = ? AND sent_at >= ?", job, Timestamp.from(from));
   }
@@ -207,31 +231,37 @@ public final class RequestLog {
    * window since {@code from}, counting every job's requests to it.
    */
   public Optional<HostWindow> busiestHost(String job, Instant from) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(
-          "WITH r AS (SELECT q.destination, q.sent_at FROM pacer_request q JOIN pacer_frontier f"
-              + "   ON f.job = ? AND f.host = q.destination WHERE q.sent_at >= ?),"
-              + " w AS (SELECT destination, count(*) OVER (PARTITION BY destination ORDER BY sent_at"
-              + "   RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
-              + "   FROM r),"
-              + " b AS (SELECT destination, max(n) AS busiest FROM w GROUP BY destination)"
-              + " SELECT b.destination, b.busiest, f.rate FROM b JOIN pacer_frontier f"
-              + "   ON f.job = ? AND f.host = b.destination"
-              + " ORDER BY b.busiest - f.rate DESC, b.destination LIMIT 1")) {
-        s.setString(1, job);
-        s.setTimestamp(2, Timestamp.from(from));
-        s.setString(3, job);
-        try (ResultSet r = s.executeQuery()) {
-          return r.next() ? Optional.of(new HostWindow(r.getString(1), r.getInt(2), r.getDouble(3)))
-              : Optional.<HostWindow>empty();
-        }
-      }
-    });
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "WITH r AS (SELECT q.destination, q.sent_at FROM pacer_request q JOIN pacer_frontier f"
+                      + "   ON f.job = ? AND f.host = q.destination WHERE q.sent_at >= ?),"
+                      + " w AS (SELECT destination, count(*) OVER (PARTITION BY destination ORDER BY sent_at"
+                      + "   RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
+                      + "   FROM r),"
+                      + " b AS (SELECT destination, max(n) AS busiest FROM w GROUP BY destination)"
+                      + " SELECT b.destination, b.busiest, f.rate FROM b JOIN pacer_frontier f"
+                      + "   ON f.job = ? AND f.host = b.destination"
+                      + " ORDER BY b.busiest - f.rate DESC, b.destination LIMIT 1")) {
+            s.setString(1, job);
+            s.setTimestamp(2, Timestamp.from(from));
+            s.setString(3, job);
+            try (ResultSet r = s.executeQuery()) {
+              return r.next()
+                  ? Optional.of(new HostWindow(r.getString(1), r.getInt(2), r.getDouble(3)))
+                  : Optional.<HostWindow>empty();
+            }
+          }
+        });
   }
 
-  /** A host's requests of the last seconds, its busiest 1-s window in them, and its ceiling for the job. */
-  public record HostTraffic(String host, long requests, int busiestOneSecondWindow,
-      OptionalDouble ceiling) {}
+  /**
+   * A host's requests of the last seconds, its busiest 1-s window in them, and its ceiling for the
+   * job.
+   */
+  public record HostTraffic(
+      String host, long requests, int busiestOneSecondWindow, OptionalDouble ceiling) {}
 
   /**
    * The hosts a per-host job sent to in the last seconds, busiest first against their ceilings:
@@ -247,31 +277,36 @@ public final class RequestLog {
    * their busiest 1-s window as a share of their ceiling, then by requests.
    */
   public BusiestHosts busiestHosts(String job, double seconds, int top) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(BUSIEST_HOSTS)) {
-        long micros = Math.round(seconds * 1e6);
-        s.setString(1, job);
-        s.setLong(2, micros);
-        s.setLong(3, micros);
-        s.setString(4, job);
-        s.setInt(5, top);
-        List<HostTraffic> rows = new ArrayList<>();
-        int hosts = 0;
-        int above = 0;
-        long requests = 0;
-        try (ResultSet r = s.executeQuery()) {
-          while (r.next()) {
-            double rate = r.getDouble(4);
-            rows.add(new HostTraffic(r.getString(1), r.getLong(2), r.getInt(3),
-                r.wasNull() ? OptionalDouble.empty() : OptionalDouble.of(rate)));
-            hosts = r.getInt(5);
-            above = r.getInt(6);
-            requests = r.getLong(7);
+    return connection.call(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement(BUSIEST_HOSTS)) {
+            long micros = Math.round(seconds * 1e6);
+            s.setString(1, job);
+            s.setLong(2, micros);
+            s.setLong(3, micros);
+            s.setString(4, job);
+            s.setInt(5, top);
+            List<HostTraffic> rows = new ArrayList<>();
+            int hosts = 0;
+            int above = 0;
+            long requests = 0;
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                double rate = r.getDouble(4);
+                rows.add(
+                    new HostTraffic(
+                        r.getString(1),
+                        r.getLong(2),
+                        r.getInt(3),
+                        r.wasNull() ? OptionalDouble.empty() : OptionalDouble.of(rate)));
+                hosts = r.getInt(5);
+                above = r.getInt(6);
+                requests = r.getLong(7);
+              }
+            }
+            return new BusiestHosts(rows, hosts, above, requests);
           }
-        }
-        return new BusiestHosts(rows, hosts, above, requests);
-      }
-    });
+        });
   }
 
   /**
@@ -287,9 +322,12 @@ public final class RequestLog {
    */
   static final String BUSIEST_HOSTS =
       "WITH h AS MATERIALIZED (SELECT DISTINCT q.destination AS host FROM pacer_request q"
-          + "   WHERE q.job = ? AND q.sent_at >= " + SINCE + "),"
+          + "   WHERE q.job = ? AND q.sent_at >= "
+          + SINCE
+          + "),"
           + " r AS (SELECT h.host, x.sent_at FROM h CROSS JOIN LATERAL (SELECT q.sent_at"
-          + "   FROM pacer_request q WHERE q.destination = h.host AND q.sent_at >= " + SINCE
+          + "   FROM pacer_request q WHERE q.destination = h.host AND q.sent_at >= "
+          + SINCE
           // A subquery per host, on the index: joined whole, the log would be read whole (no
           // index leads with sent_at) for every job's requests of the last seconds.
           + "   OFFSET 0) x),"
@@ -303,22 +341,29 @@ public final class RequestLog {
           + " FROM j ORDER BY busiest / rate DESC NULLS LAST, requests DESC, host LIMIT ?";
 
   private DoorFigures figures(String where, Object... parameters) throws SQLException {
-    return connection.call(c -> {
-      try (PreparedStatement s = c.prepareStatement(String.format(FIGURES, where))) {
-        for (int i = 0; i < parameters.length; i++) {
-          s.setObject(i + 1, parameters[i]);
-        }
-        try (ResultSet r = s.executeQuery()) {
-          r.next();
-          long requests = r.getLong(1);
-          if (requests == 0) {
-            return DoorFigures.NONE;
+    return connection.call(
+        c -> {
+          try (PreparedStatement s = c.prepareStatement(String.format(FIGURES, where))) {
+            for (int i = 0; i < parameters.length; i++) {
+              s.setObject(i + 1, parameters[i]);
+            }
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              long requests = r.getLong(1);
+              if (requests == 0) {
+                return DoorFigures.NONE;
+              }
+              double span = r.getDouble(2);
+              return new DoorFigures(
+                  requests,
+                  span,
+                  span > 0 ? (requests - 1) / span : 0,
+                  r.getInt(3),
+                  r.getLong(4) / 1000.0,
+                  r.getLong(5) / 1000.0,
+                  r.getLong(6) / 1000.0);
+            }
           }
-          double span = r.getDouble(2);
-          return new DoorFigures(requests, span, span > 0 ? (requests - 1) / span : 0,
-              r.getInt(3), r.getLong(4) / 1000.0, r.getLong(5) / 1000.0, r.getLong(6) / 1000.0);
-        }
-      }
-    });
+        });
   }
 }

@@ -36,11 +36,12 @@ final class ServerAuthentication {
    * Every line scram-sha-256: no trust, no peer, for any address or the socket; over TCP, TLS only
    * (the client verifies the server before it proves the secret).
    */
-  static final String PG_HBA = "# Written by pacer: every connection proves the secret in"
-      + " postgres-password, over TCP inside TLS.\n"
-      + "local all all scram-sha-256\n"
-      + "hostssl all all 127.0.0.1/32 scram-sha-256\n"
-      + "hostssl all all ::1/128 scram-sha-256\n";
+  static final String PG_HBA =
+      "# Written by pacer: every connection proves the secret in"
+          + " postgres-password, over TCP inside TLS.\n"
+          + "local all all scram-sha-256\n"
+          + "hostssl all all 127.0.0.1/32 scram-sha-256\n"
+          + "hostssl all all ::1/128 scram-sha-256\n";
 
   private final DataDirectory directory;
 
@@ -50,14 +51,18 @@ final class ServerAuthentication {
 
   /**
    * The JDBC URL of this directory's server on {@code port}, with its secret: never print it
-   * unredacted (it goes to worker processes in their environment). It carries the TLS settings
-   * too, so that every connection made with it, in any process, first verifies the server.
+   * unredacted (it goes to worker processes in their environment). It carries the TLS settings too,
+   * so that every connection made with it, in any process, first verifies the server.
    */
   String jdbcUrl(int port) throws IOException {
-    return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres&"
-        + verifiedTls().entrySet().stream().map(e -> e.getKey() + "=" + queryValue(e.getValue()))
+    return "jdbc:postgresql://127.0.0.1:"
+        + port
+        + "/postgres?user=postgres&"
+        + verifiedTls().entrySet().stream()
+            .map(e -> e.getKey() + "=" + queryValue(e.getValue()))
             .collect(Collectors.joining("&"))
-        + "&password=" + directory.secret();
+        + "&password="
+        + directory.secret();
   }
 
   /**
@@ -96,26 +101,31 @@ final class ServerAuthentication {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (GeneralSecurityException e) {
-      throw new UncheckedIOException(new IOException("this JVM cannot make an EC P-256"
-          + " certificate for the embedded PostgreSQL: " + e.getMessage(), e));
+      throw new UncheckedIOException(
+          new IOException(
+              "this JVM cannot make an EC P-256"
+                  + " certificate for the embedded PostgreSQL: "
+                  + e.getMessage(),
+              e));
     }
   }
 
   /**
-   * Before the server starts: a cluster whose {@code pg_hba.conf} is not Pacer's (new from
-   * zonky's initdb, which trusts everyone, or made by an older Pacer) or whose secret is new gets
-   * the secret as the {@code postgres} role's password, then the scram-only {@code pg_hba.conf}.
-   * In that order, so an interruption leaves a cluster that is migrated again at the next start.
+   * Before the server starts: a cluster whose {@code pg_hba.conf} is not Pacer's (new from zonky's
+   * initdb, which trusts everyone, or made by an older Pacer) or whose secret is new gets the
+   * secret as the {@code postgres} role's password, then the scram-only {@code pg_hba.conf}. In
+   * that order, so an interruption leaves a cluster that is migrated again at the next start.
    */
-  static void requireSecret(RecordingResolver resolver, Path data, String secret,
-      boolean secretIsNew, Path logFile) {
+  static void requireSecret(
+      RecordingResolver resolver, Path data, String secret, boolean secretIsNew, Path logFile) {
     try {
       Path hba = data.resolve("pg_hba.conf");
       boolean ours = Files.exists(hba) && Files.readString(hba).equals(PG_HBA);
       if (ours && !secretIsNew) {
         return;
       }
-      log.info("Setting the embedded PostgreSQL's password and scram-sha-256 authentication in {}",
+      log.info(
+          "Setting the embedded PostgreSQL's password and scram-sha-256 authentication in {}",
           data);
       setPassword(resolver.postgres(), data, secret, logFile);
       Files.writeString(hba, PG_HBA);
@@ -129,8 +139,8 @@ final class ServerAuthentication {
 
   /**
    * A single-user backend (no listener, the server is down) runs {@code ALTER ROLE} with a SCRAM
-   * verifier of the secret read from its standard input, so the secret itself appears in no
-   * command line, no statement and no log.
+   * verifier of the secret read from its standard input, so the secret itself appears in no command
+   * line, no statement and no log.
    */
   private static void setPassword(Path postgres, Path data, String secret, Path logFile)
       throws IOException, InterruptedException {
@@ -139,24 +149,34 @@ final class ServerAuthentication {
     if (LinuxUtils.isUnshareAvailable()) {
       command.addAll(List.of("unshare", "-U"));
     }
-    command.addAll(List.of(postgres.toString(), "--single", "-D", data.toString(), "-F",
-        "-c", "exit_on_error=on", "postgres"));
-    Process backend = new ProcessBuilder(command)
-        .redirectOutput(Redirect.appendTo(logFile.toFile()))
-        .redirectError(Redirect.appendTo(logFile.toFile()))
-        .start();
+    command.addAll(
+        List.of(
+            postgres.toString(),
+            "--single",
+            "-D",
+            data.toString(),
+            "-F",
+            "-c",
+            "exit_on_error=on",
+            "postgres"));
+    Process backend =
+        new ProcessBuilder(command)
+            .redirectOutput(Redirect.appendTo(logFile.toFile()))
+            .redirectError(Redirect.appendTo(logFile.toFile()))
+            .start();
     try (var stdin = backend.getOutputStream()) {
       String verifier = PasswordUtil.encodeScramSha256(secret.toCharArray());
-      stdin.write(("ALTER ROLE postgres PASSWORD '" + verifier + "';\n")
-          .getBytes(StandardCharsets.US_ASCII));
+      stdin.write(
+          ("ALTER ROLE postgres PASSWORD '" + verifier + "';\n")
+              .getBytes(StandardCharsets.US_ASCII));
     }
     if (!backend.waitFor(120, java.util.concurrent.TimeUnit.SECONDS)) {
       backend.destroyForcibly();
       throw new IOException("setting the password in single-user mode did not finish in 120 s");
     }
     if (backend.exitValue() != 0) {
-      throw new IOException("setting the password in single-user mode failed (exit "
-          + backend.exitValue() + ")");
+      throw new IOException(
+          "setting the password in single-user mode failed (exit " + backend.exitValue() + ")");
     }
   }
 }

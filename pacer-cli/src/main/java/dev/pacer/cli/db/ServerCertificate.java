@@ -20,15 +20,15 @@ import java.util.Date;
 
 /**
  * A self-signed certificate for the embedded PostgreSQL, naming 127.0.0.1 and {@code localhost},
- * with its private key (EC P-256), both in PEM. The server presents it; Pacer's clients trust
- * only it ({@code sslmode=verify-full}, {@code sslrootcert}), so a process of another account
- * listening on the server's port cannot finish the TLS handshake, and never sees the secret.
+ * with its private key (EC P-256), both in PEM. The server presents it; Pacer's clients trust only
+ * it ({@code sslmode=verify-full}, {@code sslrootcert}), so a process of another account listening
+ * on the server's port cannot finish the TLS handshake, and never sees the secret.
  *
- * <p>The JDK makes the key pair and the signature; it has no public API to build a certificate,
- * so the certificate's DER is written here (RFC 5280, the fields a self-signed server certificate
- * needs and nothing else), then parsed back and its signature checked by the JDK before use.
- * Expiry is 9999-12-31 (RFC 5280's "no well-defined expiration"): the certificate lives as long
- * as the data directory, and whoever can replace it can also read the secret beside it.
+ * <p>The JDK makes the key pair and the signature; it has no public API to build a certificate, so
+ * the certificate's DER is written here (RFC 5280, the fields a self-signed server certificate
+ * needs and nothing else), then parsed back and its signature checked by the JDK before use. Expiry
+ * is 9999-12-31 (RFC 5280's "no well-defined expiration"): the certificate lives as long as the
+ * data directory, and whoever can replace it can also read the secret beside it.
  */
 final class ServerCertificate {
 
@@ -66,44 +66,77 @@ final class ServerCertificate {
     new SecureRandom().nextBytes(serial);
     serial[0] = (byte) ((serial[0] & 0x7f) | 0x40); // positive, and no leading zero byte in DER
     byte[] algorithm = der(SEQUENCE, oid(ECDSA_WITH_SHA256));
-    byte[] name = der(SEQUENCE, der(SET, der(SEQUENCE, oid(COMMON_NAME),
-        der(UTF8_STRING, "pacer embedded PostgreSQL".getBytes(StandardCharsets.UTF_8)))));
-    byte[] validity = der(SEQUENCE,
-        der(UTC_TIME, DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'").withZone(ZoneOffset.UTC)
-            .format(now.minus(Duration.ofDays(1))).getBytes(StandardCharsets.US_ASCII)),
-        der(GENERALIZED_TIME, "99991231235959Z".getBytes(StandardCharsets.US_ASCII)));
-    byte[] subjectAltName = der(SEQUENCE, oid(SUBJECT_ALT_NAME), der(OCTET_STRING,
-        der(SEQUENCE, der(SAN_IP_ADDRESS, LOOPBACK),
-            der(SAN_DNS_NAME, "localhost".getBytes(StandardCharsets.US_ASCII)))));
-    byte[] toBeSigned = der(SEQUENCE,
-        der(EXPLICIT_0, der(INTEGER, new byte[] {2})), // version 3
-        der(INTEGER, serial),
-        algorithm,
-        name,
-        validity,
-        name,
-        pair.getPublic().getEncoded(), // already a SubjectPublicKeyInfo
-        der(EXPLICIT_3, der(SEQUENCE, subjectAltName)));
+    byte[] name =
+        der(
+            SEQUENCE,
+            der(
+                SET,
+                der(
+                    SEQUENCE,
+                    oid(COMMON_NAME),
+                    der(
+                        UTF8_STRING,
+                        "pacer embedded PostgreSQL".getBytes(StandardCharsets.UTF_8)))));
+    byte[] validity =
+        der(
+            SEQUENCE,
+            der(
+                UTC_TIME,
+                DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'")
+                    .withZone(ZoneOffset.UTC)
+                    .format(now.minus(Duration.ofDays(1)))
+                    .getBytes(StandardCharsets.US_ASCII)),
+            der(GENERALIZED_TIME, "99991231235959Z".getBytes(StandardCharsets.US_ASCII)));
+    byte[] subjectAltName =
+        der(
+            SEQUENCE,
+            oid(SUBJECT_ALT_NAME),
+            der(
+                OCTET_STRING,
+                der(
+                    SEQUENCE,
+                    der(SAN_IP_ADDRESS, LOOPBACK),
+                    der(SAN_DNS_NAME, "localhost".getBytes(StandardCharsets.US_ASCII)))));
+    byte[] toBeSigned =
+        der(
+            SEQUENCE,
+            der(EXPLICIT_0, der(INTEGER, new byte[] {2})), // version 3
+            der(INTEGER, serial),
+            algorithm,
+            name,
+            validity,
+            name,
+            pair.getPublic().getEncoded(), // already a SubjectPublicKeyInfo
+            der(EXPLICIT_3, der(SEQUENCE, subjectAltName)));
 
     Signature signer = Signature.getInstance("SHA256withECDSA");
     signer.initSign(pair.getPrivate());
     signer.update(toBeSigned);
     byte[] signature = signer.sign(); // already DER: SEQUENCE { r, s }
-    byte[] certificate = der(SEQUENCE, toBeSigned, algorithm,
-        der(BIT_STRING, new byte[] {0}, signature));
+    byte[] certificate =
+        der(SEQUENCE, toBeSigned, algorithm, der(BIT_STRING, new byte[] {0}, signature));
 
-    X509Certificate parsed = (X509Certificate) CertificateFactory.getInstance("X.509")
-        .generateCertificate(new ByteArrayInputStream(certificate));
+    X509Certificate parsed =
+        (X509Certificate)
+            CertificateFactory.getInstance("X.509")
+                .generateCertificate(new ByteArrayInputStream(certificate));
     parsed.verify(pair.getPublic());
     parsed.checkValidity(Date.from(now));
-    return new Pem(pem("CERTIFICATE", certificate), pem("PRIVATE KEY",
-        pair.getPrivate().getEncoded())); // PKCS#8, which OpenSSL reads unencrypted
+    return new Pem(
+        pem("CERTIFICATE", certificate),
+        pem(
+            "PRIVATE KEY",
+            pair.getPrivate().getEncoded())); // PKCS#8, which OpenSSL reads unencrypted
   }
 
   private static String pem(String label, byte[] der) {
-    return "-----BEGIN " + label + "-----\n"
+    return "-----BEGIN "
+        + label
+        + "-----\n"
         + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der)
-        + "\n-----END " + label + "-----\n";
+        + "\n-----END "
+        + label
+        + "-----\n";
   }
 
   /** A DER element: the tag, the definite length, the contents one after the other. */

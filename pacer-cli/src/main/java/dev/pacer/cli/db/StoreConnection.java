@@ -8,11 +8,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The work-state connections of one store, shared by the calling threads: up to {@code size}
- * {@link KeptConnection}s, each used by one call at a time, all under the database's one outage
- * policy, so a restarted database costs a failed call per connection, not a broken process, and
- * while the database is down no call touches the network (nor waits for a connection first).
- * Failures are thrown as {@link SQLException}: callers decide whether to retry.
+ * The work-state connections of one store, shared by the calling threads: up to {@code size} {@link
+ * KeptConnection}s, each used by one call at a time, all under the database's one outage policy, so
+ * a restarted database costs a failed call per connection, not a broken process, and while the
+ * database is down no call touches the network (nor waits for a connection first). Failures are
+ * thrown as {@link SQLException}: callers decide whether to retry.
  *
  * <p>Why several. A worker's fetch threads each claim and record an item around every request; on
  * one connection they would queue for it, and spend more of their time waiting for the connection
@@ -31,14 +31,14 @@ import java.util.List;
  * ({@link #durableTransaction}, {@link #commitDurably}).
  *
  * <p><b>Made twice, or at most once.</b> A statement whose answer was lost with the connection
- * after it committed is made again: by {@link #call} in the same call (see {@link
- * KeptConnection}), and by a caller that retries. A statement made with {@link #call} or {@link
- * #transaction} must therefore answer what its first run did when made again: a read, an upsert of
- * values, or a statement that recognises its own earlier run by a key or token its caller chose
- * (an enqueue, a trip, a claim of an item). One that would do its work twice (a sum added to, a
- * turn and an item claimed together) is made with {@link #callOnce} or {@link #transactionOnce},
- * which fail with {@link KeptConnection#OUTCOME_UNKNOWN} when the answer is lost; its caller then
- * settles the doubt in the direction that cannot do the work twice.
+ * after it committed is made again: by {@link #call} in the same call (see {@link KeptConnection}),
+ * and by a caller that retries. A statement made with {@link #call} or {@link #transaction} must
+ * therefore answer what its first run did when made again: a read, an upsert of values, or a
+ * statement that recognises its own earlier run by a key or token its caller chose (an enqueue, a
+ * trip, a claim of an item). One that would do its work twice (a sum added to, a turn and an item
+ * claimed together) is made with {@link #callOnce} or {@link #transactionOnce}, which fail with
+ * {@link KeptConnection#OUTCOME_UNKNOWN} when the answer is lost; its caller then settles the doubt
+ * in the direction that cannot do the work twice.
  *
  * <p>After a call finds its connection lost, the idle ones are dropped too: they were connected to
  * the same server and are most likely dead with it; the next calls open new ones, under the policy.
@@ -52,8 +52,10 @@ final class StoreConnection implements AutoCloseable {
   private final Database database;
   private final int size;
   private final boolean asynchronousCommit;
+
   /** Open connections nobody is using, the most recently used first (its session is warm). */
   private final ArrayDeque<KeptConnection> idle = new ArrayDeque<>();
+
   /** Every connection of this store, idle or in a call. */
   private final List<KeptConnection> open = new ArrayList<>();
 
@@ -79,9 +81,9 @@ final class StoreConnection implements AutoCloseable {
   }
 
   /**
-   * Runs {@code body}, which may be made twice, on a connection of its own for the call; see
-   * {@link KeptConnection#call}. Waits while all {@code size} are busy, unless the outage policy
-   * refuses every attempt now.
+   * Runs {@code body}, which may be made twice, on a connection of its own for the call; see {@link
+   * KeptConnection#call}. Waits while all {@code size} are busy, unless the outage policy refuses
+   * every attempt now.
    */
   <T> T call(SqlCall<T> body) throws SQLException {
     return run(body, true);
@@ -146,10 +148,11 @@ final class StoreConnection implements AutoCloseable {
    * before it returns, whatever the session's commit mode.
    */
   <T> T durableTransaction(SqlCall<T> body) throws SQLException {
-    return transaction(c -> {
-      commitDurably(c);
-      return body.apply(c);
-    });
+    return transaction(
+        c -> {
+          commitDurably(c);
+          return body.apply(c);
+        });
   }
 
   /** Makes the open transaction on {@code c} commit durably, whatever the session's mode. */
@@ -162,9 +165,9 @@ final class StoreConnection implements AutoCloseable {
   /**
    * Opens connections until {@code size} are open, before they are needed: for a worker, whose
    * fetch threads all make their first calls at once as the run starts. Opened then, each would
-   * cost a PostgreSQL backend's start-up (a process and its catalog caches, several milliseconds
-   * of CPU each) while the first turns are being taken, and delay the requests those turns send.
-   * A connection that fails to open is left for a later call to open, under the outage policy.
+   * cost a PostgreSQL backend's start-up (a process and its catalog caches, several milliseconds of
+   * CPU each) while the first turns are being taken, and delay the requests those turns send. A
+   * connection that fails to open is left for a later call to open, under the outage policy.
    *
    * @throws SQLException if a connection could not be opened (those opened before it stay open)
    */
@@ -217,8 +220,7 @@ final class StoreConnection implements AutoCloseable {
         wait();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new SQLException("interrupted while waiting for a work-state connection", "57014",
-            e);
+        throw new SQLException("interrupted while waiting for a work-state connection", "57014", e);
       }
     }
   }

@@ -14,8 +14,8 @@ import org.postgresql.copy.CopyIn;
 
 /**
  * Streams URLs into a {@code COPY … FROM STDIN} (text format) as rows of {@code (url_key, url,
- * host)}, the host as per-host mode names it ({@link UrlList#hostOf}),
- * {@link #BUFFER_BYTES} at a time: however many URLs, the client holds one buffer of them.
+ * host)}, the host as per-host mode names it ({@link UrlList#hostOf}), {@link #BUFFER_BYTES} at a
+ * time: however many URLs, the client holds one buffer of them.
  */
 final class UrlCopy {
 
@@ -57,8 +57,8 @@ final class UrlCopy {
       copy.endCopy();
       return rows;
     } catch (UncheckedIOException e) {
-      throw new SQLException("could not read the URL list: " + e.getCause().getMessage(),
-          "58030", e);
+      throw new SQLException(
+          "could not read the URL list: " + e.getCause().getMessage(), "58030", e);
     } finally {
       if (copy.isActive()) {
         copy.cancelCopy();

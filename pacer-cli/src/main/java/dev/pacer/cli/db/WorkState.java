@@ -7,11 +7,11 @@ import java.sql.Statement;
 
 /**
  * Pacer's work state in PostgreSQL: its connections (see {@link StoreConnection}) and the schema,
- * shared by the stores, one per thing stored: {@link ItemStore items and their leases},
- * {@link JobStore jobs}, {@link TripStore trips}, {@link WorkerStore workers} and {@link
- * RobotsStore hosts' robots.txt}, plus the {@link CursorStatus} and {@link HostStatus} reads for
- * {@code pacer status}. Every statement is parameterised; the only identifiers are the stores' own
- * constant table names.
+ * shared by the stores, one per thing stored: {@link ItemStore items and their leases}, {@link
+ * JobStore jobs}, {@link TripStore trips}, {@link WorkerStore workers} and {@link RobotsStore
+ * hosts' robots.txt}, plus the {@link CursorStatus} and {@link HostStatus} reads for {@code pacer
+ * status}. Every statement is parameterised; the only identifiers are the stores' own constant
+ * table names.
  *
  * <p>The stores share the connections rather than opening their own, so that how many work-state
  * connections a process holds is said in one place, whatever it records. Failures are thrown as
@@ -213,26 +213,27 @@ public final class WorkState implements AutoCloseable {
    * schema's last object stands for the whole of it, since all of it commits at once.
    */
   public void ensureSchema() throws SQLException {
-    connection.call(c -> {
-      c.setAutoCommit(false);
-      try (Statement s = c.createStatement()) {
-        s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
-        boolean complete;
-        try (ResultSet r =
-            s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
-          r.next();
-          complete = r.getBoolean(1);
-        }
-        if (!complete) {
-          for (String ddl : SCHEMA) {
-            s.execute(ddl);
+    connection.call(
+        c -> {
+          c.setAutoCommit(false);
+          try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
+            boolean complete;
+            try (ResultSet r =
+                s.executeQuery("SELECT to_regclass('" + LAST_OBJECT + "') IS NOT NULL")) {
+              r.next();
+              complete = r.getBoolean(1);
+            }
+            if (!complete) {
+              for (String ddl : SCHEMA) {
+                s.execute(ddl);
+              }
+            }
           }
-        }
-      }
-      c.commit();
-      c.setAutoCommit(true);
-      return null;
-    });
+          c.commit();
+          c.setAutoCommit(true);
+          return null;
+        });
   }
 
   public ItemStore items() {
@@ -273,8 +274,8 @@ public final class WorkState implements AutoCloseable {
   }
 
   /**
-   * Opens every connection this work state may use now, rather than as concurrent calls first
-   * need them; see {@link StoreConnection#openAll}.
+   * Opens every connection this work state may use now, rather than as concurrent calls first need
+   * them; see {@link StoreConnection#openAll}.
    *
    * @throws SQLException if one could not be opened; the rest open later, as calls need them
    */

@@ -38,8 +38,10 @@ public final class DemoServer implements AutoCloseable {
   private final double burst;
   private final long startNanos;
   private final List<Arrival> arrivals = new ArrayList<>();
+
   /** The instant the dispatcher handed over the exchange the calling handler thread serves. */
   private final ThreadLocal<Long> dispatched = new ThreadLocal<>();
+
   private double tokens;
   private long lastRefill;
 
@@ -53,8 +55,9 @@ public final class DemoServer implements AutoCloseable {
    * {@link System#nanoTime()} that several destinations share, so that their arrivals line up),
    * answering on {@code executor}'s threads.
    */
-  public DemoServer(String address, double ratePerSecond, double burst, long startNanos,
-      Executor executor) throws IOException {
+  public DemoServer(
+      String address, double ratePerSecond, double burst, long startNanos, Executor executor)
+      throws IOException {
     this.address = address;
     this.ratePerSecond = ratePerSecond;
     this.burst = burst;
@@ -62,29 +65,34 @@ public final class DemoServer implements AutoCloseable {
     this.startNanos = startNanos;
     this.lastRefill = System.nanoTime();
     server = HttpServer.create(new InetSocketAddress(address, 0), 64);
-    server.setExecutor(exchange -> {
-      long seen = System.nanoTime();
-      executor.execute(() -> {
-        dispatched.set(seen);
-        try {
-          exchange.run();
-        } finally {
-          dispatched.remove();
-        }
-      });
-    });
-    server.createContext("/", exchange -> {
-      String worker = exchange.getRequestHeaders().getFirst("X-Pacer-Worker");
-      int status = admit(worker == null ? "?" : worker, dispatched.get());
-      byte[] body = (status == 200
-          ? "demo item " + exchange.getRequestURI().getPath() + "\n"
-          : "429 Too Many Requests: above this destination's ceiling\n")
-          .getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(status, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    server.setExecutor(
+        exchange -> {
+          long seen = System.nanoTime();
+          executor.execute(
+              () -> {
+                dispatched.set(seen);
+                try {
+                  exchange.run();
+                } finally {
+                  dispatched.remove();
+                }
+              });
+        });
+    server.createContext(
+        "/",
+        exchange -> {
+          String worker = exchange.getRequestHeaders().getFirst("X-Pacer-Worker");
+          int status = admit(worker == null ? "?" : worker, dispatched.get());
+          byte[] body =
+              (status == 200
+                      ? "demo item " + exchange.getRequestURI().getPath() + "\n"
+                      : "429 Too Many Requests: above this destination's ceiling\n")
+                  .getBytes(StandardCharsets.UTF_8);
+          exchange.sendResponseHeaders(status, body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     server.start();
   }
 
@@ -122,9 +130,9 @@ public final class DemoServer implements AutoCloseable {
   }
 
   /**
-   * Writes the arrivals of {@code servers}, which share their start, to {@code csv}: a header,
-   * then one line per arrival, {@code host,nanos,worker,status}, in time order ({@code nanos}
-   * since the servers started).
+   * Writes the arrivals of {@code servers}, which share their start, to {@code csv}: a header, then
+   * one line per arrival, {@code host,nanos,worker,status}, in time order ({@code nanos} since the
+   * servers started).
    */
   public static void writeCsv(List<DemoServer> servers, Path csv) throws IOException {
     List<String> lines = new ArrayList<>();
@@ -132,19 +140,29 @@ public final class DemoServer implements AutoCloseable {
     servers.stream()
         .flatMap(s -> s.arrivals().stream().map(a -> Map.entry(s.address(), a)))
         .sorted(Comparator.comparingLong(e -> e.getValue().nanos()))
-        .forEach(e -> lines.add(e.getKey() + "," + e.getValue().nanos() + ","
-            + e.getValue().worker() + "," + e.getValue().status()));
+        .forEach(
+            e ->
+                lines.add(
+                    e.getKey()
+                        + ","
+                        + e.getValue().nanos()
+                        + ","
+                        + e.getValue().worker()
+                        + ","
+                        + e.getValue().status()));
     Files.createDirectories(csv.toAbsolutePath().getParent());
     Files.write(csv, lines, StandardCharsets.UTF_8);
   }
 
   /** Daemon threads for destinations to answer on. */
   public static ExecutorService threads(int count) {
-    return Executors.newFixedThreadPool(count, r -> {
-      Thread t = new Thread(r, "demo-destination");
-      t.setDaemon(true);
-      return t;
-    });
+    return Executors.newFixedThreadPool(
+        count,
+        r -> {
+          Thread t = new Thread(r, "demo-destination");
+          t.setDaemon(true);
+          return t;
+        });
   }
 
   /** The most arrivals in any window [t, t + 1 s), of arrivals in time order. */

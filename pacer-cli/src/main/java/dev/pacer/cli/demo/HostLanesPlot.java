@@ -17,8 +17,8 @@ import javax.imageio.ImageIO;
 /**
  * A PNG of a many-host run as each host saw it: one lane per host, time across. A lane's upper half
  * has a tick per request that reached the host (red if it answered 429), so the spacing of its
- * turns shows; its lower half is a heat strip of the requests in each second against the host's
- * own ceiling, from pale (none) to dark blue (at the ceiling), and {@linkplain #OVER red} where a
+ * turns shows; its lower half is a heat strip of the requests in each second against the host's own
+ * ceiling, from pale (none) to dark blue (at the ceiling), and {@linkplain #OVER red} where a
  * second held more than the ceiling + 1. On the left each lane names its host and ceiling; on the
  * right, its busiest sliding 1-s window against the ceiling + 1, in green if kept. Plain Java2D.
  */
@@ -28,10 +28,13 @@ public final class HostLanesPlot {
   public record Lane(String host, double ceiling, List<DemoServer.Arrival> arrivals) {}
 
   public static final int WIDTH = 1100;
+
   /** A second above the ceiling + 1 (tests look for it). */
   public static final Color OVER = new Color(220, 30, 30);
+
   /** A second with no request. */
   static final Color EMPTY = new Color(242, 242, 242);
+
   private static final Color PALE = new Color(198, 219, 239);
   private static final Color FULL = new Color(8, 69, 148);
 
@@ -39,8 +42,10 @@ public final class HostLanesPlot {
   static final int RIGHT = 200;
   static final int TOP = 60;
   private static final int BOTTOM = 80;
+
   /** Lanes share about this many pixels, each between {@link #MIN_LANE} and {@link #MAX_LANE}. */
   private static final int LANES_HEIGHT = 720;
+
   private static final int MIN_LANE = 4;
   private static final int MAX_LANE = 26;
 
@@ -67,7 +72,9 @@ public final class HostLanesPlot {
       return OVER;
     }
     double f = Math.min(1, count / ceiling);
-    return new Color(mix(PALE.getRed(), FULL.getRed(), f), mix(PALE.getGreen(), FULL.getGreen(), f),
+    return new Color(
+        mix(PALE.getRed(), FULL.getRed(), f),
+        mix(PALE.getGreen(), FULL.getGreen(), f),
         mix(PALE.getBlue(), FULL.getBlue(), f));
   }
 
@@ -96,8 +103,8 @@ public final class HostLanesPlot {
 
     BufferedImage image = new BufferedImage(WIDTH, height, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING,
-        RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, WIDTH, height);
     g.setColor(Color.BLACK);
@@ -141,8 +148,13 @@ public final class HostLanesPlot {
         g.setColor(Color.BLACK);
         g.drawString(lane.host() + "  " + rate(lane.ceiling()) + "/s", 12, baseline);
         g.setColor(kept ? new Color(20, 120, 40) : OVER);
-        g.drawString(busiest + " / " + (long) (Math.floor(lane.ceiling()) + 1)
-            + (kept ? "  kept" : "  EXCEEDED"), WIDTH - RIGHT + 10, baseline);
+        g.drawString(
+            busiest
+                + " / "
+                + (long) (Math.floor(lane.ceiling()) + 1)
+                + (kept ? "  kept" : "  EXCEEDED"),
+            WIDTH - RIGHT + 10,
+            baseline);
       }
     }
     int plotBottom = TOP + lanes.size() * laneH;

@@ -17,14 +17,15 @@ import java.util.TreeMap;
 import javax.imageio.ImageIO;
 
 /**
- * A PNG timeline of a run as the destination saw it: requests per second (1-s bins) for each
- * worker process (thin coloured lines) and for all of them together (thick black line), the
- * ceiling as a dashed red line, and the 429 answers per second as red bars. Plain Java2D.
+ * A PNG timeline of a run as the destination saw it: requests per second (1-s bins) for each worker
+ * process (thin coloured lines) and for all of them together (thick black line), the ceiling as a
+ * dashed red line, and the 429 answers per second as red bars. Plain Java2D.
  */
 public final class TimelinePlot {
 
   public static final int WIDTH = 1000;
   public static final int HEIGHT = 520;
+
   /** The ceiling line's colour (tests look for it). */
   public static final Color CEILING = new Color(220, 30, 30);
 
@@ -41,7 +42,10 @@ public final class TimelinePlot {
   private TimelinePlot() {}
 
   /** Per-second counts, index = second since the first arrival. */
-  static int[] perSecond(List<DemoServer.Arrival> arrivals, long origin, int seconds,
+  static int[] perSecond(
+      List<DemoServer.Arrival> arrivals,
+      long origin,
+      int seconds,
       java.util.function.Predicate<DemoServer.Arrival> which) {
     int[] bins = new int[seconds];
     for (DemoServer.Arrival a : arrivals) {
@@ -55,8 +59,9 @@ public final class TimelinePlot {
     return bins;
   }
 
-  public static void write(List<DemoServer.Arrival> arrivals, double ceiling, String title,
-      Path png) throws IOException {
+  public static void write(
+      List<DemoServer.Arrival> arrivals, double ceiling, String title, Path png)
+      throws IOException {
     if (arrivals.isEmpty()) {
       throw new IllegalArgumentException("no arrivals to plot");
     }
@@ -65,8 +70,8 @@ public final class TimelinePlot {
     int seconds = (int) ((last - origin) / 1_000_000_000L) + 1;
     Map<String, int[]> perWorker = new TreeMap<>();
     for (DemoServer.Arrival a : arrivals) {
-      perWorker.computeIfAbsent(a.worker(),
-          w -> perSecond(arrivals, origin, seconds, x -> x.worker().equals(w)));
+      perWorker.computeIfAbsent(
+          a.worker(), w -> perSecond(arrivals, origin, seconds, x -> x.worker().equals(w)));
     }
     int[] all = perSecond(arrivals, origin, seconds, a -> true);
     int[] refused = perSecond(arrivals, origin, seconds, a -> a.status() == 429);
@@ -113,7 +118,10 @@ public final class TimelinePlot {
     g.setColor(new Color(255, 170, 170));
     for (int s = 0; s < seconds; s++) {
       if (refused[s] > 0) {
-        g.fillRect(x.at(s) + 1, y.at(refused[s]), Math.max(1, x.at(s + 1) - x.at(s) - 2),
+        g.fillRect(
+            x.at(s) + 1,
+            y.at(refused[s]),
+            Math.max(1, x.at(s + 1) - x.at(s) - 2),
             y.at(0) - y.at(refused[s]));
       }
     }
@@ -133,8 +141,9 @@ public final class TimelinePlot {
     series(g, all, x, y);
     // ceiling
     g.setColor(CEILING);
-    g.setStroke(new BasicStroke(2.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f,
-        new float[] {10f, 6f}, 0f));
+    g.setStroke(
+        new BasicStroke(
+            2.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {10f, 6f}, 0f));
     g.drawLine(LEFT, y.at(ceiling), LEFT + plotW, y.at(ceiling));
 
     // legend
@@ -152,7 +161,10 @@ public final class TimelinePlot {
     Path temp = Files.createTempFile(png.toAbsolutePath().getParent(), ".timeline", ".png");
     try {
       ImageIO.write(image, "png", temp.toFile());
-      Files.move(temp, png, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+      Files.move(
+          temp,
+          png,
+          java.nio.file.StandardCopyOption.REPLACE_EXISTING,
           java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     } finally {
       Files.deleteIfExists(temp);

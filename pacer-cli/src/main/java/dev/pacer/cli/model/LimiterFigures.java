@@ -21,8 +21,16 @@ import java.util.Locale;
  * @param cursorLatched whether the shared cursor was latched as unavailable when last reported
  *     ({@code pacer.cursor.latched}); over a run, whether any worker's was
  */
-public record LimiterFigures(long shared, long degraded, long refused, long waitNanos,
-    long waitMaxNanos, long throttled, long lockouts, int backoff, boolean pacingLocally,
+public record LimiterFigures(
+    long shared,
+    long degraded,
+    long refused,
+    long waitNanos,
+    long waitMaxNanos,
+    long throttled,
+    long lockouts,
+    int backoff,
+    boolean pacingLocally,
     boolean cursorLatched) {
 
   /** Nothing done yet. */
@@ -45,19 +53,36 @@ public record LimiterFigures(long shared, long degraded, long refused, long wait
 
   /** These figures and {@code other}'s, as one run's: counts added, the state's worst kept. */
   public LimiterFigures plus(LimiterFigures other) {
-    return new LimiterFigures(shared + other.shared, degraded + other.degraded,
-        refused + other.refused, waitNanos + other.waitNanos,
-        Math.max(waitMaxNanos, other.waitMaxNanos), throttled + other.throttled,
-        lockouts + other.lockouts, Math.max(backoff, other.backoff),
-        pacingLocally || other.pacingLocally, cursorLatched || other.cursorLatched);
+    return new LimiterFigures(
+        shared + other.shared,
+        degraded + other.degraded,
+        refused + other.refused,
+        waitNanos + other.waitNanos,
+        Math.max(waitMaxNanos, other.waitMaxNanos),
+        throttled + other.throttled,
+        lockouts + other.lockouts,
+        Math.max(backoff, other.backoff),
+        pacingLocally || other.pacingLocally,
+        cursorLatched || other.cursorLatched);
   }
 
   /** In one line for people. */
   public String describe() {
-    return String.format(Locale.ROOT, "%d turn(s): %d shared, %d degraded (paced locally), %d"
+    return String.format(
+        Locale.ROOT,
+        "%d turn(s): %d shared, %d degraded (paced locally), %d"
             + " refused; wait for a turn mean %.1f ms, max %.1f ms; %d throttled, %d lockout(s);"
-            + " at the end backoff x%d%s%s", turns(), shared, degraded, refused,
-        waitMeanMillis(), waitMaxMillis(), throttled, lockouts, backoff,
-        pacingLocally ? ", PACING LOCALLY" : "", cursorLatched ? ", CURSOR LATCHED" : "");
+            + " at the end backoff x%d%s%s",
+        turns(),
+        shared,
+        degraded,
+        refused,
+        waitMeanMillis(),
+        waitMaxMillis(),
+        throttled,
+        lockouts,
+        backoff,
+        pacingLocally ? ", PACING LOCALLY" : "",
+        cursorLatched ? ", CURSOR LATCHED" : "");
   }
 }

@@ -15,8 +15,8 @@ import java.util.regex.Pattern;
 /**
  * Hides secrets in anything the CLI prints or stores, whatever form they came in: every
  * secret-bearing parameter ({@code password}, {@code sslpassword}, {@code sslkey}, {@code
- * sslfactoryarg} and alike; see {@link JdbcUrls#redact}), the password of any URL's user-info,
- * and the whole user-info of an http(s) URL, whose user name is often a token of its own ({@code
+ * sslfactoryarg} and alike; see {@link JdbcUrls#redact}), the password of any URL's user-info, and
+ * the whole user-info of an http(s) URL, whose user name is often a token of its own ({@code
  * https://TOKEN@host/}). A database URL keeps its user name: it names the role, which a message
  * about a refused login needs.
  *
@@ -40,8 +40,8 @@ public final class Secrets {
   private Secrets() {}
 
   /**
-   * The text with every secret (parameter, user-info password, an http(s) URL's user-info)
-   * replaced by {@code ***}.
+   * The text with every secret (parameter, user-info password, an http(s) URL's user-info) replaced
+   * by {@code ***}.
    */
   public static String redact(String text) {
     if (text == null) {

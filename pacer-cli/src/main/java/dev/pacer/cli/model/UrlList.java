@@ -31,15 +31,15 @@ import java.util.regex.Pattern;
  *
  * <p>A URL with user-info ({@code https://user:password@host/}) is skipped the same way. The HTTP
  * client sends no credentials from a URL, so the request would go without them; and the URL would
- * be kept in the work state and shown in status and log lines, password and all. The report of
- * any skipped line shows {@code ***} in place of whatever stands before an {@code @} in its
- * authority, so that a password given by mistake is not printed either.
+ * be kept in the work state and shown in status and log lines, password and all. The report of any
+ * skipped line shows {@code ***} in place of whatever stands before an {@code @} in its authority,
+ * so that a password given by mistake is not printed either.
  *
  * <p>The input is read once, and its checked URLs are written to a spool file that {@link #urls()}
- * reads again for each pass: a list of millions of URLs is never held in memory (what is held
- * grows with the number of hosts, not of URLs), and a retried enqueue reads the same URLs again,
- * even from standard input. A URL given twice is kept twice here; the job keeps it once (see
- * {@code JobStore.enqueue}).
+ * reads again for each pass: a list of millions of URLs is never held in memory (what is held grows
+ * with the number of hosts, not of URLs), and a retried enqueue reads the same URLs again, even
+ * from standard input. A URL given twice is kept twice here; the job keeps it once (see {@code
+ * JobStore.enqueue}).
  */
 public final class UrlList implements AutoCloseable {
 
@@ -59,8 +59,13 @@ public final class UrlList implements AutoCloseable {
   private final Set<String> hosts;
   private final Path spool;
 
-  private UrlList(Iterable<String> urls, long count, List<String> problems, long problemCount,
-      Set<String> hosts, Path spool) {
+  private UrlList(
+      Iterable<String> urls,
+      long count,
+      List<String> problems,
+      long problemCount,
+      Set<String> hosts,
+      Path spool) {
     this.urls = urls;
     this.count = count;
     this.problems = problems;
@@ -136,9 +141,11 @@ public final class UrlList implements AutoCloseable {
    * @throws BadInputException if the input is binary, not UTF-8, or holds no usable URL
    */
   public static UrlList read(InputStream in, String source) throws BadInputException, IOException {
-    var decoder = StandardCharsets.UTF_8.newDecoder()
-        .onMalformedInput(CodingErrorAction.REPORT)
-        .onUnmappableCharacter(CodingErrorAction.REPORT);
+    var decoder =
+        StandardCharsets.UTF_8
+            .newDecoder()
+            .onMalformedInput(CodingErrorAction.REPORT)
+            .onUnmappableCharacter(CodingErrorAction.REPORT);
     List<String> problems = new ArrayList<>();
     long problemCount = 0;
     long count = 0;
@@ -152,8 +159,11 @@ public final class UrlList implements AutoCloseable {
       while ((line = readLine(reader, source, lineNumber + 1)) != null) {
         lineNumber++;
         if (line.indexOf('\0') >= 0) {
-          throw new BadInputException(source + " looks binary (a NUL byte on line " + lineNumber
-              + "); expected a text file of URLs, one per line");
+          throw new BadInputException(
+              source
+                  + " looks binary (a NUL byte on line "
+                  + lineNumber
+                  + "); expected a text file of URLs, one per line");
         }
         String text = line.strip();
         if (text.isEmpty() || text.startsWith("#")) {
@@ -162,8 +172,8 @@ public final class UrlList implements AutoCloseable {
         String problem = check(text);
         if (problem != null) {
           if (problemCount++ < MAX_PROBLEMS_KEPT) {
-            problems.add("line " + lineNumber + ": " + problem + ": "
-                + shown(withoutUserInfo(text)));
+            problems.add(
+                "line " + lineNumber + ": " + problem + ": " + shown(withoutUserInfo(text)));
           }
           continue;
         }
@@ -174,8 +184,11 @@ public final class UrlList implements AutoCloseable {
       }
       kept = true;
     } catch (CharacterCodingException e) {
-      throw new BadInputException(source + " is not UTF-8 text (near line " + (lineNumber + 1)
-          + "); expected a text file of URLs, one per line");
+      throw new BadInputException(
+          source
+              + " is not UTF-8 text (near line "
+              + (lineNumber + 1)
+              + "); expected a text file of URLs, one per line");
     } finally {
       if (!kept) {
         Files.deleteIfExists(spool);
@@ -183,13 +196,21 @@ public final class UrlList implements AutoCloseable {
     }
     if (count == 0) {
       Files.deleteIfExists(spool);
-      throw new BadInputException(source + " holds no usable URL (" + lineNumber + " line(s)"
-          + (problems.isEmpty() ? "" : ", " + problemCount + " rejected: "
-              + String.join("; ", problems.subList(0, Math.min(5, problems.size()))))
-          + ")");
+      throw new BadInputException(
+          source
+              + " holds no usable URL ("
+              + lineNumber
+              + " line(s)"
+              + (problems.isEmpty()
+                  ? ""
+                  : ", "
+                      + problemCount
+                      + " rejected: "
+                      + String.join("; ", problems.subList(0, Math.min(5, problems.size()))))
+              + ")");
     }
-    return new UrlList(() -> lines(spool), count, List.copyOf(problems), problemCount, hosts,
-        spool);
+    return new UrlList(
+        () -> lines(spool), count, List.copyOf(problems), problemCount, hosts, spool);
   }
 
   /** The spool file's lines, read as they are iterated; the file closes at its end. */
@@ -233,10 +254,9 @@ public final class UrlList implements AutoCloseable {
   }
 
   /**
-   * The next line without its terminator ({@code \n}, {@code \r} or {@code \r\n}, as
-   * {@link BufferedReader#readLine}), or null at the end. Never holds more than
-   * {@link #MAX_LINE_LENGTH} characters of it: a file with one endless line is refused, not read
-   * into memory.
+   * The next line without its terminator ({@code \n}, {@code \r} or {@code \r\n}, as {@link
+   * BufferedReader#readLine}), or null at the end. Never holds more than {@link #MAX_LINE_LENGTH}
+   * characters of it: a file with one endless line is refused, not read into memory.
    */
   private static String readLine(BufferedReader reader, String source, int lineNumber)
       throws IOException, BadInputException {
@@ -254,9 +274,15 @@ public final class UrlList implements AutoCloseable {
         return line.toString();
       }
       if (line.length() == MAX_LINE_LENGTH) {
-        throw new BadInputException(source + ": line " + lineNumber + " is longer than "
-            + MAX_LINE_LENGTH + " characters (" + shown(line.toString())
-            + "); expected a text file of URLs, one per line");
+        throw new BadInputException(
+            source
+                + ": line "
+                + lineNumber
+                + " is longer than "
+                + MAX_LINE_LENGTH
+                + " characters ("
+                + shown(line.toString())
+                + "); expected a text file of URLs, one per line");
       }
       line.append((char) c);
     }
@@ -311,16 +337,24 @@ public final class UrlList implements AutoCloseable {
    */
   private static String dnsProblem(String host) {
     if (host.length() > Destination.MAX_NAME_LENGTH) {
-      return "host is " + host.length() + " characters long, more than the "
-          + Destination.MAX_NAME_LENGTH + " a DNS name may have";
+      return "host is "
+          + host.length()
+          + " characters long, more than the "
+          + Destination.MAX_NAME_LENGTH
+          + " a DNS name may have";
     }
     if (host.startsWith("[")) {
       return null;
     }
     for (String label : host.split("\\.")) {
       if (label.length() > MAX_LABEL_LENGTH) {
-        return "host label " + label + " is " + label.length() + " characters long, more than the "
-            + MAX_LABEL_LENGTH + " a DNS label may have";
+        return "host label "
+            + label
+            + " is "
+            + label.length()
+            + " characters long, more than the "
+            + MAX_LABEL_LENGTH
+            + " a DNS label may have";
       }
     }
     return null;

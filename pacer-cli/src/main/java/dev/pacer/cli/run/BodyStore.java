@@ -16,12 +16,13 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>A body streams into a temporary {@code .part} file in the same directory (never whole in
  * memory), which the fetcher forces to disk; {@link #commit} renames it into place and forces the
- * directory, so a body file recorded as done is whole and survives a power cut, and a body file
- * is either absent or whole.
+ * directory, so a body file recorded as done is whole and survives a power cut, and a body file is
+ * either absent or whole.
  */
 public final class BodyStore {
 
   private final Path root;
+
   /**
    * The body directories this store has made: each is made once per run, where making it before
    * every body cost an exception per item from {@link Files#createDirectories}.

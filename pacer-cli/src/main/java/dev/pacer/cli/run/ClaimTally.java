@@ -6,10 +6,10 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What a per-host worker's claims came back with, told at the worker's end. The figure it exists
- * for is the claims that came back empty while some host of the job was eligible (due, with an
- * item to lease, below its cap on items in flight): an idle answer whose snapshot held such a host
- * that another claim had locked ({@link Claim.Idle#contended()}), a refused turn, or an item lost
- * to another claim. Each is a round trip that fetched nothing although the frontier had a turn to
+ * for is the claims that came back empty while some host of the job was eligible (due, with an item
+ * to lease, below its cap on items in flight): an idle answer whose snapshot held such a host that
+ * another claim had locked ({@link Claim.Idle#contended()}), a refused turn, or an item lost to
+ * another claim. Each is a round trip that fetched nothing although the frontier had a turn to
  * give; the frontier is meant to make them rare (the bench's target: under 0.1% of claims).
  *
  * <p>An idle answer that saw a host due but not eligible (every item in flight, a dead worker's
@@ -44,7 +44,12 @@ final class ClaimTally {
   }
 
   long made() {
-    return leased.sum() + idle.sum() + held.sum() + contended.sum() + refused.sum() + lost.sum()
+    return leased.sum()
+        + idle.sum()
+        + held.sum()
+        + contended.sum()
+        + refused.sum()
+        + lost.sum()
         + lockedOut.sum();
   }
 
@@ -54,10 +59,20 @@ final class ClaimTally {
   }
 
   String describe() {
-    return String.format(Locale.ROOT, "%s %d made, %d leased an item, %d found no host due, %d"
+    return String.format(
+        Locale.ROOT,
+        "%s %d made, %d leased an item, %d found no host due, %d"
             + " came back empty while a host was eligible (%d contended, %d refused, %d lost), %d"
-            + " found the due hosts held, %d met a lockout", PREFIX, made(), leased.sum(),
-        idle.sum(), emptyWhileEligible(), contended.sum(), refused.sum(), lost.sum(), held.sum(),
+            + " found the due hosts held, %d met a lockout",
+        PREFIX,
+        made(),
+        leased.sum(),
+        idle.sum(),
+        emptyWhileEligible(),
+        contended.sum(),
+        refused.sum(),
+        lost.sum(),
+        held.sum(),
         lockedOut.sum());
   }
 }

@@ -1,17 +1,17 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.BackoffScope;
+import dev.pacer.TimeSource;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
-import dev.pacer.TimeSource;
 import java.time.Duration;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The cursor of per-host mode: a fetch thread's first reservation for a host after its claim is
- * the turn the claim already reserved ({@link #prepay}); every other call (a redirect hop, a turn
+ * The cursor of per-host mode: a fetch thread's first reservation for a host after its claim is the
+ * turn the claim already reserved ({@link #prepay}); every other call (a redirect hop, a turn
  * retaken after a late wake-up, a pause, a lockout, a 429's doubling, the holds listener) goes to
  * the host's row in the shared cursor, the row the claim reserved on.
  *
@@ -91,8 +91,8 @@ final class ClaimedTurns implements Cursor {
   }
 
   @Override
-  public Reservation tryReserve(String name, Duration interval, Duration notBefore,
-      Duration maxWait) {
+  public Reservation tryReserve(
+      String name, Duration interval, Duration notBefore, Duration maxWait) {
     Reservation turn = take(name, interval);
     return turn != null ? turn : shared.tryReserve(name, interval, notBefore, maxWait);
   }
@@ -118,8 +118,8 @@ final class ClaimedTurns implements Cursor {
   }
 
   @Override
-  public Reservation reserveUnderFleetBackoff(String name, Duration interval, Duration notBefore,
-      Duration maxWait, int clean) {
+  public Reservation reserveUnderFleetBackoff(
+      String name, Duration interval, Duration notBefore, Duration maxWait, int clean) {
     Reservation turn = take(name, interval);
     if (turn == null) {
       return shared.reserveUnderFleetBackoff(name, interval, notBefore, maxWait, clean);

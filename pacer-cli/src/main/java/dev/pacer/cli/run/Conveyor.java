@@ -27,6 +27,7 @@ import org.slf4j.LoggerFactory;
 public final class Conveyor {
 
   private static final Logger log = LoggerFactory.getLogger(Conveyor.class);
+
   /** How long workers wait for each other at the start line, at most. */
   public static final Duration START_LINE_BOUND = Duration.ofSeconds(60);
 
@@ -52,11 +53,18 @@ public final class Conveyor {
       List<String> command = new ArrayList<>(List.of(java.toString()));
       command.addAll(JvmOptions.ofPacer());
       // Workers are many JVMs on one machine: small heaps and stacks, a one-thread collector.
-      command.addAll(List.of("-XX:+UseSerialGC", "-Xss512k", "-Xmx512m",
-          "-cp", System.getProperty("java.class.path"), "dev.pacer.cli.Main", "worker"));
+      command.addAll(
+          List.of(
+              "-XX:+UseSerialGC",
+              "-Xss512k",
+              "-Xmx512m",
+              "-cp",
+              System.getProperty("java.class.path"),
+              "dev.pacer.cli.Main",
+              "worker"));
       command.addAll(workerArgs);
-      ProcessBuilder builder = new ProcessBuilder(command)
-          .redirectError(ProcessBuilder.Redirect.INHERIT);
+      ProcessBuilder builder =
+          new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
       builder.environment().put("PACER_DB", database.url());
       Process worker = builder.start();
       workers.add(worker);
@@ -74,30 +82,36 @@ public final class Conveyor {
   private void releaseWhenReady() {
     CountDownLatch ready = new CountDownLatch(workers.size());
     for (Process worker : workers) {
-      Thread reader = new Thread(() -> {
-        boolean counted = false;
-        try (BufferedReader out = new BufferedReader(
-            new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8))) {
-          for (String line; (line = out.readLine()) != null; ) {
-            if (!counted && line.equals(StartLine.READY)) {
-              ready.countDown();
-              counted = true;
-            }
-          }
-        } catch (IOException e) {
-          log.debug("Worker pid {}: standard output unreadable: {}", worker.pid(), e.toString());
-        } finally {
-          if (!counted) {
-            ready.countDown();
-          }
-        }
-      }, "pacer-worker-output-" + worker.pid());
+      Thread reader =
+          new Thread(
+              () -> {
+                boolean counted = false;
+                try (BufferedReader out =
+                    new BufferedReader(
+                        new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8))) {
+                  for (String line; (line = out.readLine()) != null; ) {
+                    if (!counted && line.equals(StartLine.READY)) {
+                      ready.countDown();
+                      counted = true;
+                    }
+                  }
+                } catch (IOException e) {
+                  log.debug(
+                      "Worker pid {}: standard output unreadable: {}", worker.pid(), e.toString());
+                } finally {
+                  if (!counted) {
+                    ready.countDown();
+                  }
+                }
+              },
+              "pacer-worker-output-" + worker.pid());
       reader.setDaemon(true);
       reader.start();
     }
     try {
       if (!ready.await(START_LINE_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
-        log.warn("Not every worker was ready within {} s; starting those that are",
+        log.warn(
+            "Not every worker was ready within {} s; starting those that are",
             START_LINE_BOUND.toSeconds());
       }
     } catch (InterruptedException e) {
@@ -135,8 +149,11 @@ public final class Conveyor {
     for (Process worker : workers) {
       int code = worker.waitFor();
       if (code != 0 && code != 3 && !timedOut) {
-        log.warn("Worker pid {} exited with code {}; its leased items return to the job when"
-            + " their leases expire", worker.pid(), code);
+        log.warn(
+            "Worker pid {} exited with code {}; its leased items return to the job when"
+                + " their leases expire",
+            worker.pid(),
+            code);
       }
       codes.add(code);
     }

@@ -17,8 +17,10 @@ final class DispatchGate {
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
 
   private final WorkerContext context;
+
   /** The dispatch slot this worker holds; null before it has one, or if it takes none. */
   private volatile DispatchSlot slot;
+
   /** Held by the one fetch thread that waits for a dispatch slot again. */
   private final ReentrantLock slotLock = new ReentrantLock();
 
@@ -42,12 +44,12 @@ final class DispatchGate {
   }
 
   /**
-   * Waits for a dispatch slot again, as at the start of the run, after the one this worker held
-   * was lost; meanwhile this worker fetches nothing new, so the cap on fetching runners holds
-   * however the slots are taken again. One fetch thread waits, the others queue behind it and
-   * find the slot it took. False once the wait is given up: the run stops, or the job has no work
-   * left ({@code nothingLeft}). Never asked of the heartbeat, which goes on extending the leases of
-   * the items in flight.
+   * Waits for a dispatch slot again, as at the start of the run, after the one this worker held was
+   * lost; meanwhile this worker fetches nothing new, so the cap on fetching runners holds however
+   * the slots are taken again. One fetch thread waits, the others queue behind it and find the slot
+   * it took. False once the wait is given up: the run stops, or the job has no work left ({@code
+   * nothingLeft}). Never asked of the heartbeat, which goes on extending the leases of the items in
+   * flight.
    */
   boolean takeAgain(BooleanSupplier nothingLeft) throws InterruptedException {
     slotLock.lockInterruptibly();
@@ -60,11 +62,15 @@ final class DispatchGate {
         return false;
       }
       String destination = context.settings().destination().name();
-      log.info("Lost the dispatch slot of destination {} (its lease was not renewed in time); this"
-          + " worker takes no new item until it holds one again", destination);
-      Optional<DispatchSlot> again = lost.takeAgain(destination,
-          context.settings().maxDispatches(),
-          () -> context.stop().get() || nothingLeft.getAsBoolean());
+      log.info(
+          "Lost the dispatch slot of destination {} (its lease was not renewed in time); this"
+              + " worker takes no new item until it holds one again",
+          destination);
+      Optional<DispatchSlot> again =
+          lost.takeAgain(
+              destination,
+              context.settings().maxDispatches(),
+              () -> context.stop().get() || nothingLeft.getAsBoolean());
       if (again.isEmpty()) {
         return false;
       }

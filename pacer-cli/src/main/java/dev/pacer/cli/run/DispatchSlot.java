@@ -1,7 +1,7 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.spi.FleetSlots;
 import dev.pacer.postgres.PostgresFleetSlots;
+import dev.pacer.spi.FleetSlots;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
@@ -30,40 +30,47 @@ public final class DispatchSlot implements AutoCloseable {
   }
 
   /**
-   * The fleet slot key of a destination's dispatch slots. No destination name holds whitespace,
-   * so the key is never a destination's own, whose fleet concurrency slots live in the same table.
+   * The fleet slot key of a destination's dispatch slots. No destination name holds whitespace, so
+   * the key is never a destination's own, whose fleet concurrency slots live in the same table.
    */
   public static String key(String destination) {
     return "pacer-dispatch " + destination;
   }
 
   /**
-   * Waits for a free slot, polling every second, until one is taken or {@code giveUp} says the
-   * wait is pointless (for example the job has no work left). That all slots are taken is logged
-   * once, and so is PostgreSQL failing to answer.
+   * Waits for a free slot, polling every second, until one is taken or {@code giveUp} says the wait
+   * is pointless (for example the job has no work left). That all slots are taken is logged once,
+   * and so is PostgreSQL failing to answer.
    */
-  public static Optional<DispatchSlot> acquire(PostgresFleetSlots slots, String destination,
-      int maxDispatches, BooleanSupplier giveUp) throws InterruptedException {
+  public static Optional<DispatchSlot> acquire(
+      PostgresFleetSlots slots, String destination, int maxDispatches, BooleanSupplier giveUp)
+      throws InterruptedException {
     boolean announced = false;
     boolean unreachableAnnounced = false;
     while (true) {
       FleetSlots.Claim claim = slots.tryTake(key(destination), maxDispatches);
       switch (claim.outcome()) {
         case TAKEN -> {
-          log.info("Holding dispatch slot {} of {} for destination {}", claim.lease().slot() + 1,
-              maxDispatches, destination);
+          log.info(
+              "Holding dispatch slot {} of {} for destination {}",
+              claim.lease().slot() + 1,
+              maxDispatches,
+              destination);
           return Optional.of(new DispatchSlot(slots, claim.lease()));
         }
         case FULL -> {
           if (!announced) {
-            log.info("All {} dispatch slots of destination {} are taken; waiting for one",
-                maxDispatches, destination);
+            log.info(
+                "All {} dispatch slots of destination {} are taken; waiting for one",
+                maxDispatches,
+                destination);
             announced = true;
           }
         }
         case UNAVAILABLE -> {
           if (!unreachableAnnounced) {
-            log.warn("Could not ask PostgreSQL for a dispatch slot of destination {}; retrying",
+            log.warn(
+                "Could not ask PostgreSQL for a dispatch slot of destination {}; retrying",
                 destination);
             unreachableAnnounced = true;
           }
@@ -80,8 +87,8 @@ public final class DispatchSlot implements AutoCloseable {
    * Gives this slot back and waits for one again, as {@link #acquire} does: once its lease is no
    * longer certainly held ({@link #isHeld} false), another worker may hold the slot.
    */
-  public Optional<DispatchSlot> takeAgain(String destination, int maxDispatches,
-      BooleanSupplier giveUp) throws InterruptedException {
+  public Optional<DispatchSlot> takeAgain(
+      String destination, int maxDispatches, BooleanSupplier giveUp) throws InterruptedException {
     close();
     return acquire(slots, destination, maxDispatches, giveUp);
   }

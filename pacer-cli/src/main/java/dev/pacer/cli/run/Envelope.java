@@ -23,23 +23,24 @@ import java.util.function.LongSupplier;
  * </ul>
  *
  * An item is counted once, at its first attempt ({@link ItemOutcome}): failed if its destination
- * did not answer it (a network error, a timeout, a 5xx, a 408) or this process failed it; an
- * answer about the item itself (a 404, a body over the cap) is no failure of the run's. Throttled
+ * did not answer it (a network error, a timeout, a 5xx, a 408) or this process failed it; an answer
+ * about the item itself (a 404, a body over the cap) is no failure of the run's. Throttled
  * (429/503) attempts are never recorded here: rate pressure slows a run, it never halts it. The
  * failure window is a fixed 500 items, so 5 failures among the first items halt as surely as 5
  * among the last 500 of a long run.
  *
- * <p>The host's figures, load and RSS, are read at most once every {@link #HOST_FIGURES_EVERY}
- * and the last reading stands in between: the load average itself moves only every 5 s, and
- * reading {@code /proc/self/status} (a file opened and parsed) before every item would cost a busy
- * run's fetch threads a share of their CPU (docs/benchmarks.md). A crossed bar is therefore seen up
- * to one such period late.
+ * <p>The host's figures, load and RSS, are read at most once every {@link #HOST_FIGURES_EVERY} and
+ * the last reading stands in between: the load average itself moves only every 5 s, and reading
+ * {@code /proc/self/status} (a file opened and parsed) before every item would cost a busy run's
+ * fetch threads a share of their CPU (docs/benchmarks.md). A crossed bar is therefore seen up to
+ * one such period late.
  */
 public final class Envelope {
 
   public static final int FAILURE_WINDOW = 500;
   public static final double MAX_FAILURE_FRACTION = 0.01;
   public static final int MAX_FAILURES = (int) Math.ceil(FAILURE_WINDOW * MAX_FAILURE_FRACTION);
+
   /** How long a reading of the host's load and this process's RSS stands. */
   public static final Duration HOST_FIGURES_EVERY = Duration.ofSeconds(1);
 
@@ -64,7 +65,11 @@ public final class Envelope {
    * An envelope reading the host's load from {@code load} and the process's RSS from {@code rss},
    * each at most once every {@link #HOST_FIGURES_EVERY} of {@code nanoTime}.
    */
-  public Envelope(double maxLoad, long maxRssBytes, DoubleSupplier load, LongSupplier rss,
+  public Envelope(
+      double maxLoad,
+      long maxRssBytes,
+      DoubleSupplier load,
+      LongSupplier rss,
       LongSupplier nanoTime) {
     this.maxLoad = maxLoad;
     this.maxRssBytes = maxRssBytes;
@@ -75,9 +80,12 @@ public final class Envelope {
 
   /** The envelope of this host and process. */
   public static Envelope forThisProcess(double maxLoad, long maxRssBytes) {
-    return new Envelope(maxLoad, maxRssBytes,
+    return new Envelope(
+        maxLoad,
+        maxRssBytes,
         () -> ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
-        Envelope::residentBytes, System::nanoTime);
+        Envelope::residentBytes,
+        System::nanoTime);
   }
 
   /** Counts one item, failed or not (see the class comment for which are). */
@@ -110,9 +118,17 @@ public final class Envelope {
     long rssNow;
     synchronized (this) {
       if (failuresInWindow >= MAX_FAILURES) {
-        return Optional.of(new Breach(HaltReason.FETCH_FAILURES, failuresInWindow
-            + " of the last " + recorded + " items failed (bar: "
-            + MAX_FAILURES + " of " + FAILURE_WINDOW + ", 1%)"));
+        return Optional.of(
+            new Breach(
+                HaltReason.FETCH_FAILURES,
+                failuresInWindow
+                    + " of the last "
+                    + recorded
+                    + " items failed (bar: "
+                    + MAX_FAILURES
+                    + " of "
+                    + FAILURE_WINDOW
+                    + ", 1%)"));
       }
       long now = nanoTime.getAsLong();
       if (!figuresRead || now - figuresReadAt >= HOST_FIGURES_EVERY.toNanos()) {
@@ -125,12 +141,18 @@ public final class Envelope {
       rssNow = rssSeen;
     }
     if (loadNow > maxLoad) {
-      return Optional.of(new Breach(HaltReason.HOST_LOAD, String.format(
-          "load average %.2f above the ceiling %.2f", loadNow, maxLoad)));
+      return Optional.of(
+          new Breach(
+              HaltReason.HOST_LOAD,
+              String.format("load average %.2f above the ceiling %.2f", loadNow, maxLoad)));
     }
     if (rssNow > maxRssBytes) {
-      return Optional.of(new Breach(HaltReason.RSS, String.format(
-          "resident memory %d MiB above the ceiling %d MiB", rssNow >> 20, maxRssBytes >> 20)));
+      return Optional.of(
+          new Breach(
+              HaltReason.RSS,
+              String.format(
+                  "resident memory %d MiB above the ceiling %d MiB",
+                  rssNow >> 20, maxRssBytes >> 20)));
     }
     return Optional.empty();
   }

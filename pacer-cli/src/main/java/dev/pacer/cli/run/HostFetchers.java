@@ -1,7 +1,6 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.BackoffScope;
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterListener;
@@ -10,6 +9,7 @@ import dev.pacer.LocalCursor;
 import dev.pacer.TimeSource;
 import dev.pacer.jdkhttp.SentRequest;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import dev.pacer.spi.Cursor;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.time.Duration;
@@ -26,30 +26,30 @@ import java.util.function.Supplier;
 /**
  * Per-host mode's fetchers in one worker process: one {@link DestinationFetcher} and limiter per
  * host this process has claimed an item of, made at the first claim, all on one HTTP client (one
- * selector thread and one connection pool, which keeps connections per host anyway, rather than
- * one client per host).
+ * selector thread and one connection pool, which keeps connections per host anyway, rather than one
+ * client per host).
  *
  * <p>Each host's limiter paces on {@link ClaimedTurns}: the item's first request goes at the turn
  * its claim reserved; redirect hops and turns retaken after a late wake-up reserve on the host's
  * cursor row. Its backoff is the fleet's ({@link BackoffScope#FLEET}), kept on that row, because
  * the claim spaces the host's turns by the row's multiplier: a 429 anywhere slows the host for the
- * whole fleet and no other host. Its per-process permits are the process's threads (the
- * fleet-wide cap on a host's items in flight is the claim's).
+ * whole fleet and no other host. Its per-process permits are the process's threads (the fleet-wide
+ * cap on a host's items in flight is the claim's).
  *
  * <p>A host idle for {@link #IDLE} is forgotten ({@link #evictIdle}, at every heartbeat): its
  * limiters leave their registries ({@link LimiterRegistry#evictIdle}, which keeps one whose pause,
  * lockout or claimed turns are still in force) and its fetchers go with them, and both are made
- * again at its next claim. The state that bears on its ceiling is on its frontier and cursor
- * rows, which the claim and the limiter read back, so the memory of a worker follows the hosts it
- * has claimed in the last minute, not every host of the job.
+ * again at its next claim. The state that bears on its ceiling is on its frontier and cursor rows,
+ * which the claim and the limiter read back, so the memory of a worker follows the hosts it has
+ * claimed in the last minute, not every host of the job.
  */
 final class HostFetchers {
 
   /**
    * How long a host stays held after it was last in use. Long enough that a host whose next item
    * comes within a minute keeps its connection's first-request margin and its listener's entry;
-   * short enough that a worker claiming a few hundred new hosts a second holds tens of thousands
-   * of them at most.
+   * short enough that a worker claiming a few hundred new hosts a second holds tens of thousands of
+   * them at most.
    */
   static final Duration IDLE = Duration.ofSeconds(60);
 
@@ -59,15 +59,23 @@ final class HostFetchers {
   private final HttpClient client;
   private final Consumer<SentRequest> recorder;
   private final Map<String, DestinationFetcher> fetchers = new ConcurrentHashMap<>();
+
   /** robots.txt's limiters: the hosts' names, without the lockout status (see robotsFetcher). */
   private final LimiterRegistry robotsLimiters;
+
   private final Map<String, DestinationFetcher> robotsFetchers = new ConcurrentHashMap<>();
+
   /** Counted as they happen rather than summed over the fetchers, which come and go. */
   private final LongAdder requests = new LongAdder();
+
   private final LongAdder throttled = new LongAdder();
 
-  HostFetchers(RunSettings settings, Cursor shared, Consumer<SentRequest> recorder,
-      LimiterListener listener, TimeSource time) {
+  HostFetchers(
+      RunSettings settings,
+      Cursor shared,
+      Consumer<SentRequest> recorder,
+      LimiterListener listener,
+      TimeSource time) {
     this.settings = settings;
     this.turns = new ClaimedTurns(shared, time);
     this.limiters = new LimiterRegistry(turns, time);
@@ -76,15 +84,17 @@ final class HostFetchers {
     this.robotsLimiters = new LimiterRegistry(turns, time);
     this.robotsLimiters.addListener(listener);
     this.robotsLimiters.addListener(new RegistryEvents(robotsFetchers));
-    this.recorder = sent -> {
-      requests.increment();
-      recorder.accept(sent);
-    };
-    this.client = HttpClient.newBuilder()
-        .connectTimeout(Duration.ofSeconds(10))
-        .followRedirects(HttpClient.Redirect.NEVER)
-        .version(HttpClient.Version.HTTP_1_1)
-        .build();
+    this.recorder =
+        sent -> {
+          requests.increment();
+          recorder.accept(sent);
+        };
+    this.client =
+        HttpClient.newBuilder()
+            .connectTimeout(Duration.ofSeconds(10))
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .version(HttpClient.Version.HTTP_1_1)
+            .build();
   }
 
   ClaimedTurns turns() {
@@ -94,22 +104,30 @@ final class HostFetchers {
   /** The fetcher of {@code host} at {@code rate} (the job's ceiling for it). */
   DestinationFetcher forHost(String host, double rate) {
     DestinationFetcher held = fetchers.get(host);
-    return held != null ? held : made(fetchers, host,
-        () -> fetcher(limiters.limiter(destination(host, rate))));
+    return held != null
+        ? held
+        : made(fetchers, host, () -> fetcher(limiters.limiter(destination(host, rate))));
   }
 
   /**
    * The fetcher of {@code host}'s robots.txt at {@code rate}: its turns are the host's own, on the
    * host's cursor row (through a limiter of its own, as another process's would be), its 429 and
    * 503 the host's backoff and pause; but a 403 is robots.txt's answer ({@link RobotsPolicy}), not
-   * a lockout of the host. Its body is capped at {@value #ROBOTS_MAX_BYTES} bytes (Google reads
-   * 500 KiB).
+   * a lockout of the host. Its body is capped at {@value #ROBOTS_MAX_BYTES} bytes (Google reads 500
+   * KiB).
    */
   DestinationFetcher robotsFetcher(String host, double rate) {
     DestinationFetcher held = robotsFetchers.get(host);
-    return held != null ? held : made(robotsFetchers, host, () -> fetcher(robotsLimiters.limiter(
-        destination(host, rate).toBuilder().lockoutStatusCodes(Set.of()).build()),
-        ROBOTS_MAX_BYTES));
+    return held != null
+        ? held
+        : made(
+            robotsFetchers,
+            host,
+            () ->
+                fetcher(
+                    robotsLimiters.limiter(
+                        destination(host, rate).toBuilder().lockoutStatusCodes(Set.of()).build()),
+                    ROBOTS_MAX_BYTES));
   }
 
   /**
@@ -117,8 +135,8 @@ final class HostFetchers {
    * #evictIdle} holds, so that a fetcher is never put in a map after its limiter's eviction has
    * taken it out: the map would keep the evicted limiter alive.
    */
-  private synchronized DestinationFetcher made(Map<String, DestinationFetcher> map, String host,
-      Supplier<DestinationFetcher> make) {
+  private synchronized DestinationFetcher made(
+      Map<String, DestinationFetcher> map, String host, Supplier<DestinationFetcher> make) {
     return map.computeIfAbsent(host, h -> make.get());
   }
 
@@ -150,7 +168,8 @@ final class HostFetchers {
 
     @Override
     public void limiterEvicted(DestinationLimiter limiter) {
-      map.computeIfPresent(limiter.destination().name(),
+      map.computeIfPresent(
+          limiter.destination().name(),
           (host, fetcher) -> fetcher.limiter() == limiter ? null : fetcher);
     }
 
@@ -191,12 +210,14 @@ final class HostFetchers {
 
   /**
    * Pays the shared client's first-request costs before the first claim (see {@link
-   * DestinationFetcher#warmUp(URI)}): through a fetcher that takes no turn and sends nothing to
-   * any destination.
+   * DestinationFetcher#warmUp(URI)}): through a fetcher that takes no turn and sends nothing to any
+   * destination.
    */
   void warmUp(URI sample) throws InterruptedException {
-    DestinationFetcher warm = fetcher(new LimiterRegistry(new LocalCursor())
-        .limiter(Destination.builder("warm-up").ratePerSecond(1).build()));
+    DestinationFetcher warm =
+        fetcher(
+            new LimiterRegistry(new LocalCursor())
+                .limiter(Destination.builder("warm-up").ratePerSecond(1).build()));
     if (sample != null) {
       warm.warmUp(sample);
     } else {

@@ -1,11 +1,11 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
-import dev.pacer.jdkhttp.fetch.FetchFailedException;
-import dev.pacer.jdkhttp.fetch.FetchResponse;
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
 import dev.pacer.cli.db.ItemStore;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import dev.pacer.jdkhttp.fetch.FetchFailedException;
+import dev.pacer.jdkhttp.fetch.FetchResponse;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
@@ -27,6 +27,7 @@ final class ItemWork {
 
   /** The worker's logger: what a worker's parts log is the worker's to whoever reads it. */
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
+
   private static final long FAILURE_RETRY_MILLIS = 2000;
 
   /** The failure bars an item's first attempt is counted against: the mode's. */
@@ -41,8 +42,10 @@ final class ItemWork {
   private final WorkerContext context;
   private final BodyStore bodies;
   private final Bars bars;
+
   /** Lease tokens of the items this worker's threads hold right now. */
   private final Set<String> held = ConcurrentHashMap.newKeySet();
+
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
 
@@ -68,13 +71,13 @@ final class ItemWork {
   /**
    * Fetches a claimed item through the fetcher {@code fetcherOf} makes, and stores its body. Every
    * outcome but a fetched body is recorded here; a fetched body's is answered, for the caller to
-   * record (alone, or with its next claim). Whatever throws on the way, from making the fetcher
-   * (a host name or a ceiling no destination may have) to storing the body, fails the item with
-   * the reason, as an ordinary failure: left to its lease, the item would be claimed again after
-   * every lapse, and throw again, for ever.
+   * record (alone, or with its next claim). Whatever throws on the way, from making the fetcher (a
+   * host name or a ceiling no destination may have) to storing the body, fails the item with the
+   * reason, as an ordinary failure: left to its lease, the item would be claimed again after every
+   * lapse, and throw again, for ever.
    */
-  Optional<ItemStore.Done> process(ItemStore.Item item,
-      Supplier<DestinationFetcher> fetcherOf) throws InterruptedException {
+  Optional<ItemStore.Done> process(ItemStore.Item item, Supplier<DestinationFetcher> fetcherOf)
+      throws InterruptedException {
     if (context.stop().get()) {
       context.retrying().record("release an item", () -> context.store().items().release(item));
       return Optional.empty();
@@ -104,10 +107,16 @@ final class ItemWork {
       response = fetcher.fetchTo(URI.create(item.url()), part);
     } catch (ThrottledException e) {
       bodies.discard(part);
-      long retry = Math.max(1000,
-          fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
-      context.retrying().record("record a throttled item", () -> context.store().items()
-          .markThrottled(item, e.status(), retry, context.settings().maxThrottles()));
+      long retry = Math.max(1000, fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
+      context
+          .retrying()
+          .record(
+              "record a throttled item",
+              () ->
+                  context
+                      .store()
+                      .items()
+                      .markThrottled(item, e.status(), retry, context.settings().maxThrottles()));
       return Optional.empty();
     } catch (LockedOutException e) {
       bodies.discard(part);
@@ -127,8 +136,9 @@ final class ItemWork {
   }
 
   /** Commits a fetched body; a fetched body's outcome is answered, to be recorded. */
-  private Optional<ItemStore.Done> stored(ItemStore.Item item, Path part, FetchResponse response,
-      DestinationFetcher fetcher) throws InterruptedException {
+  private Optional<ItemStore.Done> stored(
+      ItemStore.Item item, Path part, FetchResponse response, DestinationFetcher fetcher)
+      throws InterruptedException {
     Path path;
     try {
       path = bodies.commit(item, part);
@@ -138,17 +148,17 @@ final class ItemWork {
       return Optional.empty();
     }
     count(item, ItemOutcome.ANSWERED, fetcher, null);
-    return Optional.of(new ItemStore.Done(item, response.status(), path.toString(),
-        response.bodyBytes()));
+    return Optional.of(
+        new ItemStore.Done(item, response.status(), path.toString(), response.bodyBytes()));
   }
 
   /**
    * Counts an item against its failure bars at its first attempt, and never again: an item counts
-   * once however many attempts it takes (one whose first attempt failed counts as failed, even if
-   * a later one is done). A throttled attempt is not counted at all.
+   * once however many attempts it takes (one whose first attempt failed counts as failed, even if a
+   * later one is done). A throttled attempt is not counted at all.
    */
-  private void count(ItemStore.Item item, ItemOutcome outcome, DestinationFetcher fetcher,
-      String failure) {
+  private void count(
+      ItemStore.Item item, ItemOutcome outcome, DestinationFetcher fetcher, String failure) {
     if (item.failures() > 0) {
       return;
     }
@@ -157,8 +167,11 @@ final class ItemWork {
 
   /** Records a fetched item's outcome on its own. */
   void record(ItemStore.Done fetched) throws InterruptedException {
-    recorded(fetched, context.retrying().record("record a fetched item",
-        () -> context.store().items().markDone(fetched)));
+    recorded(
+        fetched,
+        context
+            .retrying()
+            .record("record a fetched item", () -> context.store().items().markDone(fetched)));
   }
 
   /** Counts a fetched item's outcome as recorded, or not; its lease is no longer extended. */
@@ -166,17 +179,28 @@ final class ItemWork {
     held.remove(fetched.item().token());
     switch (recorded) {
       case RECORDED -> done.incrementAndGet();
-      case LEASE_LOST -> log.warn("Lease on {} was lost before it could be recorded; its current"
-          + " holder records it", fetched.item().url());
-      case GAVE_UP -> { } // the lease lapses and the item is fetched again
+      case LEASE_LOST ->
+          log.warn(
+              "Lease on {} was lost before it could be recorded; its current"
+                  + " holder records it",
+              fetched.item().url());
+      case GAVE_UP -> {} // the lease lapses and the item is fetched again
     }
   }
 
   private void fail(ItemStore.Item item, Integer status, String error) throws InterruptedException {
     RunSettings settings = context.settings();
-    Retrying.Recorded recorded = context.retrying().record("record a failed item",
-        () -> context.store().items().markFailed(item, status, error, FAILURE_RETRY_MILLIS,
-            settings.maxAttempts()));
+    Retrying.Recorded recorded =
+        context
+            .retrying()
+            .record(
+                "record a failed item",
+                () ->
+                    context
+                        .store()
+                        .items()
+                        .markFailed(
+                            item, status, error, FAILURE_RETRY_MILLIS, settings.maxAttempts()));
     if (recorded == Retrying.Recorded.RECORDED && item.failures() + 1 >= settings.maxAttempts()) {
       failed.incrementAndGet();
     }

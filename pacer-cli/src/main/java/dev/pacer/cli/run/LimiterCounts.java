@@ -15,10 +15,10 @@ import java.util.concurrent.atomic.LongAdder;
  * per-host mode they are the sum over the worker's hosts.
  *
  * <p>Turns given up as late ({@link DestinationLimiter#lateTurnsSkipped()}) are no event: each
- * limiter counts its own, and a limiter made afresh after an eviction counts from 0. So this
- * holds the limiters its registries hold, and adds an evicted limiter's count when it leaves. One
- * taken back after its eviction counts on from where it was added, so no turn is counted twice
- * and none is lost.
+ * limiter counts its own, and a limiter made afresh after an eviction counts from 0. So this holds
+ * the limiters its registries hold, and adds an evicted limiter's count when it leaves. One taken
+ * back after its eviction counts on from where it was added, so no turn is counted twice and none
+ * is lost.
  */
 final class LimiterCounts implements LimiterListener {
 
@@ -29,13 +29,16 @@ final class LimiterCounts implements LimiterListener {
   private final AtomicLong waitMaxNanos = new AtomicLong();
   private final LongAdder throttled = new LongAdder();
   private final LongAdder lockouts = new LongAdder();
+
   /** The limiters held now, each with the part of its late-turn count already counted. */
   private final Map<DestinationLimiter, Long> held = new HashMap<>();
+
   /**
    * Evicted limiters, with their late-turn count when they left, until nothing holds them: one
    * taken back counts on from there. Weak, so that an evicted limiter is not kept alive here.
    */
   private final Map<DestinationLimiter, Long> evicted = new WeakHashMap<>();
+
   /** Late turns of the limiters that have left, counted when they did. */
   private long lateOfEvicted;
 
@@ -56,8 +59,8 @@ final class LimiterCounts implements LimiterListener {
   }
 
   /**
-   * Turns this process's limiters gave up because their caller woke too late for them, since
-   * they were made: of those held now and of those evicted.
+   * Turns this process's limiters gave up because their caller woke too late for them, since they
+   * were made: of those held now and of those evicted.
    */
   synchronized long lateTurnsSkipped() {
     long late = lateOfEvicted;
@@ -97,8 +100,16 @@ final class LimiterCounts implements LimiterListener {
    * any paces locally, and whether the shared cursor is latched as unavailable.
    */
   LimiterFigures figures(int backoff, boolean pacingLocally, boolean cursorLatched) {
-    return new LimiterFigures(shared.sum(), degraded.sum(), refused.sum(), waitNanos.sum(),
-        waitMaxNanos.get(), throttled.sum(), lockouts.sum(), backoff, pacingLocally,
+    return new LimiterFigures(
+        shared.sum(),
+        degraded.sum(),
+        refused.sum(),
+        waitNanos.sum(),
+        waitMaxNanos.get(),
+        throttled.sum(),
+        lockouts.sum(),
+        backoff,
+        pacingLocally,
         cursorLatched);
   }
 }

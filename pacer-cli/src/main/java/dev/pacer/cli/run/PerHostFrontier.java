@@ -1,14 +1,14 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.LateTurns;
-import dev.pacer.spi.Cursor;
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.TimeSource;
 import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.model.LimiterFigures;
 import dev.pacer.cli.model.UrlList;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.postgres.KeptConnection;
+import dev.pacer.spi.Cursor;
 import java.net.URI;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -25,14 +25,14 @@ import org.slf4j.LoggerFactory;
  * Per-host mode's work ({@link RunSettings#perHost()}): a claim is the reservation of the item's
  * host's turn ({@link FrontierStore}), and the thread sleeps until that turn, then fetches through
  * the host's own limiter ({@link HostFetchers}). When no host is due the claim says when the next
- * one will be, and the thread sleeps exactly that long (at most {@value Worker#IDLE_POLL_MILLIS}
- * ms while some host is due but held at its in-flight cap, whose end no one can know). A host
- * locked out (403) keeps its items pending and is passed over; the other hosts go on, and the run
- * reports it. So is a host over its failure bar ({@link HostOutcomes}), its open items deferred to
- * the next run. With {@code --robots} a fetch thread first settles any host's robots.txt that is
- * due ({@link RobotsReader}); a host's items are claimable only once its robots.txt is settled.
- * With {@code --fifo-claims} the items are claimed from the job's queue instead ({@link
- * QueuedClaims}), each fetched through its host's limiter.
+ * one will be, and the thread sleeps exactly that long (at most {@value Worker#IDLE_POLL_MILLIS} ms
+ * while some host is due but held at its in-flight cap, whose end no one can know). A host locked
+ * out (403) keeps its items pending and is passed over; the other hosts go on, and the run reports
+ * it. So is a host over its failure bar ({@link HostOutcomes}), its open items deferred to the next
+ * run. With {@code --robots} a fetch thread first settles any host's robots.txt that is due ({@link
+ * RobotsReader}); a host's items are claimable only once its robots.txt is settled. With {@code
+ * --fifo-claims} the items are claimed from the job's queue instead ({@link QueuedClaims}), each
+ * fetched through its host's limiter.
  */
 final class PerHostFrontier implements WorkSource {
 
@@ -44,16 +44,22 @@ final class PerHostFrontier implements WorkSource {
   private final LimiterCounts limiterCounts;
   private final DispatchGate gate;
   private final HostFetchers hosts;
+
   /** The hosts' failure bar, this process's counts between heartbeats. */
   private final HostOutcomes hostOutcomes = new HostOutcomes();
+
   /** With --robots, the hosts' robots.txt; null otherwise. */
   private final RobotsReader robots;
+
   /** Claims whose turn began more than half an interval before the claim answered. */
   private final AtomicLong lateClaims = new AtomicLong();
+
   /** What this worker's claims came back with. */
   private final ClaimTally claims = new ClaimTally();
+
   /** Hosts this process has reported as locked out. */
   private final Set<String> lockedOutHosts = ConcurrentHashMap.newKeySet();
+
   private final ItemWork work;
   private final QueuedClaims queue;
 
@@ -61,9 +67,16 @@ final class PerHostFrontier implements WorkSource {
    * Makes the hosts' fetchers on {@code cursor}, which report every request to {@code recorder},
    * and warms them up for {@code sampleUrl}, a URL of the job, if one is known.
    */
-  PerHostFrontier(WorkerContext context, Envelope envelope, BodyStore bodies, DispatchGate gate,
-      Cursor cursor, LimiterCounts limiterCounts, RequestRecorder recorder,
-      Optional<String> sampleUrl) throws InterruptedException {
+  PerHostFrontier(
+      WorkerContext context,
+      Envelope envelope,
+      BodyStore bodies,
+      DispatchGate gate,
+      Cursor cursor,
+      LimiterCounts limiterCounts,
+      RequestRecorder recorder,
+      Optional<String> sampleUrl)
+      throws InterruptedException {
     this.context = context;
     this.envelope = envelope;
     this.limiterCounts = limiterCounts;
@@ -71,11 +84,20 @@ final class PerHostFrontier implements WorkSource {
     RunSettings settings = context.settings();
     hosts = new HostFetchers(settings, cursor, recorder, limiterCounts, TimeSource.SYSTEM);
     hosts.warmUp(sampleUrl.map(URI::create).orElse(null));
-    robots = settings.robots() ? new RobotsReader(settings, context.workerId(), hosts,
-        context.store()::robots, context.retrying()) : null;
+    robots =
+        settings.robots()
+            ? new RobotsReader(
+                settings, context.workerId(), hosts, context.store()::robots, context.retrying())
+            : null;
     work = new ItemWork(context, bodies, this::count);
-    queue = new QueuedClaims(context, work, gate, this::nothingLeft, item -> hosts.forHost(
-        UrlList.hostOf(item.url()), settings.destination().ratePerSecond()));
+    queue =
+        new QueuedClaims(
+            context,
+            work,
+            gate,
+            this::nothingLeft,
+            item ->
+                hosts.forHost(UrlList.hostOf(item.url()), settings.destination().ratePerSecond()));
   }
 
   /**
@@ -85,8 +107,8 @@ final class PerHostFrontier implements WorkSource {
   private void count(ItemOutcome outcome, DestinationFetcher fetcher, String failure) {
     envelope.recordOutcome(outcome == ItemOutcome.OWN_FAILURE);
     if (outcome != ItemOutcome.OWN_FAILURE) {
-      hostOutcomes.count(fetcher.limiter().destination().name(),
-          outcome == ItemOutcome.UNANSWERED, failure);
+      hostOutcomes.count(
+          fetcher.limiter().destination().name(), outcome == ItemOutcome.UNANSWERED, failure);
     }
   }
 
@@ -116,9 +138,21 @@ final class PerHostFrontier implements WorkSource {
   private boolean nextClaim() throws InterruptedException {
     RunSettings settings = context.settings();
     String workerId = context.workerId();
-    Retrying.Attempt<FrontierStore.Claim> claimed = context.retrying().call("claim an item",
-        () -> context.store().frontier().claim(settings.job(), workerId,
-            workerId + "/" + Thread.currentThread().getName(), settings.leaseMillis()), true);
+    Retrying.Attempt<FrontierStore.Claim> claimed =
+        context
+            .retrying()
+            .call(
+                "claim an item",
+                () ->
+                    context
+                        .store()
+                        .frontier()
+                        .claim(
+                            settings.job(),
+                            workerId,
+                            workerId + "/" + Thread.currentThread().getName(),
+                            settings.leaseMillis()),
+                true);
     if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
       return false; // stopped while PostgreSQL was away
     }
@@ -130,9 +164,13 @@ final class PerHostFrontier implements WorkSource {
       return sleepIdle(idle);
     } else if (claim instanceof FrontierStore.Claim.LockedOut l) {
       if (lockedOutHosts.add(l.host())) {
-        log.error("Host {} is locked out ({}): its items stay pending and are passed over; the"
-            + " other hosts go on. Acknowledge it with: pacer trips ack --destination {} --note"
-            + " TEXT", l.host(), l.reason(), l.host());
+        log.error(
+            "Host {} is locked out ({}): its items stay pending and are passed over; the"
+                + " other hosts go on. Acknowledge it with: pacer trips ack --destination {} --note"
+                + " TEXT",
+            l.host(),
+            l.reason(),
+            l.host());
       }
     }
     // Refused (the host's copy of its cursor is healed) and Lost (another claim leased the item
@@ -169,8 +207,10 @@ final class PerHostFrontier implements WorkSource {
     if (idle.wake().isEmpty() && !idle.held() && nothingLeft()) {
       return false;
     }
-    long sleep = idle.wake().map(Duration::toNanos)
-        .orElse(TimeUnit.MILLISECONDS.toNanos(Worker.IDLE_POLL_MILLIS));
+    long sleep =
+        idle.wake()
+            .map(Duration::toNanos)
+            .orElse(TimeUnit.MILLISECONDS.toNanos(Worker.IDLE_POLL_MILLIS));
     if (idle.held()) {
       sleep = Math.min(sleep, TimeUnit.MILLISECONDS.toNanos(Worker.IDLE_POLL_MILLIS));
     }
@@ -179,17 +219,19 @@ final class PerHostFrontier implements WorkSource {
   }
 
   /**
-   * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved.
-   * A turn the claim answered too late for ({@link LateTurns}: half the interval, at least 1 ms)
-   * is given up, as the limiter gives up one it woke too late for: the host's limiter then reserves
-   * a fresh turn on the host's cursor row instead.
+   * The fetcher of a claimed item's host, its first request to go at the turn the claim reserved. A
+   * turn the claim answered too late for ({@link LateTurns}: half the interval, at least 1 ms) is
+   * given up, as the limiter gives up one it woke too late for: the host's limiter then reserves a
+   * fresh turn on the host's cursor row instead.
    */
   private DestinationFetcher atClaimedTurn(FrontierStore.Claim.Claimed c) {
     DestinationFetcher hostFetcher = hosts.forHost(c.host(), c.rate());
     Duration late = c.turnIn().negated();
     if (!LateTurns.isTooLate(late, hostFetcher.limiter().currentInterval())) {
-      hosts.turns().prepay(c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(),
-          c.backoff());
+      hosts
+          .turns()
+          .prepay(
+              c.host(), c.turnIn(), hostFetcher.limiter().destination().interval(), c.backoff());
     } else {
       lateClaims.incrementAndGet();
     }
@@ -199,8 +241,10 @@ final class PerHostFrontier implements WorkSource {
   @Override
   public boolean nothingLeft() {
     try {
-      return !context.store().frontier().hasClaimableWork(context.settings().job(),
-          context.settings().robots());
+      return !context
+          .store()
+          .frontier()
+          .hasClaimableWork(context.settings().job(), context.settings().robots());
     } catch (SQLException e) {
       return false;
     }
@@ -215,13 +259,18 @@ final class PerHostFrontier implements WorkSource {
   public void beat() throws SQLException {
     RunSettings settings = context.settings();
     if (robots != null && robots.reading()) {
-      context.store().robots().extendLeases(settings.job(), context.workerId(),
-          settings.leaseMillis());
+      context
+          .store()
+          .robots()
+          .extendLeases(settings.job(), context.workerId(), settings.leaseMillis());
     }
     int evicted = hosts.evictIdle();
     if (evicted > 0) {
-      log.debug("Forgot {} host(s) idle for {} s; {} fetcher(s) held", evicted,
-          HostFetchers.IDLE.toSeconds(), hosts.fetchersHeld());
+      log.debug(
+          "Forgot {} host(s) idle for {} s; {} fetcher(s) held",
+          evicted,
+          HostFetchers.IDLE.toSeconds(),
+          hosts.fetchersHeld());
     }
     context.store().frontier().retireDrainedHosts(settings.job());
     countHostItems();
@@ -230,7 +279,9 @@ final class PerHostFrontier implements WorkSource {
       context.store().frontier().countCleanAnswers(clean);
     } catch (SQLException e) {
       // Not counted is only slower to recover from a backoff; they are not kept.
-      log.debug("Could not count {} host(s)' clean answers: {}", clean.size(),
+      log.debug(
+          "Could not count {} host(s)' clean answers: {}",
+          clean.size(),
           context.database().describe(e));
     }
   }
@@ -243,28 +294,39 @@ final class PerHostFrontier implements WorkSource {
   /**
    * Adds the items this process counted per host to the hosts' failure bars, and logs the hosts
    * that this passes over. Counts that could not be added go with the next heartbeat; those whose
-   * answer was lost may have been added, and are not added again: a bar may count too few, never
-   * an item twice.
+   * answer was lost may have been added, and are not added again: a bar may count too few, never an
+   * item twice.
    */
   private void countHostItems() {
     Map<String, FrontierStore.HostItems> counted = hostOutcomes.drain();
     String job = context.settings().job();
     try {
-      for (FrontierStore.PassedOver p : context.store().frontier().countItems(job, counted,
-          Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
-        log.warn("Host {} is passed over: {}. Its open items are deferred to the next run of job"
-            + " {}; the other hosts go on", p.host(), p.reason(), job);
+      for (FrontierStore.PassedOver p :
+          context
+              .store()
+              .frontier()
+              .countItems(job, counted, Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
+        log.warn(
+            "Host {} is passed over: {}. Its open items are deferred to the next run of job"
+                + " {}; the other hosts go on",
+            p.host(),
+            p.reason(),
+            job);
       }
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
-        log.debug("The items of {} host(s) may or may not have been counted against their failure"
-            + " bars (the answer was lost); they are not counted again: {}", counted.size(),
+        log.debug(
+            "The items of {} host(s) may or may not have been counted against their failure"
+                + " bars (the answer was lost); they are not counted again: {}",
+            counted.size(),
             context.database().describe(e));
         return;
       }
       hostOutcomes.putBack(counted);
-      log.debug("Could not count {} host(s)' items against their failure bars: {}",
-          counted.size(), context.database().describe(e));
+      log.debug(
+          "Could not count {} host(s)' items against their failure bars: {}",
+          counted.size(),
+          context.database().describe(e));
     }
   }
 
@@ -274,8 +336,10 @@ final class PerHostFrontier implements WorkSource {
       log.info(claims.describe());
     }
     if (lateClaims.get() > 0) {
-      log.info("{} claimed turn(s) began more than half an interval before their claim answered"
-          + " (a slow or busy database) and were given up for fresh ones", lateClaims.get());
+      log.info(
+          "{} claimed turn(s) began more than half an interval before their claim answered"
+              + " (a slow or busy database) and were given up for fresh ones",
+          lateClaims.get());
     }
   }
 
@@ -296,8 +360,8 @@ final class PerHostFrontier implements WorkSource {
 
   @Override
   public LimiterFigures figures() {
-    return limiterCounts.figures(hosts.widestBackoff(), hosts.anyDegraded(),
-        hosts.isCursorLatched());
+    return limiterCounts.figures(
+        hosts.widestBackoff(), hosts.anyDegraded(), hosts.isCursorLatched());
   }
 
   @Override

@@ -1,7 +1,7 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.cli.db.ItemStore;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
@@ -24,8 +24,12 @@ final class QueuedClaims {
    * @param nothingLeft whether the job has no open item left
    * @param fetcherOf the fetcher of a claimed item
    */
-  QueuedClaims(WorkerContext context, ItemWork work, DispatchGate gate,
-      BooleanSupplier nothingLeft, Function<ItemStore.Item, DestinationFetcher> fetcherOf) {
+  QueuedClaims(
+      WorkerContext context,
+      ItemWork work,
+      DispatchGate gate,
+      BooleanSupplier nothingLeft,
+      Function<ItemStore.Item, DestinationFetcher> fetcherOf) {
     this.context = context;
     this.work = work;
     this.gate = gate;
@@ -45,14 +49,26 @@ final class QueuedClaims {
     String claimToken = ItemStore.newLeaseToken();
     // With an outcome to record, the call is not given up when the run stops: the outcome is worth
     // waiting for, as on its own.
-    Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed = context.retrying().call(
-        done == null ? "claim an item" : "record a fetched item",
-        () -> context.store().items().recordAndClaim(settings.job(), done, context.workerId(),
-            claimToken, settings.leaseMillis()),
-        done == null);
+    Retrying.Attempt<ItemStore.RecordedAndClaimed> claimed =
+        context
+            .retrying()
+            .call(
+                done == null ? "claim an item" : "record a fetched item",
+                () ->
+                    context
+                        .store()
+                        .items()
+                        .recordAndClaim(
+                            settings.job(),
+                            done,
+                            context.workerId(),
+                            claimToken,
+                            settings.leaseMillis()),
+                done == null);
     if (done != null) {
       unrecorded.done = null;
-      work.recorded(done,
+      work.recorded(
+          done,
           claimed instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimed> a
               ? (a.value().recorded() ? Retrying.Recorded.RECORDED : Retrying.Recorded.LEASE_LOST)
               : Retrying.Recorded.GAVE_UP);

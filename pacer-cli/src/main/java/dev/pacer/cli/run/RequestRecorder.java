@@ -21,8 +21,10 @@ import org.slf4j.LoggerFactory;
 final class RequestRecorder implements Consumer<SentRequest> {
 
   private static final Logger log = LoggerFactory.getLogger(RequestRecorder.class);
+
   /** About 14 hours at 2 requests/s, or 10 s at 10,000/s; a row is about 100 bytes. */
   static final int MAX_WAITING = 100_000;
+
   private static final int BATCH = 5_000;
 
   private final RequestLog requestLog;
@@ -32,9 +34,10 @@ final class RequestRecorder implements Consumer<SentRequest> {
   private final ConcurrentLinkedQueue<SentRequest> sent = new ConcurrentLinkedQueue<>();
   private final ArrayDeque<RequestLog.Sent> waiting = new ArrayDeque<>();
   private long dropped;
+
   /**
-   * The batch being appended, sent again as it is until the log has it: made again after its
-   * answer was lost, the same batch appends nothing ({@link RequestLog#append}).
+   * The batch being appended, sent again as it is until the log has it: made again after its answer
+   * was lost, the same batch appends nothing ({@link RequestLog#append}).
    */
   private Batch pending;
 
@@ -68,16 +71,23 @@ final class RequestRecorder implements Consumer<SentRequest> {
       if (waiting.size() == MAX_WAITING) {
         waiting.removeFirst();
         if (dropped++ == 0) {
-          log.warn("PostgreSQL has been away for {} recorded requests; the oldest are dropped"
-              + " from the request log, so the run's door figures will undercount", MAX_WAITING);
+          log.warn(
+              "PostgreSQL has been away for {} recorded requests; the oldest are dropped"
+                  + " from the request log, so the run's door figures will undercount",
+              MAX_WAITING);
         }
       }
-      String to = destination != null ? destination
-          : r.uri().getHost().toLowerCase(java.util.Locale.ROOT);
-      waiting.addLast(new RequestLog.Sent(to, job, worker,
-          requestLog.databaseEpochMicros(r.sentNanos(), r.sentEpochMicros()),
-          (r.sentNanos() - r.turnNanos()) / 1000, r.hop(),
-          r.status()));
+      String to =
+          destination != null ? destination : r.uri().getHost().toLowerCase(java.util.Locale.ROOT);
+      waiting.addLast(
+          new RequestLog.Sent(
+              to,
+              job,
+              worker,
+              requestLog.databaseEpochMicros(r.sentNanos(), r.sentEpochMicros()),
+              (r.sentNanos() - r.turnNanos()) / 1000,
+              r.hop(),
+              r.status()));
     }
     while (pending != null || !waiting.isEmpty()) {
       if (pending == null) {

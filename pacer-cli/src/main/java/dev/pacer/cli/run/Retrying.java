@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A call gives up only when the run stops (if the caller asked for that: a claim is not worth
  * waiting for once the run is over, a fetched outcome is) or after {@code giveUpAfter}; then the
- * item's lease lapses and it is fetched again, never counted twice. Giving up is a value,
- * {@link Attempt.GaveUp}, never a null.
+ * item's lease lapses and it is fetched again, never counted twice. Giving up is a value, {@link
+ * Attempt.GaveUp}, never a null.
  *
  * <p>One WARN per outage for the whole process, not one per thread or call, and one INFO when
  * PostgreSQL answers again.
@@ -31,8 +31,10 @@ final class Retrying {
 
   /** Its lines are the worker's, and operators read them as such. */
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
+
   private static final long FIRST_DELAY_MILLIS = 250;
   private static final long MAX_DELAY_MILLIS = 5000;
+
   /** After a boundary, the policy's probe goes first; a retry then finds the verdict. */
   private static final long AFTER_BOUNDARY_MILLIS = 100;
 
@@ -73,8 +75,12 @@ final class Retrying {
    * @param connectionAttempts connection attempts by this process so far, for the INFO line
    * @param untilDatabaseRetry the outage policy's time to its next attempt; zero while it is up
    */
-  Retrying(TimeSource time, Duration giveUpAfter, BooleanSupplier stopped,
-      Function<SQLException, String> describe, LongSupplier connectionAttempts,
+  Retrying(
+      TimeSource time,
+      Duration giveUpAfter,
+      BooleanSupplier stopped,
+      Function<SQLException, String> describe,
+      LongSupplier connectionAttempts,
       Supplier<Duration> untilDatabaseRetry) {
     this.time = time;
     this.giveUpAfter = giveUpAfter;
@@ -93,15 +99,20 @@ final class Retrying {
       try {
         T value = call.call();
         if (outageWarned.compareAndSet(true, false)) {
-          log.info("PostgreSQL answers again; work state is being recorded again ({} connection"
-              + " attempt(s) by this process so far)", connectionAttempts.getAsLong());
+          log.info(
+              "PostgreSQL answers again; work state is being recorded again ({} connection"
+                  + " attempt(s) by this process so far)",
+              connectionAttempts.getAsLong());
         }
         return new Attempt.Answered<>(value);
       } catch (SQLException e) {
         if (outageWarned.compareAndSet(false, true)) {
-          log.warn("Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
-              + " fetched items (bodies already on disk) and retry until it answers; no new item"
-              + " is claimed meanwhile", what, describe.apply(e));
+          log.warn(
+              "Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
+                  + " fetched items (bodies already on disk) and retry until it answers; no new item"
+                  + " is claimed meanwhile",
+              what,
+              describe.apply(e));
         }
       }
       long waited = time.nanoTime() - started;

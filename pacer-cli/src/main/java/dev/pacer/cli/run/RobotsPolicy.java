@@ -11,9 +11,9 @@ import java.util.Locale;
 
 /**
  * What a host's answer to {@code GET /robots.txt} means for its items under {@code pacer fetch
- * --per-host --robots}. The rules are read by crawler-commons' parser for the run's user agent
- * (the product token of {@link RunSettings#USER_AGENT}, {@value #AGENT}: a group naming {@code
- * pacer} is obeyed before {@code *}).
+ * --per-host --robots}. The rules are read by crawler-commons' parser for the run's user agent (the
+ * product token of {@link RunSettings#USER_AGENT}, {@value #AGENT}: a group naming {@code pacer} is
+ * obeyed before {@code *}).
  *
  * <table>
  *   <caption>Answers and what they mean</caption>
@@ -42,9 +42,11 @@ import java.util.Locale;
 final class RobotsPolicy {
 
   /** The product token robots.txt groups are matched against. */
-  static final String AGENT = RunSettings.USER_AGENT
-      .substring(0, RunSettings.USER_AGENT.indexOf('/'))
-      .toLowerCase(Locale.ROOT);
+  static final String AGENT =
+      RunSettings.USER_AGENT
+          .substring(0, RunSettings.USER_AGENT.indexOf('/'))
+          .toLowerCase(Locale.ROOT);
+
   /** The reason recorded on an item a robots.txt rule disallows. */
   static final String DISALLOWED = "disallowed by robots.txt";
 
@@ -56,36 +58,55 @@ final class RobotsPolicy {
 
   /** Whether {@code status} is answered by a settlement (else: throttled, or asked again). */
   static boolean settles(int status) {
-    return status / 100 == 2 || status / 100 == 3
-        || (status / 100 == 4 && status != 429);
+    return status / 100 == 2 || status / 100 == 3 || (status / 100 == 4 && status != 429);
   }
 
   /** What the answer {@code fetched}, to {@code robotsUrl}, means; see {@link #settles}. */
   Settlement settle(String robotsUrl, Fetched fetched) {
     int status = fetched.status();
     if (status == 401 || status == 403) {
-      return new Settlement("HTTP " + status + ": disallow all", url -> true,
-          "robots.txt answered HTTP " + status + " (taken as disallow all)", Duration.ZERO);
+      return new Settlement(
+          "HTTP " + status + ": disallow all",
+          url -> true,
+          "robots.txt answered HTTP " + status + " (taken as disallow all)",
+          Duration.ZERO);
     }
     if (status / 100 != 2) {
       return new Settlement("HTTP " + status + ": allow all", url -> false, "", Duration.ZERO);
     }
     SimpleRobotRulesParser parser = new SimpleRobotRulesParser(Long.MAX_VALUE, 5);
-    SimpleRobotRules rules = parser.parseContent(robotsUrl, fetched.body(), "text/plain",
-        List.of(AGENT));
-    Duration delay = rules.getCrawlDelay() == BaseRobotRules.UNSET_CRAWL_DELAY
-        || rules.getCrawlDelay() <= 0 ? Duration.ZERO : Duration.ofMillis(rules.getCrawlDelay());
+    SimpleRobotRules rules =
+        parser.parseContent(robotsUrl, fetched.body(), "text/plain", List.of(AGENT));
+    Duration delay =
+        rules.getCrawlDelay() == BaseRobotRules.UNSET_CRAWL_DELAY || rules.getCrawlDelay() <= 0
+            ? Duration.ZERO
+            : Duration.ofMillis(rules.getCrawlDelay());
     String delayText = seconds(delay);
     if (delay.compareTo(maxCrawlDelay) > 0) {
-      return new Settlement("Crawl-delay " + delayText + " s, above --max-crawl-delay "
-          + seconds(maxCrawlDelay) + " s: host skipped", url -> true, "robots.txt Crawl-delay "
-          + delayText + " s is above --max-crawl-delay " + seconds(maxCrawlDelay) + " s",
+      return new Settlement(
+          "Crawl-delay "
+              + delayText
+              + " s, above --max-crawl-delay "
+              + seconds(maxCrawlDelay)
+              + " s: host skipped",
+          url -> true,
+          "robots.txt Crawl-delay "
+              + delayText
+              + " s is above --max-crawl-delay "
+              + seconds(maxCrawlDelay)
+              + " s",
           Duration.ZERO);
     }
-    String verdict = "HTTP " + status + ": " + (rules.isAllowNone() ? "disallow all"
-        : rules.isAllowAll() || rules.getRobotRules().isEmpty() ? "allow all"
-        : rules.getRobotRules().size() + " rule(s) for " + AGENT)
-        + (delay.isZero() ? "" : ", Crawl-delay " + delayText + " s");
+    String verdict =
+        "HTTP "
+            + status
+            + ": "
+            + (rules.isAllowNone()
+                ? "disallow all"
+                : rules.isAllowAll() || rules.getRobotRules().isEmpty()
+                    ? "allow all"
+                    : rules.getRobotRules().size() + " rule(s) for " + AGENT)
+            + (delay.isZero() ? "" : ", Crawl-delay " + delayText + " s");
     return new Settlement(verdict, url -> !rules.isAllowed(url), DISALLOWED, delay);
   }
 

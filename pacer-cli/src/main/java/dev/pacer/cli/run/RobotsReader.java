@@ -22,12 +22,13 @@ import org.slf4j.LoggerFactory;
  * A worker's part in {@code --robots}: a fetch thread with a host's robots.txt due (see {@link
  * RobotsStore}) leases it, fetches it through the host's own ceiling ({@link
  * HostFetchers#robotsFetcher}), and applies what it means ({@link RobotsPolicy}) to the host's
- * items, fleet-wide, in one transaction; or applies the answer a run before it stored. Once no
- * host of the job has its robots.txt to settle, this process stops asking.
+ * items, fleet-wide, in one transaction; or applies the answer a run before it stored. Once no host
+ * of the job has its robots.txt to settle, this process stops asking.
  */
 final class RobotsReader {
 
   private static final Logger log = LoggerFactory.getLogger(RobotsReader.class);
+
   /** A failed robots.txt is asked again after this, as a failed item is retried. */
   private static final Duration FAILURE_RETRY = Duration.ofSeconds(2);
 
@@ -38,12 +39,17 @@ final class RobotsReader {
   private final Retrying retrying;
   private final RobotsPolicy policy;
   private volatile boolean settled;
+
   /** Hosts whose robots.txt this process's threads hold right now. */
   private final java.util.concurrent.atomic.AtomicInteger holding =
       new java.util.concurrent.atomic.AtomicInteger();
 
-  RobotsReader(RunSettings settings, String workerId, HostFetchers hosts,
-      Supplier<RobotsStore> store, Retrying retrying) {
+  RobotsReader(
+      RunSettings settings,
+      String workerId,
+      HostFetchers hosts,
+      Supplier<RobotsStore> store,
+      Retrying retrying) {
     this.settings = settings;
     this.workerId = workerId;
     this.hosts = hosts;
@@ -62,14 +68,18 @@ final class RobotsReader {
     }
     // One token for every attempt: an attempt whose answer was lost leased under it.
     String token = UUID.randomUUID().toString();
-    Retrying.Attempt<Optional<Work>> claimed = retrying.call("claim a host's robots.txt",
-        () -> store.get().claim(settings.job(), workerId, token, settings.leaseMillis()), true);
+    Retrying.Attempt<Optional<Work>> claimed =
+        retrying.call(
+            "claim a host's robots.txt",
+            () -> store.get().claim(settings.job(), workerId, token, settings.leaseMillis()),
+            true);
     if (!(claimed instanceof Retrying.Attempt.Answered<Optional<Work>> answered)) {
       return false;
     }
     if (answered.value().isEmpty()) {
-      Retrying.Attempt<Boolean> open = retrying.call("look for robots.txt to read",
-          () -> store.get().hasOpenHosts(settings.job()), true);
+      Retrying.Attempt<Boolean> open =
+          retrying.call(
+              "look for robots.txt to read", () -> store.get().hasOpenHosts(settings.job()), true);
       if (open instanceof Retrying.Attempt.Answered<Boolean> o && !o.value()) {
         settled = true;
       }
@@ -91,8 +101,11 @@ final class RobotsReader {
 
   private void settle(Work work) throws InterruptedException {
     if (work.sampleUrl().isEmpty()) {
-      apply(work, Optional.empty(), new Settlement("no item left: not fetched", url -> false, "",
-          Duration.ZERO), "");
+      apply(
+          work,
+          Optional.empty(),
+          new Settlement("no item left: not fetched", url -> false, "", Duration.ZERO),
+          "");
       return;
     }
     String robotsUrl = URI.create(work.sampleUrl().get()).resolve("/robots.txt").toString();
@@ -107,19 +120,26 @@ final class RobotsReader {
       fetched = new Fetched(response.status(), response.body());
     } catch (ThrottledException e) {
       Duration after = fetcher.limiter().currentInterval().multipliedBy(4);
-      again(work, "HTTP " + e.status() + " (throttled)", settings.maxThrottles(),
+      again(
+          work,
+          "HTTP " + e.status() + " (throttled)",
+          settings.maxThrottles(),
           after.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : after);
       return;
     } catch (LockedOutException e) {
       // The host was locked out by another request; the claim finds it so and reports it.
-      retrying.call("record a host's robots.txt", () -> {
-        store.get().giveUp(work, "host locked out: " + e.getMessage(), false);
-        return true;
-      }, false);
+      retrying.call(
+          "record a host's robots.txt",
+          () -> {
+            store.get().giveUp(work, "host locked out: " + e.getMessage(), false);
+            return true;
+          },
+          false);
       return;
     } catch (FetchFailedException e) {
       OptionalInt status = e.status();
-      if (status.isPresent() && status.getAsInt() / 100 != 2
+      if (status.isPresent()
+          && status.getAsInt() / 100 != 2
           && RobotsPolicy.settles(status.getAsInt())) {
         fetched = new Fetched(status.getAsInt(), new byte[0]);
       } else {
@@ -136,18 +156,33 @@ final class RobotsReader {
    */
   private void again(Work work, String why, int most, Duration after) throws InterruptedException {
     boolean giveUp = work.attempts() + 1 >= most;
-    retrying.call("record a host's robots.txt", () -> {
-      if (giveUp) {
-        store.get().giveUp(work, why + "; " + (work.attempts() + 1) + " attempt(s): items"
-            + " deferred to the next run", true);
-      } else {
-        store.get().retry(work, why, after);
-      }
-      return true;
-    }, false);
+    retrying.call(
+        "record a host's robots.txt",
+        () -> {
+          if (giveUp) {
+            store
+                .get()
+                .giveUp(
+                    work,
+                    why
+                        + "; "
+                        + (work.attempts() + 1)
+                        + " attempt(s): items"
+                        + " deferred to the next run",
+                    true);
+          } else {
+            store.get().retry(work, why, after);
+          }
+          return true;
+        },
+        false);
     if (giveUp) {
-      log.warn("robots.txt of {} could not be had ({}) after {} attempt(s): its items are deferred"
-          + " to the next run, which asks again", work.host(), why, work.attempts() + 1);
+      log.warn(
+          "robots.txt of {} could not be had ({}) after {} attempt(s): its items are deferred"
+              + " to the next run, which asks again",
+          work.host(),
+          why,
+          work.attempts() + 1);
     } else {
       log.info("robots.txt of {}: {}; asked again in {} ms", work.host(), why, after.toMillis());
     }
@@ -155,11 +190,18 @@ final class RobotsReader {
 
   private void apply(Work work, Optional<Fetched> fetched, Settlement settlement, String url)
       throws InterruptedException {
-    Retrying.Attempt<Integer> skipped = retrying.call("apply a host's robots.txt",
-        () -> store.get().settle(work, fetched, settlement), false);
+    Retrying.Attempt<Integer> skipped =
+        retrying.call(
+            "apply a host's robots.txt",
+            () -> store.get().settle(work, fetched, settlement),
+            false);
     if (skipped instanceof Retrying.Attempt.Answered<Integer> n) {
-      log.info("robots.txt of {} ({}): {}; {} item(s) skipped", work.host(), url,
-          settlement.verdict(), n.value());
+      log.info(
+          "robots.txt of {} ({}): {}; {} item(s) skipped",
+          work.host(),
+          url,
+          settlement.verdict(),
+          n.value());
     }
   }
 }

@@ -30,8 +30,8 @@ import java.time.Duration;
  *     ({@code pacer fetch --per-host}); {@code destination} is then only the template of the hosts'
  *     settings and the name of the job's dispatch slots
  * @param fifoClaims per-host mode without the frontier, for demonstrations only: items are claimed
- *     in input order and then wait for their host's turn (head-of-line blocking); every host at
- *     the run's rate
+ *     in input order and then wait for their host's turn (head-of-line blocking); every host at the
+ *     run's rate
  * @param robots per-host mode obeys each host's robots.txt ({@code --robots}: see {@link
  *     RobotsPolicy})
  * @param maxCrawlDelay with {@code robots}: a host whose Crawl-delay is longer is skipped

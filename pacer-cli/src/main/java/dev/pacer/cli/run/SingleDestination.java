@@ -1,19 +1,19 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.spi.Cursor;
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.cli.model.LimiterFigures;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.postgres.PostgresFleetSlots;
+import dev.pacer.spi.Cursor;
 import java.net.URI;
 import java.sql.SQLException;
 import java.util.Optional;
 
 /**
  * The single-destination mode's work: items claimed from the job's queue ({@link QueuedClaims}),
- * all fetched through the one destination's limiter, whose lockout halts the run. Every failed
- * item counts against the run's failure bar.
+ * all fetched through the one destination's limiter, whose lockout halts the run. Every failed item
+ * counts against the run's failure bar.
  */
 final class SingleDestination implements WorkSource {
 
@@ -31,25 +31,36 @@ final class SingleDestination implements WorkSource {
    * one) and its fetcher, which reports every request to {@code recorder}, and warms the fetcher up
    * for {@code sampleUrl}, a URL of the job, if one is known.
    */
-  SingleDestination(WorkerContext context, Envelope envelope, BodyStore bodies, DispatchGate gate,
-      Cursor cursor, Optional<PostgresFleetSlots> fleetCap, LimiterCounts limiterCounts,
-      RequestRecorder recorder, Optional<String> sampleUrl) throws InterruptedException {
+  SingleDestination(
+      WorkerContext context,
+      Envelope envelope,
+      BodyStore bodies,
+      DispatchGate gate,
+      Cursor cursor,
+      Optional<PostgresFleetSlots> fleetCap,
+      LimiterCounts limiterCounts,
+      RequestRecorder recorder,
+      Optional<String> sampleUrl)
+      throws InterruptedException {
     this.context = context;
     this.envelope = envelope;
     this.limiterCounts = limiterCounts;
     RunSettings settings = context.settings();
-    limiters = fleetCap.isPresent() ? new LimiterRegistry(cursor, fleetCap.get())
-        : new LimiterRegistry(cursor);
+    limiters =
+        fleetCap.isPresent()
+            ? new LimiterRegistry(cursor, fleetCap.get())
+            : new LimiterRegistry(cursor);
     limiters.addListener(limiterCounts);
     limiter = limiters.limiter(settings.destination());
-    fetcher = DestinationFetcher.builder(limiter)
-        .maxBodyBytes(settings.maxBodyBytes())
-        .requestTimeout(settings.requestTimeout())
-        .maxRedirects(settings.maxRedirects())
-        .header("User-Agent", RunSettings.USER_AGENT)
-        .header("X-Pacer-Worker", Long.toString(ProcessHandle.current().pid()))
-        .onRequest(recorder)
-        .build();
+    fetcher =
+        DestinationFetcher.builder(limiter)
+            .maxBodyBytes(settings.maxBodyBytes())
+            .requestTimeout(settings.requestTimeout())
+            .maxRedirects(settings.maxRedirects())
+            .header("User-Agent", RunSettings.USER_AGENT)
+            .header("X-Pacer-Worker", Long.toString(ProcessHandle.current().pid()))
+            .onRequest(recorder)
+            .build();
     // Before the first turn, never after it: a cold client's first request would otherwise hold
     // its turn (and the turns after it) while classes load, and they would leave together.
     if (sampleUrl.isPresent()) {
@@ -116,8 +127,8 @@ final class SingleDestination implements WorkSource {
 
   @Override
   public LimiterFigures figures() {
-    return limiterCounts.figures(limiter.backoffMultiplier(), limiter.isDegraded(),
-        limiters.isCursorLatched());
+    return limiterCounts.figures(
+        limiter.backoffMultiplier(), limiter.isDegraded(), limiters.isCursorLatched());
   }
 
   @Override

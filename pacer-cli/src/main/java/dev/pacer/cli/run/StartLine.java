@@ -38,7 +38,7 @@ public interface StartLine {
   void await() throws InterruptedException;
 
   /** No one to wait for: a pooled run is one process. */
-  StartLine NONE = () -> { };
+  StartLine NONE = () -> {};
 
   /** Ready on {@code out}, go on {@code in}, at most {@code bound} after ready. */
   static StartLine fromParent(InputStream in, PrintStream out, Duration bound) {
@@ -46,24 +46,27 @@ public interface StartLine {
     return () -> {
       out.println(READY);
       out.flush();
-      CompletableFuture<Boolean> go = CompletableFuture.supplyAsync(() -> {
-        try {
-          BufferedReader lines =
-              new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
-          for (String line; (line = lines.readLine()) != null; ) {
-            if (line.equals(GO)) {
-              return true;
-            }
-          }
-        } catch (IOException e) {
-          log.debug("Start line: standard input unreadable: {}", e.toString());
-        }
-        return false;
-      }, runnable -> {
-        Thread reader = new Thread(runnable, "pacer-start-line");
-        reader.setDaemon(true);
-        reader.start();
-      });
+      CompletableFuture<Boolean> go =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  BufferedReader lines =
+                      new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+                  for (String line; (line = lines.readLine()) != null; ) {
+                    if (line.equals(GO)) {
+                      return true;
+                    }
+                  }
+                } catch (IOException e) {
+                  log.debug("Start line: standard input unreadable: {}", e.toString());
+                }
+                return false;
+              },
+              runnable -> {
+                Thread reader = new Thread(runnable, "pacer-start-line");
+                reader.setDaemon(true);
+                reader.start();
+              });
       try {
         if (!go.get(bound.toMillis(), TimeUnit.MILLISECONDS)) {
           log.info("Start line: no GO from the parent (its input closed); starting now");

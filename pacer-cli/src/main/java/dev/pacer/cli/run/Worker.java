@@ -1,6 +1,5 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.LocalCursor;
 import dev.pacer.TimeSource;
@@ -13,6 +12,7 @@ import dev.pacer.cli.db.WorkerStore;
 import dev.pacer.cli.model.HaltReason;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresFleetSlots;
+import dev.pacer.spi.Cursor;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.sql.SQLException;
@@ -38,9 +38,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
  * the divided local rate (the library's doing); claims wait and retry; an outcome already fetched
- * is kept (its body is already on disk) and its recording retried until PostgreSQL answers. If
- * the item's lease was taken over meanwhile, the record is refused by its lease token and the
- * item is counted once, by whoever holds it.
+ * is kept (its body is already on disk) and its recording retried until PostgreSQL answers. If the
+ * item's lease was taken over meanwhile, the record is refused by its lease token and the item is
+ * counted once, by whoever holds it.
  *
  * <p>What the threads claim and what fetches it depends on the mode, one {@link WorkSource} each:
  * {@link SingleDestination}, and {@link PerHostFrontier} ({@link RunSettings#perHost()}), where a
@@ -50,30 +50,40 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Connections.</b> A worker holds the work state's ({@link #storeConnections}, the request
  * log's statements among theirs: they are few and short), the cursor's reservation connection and
- * its listener's (each its own, see {@link PostgresCursor} and {@code HoldListener}), and the
- * fleet slots' (the dispatch slot and any fleet cap's slots, see {@link PostgresFleetSlots}); the
- * outage policy's probe connects only at a retry boundary, for a moment. docs/operations.md counts
- * them for sizing {@code max_connections}.
+ * its listener's (each its own, see {@link PostgresCursor} and {@code HoldListener}), and the fleet
+ * slots' (the dispatch slot and any fleet cap's slots, see {@link PostgresFleetSlots}); the outage
+ * policy's probe connects only at a retry boundary, for a moment. docs/operations.md counts them
+ * for sizing {@code max_connections}.
  */
 public final class Worker {
 
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
+
   /** The longest a fetch thread sleeps before it claims again, when nothing says how long. */
   static final long IDLE_POLL_MILLIS = 250;
+
   private static final Duration STARTUP_CONNECT = Duration.ofSeconds(10);
   private static final Duration RECORD_GIVE_UP = Duration.ofMinutes(10);
+
   /** Clocks drift apart slowly; once a minute or so keeps the request log's stamps honest. */
   private static final int CALIBRATE_EVERY_BEATS = 60;
+
   private static final int MAX_STORE_CONNECTIONS = 8;
+
   /**
    * The line each worker logs as it ends, or is terminated, on the turns its limiters gave up as
    * late, with its two figures: given up, and taken. A fleet's are these summed over its workers.
    */
-  public static final String LATE_TURNS = "{} turn(s) given up because this process woke too"
-      + " late for them, beside {} turn(s) taken (a busy host slows the run, not the ceiling)";
+  public static final String LATE_TURNS =
+      "{} turn(s) given up because this process woke too"
+          + " late for them, beside {} turn(s) taken (a busy host slows the run, not the ceiling)";
 
   /** What this worker did; {@code halted} says why, if the run was halted. */
-  public record Result(long requests, long throttled, long done, long failed,
+  public record Result(
+      long requests,
+      long throttled,
+      long done,
+      long failed,
       Optional<HaltReason> halted,
       boolean lockedOut) {}
 
@@ -91,13 +101,18 @@ public final class Worker {
   private final Retrying retrying;
   private WorkState store;
   private RequestRecorder recorder;
+
   /** What the limiters did, reported with every heartbeat for the run's summary. */
   private final LimiterCounts limiterCounts = new LimiterCounts();
+
   /** The mode's items and fetchers. */
   private WorkSource source;
+
   private DispatchGate gate;
+
   /** The fleet cap's slots and the dispatch slot's, if the run has either. */
   private Optional<PostgresFleetSlots> fleetSlots = Optional.empty();
+
   private int beats;
 
   public Worker(Database database, RunSettings settings, Envelope envelope, StartLine startLine) {
@@ -107,18 +122,23 @@ public final class Worker {
     this.startLine = startLine;
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
-    this.retrying = new Retrying(TimeSource.SYSTEM, RECORD_GIVE_UP, stop::get,
-        database::describe, database::connectionAttempts,
-        database.outagePolicy()::untilNextAttempt);
+    this.retrying =
+        new Retrying(
+            TimeSource.SYSTEM,
+            RECORD_GIVE_UP,
+            stop::get,
+            database::describe,
+            database::connectionAttempts,
+            database.outagePolicy()::untilNextAttempt);
   }
 
   /** Runs until the job has no open item, or the run halts. */
   public Result run() throws InterruptedException {
-    store = WorkState.forWorker(database,
-        storeConnections(settings.threads(), settings.perHost()));
-    Cursor cursor = settings.perProcessPacing()
-        ? new LocalCursor()
-        : database.cursor(resetBeyond(settings.destination()));
+    store = WorkState.forWorker(database, storeConnections(settings.threads(), settings.perHost()));
+    Cursor cursor =
+        settings.perProcessPacing()
+            ? new LocalCursor()
+            : database.cursor(resetBeyond(settings.destination()));
     source = prepare(cursor);
     startLine.await();
     try {
@@ -151,8 +171,12 @@ public final class Worker {
     if (cursor instanceof PostgresCursor pg) {
       pg.connect(STARTUP_CONNECT);
     }
-    recorder = new RequestRecorder(store.requestLog(),
-        settings.perHost() ? null : settings.destination().name(), settings.job(), workerId);
+    recorder =
+        new RequestRecorder(
+            store.requestLog(),
+            settings.perHost() ? null : settings.destination().name(),
+            settings.job(),
+            workerId);
     try {
       recorder.calibrate();
     } catch (SQLException e) {
@@ -161,37 +185,49 @@ public final class Worker {
     // The fleet cap's slots and the dispatch slot are leases of one kind: one connection, one
     // renewal. A worker that needs neither opens nothing.
     boolean fleetCapped = settings.destination().maxConcurrencyFleetWide().isPresent();
-    fleetSlots = fleetCapped || settings.maxDispatches() > 0
-        ? Optional.of(database.fleetSlots(workerId)) : Optional.empty();
+    fleetSlots =
+        fleetCapped || settings.maxDispatches() > 0
+            ? Optional.of(database.fleetSlots(workerId))
+            : Optional.empty();
     WorkerContext context = new WorkerContext(database, settings, workerId, store, retrying, stop);
     gate = new DispatchGate(context);
     BodyStore bodies = new BodyStore(settings.out(), settings.job());
-    WorkSource made = settings.perHost()
-        ? new PerHostFrontier(context, envelope, bodies, gate, cursor, limiterCounts, recorder,
-            sampleUrl)
-        : new SingleDestination(context, envelope, bodies, gate, cursor,
-            fleetCapped ? fleetSlots : Optional.empty(), limiterCounts, recorder, sampleUrl);
+    WorkSource made =
+        settings.perHost()
+            ? new PerHostFrontier(
+                context, envelope, bodies, gate, cursor, limiterCounts, recorder, sampleUrl)
+            : new SingleDestination(
+                context,
+                envelope,
+                bodies,
+                gate,
+                cursor,
+                fleetCapped ? fleetSlots : Optional.empty(),
+                limiterCounts,
+                recorder,
+                sampleUrl);
     // Every fetch thread claims at the start line: the connections they will claim on are opened
     // before it, not beside the first turns.
     try {
       store.openConnections();
     } catch (SQLException e) {
-      log.debug("Could not open every work-state connection at start-up: {}",
-          database.describe(e));
+      log.debug("Could not open every work-state connection at start-up: {}", database.describe(e));
     }
     return made;
   }
 
   /**
-   * From the start line: takes the dispatch slot if the run caps them, then runs the heartbeat
-   * and the fetch threads until they are done, and reports.
+   * From the start line: takes the dispatch slot if the run caps them, then runs the heartbeat and
+   * the fetch threads until they are done, and reports.
    */
   private Result fetch() throws InterruptedException {
-    ScheduledExecutorService heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "pacer-heartbeat");
-      t.setDaemon(true);
-      return t;
-    });
+    ScheduledExecutorService heartbeat =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "pacer-heartbeat");
+              t.setDaemon(true);
+              return t;
+            });
     // Terminated (SIGTERM, Ctrl-C) rather than finished: give the items back at once instead of
     // letting their leases run out. A fetch that completes meanwhile is refused by its lease token
     // and fetched again later: never counted twice.
@@ -199,8 +235,12 @@ public final class Worker {
     Runtime.getRuntime().addShutdownHook(releaseOnExit);
     try {
       if (settings.maxDispatches() > 0) {
-        Optional<DispatchSlot> taken = DispatchSlot.acquire(fleetSlots.get(),
-            settings.destination().name(), settings.maxDispatches(), source::nothingLeft);
+        Optional<DispatchSlot> taken =
+            DispatchSlot.acquire(
+                fleetSlots.get(),
+                settings.destination().name(),
+                settings.maxDispatches(),
+                source::nothingLeft);
         if (taken.isEmpty()) {
           log.info("Job {} has no work left; this worker is not needed", settings.job());
           return result();
@@ -244,10 +284,13 @@ public final class Worker {
 
   /** The run's last records and reports, once the threads and the heartbeat have stopped. */
   private void finish() throws InterruptedException {
-    retrying.call("record the requests sent", () -> {
-      recorder.flush();
-      return true;
-    }, false);
+    retrying.call(
+        "record the requests sent",
+        () -> {
+          recorder.flush();
+          return true;
+        },
+        false);
     source.countAtEnd();
     report(haltedBar.get() != null ? "halted" : "finished");
     source.logClaims();
@@ -259,11 +302,11 @@ public final class Worker {
    * claims and records are statements shared by every thread waiting ({@link
    * ItemStore#recordAndClaim}), one at a time, and the other connection serves the rest (a failure
    * or a throttle recorded, an item released, the heartbeat, the request log's appends). Per host
-   * each claim is a round trip of its own ({@link FrontierStore}): one for every two fetch
-   * threads, up to 8, since each thread spends a round trip claiming and one recording around
-   * every request, so half the threads at once is the most that can want one; beyond 8, two
-   * cores' worth of PostgreSQL backends only take turns. They are opened before the start line
-   * (see {@code StoreConnection#openAll}).
+   * each claim is a round trip of its own ({@link FrontierStore}): one for every two fetch threads,
+   * up to 8, since each thread spends a round trip claiming and one recording around every request,
+   * so half the threads at once is the most that can want one; beyond 8, two cores' worth of
+   * PostgreSQL backends only take turns. They are opened before the start line (see {@code
+   * StoreConnection#openAll}).
    */
   static int storeConnections(int threads, boolean perHost) {
     return perHost ? Math.max(1, Math.min(MAX_STORE_CONNECTIONS, threads / 2)) : 2;
@@ -297,9 +340,11 @@ public final class Worker {
           Thread.currentThread().interrupt();
           return;
         } catch (Throwable t) {
-          log.error("Fetch thread {} met an unexpected error and goes on with the next item (an"
-              + " item it held returns to the job when its lease lapses)",
-              Thread.currentThread().getName(), t);
+          log.error(
+              "Fetch thread {} met an unexpected error and goes on with the next item (an"
+                  + " item it held returns to the job when its lease lapses)",
+              Thread.currentThread().getName(),
+              t);
           try {
             Thread.sleep(IDLE_POLL_MILLIS);
           } catch (InterruptedException e) {
@@ -334,8 +379,13 @@ public final class Worker {
   }
 
   private Result result() {
-    return new Result(source.requestCount(), source.throttledCount(), source.work().done(),
-        source.work().failed(), Optional.ofNullable(haltedBar.get()), source.lockedOut());
+    return new Result(
+        source.requestCount(),
+        source.throttledCount(),
+        source.work().done(),
+        source.work().failed(),
+        Optional.ofNullable(haltedBar.get()),
+        source.lockedOut());
   }
 
   private void halt(Envelope.Breach breach) {
@@ -346,17 +396,32 @@ public final class Worker {
     if (tripRecorded.compareAndSet(false, true)) {
       try {
         String key = UUID.randomUUID().toString();
-        Retrying.Attempt<Long> trip = retrying.call("record the trip", () -> store.trips()
-            .recordTrip(key, settings.job(), breach.bar(), breach.figures(), host, pid), false);
+        Retrying.Attempt<Long> trip =
+            retrying.call(
+                "record the trip",
+                () ->
+                    store
+                        .trips()
+                        .recordTrip(key, settings.job(), breach.bar(), breach.figures(), host, pid),
+                false);
         if (trip instanceof Retrying.Attempt.Answered<Long> recorded) {
-          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+          log.error(
+              "Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
                   + " flight finish. Trip #{} refuses new runs of this job until: pacer trips ack"
-                  + " {} --note TEXT", breach.bar(), breach.figures(), settings.job(),
-              recorded.value(), recorded.value());
+                  + " {} --note TEXT",
+              breach.bar(),
+              breach.figures(),
+              settings.job(),
+              recorded.value(),
+              recorded.value());
         } else {
-          log.error("Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
-              + " flight finish. The trip could not be recorded: other workers of the job are not"
-              + " halted by it", breach.bar(), breach.figures(), settings.job());
+          log.error(
+              "Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
+                  + " flight finish. The trip could not be recorded: other workers of the job are not"
+                  + " halted by it",
+              breach.bar(),
+              breach.figures(),
+              settings.job());
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -371,8 +436,10 @@ public final class Worker {
       log.info("Terminated: gave {} leased item(s) back to job {}", released, settings.job());
       report("terminated");
     } catch (SQLException | RuntimeException e) {
-      log.warn("Terminated: could not give leased items back ({}); their leases expire in {} s",
-          e.getMessage(), settings.leaseMillis() / 1000);
+      log.warn(
+          "Terminated: could not give leased items back ({}); their leases expire in {} s",
+          e.getMessage(),
+          settings.leaseMillis() / 1000);
     }
     reportLateTurns();
     // A waiting worker takes the slot now rather than when its lease runs out.
@@ -383,15 +450,19 @@ public final class Worker {
    * Schedules the heartbeat so that nothing it throws, an {@link Error} included, ends it: a
    * scheduled task that throws is never run again, and this worker's leases would lapse unsaid.
    */
-  static void scheduleHeartbeat(ScheduledExecutorService executor, Runnable beat,
-      long periodMillis) {
-    executor.scheduleWithFixedDelay(() -> {
-      try {
-        beat.run();
-      } catch (Throwable t) {
-        log.error("Heartbeat failed; it beats again in {} ms", periodMillis, t);
-      }
-    }, 0, periodMillis, TimeUnit.MILLISECONDS);
+  static void scheduleHeartbeat(
+      ScheduledExecutorService executor, Runnable beat, long periodMillis) {
+    executor.scheduleWithFixedDelay(
+        () -> {
+          try {
+            beat.run();
+          } catch (Throwable t) {
+            log.error("Heartbeat failed; it beats again in {} ms", periodMillis, t);
+          }
+        },
+        0,
+        periodMillis,
+        TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -401,16 +472,22 @@ public final class Worker {
   private void heartbeat() {
     beats++;
     try {
-      store.items().extendLeases(workerId, List.copyOf(source.work().held()),
-          settings.leaseMillis());
+      store
+          .items()
+          .extendLeases(workerId, List.copyOf(source.work().held()), settings.leaseMillis());
       source.beat();
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
         Optional<TripStore.Trip> trip = store.trips().openTrip(settings.job());
         if (trip.isPresent() && haltedBar.compareAndSet(null, trip.get().bar())) {
-          log.error("Job {} was halted by trip #{} ({}: {}) on {} pid {}; stopping",
-              settings.job(), trip.get().id(), trip.get().bar(), trip.get().figures(),
-              trip.get().host(), trip.get().pid());
+          log.error(
+              "Job {} was halted by trip #{} ({}: {}) on {} pid {}; stopping",
+              settings.job(),
+              trip.get().id(),
+              trip.get().bar(),
+              trip.get().figures(),
+              trip.get().host(),
+              trip.get().pid());
           stop.set(true);
         }
       }
@@ -433,9 +510,20 @@ public final class Worker {
 
   private void report(String state) {
     try {
-      store.workers().upsertWorker(new WorkerStore.WorkerRow(workerId, settings.runId(),
-          settings.job(), settings.destination().name(), host, pid, state,
-          source.requestCount(), source.rate(), source.figures()));
+      store
+          .workers()
+          .upsertWorker(
+              new WorkerStore.WorkerRow(
+                  workerId,
+                  settings.runId(),
+                  settings.job(),
+                  settings.destination().name(),
+                  host,
+                  pid,
+                  state,
+                  source.requestCount(),
+                  source.rate(),
+                  source.figures()));
     } catch (SQLException e) {
       log.debug("Could not report worker state: {}", database.describe(e));
     }

@@ -11,5 +11,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * @param workerId this worker's name in the work state (host, pid and a random part)
  * @param stop set when the run stops: halted, terminated, or out of work
  */
-record WorkerContext(Database database, RunSettings settings, String workerId, WorkState store,
-    Retrying retrying, AtomicBoolean stop) {}
+record WorkerContext(
+    Database database,
+    RunSettings settings,
+    String workerId,
+    WorkState store,
+    Retrying retrying,
+    AtomicBoolean stop) {}

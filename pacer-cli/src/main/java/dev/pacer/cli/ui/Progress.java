@@ -12,9 +12,9 @@ import java.util.Locale;
 
 /**
  * The terminal progress bar of a run: done/total, the live rate of requests, the ETA, throttled
- * answers and the degraded flag, redrawn in place twice a second from the job's state in
- * PostgreSQL (so it is the same for a pooled run and a conveyor of worker processes). Only drawn
- * when stdout is a terminal.
+ * answers and the degraded flag, redrawn in place twice a second from the job's state in PostgreSQL
+ * (so it is the same for a pooled run and a conveyor of worker processes). Only drawn when stdout
+ * is a terminal.
  */
 public final class Progress implements AutoCloseable {
 
@@ -40,8 +40,8 @@ public final class Progress implements AutoCloseable {
   }
 
   /** Starts drawing, or returns null when not on a terminal or not wanted. */
-  public static Progress startIfInteractive(WorkState store, String job, String runId,
-      PrintWriter out, boolean wanted) {
+  public static Progress startIfInteractive(
+      WorkState store, String job, String runId, PrintWriter out, boolean wanted) {
     if (!wanted || System.console() == null) {
       return null;
     }
@@ -83,19 +83,32 @@ public final class Progress implements AutoCloseable {
     double seconds = (now - first[0]) / 1e9;
     double rate = seconds > 0 ? (requests - first[1]) / seconds : 0;
     double itemRate = seconds > 0 ? (counts.done() + counts.failed() - first[2]) / seconds : 0;
-    drawText(render(counts.done(), counts.total(), rate, counts.open(), itemRate, throttled,
-        degraded));
+    drawText(
+        render(counts.done(), counts.total(), rate, counts.open(), itemRate, throttled, degraded));
   }
 
   /** One line of progress. */
-  public static String render(long done, long total, double rate, long open, double itemRate,
-      long throttled, boolean degraded) {
+  public static String render(
+      long done,
+      long total,
+      double rate,
+      long open,
+      double itemRate,
+      long throttled,
+      boolean degraded) {
     int filled = total == 0 ? WIDTH : (int) (WIDTH * done / total);
-    String eta = open == 0 ? "0:00"
-        : itemRate > 0 ? clock((long) Math.ceil(open / itemRate))
-        : "-:--";
-    return String.format(Locale.ROOT, "[%s%s] %d/%d  %.1f req/s  ETA %s  throttled %d%s",
-        "#".repeat(filled), ".".repeat(WIDTH - filled), done, total, rate, eta, throttled,
+    String eta =
+        open == 0 ? "0:00" : itemRate > 0 ? clock((long) Math.ceil(open / itemRate)) : "-:--";
+    return String.format(
+        Locale.ROOT,
+        "[%s%s] %d/%d  %.1f req/s  ETA %s  throttled %d%s",
+        "#".repeat(filled),
+        ".".repeat(WIDTH - filled),
+        done,
+        total,
+        rate,
+        eta,
+        throttled,
         degraded ? "  DEGRADED (pacing locally)" : "");
   }
 

@@ -17,10 +17,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Enqueue streams: a list larger than the heap of the JVM that enqueues it goes in whole, once,
- * and enqueued again adds nothing. 20,000 URLs of 2,000 characters are 40 MB of text; the child
- * JVM has a 24 MB heap, so an enqueue that held the list in memory (as a {@code List<String>}, or
- * as one batch) fails with an OutOfMemoryError, which this test reports.
+ * Enqueue streams: a list larger than the heap of the JVM that enqueues it goes in whole, once, and
+ * enqueued again adds nothing. 20,000 URLs of 2,000 characters are 40 MB of text; the child JVM has
+ * a 24 MB heap, so an enqueue that held the list in memory (as a {@code List<String>}, or as one
+ * batch) fails with an OutOfMemoryError, which this test reports.
  */
 class EnqueueAtScaleTest {
 
@@ -41,10 +41,13 @@ class EnqueueAtScaleTest {
         w.write('\n');
       }
       // A duplicate in the input is one item.
-      w.write("http://host-0.example/0/" + "p".repeat(URL_LENGTH - "http://host-0.example/0/".length()));
+      w.write(
+          "http://host-0.example/0/"
+              + "p".repeat(URL_LENGTH - "http://host-0.example/0/".length()));
       w.write('\n');
     }
-    assertThat(Files.size(list)).as("the list is larger than the child's heap")
+    assertThat(Files.size(list))
+        .as("the list is larger than the child's heap")
         .isGreaterThan(32L << 20);
     String job = "enqueue-scale-" + ProcessHandle.current().pid();
 
@@ -59,10 +62,18 @@ class EnqueueAtScaleTest {
   }
 
   private List<String> child(Path list, String job, String key) throws Exception {
-    List<String> command = List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(), HEAP,
-        "-XX:+ExitOnOutOfMemoryError", "-cp", System.getProperty("java.class.path"),
-        Enqueue.class.getName(), TestDatabase.jdbcUrl(), list.toString(), job, key);
+    List<String> command =
+        List.of(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            HEAP,
+            "-XX:+ExitOnOutOfMemoryError",
+            "-cp",
+            System.getProperty("java.class.path"),
+            Enqueue.class.getName(),
+            TestDatabase.jdbcUrl(),
+            list.toString(),
+            job,
+            key);
     Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
     List<String> out = new ArrayList<>();
     try (InputStream in = p.getInputStream()) {

@@ -24,11 +24,10 @@ import javax.net.ssl.SSLSocket;
 /**
  * A phishing server for the embedded PostgreSQL's port, as a process of its own (run as another
  * account where the test can): it speaks just enough of the protocol to ask every client for a
- * cleartext password ({@code AuthenticationCleartextPassword}) and prints what it hears, one
- * event a line, on its standard output: {@code listening}, {@code connection}, {@code
- * ssl-request}, {@code tls} (a handshake completed), {@code startup}, {@code password BASE64}
- * (what a client sent for the password, a leak), {@code closed REASON}. It ends when its standard
- * input closes.
+ * cleartext password ({@code AuthenticationCleartextPassword}) and prints what it hears, one event
+ * a line, on its standard output: {@code listening}, {@code connection}, {@code ssl-request},
+ * {@code tls} (a handshake completed), {@code startup}, {@code password BASE64} (what a client sent
+ * for the password, a leak), {@code closed REASON}. It ends when its standard input closes.
  *
  * <p>Without a certificate it declines TLS ({@code N}); with one (PEM files) it accepts TLS and
  * presents it: an attacker can make a certificate of its own for 127.0.0.1, and the test can hand
@@ -50,16 +49,18 @@ final class FakePostgres {
     server.setReuseAddress(true);
     server.bind(new java.net.InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
     say("listening");
-    Thread acceptor = new Thread(() -> {
-      while (true) {
-        try {
-          Socket client = server.accept();
-          new Thread(() -> serve(client, tls)).start();
-        } catch (IOException e) {
-          return;
-        }
-      }
-    });
+    Thread acceptor =
+        new Thread(
+            () -> {
+              while (true) {
+                try {
+                  Socket client = server.accept();
+                  new Thread(() -> serve(client, tls)).start();
+                } catch (IOException e) {
+                  return;
+                }
+              }
+            });
     acceptor.setDaemon(true);
     acceptor.start();
     System.in.transferTo(OutputStream.nullOutputStream());
@@ -85,8 +86,10 @@ final class FakePostgres {
           client.getOutputStream().write(tls == null ? 'N' : 'S');
           client.getOutputStream().flush();
           if (tls != null) {
-            SSLSocket wrapped = (SSLSocket) tls.getSocketFactory()
-                .createSocket(client, "127.0.0.1", client.getPort(), true);
+            SSLSocket wrapped =
+                (SSLSocket)
+                    tls.getSocketFactory()
+                        .createSocket(client, "127.0.0.1", client.getPort(), true);
             wrapped.setUseClientMode(false);
             wrapped.startHandshake();
             say("tls");
@@ -116,12 +119,16 @@ final class FakePostgres {
   }
 
   private static SSLContext tls(Path certificate, Path key) throws Exception {
-    Certificate parsed = CertificateFactory.getInstance("X.509")
-        .generateCertificate(new java.io.ByteArrayInputStream(Files.readAllBytes(certificate)));
-    String pem = Files.readString(key, StandardCharsets.US_ASCII)
-        .replaceAll("-----[A-Z ]+-----", "").replaceAll("\\s", "");
-    PrivateKey privateKey = KeyFactory.getInstance("EC")
-        .generatePrivate(new PKCS8EncodedKeySpec(Base64.getDecoder().decode(pem)));
+    Certificate parsed =
+        CertificateFactory.getInstance("X.509")
+            .generateCertificate(new java.io.ByteArrayInputStream(Files.readAllBytes(certificate)));
+    String pem =
+        Files.readString(key, StandardCharsets.US_ASCII)
+            .replaceAll("-----[A-Z ]+-----", "")
+            .replaceAll("\\s", "");
+    PrivateKey privateKey =
+        KeyFactory.getInstance("EC")
+            .generatePrivate(new PKCS8EncodedKeySpec(Base64.getDecoder().decode(pem)));
     KeyStore store = KeyStore.getInstance("PKCS12");
     store.load(null, null);
     char[] password = "fake".toCharArray();

@@ -11,9 +11,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A running {@link FakePostgres}, started from a directory of its own that every account can
- * read, optionally through a command that runs it as another account ({@code runuser -u nobody
- * --}); and the events it printed.
+ * A running {@link FakePostgres}, started from a directory of its own that every account can read,
+ * optionally through a command that runs it as another account ({@code runuser -u nobody --}); and
+ * the events it printed.
  */
 final class FakePostgresProcess implements AutoCloseable {
 
@@ -48,23 +48,32 @@ final class FakePostgresProcess implements AutoCloseable {
   }
 
   static void openToAll(Path path) throws IOException {
-    Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(
-        Files.isDirectory(path) ? "rwxr-xr-x" : "rw-r--r--"));
+    Files.setPosixFilePermissions(
+        path, PosixFilePermissions.fromString(Files.isDirectory(path) ? "rwxr-xr-x" : "rw-r--r--"));
   }
 
   /**
    * Starts the fake on {@code port} from the classes {@link #install} put in {@code dir}; with a
    * certificate and its key (PEM files), it accepts TLS. Returns once it listens.
    */
-  static FakePostgresProcess start(List<String> asAccount, Path dir, Path events, int port,
-      String... certificateAndKey) throws Exception {
+  static FakePostgresProcess start(
+      List<String> asAccount, Path dir, Path events, int port, String... certificateAndKey)
+      throws Exception {
     List<String> command = new ArrayList<>(asAccount);
-    command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-XX:TieredStopAtLevel=1", "-cp", dir.toString(), FakePostgres.class.getName(),
-        Integer.toString(port)));
+    command.addAll(
+        List.of(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            dir.toString(),
+            FakePostgres.class.getName(),
+            Integer.toString(port)));
     command.addAll(List.of(certificateAndKey));
-    Process process = new ProcessBuilder(command).redirectErrorStream(true)
-        .redirectOutput(events.toFile()).start();
+    Process process =
+        new ProcessBuilder(command)
+            .redirectErrorStream(true)
+            .redirectOutput(events.toFile())
+            .start();
     FakePostgresProcess fake = new FakePostgresProcess(process, events);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (!fake.heard().contains("listening")) {

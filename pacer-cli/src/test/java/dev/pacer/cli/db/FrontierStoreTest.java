@@ -24,7 +24,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The per-host claim (one statement that reserves the host's turn and leases its item), on a real PostgreSQL. */
+/**
+ * The per-host claim (one statement that reserves the host's turn and leases its item), on a real
+ * PostgreSQL.
+ */
 class FrontierStoreTest {
 
   private static final AtomicInteger UNIQUE = new AtomicInteger();
@@ -57,19 +60,27 @@ class FrontierStoreTest {
   private void plan(Map<String, Integer> items, double rate, int maxInFlight) throws Exception {
     List<String> urls = new ArrayList<>();
     Map<String, HostCeiling> ceilings = new LinkedHashMap<>();
-    items.forEach((h, n) -> {
-      ceilings.put(h, new HostCeiling(rate, maxInFlight));
-      for (int i = 0; i < n; i++) {
-        String url = "http://" + h + "/" + i;
-        urls.add(url);
-      }
-    });
+    items.forEach(
+        (h, n) -> {
+          ceilings.put(h, new HostCeiling(rate, maxInFlight));
+          for (int i = 0; i < n; i++) {
+            String url = "http://" + h + "/" + i;
+            urls.add(url);
+          }
+        });
     store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", rate, urls);
     store.frontier().plan(job, ceilings);
     int order = 0;
     for (String h : items.keySet()) {
-      TestDatabase.execute("UPDATE pacer_frontier SET next_at = clock_timestamp() - interval '1 s'"
-          + " + " + order++ + " * interval '1 ms' WHERE job = '" + job + "' AND host = '" + h + "'");
+      TestDatabase.execute(
+          "UPDATE pacer_frontier SET next_at = clock_timestamp() - interval '1 s'"
+              + " + "
+              + order++
+              + " * interval '1 ms' WHERE job = '"
+              + job
+              + "' AND host = '"
+              + h
+              + "'");
     }
   }
 
@@ -107,8 +118,12 @@ class FrontierStoreTest {
       // Every host has had its turn; the next is the first host's, a second after its first, and no
       // item is leased for it.
       TimedIdle idle = timedIdleClaim(clock);
-      assertThat(idle.claim().wake()).hasValueSatisfying(w -> assertThat(w)
-          .isLessThanOrEqualTo(Duration.ofSeconds(1).minus(FrontierStore.HORIZON.dividedBy(2))));
+      assertThat(idle.claim().wake())
+          .hasValueSatisfying(
+              w ->
+                  assertThat(w)
+                      .isLessThanOrEqualTo(
+                          Duration.ofSeconds(1).minus(FrontierStore.HORIZON.dividedBy(2))));
       idle.assertWakesHalfTheHorizonBefore(cursorMicros(clock, hosts.get(0)));
     }
     assertThat(store.items().counts(job).leased()).isEqualTo(6);
@@ -125,8 +140,8 @@ class FrontierStoreTest {
       assertThat(idle.claim().held()).isFalse();
       Duration wake = idle.claim().wake().orElseThrow();
       // Half the horizon before the next turn, within the interval of the first.
-      assertThat(wake).isLessThanOrEqualTo(
-          Duration.ofMillis(200).minus(FrontierStore.HORIZON.dividedBy(2)));
+      assertThat(wake)
+          .isLessThanOrEqualTo(Duration.ofMillis(200).minus(FrontierStore.HORIZON.dividedBy(2)));
       idle.assertWakesHalfTheHorizonBefore(first);
       Thread.sleep(wake.toMillis() + 1);
       Claim.Claimed second = claimed();
@@ -151,7 +166,8 @@ class FrontierStoreTest {
     void assertWakesHalfTheHorizonBefore(long turnMicros) {
       long wakeAt = turnMicros - FrontierStore.HORIZON.toNanos() / 2000;
       assertThat(claim.wake().orElseThrow().toNanos() / 1000)
-          .as("wake (us), half the horizon before the turn at %d, claimed between %d and %d",
+          .as(
+              "wake (us), half the horizon before the turn at %d, claimed between %d and %d",
               turnMicros, beforeMicros, afterMicros)
           .isBetween(Math.max(0, wakeAt - afterMicros), Math.max(0, wakeAt - beforeMicros));
     }
@@ -171,8 +187,9 @@ class FrontierStoreTest {
   }
 
   private static long databaseMicros(Connection c) throws Exception {
-    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery(
-        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
+    try (Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
       r.next();
       return r.getLong(1);
     }
@@ -181,8 +198,12 @@ class FrontierStoreTest {
   /** In whole microseconds: seconds since 1970 as a double keep only about a quarter of one. */
   private static long cursorMicros(Connection c, String host) throws Exception {
     try (Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT (extract(epoch FROM next_at) * 1000000)::bigint"
-            + " FROM pacer_cursor WHERE name = '" + host + "'")) {
+        ResultSet r =
+            s.executeQuery(
+                "SELECT (extract(epoch FROM next_at) * 1000000)::bigint"
+                    + " FROM pacer_cursor WHERE name = '"
+                    + host
+                    + "'")) {
       r.next();
       return r.getLong(1);
     }
@@ -197,9 +218,12 @@ class FrontierStoreTest {
     items.put(other, 2);
     plan(items, 50.0, 10);
     // What PostgresCursor.pause writes for a Retry-After of 30 s.
-    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
-        + " VALUES ('" + paused + "', clock_timestamp() + interval '30 s', clock_timestamp(),"
-        + " clock_timestamp() + interval '30 s')");
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+            + " VALUES ('"
+            + paused
+            + "', clock_timestamp() + interval '30 s', clock_timestamp(),"
+            + " clock_timestamp() + interval '30 s')");
     String before = cursorValue(paused);
     List<String> hosts = new ArrayList<>();
     List<Class<?>> outcomes = new ArrayList<>();
@@ -211,9 +235,11 @@ class FrontierStoreTest {
         Thread.sleep(25); // one interval at 50/s
       }
     }
-    assertThat(outcomes.get(0)).as("the paused host sorts first, is refused, and sorts last after")
+    assertThat(outcomes.get(0))
+        .as("the paused host sorts first, is refused, and sorts last after")
         .isEqualTo(Claim.Refused.class);
-    assertThat(cursorValue(paused)).as("a refused claim leaves the cursor as it was")
+    assertThat(cursorValue(paused))
+        .as("a refused claim leaves the cursor as it was")
         .isEqualTo(before);
     assertThat(hosts).containsOnly(other).hasSizeGreaterThanOrEqualTo(2);
     assertThat(store.items().counts(job).leased()).isEqualTo(2);
@@ -230,7 +256,8 @@ class FrontierStoreTest {
     // A fetcher's cursor beside the claims, with the CLI's bound for so fast a host (2 min): a
     // Retry-After of 10 min (the default cap), then a reservation on the host's row outside any
     // claim, as a redirect hop or the host's robots.txt takes one.
-    try (PostgresCursor cursor = new Database(TestDatabase.jdbcUrl()).cursor(Duration.ofMinutes(2))) {
+    try (PostgresCursor cursor =
+        new Database(TestDatabase.jdbcUrl()).cursor(Duration.ofMinutes(2))) {
       assertThat(cursor.pause(paused, Duration.ofMinutes(10))).as("recorded").isTrue();
       cursor.reserve(paused, Duration.ofMillis(20));
     }
@@ -241,7 +268,9 @@ class FrontierStoreTest {
         Thread.sleep(25); // one interval at 50/s
       }
     }
-    assertThat(hosts).as("no item of the paused host is leased").containsOnly(other)
+    assertThat(hosts)
+        .as("no item of the paused host is leased")
+        .containsOnly(other)
         .hasSizeGreaterThanOrEqualTo(2);
   }
 
@@ -250,10 +279,14 @@ class FrontierStoreTest {
     String h = host("endless");
     plan(Map.of(h, 1), 1000.0, 10);
     // Another role's row: no destination can ask for a pause of more than a day.
-    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
-        + " VALUES ('" + h + "', clock_timestamp() + interval '3 days', clock_timestamp(),"
-        + " 'infinity')");
-    assertThat(claimed().turnIn()).as("3 days ahead: reset to now")
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor (name, next_at, updated_at, paused_until)"
+            + " VALUES ('"
+            + h
+            + "', clock_timestamp() + interval '3 days', clock_timestamp(),"
+            + " 'infinity')");
+    assertThat(claimed().turnIn())
+        .as("3 days ahead: reset to now")
         .isLessThanOrEqualTo(Duration.ofMillis(20));
   }
 
@@ -263,9 +296,13 @@ class FrontierStoreTest {
     plan(Map.of(h, 3), 1000.0, 10);
     TestDatabase.execute("DELETE FROM pacer_cursor WHERE name = '" + h + "'");
     assertThat(claimed().host()).as("missing row: inserted").isEqualTo(h);
-    TestDatabase.execute("UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 year'"
-        + " WHERE name = '" + h + "'");
-    TestDatabase.execute("UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = '" + job + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '1 year'"
+            + " WHERE name = '"
+            + h
+            + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_frontier SET next_at = '-infinity' WHERE job = '" + job + "'");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     PrintStream originalErr = System.err;
     System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
@@ -275,11 +312,16 @@ class FrontierStoreTest {
     } finally {
       System.setErr(originalErr);
     }
-    assertThat(reset.turnIn()).as("a year ahead: reset to now").isLessThanOrEqualTo(Duration.ofMillis(20));
-    assertThat(err.toString(StandardCharsets.UTF_8).lines()
-        .filter(l -> l.contains("WARN") && l.contains("Cursor " + h + " was 3"))
-        .filter(l -> l.contains("s ahead of the database clock (bound PT2M)")))
-        .as("the reset, told: %s", err).hasSize(1);
+    assertThat(reset.turnIn())
+        .as("a year ahead: reset to now")
+        .isLessThanOrEqualTo(Duration.ofMillis(20));
+    assertThat(
+            err.toString(StandardCharsets.UTF_8)
+                .lines()
+                .filter(l -> l.contains("WARN") && l.contains("Cursor " + h + " was 3"))
+                .filter(l -> l.contains("s ahead of the database clock (bound PT2M)")))
+        .as("the reset, told: %s", err)
+        .hasSize(1);
   }
 
   @Test
@@ -309,8 +351,10 @@ class FrontierStoreTest {
     items.put(locked, 2);
     items.put(other, 1);
     plan(items, 100.0, 10);
-    TestDatabase.execute("INSERT INTO pacer_cursor_lockout (name, reason, locked_at) VALUES ('"
-        + locked + "', 'HTTP 403 from test', clock_timestamp())");
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor_lockout (name, reason, locked_at) VALUES ('"
+            + locked
+            + "', 'HTTP 403 from test', clock_timestamp())");
     Claim first = claim();
     assertThat(first).isInstanceOf(Claim.LockedOut.class);
     assertThat(((Claim.LockedOut) first).reason()).isEqualTo("HTTP 403 from test");
@@ -342,8 +386,9 @@ class FrontierStoreTest {
     plan(Map.of(h, 2), 1000.0, 4);
     try (Connection other = TestDatabase.connect()) {
       other.setAutoCommit(false);
-      try (PreparedStatement lock = other.prepareStatement(
-          "SELECT 1 FROM pacer_frontier WHERE job = ? AND host = ? FOR UPDATE")) {
+      try (PreparedStatement lock =
+          other.prepareStatement(
+              "SELECT 1 FROM pacer_frontier WHERE job = ? AND host = ? FOR UPDATE")) {
         lock.setString(1, job);
         lock.setString(2, h);
         lock.executeQuery().close();
@@ -383,7 +428,8 @@ class FrontierStoreTest {
     // The first turn was taken after start, so its successor is less than 1 s after start.
     long interval = 1_000_000_000L;
     long elapsed = System.nanoTime() - start;
-    assertThat(soonest.wake().orElseThrow().toNanos()).as("half the horizon before the turn")
+    assertThat(soonest.wake().orElseThrow().toNanos())
+        .as("half the horizon before the turn")
         .isBetween(interval - elapsed - half, interval - half);
     Claim.Idle again = idleAs("w1/t2");
     elapsed = System.nanoTime() - start;
@@ -396,12 +442,18 @@ class FrontierStoreTest {
     assertThat(rest.held()).isFalse();
     assertThat(rest.contended()).isFalse();
     long horizon = FrontierStore.HORIZON.toNanos();
-    assertThat(rest.wake().orElseThrow().toNanos()).as("a horizon after the soonest turn")
+    assertThat(rest.wake().orElseThrow().toNanos())
+        .as("a horizon after the soonest turn")
         .isBetween(interval - elapsed + horizon, interval + horizon);
     assertThat(awaited()).containsExactlyInAnyOrder(first, second);
 
-    TestDatabase.execute("UPDATE pacer_frontier SET next_at = next_at + interval '1 second'"
-        + " WHERE job = '" + job + "' AND host = '" + first + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_frontier SET next_at = next_at + interval '1 second'"
+            + " WHERE job = '"
+            + job
+            + "' AND host = '"
+            + first
+            + "'");
     assertThat(awaited()).as("the moved turn is awaited by no one").containsExactly(second);
     idleAs("w1/t5");
     assertThat(awaited()).containsExactlyInAnyOrder(first, second);
@@ -416,12 +468,14 @@ class FrontierStoreTest {
     String h = host("awaited");
     plan(Map.of(h, 4), 1.0, 4);
     assertThat(claimed().host()).isEqualTo(h);
-    try (Connection setUp = TestDatabase.connect(); PreparedStatement awaitSoon =
-        setUp.prepareStatement("WITH k AS (UPDATE pacer_cursor SET next_at = clock_timestamp()"
-            + " + ?::bigint * interval '1 microsecond' WHERE name = ? RETURNING next_at)"
-            + " UPDATE pacer_frontier f SET next_at = k.next_at, awaited_at = k.next_at,"
-            + " awaited_by = 'w1/t2' FROM k WHERE f.job = ? AND f.host = ?"
-            + " RETURNING (extract(epoch FROM k.next_at) * 1000000)::bigint")) {
+    try (Connection setUp = TestDatabase.connect();
+        PreparedStatement awaitSoon =
+            setUp.prepareStatement(
+                "WITH k AS (UPDATE pacer_cursor SET next_at = clock_timestamp()"
+                    + " + ?::bigint * interval '1 microsecond' WHERE name = ? RETURNING next_at)"
+                    + " UPDATE pacer_frontier f SET next_at = k.next_at, awaited_at = k.next_at,"
+                    + " awaited_by = 'w1/t2' FROM k WHERE f.job = ? AND f.host = ?"
+                    + " RETURNING (extract(epoch FROM k.next_at) * 1000000)::bigint")) {
       // A turn one horizon ahead, awaited by w1/t2: within the horizon of any claim after this.
       awaitSoon.setLong(1, FrontierStore.HORIZON.toNanos() / 1000);
       awaitSoon.setString(2, h);
@@ -463,8 +517,9 @@ class FrontierStoreTest {
   private List<String> awaited() throws Exception {
     List<String> hosts = new ArrayList<>();
     try (Connection c = TestDatabase.connect();
-        PreparedStatement s = c.prepareStatement("SELECT host FROM pacer_frontier"
-            + " WHERE job = ? AND awaited_at = next_at")) {
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT host FROM pacer_frontier" + " WHERE job = ? AND awaited_at = next_at")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -488,8 +543,8 @@ class FrontierStoreTest {
 
   /**
    * The claim's plan reads every table through an index: with 400 hosts of 25 items each, 10,000
-   * other cursor rows and 1,000 lockouts, analysed, for the plan the server makes with the values and
-   * for the generic plan a prepared statement ends up with.
+   * other cursor rows and 1,000 lockouts, analysed, for the plan the server makes with the values
+   * and for the generic plan a prepared statement ends up with.
    */
   @Test
   void theClaimsPlanHasNoSequentialScan() throws Exception {
@@ -502,23 +557,36 @@ class FrontierStoreTest {
       claimed();
     }
     // The library's tables as a database that has served 10,000 hosts holds them.
-    TestDatabase.execute("INSERT INTO pacer_cursor (name, next_at, updated_at)"
-        + " SELECT 'other-' || g || '." + job + "', now(), now() FROM generate_series(1, 10000) g");
-    TestDatabase.execute("INSERT INTO pacer_cursor_lockout (name, reason, locked_at)"
-        + " SELECT 'other-' || g || '." + job + "', 'x', now() FROM generate_series(1, 1000) g");
-    TestDatabase.execute("ANALYZE pacer_item; ANALYZE pacer_frontier; ANALYZE pacer_cursor;"
-        + " ANALYZE pacer_cursor_lockout");
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor (name, next_at, updated_at)"
+            + " SELECT 'other-' || g || '."
+            + job
+            + "', now(), now() FROM generate_series(1, 10000) g");
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor_lockout (name, reason, locked_at)"
+            + " SELECT 'other-' || g || '."
+            + job
+            + "', 'x', now() FROM generate_series(1, 1000) g");
+    TestDatabase.execute(
+        "ANALYZE pacer_item; ANALYZE pacer_frontier; ANALYZE pacer_cursor;"
+            + " ANALYZE pacer_cursor_lockout");
     try (Connection c = TestDatabase.connect()) {
       String custom = explain(c, "EXPLAIN " + FrontierStore.claim("pacer_cursor"), true);
       assertThat(custom).as(custom).doesNotContain("Seq Scan");
       String prepared = numbered(FrontierStore.claim("pacer_cursor"));
       try (Statement s = c.createStatement()) {
-        s.execute("PREPARE frontier_claim(text, bigint, bigint, text, text, text, bigint) AS "
-            + prepared);
+        s.execute(
+            "PREPARE frontier_claim(text, bigint, bigint, text, text, text, bigint) AS "
+                + prepared);
         s.execute("SET plan_cache_mode = force_generic_plan");
       }
-      String generic = explain(c, "EXPLAIN EXECUTE frontier_claim('" + job
-          + "', 20000, 120000000, 'w-explain/t1', 'w-explain', 't', 60000)", false);
+      String generic =
+          explain(
+              c,
+              "EXPLAIN EXECUTE frontier_claim('"
+                  + job
+                  + "', 20000, 120000000, 'w-explain/t1', 'w-explain', 't', 60000)",
+              false);
       assertThat(generic).as(generic).doesNotContain("Seq Scan").contains("pacer_frontier_next");
     }
   }
@@ -553,9 +621,14 @@ class FrontierStoreTest {
   }
 
   private static String cursorValue(String host) throws Exception {
-    try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT next_at::text || '/' || updated_at::text"
-            + " FROM pacer_cursor WHERE name = '" + host + "'")) {
+    try (Connection c = TestDatabase.connect();
+        Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery(
+                "SELECT next_at::text || '/' || updated_at::text"
+                    + " FROM pacer_cursor WHERE name = '"
+                    + host
+                    + "'")) {
       return r.next() ? r.getString(1) : null;
     }
   }
@@ -579,31 +652,47 @@ class FrontierStoreTest {
     assertThat(count(other, 10, 10)).as("another host's failures").hasSize(1);
     assertThat(count(failing, 10, 3)).as("13 items, 4 failed").isEmpty();
     List<FrontierStore.PassedOver> passed = count(failing, 1, 1);
-    assertThat(passed).containsExactly(new FrontierStore.PassedOver(failing,
-        "5 of its last 14 item(s) failed (bar: 5 of 500); the last: HTTP 500 from " + failing));
+    assertThat(passed)
+        .containsExactly(
+            new FrontierStore.PassedOver(
+                failing,
+                "5 of its last 14 item(s) failed (bar: 5 of 500); the last: HTTP 500 from "
+                    + failing));
     assertThat(count(failing, 1, 1)).as("passed over once").isEmpty();
 
     Map<String, Long> states = states(failing);
     assertThat(states.get("deferred")).isEqualTo(failingItem == null ? 3L : 2L);
     assertThat(states.getOrDefault("leased", 0L)).isEqualTo(failingItem == null ? 0L : 1L);
-    assertThat(store.hosts().passedOver(job, 10).top()).extracting(FrontierStore.PassedOver::host)
+    assertThat(store.hosts().passedOver(job, 10).top())
+        .extracting(FrontierStore.PassedOver::host)
         .containsExactly(failing, other);
 
     plan(Map.of(failing, 3, other, 1), 1000.0, 10);
-    assertThat(store.hosts().passedOver(job, 10).hosts()).as("cleared by the next run's plan")
+    assertThat(store.hosts().passedOver(job, 10).hosts())
+        .as("cleared by the next run's plan")
         .isZero();
   }
 
   private List<FrontierStore.PassedOver> count(String host, int items, int failures)
       throws Exception {
-    return store.frontier().countItems(job, Map.of(host, new FrontierStore.HostItems(items,
-        failures, failures > 0 ? "HTTP 500 from " + host : null)), 500, 5);
+    return store
+        .frontier()
+        .countItems(
+            job,
+            Map.of(
+                host,
+                new FrontierStore.HostItems(
+                    items, failures, failures > 0 ? "HTTP 500 from " + host : null)),
+            500,
+            5);
   }
 
   private Map<String, Long> states(String host) throws Exception {
     Map<String, Long> out = new java.util.TreeMap<>();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT state, count(*) FROM pacer_item WHERE job = ? AND host = ? GROUP BY state")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT state, count(*) FROM pacer_item WHERE job = ? AND host = ? GROUP BY state")) {
       s.setString(1, job);
       s.setString(2, host);
       try (ResultSet r = s.executeQuery()) {

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Work-state statements that committed and whose answer was lost with the connection, on a real
- * PostgreSQL behind a {@link TcpProxy} that cuts the connection when the server's ReadyForQuery
- * for the statement arrives. What a restart or a cut network can do to any statement: the work was
+ * PostgreSQL behind a {@link TcpProxy} that cuts the connection when the server's ReadyForQuery for
+ * the statement arrives. What a restart or a cut network can do to any statement: the work was
  * done, the caller does not know it, and the statement is made again.
  */
 class LostAnswerTest {
@@ -36,12 +36,23 @@ class LostAnswerTest {
     proxy = new TcpProxy(TestDatabase.port());
     // One connection, so that each call after the first runs on a reused one: the case where a
     // statement whose connection was lost quickly is made again in the same call.
-    store = WorkState.forWorker(new Database("jdbc:postgresql://127.0.0.1:" + proxy.port()
-        + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable"), 1);
+    store =
+        WorkState.forWorker(
+            new Database(
+                "jdbc:postgresql://127.0.0.1:"
+                    + proxy.port()
+                    + "/postgres?user=postgres&sslmode=disable&gssEncMode=disable"),
+            1);
     store.ensureSchema();
     job = "lost-answer-" + UUID.randomUUID().toString().substring(0, 8);
-    store.jobs().enqueue(UUID.randomUUID().toString(), job, "a", 1.0,
-        List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+    store
+        .jobs()
+        .enqueue(
+            UUID.randomUUID().toString(),
+            job,
+            "a",
+            1.0,
+            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
   }
 
   @AfterEach
@@ -53,8 +64,10 @@ class LostAnswerTest {
   /** The job's items leased now, by url. */
   private List<String> leased() throws SQLException {
     List<String> urls = new ArrayList<>();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' ORDER BY seq")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' ORDER BY seq")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -72,7 +85,8 @@ class LostAnswerTest {
     ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
 
     assertThat(proxy.answersLost()).as("the claim's answer was lost").isEqualTo(1);
-    assertThat(leased()).as("one item leased for one claim, none orphaned")
+    assertThat(leased())
+        .as("one item leased for one claim, none orphaned")
         .containsExactly(item.url());
   }
 
@@ -81,12 +95,20 @@ class LostAnswerTest {
     ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
     proxy.loseTheAnswerTo("picked AS");
 
-    ItemStore.RecordedAndClaimed made = store.items().recordAndClaim(job,
-        new ItemStore.Done(first, 200, "/x", 1), "w1", ItemStore.newLeaseToken(), 60_000);
+    ItemStore.RecordedAndClaimed made =
+        store
+            .items()
+            .recordAndClaim(
+                job,
+                new ItemStore.Done(first, 200, "/x", 1),
+                "w1",
+                ItemStore.newLeaseToken(),
+                60_000);
 
     assertThat(proxy.answersLost()).isEqualTo(1);
     assertThat(made.recorded()).as("recorded by the statement whose answer was lost").isTrue();
-    assertThat(leased()).as("one item leased for one claim")
+    assertThat(leased())
+        .as("one item leased for one claim")
         .containsExactly(made.next().orElseThrow().url());
     assertThat(store.items().counts(job).done()).isEqualTo(1);
   }
@@ -110,8 +132,8 @@ class LostAnswerTest {
     List<String> leasedByTheLostRun = leased();
     assertThat(leasedByTheLostRun).hasSize(1);
 
-    ItemStore.RecordedAndClaimed again = madeAgainOnceUp(
-        () -> store.items().recordAndClaim(job, done, "w1", token, 60_000));
+    ItemStore.RecordedAndClaimed again =
+        madeAgainOnceUp(() -> store.items().recordAndClaim(job, done, "w1", token, 60_000));
     assertThat(again.recorded()).isTrue();
     assertThat(again.next().orElseThrow().url()).isEqualTo(leasedByTheLostRun.get(0));
     assertThat(again.next().orElseThrow().token()).isEqualTo(token);
@@ -127,7 +149,8 @@ class LostAnswerTest {
 
     proxy.loseTheAnswerTo("failures = failures + 1");
     assertThat(store.items().markFailed(failed, 500, "HTTP 500", 60_000, 3))
-        .as("not 'the lease was lost'").isTrue();
+        .as("not 'the lease was lost'")
+        .isTrue();
     proxy.loseTheAnswerTo("throttles = throttles + 1");
     assertThat(store.items().markThrottled(throttled, 429, 60_000, 3)).isTrue();
     proxy.loseTheAnswerTo("state = 'pending'");
@@ -135,8 +158,10 @@ class LostAnswerTest {
 
     assertThat(proxy.answersLost()).isEqualTo(3);
     assertThat(leased()).isEmpty();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT sum(failures), sum(throttles) FROM pacer_item WHERE job = ?")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT sum(failures), sum(throttles) FROM pacer_item WHERE job = ?")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -187,19 +212,20 @@ class LostAnswerTest {
     planRobots();
     proxy.loseTheAnswerTo("UPDATE pacer_robots r SET state = 'fetching'");
 
-    RobotsStore.Work work = store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000)
-        .orElseThrow();
+    RobotsStore.Work work =
+        store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000).orElseThrow();
 
     assertThat(proxy.answersLost()).isEqualTo(1);
-    assertThat(fetchingHosts()).as("one host's robots.txt leased for one claim")
+    assertThat(fetchingHosts())
+        .as("one host's robots.txt leased for one claim")
         .containsExactly(work.host());
   }
 
   @Test
   void aRobotsTxtAttemptWhoseAnswerWasLostIsCountedOnce() throws Exception {
     planRobots();
-    RobotsStore.Work work = store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000)
-        .orElseThrow();
+    RobotsStore.Work work =
+        store.robots().claim(job, "w1", UUID.randomUUID().toString(), 60_000).orElseThrow();
     proxy.loseTheAnswerTo("verdict = $2"); // the driver numbers the parameters
 
     store.robots().retry(work, "HTTP 500", java.time.Duration.ofMinutes(1));
@@ -225,8 +251,10 @@ class LostAnswerTest {
 
   private List<String> fetchingHosts() throws SQLException {
     List<String> hosts = new ArrayList<>();
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(
-        "SELECT host FROM pacer_robots WHERE job = ? AND state = 'fetching' ORDER BY host")) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT host FROM pacer_robots WHERE job = ? AND state = 'fetching' ORDER BY host")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -239,8 +267,16 @@ class LostAnswerTest {
 
   @Test
   void aTripAcknowledgedWhoseAnswerWasLostIsAnsweredAsAcknowledged() throws Exception {
-    long id = store.trips().recordTrip(UUID.randomUUID().toString(), job,
-        dev.pacer.cli.model.HaltReason.DESTINATION_LOCKOUT, "403 x 3", "host", 1);
+    long id =
+        store
+            .trips()
+            .recordTrip(
+                UUID.randomUUID().toString(),
+                job,
+                dev.pacer.cli.model.HaltReason.DESTINATION_LOCKOUT,
+                "403 x 3",
+                "host",
+                1);
     proxy.loseTheAnswerTo("ack_note = $");
 
     assertThat(store.trips().ackTrip(id, "spoke to them")).as("not 'no open trip'").isPresent();
@@ -254,13 +290,16 @@ class LostAnswerTest {
     log.sampleClock();
     proxy.loseTheAnswerTo("INSERT INTO pacer_request");
     long now = System.currentTimeMillis() * 1000;
-    List<RequestLog.Sent> sent = List.of(new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
-        new RequestLog.Sent("a", job, "w1", now + 100_000, 0, 0, 200));
+    List<RequestLog.Sent> sent =
+        List.of(
+            new RequestLog.Sent("a", job, "w1", now, 0, 0, 200),
+            new RequestLog.Sent("a", job, "w1", now + 100_000, 0, 0, 200));
     UUID batch = UUID.randomUUID();
     log.append(batch, sent);
     assertThat(proxy.answersLost()).isEqualTo(1);
     assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?"))
-        .as("each request logged once").isEqualTo(2);
+        .as("each request logged once")
+        .isEqualTo(2);
     log.append(batch, sent); // as the worker's next flush would, had the call failed
     assertThat(count("SELECT count(*) FROM pacer_request WHERE job = ?")).isEqualTo(2);
   }
@@ -269,15 +308,23 @@ class LostAnswerTest {
   void hostItemsWhoseCountWasLostAreNotCountedAgain() throws Exception {
     job = job + "-bar";
     String host = "a." + job + ".test";
-    store.jobs().enqueue(UUID.randomUUID().toString(), job, "per-host", 10,
-        List.of("http://" + host + "/1"));
+    store
+        .jobs()
+        .enqueue(
+            UUID.randomUUID().toString(), job, "per-host", 10, List.of("http://" + host + "/1"));
     store.frontier().plan(job, Map.of(host, new FrontierStore.HostCeiling(10, 4)));
     proxy.loseTheAnswerTo("bar_items = CASE"); // in a transaction: lost with its commit's answer
-    SQLException failure = failureOf(() -> store.frontier().countItems(job,
-        Map.of(host, new FrontierStore.HostItems(3, 1, "HTTP 500")), 20, 10));
+    SQLException failure =
+        failureOf(
+            () ->
+                store
+                    .frontier()
+                    .countItems(
+                        job, Map.of(host, new FrontierStore.HostItems(3, 1, "HTTP 500")), 20, 10));
     assertThat(proxy.answersLost()).isEqualTo(1);
     assertThat(count("SELECT bar_items FROM pacer_frontier WHERE job = ?"))
-        .as("each item counted once").isEqualTo(3);
+        .as("each item counted once")
+        .isEqualTo(3);
     assertOutcomeUnknown(failure);
   }
 
@@ -301,7 +348,8 @@ class LostAnswerTest {
   }
 
   private long count(String sql) throws SQLException {
-    try (Connection c = TestDatabase.connect(); PreparedStatement s = c.prepareStatement(sql)) {
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s = c.prepareStatement(sql)) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -317,9 +365,9 @@ class LostAnswerTest {
   }
 
   /**
-   * Makes {@code call} once the outage policy lets an attempt through, as a worker does: a
-   * boundary lets one attempt through, and another user of the policy may take it first, in which
-   * case the call is refused and made again at the next boundary.
+   * Makes {@code call} once the outage policy lets an attempt through, as a worker does: a boundary
+   * lets one attempt through, and another user of the policy may take it first, in which case the
+   * call is refused and made again at the next boundary.
    */
   private <T> T madeAgainOnceUp(StoreCall<T> call) throws Exception {
     long deadline = System.nanoTime() + 20_000_000_000L;

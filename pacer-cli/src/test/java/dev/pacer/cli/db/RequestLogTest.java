@@ -65,31 +65,35 @@ class RequestLogTest {
     assertThat(door.busiestOneSecondWindow()).isEqualTo(8);
     assertThat(door.latenessMaxMillis()).isEqualTo(5.0);
     assertThat(log.duringJob("b", destination).requests())
-        .as("during job b (one instant): only what was sent at that instant").isEqualTo(1);
+        .as("during job b (one instant): only what was sent at that instant")
+        .isEqualTo(1);
     assertThat(log.duringJob("a", destination).requests()).isEqualTo(15);
   }
 
   /**
-   * On a worker's store, whose sessions commit asynchronously, an append still commits durably:
-   * a trigger on the log, in a database of the test's own, notes the setting its transaction ran
+   * On a worker's store, whose sessions commit asynchronously, an append still commits durably: a
+   * trigger on the log, in a database of the test's own, notes the setting its transaction ran
    * with.
    */
   @Test
   void anAppendOnAWorkersAsynchronousStoreCommitsDurably() throws Exception {
     String name = "request_log_" + ProcessHandle.current().pid() + "_" + UNIQUE.incrementAndGet();
     TestDatabase.execute("CREATE DATABASE " + name);
-    try (WorkState worker = WorkState.forWorker(
-        new Database(TestDatabase.postgres().getJdbcUrl("postgres", name)), 1)) {
+    try (WorkState worker =
+        WorkState.forWorker(
+            new Database(TestDatabase.postgres().getJdbcUrl("postgres", name)), 1)) {
       worker.ensureSchema();
-      try (Connection c = DriverManager.getConnection(
-              TestDatabase.postgres().getJdbcUrl("postgres", name));
+      try (Connection c =
+              DriverManager.getConnection(TestDatabase.postgres().getJdbcUrl("postgres", name));
           Statement s = c.createStatement()) {
         s.execute("CREATE TABLE commit_mode_seen (setting text)");
-        s.execute("CREATE FUNCTION note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS"
-            + " $$BEGIN INSERT INTO commit_mode_seen"
-            + " VALUES (current_setting('synchronous_commit')); RETURN NULL; END$$");
-        s.execute("CREATE TRIGGER note_commit_mode AFTER INSERT ON pacer_request"
-            + " FOR EACH STATEMENT EXECUTE FUNCTION note_commit_mode()");
+        s.execute(
+            "CREATE FUNCTION note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS"
+                + " $$BEGIN INSERT INTO commit_mode_seen"
+                + " VALUES (current_setting('synchronous_commit')); RETURN NULL; END$$");
+        s.execute(
+            "CREATE TRIGGER note_commit_mode AFTER INSERT ON pacer_request"
+                + " FOR EACH STATEMENT EXECUTE FUNCTION note_commit_mode()");
         worker.requestLog().append(UUID.randomUUID(), List.of(sent("a", 0, 0)));
         List<String> seen = new ArrayList<>();
         try (ResultSet r = s.executeQuery("SELECT setting FROM commit_mode_seen")) {

@@ -22,12 +22,15 @@ class ServerCertificateTest {
 
     assertThat(certificate.getSubjectAlternativeNames())
         .containsExactly(List.of(7, "127.0.0.1"), List.of(2, "localhost"));
-    assertThat(certificate.getSubjectX500Principal()).isEqualTo(certificate.getIssuerX500Principal());
+    assertThat(certificate.getSubjectX500Principal())
+        .isEqualTo(certificate.getIssuerX500Principal());
     certificate.verify(certificate.getPublicKey());
     assertThat(certificate.getNotBefore().toInstant()).isEqualTo(now.minus(Duration.ofDays(1)));
-    assertThat(certificate.getNotAfter().toInstant()).isEqualTo(Instant.parse("9999-12-31T23:59:59Z"));
+    assertThat(certificate.getNotAfter().toInstant())
+        .isEqualTo(Instant.parse("9999-12-31T23:59:59Z"));
     assertThat(certificate.getSigAlgName()).isEqualTo("SHA256withECDSA");
-    assertThat(pem.privateKey()).startsWith("-----BEGIN PRIVATE KEY-----\n")
+    assertThat(pem.privateKey())
+        .startsWith("-----BEGIN PRIVATE KEY-----\n")
         .endsWith("-----END PRIVATE KEY-----\n");
   }
 
@@ -41,7 +44,8 @@ class ServerCertificateTest {
   }
 
   private static X509Certificate parse(String pem) throws Exception {
-    return (X509Certificate) CertificateFactory.getInstance("X.509")
-        .generateCertificate(new ByteArrayInputStream(pem.getBytes(StandardCharsets.US_ASCII)));
+    return (X509Certificate)
+        CertificateFactory.getInstance("X.509")
+            .generateCertificate(new ByteArrayInputStream(pem.getBytes(StandardCharsets.US_ASCII)));
   }
 }

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
 class StoreConnectionTest {
 
   private static int backendPid(java.sql.Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT pg_backend_pid()")) {
+    try (Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT pg_backend_pid()")) {
       r.next();
       return r.getInt(1);
     }
@@ -40,14 +41,18 @@ class StoreConnectionTest {
     try {
       List<Future<Integer>> pids = new java.util.ArrayList<>();
       for (int i = 0; i < calls; i++) {
-        pids.add(threads.submit(() -> store.call(c -> {
-          try {
-            together.await(20, TimeUnit.SECONDS);
-          } catch (Exception e) {
-            throw new SQLException("the calls did not run at once: " + e);
-          }
-          return backendPid(c);
-        })));
+        pids.add(
+            threads.submit(
+                () ->
+                    store.call(
+                        c -> {
+                          try {
+                            together.await(20, TimeUnit.SECONDS);
+                          } catch (Exception e) {
+                            throw new SQLException("the calls did not run at once: " + e);
+                          }
+                          return backendPid(c);
+                        })));
       }
       Set<Integer> distinct = new HashSet<>();
       for (Future<Integer> pid : pids) {
@@ -80,19 +85,22 @@ class StoreConnectionTest {
       store.openAll();
       assertThat(database.connectionAttempts() - before).isEqualTo(size);
       store.openAll();
-      assertThat(database.connectionAttempts() - before).as("a second openAll opens none")
+      assertThat(database.connectionAttempts() - before)
+          .as("a second openAll opens none")
           .isEqualTo(size);
 
       assertThat(backendsOfCallsAtOnce(store, size)).hasSize(size);
       assertThat(database.connectionAttempts() - before)
-          .as("the overlapping calls ran on the connections opened before them").isEqualTo(size);
+          .as("the overlapping calls ran on the connections opened before them")
+          .isEqualTo(size);
     } finally {
       store.close();
     }
   }
 
   private static String synchronousCommit(java.sql.Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SHOW synchronous_commit")) {
+    try (Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SHOW synchronous_commit")) {
       r.next();
       return r.getString(1);
     }
@@ -105,7 +113,8 @@ class StoreConnectionTest {
       assertThat(store.call(StoreConnectionTest::synchronousCommit)).isEqualTo("off");
       assertThat(store.durableTransaction(StoreConnectionTest::synchronousCommit)).isEqualTo("on");
       assertThat(store.call(StoreConnectionTest::synchronousCommit))
-          .as("the durable transaction's setting ends with it").isEqualTo("off");
+          .as("the durable transaction's setting ends with it")
+          .isEqualTo("off");
       assertThat(store.<Boolean>call(c -> c.getAutoCommit())).isTrue();
     } finally {
       store.close();
@@ -135,19 +144,29 @@ class StoreConnectionTest {
     ExecutorService thread = Executors.newSingleThreadExecutor();
     AtomicInteger attempts = new AtomicInteger();
     try {
-      Future<Integer> busy = thread.submit(() -> store.call(c -> {
-        holding.countDown();
-        try {
-          release.await(20, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        return 1;
-      }));
+      Future<Integer> busy =
+          thread.submit(
+              () ->
+                  store.call(
+                      c -> {
+                        holding.countDown();
+                        try {
+                          release.await(20, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                          Thread.currentThread().interrupt();
+                        }
+                        return 1;
+                      }));
       assertThat(holding.await(20, TimeUnit.SECONDS)).isTrue();
-      assertThatThrownBy(() -> database.outagePolicy().open(() -> {
-        throw new SQLException("connection lost (test)", "08006");
-      })).isInstanceOf(SQLException.class);
+      assertThatThrownBy(
+              () ->
+                  database
+                      .outagePolicy()
+                      .open(
+                          () -> {
+                            throw new SQLException("connection lost (test)", "08006");
+                          }))
+          .isInstanceOf(SQLException.class);
       long started = System.nanoTime();
       assertThatThrownBy(() -> store.call(c -> attempts.incrementAndGet()))
           .isInstanceOf(SQLException.class)

@@ -58,8 +58,11 @@ class WorkStateTest {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
     assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
-    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
-        + " WHERE job = '" + job + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+            + " WHERE job = '"
+            + job
+            + "'");
     ItemStore.Item taken = store.items().claim(job, "w2", 60_000).orElseThrow();
     assertThat(taken.url()).isEqualTo(first.url());
     assertThat(taken.token()).isNotEqualTo(first.token());
@@ -78,11 +81,21 @@ class WorkStateTest {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1", "http://a/2"));
     ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();
     // Its lease has run out, so a claim could take it again: not the one that records it.
-    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
-        + " WHERE job = '" + job + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+            + " WHERE job = '"
+            + job
+            + "'");
 
-    ItemStore.RecordedAndClaimed both = store.items().recordAndClaim(job,
-        new ItemStore.Done(first, 200, "/1", 10), "w1", ItemStore.newLeaseToken(), 60_000);
+    ItemStore.RecordedAndClaimed both =
+        store
+            .items()
+            .recordAndClaim(
+                job,
+                new ItemStore.Done(first, 200, "/1", 10),
+                "w1",
+                ItemStore.newLeaseToken(),
+                60_000);
     assertThat(both.recorded()).isTrue();
     ItemStore.Item second = both.next().orElseThrow();
     assertThat(second.url()).isEqualTo("http://a/2");
@@ -90,14 +103,28 @@ class WorkStateTest {
 
     // Recorded already by its own lease (a record made again, its answer lost): answered as
     // recorded, and counted once; nothing left to claim.
-    ItemStore.RecordedAndClaimed again = store.items().recordAndClaim(job,
-        new ItemStore.Done(first, 200, "/1", 10), "w1", ItemStore.newLeaseToken(), 60_000);
+    ItemStore.RecordedAndClaimed again =
+        store
+            .items()
+            .recordAndClaim(
+                job,
+                new ItemStore.Done(first, 200, "/1", 10),
+                "w1",
+                ItemStore.newLeaseToken(),
+                60_000);
     assertThat(again.recorded()).isTrue();
     assertThat(again.next()).isEmpty();
     assertThat(store.items().counts(job).done()).isEqualTo(1);
 
-    assertThat(store.items().recordAndClaim(job, new ItemStore.Done(second, 200, "/2", 10), "w1",
-        ItemStore.newLeaseToken(), 60_000))
+    assertThat(
+            store
+                .items()
+                .recordAndClaim(
+                    job,
+                    new ItemStore.Done(second, 200, "/2", 10),
+                    "w1",
+                    ItemStore.newLeaseToken(),
+                    60_000))
         .isEqualTo(new ItemStore.RecordedAndClaimed(true, java.util.Optional.empty()));
     ItemStore.Counts counts = store.items().counts(job);
     assertThat(counts.done()).isEqualTo(2);
@@ -123,8 +150,9 @@ class WorkStateTest {
       // The first fetched item's row, locked by another transaction, holds the first caller's
       // statement, and with it the lane, while the others queue behind it one by one.
       holder.setAutoCommit(false);
-      try (java.sql.PreparedStatement lock = holder.prepareStatement(
-          "SELECT 1 FROM pacer_item WHERE job = ? AND url_key = ? FOR UPDATE")) {
+      try (java.sql.PreparedStatement lock =
+          holder.prepareStatement(
+              "SELECT 1 FROM pacer_item WHERE job = ? AND url_key = ? FOR UPDATE")) {
         lock.setString(1, job);
         lock.setString(2, fetched.get(0).key());
         lock.executeQuery().close();
@@ -133,19 +161,25 @@ class WorkStateTest {
           new java.util.ArrayList<>();
       for (int i = 0; i < callers; i++) {
         ItemStore.Done done = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
-        answers.add(threads.submit(() -> store.items().recordAndClaim(job, done, "w1",
-            ItemStore.newLeaseToken(), 60_000)));
+        answers.add(
+            threads.submit(
+                () ->
+                    store
+                        .items()
+                        .recordAndClaim(job, done, "w1", ItemStore.newLeaseToken(), 60_000)));
         int queued = i;
-        awaitTrue(() -> queued == 0 ? blockedOnALock(holder) : store.items().queuedCalls() == queued);
+        awaitTrue(
+            () -> queued == 0 ? blockedOnALock(holder) : store.items().queuedCalls() == queued);
       }
       holder.commit();
       java.util.Set<String> tokens = new java.util.HashSet<>();
       for (int i = 0; i < callers; i++) {
-        ItemStore.RecordedAndClaimed answer = answers.get(i).get(20,
-            java.util.concurrent.TimeUnit.SECONDS);
+        ItemStore.RecordedAndClaimed answer =
+            answers.get(i).get(20, java.util.concurrent.TimeUnit.SECONDS);
         assertThat(answer.recorded()).as("caller %d's record", i).isTrue();
         ItemStore.Item next = answer.next().orElseThrow();
-        assertThat(next.url()).as("caller %d's claim, in the order the callers queued", i)
+        assertThat(next.url())
+            .as("caller %d's claim, in the order the callers queued", i)
             .isEqualTo("http://a/" + (callers + i));
         tokens.add(next.token());
       }
@@ -161,17 +195,22 @@ class WorkStateTest {
     assertThat(counts.leased()).isEqualTo(callers);
     for (int i = 0; i < callers; i++) {
       ItemStore.Done again = new ItemStore.Done(fetched.get(i), 200, "/" + i, i);
-      assertThat(store.items().markDone(again)).as("made again, answered as made, item %d", i)
+      assertThat(store.items().markDone(again))
+          .as("made again, answered as made, item %d", i)
           .isTrue();
     }
     assertThat(store.items().counts(job).done()).as("each recorded once").isEqualTo(callers);
   }
 
-  /** Whether a statement of another session is waiting for a lock {@code holder}'s session holds. */
+  /**
+   * Whether a statement of another session is waiting for a lock {@code holder}'s session holds.
+   */
   private static boolean blockedOnALock(java.sql.Connection holder) throws Exception {
     try (java.sql.Statement s = holder.createStatement();
-        java.sql.ResultSet r = s.executeQuery("SELECT count(*) FROM pg_stat_activity"
-            + " WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))")) {
+        java.sql.ResultSet r =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_stat_activity"
+                    + " WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))")) {
       r.next();
       return r.getLong(1) > 0;
     }
@@ -191,13 +230,16 @@ class WorkStateTest {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/2"));
     ItemStore.Item kept = store.items().claim(job, "w1", 60_000).orElseThrow();
     ItemStore.Item lost = store.items().claim(job, "w1", 60_000).orElseThrow();
-    TestDatabase.execute("UPDATE pacer_item SET lease_until = now() - interval '1 second'"
-        + " WHERE job = '" + job + "'");
+    TestDatabase.execute(
+        "UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+            + " WHERE job = '"
+            + job
+            + "'");
     // Only claims a thread still works on are extended; one whose answer was lost lapses.
     assertThat(store.items().extendLeases("w1", List.of(kept.token()), 60_000)).isEqualTo(1);
     assertThat(store.items().extendLeases("w2", List.of(kept.token()), 60_000)).isZero();
-    assertThat(store.items().claim(job, "w2", 60_000)).hasValueSatisfying(
-        item -> assertThat(item.url()).isEqualTo(lost.url()));
+    assertThat(store.items().claim(job, "w2", 60_000))
+        .hasValueSatisfying(item -> assertThat(item.url()).isEqualTo(lost.url()));
     assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
   }
 
@@ -239,10 +281,14 @@ class WorkStateTest {
   void aFailureIsKeptWithoutTheCredentialsOfAUrlItsMessageNames() throws Exception {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
     ItemStore.Item item = store.items().claim(job, "w1", 60_000).orElseThrow();
-    assertThat(store.items().markFailed(item, 404, "HTTP 404 from https://user:Pw-in-redirect@b/x",
-        0, 2)).isTrue();
-    try (java.sql.Connection c = TestDatabase.connect(); java.sql.PreparedStatement s =
-        c.prepareStatement("SELECT last_error FROM pacer_item WHERE job = ?")) {
+    assertThat(
+            store
+                .items()
+                .markFailed(item, 404, "HTTP 404 from https://user:Pw-in-redirect@b/x", 0, 2))
+        .isTrue();
+    try (java.sql.Connection c = TestDatabase.connect();
+        java.sql.PreparedStatement s =
+            c.prepareStatement("SELECT last_error FROM pacer_item WHERE job = ?")) {
       s.setString(1, job);
       try (java.sql.ResultSet r = s.executeQuery()) {
         r.next();
@@ -275,14 +321,18 @@ class WorkStateTest {
 
   @Test
   void tripsStayOpenUntilAcknowledged() throws Exception {
-    long id = store.trips().recordTrip(fresh(), job, HaltReason.RSS,
-        "resident memory 3000 MiB above 2048 MiB", "h", 42);
+    long id =
+        store
+            .trips()
+            .recordTrip(
+                fresh(), job, HaltReason.RSS, "resident memory 3000 MiB above 2048 MiB", "h", 42);
     Optional<TripStore.Trip> open = store.trips().openTrip(job);
     assertThat(open).hasValueSatisfying(t -> assertThat(t.id()).isEqualTo(id));
     assertThat(store.trips().ackTrip(id, "raised the ceiling")).isPresent();
     assertThat(store.trips().ackTrip(id, "again")).isEmpty();
     assertThat(store.trips().openTrip(job)).isEmpty();
-    assertThat(store.trips().trips(job, false)).singleElement()
+    assertThat(store.trips().trips(job, false))
+        .singleElement()
         .satisfies(t -> assertThat(t.ackNote()).isEqualTo("raised the ceiling"));
   }
 }

@@ -31,8 +31,12 @@ class HostLanesPlotTest {
     }
     burst.add(new DemoServer.Arrival(4_900_000_000L, "1", 200));
     Path png = dir.resolve("lanes.png");
-    HostLanesPlot.write(List.of(new HostLanesPlot.Lane("127.0.0.2", 2, paced),
-        new HostLanesPlot.Lane("127.0.0.3", 2, burst)), "test", png);
+    HostLanesPlot.write(
+        List.of(
+            new HostLanesPlot.Lane("127.0.0.2", 2, paced),
+            new HostLanesPlot.Lane("127.0.0.3", 2, burst)),
+        "test",
+        png);
 
     BufferedImage image = ImageIO.read(png.toFile());
     assertThat(image.getWidth()).isEqualTo(HostLanesPlot.WIDTH);
@@ -44,7 +48,8 @@ class HostLanesPlotTest {
     assertThat(red(image, 1, lane, 0, plotW * 2 / 5 - 2)).as("red before the burst").isZero();
     assertThat(red(image, 1, lane, plotW * 3 / 5 + 2, plotW)).as("red after the burst").isZero();
     assertThat(red(image, 1, lane, plotW * 2 / 5 + 2, plotW * 3 / 5 - 2))
-        .as("red in the burst's second").isGreaterThan(200);
+        .as("red in the burst's second")
+        .isGreaterThan(200);
     assertThat(HostLanesPlot.cell(0, 2)).isEqualTo(HostLanesPlot.EMPTY);
     assertThat(HostLanesPlot.cell(3, 2)).isNotEqualTo(HostLanesPlot.OVER);
     assertThat(HostLanesPlot.cell(4, 2)).isEqualTo(HostLanesPlot.OVER);
@@ -53,7 +58,9 @@ class HostLanesPlotTest {
   /** Pixels of the ceiling's red in lane {@code index}, between x offsets in the plot. */
   private static int red(BufferedImage image, int index, int lane, int fromX, int toX) {
     int count = 0;
-    for (int y = HostLanesPlot.TOP + index * lane; y < HostLanesPlot.TOP + (index + 1) * lane; y++) {
+    for (int y = HostLanesPlot.TOP + index * lane;
+        y < HostLanesPlot.TOP + (index + 1) * lane;
+        y++) {
       for (int x = HostLanesPlot.LEFT + fromX; x < HostLanesPlot.LEFT + toX; x++) {
         if (image.getRGB(x, y) == HostLanesPlot.OVER.getRGB()) {
           count++;

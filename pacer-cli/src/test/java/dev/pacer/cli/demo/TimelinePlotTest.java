@@ -19,8 +19,9 @@ class TimelinePlotTest {
     System.setProperty("java.awt.headless", "true");
     List<DemoServer.Arrival> arrivals = new ArrayList<>();
     for (int i = 0; i < 60; i++) {
-      arrivals.add(new DemoServer.Arrival(i * 100_000_000L, i % 2 == 0 ? "101" : "102",
-          i % 10 == 0 ? 429 : 200));
+      arrivals.add(
+          new DemoServer.Arrival(
+              i * 100_000_000L, i % 2 == 0 ? "101" : "102", i % 10 == 0 ? 429 : 200));
     }
     Path png = dir.resolve("timeline.png");
     TimelinePlot.write(arrivals, 7.0, "test", png);
@@ -37,7 +38,8 @@ class TimelinePlotTest {
       }
     }
     assertThat(ceilingPixels).as("pixels of the dashed ceiling line").isGreaterThan(300);
-    assertThat(TimelinePlot.perSecond(arrivals, 0, 6, a -> true)).containsExactly(10, 10, 10, 10, 10, 10);
+    assertThat(TimelinePlot.perSecond(arrivals, 0, 6, a -> true))
+        .containsExactly(10, 10, 10, 10, 10, 10);
     assertThat(TimelinePlot.perSecond(arrivals, 0, 6, a -> a.status() == 429)).containsOnly(1);
   }
 }

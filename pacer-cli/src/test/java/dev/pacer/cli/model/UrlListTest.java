@@ -17,9 +17,10 @@ class UrlListTest {
   @Test
   void keepsHttpAndHttpsUrlsInOrderAndNamesTheirHosts() throws Exception {
     // A duplicate stays in the list (it is never held in memory whole); the job keeps it once.
-    UrlList list = read("# urls\nhttps://A.example/1\n\n  http://b.example/2  \nhttps://A.example/1\n");
-    assertThat(list.urls()).containsExactly("https://A.example/1", "http://b.example/2",
-        "https://A.example/1");
+    UrlList list =
+        read("# urls\nhttps://A.example/1\n\n  http://b.example/2  \nhttps://A.example/1\n");
+    assertThat(list.urls())
+        .containsExactly("https://A.example/1", "http://b.example/2", "https://A.example/1");
     assertThat(list.urls()).as("read again from the start").hasSize(3);
     assertThat(list.count()).isEqualTo(3);
     assertThat(list.hosts()).containsExactly("a.example", "b.example");
@@ -29,14 +30,20 @@ class UrlListTest {
   @Test
   void reportsEachBadLineWithItsNumberAndSkipsIt() throws Exception {
     String longLine = "http://x.example/" + "a".repeat(UrlList.MAX_URL_LENGTH);
-    UrlList list = read("http://ok.example/\nftp://x/y\nhttp://\nmailto:a@b\n" + longLine
-        + "\nhttp://bad host/\nhttp://x.example/\u0001\n");
+    UrlList list =
+        read(
+            "http://ok.example/\nftp://x/y\nhttp://\nmailto:a@b\n"
+                + longLine
+                + "\nhttp://bad host/\nhttp://x.example/\u0001\n");
     assertThat(list.urls()).containsExactly("http://ok.example/");
     assertThat(list.problems()).hasSize(6);
-    assertThat(list.problems().get(0)).isEqualTo("line 2: scheme ftp is not http or https: ftp://x/y");
+    assertThat(list.problems().get(0))
+        .isEqualTo("line 2: scheme ftp is not http or https: ftp://x/y");
     assertThat(list.problems().get(1)).startsWith("line 3: ");
     assertThat(list.problems().get(2)).startsWith("line 4: scheme mailto");
-    assertThat(list.problems().get(3)).startsWith("line 5: longer than 8192 characters").endsWith("...");
+    assertThat(list.problems().get(3))
+        .startsWith("line 5: longer than 8192 characters")
+        .endsWith("...");
     assertThat(list.problems().get(4)).startsWith("line 6: not a URL");
     assertThat(list.problems().get(5)).startsWith("line 7: ").contains("\\u0001");
   }
@@ -50,19 +57,34 @@ class UrlListTest {
   void skipsAUrlWithCredentialsAndNeverShowsThem() throws Exception {
     String secret = "S3cr3t-pw";
     String token = "ghp_T0ken";
-    UrlList list = read("https://ok.example/1\nhttps://user:" + secret + "@a.example/2\nhttp://"
-        + token + "@b.example:8080/3?q=1\nhttps://user:" + secret + "@c.example/a b\nftp://user:"
-        + secret + "@d.example/\nhttps://user:p@" + secret + "@e.example/\n");
+    UrlList list =
+        read(
+            "https://ok.example/1\nhttps://user:"
+                + secret
+                + "@a.example/2\nhttp://"
+                + token
+                + "@b.example:8080/3?q=1\nhttps://user:"
+                + secret
+                + "@c.example/a b\nftp://user:"
+                + secret
+                + "@d.example/\nhttps://user:p@"
+                + secret
+                + "@e.example/\n");
     assertThat(list.urls()).containsExactly("https://ok.example/1");
     assertThat(list.hosts()).containsExactly("ok.example");
     assertThat(list.problems()).hasSize(5);
-    assertThat(list.problems().get(0)).isEqualTo("line 2: has credentials before the host"
-        + " (user-info), which pacer fetch neither sends nor stores: https://***@a.example/2");
-    assertThat(list.problems().get(1)).startsWith("line 3: has credentials")
+    assertThat(list.problems().get(0))
+        .isEqualTo(
+            "line 2: has credentials before the host"
+                + " (user-info), which pacer fetch neither sends nor stores: https://***@a.example/2");
+    assertThat(list.problems().get(1))
+        .startsWith("line 3: has credentials")
         .endsWith(": http://***@b.example:8080/3?q=1");
     assertThat(list.problems().get(2)).startsWith("line 4: not a URL");
     assertThat(list.problems().get(3)).startsWith("line 5: scheme ftp");
-    assertThat(list.problems().get(4)).as("two @: no host for the URI").startsWith("line 6: no host");
+    assertThat(list.problems().get(4))
+        .as("two @: no host for the URI")
+        .startsWith("line 6: no host");
     assertThat(String.join("\n", list.problems())).doesNotContain(secret).doesNotContain(token);
   }
 
@@ -73,18 +95,31 @@ class UrlListTest {
    */
   @Test
   void refusesTheLineOfAHostDnsCannotHoldAndKeepsTheLongestItCan() throws Exception {
-    String longest = String.join(".", "a".repeat(63), "b".repeat(63), "c".repeat(63),
-        "d".repeat(61));
+    String longest =
+        String.join(".", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61));
     String longLabel = "x".repeat(64) + ".example";
-    UrlList list = read("http://" + longest + "/1\nhttp://" + longest + "e/2\nhttps://"
-        + longLabel + ":8443/3\n");
+    UrlList list =
+        read(
+            "http://"
+                + longest
+                + "/1\nhttp://"
+                + longest
+                + "e/2\nhttps://"
+                + longLabel
+                + ":8443/3\n");
     assertThat(list.urls()).containsExactly("http://" + longest + "/1");
     assertThat(list.hosts()).containsExactly(longest);
     assertThat(list.problems()).hasSize(2);
-    assertThat(list.problems().get(0)).startsWith("line 2: host is 254 characters long, more than"
-        + " the 253 a DNS name may have: http://" + longest.substring(0, 20));
-    assertThat(list.problems().get(1)).startsWith("line 3: host label " + "x".repeat(64)
-        + " is 64 characters long, more than the 63 a DNS label may have: https://xxx");
+    assertThat(list.problems().get(0))
+        .startsWith(
+            "line 2: host is 254 characters long, more than"
+                + " the 253 a DNS name may have: http://"
+                + longest.substring(0, 20));
+    assertThat(list.problems().get(1))
+        .startsWith(
+            "line 3: host label "
+                + "x".repeat(64)
+                + " is 64 characters long, more than the 63 a DNS label may have: https://xxx");
   }
 
   /** Reads as much of the input as it holds: a line of 'h's that ends only after 64 MiB. */
@@ -120,14 +155,21 @@ class UrlListTest {
 
   @Test
   void refusesBinaryNonUtf8AndEmptyInput() {
-    assertThatThrownBy(() -> UrlList.read(new ByteArrayInputStream(new byte[] {'h', 0, 'x'}), "in.bin"))
-        .isInstanceOf(BadInputException.class).hasMessageContaining("in.bin looks binary");
-    assertThatThrownBy(() -> UrlList.read(
-        new ByteArrayInputStream(new byte[] {'h', (byte) 0xc3, (byte) 0x28}), "in.txt"))
-        .isInstanceOf(BadInputException.class).hasMessageContaining("in.txt is not UTF-8");
+    assertThatThrownBy(
+            () -> UrlList.read(new ByteArrayInputStream(new byte[] {'h', 0, 'x'}), "in.bin"))
+        .isInstanceOf(BadInputException.class)
+        .hasMessageContaining("in.bin looks binary");
+    assertThatThrownBy(
+            () ->
+                UrlList.read(
+                    new ByteArrayInputStream(new byte[] {'h', (byte) 0xc3, (byte) 0x28}), "in.txt"))
+        .isInstanceOf(BadInputException.class)
+        .hasMessageContaining("in.txt is not UTF-8");
     assertThatThrownBy(() -> read("# only a comment\n\n"))
-        .isInstanceOf(BadInputException.class).hasMessageContaining("holds no usable URL");
+        .isInstanceOf(BadInputException.class)
+        .hasMessageContaining("holds no usable URL");
     assertThatThrownBy(() -> read("file:///etc/passwd\n"))
-        .isInstanceOf(BadInputException.class).hasMessageContaining("line 1: scheme file");
+        .isInstanceOf(BadInputException.class)
+        .hasMessageContaining("line 1: scheme file");
   }
 }

@@ -19,12 +19,19 @@ class EnvelopeTest {
   private final AtomicLong rss = new AtomicLong(100L << 20);
   private final AtomicLong now = new AtomicLong();
   private final AtomicInteger readings = new AtomicInteger();
-  private final Envelope envelope = new Envelope(4.0, 1024L << 20, () -> {
-    readings.incrementAndGet();
-    return load.get();
-  }, rss::get, now::get);
-  private final DestinationLimiter limiter = new LimiterRegistry(new LocalCursor())
-      .limiter(Destination.builder("envelope-test").ratePerSecond(10).build());
+  private final Envelope envelope =
+      new Envelope(
+          4.0,
+          1024L << 20,
+          () -> {
+            readings.incrementAndGet();
+            return load.get();
+          },
+          rss::get,
+          now::get);
+  private final DestinationLimiter limiter =
+      new LimiterRegistry(new LocalCursor())
+          .limiter(Destination.builder("envelope-test").ratePerSecond(10).build());
 
   @Test
   void withinEveryBarNothingIsReported() {
@@ -44,10 +51,12 @@ class EnvelopeTest {
     }
     assertThat(envelope.check(limiter)).isEmpty();
     envelope.recordOutcome(true);
-    assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo(HaltReason.FETCH_FAILURES);
-      assertThat(b.figures()).startsWith("5 of the last 500 items failed");
-    });
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(
+            b -> {
+              assertThat(b.bar()).isEqualTo(HaltReason.FETCH_FAILURES);
+              assertThat(b.figures()).startsWith("5 of the last 500 items failed");
+            });
   }
 
   @Test
@@ -65,19 +74,23 @@ class EnvelopeTest {
   @Test
   void hostLoadAboveTheCeilingHalts() {
     load.set(4.5);
-    assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD);
-      assertThat(b.figures()).contains("4.50", "4.00");
-    });
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(
+            b -> {
+              assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD);
+              assertThat(b.figures()).contains("4.50", "4.00");
+            });
   }
 
   @Test
   void residentMemoryAboveTheCeilingHalts() {
     rss.set(2048L << 20);
-    assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo(HaltReason.RSS);
-      assertThat(b.figures()).contains("2048 MiB", "1024 MiB");
-    });
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(
+            b -> {
+              assertThat(b.bar()).isEqualTo(HaltReason.RSS);
+              assertThat(b.figures()).contains("2048 MiB", "1024 MiB");
+            });
   }
 
   @Test
@@ -91,23 +104,25 @@ class EnvelopeTest {
     }
     assertThat(readings).hasValue(1);
     now.incrementAndGet();
-    assertThat(envelope.check(limiter)).hasValueSatisfying(
-        b -> assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD));
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(b -> assertThat(b.bar()).isEqualTo(HaltReason.HOST_LOAD));
     assertThat(readings).hasValue(2);
     load.set(0.5);
     now.addAndGet(Envelope.HOST_FIGURES_EVERY.toNanos());
-    assertThat(envelope.check(limiter)).hasValueSatisfying(
-        b -> assertThat(b.bar()).isEqualTo(HaltReason.RSS));
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(b -> assertThat(b.bar()).isEqualTo(HaltReason.RSS));
   }
 
   @Test
   void aLockedOutDestinationHaltsFirst() {
     load.set(99.0);
     limiter.lockOut("HTTP 403 from http://x/");
-    assertThat(envelope.check(limiter)).hasValueSatisfying(b -> {
-      assertThat(b.bar()).isEqualTo(HaltReason.DESTINATION_LOCKOUT);
-      assertThat(b.figures()).isEqualTo("HTTP 403 from http://x/");
-    });
+    assertThat(envelope.check(limiter))
+        .hasValueSatisfying(
+            b -> {
+              assertThat(b.bar()).isEqualTo(HaltReason.DESTINATION_LOCKOUT);
+              assertThat(b.figures()).isEqualTo("HTTP 403 from http://x/");
+            });
   }
 
   @Test

@@ -8,9 +8,9 @@ import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
+import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.testing.Answer;
 import dev.pacer.testing.DoorServer;
-import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,7 +30,7 @@ class HostFetchersTest {
   private final FakeTime time = new FakeTime();
   private final LocalCursor cursor = new LocalCursor(time);
   private final HostFetchers hosts =
-      new HostFetchers(settings(), cursor, sent -> { }, new LimiterCounts(), time);
+      new HostFetchers(settings(), cursor, sent -> {}, new LimiterCounts(), time);
 
   /**
    * One fetching thread, so a host's limiter has one permit: taking it waits for the request that
@@ -38,8 +38,25 @@ class HostFetchersTest {
    */
   private static RunSettings settings() {
     Destination template = Destination.builder("template").ratePerSecond(RATE).build();
-    return new RunSettings("run", "job", template, 1, Path.of("unused"), 60_000, 3, 5, 1e9,
-        Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 0, false, 0, true, false, false,
+    return new RunSettings(
+        "run",
+        "job",
+        template,
+        1,
+        Path.of("unused"),
+        60_000,
+        3,
+        5,
+        1e9,
+        Long.MAX_VALUE,
+        1 << 20,
+        Duration.ofSeconds(10),
+        0,
+        false,
+        0,
+        true,
+        false,
+        false,
         Duration.ofSeconds(30));
   }
 
@@ -55,11 +72,18 @@ class HostFetchersTest {
   void theHostsHeldStayBoundedByTheLastMinutesClaimsOverManyHosts() throws Exception {
     int perSecond = 5;
     List<Integer> held = new ArrayList<>();
-    new PerHostDriver(new LocalCursor(time)).drive("example", 2_000, perSecond,
-        Set.of(500, 1_000, 1_500, 2_000), (claimed, fetchers) -> held.add(fetchers));
+    new PerHostDriver(new LocalCursor(time))
+        .drive(
+            "example",
+            2_000,
+            perSecond,
+            Set.of(500, 1_000, 1_500, 2_000),
+            (claimed, fetchers) -> held.add(fetchers));
     // A host's turn leaves its cursor an interval (1 s) on; it goes 60 s after that.
-    assertThat(held).as("fetchers held after 500, 1,000, 1,500 and 2,000 hosts, 5 a second")
-        .hasSize(4).allSatisfy(n -> assertThat(n).isBetween(60 * perSecond, 61 * perSecond));
+    assertThat(held)
+        .as("fetchers held after 500, 1,000, 1,500 and 2,000 hosts, 5 a second")
+        .hasSize(4)
+        .allSatisfy(n -> assertThat(n).isBetween(60 * perSecond, 61 * perSecond));
   }
 
   @Test

@@ -20,8 +20,8 @@ class LimiterCountsTest {
     LimiterRegistry limiters = new LimiterRegistry(new LocalCursor(time), time);
     LimiterCounts counts = new LimiterCounts();
     limiters.addListener(counts);
-    DestinationLimiter limiter = limiters.limiter(Destination.builder("d").ratePerSecond(10)
-        .maxConcurrency(1).build());
+    DestinationLimiter limiter =
+        limiters.limiter(Destination.builder("d").ratePerSecond(10).maxConcurrency(1).build());
     for (int i = 0; i < 3; i++) {
       limiter.acquire().close();
     }
@@ -29,10 +29,11 @@ class LimiterCountsTest {
     limiter.noteAnswer(429, null, "u");
     limiter.noteAnswer(403, null, "u");
 
-    LimiterFigures figures = counts.figures(limiter.backoffMultiplier(), limiter.isDegraded(),
-        limiters.isCursorLatched());
-    assertThat(figures).isEqualTo(
-        new LimiterFigures(3, 0, 1, 200_000_000L, 100_000_000L, 1, 1, 2, false, false));
+    LimiterFigures figures =
+        counts.figures(
+            limiter.backoffMultiplier(), limiter.isDegraded(), limiters.isCursorLatched());
+    assertThat(figures)
+        .isEqualTo(new LimiterFigures(3, 0, 1, 200_000_000L, 100_000_000L, 1, 1, 2, false, false));
   }
 
   /**
@@ -45,8 +46,8 @@ class LimiterCountsTest {
     LimiterRegistry limiters = new LimiterRegistry(new LocalCursor(time), time);
     LimiterCounts counts = new LimiterCounts();
     limiters.addListener(counts);
-    DestinationLimiter d = limiters.limiter(Destination.builder("d").ratePerSecond(10)
-        .maxConcurrency(1).build());
+    DestinationLimiter d =
+        limiters.limiter(Destination.builder("d").ratePerSecond(10).maxConcurrency(1).build());
     d.acquire().close();
     takeALateTurn(time, d);
     assertThat(d.lateTurnsSkipped()).isEqualTo(1);
@@ -61,15 +62,17 @@ class LimiterCountsTest {
     assertThat(d.lateTurnsSkipped()).isEqualTo(2);
     assertThat(counts.lateTurnsSkipped()).as("taken back, counted on").isEqualTo(2);
 
-    DestinationLimiter e = limiters.limiter(Destination.builder("e").ratePerSecond(10)
-        .maxConcurrency(1).build());
+    DestinationLimiter e =
+        limiters.limiter(Destination.builder("e").ratePerSecond(10).maxConcurrency(1).build());
     e.acquire().close();
     takeALateTurn(time, e);
     assertThat(counts.lateTurnsSkipped()).as("a second limiter's added").isEqualTo(3);
     assertThat(counts.figures(1, false, false).turns()).as("turns taken").isEqualTo(6);
   }
 
-  /** A turn whose sleep ends 60 ms late, over half the 100-ms interval: given up, the next taken. */
+  /**
+   * A turn whose sleep ends 60 ms late, over half the 100-ms interval: given up, the next taken.
+   */
   private static void takeALateTurn(FakeTime time, DestinationLimiter limiter) throws Exception {
     time.duringNextSleep(() -> time.advance(Duration.ofMillis(60)));
     limiter.acquire().close();

@@ -1,9 +1,9 @@
 package dev.pacer.cli.run;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.FakeTime;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import dev.pacer.spi.Cursor;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;
@@ -31,13 +31,33 @@ public final class PerHostDriver {
   private final FakeTime time = new FakeTime();
   private final HostFetchers hosts;
 
-  /** @param shared the cursor the hosts' limiters pace and listen on, as the worker's */
+  /**
+   * @param shared the cursor the hosts' limiters pace and listen on, as the worker's
+   */
   public PerHostDriver(Cursor shared) {
     Destination template = Destination.builder("template").ratePerSecond(RATE).build();
-    RunSettings settings = new RunSettings("run", "job", template, 8, Path.of("unused"), 60_000, 3,
-        5, 1e9, Long.MAX_VALUE, 1 << 20, Duration.ofSeconds(10), 5, false, 0, true, false, false,
-        Duration.ofSeconds(30));
-    this.hosts = new HostFetchers(settings, shared, sent -> { }, new LimiterCounts(), time);
+    RunSettings settings =
+        new RunSettings(
+            "run",
+            "job",
+            template,
+            8,
+            Path.of("unused"),
+            60_000,
+            3,
+            5,
+            1e9,
+            Long.MAX_VALUE,
+            1 << 20,
+            Duration.ofSeconds(10),
+            5,
+            false,
+            0,
+            true,
+            false,
+            false,
+            Duration.ofSeconds(30));
+    this.hosts = new HostFetchers(settings, shared, sent -> {}, new LimiterCounts(), time);
   }
 
   /**
@@ -45,8 +65,9 @@ public final class PerHostDriver {
    * a second, telling {@code at} of each number of claims in {@code checkpoints} (0: before the
    * first), after that second's heartbeat if it had one.
    */
-  public void drive(String domain, int count, int perSecond, Set<Integer> checkpoints,
-      Checkpoint at) throws Exception {
+  public void drive(
+      String domain, int count, int perSecond, Set<Integer> checkpoints, Checkpoint at)
+      throws Exception {
     if (checkpoints.contains(0)) {
       at.reached(0, hosts.fetchersHeld());
     }

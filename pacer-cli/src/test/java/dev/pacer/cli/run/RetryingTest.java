@@ -14,10 +14,18 @@ class RetryingTest {
 
   private final FakeTime time = new FakeTime();
   private final AtomicBoolean stopped = new AtomicBoolean();
+
   /** The outage policy's time to its next attempt, as the test sets it. */
   private volatile Duration untilBoundary = Duration.ZERO;
-  private final Retrying retrying = new Retrying(time, Duration.ofMinutes(10), stopped::get,
-      SQLException::getMessage, () -> 1L, () -> untilBoundary);
+
+  private final Retrying retrying =
+      new Retrying(
+          time,
+          Duration.ofMinutes(10),
+          stopped::get,
+          SQLException::getMessage,
+          () -> 1L,
+          () -> untilBoundary);
 
   /** Fails {@code times} times, then answers {@code value}. */
   private static <T> Retrying.SqlCall<T> failing(int times, T value) {
@@ -48,15 +56,17 @@ class RetryingTest {
   void whileThePolicyHoldsTheDatabaseDownARetryWaitsForItsBoundary() throws Exception {
     untilBoundary = Duration.ofMillis(3700);
     AtomicInteger calls = new AtomicInteger();
-    Retrying.SqlCall<String> backAtTheBoundary = () -> {
-      if (calls.incrementAndGet() == 1) {
-        throw new SQLException("connection refused", "08001");
-      }
-      return "ok";
-    };
+    Retrying.SqlCall<String> backAtTheBoundary =
+        () -> {
+          if (calls.incrementAndGet() == 1) {
+            throw new SQLException("connection refused", "08001");
+          }
+          return "ok";
+        };
     assertThat(retrying.call("claim", backAtTheBoundary, true))
         .isEqualTo(new Retrying.Attempt.Answered<>("ok"));
-    assertThat(time.sleepsMillis()).as("to the boundary, just after its probe, not 250 ms")
+    assertThat(time.sleepsMillis())
+        .as("to the boundary, just after its probe, not 250 ms")
         .containsExactly(3800L);
   }
 
@@ -80,7 +90,8 @@ class RetryingTest {
 
   @Test
   void aRecordRefusedByItsLeaseTokenIsLeaseLostNotGaveUp() throws Exception {
-    assertThat(retrying.record("record", failing(2, false))).isEqualTo(Retrying.Recorded.LEASE_LOST);
+    assertThat(retrying.record("record", failing(2, false)))
+        .isEqualTo(Retrying.Recorded.LEASE_LOST);
     assertThat(retrying.record("record", failing(0, true))).isEqualTo(Retrying.Recorded.RECORDED);
     assertThat(time.sleepsMillis()).containsExactly(250L, 500L);
   }

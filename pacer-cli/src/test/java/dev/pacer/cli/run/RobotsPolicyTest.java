@@ -20,8 +20,8 @@ class RobotsPolicyTest {
 
   @Test
   void theGroupNamingPacerIsObeyedBeforeTheWildcard() {
-    Settlement s = settle(200, "User-agent: *\nDisallow: /\n\nUser-agent: pacer\n"
-        + "Disallow: /private/\n");
+    Settlement s =
+        settle(200, "User-agent: *\nDisallow: /\n\nUser-agent: pacer\n" + "Disallow: /private/\n");
     assertThat(s.skip().test("http://example.org/private/1")).isTrue();
     assertThat(s.skip().test("http://example.org/item/1")).isFalse();
     assertThat(s.reason()).isEqualTo(RobotsPolicy.DISALLOWED);
@@ -43,10 +43,11 @@ class RobotsPolicyTest {
       Settlement over = settle(200, "User-agent: *\nCrawl-delay: " + delay + "\n");
       assertThat(over.skip().test("http://example.org/a")).isTrue();
       assertThat(over.minInterval()).isZero();
-      assertThat(over.verdict()).isEqualTo("Crawl-delay " + delay + " s, above --max-crawl-delay"
-          + " 30 s: host skipped");
-      assertThat(over.reason()).isEqualTo("robots.txt Crawl-delay " + delay + " s is above"
-          + " --max-crawl-delay 30 s");
+      assertThat(over.verdict())
+          .isEqualTo(
+              "Crawl-delay " + delay + " s, above --max-crawl-delay" + " 30 s: host skipped");
+      assertThat(over.reason())
+          .isEqualTo("robots.txt Crawl-delay " + delay + " s is above" + " --max-crawl-delay 30 s");
     }
   }
 

@@ -8,7 +8,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** The heartbeat keeps the leases: one that stopped would let every item this worker holds lapse. */
+/**
+ * The heartbeat keeps the leases: one that stopped would let every item this worker holds lapse.
+ */
 class WorkerHeartbeatTest {
 
   @Test
@@ -16,12 +18,15 @@ class WorkerHeartbeatTest {
     ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();
     CountDownLatch beats = new CountDownLatch(3);
     try {
-      Worker.scheduleHeartbeat(executor, () -> {
-        beats.countDown();
-        if (beats.getCount() == 2) {
-          throw new OutOfMemoryError("Java heap space (simulated)");
-        }
-      }, 10);
+      Worker.scheduleHeartbeat(
+          executor,
+          () -> {
+            beats.countDown();
+            if (beats.getCount() == 2) {
+              throw new OutOfMemoryError("Java heap space (simulated)");
+            }
+          },
+          10);
       assertThat(beats.await(5, TimeUnit.SECONDS)).as("beats after the first threw").isTrue();
     } finally {
       executor.shutdownNow();

@@ -1,6 +1,5 @@
 package dev.pacer.http.fleet;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
@@ -10,6 +9,7 @@ import dev.pacer.http.okhttp.PacingInterceptor;
 import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
+import dev.pacer.spi.Cursor;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -31,10 +31,10 @@ import org.apache.hc.core5.http.io.support.ClassicRequestBuilder;
  * with Pacer's public API only (this package sees nothing of Pacer's but what it exports): its own
  * cursor and registry, one of the three clients (the JDK's through {@link PacedHttpClient}, OkHttp
  * through {@link PacingInterceptor}, Apache's through {@link PacingExecChainHandler}), warmed up
- * with the integration's documented {@code warmUp}, and one paced request to {@value
- * #OPENING_PATH} under the door's URL as the application's first. It prints READY, waits for GO on stdin, sends GETs
- * to {@code <doorUrl>/ok/<client>} for the run's length one after another, and prints {@code SENT <n> LATE <n>}: the requests sent
- * and the turns its limiter gave up as late during the run.
+ * with the integration's documented {@code warmUp}, and one paced request to {@value #OPENING_PATH}
+ * under the door's URL as the application's first. It prints READY, waits for GO on stdin, sends
+ * GETs to {@code <doorUrl>/ok/<client>} for the run's length one after another, and prints {@code
+ * SENT <n> LATE <n>}: the requests sent and the turns its limiter gave up as late during the run.
  *
  * <p>Arguments: {@code JDK|OKHTTP|APACHE shared|local jdbcUrl destination rate processes doorUrl
  * seconds}.
@@ -52,14 +52,19 @@ public final class FleetMember {
   public static void main(String[] args) throws Exception {
     String kind = args[0];
     boolean shared = args[1].equals("shared");
-    Destination destination = Destination.builder(args[3])
-        .ratePerSecond(Double.parseDouble(args[4])).maxConcurrency(1)
-        .maxFetchingProcesses(Integer.parseInt(args[5])).build();
+    Destination destination =
+        Destination.builder(args[3])
+            .ratePerSecond(Double.parseDouble(args[4]))
+            .maxConcurrency(1)
+            .maxFetchingProcesses(Integer.parseInt(args[5]))
+            .build();
     URI door = URI.create(args[6]);
     long runNanos = Duration.ofMillis(Math.round(Double.parseDouble(args[7]) * 1000)).toNanos();
 
-    Cursor cursor = shared ? new PostgresCursor(PostgresCursorConfig.forUrl(args[2]).build())
-        : new LocalCursor();
+    Cursor cursor =
+        shared
+            ? new PostgresCursor(PostgresCursorConfig.forUrl(args[2]).build())
+            : new LocalCursor();
     if (cursor instanceof PostgresCursor pg && !pg.connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to the database");
     }
@@ -69,7 +74,8 @@ public final class FleetMember {
 
     System.out.println("READY");
     System.out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     if (!"GO".equals(in.readLine())) {
       throw new IllegalStateException("expected GO");
     }
@@ -93,34 +99,45 @@ public final class FleetMember {
       throws InterruptedException {
     switch (kind) {
       case "JDK" -> {
-        PacedHttpClient client = PacedHttpClient.of(HttpClient.newBuilder()
-            .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build(),
-            limiter);
+        PacedHttpClient client =
+            PacedHttpClient.of(
+                HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(5))
+                    .build(),
+                limiter);
         client.warmUp(door);
-        return uri -> client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5))
-            .build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        return uri ->
+            client
+                .send(
+                    HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.discarding())
+                .statusCode();
       }
       case "OKHTTP" -> {
-        OkHttpClient client = new OkHttpClient.Builder()
-            .addNetworkInterceptor(PacingInterceptor.of(limiter)).build();
+        OkHttpClient client =
+            new OkHttpClient.Builder().addNetworkInterceptor(PacingInterceptor.of(limiter)).build();
         PacingInterceptor.warmUp(client, door);
         return uri -> {
-          try (Response r = client.newCall(new Request.Builder().url(uri.toURL()).build())
-              .execute()) {
+          try (Response r =
+              client.newCall(new Request.Builder().url(uri.toURL()).build()).execute()) {
             return r.code();
           }
         };
       }
       case "APACHE" -> {
-        CloseableHttpClient client = PacingExecChainHandler.of(limiter)
-            .addTo(HttpClients.custom()).build();
+        CloseableHttpClient client =
+            PacingExecChainHandler.of(limiter).addTo(HttpClients.custom()).build();
         PacingExecChainHandler.warmUp(client, door);
-        return uri -> client.execute(ClassicRequestBuilder.get(uri).build(), r -> {
-          if (r.getEntity() != null) {
-            r.getEntity().getContent().readAllBytes();
-          }
-          return r.getCode();
-        });
+        return uri ->
+            client.execute(
+                ClassicRequestBuilder.get(uri).build(),
+                r -> {
+                  if (r.getEntity() != null) {
+                    r.getEntity().getContent().readAllBytes();
+                  }
+                  return r.getCode();
+                });
       }
       default -> throw new IllegalArgumentException("no client " + kind);
     }

@@ -55,8 +55,8 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * order. {@link #addTo} puts this handler just before {@code PROTOCOL}, so it is:
  *
  * <ul>
- *   <li>after {@code REDIRECT}, which calls the rest of the chain once per hop: every hop takes
- *       its own turn (a handler before it would see a chain of redirects as one request);
+ *   <li>after {@code REDIRECT}, which calls the rest of the chain once per hop: every hop takes its
+ *       own turn (a handler before it would see a chain of redirects as one request);
  *   <li>after {@code RETRY}: a retried request is another request to the destination, and takes
  *       another turn;
  *   <li>before {@code CONNECT}, which leases the connection: a request waiting for its turn holds
@@ -68,22 +68,22 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  * Its status and {@code Retry-After} go to {@link DestinationLimiter#noteAnswer}, the
  * classification every Pacer client shares, and the response is returned as it is: a 429 reaches
  * the caller as a 429, the limiter having backed off (and with a {@code Retry-After} paused the
- * fleet); after a 403 the limiter is locked out, and every later request to the destination
- * throws {@link LockedOutException} from {@code execute} before it is sent. The client's default
- * retry strategy sends a 429 or 503 once more after its {@code Retry-After} (sleeping for it on
- * the calling thread); that retry passes through this handler and takes a turn of its own, after
- * the fleet's pause. A caller that defers throttled work itself can turn it off ({@code
+ * fleet); after a 403 the limiter is locked out, and every later request to the destination throws
+ * {@link LockedOutException} from {@code execute} before it is sent. The client's default retry
+ * strategy sends a 429 or 503 once more after its {@code Retry-After} (sleeping for it on the
+ * calling thread); that retry passes through this handler and takes a turn of its own, after the
+ * fleet's pause. A caller that defers throttled work itself can turn it off ({@code
  * disableAutomaticRetries}, or a retry strategy of its own).
  *
  * <h2>The permit</h2>
  *
- * The slot (the destination's concurrency permit) is released when the response's entity is read
- * to its end or closed ({@code EntityUtils.consume}, a response handler's end, or closing the
+ * The slot (the destination's concurrency permit) is released when the response's entity is read to
+ * its end or closed ({@code EntityUtils.consume}, a response handler's end, or closing the
  * response), which is also when the client releases the connection; the redirect handling does so
  * before it sends the next hop. An answer without an entity releases it at once, and so does a
  * request that fails, and an answer whose classification throws, after closing its connection (a
- * body read to its end would take as long as the destination likes). Interrupted while waiting
- * for its turn, the request fails with an {@link InterruptedIOException}.
+ * body read to its end would take as long as the destination likes). Interrupted while waiting for
+ * its turn, the request fails with an {@link InterruptedIOException}.
  *
  * <p>A request the {@link LimiterLookup} does not pace is sent without a turn, guarded as below.
  *
@@ -96,12 +96,12 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  *   <li>from a public host, a request whose host resolves to any internal address, or does not
  *       resolve, is refused ({@link AddressPolicy}: the exchange's host is classified once, when
  *       its first request passes this handler). The handler resolves each later request's host
- *       itself and pins the request's route to the first address it checked, so the connection
- *       goes where the check looked, without a lookup of its own; a pooled connection is reused
- *       only if it goes to that address. Through a proxy, which resolves names itself, the route
- *       is left as it is. (The connection manager's {@code DnsResolver} could do the same check,
- *       but it is asked with no context, so it cannot tell a hop from a first request, and it is
- *       the application's to set.)
+ *       itself and pins the request's route to the first address it checked, so the connection goes
+ *       where the check looked, without a lookup of its own; a pooled connection is reused only if
+ *       it goes to that address. Through a proxy, which resolves names itself, the route is left as
+ *       it is. (The connection manager's {@code DnsResolver} could do the same check, but it is
+ *       asked with no context, so it cannot tell a hop from a first request, and it is the
+ *       application's to set.)
  *   <li>to another origin than the first request's, the {@code Authorization}, {@code
  *       Proxy-Authorization} and {@code Cookie} headers the request carries are dropped (the
  *       client's own cookie store and authentication add theirs for that origin after this
@@ -115,9 +115,9 @@ import org.apache.hc.core5.http.io.entity.HttpEntityWrapper;
  *
  * <h2>A cold JVM</h2>
  *
- * Call {@link #warmUp} once, after building the client and before its first request: in a cold
- * JVM the first requests load the client's classes after their turns have begun, and requests
- * granted turns meanwhile reach the destination together (see {@link WarmUp}).
+ * Call {@link #warmUp} once, after building the client and before its first request: in a cold JVM
+ * the first requests load the client's classes after their turns have begun, and requests granted
+ * turns meanwhile reach the destination together (see {@link WarmUp}).
  */
 public final class PacingExecChainHandler implements ExecChainHandler {
 
@@ -125,11 +125,13 @@ public final class PacingExecChainHandler implements ExecChainHandler {
   public static final String NAME = "pacer";
 
   /**
-   * The context attribute that marks the warm-up's request, which this handler lets through
-   * without a turn; its value must be {@link #WARM_UP}, which no one else holds.
+   * The context attribute that marks the warm-up's request, which this handler lets through without
+   * a turn; its value must be {@link #WARM_UP}, which no one else holds.
    */
   private static final String WARM_UP_ATTRIBUTE = "dev.pacer.warm-up";
+
   private static final Object WARM_UP = new Object();
+
   /** The context attribute that keeps the exchange's {@link FirstRequest}. */
   private static final String FIRST_REQUEST_ATTRIBUTE = "dev.pacer.first-request";
 
@@ -177,33 +179,39 @@ public final class PacingExecChainHandler implements ExecChainHandler {
   }
 
   /**
-   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination ({@link WarmUp}): one GET through {@code client} to a throwaway server on
-   * 127.0.0.1, which this handler lets through without a turn, then, for each https URL of {@code
-   * destinations}, the TLS stack, and the resolution of each host name. Call it once, before the
-   * first request; failures are logged and ignored.
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any destination
+   * ({@link WarmUp}): one GET through {@code client} to a throwaway server on 127.0.0.1, which this
+   * handler lets through without a turn, then, for each https URL of {@code destinations}, the TLS
+   * stack, and the resolution of each host name. Call it once, before the first request; failures
+   * are logged and ignored.
    *
    * @param client the client this handler was added to
-   * @param destinations URLs of the destinations the client will send to, for their scheme and
-   *     host (none is needed for the client's own warm-up)
+   * @param destinations URLs of the destinations the client will send to, for their scheme and host
+   *     (none is needed for the client's own warm-up)
    * @throws InterruptedException if interrupted during the warm-up
    */
   public static void warmUp(CloseableHttpClient client, URI... destinations)
       throws InterruptedException {
     Objects.requireNonNull(client, "client");
-    WarmUp.run(loopback -> {
-      HttpClientContext context = HttpClientContext.create();
-      context.setAttribute(WARM_UP_ATTRIBUTE, WARM_UP);
-      client.execute(new HttpGet(loopback), context, response -> {
-        EntityUtils.consume(response.getEntity());
-        return null;
-      });
-    }, destinations);
+    WarmUp.run(
+        loopback -> {
+          HttpClientContext context = HttpClientContext.create();
+          context.setAttribute(WARM_UP_ATTRIBUTE, WARM_UP);
+          client.execute(
+              new HttpGet(loopback),
+              context,
+              response -> {
+                EntityUtils.consume(response.getEntity());
+                return null;
+              });
+        },
+        destinations);
   }
 
   @Override
-  public ClassicHttpResponse execute(ClassicHttpRequest request, ExecChain.Scope scope,
-      ExecChain chain) throws IOException, HttpException {
+  public ClassicHttpResponse execute(
+      ClassicHttpRequest request, ExecChain.Scope scope, ExecChain chain)
+      throws IOException, HttpException {
     URI uri = uriOf(request, scope);
     if (scope.clientContext.getAttribute(WARM_UP_ATTRIBUTE) == WARM_UP) {
       return chain.proceed(request, scope);
@@ -232,8 +240,9 @@ public final class PacingExecChainHandler implements ExecChainHandler {
     }
     try {
       Header retryAfter = response.getFirstHeader("Retry-After");
-      limiter.get().noteAnswer(response.getCode(),
-          retryAfter == null ? null : retryAfter.getValue(), uri);
+      limiter
+          .get()
+          .noteAnswer(response.getCode(), retryAfter == null ? null : retryAfter.getValue(), uri);
       HttpEntity entity = response.getEntity();
       if (entity == null) {
         slot.close();
@@ -264,7 +273,8 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       throws RedirectException {
     Object kept = scope.clientContext.getAttribute(FIRST_REQUEST_ATTRIBUTE);
     if (!(kept instanceof FirstRequest first) || !first.exchangeId().equals(scope.exchangeId)) {
-      scope.clientContext.setAttribute(FIRST_REQUEST_ATTRIBUTE,
+      scope.clientContext.setAttribute(
+          FIRST_REQUEST_ATTRIBUTE,
           new FirstRequest(scope.exchangeId, uri, addresses.requested(uri.getHost())));
       return scope;
     }
@@ -275,8 +285,11 @@ public final class PacingExecChainHandler implements ExecChainHandler {
     if (!Origins.same(first.uri(), uri)) {
       HttpEntity entity = request.getEntity();
       if (entity != null && entity.getContentLength() != 0) {
-        throw new RedirectException(uri + " is not sent: it would repeat the request's entity"
-            + " at another origin than " + first.uri());
+        throw new RedirectException(
+            uri
+                + " is not sent: it would repeat the request's entity"
+                + " at another origin than "
+                + first.uri());
       }
       for (String name : Origins.CREDENTIAL_HEADERS) {
         request.removeHeaders(name);
@@ -292,11 +305,15 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       return scope;
     }
     HttpHost target = route.getTargetHost();
-    HttpHost at = new HttpHost(target.getSchemeName(), checked.get(0), target.getHostName(),
-        target.getPort());
-    return new ExecChain.Scope(scope.exchangeId,
+    HttpHost at =
+        new HttpHost(
+            target.getSchemeName(), checked.get(0), target.getHostName(), target.getPort());
+    return new ExecChain.Scope(
+        scope.exchangeId,
         new HttpRoute(at, route.getTargetName(), route.getLocalAddress(), route.isSecure()),
-        scope.originalRequest, scope.execRuntime, scope.clientContext);
+        scope.originalRequest,
+        scope.execRuntime,
+        scope.clientContext);
   }
 
   /** The request's absolute URI: a request down the chain may carry only its path. */
@@ -309,8 +326,12 @@ public final class PacingExecChainHandler implements ExecChainHandler {
       }
       return new URI(scope.route.getTargetHost().toURI()).resolve(uri);
     } catch (URISyntaxException e) {
-      throw new ProtocolException("cannot tell which destination " + request.getRequestUri()
-          + " goes to: " + e.getMessage(), e);
+      throw new ProtocolException(
+          "cannot tell which destination "
+              + request.getRequestUri()
+              + " goes to: "
+              + e.getMessage(),
+          e);
     }
   }
 

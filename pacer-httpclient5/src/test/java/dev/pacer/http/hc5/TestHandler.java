@@ -9,8 +9,7 @@ public final class TestHandler {
   private TestHandler() {}
 
   /** A handler pacing by {@code limiters}, its hops judged by {@code addresses}. */
-  public static PacingExecChainHandler judgedBy(LimiterLookup limiters,
-      AddressPolicy addresses) {
+  public static PacingExecChainHandler judgedBy(LimiterLookup limiters, AddressPolicy addresses) {
     return new PacingExecChainHandler(limiters, addresses);
   }
 }

@@ -17,8 +17,8 @@ import java.util.concurrent.Flow;
 /**
  * Reads a 2xx body into a {@link Sink} as it arrives, one buffer list at a time, and fails it as
  * soon as it passes the cap (at once if its Content-Length says it will). The fetching thread may
- * {@link #abandon()} it at any moment (deadline, interrupt, failure): the sink is then discarded,
- * a file deleted, and later buffers are dropped.
+ * {@link #abandon()} it at any moment (deadline, interrupt, failure): the sink is then discarded, a
+ * file deleted, and later buffers are dropped.
  *
  * <p>The HTTP client calls the subscriber methods on its own threads, one at a time; {@code
  * abandon} comes from the fetching thread, so both hold this object's lock while they touch the
@@ -79,8 +79,16 @@ final class CappedBody implements HttpResponse.BodySubscriber<Long> {
         return;
       }
       if (declaredLength > cap) {
-        fail(new BodyFailure("body of " + uri + " is " + declaredLength
-            + " bytes, over the cap of " + cap + " bytes", null));
+        fail(
+            new BodyFailure(
+                "body of "
+                    + uri
+                    + " is "
+                    + declaredLength
+                    + " bytes, over the cap of "
+                    + cap
+                    + " bytes",
+                null));
         return;
       }
       try {
@@ -214,8 +222,12 @@ final class CappedBody implements HttpResponse.BodySubscriber<Long> {
 
     @Override
     public void open() throws IOException {
-      channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-          StandardOpenOption.TRUNCATE_EXISTING);
+      channel =
+          FileChannel.open(
+              file,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.WRITE,
+              StandardOpenOption.TRUNCATE_EXISTING);
       opened = true;
     }
 

@@ -45,8 +45,8 @@ import org.slf4j.LoggerFactory;
  *       and {@link LockedOutException} is thrown, a hard stop;
  *   <li>a {@linkplain Destination#backoffStatusCodes() backoff status} (429, 503): the limiter
  *       backs off and {@link ThrottledException} is thrown: defer the item, the run goes on slower.
- *       With a {@code Retry-After} (delta-seconds or an HTTP-date) the whole fleet also pauses
- *       for that long ({@link DestinationLimiter#backoff(Duration)});
+ *       With a {@code Retry-After} (delta-seconds or an HTTP-date) the whole fleet also pauses for
+ *       that long ({@link DestinationLimiter#backoff(Duration)});
  *   <li>anything else counts as a clean response ({@link DestinationLimiter#noteCleanResponse()});
  *       a 2xx is returned, a redirect is followed (below), any other status is a {@link
  *       FetchFailedException}.
@@ -65,12 +65,12 @@ import org.slf4j.LoggerFactory;
  * The decorator follows 301, 302, 303, 307 and 308 itself, each hop with its own {@link
  * DestinationLimiter#acquire()}, closing the previous hop's slot first (so a chain holds one
  * concurrency permit, not one per hop); the client never follows redirects itself, since a redirect
- * it followed would take no turn. The fetcher's policy (same origin only) follows at
- * most {@code maxRedirects} (default 5), only within the requested URL's scheme, host and port,
- * and never into an internal network from a public host ({@link AddressPolicy}): another host has
- * its own ceiling, which this limiter cannot hold. Since only the destination's own hops are
- * followed, every answer classified above is the destination's; a 403 on the third hop locks out
- * like one on the first. A redirect not followed fails the fetch, saying why.
+ * it followed would take no turn. The fetcher's policy (same origin only) follows at most {@code
+ * maxRedirects} (default 5), only within the requested URL's scheme, host and port, and never into
+ * an internal network from a public host ({@link AddressPolicy}): another host has its own ceiling,
+ * which this limiter cannot hold. Since only the destination's own hops are followed, every answer
+ * classified above is the destination's; a 403 on the third hop locks out like one on the first. A
+ * redirect not followed fails the fetch, saying why.
  *
  * <h2>A whole answer within the deadline</h2>
  *
@@ -87,11 +87,10 @@ import org.slf4j.LoggerFactory;
  * A 2xx body goes, as it arrives, to memory ({@link #fetch(URI)}) or to a file ({@link
  * #fetchTo(URI, Path)}, forced to disk before it returns), and fails as soon as it passes {@code
  * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers are complete at their
- * headers: the fetch returns then, and their bodies are read and dropped in the background so
- * that the connection can be reused, holding the request's permit until they end ({@link
- * DiscardedBody}: past 64 KiB or 1 s the connection is closed instead). Network errors,
- * deadlines and oversized bodies are ordinary failures ({@link FetchFailedException}), never
- * throttles.
+ * headers: the fetch returns then, and their bodies are read and dropped in the background so that
+ * the connection can be reused, holding the request's permit until they end ({@link DiscardedBody}:
+ * past 64 KiB or 1 s the connection is closed instead). Network errors, deadlines and oversized
+ * bodies are ordinary failures ({@link FetchFailedException}), never throttles.
  *
  * <h2>Lateness</h2>
  *
@@ -124,23 +123,29 @@ public final class DestinationFetcher {
 
   /** The default cap on a body, in bytes: 32 MiB. */
   public static final long DEFAULT_MAX_BODY_BYTES = 32L * 1024 * 1024;
+
   /** The default number of redirects followed per fetch. */
   public static final int DEFAULT_MAX_REDIRECTS = 5;
+
   /** The achieved rate is logged at INFO every this many requests. */
   public static final int RATE_LOG_EVERY = 50;
+
   /**
    * A first request takes two turns only when the destination's interval is shorter than this
    * (rates above 1/s): see the class comment.
    */
   public static final Duration FIRST_REQUEST_MARGIN_BELOW = Duration.ofSeconds(1);
+
   /** The largest body {@link #fetch(URI)} can hold in one array. */
   private static final long MAX_IN_MEMORY = Integer.MAX_VALUE - 8;
 
   private final DestinationLimiter limiter;
   private final Destination destination;
   private final Exchanges paced;
+
   /** The same client and body path, pacing nothing: for the warm-up, which takes no turn. */
   private final Exchanges unpaced;
+
   private final long maxBodyBytes;
   private final Map<String, String> headers;
   private final Consumer<SentRequest> listener;
@@ -152,20 +157,32 @@ public final class DestinationFetcher {
   private DestinationFetcher(Builder b) {
     this.limiter = b.limiter;
     this.destination = b.limiter.destination();
-    HttpClient client = b.client != null ? b.client
-        : HttpClient.newBuilder()
-            .connectTimeout(b.connectTimeout)
-            .followRedirects(HttpClient.Redirect.NEVER)
-            .version(HttpClient.Version.HTTP_1_1)
-            .build();
+    HttpClient client =
+        b.client != null
+            ? b.client
+            : HttpClient.newBuilder()
+                .connectTimeout(b.connectTimeout)
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .version(HttpClient.Version.HTTP_1_1)
+                .build();
     Optional<Duration> deadline = Optional.of(b.requestTimeout);
-    this.paced = new Exchanges(client, LimiterLookup.only(limiter),
-        Redirects.sameOrigin(b.maxRedirects, b.addresses), deadline,
-        Optional.of((uri, hop, turnNanos, sentNanos, sentEpochMicros, status) -> sent(
-            new SentRequest(uri, hop, turnNanos, sentNanos, sentEpochMicros, status))));
-    this.unpaced = new Exchanges(client, uri -> Optional.empty(),
-        Redirects.like(HttpClient.Redirect.NEVER, 0, AddressPolicy.system()), deadline,
-        Optional.empty());
+    this.paced =
+        new Exchanges(
+            client,
+            LimiterLookup.only(limiter),
+            Redirects.sameOrigin(b.maxRedirects, b.addresses),
+            deadline,
+            Optional.of(
+                (uri, hop, turnNanos, sentNanos, sentEpochMicros, status) ->
+                    sent(
+                        new SentRequest(uri, hop, turnNanos, sentNanos, sentEpochMicros, status))));
+    this.unpaced =
+        new Exchanges(
+            client,
+            uri -> Optional.empty(),
+            Redirects.like(HttpClient.Redirect.NEVER, 0, AddressPolicy.system()),
+            deadline,
+            Optional.empty());
     this.maxBodyBytes = b.maxBodyBytes;
     this.headers = Map.copyOf(b.headers);
     this.listener = b.listener;
@@ -226,8 +243,8 @@ public final class DestinationFetcher {
 
   /**
    * As {@link #fetch(URI)}, but streams the body of the final 2xx to {@code bodyFile}, created or
-   * truncated when that body starts, and forced to the storage device before returning. The file
-   * is untouched if no 2xx arrives, and deleted if its body fails (over the cap, deadline, network
+   * truncated when that body starts, and forced to the storage device before returning. The file is
+   * untouched if no 2xx arrives, and deleted if its body fails (over the cap, deadline, network
    * error, interrupt).
    *
    * @param uri the URI to fetch
@@ -254,18 +271,18 @@ public final class DestinationFetcher {
   }
 
   /**
-   * Pays a cold JVM's first-request costs before the first turn, sending nothing to the
-   * destination ({@link WarmUp}): one request through this fetcher's own client and body path (the
-   * send, the deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an
-   * https {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it
-   * once, before the first fetch (it takes no turn and counts no request). Failures are logged and
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to the destination
+   * ({@link WarmUp}): one request through this fetcher's own client and body path (the send, the
+   * deadline, the streaming subscriber) to a throwaway server on 127.0.0.1, then, for an https
+   * {@code destinationUrl}, the TLS stack, then the resolution of its host name. Call it once,
+   * before the first fetch (it takes no turn and counts no request). Failures are logged and
    * ignored: a cold first request is slower, not wrong.
    *
    * <p>Why: left to the first turn, this work delays the first requests of every fetching thread,
-   * which were granted turns a few milliseconds apart, until all of them leave together. The
-   * first fetch of a cold JVM loads the client's classes ({@code jdk.internal.net.http}, the
-   * selector's {@code sun.nio.ch}, and the lambda and method-handle classes spun at their first
-   * call) and starts the client's selector thread, all after the hand-over, where {@linkplain
+   * which were granted turns a few milliseconds apart, until all of them leave together. The first
+   * fetch of a cold JVM loads the client's classes ({@code jdk.internal.net.http}, the selector's
+   * {@code sun.nio.ch}, and the lambda and method-handle classes spun at their first call) and
+   * starts the client's selector thread, all after the hand-over, where {@linkplain
    * SentRequest#lateness() lateness} does not see it; after {@code warmUp} the first fetch loads
    * almost nothing. The figures are in docs/reliability.md ("A cold HTTP client"), measured with
    * {@code WarmUpProbe} in the test sources. Building the client itself is not in a turn: it
@@ -279,8 +296,14 @@ public final class DestinationFetcher {
   }
 
   private void warmUpGet(URI loopback) throws InterruptedException, FetchFailedException {
-    exchange(unpaced, loopback, 1, new AtomicReference<>(), new AtomicReference<>(),
-        CappedBody.InMemory::new, 1024);
+    exchange(
+        unpaced,
+        loopback,
+        1,
+        new AtomicReference<>(),
+        new AtomicReference<>(),
+        CappedBody.InMemory::new,
+        1024);
   }
 
   private FetchResponse fetch(URI requested, Supplier<CappedBody.Sink> sinks, long cap)
@@ -288,29 +311,31 @@ public final class DestinationFetcher {
     // The first request opens the first connection to the destination, which no warm-up can do
     // without sending it something: at a short interval it takes two turns, so that if it leaves
     // late it does not leave close behind the next request of the fleet.
-    boolean first = firstRequest.compareAndSet(true, false)
-        && destination.interval().compareTo(FIRST_REQUEST_MARGIN_BELOW) < 0;
+    boolean first =
+        firstRequest.compareAndSet(true, false)
+            && destination.interval().compareTo(FIRST_REQUEST_MARGIN_BELOW) < 0;
     AtomicReference<HttpResponse.ResponseInfo> info = new AtomicReference<>();
     AtomicReference<CappedBody> body = new AtomicReference<>();
-    Exchanged<Long> answer =
-        exchange(paced, requested, first ? 2 : 1, info, body, sinks, cap);
+    Exchanged<Long> answer = exchange(paced, requested, first ? 2 : 1, info, body, sinks, cap);
     HttpResponse<Long> response = answer.response();
     URI at = response.uri();
     switch (answer.answer()) {
-      case LOCKED_OUT -> throw new LockedOutException(destination.name(),
-          "HTTP " + response.statusCode() + " from " + at);
+      case LOCKED_OUT ->
+          throw new LockedOutException(
+              destination.name(), "HTTP " + response.statusCode() + " from " + at);
       case THROTTLED -> {
         throttled.incrementAndGet();
         throw new ThrottledException(destination.name(), response.statusCode(), at.toString());
       }
-      case CLEAN -> { }
+      case CLEAN -> {}
     }
     if (response.statusCode() / 100 == 2) {
-      return new FetchResponse(at, response.statusCode(), response.body(),
-          body.get().sink().content());
+      return new FetchResponse(
+          at, response.statusCode(), response.body(), body.get().sink().content());
     }
-    throw new FetchFailedException(answer.notFollowed()
-        .orElse("HTTP " + response.statusCode() + " from " + at), response.statusCode());
+    throw new FetchFailedException(
+        answer.notFollowed().orElse("HTTP " + response.statusCode() + " from " + at),
+        response.statusCode());
   }
 
   /**
@@ -318,22 +343,33 @@ public final class DestinationFetcher {
    * and waits for the whole final answer, at most {@code requestTimeout} a hop. A 2xx body goes to
    * a {@link CappedBody}; any other answer's body is dropped in the background.
    */
-  private Exchanged<Long> exchange(Exchanges client, URI uri,
-      int firstIntervals, AtomicReference<HttpResponse.ResponseInfo> info,
-      AtomicReference<CappedBody> body, Supplier<CappedBody.Sink> sinks, long cap)
+  private Exchanged<Long> exchange(
+      Exchanges client,
+      URI uri,
+      int firstIntervals,
+      AtomicReference<HttpResponse.ResponseInfo> info,
+      AtomicReference<CappedBody> body,
+      Supplier<CappedBody.Sink> sinks,
+      long cap)
       throws InterruptedException, FetchFailedException {
     HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
     headers.forEach(request::header);
-    Function<URI, HttpResponse.BodyHandler<Long>> handlers = hop -> response -> {
-      info.set(response);
-      if (response.statusCode() / 100 != 2) {
-        return new DiscardedBody<>(0L, response);
-      }
-      CappedBody capped = new CappedBody(hop, cap,
-          response.headers().firstValueAsLong("Content-Length").orElse(-1L), sinks.get());
-      body.set(capped);
-      return capped;
-    };
+    Function<URI, HttpResponse.BodyHandler<Long>> handlers =
+        hop ->
+            response -> {
+              info.set(response);
+              if (response.statusCode() / 100 != 2) {
+                return new DiscardedBody<>(0L, response);
+              }
+              CappedBody capped =
+                  new CappedBody(
+                      hop,
+                      cap,
+                      response.headers().firstValueAsLong("Content-Length").orElse(-1L),
+                      sinks.get());
+              body.set(capped);
+              return capped;
+            };
     try {
       return client.exchange(request.build(), handlers, firstIntervals);
     } catch (HttpTimeoutException e) {
@@ -390,17 +426,24 @@ public final class DestinationFetcher {
       listener.accept(sent);
     } catch (RuntimeException e) {
       if (listenerFailed.compareAndSet(false, true)) {
-        log.warn("Destination {}: the request listener threw; the fetch goes on, and later"
-            + " failures of the listener are not logged", destination.name(), e);
+        log.warn(
+            "Destination {}: the request listener threw; the fetch goes on, and later"
+                + " failures of the listener are not logged",
+            destination.name(),
+            e);
       }
     }
   }
 
   private void logRate(long n) {
-    log.info("Destination {}: {} requests from this process, which achieved {}/s over the last"
+    log.info(
+        "Destination {}: {} requests from this process, which achieved {}/s over the last"
             + " 10 s (fleet-wide ceiling {}/s, backoff x{}{})",
-        destination.name(), n, String.format("%.2f", limiter.currentRate()),
-        destination.ratePerSecond(), limiter.backoffMultiplier(),
+        destination.name(),
+        n,
+        String.format("%.2f", limiter.currentRate()),
+        destination.ratePerSecond(),
+        limiter.backoffMultiplier(),
         limiter.isDegraded() ? ", DEGRADED: pacing locally" : "");
   }
 
@@ -436,8 +479,10 @@ public final class DestinationFetcher {
     public Builder httpClient(HttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
       if (client.followRedirects() != HttpClient.Redirect.NEVER) {
-        throw new IllegalArgumentException("the client must not follow redirects (it follows "
-            + client.followRedirects() + "): each redirect hop takes its own turn");
+        throw new IllegalArgumentException(
+            "the client must not follow redirects (it follows "
+                + client.followRedirects()
+                + "): each redirect hop takes its own turn");
       }
       return this;
     }

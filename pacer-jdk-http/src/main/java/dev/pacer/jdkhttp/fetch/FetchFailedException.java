@@ -3,8 +3,8 @@ package dev.pacer.jdkhttp.fetch;
 import java.util.OptionalInt;
 
 /**
- * An ordinary fetch failure: a network error, a timeout, a body over the size cap, or a status
- * that is neither a success nor a backoff or lockout status. Never a throttle.
+ * An ordinary fetch failure: a network error, a timeout, a body over the size cap, or a status that
+ * is neither a success nor a backoff or lockout status. Never a throttle.
  */
 public class FetchFailedException extends Exception {
   private static final long serialVersionUID = 1L;

@@ -7,8 +7,8 @@ import java.nio.file.Path;
  * A successful (2xx) answer whose body was read in full, within the size cap.
  *
  * <p>Where the body went is part of the type: {@link DestinationFetcher#fetch(URI)} keeps it in
- * memory ({@link Content.InMemory}), {@link DestinationFetcher#fetchTo(URI, Path)} leaves it in
- * the caller's file ({@link Content.InFile}). {@link #body()} is the shortcut for the first.
+ * memory ({@link Content.InMemory}), {@link DestinationFetcher#fetchTo(URI, Path)} leaves it in the
+ * caller's file ({@link Content.InFile}). {@link #body()} is the shortcut for the first.
  *
  * @param uri the URI that answered: the requested one, or the last hop of its redirects
  * @param status the 2xx status
@@ -50,7 +50,11 @@ public record FetchResponse(URI uri, int status, long bodyBytes, Content content
     if (content instanceof Content.InMemory memory) {
       return memory.bytes();
     }
-    throw new IllegalStateException("the body of " + uri + " was streamed to "
-        + ((Content.InFile) content).file() + ", not kept in memory");
+    throw new IllegalStateException(
+        "the body of "
+            + uri
+            + " was streamed to "
+            + ((Content.InFile) content).file()
+            + ", not kept in memory");
   }
 }

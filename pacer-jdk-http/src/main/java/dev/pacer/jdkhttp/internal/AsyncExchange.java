@@ -39,24 +39,29 @@ public final class AsyncExchange<T> {
    *
    * @return the future handed to the caller: the final answer, or the failure
    */
-  public static <T> CompletableFuture<HttpResponse<T>> send(Exchanges exchanges,
-      HttpRequest request, HttpResponse.BodyHandler<T> handler,
+  public static <T> CompletableFuture<HttpResponse<T>> send(
+      Exchanges exchanges,
+      HttpRequest request,
+      HttpResponse.BodyHandler<T> handler,
       HttpResponse.PushPromiseHandler<T> pushPromises) {
     AsyncExchange<T> pending = new AsyncExchange<>(exchanges);
     CompletableFuture<Exchanged<T>> exchanged;
     try {
-      exchanged = pending.from(new Hop<>(exchanges, request, request, 0, uri -> handler,
-          pushPromises, Optional.empty()));
+      exchanged =
+          pending.from(
+              new Hop<>(
+                  exchanges, request, request, 0, uri -> handler, pushPromises, Optional.empty()));
     } catch (RuntimeException e) {
       exchanged = CompletableFuture.failedFuture(e);
     }
-    exchanged.whenComplete((done, failure) -> {
-      if (failure == null) {
-        pending.result.complete(done.response());
-      } else {
-        pending.result.completeExceptionally(Exchanges.unwrapped(failure));
-      }
-    });
+    exchanged.whenComplete(
+        (done, failure) -> {
+          if (failure == null) {
+            pending.result.complete(done.response());
+          } else {
+            pending.result.completeExceptionally(Exchanges.unwrapped(failure));
+          }
+        });
     return pending.result;
   }
 
@@ -79,57 +84,66 @@ public final class AsyncExchange<T> {
     // before that would run the send on this thread when it attaches, after the check for a late
     // turn, by as long as this thread took to get there.
     CompletableFuture<Void> attached = new CompletableFuture<>();
-    Executor grantOn = task -> {
-      if (attached.isDone()) {
-        sending.execute(task);
-      } else {
-        attached.thenRun(() -> sending.execute(task));
-      }
-    };
-    CompletableFuture<Slot> turn = hop.limiter.map(limiter -> limiter.acquireAsync(grantOn))
-        .orElse(CompletableFuture.completedFuture(null));
+    Executor grantOn =
+        task -> {
+          if (attached.isDone()) {
+            sending.execute(task);
+          } else {
+            attached.thenRun(() -> sending.execute(task));
+          }
+        };
+    CompletableFuture<Slot> turn =
+        hop.limiter
+            .map(limiter -> limiter.acquireAsync(grantOn))
+            .orElse(CompletableFuture.completedFuture(null));
     track(turn);
     // Not handleAsync: the turn is granted on the sending executor, and the hop leaves on the
     // thread that judged it in time.
-    CompletableFuture<CompletableFuture<Hop.Step<T>>> sent = turn.handle((slot, failure) -> {
-      if (failure != null) {
-        throw new CompletionException(Exchanges.unwrapped(failure));
-      }
-      if (result.isDone()) {
-        // Cancelled (or completed by the caller) between the turn and its send: nothing goes.
-        if (slot != null) {
-          slot.close();
-        }
-        throw new CancellationException("cancelled before it was sent");
-      }
-      CompletableFuture<HttpResponse<T>> answer = hop.send(Optional.ofNullable(slot));
-      track(answer);
-      return answer.handle((response, failed) -> {
-        if (failed != null) {
-          throw new CompletionException(hop.failed(failed));
-        }
-        return hop.answered(response);
-      });
-    });
+    CompletableFuture<CompletableFuture<Hop.Step<T>>> sent =
+        turn.handle(
+            (slot, failure) -> {
+              if (failure != null) {
+                throw new CompletionException(Exchanges.unwrapped(failure));
+              }
+              if (result.isDone()) {
+                // Cancelled (or completed by the caller) between the turn and its send: nothing
+                // goes.
+                if (slot != null) {
+                  slot.close();
+                }
+                throw new CancellationException("cancelled before it was sent");
+              }
+              CompletableFuture<HttpResponse<T>> answer = hop.send(Optional.ofNullable(slot));
+              track(answer);
+              return answer.handle(
+                  (response, failed) -> {
+                    if (failed != null) {
+                      throw new CompletionException(hop.failed(failed));
+                    }
+                    return hop.answered(response);
+                  });
+            });
     attached.complete(null);
-    return sent.thenCompose(Function.identity()).thenCompose(step -> {
-      if (step instanceof Hop.Step.Done<T> done) {
-        return CompletableFuture.completedFuture(done.exchanged());
-      }
-      return from(hop.next(((Hop.Step.Follow<T>) step).request()));
-    });
+    return sent.thenCompose(Function.identity())
+        .thenCompose(
+            step -> {
+              if (step instanceof Hop.Step.Done<T> done) {
+                return CompletableFuture.completedFuture(done.exchanged());
+              }
+              return from(hop.next(((Hop.Step.Follow<T>) step).request()));
+            });
   }
 
   /**
    * Where a hop is sent after its turn: the delegate's executor if it was built with one (the
-   * threads its own work runs on), or else Pacer's {@linkplain HopSenders send
-   * threads}. Never the scheduler's thread that completes the turn: a send there delays every
-   * turn of the JVM queued behind it (see {@link AsyncPools}). Never the round-trip executor
-   * either: its queue holds the reservations of later turns, and a hop behind them would leave
-   * after its late check, by as long as they take. The JDK client's {@code sendAsync} only builds
-   * the exchange and hands it to the client's own threads, so two threads keep up with any rate a
-   * destination is paced at. An unpaced hop has no turn to wait for and is sent on the thread that
-   * asked (the caller's, or the one that completed the previous hop's answer).
+   * threads its own work runs on), or else Pacer's {@linkplain HopSenders send threads}. Never the
+   * scheduler's thread that completes the turn: a send there delays every turn of the JVM queued
+   * behind it (see {@link AsyncPools}). Never the round-trip executor either: its queue holds the
+   * reservations of later turns, and a hop behind them would leave after its late check, by as long
+   * as they take. The JDK client's {@code sendAsync} only builds the exchange and hands it to the
+   * client's own threads, so two threads keep up with any rate a destination is paced at. An
+   * unpaced hop has no turn to wait for and is sent on the thread that asked (the caller's, or the
+   * one that completed the previous hop's answer).
    */
   private Executor sendingExecutor(Hop<?> hop) {
     if (hop.limiter.isEmpty()) {

@@ -27,6 +27,7 @@ public final class DiscardedBody<T> implements HttpResponse.BodySubscriber<T> {
 
   /** The most of a body nobody reads that is read to keep its connection. */
   public static final long MAX_BYTES = 64 * 1024;
+
   /** The longest a body nobody reads may drain to keep its connection. */
   public static final Duration MAX_TIME = Duration.ofSeconds(1);
 

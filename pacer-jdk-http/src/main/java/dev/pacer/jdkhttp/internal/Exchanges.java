@@ -23,15 +23,14 @@ import org.slf4j.LoggerFactory;
 /**
  * What one {@code PacedHttpClient} or {@code DestinationFetcher} sends with: the delegate, the
  * lookup of each hop's limiter, the redirect policy, the answer deadline and the request listener,
- * and the blocking driver of an exchange (a loop: a turn, a {@link Hop}, its answer, the next
- * hop). The asynchronous driver is
- * {@link AsyncExchange}, the hop's own steps are {@link Hop}'s, and both drivers share them.
+ * and the blocking driver of an exchange (a loop: a turn, a {@link Hop}, its answer, the next hop).
+ * The asynchronous driver is {@link AsyncExchange}, the hop's own steps are {@link Hop}'s, and both
+ * drivers share them.
  */
 public final class Exchanges {
 
   /** The client's own logger: a failing listener is the client's to report. */
-  private static final Logger log =
-      LoggerFactory.getLogger("dev.pacer.jdkhttp.PacedHttpClient");
+  private static final Logger log = LoggerFactory.getLogger("dev.pacer.jdkhttp.PacedHttpClient");
 
   final HttpClient delegate;
   final LimiterLookup limiters;
@@ -45,8 +44,12 @@ public final class Exchanges {
    * redirects followed as {@code redirects} says, each hop's answer within {@code answerTimeout}
    * unless the request has a timeout of its own, each paced hop reported to {@code listener}.
    */
-  public Exchanges(HttpClient delegate, LimiterLookup limiters, Redirects redirects,
-      Optional<Duration> answerTimeout, Optional<SentListener> listener) {
+  public Exchanges(
+      HttpClient delegate,
+      LimiterLookup limiters,
+      Redirects redirects,
+      Optional<Duration> answerTimeout,
+      Optional<SentListener> listener) {
     this.delegate = delegate;
     this.limiters = limiters;
     this.redirects = redirects;
@@ -55,9 +58,9 @@ public final class Exchanges {
   }
 
   /**
-   * Sends {@code request} once through the blocking driver and once through the asynchronous
-   * one, each the way a paced request goes but taking no turn, whatever the lookup says of its
-   * host: a client's warm-up.
+   * Sends {@code request} once through the blocking driver and once through the asynchronous one,
+   * each the way a paced request goes but taking no turn, whatever the lookup says of its host: a
+   * client's warm-up.
    */
   public void sendUnpaced(HttpRequest request) throws Exception {
     exchange(unpaced(request), 1);
@@ -66,21 +69,36 @@ public final class Exchanges {
 
   /** A first hop to {@code request} that takes no turn, whatever the lookup says of its host. */
   private Hop<Void> unpaced(HttpRequest request) {
-    return new Hop<>(this, request, request, 0, uri -> HttpResponse.BodyHandlers.discarding(),
-        null, Optional.empty(), Optional.empty());
+    return new Hop<>(
+        this,
+        request,
+        request,
+        0,
+        uri -> HttpResponse.BodyHandlers.discarding(),
+        null,
+        Optional.empty(),
+        Optional.empty());
   }
 
   /**
    * Sends {@code request} and follows its redirects, each hop with a turn of its own, this thread
-   * waiting for each turn and each answer; the first hop takes {@code firstIntervals} turns
-   * ({@link DestinationLimiter#acquire(int)}). The final answer's body goes to the handler {@code
-   * handlers} gives for its URI.
+   * waiting for each turn and each answer; the first hop takes {@code firstIntervals} turns ({@link
+   * DestinationLimiter#acquire(int)}). The final answer's body goes to the handler {@code handlers}
+   * gives for its URI.
    */
-  public <T> Exchanged<T> exchange(HttpRequest request,
-      Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
+  public <T> Exchanged<T> exchange(
+      HttpRequest request, Function<URI, HttpResponse.BodyHandler<T>> handlers, int firstIntervals)
       throws IOException, InterruptedException {
-    return exchange(new Hop<>(this, Objects.requireNonNull(request, "request"), request, 0,
-        handlers, null, Optional.empty()), firstIntervals);
+    return exchange(
+        new Hop<>(
+            this,
+            Objects.requireNonNull(request, "request"),
+            request,
+            0,
+            handlers,
+            null,
+            Optional.empty()),
+        firstIntervals);
   }
 
   /** {@link #exchange(HttpRequest, Function, int)} from its first hop. */
@@ -148,8 +166,10 @@ public final class Exchanges {
       listener.get().sent(uri, hop, turnNanos, sentNanos, sentEpochMicros, status);
     } catch (RuntimeException e) {
       if (listenerFailed.compareAndSet(false, true)) {
-        log.warn("The request listener threw; requests go on, and later failures of the listener"
-            + " are not logged", e);
+        log.warn(
+            "The request listener threw; requests go on, and later failures of the listener"
+                + " are not logged",
+            e);
       }
     }
   }

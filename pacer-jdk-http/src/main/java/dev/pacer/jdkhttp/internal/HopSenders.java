@@ -9,8 +9,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Where {@code PacedHttpClient#sendAsync} sends a hop whose turn has come when its delegate has no
  * executor of its own: {@value #THREADS} daemon threads of the JVM, created at the first such hop,
- * apart from every registry's round-trip executor. That executor's queue holds the reservations
- * of later turns, a blocking JDBC call each; a hop queued behind them would leave after its late
+ * apart from every registry's round-trip executor. That executor's queue holds the reservations of
+ * later turns, a blocking JDBC call each; a hop queued behind them would leave after its late
  * check, as late as they take. The threads end after {@value #IDLE_SECONDS} s idle.
  */
 public final class HopSenders {
@@ -35,12 +35,18 @@ public final class HopSenders {
 
     private static ThreadPoolExecutor pool() {
       AtomicInteger count = new AtomicInteger();
-      ThreadPoolExecutor pool = new ThreadPoolExecutor(THREADS, THREADS, IDLE_SECONDS,
-          TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
-            Thread t = new Thread(task, "pacer-send-" + count.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
+      ThreadPoolExecutor pool =
+          new ThreadPoolExecutor(
+              THREADS,
+              THREADS,
+              IDLE_SECONDS,
+              TimeUnit.SECONDS,
+              new LinkedBlockingQueue<>(),
+              task -> {
+                Thread t = new Thread(task, "pacer-send-" + count.incrementAndGet());
+                t.setDaemon(true);
+                return t;
+              });
       pool.allowCoreThreadTimeOut(true);
       return pool;
     }

@@ -23,8 +23,8 @@ import java.util.Set;
  * whose {@link LimiterLookup} paces each host by its own limiter. Either way at most {@code
  * maxRedirects} are followed per request, only to http and https URLs, never from a public host
  * into an internal network ({@link AddressPolicy}, the requested host classified once by {@link
- * #chain} before the first request), and never with a request body to another origin, nor with
- * the caller's credentials ({@link Origins}).
+ * #chain} before the first request), and never with a request body to another origin, nor with the
+ * caller's credentials ({@link Origins}).
  */
 public final class Redirects {
 
@@ -65,8 +65,8 @@ public final class Redirects {
   }
 
   /** As the JDK's client follows under {@code policy}, and {@code addresses} allows. */
-  public static Redirects like(HttpClient.Redirect policy, int maxRedirects,
-      AddressPolicy addresses) {
+  public static Redirects like(
+      HttpClient.Redirect policy, int maxRedirects, AddressPolicy addresses) {
     return switch (policy) {
       case NEVER -> new Redirects(Scope.NONE, 0, addresses);
       case NORMAL -> new Redirects(Scope.NOT_TO_HTTP, maxRedirects, addresses);
@@ -80,23 +80,24 @@ public final class Redirects {
   }
 
   /**
-   * The redirects of a request for {@code requested}, its host classified now: call it once,
-   * before that request is sent.
+   * The redirects of a request for {@code requested}, its host classified now: call it once, before
+   * that request is sent.
    */
   Chain chain(URI requested) {
     return new Chain(requested, addresses.requested(requested.getHost()));
   }
 
   /**
-   * The request for hop {@code target} after {@code previous} answered {@code status}: a 303, or
-   * a 301 or 302 to a POST, becomes a GET without a body, as browsers and the JDK's client do;
-   * 307 and 308 repeat the method and body. Headers are kept, but for the caller's credentials
-   * ({@link Origins#CREDENTIAL_HEADERS}) on a hop to another origin.
+   * The request for hop {@code target} after {@code previous} answered {@code status}: a 303, or a
+   * 301 or 302 to a POST, becomes a GET without a body, as browsers and the JDK's client do; 307
+   * and 308 repeat the method and body. Headers are kept, but for the caller's credentials ({@link
+   * Origins#CREDENTIAL_HEADERS}) on a hop to another origin.
    */
   static HttpRequest nextRequest(HttpRequest previous, int status, URI target) {
     boolean sameOrigin = Origins.same(previous.uri(), target);
-    HttpRequest.Builder next = HttpRequest.newBuilder(previous,
-        (name, value) -> sameOrigin || !Origins.isCredential(name)).uri(target);
+    HttpRequest.Builder next =
+        HttpRequest.newBuilder(previous, (name, value) -> sameOrigin || !Origins.isCredential(name))
+            .uri(target);
     if (becomesGet(status, previous.method())) {
       next.GET();
     }
@@ -134,8 +135,15 @@ public final class Redirects {
     Next next(HttpRequest current, int status, Optional<String> location, int followed) {
       String from = "redirect (HTTP " + status + ") from " + current.uri();
       if (followed >= maxRedirects) {
-        return new Next.Refuse(from + " is not followed: " + requested + " has already been"
-            + " redirected " + followed + " times, the cap of maxRedirects " + maxRedirects);
+        return new Next.Refuse(
+            from
+                + " is not followed: "
+                + requested
+                + " has already been"
+                + " redirected "
+                + followed
+                + " times, the cap of maxRedirects "
+                + maxRedirects);
       }
       if (location.isEmpty() || location.get().isBlank()) {
         return new Next.Refuse(from + " has no Location header");
@@ -144,26 +152,33 @@ public final class Redirects {
       try {
         target = current.uri().resolve(new URI(location.get().strip())).normalize();
       } catch (URISyntaxException | IllegalArgumentException e) {
-        return new Next.Refuse(from + " has an unparsable Location " + location.get() + ": "
-            + e.getMessage());
+        return new Next.Refuse(
+            from + " has an unparsable Location " + location.get() + ": " + e.getMessage());
       }
       String notFollowed = from + " to " + target + " is not followed: ";
       if (scope == Scope.SAME_ORIGIN && !Origins.same(requested, target)) {
-        return new Next.Refuse(from + " to another host " + target + " is not followed: that"
-            + " host has its own ceiling, which " + requested.getHost() + "'s limiter does not"
-            + " hold");
+        return new Next.Refuse(
+            from
+                + " to another host "
+                + target
+                + " is not followed: that"
+                + " host has its own ceiling, which "
+                + requested.getHost()
+                + "'s limiter does not"
+                + " hold");
       }
       if (!"http".equalsIgnoreCase(target.getScheme())
           && !"https".equalsIgnoreCase(target.getScheme())) {
         return new Next.Refuse(notFollowed + "it is not an http or https URL");
       }
-      if (scope == Scope.NOT_TO_HTTP && "https".equalsIgnoreCase(current.uri().getScheme())
+      if (scope == Scope.NOT_TO_HTTP
+          && "https".equalsIgnoreCase(current.uri().getScheme())
           && !"https".equalsIgnoreCase(target.getScheme())) {
         return new Next.Refuse(notFollowed + "Redirect.NORMAL never goes from https to http");
       }
       if (repeatsBody(current, status) && !Origins.same(current.uri(), target)) {
-        return new Next.Refuse(notFollowed + "it would repeat the request's body at another"
-            + " origin");
+        return new Next.Refuse(
+            notFollowed + "it would repeat the request's body at another" + " origin");
       }
       if (host.hop(target.getHost()) instanceof AddressPolicy.Verdict.Refused refused) {
         return new Next.Refuse(notFollowed + refused.reason());

@@ -3,8 +3,8 @@ package dev.pacer.jdkhttp.internal;
 import java.net.URI;
 
 /**
- * Hears each paced hop an {@link Exchanges} sent, once its status is known or it failed: the
- * fields of the public {@code SentRequest}, which the client and the fetcher build from them.
+ * Hears each paced hop an {@link Exchanges} sent, once its status is known or it failed: the fields
+ * of the public {@code SentRequest}, which the client and the fetcher build from them.
  */
 @FunctionalInterface
 public interface SentListener {

@@ -8,11 +8,11 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
 
 /**
- * A response body that closes its request's {@link Slot} when it ends: received in full, failed,
- * or cancelled by its reader (closing the stream of {@code BodyHandlers.ofInputStream()} cancels
- * it). For a body read into memory or a file that is before {@code send} returns; a streamed one
- * is received about as fast as the caller reads it, so the concurrency permit covers the transfer.
- * A cancelled body closes its connection before the slot goes back.
+ * A response body that closes its request's {@link Slot} when it ends: received in full, failed, or
+ * cancelled by its reader (closing the stream of {@code BodyHandlers.ofInputStream()} cancels it).
+ * For a body read into memory or a file that is before {@code send} returns; a streamed one is
+ * received about as fast as the caller reads it, so the concurrency permit covers the transfer. A
+ * cancelled body closes its connection before the slot goes back.
  */
 final class SlotReleasingBody<T> implements HttpResponse.BodySubscriber<T> {
 
@@ -26,21 +26,22 @@ final class SlotReleasingBody<T> implements HttpResponse.BodySubscriber<T> {
 
   @Override
   public void onSubscribe(Flow.Subscription subscription) {
-    body.onSubscribe(new Flow.Subscription() {
-      @Override
-      public void request(long n) {
-        subscription.request(n);
-      }
+    body.onSubscribe(
+        new Flow.Subscription() {
+          @Override
+          public void request(long n) {
+            subscription.request(n);
+          }
 
-      @Override
-      public void cancel() {
-        try {
-          subscription.cancel();
-        } finally {
-          slot.close();
-        }
-      }
-    });
+          @Override
+          public void cancel() {
+            try {
+              subscription.cancel();
+            } finally {
+              slot.close();
+            }
+          }
+        });
   }
 
   @Override

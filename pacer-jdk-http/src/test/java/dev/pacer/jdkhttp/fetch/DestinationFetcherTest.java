@@ -52,38 +52,45 @@ class DestinationFetcherTest {
   @BeforeEach
   void start() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext("/", exchange -> {
-      String path = exchange.getRequestURI().getPath();
-      hits.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
-      int status = path.startsWith("/status/") ? Integer.parseInt(path.substring(8)) : 200;
-      if (path.startsWith("/hop/")) {
-        // /hop/K/S redirects (relative Location) to /hop/K-1/S; /hop/0/S answers S.
-        String[] parts = path.split("/");
-        int k = Integer.parseInt(parts[2]);
-        status = k == 0 ? Integer.parseInt(parts[3]) : 301;
-        if (k > 0) {
-          exchange.getResponseHeaders().add("Location", "/hop/" + (k - 1) + "/" + parts[3]);
-        }
-      }
-      String query = exchange.getRequestURI().getQuery();
-      if (path.equals("/redirect") && query != null) {
-        status = 302;
-        exchange.getResponseHeaders().add("Location", query.substring("to=".length()));
-      } else if (path.equals("/redirect")) {
-        status = 302;
-      }
-      byte[] body = path.startsWith("/big") ? new byte[2048]
-          : ("body of " + path + " ua=" + exchange.getRequestHeaders().getFirst("User-Agent"))
-              .getBytes(StandardCharsets.UTF_8);
-      // /big-chunked declares no length: the cap must catch it while it streams.
-      exchange.sendResponseHeaders(status, path.equals("/big-chunked") ? 0 : body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          String path = exchange.getRequestURI().getPath();
+          hits.computeIfAbsent(path, p -> new AtomicInteger()).incrementAndGet();
+          int status = path.startsWith("/status/") ? Integer.parseInt(path.substring(8)) : 200;
+          if (path.startsWith("/hop/")) {
+            // /hop/K/S redirects (relative Location) to /hop/K-1/S; /hop/0/S answers S.
+            String[] parts = path.split("/");
+            int k = Integer.parseInt(parts[2]);
+            status = k == 0 ? Integer.parseInt(parts[3]) : 301;
+            if (k > 0) {
+              exchange.getResponseHeaders().add("Location", "/hop/" + (k - 1) + "/" + parts[3]);
+            }
+          }
+          String query = exchange.getRequestURI().getQuery();
+          if (path.equals("/redirect") && query != null) {
+            status = 302;
+            exchange.getResponseHeaders().add("Location", query.substring("to=".length()));
+          } else if (path.equals("/redirect")) {
+            status = 302;
+          }
+          byte[] body =
+              path.startsWith("/big")
+                  ? new byte[2048]
+                  : ("body of "
+                          + path
+                          + " ua="
+                          + exchange.getRequestHeaders().getFirst("User-Agent"))
+                      .getBytes(StandardCharsets.UTF_8);
+          // /big-chunked declares no length: the cap must catch it while it streams.
+          exchange.sendResponseHeaders(status, path.equals("/big-chunked") ? 0 : body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     server.start();
-    Destination destination = Destination.builder("fetcher-test").ratePerSecond(10)
-        .maxConcurrency(2).build();
+    Destination destination =
+        Destination.builder("fetcher-test").ratePerSecond(10).maxConcurrency(2).build();
     limiter = new LimiterRegistry(new LocalCursor(time), time).limiter(destination);
   }
 
@@ -106,7 +113,8 @@ class DestinationFetcherTest {
     FetchResponse first = fetcher.fetch(uri("/a"));
     fetcher.fetch(uri("/b"));
     assertThat(first.status()).isEqualTo(200);
-    assertThat(new String(first.body(), StandardCharsets.UTF_8)).isEqualTo("body of /a ua=pacer-test");
+    assertThat(new String(first.body(), StandardCharsets.UTF_8))
+        .isEqualTo("body of /a ua=pacer-test");
     // The first request opens the first connection and takes two turns; later ones take one.
     assertThat(time.sleepsMillis()).containsExactly(0L, 200L);
     assertThat(fetcher.requestCount()).isEqualTo(2);
@@ -120,13 +128,15 @@ class DestinationFetcherTest {
   void atOneRequestASecondOrSlowerTheFirstRequestTakesOneTurn() throws Exception {
     for (double rate : new double[] {1.0, 0.5}) {
       int before = time.sleepsMillis().size();
-      DestinationLimiter slow = new LimiterRegistry(new LocalCursor(time), time)
-          .limiter(Destination.builder("fetcher-test-" + rate).ratePerSecond(rate).build());
+      DestinationLimiter slow =
+          new LimiterRegistry(new LocalCursor(time), time)
+              .limiter(Destination.builder("fetcher-test-" + rate).ratePerSecond(rate).build());
       DestinationFetcher fetcher = DestinationFetcher.builder(slow).build();
       fetcher.fetch(uri("/a"));
       fetcher.fetch(uri("/b"));
       List<Long> sleeps = time.sleepsMillis();
-      assertThat(sleeps.subList(before, sleeps.size())).as("at %s/s", rate)
+      assertThat(sleeps.subList(before, sleeps.size()))
+          .as("at %s/s", rate)
           .containsExactly(0L, Math.round(1000 / rate));
     }
   }
@@ -138,11 +148,13 @@ class DestinationFetcherTest {
         .isInstanceOf(ThrottledException.class)
         .satisfies(e -> assertThat(((ThrottledException) e).status()).isEqualTo(429));
     assertThat(limiter.backoffMultiplier()).isEqualTo(2);
-    assertThatThrownBy(() -> fetcher.fetch(uri("/status/503"))).isInstanceOf(ThrottledException.class);
+    assertThatThrownBy(() -> fetcher.fetch(uri("/status/503")))
+        .isInstanceOf(ThrottledException.class);
     assertThat(limiter.backoffMultiplier()).isEqualTo(4);
     assertThat(limiter.isLockedOut()).isFalse();
     assertThat(fetcher.throttledCount()).isEqualTo(2);
-    // The widened interval reaches the cursor: the next turn after two backoffs is 4 x 100 ms later.
+    // The widened interval reaches the cursor: the next turn after two backoffs is 4 x 100 ms
+    // later.
     fetcher.fetch(uri("/ok"));
     fetcher.fetch(uri("/ok"));
     assertThat(time.lastSleepMillis()).isEqualTo(400L);
@@ -162,7 +174,8 @@ class DestinationFetcherTest {
   @Test
   void otherStatusesAreOrdinaryFailuresThatCountAsCleanResponses() throws Exception {
     DestinationFetcher fetcher = fetcher();
-    assertThatThrownBy(() -> fetcher.fetch(uri("/status/429"))).isInstanceOf(ThrottledException.class);
+    assertThatThrownBy(() -> fetcher.fetch(uri("/status/429")))
+        .isInstanceOf(ThrottledException.class);
     for (int i = 0; i < 100; i++) {
       assertThatThrownBy(() -> fetcher.fetch(uri("/status/404")))
           .isInstanceOf(FetchFailedException.class)
@@ -205,15 +218,19 @@ class DestinationFetcherTest {
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
     DestinationFetcher fetcher = DestinationFetcher.builder(limiter).onRequest(sent::add).build();
     FetchResponse response = fetcher.fetch(uri("/hop/3/200"));
-    assertThat(new String(response.body(), StandardCharsets.UTF_8)).startsWith("body of /hop/0/200");
+    assertThat(new String(response.body(), StandardCharsets.UTF_8))
+        .startsWith("body of /hop/0/200");
     assertThat(response.uri()).isEqualTo(uri("/hop/0/200"));
-    assertThat(time.sleepsMillis()).as("a turn per hop, the first one two intervals wide")
+    assertThat(time.sleepsMillis())
+        .as("a turn per hop, the first one two intervals wide")
         .containsExactly(0L, 200L, 100L, 100L);
     assertThat(fetcher.requestCount()).isEqualTo(4);
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1, 2, 3);
     assertThat(sent).extracting(SentRequest::status).containsExactly(301, 301, 301, 200);
-    assertThat(sent).extracting(SentRequest::uri)
-        .containsExactly(uri("/hop/3/200"), uri("/hop/2/200"), uri("/hop/1/200"), uri("/hop/0/200"));
+    assertThat(sent)
+        .extracting(SentRequest::uri)
+        .containsExactly(
+            uri("/hop/3/200"), uri("/hop/2/200"), uri("/hop/1/200"), uri("/hop/0/200"));
     for (int i = 1; i < sent.size(); i++) {
       assertThat(sent.get(i).turnNanos() - sent.get(i - 1).turnNanos())
           .isEqualTo(Duration.ofMillis(i == 1 ? 200 : 100).toNanos());
@@ -225,7 +242,9 @@ class DestinationFetcherTest {
     while (LimiterProbe.availablePermits(limiter) < 2 && System.nanoTime() < drained) {
       Thread.sleep(5);
     }
-    assertThat(LimiterProbe.availablePermits(limiter)).as("each hop's slot was closed").isEqualTo(2);
+    assertThat(LimiterProbe.availablePermits(limiter))
+        .as("each hop's slot was closed")
+        .isEqualTo(2);
   }
 
   @Test
@@ -240,7 +259,8 @@ class DestinationFetcherTest {
     assertThat(hits.get("/hop/1/200")).hasValue(2);
     assertThat(hits.get("/hop/0/200")).hasValue(1);
     DestinationFetcher none = DestinationFetcher.builder(limiter).maxRedirects(0).build();
-    assertThatThrownBy(() -> none.fetch(uri("/hop/1/200"))).isInstanceOf(FetchFailedException.class)
+    assertThatThrownBy(() -> none.fetch(uri("/hop/1/200")))
+        .isInstanceOf(FetchFailedException.class)
         .hasMessageContaining("maxRedirects 0");
   }
 
@@ -248,17 +268,21 @@ class DestinationFetcherTest {
   void aRedirectToAnotherHostIsNotFollowedAndThatHostHearsNothing() throws Exception {
     AtomicInteger elsewhere = new AtomicInteger();
     HttpServer other = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    other.createContext("/", exchange -> {
-      elsewhere.incrementAndGet();
-      exchange.sendResponseHeaders(200, -1);
-      exchange.close();
-    });
+    other.createContext(
+        "/",
+        exchange -> {
+          elsewhere.incrementAndGet();
+          exchange.sendResponseHeaders(200, -1);
+          exchange.close();
+        });
     other.start();
     try {
       DestinationFetcher fetcher = fetcher();
-      for (String target : List.of("http://127.0.0.1:" + other.getAddress().getPort() + "/x",
-          "http://localhost:" + server.getAddress().getPort() + "/x",
-          "https://127.0.0.1:" + server.getAddress().getPort() + "/x")) {
+      for (String target :
+          List.of(
+              "http://127.0.0.1:" + other.getAddress().getPort() + "/x",
+              "http://localhost:" + server.getAddress().getPort() + "/x",
+              "https://127.0.0.1:" + server.getAddress().getPort() + "/x")) {
         assertThatThrownBy(() -> fetcher.fetch(uri("/redirect?to=" + target)))
             .isInstanceOf(FetchFailedException.class)
             .hasMessageContaining("to another host " + target)
@@ -275,9 +299,11 @@ class DestinationFetcherTest {
   void aMissingOrUnparsableLocationFailsClearly() {
     DestinationFetcher fetcher = fetcher();
     assertThatThrownBy(() -> fetcher.fetch(uri("/redirect")))
-        .isInstanceOf(FetchFailedException.class).hasMessageContaining("has no Location");
+        .isInstanceOf(FetchFailedException.class)
+        .hasMessageContaining("has no Location");
     assertThatThrownBy(() -> fetcher.fetch(uri("/redirect?to=http://[bad")))
-        .isInstanceOf(FetchFailedException.class).hasMessageContaining("unparsable Location");
+        .isInstanceOf(FetchFailedException.class)
+        .hasMessageContaining("unparsable Location");
   }
 
   @Test
@@ -305,29 +331,36 @@ class DestinationFetcherTest {
   void everyRequestIsReportedWithItsLatenessOnTheLimitersClock() throws Exception {
     // Every sleep ends 7 ms late on the fake clock and nothing else moves it, so every request
     // leaves exactly 7 ms after its turn began.
-    TimeSource wakingLate = new TimeSource() {
-      @Override
-      public long nanoTime() {
-        return time.nanoTime();
-      }
+    TimeSource wakingLate =
+        new TimeSource() {
+          @Override
+          public long nanoTime() {
+            return time.nanoTime();
+          }
 
-      @Override
-      public void sleepNanos(long nanos) throws InterruptedException {
-        time.sleepNanos(nanos);
-        time.advance(Duration.ofMillis(7));
-      }
-    };
-    DestinationLimiter lateLimiter = new LimiterRegistry(new LocalCursor(time), wakingLate)
-        .limiter(Destination.builder("late-waker").ratePerSecond(10).build());
+          @Override
+          public void sleepNanos(long nanos) throws InterruptedException {
+            time.sleepNanos(nanos);
+            time.advance(Duration.ofMillis(7));
+          }
+        };
+    DestinationLimiter lateLimiter =
+        new LimiterRegistry(new LocalCursor(time), wakingLate)
+            .limiter(Destination.builder("late-waker").ratePerSecond(10).build());
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
-    DestinationFetcher fetcher = DestinationFetcher.builder(lateLimiter).onRequest(sent::add).build();
+    DestinationFetcher fetcher =
+        DestinationFetcher.builder(lateLimiter).onRequest(sent::add).build();
     fetcher.fetch(uri("/hop/1/200"));
-    assertThatThrownBy(() -> fetcher.fetch(uri("/status/404"))).isInstanceOf(FetchFailedException.class);
+    assertThatThrownBy(() -> fetcher.fetch(uri("/status/404")))
+        .isInstanceOf(FetchFailedException.class);
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1, 0);
     assertThat(sent).extracting(SentRequest::status).containsExactly(301, 200, 404);
     assertThat(sent).extracting(SentRequest::lateness).containsOnly(Duration.ofMillis(7));
-    assertThat(sent).allSatisfy(r -> assertThat(r.sentEpochMicros())
-        .isCloseTo(System.currentTimeMillis() * 1000, within(60_000_000L)));
+    assertThat(sent)
+        .allSatisfy(
+            r ->
+                assertThat(r.sentEpochMicros())
+                    .isCloseTo(System.currentTimeMillis() * 1000, within(60_000_000L)));
   }
 
   @Test
@@ -340,18 +373,24 @@ class DestinationFetcherTest {
     DestinationFetcher fetcher = DestinationFetcher.builder(limiter).onRequest(sent::add).build();
     assertThatThrownBy(() -> fetcher.fetch(URI.create("http://127.0.0.1:" + closedPort + "/x")))
         .isInstanceOf(FetchFailedException.class);
-    assertThat(sent).singleElement().satisfies(r -> {
-      assertThat(r.status()).isEqualTo(SentRequest.NO_STATUS);
-      assertThat(r.answered()).isFalse();
-    });
+    assertThat(sent)
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.status()).isEqualTo(SentRequest.NO_STATUS);
+              assertThat(r.answered()).isFalse();
+            });
   }
 
   @Test
   void aListenerThatThrowsDoesNotBreakTheFetchAndIsLoggedOnce() throws Exception {
-    DestinationFetcher fetcher = DestinationFetcher.builder(limiter)
-        .onRequest(r -> {
-          throw new IllegalStateException("listener bug");
-        }).build();
+    DestinationFetcher fetcher =
+        DestinationFetcher.builder(limiter)
+            .onRequest(
+                r -> {
+                  throw new IllegalStateException("listener bug");
+                })
+            .build();
     PrintStream original = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
     System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
@@ -376,7 +415,8 @@ class DestinationFetcherTest {
     assertThat(Files.readString(file)).isEqualTo(expected);
     assertThat(response.bodyBytes()).isEqualTo(expected.length());
     assertThat(response.content()).isEqualTo(new FetchResponse.Content.InFile(file));
-    assertThatThrownBy(response::body).isInstanceOf(IllegalStateException.class)
+    assertThatThrownBy(response::body)
+        .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining(file.toString());
   }
 
@@ -393,7 +433,10 @@ class DestinationFetcherTest {
     }
     assertThat(hits.get("/big-chunked")).hasValue(1);
     Path roomy = dir.resolve("roomy");
-    DestinationFetcher.builder(limiter).maxBodyBytes(2048).build().fetchTo(uri("/big-chunked"), roomy);
+    DestinationFetcher.builder(limiter)
+        .maxBodyBytes(2048)
+        .build()
+        .fetchTo(uri("/big-chunked"), roomy);
     assertThat(roomy).hasSize(2048);
   }
 
@@ -442,11 +485,19 @@ class DestinationFetcherTest {
   @Test
   void invalidSettingsAreRefusedNamingTheValue() {
     assertThatThrownBy(() -> DestinationFetcher.builder(limiter).maxBodyBytes(-1))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("-1");
     assertThatThrownBy(() -> DestinationFetcher.builder(limiter).maxRedirects(-2))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-2");
-    assertThatThrownBy(() -> DestinationFetcher.builder(limiter).httpClient(HttpClient.newBuilder()
-            .followRedirects(HttpClient.Redirect.NORMAL).build()))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("NORMAL");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("-2");
+    assertThatThrownBy(
+            () ->
+                DestinationFetcher.builder(limiter)
+                    .httpClient(
+                        HttpClient.newBuilder()
+                            .followRedirects(HttpClient.Redirect.NORMAL)
+                            .build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("NORMAL");
   }
 }

@@ -29,10 +29,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The whole-answer deadline against a server that trickles its body one byte every 100 ms for
- * 10 s. This is an integration test of the HTTP client, so it runs on real time, kept short: a
- * 500 ms deadline must fail the fetch within 2 s, close the connection, and leave the fetcher
- * ready for the next fetch. Pacing is on a fake clock, as elsewhere.
+ * The whole-answer deadline against a server that trickles its body one byte every 100 ms for 10 s.
+ * This is an integration test of the HTTP client, so it runs on real time, kept short: a 500 ms
+ * deadline must fail the fetch within 2 s, close the connection, and leave the fetcher ready for
+ * the next fetch. Pacing is on a fake clock, as elsewhere.
  */
 class FetchDeadlineTest {
 
@@ -52,16 +52,20 @@ class FetchDeadlineTest {
     trickling.setDaemon(true);
     trickling.start();
     healthy = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    healthy.createContext("/", exchange -> {
-      byte[] body = "ok".getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    healthy.createContext(
+        "/",
+        exchange -> {
+          byte[] body = "ok".getBytes(StandardCharsets.UTF_8);
+          exchange.sendResponseHeaders(200, body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     healthy.start();
-    limiter = new LimiterRegistry(new LocalCursor(time), time)
-        .limiter(Destination.builder("deadline-test").ratePerSecond(10).maxConcurrency(1).build());
+    limiter =
+        new LimiterRegistry(new LocalCursor(time), time)
+            .limiter(
+                Destination.builder("deadline-test").ratePerSecond(10).maxConcurrency(1).build());
   }
 
   @AfterEach
@@ -81,7 +85,8 @@ class FetchDeadlineTest {
         matched = c == "\r\n\r\n".charAt(matched) ? matched + 1 : (c == '\r' ? 1 : 0);
       }
       OutputStream out = s.getOutputStream();
-      out.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+      out.write(
+          "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
       for (int i = 0; i < 100; i++) {
         out.write('x');
         out.flush();
@@ -111,7 +116,8 @@ class FetchDeadlineTest {
         .isInstanceOf(FetchFailedException.class)
         .hasMessageContaining("no complete response from " + trickling() + " within 500 ms");
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(2));
-    assertThat(trickleCut.await(2, TimeUnit.SECONDS)).as("the server saw its connection closed")
+    assertThat(trickleCut.await(2, TimeUnit.SECONDS))
+        .as("the server saw its connection closed")
         .isTrue();
     assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
     assertThat(fetcher.fetch(healthy()).body()).isEqualTo("ok".getBytes(StandardCharsets.UTF_8));

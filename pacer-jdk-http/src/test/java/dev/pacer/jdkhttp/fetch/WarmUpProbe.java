@@ -17,13 +17,13 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * Measures the first request of a fresh JVM, with or without {@link DestinationFetcher#warmUp}:
- * run it in a new JVM each time, on the test classpath, as {@code java -cp ...
- * dev.pacer.jdkhttp.WarmUpProbe cold|warm}. Prints the lateness of the first two requests (turn start to hand-over to the
- * client), when the destination received each (turn start to the request's arrival), and how many
- * classes the JVM loaded in the warm-up and in the first fetch; with {@code -Xlog:class+load} the
- * "-- first fetch" lines delimit the classes that fetch loaded. Not a test: the figures in {@link
- * DestinationFetcher#warmUp(URI)} come from it.
+ * Measures the first request of a fresh JVM, with or without {@link DestinationFetcher#warmUp}: run
+ * it in a new JVM each time, on the test classpath, as {@code java -cp ...
+ * dev.pacer.jdkhttp.WarmUpProbe cold|warm}. Prints the lateness of the first two requests (turn
+ * start to hand-over to the client), when the destination received each (turn start to the
+ * request's arrival), and how many classes the JVM loaded in the warm-up and in the first fetch;
+ * with {@code -Xlog:class+load} the "-- first fetch" lines delimit the classes that fetch loaded.
+ * Not a test: the figures in {@link DestinationFetcher#warmUp(URI)} come from it.
  */
 public final class WarmUpProbe {
 
@@ -37,8 +37,9 @@ public final class WarmUpProbe {
     URI uri = URI.create("http://127.0.0.1:" + server.getLocalPort() + "/item");
 
     List<SentRequest> sent = new CopyOnWriteArrayList<>();
-    DestinationLimiter limiter = new LimiterRegistry(new LocalCursor())
-        .limiter(Destination.builder("probe").ratePerSecond(5).build());
+    DestinationLimiter limiter =
+        new LimiterRegistry(new LocalCursor())
+            .limiter(Destination.builder("probe").ratePerSecond(5).build());
     DestinationFetcher fetcher = DestinationFetcher.builder(limiter).onRequest(sent::add).build();
     var classes = ManagementFactory.getClassLoadingMXBean();
     long warmUpNanos = 0;
@@ -56,18 +57,23 @@ public final class WarmUpProbe {
     System.out.println("-- first fetch ends");
     int firstClasses = classes.getLoadedClassCount() - before;
     fetcher.fetch(uri);
-    System.out.printf("%s warmUp=%.1fms/%d classes | first: late=%.2fms arrived=%.2fms "
+    System.out.printf(
+        "%s warmUp=%.1fms/%d classes | first: late=%.2fms arrived=%.2fms "
             + "classes=%d | second: late=%.2fms arrived=%.2fms%n",
-        warm ? "warm" : "cold", warmUpNanos / 1e6, warmUpClasses,
-        sent.get(0).lateness().toNanos() / 1e6, (arrivals.get(0) - sent.get(0).turnNanos()) / 1e6,
+        warm ? "warm" : "cold",
+        warmUpNanos / 1e6,
+        warmUpClasses,
+        sent.get(0).lateness().toNanos() / 1e6,
+        (arrivals.get(0) - sent.get(0).turnNanos()) / 1e6,
         firstClasses,
-        sent.get(1).lateness().toNanos() / 1e6, (arrivals.get(1) - sent.get(1).turnNanos()) / 1e6);
+        sent.get(1).lateness().toNanos() / 1e6,
+        (arrivals.get(1) - sent.get(1).turnNanos()) / 1e6);
   }
 
   /** Answers each request with a fixed 200, noting when its request line arrived. */
   private static void serve(ServerSocket server, List<Long> arrivals) {
-    byte[] answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-        .getBytes(StandardCharsets.US_ASCII);
+    byte[] answer =
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".getBytes(StandardCharsets.US_ASCII);
     while (true) {
       try {
         Socket s = server.accept();

@@ -42,14 +42,16 @@ import org.junit.jupiter.api.Test;
  * The bodies nobody reads (a redirect hop's, an answer the fetcher only classifies). First as a
  * subscriber, fed by hand: it reads at most its byte cap, and holds the request's slot until it
  * ends. Then against a local destination that would send them forever: the drain stops at its byte
- * cap or its time bound, the connection is closed, and the request's permit is held until then.
- * The HTTP client is real, so those run on real time; pacing is on a fake clock.
+ * cap or its time bound, the connection is closed, and the request's permit is held until then. The
+ * HTTP client is real, so those run on real time; pacing is on a fake clock.
  */
 class DiscardedBodyTest {
 
   private final FakeTime time = new FakeTime();
+
   /** Released once for each answer whose connection the client closed under it. */
   private final Semaphore cuts = new Semaphore(0);
+
   private final ExecutorService handlers = Executors.newCachedThreadPool();
   private HttpServer server;
   private DestinationLimiter limiter;
@@ -58,31 +60,35 @@ class DiscardedBodyTest {
   void start() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.setExecutor(handlers);
-    server.createContext("/", exchange -> {
-      exchange.getRequestBody().readAllBytes();
-      String path = exchange.getRequestURI().getPath();
-      switch (path) {
-        case "/endless-redirect" -> {
-          exchange.getResponseHeaders().add("Location", "/landed");
-          stream(exchange, 302, 0, 16 * 1024, Duration.ZERO);
-        }
-        case "/huge-redirect" -> {
-          exchange.getResponseHeaders().add("Location", "/landed");
-          stream(exchange, 302, 1L << 40, 16 * 1024, Duration.ZERO);
-        }
-        case "/trickled-429" -> stream(exchange, 429, 1000, 1, Duration.ofMillis(50));
-        default -> {
-          byte[] body = "landed".getBytes(StandardCharsets.UTF_8);
-          exchange.sendResponseHeaders(200, body.length);
-          try (OutputStream out = exchange.getResponseBody()) {
-            out.write(body);
+    server.createContext(
+        "/",
+        exchange -> {
+          exchange.getRequestBody().readAllBytes();
+          String path = exchange.getRequestURI().getPath();
+          switch (path) {
+            case "/endless-redirect" -> {
+              exchange.getResponseHeaders().add("Location", "/landed");
+              stream(exchange, 302, 0, 16 * 1024, Duration.ZERO);
+            }
+            case "/huge-redirect" -> {
+              exchange.getResponseHeaders().add("Location", "/landed");
+              stream(exchange, 302, 1L << 40, 16 * 1024, Duration.ZERO);
+            }
+            case "/trickled-429" -> stream(exchange, 429, 1000, 1, Duration.ofMillis(50));
+            default -> {
+              byte[] body = "landed".getBytes(StandardCharsets.UTF_8);
+              exchange.sendResponseHeaders(200, body.length);
+              try (OutputStream out = exchange.getResponseBody()) {
+                out.write(body);
+              }
+            }
           }
-        }
-      }
-    });
+        });
     server.start();
-    limiter = new LimiterRegistry(new LocalCursor(time), time).limiter(
-        Destination.builder("discard-test").ratePerSecond(10).maxConcurrency(1).build());
+    limiter =
+        new LimiterRegistry(new LocalCursor(time), time)
+            .limiter(
+                Destination.builder("discard-test").ratePerSecond(10).maxConcurrency(1).build());
   }
 
   /**
@@ -164,7 +170,8 @@ class DiscardedBodyTest {
     HttpResponse.BodySubscriber<Void> body = discarded(answer(302, Map.of()), slot);
     Recorded subscription = new Recorded();
     body.onSubscribe(subscription);
-    assertThat(body.getBody().toCompletableFuture()).as("the answer is complete at its headers")
+    assertThat(body.getBody().toCompletableFuture())
+        .as("the answer is complete at its headers")
         .isCompleted();
     body.onNext(List.of(ByteBuffer.allocate(1000)));
     assertThat(LimiterProbe.availablePermits(limiter)).as("held while the body drains").isZero();
@@ -193,8 +200,11 @@ class DiscardedBodyTest {
   @Test
   void aBodyDeclaredLongerThanTheCapIsNotReadAtAll() throws Exception {
     Slot slot = limiter.acquire();
-    HttpResponse.BodySubscriber<Void> body = discarded(answer(301,
-        Map.of("Content-Length", List.of(Long.toString(DiscardedBody.MAX_BYTES + 1)))), slot);
+    HttpResponse.BodySubscriber<Void> body =
+        discarded(
+            answer(
+                301, Map.of("Content-Length", List.of(Long.toString(DiscardedBody.MAX_BYTES + 1)))),
+            slot);
     Recorded subscription = new Recorded();
     body.onSubscribe(subscription);
     assertThat(subscription.cancelled).isTrue();
@@ -205,18 +215,23 @@ class DiscardedBodyTest {
   @Test
   void aFollowedRedirectsEndlessBodyIsCutOffAndItsConnectionClosed() throws Exception {
     HttpClient bare = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build();
-    PacedHttpClient client = PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
-        .followRedirects(HttpClient.Redirect.NORMAL).build();
+    PacedHttpClient client =
+        PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
+            .followRedirects(HttpClient.Redirect.NORMAL)
+            .build();
     for (String path : List.of("/endless-redirect", "/huge-redirect")) {
       long start = System.nanoTime();
-      HttpResponse<String> landed = client.send(HttpRequest.newBuilder(uri(path)).build(),
-          HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> landed =
+          client.send(
+              HttpRequest.newBuilder(uri(path)).build(), HttpResponse.BodyHandlers.ofString());
       assertThat(landed.body()).as(path).isEqualTo("landed");
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).as(path)
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .as(path)
           .isLessThan(Duration.ofSeconds(3));
     }
     assertThat(cuts.tryAcquire(2, 3, TimeUnit.SECONDS))
-        .as("the destination saw both connections closed").isTrue();
+        .as("the destination saw both connections closed")
+        .isTrue();
     assertThat(LimiterProbe.availablePermits(limiter)).isEqualTo(1);
   }
 
@@ -229,12 +244,14 @@ class DiscardedBodyTest {
         .isInstanceOf(ThrottledException.class);
     assertThat(LimiterProbe.availablePermits(limiter)).as("the drain holds the permit").isZero();
     assertThat(cuts.tryAcquire(DiscardedBody.MAX_TIME.toMillis() + 2000, TimeUnit.MILLISECONDS))
-        .as("the destination saw its connection closed").isTrue();
+        .as("the destination saw its connection closed")
+        .isTrue();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
     while (LimiterProbe.availablePermits(limiter) == 0 && System.nanoTime() < deadline) {
       Thread.sleep(5);
     }
-    assertThat(LimiterProbe.availablePermits(limiter)).as("given back when the drain was cut off")
+    assertThat(LimiterProbe.availablePermits(limiter))
+        .as("given back when the drain was cut off")
         .isEqualTo(1);
     assertThat(Duration.ofNanos(System.nanoTime() - start))
         .isLessThan(DiscardedBody.MAX_TIME.plusSeconds(3));

@@ -61,13 +61,13 @@ import okio.Okio;
  * Its status and {@code Retry-After} go to {@link DestinationLimiter#noteAnswer}, the
  * classification every Pacer client shares, and the response is returned as it is: a 429 reaches
  * the caller as a 429, the limiter having backed off (and with a {@code Retry-After} paused the
- * fleet); after a 403 the limiter is locked out, and every later request to the destination
- * throws {@link LockedOutException} from this interceptor before it is sent.
+ * fleet); after a 403 the limiter is locked out, and every later request to the destination throws
+ * {@link LockedOutException} from this interceptor before it is sent.
  *
  * <h2>The permit</h2>
  *
- * The slot (the destination's concurrency permit) is released when the response body is read to
- * its end or closed, which OkHttp requires of every response, and which its redirect handling does
+ * The slot (the destination's concurrency permit) is released when the response body is read to its
+ * end or closed, which OkHttp requires of every response, and which its redirect handling does
  * before it sends the next hop; a request that fails releases it at once, and so does an answer
  * whose classification throws, closing the response before the call fails. A body never closed
  * holds its permit, as it holds its connection. Interrupted while waiting for its turn, the call
@@ -82,32 +82,34 @@ import okio.Okio;
  *
  * <ul>
  *   <li>from a public host, a request whose connection goes to an internal address is refused
- *       ({@link AddressPolicy}). The call's host is classified by the address its first
- *       request's connection went to, and each later request by its own connection's address:
- *       the resolution OkHttp connected with, so a name that changes its answer between the two
- *       cannot pass. Through a proxy, which resolves names itself, the names are resolved here
- *       instead. The connection is already open when the interceptor runs (nothing has been
- *       written on it); OkHttp's {@code Dns} could refuse before connecting, but is asked with no
- *       call, so it cannot tell a hop from a first request;
+ *       ({@link AddressPolicy}). The call's host is classified by the address its first request's
+ *       connection went to, and each later request by its own connection's address: the resolution
+ *       OkHttp connected with, so a name that changes its answer between the two cannot pass.
+ *       Through a proxy, which resolves names itself, the names are resolved here instead. The
+ *       connection is already open when the interceptor runs (nothing has been written on it);
+ *       OkHttp's {@code Dns} could refuse before connecting, but is asked with no call, so it
+ *       cannot tell a hop from a first request;
  *   <li>to another origin than the call's, the caller's own {@code Authorization}, {@code
  *       Proxy-Authorization} and {@code Cookie} headers are dropped (a value OkHttp set for that
  *       origin, from its cookie jar or authenticator, is kept), and a request with a body is
  *       refused: a 307 or 308 would repeat it there ({@link Origins}).
  * </ul>
  *
- * A refused request fails the call with a {@link ProtocolException}, which OkHttp does not
- * retry, naming the host and the reason.
+ * A refused request fails the call with a {@link ProtocolException}, which OkHttp does not retry,
+ * naming the host and the reason.
  *
  * <h2>A cold JVM</h2>
  *
- * Call {@link #warmUp} once, after building the client and before its first request: in a cold
- * JVM the first requests load the client's classes after their turns have begun, and requests
- * granted turns meanwhile reach the destination together (see {@link WarmUp}).
+ * Call {@link #warmUp} once, after building the client and before its first request: in a cold JVM
+ * the first requests load the client's classes after their turns have begun, and requests granted
+ * turns meanwhile reach the destination together (see {@link WarmUp}).
  */
 public final class PacingInterceptor implements Interceptor {
 
   /** The tag of the warm-up's request, which this interceptor lets through without a turn. */
-  private enum WarmUpTag { WARM_UP }
+  private enum WarmUpTag {
+    WARM_UP
+  }
 
   /** A call's first request: the URL the call asked for, and its host as classified then. */
   private record FirstRequest(URI uri, AddressPolicy.RequestedHost host) {}
@@ -140,35 +142,40 @@ public final class PacingInterceptor implements Interceptor {
   }
 
   /**
-   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any
-   * destination ({@link WarmUp}): one GET through {@code client} to a throwaway server on
-   * 127.0.0.1, which this interceptor lets through without a turn, then, for each https URL of
-   * {@code destinations}, the TLS stack, and the resolution of each host name. Call it once,
-   * before the first request; failures are logged and ignored.
+   * Pays a cold JVM's first-request costs before the first turn, sending nothing to any destination
+   * ({@link WarmUp}): one GET through {@code client} to a throwaway server on 127.0.0.1, which this
+   * interceptor lets through without a turn, then, for each https URL of {@code destinations}, the
+   * TLS stack, and the resolution of each host name. Call it once, before the first request;
+   * failures are logged and ignored.
    *
    * @param client the client this interceptor was added to
-   * @param destinations URLs of the destinations the client will send to, for their scheme and
-   *     host (none is needed for the client's own warm-up)
+   * @param destinations URLs of the destinations the client will send to, for their scheme and host
+   *     (none is needed for the client's own warm-up)
    * @throws InterruptedException if interrupted during the warm-up
    */
-  public static void warmUp(OkHttpClient client, URI... destinations)
-      throws InterruptedException {
+  public static void warmUp(OkHttpClient client, URI... destinations) throws InterruptedException {
     Objects.requireNonNull(client, "client");
-    WarmUp.run(loopback -> {
-      Request get = new Request.Builder().url(loopback.toURL())
-          .tag(WarmUpTag.class, WarmUpTag.WARM_UP).build();
-      try (Response response = client.newCall(get).execute()) {
-        response.body().string();
-      }
-    }, destinations);
+    WarmUp.run(
+        loopback -> {
+          Request get =
+              new Request.Builder()
+                  .url(loopback.toURL())
+                  .tag(WarmUpTag.class, WarmUpTag.WARM_UP)
+                  .build();
+          try (Response response = client.newCall(get).execute()) {
+            response.body().string();
+          }
+        },
+        destinations);
   }
 
   @Override
   public Response intercept(Interceptor.Chain chain) throws IOException {
     if (chain.connection() == null) {
-      throw new IllegalStateException("PacingInterceptor must be added with"
-          + " OkHttpClient.Builder.addNetworkInterceptor: as an application interceptor it would"
-          + " see a chain of redirects as one request, and its hops would take no turn");
+      throw new IllegalStateException(
+          "PacingInterceptor must be added with"
+              + " OkHttpClient.Builder.addNetworkInterceptor: as an application interceptor it would"
+              + " see a chain of redirects as one request, and its hops would take no turn");
     }
     if (chain.request().tag(WarmUpTag.class) != null) {
       return chain.proceed(chain.request());
@@ -183,8 +190,9 @@ public final class PacingInterceptor implements Interceptor {
       slot = limiter.get().acquire();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      InterruptedIOException interrupted = new InterruptedIOException(
-          "interrupted while waiting for a turn to send " + request.url());
+      InterruptedIOException interrupted =
+          new InterruptedIOException(
+              "interrupted while waiting for a turn to send " + request.url());
       interrupted.initCause(e);
       throw interrupted;
     }
@@ -221,19 +229,29 @@ public final class PacingInterceptor implements Interceptor {
     Request asked = chain.call().request();
     Optional<InetAddress> connected = directAddress(chain.connection());
     boolean[] first = {false};
-    FirstRequest firstRequest = chain.call().tag(FirstRequest.class, () -> {
-      first[0] = true;
-      boolean ownRequest = request.url().equals(asked.url());
-      String host = asked.url().host();
-      return new FirstRequest(asked.url().uri(), ownRequest && connected.isPresent()
-          ? addresses.requested(host, connected.get()) : addresses.requested(host));
-    });
+    FirstRequest firstRequest =
+        chain
+            .call()
+            .tag(
+                FirstRequest.class,
+                () -> {
+                  first[0] = true;
+                  boolean ownRequest = request.url().equals(asked.url());
+                  String host = asked.url().host();
+                  return new FirstRequest(
+                      asked.url().uri(),
+                      ownRequest && connected.isPresent()
+                          ? addresses.requested(host, connected.get())
+                          : addresses.requested(host));
+                });
     if (first[0] && request.url().equals(asked.url())) {
       return request;
     }
     String host = request.url().host();
-    AddressPolicy.Verdict verdict = connected.isPresent()
-        ? firstRequest.host().hop(host, connected.get()) : firstRequest.host().hop(host);
+    AddressPolicy.Verdict verdict =
+        connected.isPresent()
+            ? firstRequest.host().hop(host, connected.get())
+            : firstRequest.host().hop(host);
     if (verdict instanceof AddressPolicy.Verdict.Refused refused) {
       throw new ProtocolException(request.url() + " is not sent: " + refused.reason());
     }
@@ -241,8 +259,11 @@ public final class PacingInterceptor implements Interceptor {
       return request;
     }
     if (request.body() != null && request.body().contentLength() != 0) {
-      throw new ProtocolException(request.url() + " is not sent: it would repeat the request's"
-          + " body at another origin than " + firstRequest.uri());
+      throw new ProtocolException(
+          request.url()
+              + " is not sent: it would repeat the request's"
+              + " body at another origin than "
+              + firstRequest.uri());
     }
     Request.Builder without = request.newBuilder();
     for (String name : Origins.CREDENTIAL_HEADERS) {
@@ -271,28 +292,30 @@ public final class PacingInterceptor implements Interceptor {
     SlotReleasingBody(ResponseBody body, Slot slot) {
       this.body = body;
       this.slot = slot;
-      this.source = Okio.buffer(new ForwardingSource(body.source()) {
-        @Override
-        public long read(Buffer sink, long byteCount) throws IOException {
-          long read;
-          try {
-            read = super.read(sink, byteCount);
-          } catch (IOException | RuntimeException e) {
-            slot.close();
-            throw e;
-          }
-          if (read == -1) {
-            slot.close();
-          }
-          return read;
-        }
+      this.source =
+          Okio.buffer(
+              new ForwardingSource(body.source()) {
+                @Override
+                public long read(Buffer sink, long byteCount) throws IOException {
+                  long read;
+                  try {
+                    read = super.read(sink, byteCount);
+                  } catch (IOException | RuntimeException e) {
+                    slot.close();
+                    throw e;
+                  }
+                  if (read == -1) {
+                    slot.close();
+                  }
+                  return read;
+                }
 
-        @Override
-        public void close() throws IOException {
-          slot.close();
-          super.close();
-        }
-      });
+                @Override
+                public void close() throws IOException {
+                  slot.close();
+                  super.close();
+                }
+              });
     }
 
     @Override

@@ -7,10 +7,10 @@ import java.util.Set;
 /**
  * Creating tables that several processes may create at once. {@code CREATE TABLE IF NOT EXISTS}
  * does not hold against a concurrent creator: the statement that loses the race fails on the
- * winner's catalog rows, as a unique violation in a catalog (23505), a duplicate of the table's
- * row type (42710) or a duplicate table (42P07). By then the winner's creation has committed, so
- * the loser runs its script once more, and it passes over what now exists. A clash that is not a
- * race (a type or a view of the table's name) fails the second time too, and that error is thrown.
+ * winner's catalog rows, as a unique violation in a catalog (23505), a duplicate of the table's row
+ * type (42710) or a duplicate table (42P07). By then the winner's creation has committed, so the
+ * loser runs its script once more, and it passes over what now exists. A clash that is not a race
+ * (a type or a view of the table's name) fails the second time too, and that error is thrown.
  */
 public final class ConcurrentCreate {
 

@@ -15,20 +15,20 @@ import java.util.Locale;
  * dev.pacer.internal.Pacing} term by term:
  *
  * <ul>
- *   <li>{@code earliest = now + not_before}: where the caller knows the turns already granted
- *       end; it is used only when the row was lost or must be reset;
+ *   <li>{@code earliest = now + not_before}: where the caller knows the turns already granted end;
+ *       it is used only when the row was lost or must be reset;
  *   <li>no row: the turn starts at {@code earliest}, and {@code earliest + gap} is inserted;
  *   <li>a value further ahead than {@code reset_beyond} of both now and the end of the pause
  *       recorded with it ({@code paused_until}, counted no further ahead of now than {@code
  *       Destination.LONGEST_RETRY_AFTER}), or (text layout) one that is not a decimal number: the
  *       turn starts at {@code earliest}, overwriting it. That is {@code Pacing.plausible}'s {@code
- *       max(now, min(paused_until, now + longest))}, written as two comparisons so that the
- *       pause's is evaluated only for a value already beyond {@code now + reset_beyond}: a row
- *       within the bound pays nothing for it. The key/value layout records no pause: its bound
- *       counts from now, and a pause longer than the bound is reset;
+ *       max(now, min(paused_until, now + longest))}, written as two comparisons so that the pause's
+ *       is evaluated only for a value already beyond {@code now + reset_beyond}: a row within the
+ *       bound pays nothing for it. The key/value layout records no pause: its bound counts from
+ *       now, and a pause longer than the bound is reset;
  *   <li>otherwise the turn starts at {@code GREATEST(now, cursor)};
- *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by the
- *       ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
+ *   <li>with a {@code max_wait}, a turn starting later than {@code now + max_wait} is refused by
+ *       the ON CONFLICT's WHERE: the row is not updated and the statement returns no row.
  * </ul>
  *
  * <p>Pacer's table also keeps lockouts, in a logged table beside it ({@code <table>_lockout}): a
@@ -42,20 +42,20 @@ import java.util.Locale;
  * clean answers are added, and at 100 the multiplier halves, all under the same row lock.
  *
  * <p>Parameters, in order: key (text), gap, reset_beyond, max_wait, not_before (bigint
- * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code wait_micros}
- * (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous value was
- * ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed}, {@code
- * now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced the
- * turn; NULL outside the fleet's backoff). The prior value is returned only so that resets and
+ * microseconds; max_wait NULL for an unconditional reservation). Result columns: {@code
+ * wait_micros} (NULL when refused or locked out), {@code prior_ahead_micros} (how far the previous
+ * value was ahead of now; NULL if there was no row or it was unreadable), {@code prior_existed},
+ * {@code now_micros}, {@code lockout_reason} and {@code fleet_backoff} (the multiplier that spaced
+ * the turn; NULL outside the fleet's backoff). The prior value is returned only so that resets and
  * repairs can be logged, and it must be the value the upsert found under the row lock, not the one
  * in the statement's snapshot: another role's write that commits while the statement waits for the
  * row is invisible to the snapshot, and the upsert resets it all the same. Pacer's table, whose
- * value is always readable, reports only a reset: the upsert keeps the value it overwrote in
- * {@code reset_from} (NULL when it did not reset), and returns it, since RETURNING sees only the
- * row written (PostgreSQL 18's {@code RETURNING old} is out of reach of the releases supported);
- * otherwise {@code prior_ahead_micros} is NULL and {@code prior_existed} false. The key/value layout
- * cannot add a column to its table: it reads the value always, {@code FOR UPDATE}, before the
- * upsert (a {@code prior} CTE that the upsert's own source joins, so that it runs first; it
+ * value is always readable, reports only a reset: the upsert keeps the value it overwrote in {@code
+ * reset_from} (NULL when it did not reset), and returns it, since RETURNING sees only the row
+ * written (PostgreSQL 18's {@code RETURNING old} is out of reach of the releases supported);
+ * otherwise {@code prior_ahead_micros} is NULL and {@code prior_existed} false. The key/value
+ * layout cannot add a column to its table: it reads the value always, {@code FOR UPDATE}, before
+ * the upsert (a {@code prior} CTE that the upsert's own source joins, so that it runs first; it
  * compares the key with a scalar subquery, a plan parameter, rather than joining {@code p}, so that
  * the primary key's index can answer it: a join condition would leave it a filter over a whole scan
  * of the table). Locked, the read waits for the other role's write as the upsert would have, and
@@ -71,17 +71,17 @@ public final class CursorSql {
 
   private static final int CLEAN_ANSWERS_TO_HALVE = BackoffScope.CLEAN_ANSWERS_TO_HALVE;
   private static final int MAX_BACKOFF = BackoffScope.MAX_MULTIPLIER;
-  private static final long LONGEST_PAUSE_MICROS =
-      Destination.LONGEST_RETRY_AFTER.toNanos() / 1000;
+  private static final long LONGEST_PAUSE_MICROS = Destination.LONGEST_RETRY_AFTER.toNanos() / 1000;
 
   /** Plain decimal, as PostgreSQL's numeric and Python's float print epoch seconds. */
-  static final String DECIMAL_PATTERN = "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
+  static final String DECIMAL_PATTERN =
+      "^\\s*[+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]{1,3})?\\s*$";
 
   /**
    * A missing row is inserted at {@code earliest}, which may lie beyond a try-reservation's
-   * max_wait; then nothing is inserted and the reservation is refused. (When the row exists the
-   * ON CONFLICT branch decides, and the INSERT's own row never matters.) {@code rowExists} reads
-   * the statement's snapshot; it runs only in that case, after the cheap tests have failed.
+   * max_wait; then nothing is inserted and the reservation is refused. (When the row exists the ON
+   * CONFLICT branch decides, and the INSERT's own row never matters.) {@code rowExists} reads the
+   * statement's snapshot; it runs only in that case, after the cheap tests have failed.
    */
   private static String insertWithinMaxWait(String rowExists) {
     return "(p.max_wait IS NULL OR p.earliest <= p.now + p.max_wait OR " + rowExists + ")";
@@ -105,9 +105,9 @@ public final class CursorSql {
 
   /**
    * The statements of the fleet's backoff ({@code BackoffScope.FLEET}): the reservation under it
-   * (the plain reservation's parameters, then clean: integer, clean answers since the caller's
-   * last reservation), and the rate-pressure answer that doubles it (parameter: key; returns the
-   * new multiplier).
+   * (the plain reservation's parameters, then clean: integer, clean answers since the caller's last
+   * reservation), and the rate-pressure answer that doubles it (parameter: key; returns the new
+   * multiplier).
    */
   public record FleetBackoff(String reserve, String throttled) {}
 
@@ -124,8 +124,13 @@ public final class CursorSql {
    * announce: the key/value layout's channel, lockOut, clearLockout and read are null. Its pause is
    * the cursor itself, which every later turn of every process honours.
    */
-  public record Holds(String channel, String pause, String lockOut, String clearLockout,
-      String read, String readAll) {
+  public record Holds(
+      String channel,
+      String pause,
+      String lockOut,
+      String clearLockout,
+      String read,
+      String readAll) {
 
     /** Whether the layout records lockouts and announces holds; false for the key/value layout. */
     public boolean recordsLockouts() {
@@ -133,8 +138,15 @@ public final class CursorSql {
     }
   }
 
-  private CursorSql(String description, String createTable, String reserve, String clear,
-      String keyPrefix, Holds holds, FleetBackoff fleetBackoff, Census census) {
+  private CursorSql(
+      String description,
+      String createTable,
+      String reserve,
+      String clear,
+      String keyPrefix,
+      Holds holds,
+      FleetBackoff fleetBackoff,
+      Census census) {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
@@ -150,32 +162,53 @@ public final class CursorSql {
    * queue behind every reservation in flight even when there is nothing to add.
    */
   private static String addColumnIfMissing(String table, String column, String definition) {
-    return "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '" + table
-        + "'::regclass AND attname = '" + column + "' AND NOT attisdropped) THEN ALTER TABLE "
-        + table + " ADD COLUMN " + column + " " + definition + "; END IF; END $$;\n";
+    return "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '"
+        + table
+        + "'::regclass AND attname = '"
+        + column
+        + "' AND NOT attisdropped) THEN ALTER TABLE "
+        + table
+        + " ADD COLUMN "
+        + column
+        + " "
+        + definition
+        + "; END IF; END $$;\n";
   }
 
   /**
-   * Seconds from {@code now} to {@code timestamp}, a value another role may have written
-   * ({@code 'infinity'} and {@code '-infinity'} included): counted no further than a century either
-   * way, so that the subtraction, which fails on an infinite timestamp, always has an answer. A
-   * NULL timestamp answers NULL, as a subtraction would; the clamp alone would not, since
-   * {@code GREATEST} passes over NULLs.
+   * Seconds from {@code now} to {@code timestamp}, a value another role may have written ({@code
+   * 'infinity'} and {@code '-infinity'} included): counted no further than a century either way, so
+   * that the subtraction, which fails on an infinite timestamp, always has an answer. A NULL
+   * timestamp answers NULL, as a subtraction would; the clamp alone would not, since {@code
+   * GREATEST} passes over NULLs.
    *
    * @param now an expression of the instant to count from
    * @param timestamp an expression of the instant to count to
    * @return a numeric expression
    */
   public static String secondsFrom(String now, String timestamp) {
-    return "CASE WHEN " + timestamp + " IS NOT NULL THEN extract(epoch FROM LEAST(GREATEST("
-        + timestamp + ", " + now + " - interval '100 years'), " + now + " + interval '100 years') - "
-        + now + ") END";
+    return "CASE WHEN "
+        + timestamp
+        + " IS NOT NULL THEN extract(epoch FROM LEAST(GREATEST("
+        + timestamp
+        + ", "
+        + now
+        + " - interval '100 years'), "
+        + now
+        + " + interval '100 years') - "
+        + now
+        + ") END";
   }
 
   /** A pause or lockout announced on {@code channel}: kind, key and value, tab-separated. */
   private static String notify(String kind, String keyExpression, String valueExpression) {
-    return "pg_notify(?, '" + kind + "' || chr(9) || " + keyExpression + " || chr(9) || "
-        + valueExpression + ")";
+    return "pg_notify(?, '"
+        + kind
+        + "' || chr(9) || "
+        + keyExpression
+        + " || chr(9) || "
+        + valueExpression
+        + ")";
   }
 
   /**
@@ -200,8 +233,15 @@ public final class CursorSql {
    * @return a timestamptz expression
    */
   public static String pacerTurnStart(String row, String ask) {
-    return "CASE WHEN " + pacerResets(row, ask) + " THEN " + ask + ".earliest ELSE GREATEST("
-        + ask + ".now, " + row + ".next_at) END";
+    return "CASE WHEN "
+        + pacerResets(row, ask)
+        + " THEN "
+        + ask
+        + ".earliest ELSE GREATEST("
+        + ask
+        + ".now, "
+        + row
+        + ".next_at) END";
   }
 
   /**
@@ -221,10 +261,24 @@ public final class CursorSql {
   private static String pacerResets(String row, String ask) {
     String next = row + ".next_at";
     String resetBeyond = ask + ".reset_beyond";
-    return next + " > " + ask + ".now + " + resetBeyond
-        + " AND (" + row + ".paused_until IS NULL OR " + next + " > LEAST(" + row
-        + ".paused_until, " + ask + ".now + " + LONGEST_PAUSE_MICROS
-        + " * interval '1 microsecond') + " + resetBeyond + ")";
+    return next
+        + " > "
+        + ask
+        + ".now + "
+        + resetBeyond
+        + " AND ("
+        + row
+        + ".paused_until IS NULL OR "
+        + next
+        + " > LEAST("
+        + row
+        + ".paused_until, "
+        + ask
+        + ".now + "
+        + LONGEST_PAUSE_MICROS
+        + " * interval '1 microsecond') + "
+        + resetBeyond
+        + ")";
   }
 
   /** Pacer's own table: a typed timestamptz cursor per destination name. */
@@ -232,7 +286,9 @@ public final class CursorSql {
     String lockouts = table + "_lockout";
     String fetchers = table + "_fetcher";
     String createTable =
-        "CREATE UNLOGGED TABLE IF NOT EXISTS " + table + " (\n"
+        "CREATE UNLOGGED TABLE IF NOT EXISTS "
+            + table
+            + " (\n"
             + "  name         text        PRIMARY KEY,\n"
             + "  next_at      timestamptz NOT NULL,\n"
             + "  updated_at   timestamptz NOT NULL,\n"
@@ -246,7 +302,9 @@ public final class CursorSql {
             + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
             + addColumnIfMissing(table, "reset_from", "timestamptz")
             // Logged, unlike the cursors: a lockout must outlive a crash.
-            + "CREATE TABLE IF NOT EXISTS " + lockouts + " (\n"
+            + "CREATE TABLE IF NOT EXISTS "
+            + lockouts
+            + " (\n"
             + "  name      text        PRIMARY KEY,\n"
             + "  reason    text        NOT NULL,\n"
             + "  locked_at timestamptz NOT NULL\n"
@@ -254,9 +312,12 @@ public final class CursorSql {
     String reserve = pacerReservation(table, lockouts, false);
     String reserveUnderFleetBackoff = pacerReservation(table, lockouts, true);
     String throttled =
-        "INSERT INTO " + table + " AS c (name, next_at, updated_at, backoff)"
+        "INSERT INTO "
+            + table
+            + " AS c (name, next_at, updated_at, backoff)"
             + " VALUES (?, clock_timestamp(), clock_timestamp(), 2)\n"
-            + "ON CONFLICT (name) DO UPDATE SET backoff = LEAST(" + MAX_BACKOFF
+            + "ON CONFLICT (name) DO UPDATE SET backoff = LEAST("
+            + MAX_BACKOFF
             + ", c.backoff * 2), clean = 0\n"
             + "RETURNING c.backoff";
     String clear = "DELETE FROM " + table + " WHERE name = ?";
@@ -266,41 +327,66 @@ public final class CursorSql {
             + " clock.now + ?::bigint * interval '1 microsecond' AS until\n"
             + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
             + "held AS (\n"
-            + "  INSERT INTO " + table + " AS c (name, next_at, updated_at, paused_until)\n"
+            + "  INSERT INTO "
+            + table
+            + " AS c (name, next_at, updated_at, paused_until)\n"
             + "  SELECT p.key, p.until, p.now, p.until FROM p\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
             + "    SET next_at = GREATEST(c.next_at, EXCLUDED.next_at),\n"
             + "        updated_at = EXCLUDED.updated_at,\n"
             + "        paused_until = GREATEST(c.paused_until, EXCLUDED.paused_until)\n"
             + "  RETURNING c.paused_until)\n"
-            + "SELECT " + notify("P", "p.key",
+            + "SELECT "
+            + notify(
+                "P",
+                "p.key",
                 "(extract(epoch FROM held.paused_until - p.now) * 1000000)::bigint::text")
             + " FROM p CROSS JOIN held";
     String lockOut =
         "WITH l AS (\n"
-            + "  INSERT INTO " + lockouts + " AS l (name, reason, locked_at)"
+            + "  INSERT INTO "
+            + lockouts
+            + " AS l (name, reason, locked_at)"
             + " VALUES (?, ?, clock_timestamp())\n"
             + "  ON CONFLICT (name) DO UPDATE SET reason = l.reason\n"
             + "  RETURNING l.name, l.reason)\n"
-            + "SELECT " + notify("L", "l.name", "''") + " FROM l";
+            + "SELECT "
+            + notify("L", "l.name", "''")
+            + " FROM l";
     String clearLockout = "DELETE FROM " + lockouts + " WHERE name = ?";
     // The limiter caps the pause read at the destination's maxRetryAfter.
     String read =
-        "SELECT (SELECT (" + secondsFrom("clock_timestamp()", "c.paused_until")
+        "SELECT (SELECT ("
+            + secondsFrom("clock_timestamp()", "c.paused_until")
             + " * 1000000)::bigint"
-            + " FROM " + table + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
-            + "       (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ?)";
+            + " FROM "
+            + table
+            + " c WHERE c.name = ? AND c.paused_until > clock_timestamp()),\n"
+            + "       (SELECT l.reason FROM "
+            + lockouts
+            + " l WHERE l.name = ?)";
     // By primary key for each key named: the cost grows with the destinations served, never with
     // the table.
     String readAll =
-        "SELECT k.key, (" + secondsFrom("clock.now", "c.paused_until") + " * 1000000)::bigint,"
+        "SELECT k.key, ("
+            + secondsFrom("clock.now", "c.paused_until")
+            + " * 1000000)::bigint,"
             + " l.reason\n"
             + "FROM (SELECT clock_timestamp() AS now) AS clock\n"
             + "CROSS JOIN unnest(?::text[]) AS k(key)\n"
-            + "LEFT JOIN " + table + " c ON c.name = k.key AND c.paused_until > clock.now\n"
-            + "LEFT JOIN " + lockouts + " l ON l.name = k.key\n"
+            + "LEFT JOIN "
+            + table
+            + " c ON c.name = k.key AND c.paused_until > clock.now\n"
+            + "LEFT JOIN "
+            + lockouts
+            + " l ON l.name = k.key\n"
             + "WHERE c.name IS NOT NULL OR l.name IS NOT NULL";
-    return new CursorSql("pacer table " + table, createTable, reserve, clear, "",
+    return new CursorSql(
+        "pacer table " + table,
+        createTable,
+        reserve,
+        clear,
+        "",
         new Holds(channel(table), pause, lockOut, clearLockout, read, readAll),
         new FleetBackoff(reserveUnderFleetBackoff, throttled),
         new Census(censusTable(fetchers), census(fetchers)));
@@ -312,7 +398,9 @@ public final class CursorSql {
    * cursors: after a crash the census starts again within a period.
    */
   private static String censusTable(String fetchers) {
-    return "CREATE UNLOGGED TABLE IF NOT EXISTS " + fetchers + " (\n"
+    return "CREATE UNLOGGED TABLE IF NOT EXISTS "
+        + fetchers
+        + " (\n"
         + "  name    text        NOT NULL,\n"
         + "  process text        NOT NULL,\n"
         + "  seen_at timestamptz NOT NULL,\n"
@@ -323,11 +411,11 @@ public final class CursorSql {
   /**
    * The census of the processes taking turns, in the table {@code fetchers}: one row per
    * destination and process, its {@code seen_at} the database's clock at that process's last
-   * census. The statement records this process against every key it names and answers, per key,
-   * the processes seen within the window either side of now, this one included: a row stamped
-   * outside it (long ago, or ahead of the clock, as no process writes) counts for nothing, and
-   * other processes' such rows under the keys named are deleted, skipping any another census holds,
-   * so that no two censuses wait for each other. The count reads at most {@link
+   * census. The statement records this process against every key it names and answers, per key, the
+   * processes seen within the window either side of now, this one included: a row stamped outside
+   * it (long ago, or ahead of the clock, as no process writes) counts for nothing, and other
+   * processes' such rows under the keys named are deleted, skipping any another census holds, so
+   * that no two censuses wait for each other. The count reads at most {@link
    * Destination#MOST_PROCESSES_COUNTED} rows, however many there are. Only this process's own rows
    * are updated, so censuses of different processes never contend for a row.
    *
@@ -341,17 +429,31 @@ public final class CursorSql {
         + " clock.now\n"
         + "  FROM unnest(?::text[]) AS k(key), (SELECT clock_timestamp() AS now) AS clock),\n"
         + "seen AS (\n"
-        + "  INSERT INTO " + fetchers + " AS f (name, process, seen_at)\n"
+        + "  INSERT INTO "
+        + fetchers
+        + " AS f (name, process, seen_at)\n"
         + "  SELECT ask.key, ask.process, ask.now FROM ask\n"
         + "  ON CONFLICT (name, process) DO UPDATE SET seen_at = EXCLUDED.seen_at),\n"
         + "gone AS (\n"
-        + "  DELETE FROM " + fetchers + " WHERE ctid = ANY (ARRAY(\n"
-        + "    SELECT x.ctid FROM " + fetchers + " x JOIN ask ON x.name = ask.key\n"
-        + "    WHERE x.process <> ask.process AND NOT (" + recent + ")\n"
+        + "  DELETE FROM "
+        + fetchers
+        + " WHERE ctid = ANY (ARRAY(\n"
+        + "    SELECT x.ctid FROM "
+        + fetchers
+        + " x JOIN ask ON x.name = ask.key\n"
+        + "    WHERE x.process <> ask.process AND NOT ("
+        + recent
+        + ")\n"
         + "    FOR UPDATE OF x SKIP LOCKED)))\n"
-        + "SELECT ask.key, 1 + (SELECT count(*) FROM (SELECT 1 FROM " + fetchers + " x\n"
-        + "    WHERE x.name = ask.key AND x.process <> ask.process AND " + recent + "\n"
-        + "    LIMIT " + (Destination.MOST_PROCESSES_COUNTED - 1) + ") AS other)::integer\n"
+        + "SELECT ask.key, 1 + (SELECT count(*) FROM (SELECT 1 FROM "
+        + fetchers
+        + " x\n"
+        + "    WHERE x.name = ask.key AND x.process <> ask.process AND "
+        + recent
+        + "\n"
+        + "    LIMIT "
+        + (Destination.MOST_PROCESSES_COUNTED - 1)
+        + ") AS other)::integer\n"
         + "FROM ask";
   }
 
@@ -372,7 +474,9 @@ public final class CursorSql {
     // The gap that spaced the turn just taken (under the fleet's backoff, read back from the row).
     String spaced = fleet ? "p.gap * turn.backoff" : "p.gap";
     return "WITH p AS MATERIALIZED (\n"
-        + "  SELECT ask.*, (SELECT l.reason FROM " + lockouts + " l WHERE l.name = ask.key)"
+        + "  SELECT ask.*, (SELECT l.reason FROM "
+        + lockouts
+        + " l WHERE l.name = ask.key)"
         + " AS lockout\n"
         + "  FROM (SELECT ?::text AS key,\n"
         + "         ?::bigint * interval '1 microsecond' AS gap,\n"
@@ -383,31 +487,57 @@ public final class CursorSql {
         + (fleet ? ",\n         ?::integer AS clean\n" : "\n")
         + "    FROM (SELECT clock_timestamp() AS now) AS clock) AS ask),\n"
         + "turn AS (\n"
-        + "  INSERT INTO " + table + " AS c (name, next_at, updated_at)\n"
+        + "  INSERT INTO "
+        + table
+        + " AS c (name, next_at, updated_at)\n"
         + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
-        + "  WHERE p.lockout IS NULL AND " + insertWithinMaxWait(
-            "EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)") + "\n"
+        + "  WHERE p.lockout IS NULL AND "
+        + insertWithinMaxWait("EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)")
+        + "\n"
         + "  ON CONFLICT (name) DO UPDATE\n"
         + (fleet
             ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
-                + "          " + start + " + " + gap + ",\n"
+                + "          "
+                + start
+                + " + "
+                + gap
+                + ",\n"
                 + "          p.now,\n"
-                + "          " + resetFrom + ",\n"
-                + "          " + backoff + ",\n"
-                + "          CASE WHEN " + halves + " THEN 0 ELSE c.clean + p.clean END\n"
+                + "          "
+                + resetFrom
+                + ",\n"
+                + "          "
+                + backoff
+                + ",\n"
+                + "          CASE WHEN "
+                + halves
+                + " THEN 0 ELSE c.clean + p.clean END\n"
                 + "        FROM p)\n"
-            : "    SET (next_at, updated_at, reset_from) = (SELECT " + start + " + p.gap, p.now, "
-                + resetFrom + " FROM p)\n")
-        + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
-        + "  RETURNING c.next_at, c.reset_from" + (fleet ? ", c.backoff" : "") + ")\n"
-        + "SELECT (extract(epoch FROM turn.next_at - " + spaced + " - p.now)"
+            : "    SET (next_at, updated_at, reset_from) = (SELECT "
+                + start
+                + " + p.gap, p.now, "
+                + resetFrom
+                + " FROM p)\n")
+        + "    WHERE (SELECT p.max_wait IS NULL OR "
+        + start
+        + " <= p.now + p.max_wait FROM p)\n"
+        + "  RETURNING c.next_at, c.reset_from"
+        + (fleet ? ", c.backoff" : "")
+        + ")\n"
+        + "SELECT (extract(epoch FROM turn.next_at - "
+        + spaced
+        + " - p.now)"
         + " * 1000000)::bigint AS wait_micros,\n"
-        + "       (" + secondsFrom("p.now", "turn.reset_from") + " * 1000000)::bigint"
+        + "       ("
+        + secondsFrom("p.now", "turn.reset_from")
+        + " * 1000000)::bigint"
         + " AS prior_ahead_micros,\n"
         + "       turn.reset_from IS NOT NULL AS prior_existed,\n"
         + "       (extract(epoch FROM p.now) * 1000000)::bigint AS now_micros,\n"
         + "       p.lockout AS lockout_reason,\n"
-        + "       " + (fleet ? "turn.backoff" : "NULL::smallint") + " AS fleet_backoff\n"
+        + "       "
+        + (fleet ? "turn.backoff" : "NULL::smallint")
+        + " AS fleet_backoff\n"
         + "FROM p LEFT JOIN turn ON true";
   }
 
@@ -425,9 +555,15 @@ public final class CursorSql {
     String value = "c." + valueColumn;
     String readable = value + " ~ '" + DECIMAL_PATTERN + "'";
     String start =
-        "CASE WHEN NOT (" + readable + ") THEN p.earliest"
-            + " WHEN " + value + "::numeric > p.now + p.reset_beyond THEN p.earliest"
-            + " ELSE GREATEST(p.now, " + value + "::numeric) END";
+        "CASE WHEN NOT ("
+            + readable
+            + ") THEN p.earliest"
+            + " WHEN "
+            + value
+            + "::numeric > p.now + p.reset_beyond THEN p.earliest"
+            + " ELSE GREATEST(p.now, "
+            + value
+            + "::numeric) END";
     String reserve =
         "WITH p AS MATERIALIZED (\n"
             + "  SELECT ?::text AS key,\n"
@@ -437,22 +573,53 @@ public final class CursorSql {
             + "         clock.now,\n"
             + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
             + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
-            + "prior AS MATERIALIZED (SELECT " + value + " AS value FROM " + table + " c"
-            + " WHERE c." + keyColumn + " = (SELECT p.key FROM p) FOR UPDATE),\n"
+            + "prior AS MATERIALIZED (SELECT "
+            + value
+            + " AS value FROM "
+            + table
+            + " c"
+            + " WHERE c."
+            + keyColumn
+            + " = (SELECT p.key FROM p) FOR UPDATE),\n"
             + "turn AS (\n"
-            + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
-            + expiresColumn + ")\n"
+            + "  INSERT INTO "
+            + table
+            + " AS c ("
+            + keyColumn
+            + ", "
+            + valueColumn
+            + ", "
+            + expiresColumn
+            + ")\n"
             // Joined, so that the row is locked and read before the upsert looks for it.
             + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
             + " clock_timestamp() + interval '30 days' FROM p LEFT JOIN prior ON true\n"
-            + "  WHERE " + insertWithinMaxWait("EXISTS (SELECT 1 FROM prior)") + "\n"
-            + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
-            + "    SET " + valueColumn + " = (SELECT round(" + start + " + p.gap, 6)::text FROM p),\n"
-            + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
-            + "    WHERE (SELECT p.max_wait IS NULL OR " + start + " <= p.now + p.max_wait FROM p)\n"
-            + "  RETURNING " + value + " AS value)\n"
+            + "  WHERE "
+            + insertWithinMaxWait("EXISTS (SELECT 1 FROM prior)")
+            + "\n"
+            + "  ON CONFLICT ("
+            + keyColumn
+            + ") DO UPDATE\n"
+            + "    SET "
+            + valueColumn
+            + " = (SELECT round("
+            + start
+            + " + p.gap, 6)::text FROM p),\n"
+            + "        "
+            + expiresColumn
+            + " = EXCLUDED."
+            + expiresColumn
+            + "\n"
+            + "    WHERE (SELECT p.max_wait IS NULL OR "
+            + start
+            + " <= p.now + p.max_wait FROM p)\n"
+            + "  RETURNING "
+            + value
+            + " AS value)\n"
             + "SELECT ((turn.value::numeric - p.gap - p.now) * 1000000)::bigint AS wait_micros,\n"
-            + "       CASE WHEN prior.value ~ '" + DECIMAL_PATTERN + "'"
+            + "       CASE WHEN prior.value ~ '"
+            + DECIMAL_PATTERN
+            + "'"
             + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
             + "       prior.value IS NOT NULL AS prior_existed,\n"
             + "       (p.now * 1000000)::bigint AS now_micros,\n"
@@ -466,21 +633,53 @@ public final class CursorSql {
             + "  SELECT ?::text AS key, clock.now, ?::bigint / 1000000.0 AS delay\n"
             + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
             + "held AS (\n"
-            + "  INSERT INTO " + table + " AS c (" + keyColumn + ", " + valueColumn + ", "
-            + expiresColumn + ")\n"
+            + "  INSERT INTO "
+            + table
+            + " AS c ("
+            + keyColumn
+            + ", "
+            + valueColumn
+            + ", "
+            + expiresColumn
+            + ")\n"
             + "  SELECT p.key, round(p.now + p.delay, 6)::text,"
             + " clock_timestamp() + interval '30 days' FROM p\n"
-            + "  ON CONFLICT (" + keyColumn + ") DO UPDATE\n"
-            + "    SET " + valueColumn + " = (SELECT round(GREATEST(CASE WHEN " + readable
-            + " THEN " + value + "::numeric ELSE 0 END, p.now + p.delay), 6)::text FROM p),\n"
-            + "        " + expiresColumn + " = EXCLUDED." + expiresColumn + "\n"
+            + "  ON CONFLICT ("
+            + keyColumn
+            + ") DO UPDATE\n"
+            + "    SET "
+            + valueColumn
+            + " = (SELECT round(GREATEST(CASE WHEN "
+            + readable
+            + " THEN "
+            + value
+            + "::numeric ELSE 0 END, p.now + p.delay), 6)::text FROM p),\n"
+            + "        "
+            + expiresColumn
+            + " = EXCLUDED."
+            + expiresColumn
+            + "\n"
             + "  RETURNING 1)\n"
             + "SELECT 1 FROM held";
     return new CursorSql(
-        "key/value table " + table + "(" + keyColumn + ", " + valueColumn + ", " + expiresColumn
-            + ") under prefix '" + keyPrefix + "'",
-        null, reserve, clear, keyPrefix,
-        new Holds(null, pause, null, null, null, null), null, null);
+        "key/value table "
+            + table
+            + "("
+            + keyColumn
+            + ", "
+            + valueColumn
+            + ", "
+            + expiresColumn
+            + ") under prefix '"
+            + keyPrefix
+            + "'",
+        null,
+        reserve,
+        clear,
+        keyPrefix,
+        new Holds(null, pause, null, null, null, null),
+        null,
+        null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
@@ -501,7 +700,8 @@ public final class CursorSql {
   }
 
   /**
-   * The census of the processes taking turns, or null where the layout has nowhere to keep it: a key/value table is the user's, and gets no table beside it.
+   * The census of the processes taking turns, or null where the layout has nowhere to keep it: a
+   * key/value table is the user's, and gets no table beside it.
    */
   public Census census() {
     return census;

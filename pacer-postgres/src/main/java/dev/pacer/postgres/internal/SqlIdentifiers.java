@@ -33,7 +33,12 @@ public final class SqlIdentifiers {
     }
     if (!pattern.matcher(value).matches() || tooLong) {
       throw new IllegalArgumentException(
-          what + " must match " + rule + " (at most " + MAX_LENGTH + " characters a part), got "
+          what
+              + " must match "
+              + rule
+              + " (at most "
+              + MAX_LENGTH
+              + " characters a part), got "
               + Printable.quote(value));
     }
     return value;
