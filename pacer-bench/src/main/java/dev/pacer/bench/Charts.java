@@ -133,7 +133,8 @@ final class Charts {
         g,
         String.format(
             Locale.ROOT,
-            "Acquisitions in the trailing 1-s window: %d processes x %d threads vs a %.0f/s ceiling",
+            "Acquisitions in the trailing 1-s window: %d processes x %d threads vs a %.0f/s"
+                + " ceiling",
             pacer.processes(),
             pacer.threadsPerProcess(),
             pacer.ceiling()));

@@ -163,9 +163,10 @@ final class FrontierBench {
   /** A worker's closing tally (ClaimTally), the whole line: claims, empty ones, held ones. */
   private static final Pattern CLAIMS =
       Pattern.compile(
-          "Claims: (\\d+) made, \\d+ leased an item,"
-              + " \\d+ found no host due, (\\d+) came back empty[^\n]*?, (\\d+) found the due hosts held"
-              + "[^\n]*");
+          "Claims: (\\d+) made, \\d+ leased an item, \\d+ found no host due, (\\d+) came back"
+              + " empty[^\n"
+              + "]*?, (\\d+) found the due hosts held[^\n"
+              + "]*");
 
   private final Database.Target db;
   private final Load load;

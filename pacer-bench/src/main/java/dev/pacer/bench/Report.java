@@ -90,8 +90,8 @@ final class Report {
 
     md.append("### Throughput, reservations per second\n\n");
     md.append(
-            "Every process is a separate JVM with one thread and one connection; pgbench runs"
-                + " the same statement with as many clients. All columns use `synchronous_commit = off`"
+            "Every process is a separate JVM with one thread and one connection; pgbench runs the"
+                + " same statement with as many clients. All columns use `synchronous_commit = off`"
                 + " for their sessions, as Pacer's does. Each figure is the median of ")
         .append(r.settings.repeats())
         .append(
@@ -266,9 +266,9 @@ final class Report {
     md.append(
         String.format(
             Locale.ROOT,
-            "%nLateness of Pacer's acquisitions against a perfect"
-                + " %.1f-ms grid anchored on the earliest: p50 %.2f ms, p99 %.2f ms, max %.2f ms"
-                + " (a window can hold one more than the ceiling per interval of lateness spread).%n",
+            "%nLateness of Pacer's acquisitions against a perfect %.1f-ms grid anchored on the"
+                + " earliest: p50 %.2f ms, p99 %.2f ms, max %.2f ms (a window can hold one more"
+                + " than the ceiling per interval of lateness spread).%n",
             1000 / a.ceiling(),
             a.latenessPercentileMillis(0.5),
             a.latenessPercentileMillis(0.99),
@@ -322,11 +322,10 @@ final class Report {
     md.append(
         String.format(
             Locale.ROOT,
-            "%,d URLs over %,d hosts (%.1f MiB of input) enqueued"
-                + " into a new job by a JVM with %s, as `pacer fetch` enqueues (read and checked,"
-                + " spooled, then `COPY`): %.1f s, **%,.0f URLs/s**; %,d new, and %,d new when"
-                + " enqueued again. Peak heap %.1f MiB (sum of the heap pools' peaks), peak RSS %.1f"
-                + " MiB.%n%n",
+            "%,d URLs over %,d hosts (%.1f MiB of input) enqueued into a new job by a JVM with %s,"
+                + " as `pacer fetch` enqueues (read and checked, spooled, then `COPY`): %.1f s,"
+                + " **%,.0f URLs/s**; %,d new, and %,d new when enqueued again. Peak heap %.1f MiB"
+                + " (sum of the heap pools' peaks), peak RSS %.1f MiB.%n%n",
             e.urls(),
             e.hosts(),
             e.inputBytes() / 1048576.0,
@@ -340,10 +339,10 @@ final class Report {
     frontier(md, r.frontier);
     md.append("### Per-host claim cost\n\n");
     md.append(
-        "One thread claiming from a job planned per host, one claim after another, each timed"
-            + " from the call to its answer (the one statement that picks the soonest due host,"
-            + " advances its cursor row and leases one of its items); every host at 1,000/s, so a host"
-            + " is always due. After a warm-up of "
+        "One thread claiming from a job planned per host, one claim after another, each timed from"
+            + " the call to its answer (the one statement that picks the soonest due host, advances"
+            + " its cursor row and leases one of its items); every host at 1,000/s, so a host is"
+            + " always due. After a warm-up of "
             + r.settings.claimCost().warmupClaims()
             + " claims:\n\n");
     md.append(
@@ -373,10 +372,10 @@ final class Report {
     md.append(
         String.format(
             Locale.ROOT,
-            "A per-host worker's own state (its fetchers and limiters"
-                + " on prepaid turns, its PostgreSQL cursor and hold listener) driven over new hosts, %d a"
-                + " second on a fake clock with a heartbeat every second, in a JVM of its own (`%s`);"
-                + " retained heap after `System.gc()` at each checkpoint:%n%n",
+            "A per-host worker's own state (its fetchers and limiters on prepaid turns, its"
+                + " PostgreSQL cursor and hold listener) driven over new hosts, %d a second on a"
+                + " fake clock with a heartbeat every second, in a JVM of its own (`%s`); retained"
+                + " heap after `System.gc()` at each checkpoint:%n%n",
             h.load().perSecond(),
             String.join(" ", HostHeap.JVM)));
     md.append("| hosts claimed | fetchers held | retained heap MiB |\n|---:|---:|---:|\n");
@@ -406,14 +405,14 @@ final class Report {
     md.append(
         String.format(
             Locale.ROOT,
-            "`pacer fetch --per-host --processes %d --threads %d`"
-                + " against %d HTTP servers on loopback addresses (127.0.x.y), every host at %.1f/s;"
-                + " a Zipf backlog (s = %.1f: the k-th host has %d/k items, at least one; %,d items,"
-                + " the input grouped by host, heaviest first); leases of %d s. Judged at the hosts."
-                + " What the workers carry with no ceiling binding (%d items a host at %.0f/s):"
-                + " %,.0f items/s. A 10-s window's base is min(Σ over hosts of ceiling × its time"
-                + " in the window with items left, that capacity × 10 s). The finish bound is 1.05"
-                + " × the heaviest backlog × interval + 10 s = %.1f s.%n%n",
+            "`pacer fetch --per-host --processes %d --threads %d` against %d HTTP servers on"
+                + " loopback addresses (127.0.x.y), every host at %.1f/s; a Zipf backlog (s = %.1f:"
+                + " the k-th host has %d/k items, at least one; %,d items, the input grouped by"
+                + " host, heaviest first); leases of %d s. Judged at the hosts. What the workers"
+                + " carry with no ceiling binding (%d items a host at %.0f/s): %,.0f items/s. A"
+                + " 10-s window's base is min(Σ over hosts of ceiling × its time in the window with"
+                + " items left, that capacity × 10 s). The finish bound is 1.05 × the heaviest"
+                + " backlog × interval + 10 s = %.1f s.%n%n",
             l.processes(),
             l.threads(),
             l.hosts(),

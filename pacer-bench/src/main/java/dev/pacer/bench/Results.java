@@ -223,8 +223,8 @@ final class Results {
             "frontier_lowest_window",
             "per host, "
                 + at
-                + ", Zipf backlog:"
-                + " lowest 10-s window's arrivals ÷ min(Σ ceilings of hosts with items left, capacity)",
+                + ", Zipf backlog: lowest 10-s window's arrivals ÷ min(Σ ceilings of hosts with"
+                + " items left, capacity)",
             turn.minWindowRatio(),
             FrontierBench.WINDOW_SHARE));
     targets.add(

@@ -200,7 +200,10 @@ class BenchSmokeTest {
   @Test
   void theJsonCheckRefusesNullsAndStrings() {
     String json =
-        "{\"a\": null,\n\"b\": \"12\",\n\"c\": {\"1\": 5, \"2\": null},\n\"d\": {\"1\": 5, \"2\": 7.5}}";
+        "{\"a\": null,\n"
+            + "\"b\": \"12\",\n"
+            + "\"c\": {\"1\": 5, \"2\": null},\n"
+            + "\"d\": {\"1\": 5, \"2\": 7.5}}";
     for (String field : List.of("a", "b", "c")) {
       assertThatThrownBy(() -> numbers(json, field)).as(field).isInstanceOf(AssertionError.class);
     }

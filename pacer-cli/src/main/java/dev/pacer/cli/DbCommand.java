@@ -97,8 +97,8 @@ public final class DbCommand implements Runnable {
                         + db
                         + " is not running: "
                         + result.detail()
-                        + ". Nothing was signalled (the file is stale; PostgreSQL replaces it at its next"
-                        + " start).";
+                        + ". Nothing was signalled (the file is stale; PostgreSQL replaces it at"
+                        + " its next start).";
               });
       return Main.EXIT_OK;
     }

@@ -256,11 +256,11 @@ public final class DemoCommand implements Callable<Integer> {
           Locale.ROOT,
           perProcess
               ? "Each process kept %.1f/s by its own count; together they sent %d requests in their"
-                  + " busiest second (%.1f x the ceiling), the destination refused %d, and the backoff"
-                  + " that followed (up to x16 per process) slowed the run to a crawl: %8$d of %7$d"
-                  + " items done in %5$.0f s. Compare with ./pacer demo.%n"
-              : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x the"
-                  + " ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
+                  + " busiest second (%.1f x the ceiling), the destination refused %d, and the"
+                  + " backoff that followed (up to x16 per process) slowed the run to a crawl:"
+                  + " %8$d of %7$d items done in %5$.0f s. Compare with ./pacer demo.%n"
+              : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x"
+                  + " the ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
           rate,
           peak,
           peak / rate,

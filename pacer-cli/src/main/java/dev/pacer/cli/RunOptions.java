@@ -204,8 +204,8 @@ public final class RunOptions {
       description =
           "The least degrade divisor, the destination's maxFetchingProcesses (default:"
               + " --max-dispatches + 1). For tests only: 1, with a cursor layout that counts no"
-              + " processes, runs a fleet whose processes each pace at the full rate while PostgreSQL"
-              + " is away, the defect the divisor prevents.")
+              + " processes, runs a fleet whose processes each pace at the full rate while"
+              + " PostgreSQL is away, the defect the divisor prevents.")
   Integer degradeDivisor;
 
   int effectiveMaxDispatches(int processes) {

@@ -235,7 +235,8 @@ class ConveyorTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
+                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state ="
+                    + " 'done'")) {
       s.setString(1, name);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -322,7 +323,8 @@ class ConveyorTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
+                "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by"
+                    + " LIKE ?")) {
       s.setString(1, job);
       s.setString(2, "%:" + pid + ":%");
       List<String> urls = new java.util.ArrayList<>();

@@ -214,9 +214,9 @@ class DemoTest {
     try (java.sql.Connection c = TestDatabase.connect();
         java.sql.PreparedStatement s =
             c.prepareStatement(
-                "SELECT (extract(epoch FROM sent_at"
-                    + " - min(sent_at) OVER ()) * 1000)::bigint, lateness_us / 1000 FROM pacer_request"
-                    + " WHERE job = ? AND destination = ? ORDER BY sent_at")) {
+                "SELECT (extract(epoch FROM sent_at - min(sent_at) OVER ()) * 1000)::bigint,"
+                    + " lateness_us / 1000 FROM pacer_request WHERE job = ? AND destination = ?"
+                    + " ORDER BY sent_at")) {
       s.setString(1, job);
       s.setString(2, host);
       try (java.sql.ResultSet r = s.executeQuery()) {

@@ -128,7 +128,8 @@ class HostFailureBarTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT host, state, count(*) FROM pacer_item WHERE job = ? GROUP BY host, state")) {
+                "SELECT host, state, count(*) FROM pacer_item WHERE job = ? GROUP BY host,"
+                    + " state")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
@@ -145,8 +146,8 @@ class HostFailureBarTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT last_error FROM pacer_item WHERE job = ? AND host = ? AND state = 'deferred'"
-                    + " LIMIT 1")) {
+                "SELECT last_error FROM pacer_item WHERE job = ? AND host = ? AND state ="
+                    + " 'deferred' LIMIT 1")) {
       s.setString(1, job);
       s.setString(2, host);
       try (ResultSet r = s.executeQuery()) {

@@ -317,7 +317,8 @@ class PerHostFleetTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state = 'done'")) {
+                "SELECT count(*), count(DISTINCT url) FROM pacer_item WHERE job = ? AND state ="
+                    + " 'done'")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         r.next();
@@ -382,7 +383,8 @@ class PerHostFleetTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT count(*) FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by LIKE ?")) {
+                "SELECT count(*) FROM pacer_item WHERE job = ? AND state = 'leased' AND leased_by"
+                    + " LIKE ?")) {
       s.setString(1, job);
       s.setString(2, "%:" + pid + ":%");
       try (ResultSet r = s.executeQuery()) {

@@ -192,7 +192,8 @@ class RobotsTest {
         .contains(
             "robots.txt of "
                 + h.get(2)
-                + ": Crawl-delay 60 s, above --max-crawl-delay 30 s: host skipped; 3 item(s) skipped");
+                + ": Crawl-delay 60 s, above --max-crawl-delay 30 s: host skipped; 3 item(s)"
+                + " skipped");
     assertThat(run.err()).contains("robots.txt of " + h.get(4) + ": HTTP 403: disallow all");
     assertThat(run.err())
         .contains("robots.txt: read for 5 host(s), unavailable for 1;" + " 13 item(s) skipped");

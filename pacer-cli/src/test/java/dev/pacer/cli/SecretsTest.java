@@ -241,9 +241,8 @@ class SecretsTest {
     try (Connection c = postgres.getPostgresDatabase().getConnection();
         java.sql.PreparedStatement s =
             c.prepareStatement(
-                "SELECT count(*), count(*) FILTER"
-                    + " (WHERE url LIKE '%' || ? || '%' OR url LIKE '%' || ? || '%') FROM pacer_item"
-                    + " WHERE job = ?")) {
+                "SELECT count(*), count(*) FILTER (WHERE url LIKE '%' || ? || '%' OR url LIKE '%'"
+                    + " || ? || '%') FROM pacer_item WHERE job = ?")) {
       s.setString(1, password);
       s.setString(2, token);
       s.setString(3, job);

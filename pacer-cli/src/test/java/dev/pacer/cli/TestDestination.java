@@ -233,8 +233,8 @@ final class TestDestination implements AutoCloseable {
           step == 0,
           String.format(
               Locale.ROOT,
-              "this host's wall clock stepped %.0f ms"
-                  + " forward during the run, and the busiest 1-s window held %d against at most %d: %s",
+              "this host's wall clock stepped %.0f ms forward during the run, and the busiest 1-s"
+                  + " window held %d against at most %d: %s",
               step / 1e6,
               fleet.peakOneSecondWindow(),
               most,

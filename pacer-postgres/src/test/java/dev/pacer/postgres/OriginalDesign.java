@@ -15,10 +15,9 @@ public final class OriginalDesign {
   public static String statement(String cacheTable) {
     return "INSERT INTO "
         + cacheTable
-        + " (cache_key, value, expires)"
-        + " VALUES (?, (extract(epoch FROM clock_timestamp()) + ?)::text, now() + interval '30 days')"
-        + " ON CONFLICT (cache_key) DO UPDATE"
-        + " SET value = (GREATEST(EXCLUDED.value::numeric - ?, "
+        + " (cache_key, value, expires) VALUES (?, (extract(epoch FROM clock_timestamp()) +"
+        + " ?)::text, now() + interval '30 days') ON CONFLICT (cache_key) DO UPDATE SET value ="
+        + " (GREATEST(EXCLUDED.value::numeric - ?, "
         + cacheTable
         + ".value::numeric) + ?)::text"
         + " RETURNING GREATEST(0, value::numeric - ? - EXTRACT(EPOCH FROM clock_timestamp()))";

@@ -67,7 +67,8 @@ class PostgresCursorTest {
     String name = freshName();
     pacerTable.reserve(name, GAP);
     update(
-        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '30 minutes' WHERE name = ?",
+        "UPDATE pacer_cursor SET next_at = clock_timestamp() + interval '30 minutes' WHERE name ="
+            + " ?",
         name);
     assertThat(waitMillis(pacerTable.reserve(name, GAP)))
         .as("30 min ahead is within the 1 h bound: queue behind it")
@@ -221,8 +222,8 @@ class PostgresCursorTest {
     update(
         "INSERT INTO "
             + CACHE
-            + " (cache_key, value, expires)"
-            + " VALUES (?, (extract(epoch FROM clock_timestamp()) + 5)::text, now() + interval '30 days')",
+            + " (cache_key, value, expires) VALUES (?, (extract(epoch FROM clock_timestamp()) +"
+            + " 5)::text, now() + interval '30 days')",
         "harvest-rate-cursor:" + name);
     assertThat(waitMillis(cacheTable.reserve(name, GAP))).isBetween(4900L, 5000L);
   }
@@ -463,7 +464,8 @@ class PostgresCursorTest {
       try (Connection c = TestDatabase.connect();
           PreparedStatement kill =
               c.prepareStatement(
-                  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?")) {
+                  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE"
+                      + " application_name = ?")) {
         kill.setString(1, application);
         try (ResultSet row = kill.executeQuery()) {
           row.next();

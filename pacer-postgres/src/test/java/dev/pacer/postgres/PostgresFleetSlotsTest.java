@@ -410,9 +410,9 @@ class PostgresFleetSlotsTest {
       double pairMedian = median(pair);
       System.out.printf(
           Locale.ROOT,
-          "fleet cap cost per request (%d of each, capped and"
-              + " uncapped interleaved): take + give back median %.3f ms, p90 %.3f ms; acquire + close capped"
-              + " median %.3f ms, uncapped %.3f ms%n",
+          "fleet cap cost per request (%d of each, capped and uncapped interleaved): take + give"
+              + " back median %.3f ms, p90 %.3f ms; acquire + close capped median %.3f ms, uncapped"
+              + " %.3f ms%n",
           n,
           pairMedian / 1e6,
           percentile(pair, 0.9) / 1e6,

@@ -23,7 +23,8 @@ class SupportedVersionsContractTest {
         release,
         "CREATE TABLE IF NOT EXISTS "
             + table
-            + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL)");
+            + " (cache_key varchar(255) PRIMARY KEY, value text NOT NULL, expires timestamptz NOT"
+            + " NULL)");
     return TableLayout.djangoCache(table);
   }
 

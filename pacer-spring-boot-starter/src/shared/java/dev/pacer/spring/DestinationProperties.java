@@ -70,8 +70,11 @@ public class DestinationProperties {
       throw new IllegalArgumentException(prefix + ": destination " + e.getMessage(), e);
     }
     if (ratePerSecond == null) {
-      throw new IllegalArgumentException(prefix + ".rate-per-second must be set: it is the"
-          + " ceiling, the whole fleet's requests per second to " + name);
+      throw new IllegalArgumentException(
+          prefix
+              + ".rate-per-second must be set: it is the"
+              + " ceiling, the whole fleet's requests per second to "
+              + name);
     }
     set(prefix, "rate-per-second", ratePerSecond, b::ratePerSecond);
     set(prefix, "max-concurrency", maxConcurrency, b::maxConcurrency);
@@ -89,9 +92,9 @@ public class DestinationProperties {
   }
 
   /**
-   * The hosts this destination paces, lower-case: {@code hosts}, or else the destination's name
-   * if it is shaped like a host name (a name such as {@code api/v2} paces no host until {@code
-   * hosts} names one).
+   * The hosts this destination paces, lower-case: {@code hosts}, or else the destination's name if
+   * it is shaped like a host name (a name such as {@code api/v2} paces no host until {@code hosts}
+   * names one).
    *
    * @throws IllegalArgumentException naming the property and the bad host
    */
@@ -103,8 +106,12 @@ public class DestinationProperties {
     Set<String> lower = new TreeSet<>();
     for (String host : given) {
       if (host == null || !HOST.matcher(host).matches()) {
-        throw new IllegalArgumentException("pacer.destinations[" + name + "].hosts: a host name"
-            + " without scheme, port, path or whitespace, got " + Printable.quote(host));
+        throw new IllegalArgumentException(
+            "pacer.destinations["
+                + name
+                + "].hosts: a host name"
+                + " without scheme, port, path or whitespace, got "
+                + Printable.quote(host));
       }
       lower.add(host.toLowerCase(Locale.ROOT));
     }

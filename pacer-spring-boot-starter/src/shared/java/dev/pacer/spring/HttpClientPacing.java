@@ -11,9 +11,9 @@ import org.springframework.http.client.JdkClientHttpRequestFactory;
 
 /**
  * What {@code PacerHttpClientAutoConfiguration} does on every Spring Boot line, given the line's
- * HTTP client settings as plain values: each line reads them from types of its own (Spring Boot
- * 4's {@code HttpClientSettings}, 3.5's {@code ClientHttpRequestFactorySettings}), and names its
- * own {@code RestClientCustomizer}.
+ * HTTP client settings as plain values: each line reads them from types of its own (Spring Boot 4's
+ * {@code HttpClientSettings}, 3.5's {@code ClientHttpRequestFactorySettings}), and names its own
+ * {@code RestClientCustomizer}.
  */
 final class HttpClientPacing {
 
@@ -24,11 +24,17 @@ final class HttpClientPacing {
    * follows them, one turn per hop, when {@code followRedirects}. A null {@code answerTimeout}
    * (Spring Boot's "no read timeout set") keeps {@link PacedHttpClient#DEFAULT_ANSWER_TIMEOUT}.
    */
-  static PacedHttpClient pacedClient(LimiterRegistry registry, PacerDestinations destinations,
-      HttpClient delegate, boolean followRedirects, Duration answerTimeout) {
-    PacedHttpClient.Builder paced = PacedHttpClient.builder(delegate,
-            LimiterLookup.byHost(registry, destinations::destinationForHost))
-        .followRedirects(followRedirects ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER);
+  static PacedHttpClient pacedClient(
+      LimiterRegistry registry,
+      PacerDestinations destinations,
+      HttpClient delegate,
+      boolean followRedirects,
+      Duration answerTimeout) {
+    PacedHttpClient.Builder paced =
+        PacedHttpClient.builder(
+                delegate, LimiterLookup.byHost(registry, destinations::destinationForHost))
+            .followRedirects(
+                followRedirects ? HttpClient.Redirect.NORMAL : HttpClient.Redirect.NEVER);
     if (answerTimeout != null) {
       paced.answerTimeout(answerTimeout);
     }
@@ -46,12 +52,14 @@ final class HttpClientPacing {
 
   /** The warm-up at start (see {@code PacerHttpClientAutoConfiguration}). */
   static SmartInitializingSingleton warmUpAtStart(ObjectProvider<PacedHttpClient> client) {
-    return () -> client.ifAvailable(paced -> {
-      try {
-        paced.warmUp();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    return () ->
+        client.ifAvailable(
+            paced -> {
+              try {
+                paced.warmUp();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
   }
 }

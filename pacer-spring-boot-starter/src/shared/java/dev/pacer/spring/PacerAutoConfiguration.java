@@ -1,13 +1,13 @@
 package dev.pacer.spring;
 
-import dev.pacer.spi.Cursor;
 import dev.pacer.Destination;
-import dev.pacer.spi.FleetSlots;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.postgres.TableLayout;
+import dev.pacer.spi.Cursor;
+import dev.pacer.spi.FleetSlots;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.LinkedHashMap;
@@ -39,22 +39,24 @@ import org.springframework.context.annotation.Bean;
  * inside the caller's transaction would hold the cursor row's lock until it commits, and stall the
  * whole fleet.
  *
- * <p>The cursor connects while the context starts, allowing {@code pacer.cursor.connect-timeout};
- * a database that cannot be reached then is logged and does not stop the application, which paces
+ * <p>The cursor connects while the context starts, allowing {@code pacer.cursor.connect-timeout}; a
+ * database that cannot be reached then is logged and does not stop the application, which paces
  * each destination alone at its degraded rate until the cursor's next retry boundary. Everything
  * Pacer holds is closed with the context: the cursor's connections go back to the pool, reset.
  */
-@AutoConfiguration(afterName = {
-    // Spring Boot 4's, and 3's: either orders the cursor after the application's DataSource.
-    "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
-    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"})
+@AutoConfiguration(
+    afterName = {
+      // Spring Boot 4's, and 3's: either orders the cursor after the application's DataSource.
+      "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+      "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"
+    })
 @EnableConfigurationProperties(PacerProperties.class)
 public class PacerAutoConfiguration {
 
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean(Cursor.class)
-  public PostgresCursor pacerCursor(PacerProperties properties,
-      ObjectProvider<DataSource> dataSources) {
+  public PostgresCursor pacerCursor(
+      PacerProperties properties, ObjectProvider<DataSource> dataSources) {
     PacerProperties.CursorProperties c = properties.getCursor();
     PostgresCursorConfig.Builder config = connection(properties.getDatasource(), dataSources);
     config.layout(layout(c));
@@ -62,7 +64,8 @@ public class PacerAutoConfiguration {
     set("pacer.cursor.failure-cooldown", c.getFailureCooldown(), config::failureCooldown);
     set("pacer.cursor.reset-beyond", c.getResetBeyond(), config::resetBeyond);
     set("pacer.cursor.synchronous-commit", c.getSynchronousCommit(), config::synchronousCommit);
-    if (c.getConnectTimeout() == null || c.getConnectTimeout().isNegative()
+    if (c.getConnectTimeout() == null
+        || c.getConnectTimeout().isNegative()
         || c.getConnectTimeout().isZero()) {
       throw new IllegalArgumentException(
           "pacer.cursor.connect-timeout must be > 0, got " + c.getConnectTimeout());
@@ -86,7 +89,8 @@ public class PacerAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  public LimiterRegistry pacerLimiterRegistry(Cursor cursor, ObjectProvider<FleetSlots> fleetSlots) {
+  public LimiterRegistry pacerLimiterRegistry(
+      Cursor cursor, ObjectProvider<FleetSlots> fleetSlots) {
     FleetSlots slots = fleetSlots.getIfUnique();
     return slots == null ? new LimiterRegistry(cursor) : new LimiterRegistry(cursor, slots);
   }
@@ -105,8 +109,8 @@ public class PacerAutoConfiguration {
     return new PacerDestinations(registry, destinations);
   }
 
-  private static PostgresCursorConfig.Builder connection(PacerProperties.Datasource own,
-      ObjectProvider<DataSource> dataSources) {
+  private static PostgresCursorConfig.Builder connection(
+      PacerProperties.Datasource own, ObjectProvider<DataSource> dataSources) {
     if (own.getUrl() != null) {
       Properties props = new Properties();
       if (own.getUsername() != null) {
@@ -123,12 +127,13 @@ public class PacerAutoConfiguration {
     }
     DataSource dataSource = dataSources.getIfUnique();
     if (dataSource == null) {
-      throw new IllegalStateException(dataSources.stream().findAny().isPresent()
-          ? "Pacer's cursor needs one DataSource, and the application has several with none"
-              + " primary: mark one @Primary, or set pacer.datasource.url"
-          : "Pacer's cursor needs PostgreSQL: set pacer.datasource.url (with"
-              + " pacer.datasource.username and pacer.datasource.password), or give the"
-              + " application a DataSource");
+      throw new IllegalStateException(
+          dataSources.stream().findAny().isPresent()
+              ? "Pacer's cursor needs one DataSource, and the application has several with none"
+                  + " primary: mark one @Primary, or set pacer.datasource.url"
+              : "Pacer's cursor needs PostgreSQL: set pacer.datasource.url (with"
+                  + " pacer.datasource.username and pacer.datasource.password), or give the"
+                  + " application a DataSource");
     }
     return PostgresCursorConfig.forDataSource(dataSource);
   }
@@ -136,22 +141,29 @@ public class PacerAutoConfiguration {
   private static TableLayout layout(PacerProperties.CursorProperties c) {
     try {
       return switch (c.getLayout()) {
-        case PACER_TABLE -> c.getTable() == null
-            ? TableLayout.pacerTable() : TableLayout.pacerTable(c.getTable());
+        case PACER_TABLE ->
+            c.getTable() == null ? TableLayout.pacerTable() : TableLayout.pacerTable(c.getTable());
         case DJANGO_CACHE -> TableLayout.djangoCache(requiredTable(c));
-        case KEY_VALUE_TABLE -> TableLayout.keyValueTable(requiredTable(c), c.getKeyColumn(),
-            c.getValueColumn(), c.getExpiresColumn(), c.getKeyPrefix());
+        case KEY_VALUE_TABLE ->
+            TableLayout.keyValueTable(
+                requiredTable(c),
+                c.getKeyColumn(),
+                c.getValueColumn(),
+                c.getExpiresColumn(),
+                c.getKeyPrefix());
       };
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("pacer.cursor (layout " + c.getLayout() + "): "
-          + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          "pacer.cursor (layout " + c.getLayout() + "): " + e.getMessage(), e);
     }
   }
 
   private static String requiredTable(PacerProperties.CursorProperties c) {
     if (c.getTable() == null) {
-      throw new IllegalArgumentException("pacer.cursor.table must be set: the layout "
-          + c.getLayout() + " uses an existing table, and has no default name");
+      throw new IllegalArgumentException(
+          "pacer.cursor.table must be set: the layout "
+              + c.getLayout()
+              + " uses an existing table, and has no default name");
     }
     return c.getTable();
   }

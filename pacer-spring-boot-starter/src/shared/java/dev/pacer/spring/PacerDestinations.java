@@ -13,8 +13,8 @@ import java.util.Set;
 /**
  * The limiters of the destinations configured under {@code pacer.destinations}, one per name, all
  * from the application's {@link LimiterRegistry}: {@code destinations.limiter("api").acquire()};
- * and which destination each host belongs to, for the paced HTTP client. A destination made in
- * code rather than in properties goes to the registry itself ({@code registry.limiter(destination)});
+ * and which destination each host belongs to, for the paced HTTP client. A destination made in code
+ * rather than in properties goes to the registry itself ({@code registry.limiter(destination)});
  * the registry refuses a name registered twice with different settings, so properties and code
  * cannot disagree silently.
  */
@@ -38,9 +38,15 @@ public final class PacerDestinations {
       for (String host : e.getValue()) {
         Destination other = destinationOfHost.putIfAbsent(host.toLowerCase(Locale.ROOT), d);
         if (other != null) {
-          throw new IllegalArgumentException("host " + host + " is paced by two destinations, "
-              + other.name() + " and " + d.name() + ": a request can take one turn only;"
-              + " give it to one of them in pacer.destinations.<name>.hosts");
+          throw new IllegalArgumentException(
+              "host "
+                  + host
+                  + " is paced by two destinations, "
+                  + other.name()
+                  + " and "
+                  + d.name()
+                  + ": a request can take one turn only;"
+                  + " give it to one of them in pacer.destinations.<name>.hosts");
         }
       }
     }
@@ -51,21 +57,26 @@ public final class PacerDestinations {
   /**
    * The limiter of the destination configured as {@code name}.
    *
-   * @throws IllegalArgumentException if no destination of that name is configured, naming the
-   *     ones that are
+   * @throws IllegalArgumentException if no destination of that name is configured, naming the ones
+   *     that are
    */
   public DestinationLimiter limiter(String name) {
     DestinationLimiter limiter = limiters.get(name);
     if (limiter == null) {
-      throw new IllegalArgumentException("no destination " + name + " is configured under"
-          + " pacer.destinations; configured: " + limiters.keySet());
+      throw new IllegalArgumentException(
+          "no destination "
+              + name
+              + " is configured under"
+              + " pacer.destinations; configured: "
+              + limiters.keySet());
     }
     return limiter;
   }
 
   /** The destination that paces requests to {@code host} (any case), if one does. */
   public Optional<Destination> destinationForHost(String host) {
-    return host == null ? Optional.empty()
+    return host == null
+        ? Optional.empty()
         : Optional.ofNullable(byHost.get(host.toLowerCase(Locale.ROOT)));
   }
 

@@ -11,8 +11,8 @@ import org.springframework.context.annotation.Bean;
 
 /**
  * Pacer's meters ({@code pacer.*}, tagged {@code destination}; see {@link PacerMetrics}) for every
- * limiter of the application's {@link LimiterRegistry}, when Micrometer and pacer-micrometer are
- * on the class path: Spring Boot binds the {@link MeterBinder} to its meter registries.
+ * limiter of the application's {@link LimiterRegistry}, when Micrometer and pacer-micrometer are on
+ * the class path: Spring Boot binds the {@link MeterBinder} to its meter registries.
  */
 @AutoConfiguration(after = PacerAutoConfiguration.class)
 @ConditionalOnClass({MeterBinder.class, PacerMetrics.class})

@@ -8,8 +8,8 @@ import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
- * Pacer's settings under {@code pacer.*}: where the cursor lives ({@code pacer.datasource},
- * {@code pacer.cursor}) and the destinations it paces ({@code pacer.destinations.<name>}).
+ * Pacer's settings under {@code pacer.*}: where the cursor lives ({@code pacer.datasource}, {@code
+ * pacer.cursor}) and the destinations it paces ({@code pacer.destinations.<name>}).
  *
  * <pre>
  * pacer.destinations[images.example.com].rate-per-second=7
@@ -20,9 +20,9 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  *
  * <p>A destination name with dots must be written in brackets, as above: unbracketed, Spring reads
  * each dot as one more level of nesting. Every value is checked at start-up by {@link
- * dev.pacer.Destination.Builder} and {@link dev.pacer.postgres.PostgresCursorConfig.Builder}, and
- * a bad one stops the application with the builder's message prefixed by the property's name
- * (see {@link DestinationProperties}).
+ * dev.pacer.Destination.Builder} and {@link dev.pacer.postgres.PostgresCursorConfig.Builder}, and a
+ * bad one stops the application with the builder's message prefixed by the property's name (see
+ * {@link DestinationProperties}).
  */
 @ConfigurationProperties("pacer")
 public class PacerProperties {
@@ -81,8 +81,13 @@ public class PacerProperties {
 
     @Override
     public String toString() {
-      return "Datasource{url=" + JdbcUrls.redact(url) + ", username=" + username
-          + ", password=" + (password == null ? "none" : "***") + "}";
+      return "Datasource{url="
+          + JdbcUrls.redact(url)
+          + ", username="
+          + username
+          + ", password="
+          + (password == null ? "none" : "***")
+          + "}";
     }
   }
 
@@ -202,9 +207,15 @@ public class PacerProperties {
   public enum Layout {
     /** Pacer's own unlogged table, created on first use ({@code pacer_cursor} unless named). */
     PACER_TABLE,
-    /** A Django-style cache table ({@code cache_key}, {@code value}, {@code expires}), shared with a Python fleet. */
+    /**
+     * A Django-style cache table ({@code cache_key}, {@code value}, {@code expires}), shared with a
+     * Python fleet.
+     */
     DJANGO_CACHE,
-    /** Any key/value table: its columns and key prefix from {@code pacer.cursor.key-column} and the rest. */
+    /**
+     * Any key/value table: its columns and key prefix from {@code pacer.cursor.key-column} and the
+     * rest.
+     */
     KEY_VALUE_TABLE
   }
 }

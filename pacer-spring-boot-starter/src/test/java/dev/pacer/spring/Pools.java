@@ -68,7 +68,8 @@ final class Pools {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?")) {
+                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name"
+                    + " = ?")) {
       s.setString(1, applicationName);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {

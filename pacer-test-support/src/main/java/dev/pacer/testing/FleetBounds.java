@@ -210,10 +210,10 @@ public final class FleetBounds {
           afterHandOver < halfTurn,
           String.format(
               Locale.ROOT,
-              "%s: a request of a window"
-                  + " over the bound reached the door %.1f ms after it was handed to its client (half"
-                  + " a turn is %.1f ms), a delay after the check for a late turn that no check before"
-                  + " the send can see (docs/reliability.md), and an upper bound broke: %s; %s",
+              "%s: a request of a window over the bound reached the door %.1f ms after it was"
+                  + " handed to its client (half a turn is %.1f ms), a delay after the check for a"
+                  + " late turn that no check before the send can see (docs/reliability.md), and an"
+                  + " upper bound broke: %s; %s",
               what,
               afterHandOver / 1e6,
               halfTurn / 1e6,

@@ -75,11 +75,10 @@ public final class TurnTrace {
     StringBuilder out =
         new StringBuilder(
             String.format(
-                "busiest window at the door: %d arrivals"
-                    + " (%d traced), whose turns span %.1f ms, sends %.1f ms, arrivals %.1f ms; min gap"
-                    + " between turns %.1f ms, spread of the turns about one grid %.1f ms; %d opened a"
-                    + " connection. Late (ms) [sent after turn, stamped"
-                    + " after send] by turn:",
+                "busiest window at the door: %d arrivals (%d traced), whose turns span %.1f ms,"
+                    + " sends %.1f ms, arrivals %.1f ms; min gap between turns %.1f ms, spread of"
+                    + " the turns about one grid %.1f ms; %d opened a connection. Late (ms) [sent"
+                    + " after turn, stamped after send] by turn:",
                 bestCount,
                 traced.size(),
                 spanMillis(traced, 0),

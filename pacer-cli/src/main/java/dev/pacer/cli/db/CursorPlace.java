@@ -90,8 +90,8 @@ public record CursorPlace(Layout layout, String table, String keyPrefix) {
     if (layout == Layout.PACER) {
       if (keyPrefix != null) {
         throw new IllegalArgumentException(
-            "--cursor-key-prefix applies only to --cursor-layout"
-                + " django-cache (Pacer's table keys a cursor by the destination's name alone), got "
+            "--cursor-key-prefix applies only to --cursor-layout django-cache (Pacer's table keys a"
+                + " cursor by the destination's name alone), got "
                 + Printable.quote(keyPrefix));
       }
       return new CursorPlace(layout, table == null ? "pacer_cursor" : table, "");

@@ -722,9 +722,9 @@ public final class FrontierStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT EXISTS (SELECT 1 FROM pacer_frontier f WHERE f.job = ? AND f.active"
-                      + " AND f.next_at < 'infinity' AND EXISTS (SELECT 1 FROM pacer_item i"
-                      + "   WHERE i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))"
+                  "SELECT EXISTS (SELECT 1 FROM pacer_frontier f WHERE f.job = ? AND f.active AND"
+                      + " f.next_at < 'infinity' AND EXISTS (SELECT 1 FROM pacer_item i   WHERE"
+                      + " i.job = f.job AND i.host = f.host AND i.state IN ('pending', 'leased')))"
                       + (robots
                           ? " OR EXISTS (SELECT 1 FROM pacer_robots r WHERE r.job = ?"
                               + " AND r.state IN ('wanted', 'fetching', 'fetched'))"
@@ -749,10 +749,9 @@ public final class FrontierStore {
               c.prepareStatement(
                   "SELECT f.host, count(i.url_key) FROM pacer_frontier f JOIN "
                       + cursors
-                      + "_lockout l"
-                      + " ON l.name = f.host LEFT JOIN pacer_item i ON i.job = f.job AND i.host = f.host"
-                      + " AND i.state IN ('pending', 'leased') WHERE f.job = ? GROUP BY f.host"
-                      + " ORDER BY f.host")) {
+                      + "_lockout l ON l.name = f.host LEFT JOIN pacer_item i ON i.job = f.job AND"
+                      + " i.host = f.host AND i.state IN ('pending', 'leased') WHERE f.job = ?"
+                      + " GROUP BY f.host ORDER BY f.host")) {
             s.setString(1, job);
             Map<String, Long> out = new java.util.LinkedHashMap<>();
             try (ResultSet r = s.executeQuery()) {

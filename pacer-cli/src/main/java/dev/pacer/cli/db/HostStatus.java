@@ -255,15 +255,13 @@ public final class HostStatus {
    * at its ceiling (slowest true), each with the count of hosts and of open items.
    */
   static final String BACKLOG =
-      "WITH b AS MATERIALIZED (SELECT host, count(*) AS open"
-          + "   FROM pacer_item WHERE job = ? AND state IN ('pending', 'leased') GROUP BY host),"
-          + " d AS MATERIALIZED (SELECT b.host, b.open, f.rate, b.open / f.rate AS drain,"
-          + "   count(*) OVER () AS hosts, sum(b.open) OVER () AS total"
-          + "   FROM b LEFT JOIN pacer_frontier f ON f.job = ? AND f.host = b.host)"
-          + " (SELECT false, host, open, rate, hosts, total FROM d ORDER BY open DESC, host LIMIT ?)"
-          + " UNION ALL"
-          + " (SELECT true, host, open, rate, hosts, total FROM d"
-          + "   ORDER BY drain DESC NULLS LAST, host LIMIT 1)";
+      "WITH b AS MATERIALIZED (SELECT host, count(*) AS open   FROM pacer_item WHERE job = ? AND"
+          + " state IN ('pending', 'leased') GROUP BY host), d AS MATERIALIZED (SELECT b.host,"
+          + " b.open, f.rate, b.open / f.rate AS drain,   count(*) OVER () AS hosts, sum(b.open)"
+          + " OVER () AS total   FROM b LEFT JOIN pacer_frontier f ON f.job = ? AND f.host ="
+          + " b.host) (SELECT false, host, open, rate, hosts, total FROM d ORDER BY open DESC, host"
+          + " LIMIT ?) UNION ALL (SELECT true, host, open, rate, hosts, total FROM d   ORDER BY"
+          + " drain DESC NULLS LAST, host LIMIT 1)";
 
   /** A table of Pacer's layout not yet created: no reservation was ever made at that place. */
   private static boolean missingTable(SQLException e) {

@@ -55,8 +55,8 @@ public final class ItemStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "UPDATE pacer_item SET state = 'pending',"
-                      + " throttles = 0, not_before = now() WHERE job = ? AND state = 'deferred'")) {
+                  "UPDATE pacer_item SET state = 'pending', throttles = 0, not_before = now() WHERE"
+                      + " job = ? AND state = 'deferred'")) {
             s.setString(1, job);
             return s.executeUpdate();
           }
@@ -218,31 +218,27 @@ public final class ItemStore {
                       + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
                       + "     AND lease_token = ANY (?::text[])),"
                       // Leased by an earlier run of it: answered again, the lease renewed.
-                      + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-                      + "   WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])"
-                      + "   RETURNING url_key, url, failures, throttles, lease_token),"
-                      + " picked AS (SELECT job, url_key, seq FROM pacer_item"
-                      + "   WHERE job = ? AND url_key <> ALL (?::text[])"
-                      + "     AND url_key NOT IN (SELECT url_key FROM mine)"
-                      + "     AND ((state = 'pending' AND not_before <= now())"
-                      + "       OR (state = 'leased' AND lease_until < now()))"
-                      + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
-                      + "   FOR UPDATE SKIP LOCKED),"
-                      + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY seq) AS n"
-                      + "   FROM picked),"
-                      + " unheld AS (SELECT t, row_number() OVER (ORDER BY o) AS n"
-                      + "   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)"
-                      + "   WHERE t NOT IN (SELECT lease_token FROM mine)),"
-                      + " claimed AS (UPDATE pacer_item i SET state = 'leased', leased_by = ?,"
-                      + "   lease_token = u.t, lease_until = now() + ? * interval '1 millisecond'"
-                      + "   FROM numbered n JOIN unheld u ON u.n = n.n"
-                      + "   WHERE i.job = n.job AND i.url_key = n.url_key"
-                      + "   RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token)"
-                      + " SELECT 0, token, NULL::text, NULL::int, NULL::int, NULL::text FROM done"
-                      + " UNION ALL SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before"
-                      + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token FROM mine"
-                      + " UNION ALL SELECT 1, url_key, url, failures, throttles, lease_token"
-                      + "   FROM claimed")) {
+                      + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1"
+                      + " millisecond'   WHERE job = ? AND state = 'leased' AND lease_token = ANY"
+                      + " (?::text[])   RETURNING url_key, url, failures, throttles, lease_token),"
+                      + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
+                      + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
+                      + " mine)     AND ((state = 'pending' AND not_before <= now())       OR"
+                      + " (state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
+                      + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
+                      + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
+                      + " seq) AS n   FROM picked), unheld AS (SELECT t, row_number() OVER (ORDER"
+                      + " BY o) AS n   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)   WHERE t"
+                      + " NOT IN (SELECT lease_token FROM mine)), claimed AS (UPDATE pacer_item i"
+                      + " SET state = 'leased', leased_by = ?,   lease_token = u.t, lease_until ="
+                      + " now() + ? * interval '1 millisecond'   FROM numbered n JOIN unheld u ON"
+                      + " u.n = n.n   WHERE i.job = n.job AND i.url_key = n.url_key   RETURNING"
+                      + " i.url_key, i.url, i.failures, i.throttles, i.lease_token) SELECT 0,"
+                      + " token, NULL::text, NULL::int, NULL::int, NULL::text FROM done UNION ALL"
+                      + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before UNION ALL SELECT"
+                      + " 1, url_key, url, failures, throttles, lease_token FROM mine UNION ALL"
+                      + " SELECT 1, url_key, url, failures, throttles, lease_token   FROM"
+                      + " claimed")) {
             int d = dones.size();
             String[] keys = new String[d];
             String[] doneTokens = new String[d];
@@ -361,10 +357,9 @@ public final class ItemStore {
           try (PreparedStatement s =
               c.prepareStatement(
                   leavingLease(
-                      "throttles = throttles + 1,"
-                          + " state = CASE WHEN throttles + 1 >= ? THEN 'deferred' ELSE 'pending' END,"
-                          + " not_before = now() + ? * interval '1 millisecond', last_status = ?,"
-                          + " last_error = 'throttled'"))) {
+                      "throttles = throttles + 1, state = CASE WHEN throttles + 1 >= ? THEN"
+                          + " 'deferred' ELSE 'pending' END, not_before = now() + ? * interval '1"
+                          + " millisecond', last_status = ?, last_error = 'throttled'"))) {
             s.setInt(1, maxThrottles);
             s.setLong(2, retryMillis);
             s.setInt(3, status);

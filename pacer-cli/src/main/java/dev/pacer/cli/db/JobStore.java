@@ -142,8 +142,8 @@ public final class JobStore {
             c -> {
               try (PreparedStatement s =
                   c.prepareStatement(
-                      "SELECT name, destination, ceiling FROM pacer_job WHERE (?::text IS NULL OR name = ?)"
-                          + " ORDER BY created_at, name")) {
+                      "SELECT name, destination, ceiling FROM pacer_job WHERE (?::text IS NULL OR"
+                          + " name = ?) ORDER BY created_at, name")) {
                 s.setString(1, onlyJob);
                 s.setString(2, onlyJob);
                 List<Named> out = new ArrayList<>();

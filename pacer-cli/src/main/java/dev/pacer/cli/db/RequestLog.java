@@ -173,13 +173,12 @@ public final class RequestLog {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "WITH mark AS (INSERT INTO"
-                      + " pacer_request_batch AS b (worker, batch) VALUES (?, ?) ON CONFLICT (worker)"
-                      + " DO UPDATE SET batch = excluded.batch WHERE b.batch <> excluded.batch RETURNING 1)"
-                      + " INSERT INTO pacer_request"
-                      + " (destination, job, worker, sent_at, lateness_us, hop, status)"
-                      + " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[],"
-                      + " ?::bigint[], ?::integer[], ?::integer[]) WHERE EXISTS (SELECT 1 FROM mark)")) {
+                  "WITH mark AS (INSERT INTO pacer_request_batch AS b (worker, batch) VALUES (?, ?)"
+                      + " ON CONFLICT (worker) DO UPDATE SET batch = excluded.batch WHERE b.batch"
+                      + " <> excluded.batch RETURNING 1) INSERT INTO pacer_request (destination,"
+                      + " job, worker, sent_at, lateness_us, hop, status) SELECT * FROM"
+                      + " unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::bigint[],"
+                      + " ?::integer[], ?::integer[]) WHERE EXISTS (SELECT 1 FROM mark)")) {
             s.setString(1, worker);
             s.setObject(2, batch);
             s.setArray(3, c.createArrayOf("text", destinations));
@@ -235,15 +234,15 @@ public final class RequestLog {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "WITH r AS (SELECT q.destination, q.sent_at FROM pacer_request q JOIN pacer_frontier f"
-                      + "   ON f.job = ? AND f.host = q.destination WHERE q.sent_at >= ?),"
-                      + " w AS (SELECT destination, count(*) OVER (PARTITION BY destination ORDER BY sent_at"
-                      + "   RANGE BETWEEN CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n"
-                      + "   FROM r),"
-                      + " b AS (SELECT destination, max(n) AS busiest FROM w GROUP BY destination)"
-                      + " SELECT b.destination, b.busiest, f.rate FROM b JOIN pacer_frontier f"
-                      + "   ON f.job = ? AND f.host = b.destination"
-                      + " ORDER BY b.busiest - f.rate DESC, b.destination LIMIT 1")) {
+                  "WITH r AS (SELECT q.destination, q.sent_at FROM pacer_request q JOIN"
+                      + " pacer_frontier f   ON f.job = ? AND f.host = q.destination WHERE"
+                      + " q.sent_at >= ?), w AS (SELECT destination, count(*) OVER (PARTITION BY"
+                      + " destination ORDER BY sent_at   RANGE BETWEEN CURRENT ROW AND interval"
+                      + " '999999 microseconds' FOLLOWING) AS n   FROM r), b AS (SELECT"
+                      + " destination, max(n) AS busiest FROM w GROUP BY destination) SELECT"
+                      + " b.destination, b.busiest, f.rate FROM b JOIN pacer_frontier f   ON f.job"
+                      + " = ? AND f.host = b.destination ORDER BY b.busiest - f.rate DESC,"
+                      + " b.destination LIMIT 1")) {
             s.setString(1, job);
             s.setTimestamp(2, Timestamp.from(from));
             s.setString(3, job);
@@ -330,15 +329,13 @@ public final class RequestLog {
           + SINCE
           // A subquery per host, on the index: joined whole, the log would be read whole (no
           // index leads with sent_at) for every job's requests of the last seconds.
-          + "   OFFSET 0) x),"
-          + " w AS (SELECT host, count(*) OVER (PARTITION BY host ORDER BY sent_at RANGE BETWEEN"
-          + "   CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM r),"
-          + " b AS (SELECT w.host, count(*) AS requests, max(w.n) AS busiest FROM w GROUP BY w.host),"
-          + " j AS (SELECT b.*, f.rate FROM b LEFT JOIN pacer_frontier f"
-          + "   ON f.job = ? AND f.host = b.host)"
-          + " SELECT host, requests, busiest, rate, count(*) OVER (),"
-          + "   count(*) FILTER (WHERE busiest > floor(rate) + 1) OVER (), sum(requests) OVER ()"
-          + " FROM j ORDER BY busiest / rate DESC NULLS LAST, requests DESC, host LIMIT ?";
+          + "   OFFSET 0) x), w AS (SELECT host, count(*) OVER (PARTITION BY host ORDER BY sent_at"
+          + " RANGE BETWEEN   CURRENT ROW AND interval '999999 microseconds' FOLLOWING) AS n FROM"
+          + " r), b AS (SELECT w.host, count(*) AS requests, max(w.n) AS busiest FROM w GROUP BY"
+          + " w.host), j AS (SELECT b.*, f.rate FROM b LEFT JOIN pacer_frontier f   ON f.job = ?"
+          + " AND f.host = b.host) SELECT host, requests, busiest, rate, count(*) OVER (),  "
+          + " count(*) FILTER (WHERE busiest > floor(rate) + 1) OVER (), sum(requests) OVER () FROM"
+          + " j ORDER BY busiest / rate DESC NULLS LAST, requests DESC, host LIMIT ?";
 
   private DoorFigures figures(String where, Object... parameters) throws SQLException {
     return connection.call(

@@ -116,27 +116,24 @@ public final class RobotsStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "WITH mine AS (UPDATE pacer_robots SET lease_until = now() + ? * interval '1 millisecond'"
-                      + "  WHERE job = ? AND state = 'fetching' AND lease_token = ?"
-                      + "  RETURNING job, host, attempts, status, body, fetched_at),"
-                      + " pick AS (SELECT job, host, attempts, status, body, fetched_at"
-                      + "  FROM pacer_robots WHERE job = ? AND NOT EXISTS (SELECT 1 FROM mine)"
-                      + "   AND ((state IN ('wanted', 'fetched') AND not_before <= now())"
-                      + "     OR (state = 'fetching' AND lease_until < now()))"
+                  "WITH mine AS (UPDATE pacer_robots SET lease_until = now() + ? * interval '1"
+                      + " millisecond'  WHERE job = ? AND state = 'fetching' AND lease_token = ? "
+                      + " RETURNING job, host, attempts, status, body, fetched_at), pick AS (SELECT"
+                      + " job, host, attempts, status, body, fetched_at  FROM pacer_robots WHERE"
+                      + " job = ? AND NOT EXISTS (SELECT 1 FROM mine)   AND ((state IN ('wanted',"
+                      + " 'fetched') AND not_before <= now())     OR (state = 'fetching' AND"
+                      + " lease_until < now()))"
                       // A host never leased (or given back) before one whose lease ran out.
-                      + "  ORDER BY not_before, lease_until NULLS FIRST, host LIMIT 1"
-                      + "  FOR UPDATE SKIP LOCKED),"
-                      + " taken AS (UPDATE pacer_robots r SET state = 'fetching', leased_by = ?,"
-                      + "  lease_token = ?, lease_until = now() + ? * interval '1 millisecond'"
-                      + "  FROM pick WHERE r.job = pick.job AND r.host = pick.host"
-                      + "  RETURNING pick.job, pick.host, pick.attempts, pick.status, pick.body,"
-                      + "   pick.fetched_at),"
-                      + " w AS (SELECT * FROM mine UNION ALL SELECT * FROM taken)"
-                      + " SELECT w.host, w.attempts, w.fetched_at IS NOT NULL, w.status, w.body,"
-                      + "  (SELECT i.url FROM pacer_item i"
-                      + "   WHERE i.job = w.job AND i.host = w.host ORDER BY i.seq LIMIT 1),"
-                      + "  (SELECT f.rate FROM pacer_frontier f WHERE f.job = w.job AND f.host = w.host)"
-                      + " FROM w")) {
+                      + "  ORDER BY not_before, lease_until NULLS FIRST, host LIMIT 1  FOR UPDATE"
+                      + " SKIP LOCKED), taken AS (UPDATE pacer_robots r SET state = 'fetching',"
+                      + " leased_by = ?,  lease_token = ?, lease_until = now() + ? * interval '1"
+                      + " millisecond'  FROM pick WHERE r.job = pick.job AND r.host = pick.host "
+                      + " RETURNING pick.job, pick.host, pick.attempts, pick.status, pick.body,  "
+                      + " pick.fetched_at), w AS (SELECT * FROM mine UNION ALL SELECT * FROM taken)"
+                      + " SELECT w.host, w.attempts, w.fetched_at IS NOT NULL, w.status, w.body, "
+                      + " (SELECT i.url FROM pacer_item i   WHERE i.job = w.job AND i.host = w.host"
+                      + " ORDER BY i.seq LIMIT 1),  (SELECT f.rate FROM pacer_frontier f WHERE"
+                      + " f.job = w.job AND f.host = w.host) FROM w")) {
             s.setLong(1, leaseMillis);
             s.setString(2, job);
             s.setString(3, token);
@@ -245,9 +242,9 @@ public final class RobotsStore {
           if (!skipped.isEmpty()) {
             try (PreparedStatement s =
                 c.prepareStatement(
-                    "UPDATE pacer_item SET state = 'skipped',"
-                        + " last_error = ?, finished_at = now(), leased_by = NULL, lease_token = NULL,"
-                        + " lease_until = NULL WHERE job = ? AND url_key = ANY (?) AND "
+                    "UPDATE pacer_item SET state = 'skipped', last_error = ?, finished_at = now(),"
+                        + " leased_by = NULL, lease_token = NULL, lease_until = NULL WHERE job = ?"
+                        + " AND url_key = ANY (?) AND "
                         + OPEN)) {
               s.setString(1, settlement.reason());
               s.setString(2, work.job());
@@ -258,9 +255,9 @@ public final class RobotsStore {
           long minMicros = settlement.minInterval().toNanos() / 1000;
           try (PreparedStatement s =
               c.prepareStatement(
-                  "UPDATE pacer_frontier SET"
-                      + " interval_us = GREATEST(interval_us, ?), rate = LEAST(rate, 1e6 / GREATEST(?, 1)),"
-                      + " next_at = '-infinity' WHERE job = ? AND host = ?")) {
+                  "UPDATE pacer_frontier SET interval_us = GREATEST(interval_us, ?), rate ="
+                      + " LEAST(rate, 1e6 / GREATEST(?, 1)), next_at = '-infinity' WHERE job = ?"
+                      + " AND host = ?")) {
             s.setLong(1, minMicros);
             s.setLong(2, minMicros);
             s.setString(3, work.job());
@@ -274,10 +271,9 @@ public final class RobotsStore {
                 c.prepareStatement(
                     "INSERT INTO "
                         + cursors
-                        + " AS k"
-                        + " (name, next_at, updated_at) VALUES (?, clock_timestamp() + ?"
-                        + " * interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO UPDATE"
-                        + " SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
+                        + " AS k (name, next_at, updated_at) VALUES (?, clock_timestamp() + ? *"
+                        + " interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO"
+                        + " UPDATE SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
               s.setString(1, work.host());
               s.setLong(2, minMicros);
               s.executeUpdate();
@@ -372,12 +368,11 @@ public final class RobotsStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT r.host, r.state, r.status, r.verdict, count(i.url_key)"
-                      + " FROM pacer_robots r LEFT JOIN pacer_item i ON i.job = r.job AND i.host = r.host"
-                      + "  AND i.state = 'skipped'"
-                      + " WHERE r.job = ? GROUP BY r.host, r.state, r.status, r.verdict"
-                      + " HAVING count(i.url_key) > 0 OR r.state = 'unavailable'"
-                      + " ORDER BY count(i.url_key) DESC, r.host LIMIT ?")) {
+                  "SELECT r.host, r.state, r.status, r.verdict, count(i.url_key) FROM pacer_robots"
+                      + " r LEFT JOIN pacer_item i ON i.job = r.job AND i.host = r.host  AND"
+                      + " i.state = 'skipped' WHERE r.job = ? GROUP BY r.host, r.state, r.status,"
+                      + " r.verdict HAVING count(i.url_key) > 0 OR r.state = 'unavailable' ORDER BY"
+                      + " count(i.url_key) DESC, r.host LIMIT ?")) {
             s.setString(1, job);
             s.setInt(2, limit);
             List<HostReport> out = new ArrayList<>();
@@ -406,9 +401,8 @@ public final class RobotsStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT"
-                      + " count(*) FILTER (WHERE state = 'applied'),"
-                      + " count(*) FILTER (WHERE state = 'unavailable') FROM pacer_robots WHERE job = ?")) {
+                  "SELECT count(*) FILTER (WHERE state = 'applied'), count(*) FILTER (WHERE state ="
+                      + " 'unavailable') FROM pacer_robots WHERE job = ?")) {
             s.setString(1, job);
             try (ResultSet r = s.executeQuery()) {
               r.next();

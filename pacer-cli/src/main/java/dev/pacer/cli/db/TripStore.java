@@ -44,10 +44,10 @@ public final class TripStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "WITH inserted AS (INSERT INTO pacer_trip (trip_key, job, bar, figures, host, pid)"
-                      + "   VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trip_key) DO NOTHING RETURNING id)"
-                      + " SELECT id FROM inserted UNION ALL SELECT id FROM pacer_trip WHERE trip_key = ?"
-                      + " LIMIT 1")) {
+                  "WITH inserted AS (INSERT INTO pacer_trip (trip_key, job, bar, figures, host,"
+                      + " pid)   VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trip_key) DO NOTHING"
+                      + " RETURNING id) SELECT id FROM inserted UNION ALL SELECT id FROM pacer_trip"
+                      + " WHERE trip_key = ? LIMIT 1")) {
             s.setString(1, key);
             s.setString(2, job);
             s.setString(3, bar.name());
@@ -78,8 +78,9 @@ public final class TripStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT id, job, bar, figures, host, pid, tripped_at, acked_at, ack_note FROM pacer_trip"
-                      + " WHERE (?::text IS NULL OR job = ?) AND (NOT ? OR acked_at IS NULL) ORDER BY id")) {
+                  "SELECT id, job, bar, figures, host, pid, tripped_at, acked_at, ack_note FROM"
+                      + " pacer_trip WHERE (?::text IS NULL OR job = ?) AND (NOT ? OR acked_at IS"
+                      + " NULL) ORDER BY id")) {
             s.setString(1, job);
             s.setString(2, job);
             s.setBoolean(3, openOnly);
@@ -119,8 +120,8 @@ public final class TripStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "UPDATE pacer_trip SET acked_at = coalesce(acked_at, now()), ack_note = ? WHERE id = ?"
-                      + " AND (acked_at IS NULL OR ack_note = ?) RETURNING job, bar")) {
+                  "UPDATE pacer_trip SET acked_at = coalesce(acked_at, now()), ack_note = ? WHERE"
+                      + " id = ? AND (acked_at IS NULL OR ack_note = ?) RETURNING job, bar")) {
             s.setString(1, note);
             s.setLong(2, id);
             s.setString(3, note);
@@ -139,8 +140,8 @@ public final class TripStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT t.id FROM pacer_trip t JOIN pacer_job j ON j.name = t.job"
-                      + " WHERE j.destination = ? AND t.bar = ? AND t.acked_at IS NULL ORDER BY t.id")) {
+                  "SELECT t.id FROM pacer_trip t JOIN pacer_job j ON j.name = t.job WHERE"
+                      + " j.destination = ? AND t.bar = ? AND t.acked_at IS NULL ORDER BY t.id")) {
             s.setString(1, destination);
             s.setString(2, bar.name());
             List<Long> ids = new ArrayList<>();

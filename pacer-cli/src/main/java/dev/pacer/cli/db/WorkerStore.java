@@ -50,14 +50,15 @@ public final class WorkerStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "INSERT INTO pacer_worker (id, run_id, job, destination, host, pid, state, requests,"
-                      + " throttled, degraded, backoff, rate, turns_shared, turns_degraded, turns_refused,"
-                      + " wait_nanos, wait_max_nanos, lockouts, cursor_latched)"
-                      + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                      + " ON CONFLICT (id) DO UPDATE SET last_seen = now(), state = EXCLUDED.state,"
-                      + " requests = EXCLUDED.requests, throttled = EXCLUDED.throttled,"
-                      + " degraded = EXCLUDED.degraded, backoff = EXCLUDED.backoff, rate = EXCLUDED.rate,"
-                      + " turns_shared = EXCLUDED.turns_shared, turns_degraded = EXCLUDED.turns_degraded,"
+                  "INSERT INTO pacer_worker (id, run_id, job, destination, host, pid, state,"
+                      + " requests, throttled, degraded, backoff, rate, turns_shared,"
+                      + " turns_degraded, turns_refused, wait_nanos, wait_max_nanos, lockouts,"
+                      + " cursor_latched) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                      + " ?, ?, ?) ON CONFLICT (id) DO UPDATE SET last_seen = now(), state ="
+                      + " EXCLUDED.state, requests = EXCLUDED.requests, throttled ="
+                      + " EXCLUDED.throttled, degraded = EXCLUDED.degraded, backoff ="
+                      + " EXCLUDED.backoff, rate = EXCLUDED.rate, turns_shared ="
+                      + " EXCLUDED.turns_shared, turns_degraded = EXCLUDED.turns_degraded,"
                       + " turns_refused = EXCLUDED.turns_refused, wait_nanos = EXCLUDED.wait_nanos,"
                       + " wait_max_nanos = EXCLUDED.wait_max_nanos, lockouts = EXCLUDED.lockouts,"
                       + " cursor_latched = EXCLUDED.cursor_latched")) {
@@ -92,12 +93,11 @@ public final class WorkerStore {
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "SELECT id, run_id, job, destination, host, pid, state, requests, rate, turns_shared,"
-                      + " turns_degraded, turns_refused, wait_nanos, wait_max_nanos, throttled, lockouts,"
-                      + " backoff, degraded, cursor_latched FROM pacer_worker"
-                      + " WHERE (?::text IS NULL OR run_id = ?)"
-                      + " AND (?::text IS NOT NULL OR last_seen > now() - ? * interval '1 second')"
-                      + " ORDER BY started_at, id")) {
+                  "SELECT id, run_id, job, destination, host, pid, state, requests, rate,"
+                      + " turns_shared, turns_degraded, turns_refused, wait_nanos, wait_max_nanos,"
+                      + " throttled, lockouts, backoff, degraded, cursor_latched FROM pacer_worker"
+                      + " WHERE (?::text IS NULL OR run_id = ?) AND (?::text IS NOT NULL OR"
+                      + " last_seen > now() - ? * interval '1 second') ORDER BY started_at, id")) {
             s.setString(1, runId);
             s.setString(2, runId);
             s.setString(3, runId);

@@ -108,9 +108,9 @@ final class Retrying {
       } catch (SQLException e) {
         if (outageWarned.compareAndSet(false, true)) {
           log.warn(
-              "Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their"
-                  + " fetched items (bodies already on disk) and retry until it answers; no new item"
-                  + " is claimed meanwhile",
+              "Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their fetched"
+                  + " items (bodies already on disk) and retry until it answers; no new item is"
+                  + " claimed meanwhile",
               what,
               describe.apply(e));
         }

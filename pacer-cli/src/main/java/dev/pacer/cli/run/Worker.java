@@ -416,8 +416,8 @@ public final class Worker {
               recorded.value());
         } else {
           log.error(
-              "Envelope breached: {} ({}). Halting job {}: no new items are taken, items in"
-                  + " flight finish. The trip could not be recorded: other workers of the job are not"
+              "Envelope breached: {} ({}). Halting job {}: no new items are taken, items in flight"
+                  + " finish. The trip could not be recorded: other workers of the job are not"
                   + " halted by it",
               breach.bar(),
               breach.figures(),

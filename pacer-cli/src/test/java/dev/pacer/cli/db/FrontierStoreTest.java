@@ -692,7 +692,8 @@ class FrontierStoreTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT state, count(*) FROM pacer_item WHERE job = ? AND host = ? GROUP BY state")) {
+                "SELECT state, count(*) FROM pacer_item WHERE job = ? AND host = ? GROUP BY"
+                    + " state")) {
       s.setString(1, job);
       s.setString(2, host);
       try (ResultSet r = s.executeQuery()) {

@@ -68,9 +68,8 @@ class HostStatusPlanTest {
             + hosts
             + ") g, generate_series(1, "
             + ITEMS_PER_HOST
-            + ") i;"
-            + " INSERT INTO pacer_request (destination, job, worker, sent_at, lateness_us, hop, status)"
-            + "   SELECT "
+            + ") i; INSERT INTO pacer_request (destination, job, worker, sent_at, lateness_us, hop,"
+            + " status)   SELECT "
             + host
             + ", '"
             + earlier
@@ -107,9 +106,8 @@ class HostStatusPlanTest {
             + hosts
             + ") g, generate_series(1, "
             + ITEMS_PER_HOST
-            + ") i;"
-            + " INSERT INTO pacer_request (destination, job, worker, sent_at, lateness_us, hop, status)"
-            + "   SELECT "
+            + ") i; INSERT INTO pacer_request (destination, job, worker, sent_at, lateness_us, hop,"
+            + " status)   SELECT "
             + host
             + ", '"
             + job

@@ -254,7 +254,8 @@ class LostAnswerTest {
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT host FROM pacer_robots WHERE job = ? AND state = 'fetching' ORDER BY host")) {
+                "SELECT host FROM pacer_robots WHERE job = ? AND state = 'fetching' ORDER BY"
+                    + " host")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {

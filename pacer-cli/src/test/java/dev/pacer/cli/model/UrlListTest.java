@@ -75,8 +75,8 @@ class UrlListTest {
     assertThat(list.problems()).hasSize(5);
     assertThat(list.problems().get(0))
         .isEqualTo(
-            "line 2: has credentials before the host"
-                + " (user-info), which pacer fetch neither sends nor stores: https://***@a.example/2");
+            "line 2: has credentials before the host (user-info), which pacer fetch neither sends"
+                + " nor stores: https://***@a.example/2");
     assertThat(list.problems().get(1))
         .startsWith("line 3: has credentials")
         .endsWith(": http://***@b.example:8080/3?q=1");

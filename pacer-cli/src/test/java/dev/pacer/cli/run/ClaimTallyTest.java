@@ -27,8 +27,8 @@ class ClaimTallyTest {
     assertThat(tally.emptyWhileEligible()).isEqualTo(3);
     assertThat(tally.describe())
         .isEqualTo(
-            "Claims: 7 made, 1 leased an item, 1 found no host"
-                + " due, 3 came back empty while a host was eligible (1 contended, 1 refused, 1 lost), 1"
-                + " found the due hosts held, 1 met a lockout");
+            "Claims: 7 made, 1 leased an item, 1 found no host due, 3 came back empty while a host"
+                + " was eligible (1 contended, 1 refused, 1 lost), 1 found the due hosts held, 1"
+                + " met a lockout");
   }
 }

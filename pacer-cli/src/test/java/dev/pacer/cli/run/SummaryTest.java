@@ -69,9 +69,9 @@ class SummaryTest {
   void theLimiterFiguresReadForPeopleAndAddUpOverWorkers() {
     assertThat(LIMITER.describe())
         .isEqualTo(
-            "70 turn(s): 60 shared, 10 degraded (paced locally),"
-                + " 3 refused; wait for a turn mean 100.0 ms, max 450.0 ms; 2 throttled, 1 lockout(s);"
-                + " at the end backoff x4, CURSOR LATCHED");
+            "70 turn(s): 60 shared, 10 degraded (paced locally), 3 refused; wait for a turn mean"
+                + " 100.0 ms, max 450.0 ms; 2 throttled, 1 lockout(s); at the end backoff x4,"
+                + " CURSOR LATCHED");
     LimiterFigures other =
         new LimiterFigures(30, 0, 1, 3_000_000_000L, 900_000_000L, 0, 1, 2, true, false);
     assertThat(LIMITER.plus(other))

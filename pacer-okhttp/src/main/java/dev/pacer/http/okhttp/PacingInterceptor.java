@@ -173,9 +173,9 @@ public final class PacingInterceptor implements Interceptor {
   public Response intercept(Interceptor.Chain chain) throws IOException {
     if (chain.connection() == null) {
       throw new IllegalStateException(
-          "PacingInterceptor must be added with"
-              + " OkHttpClient.Builder.addNetworkInterceptor: as an application interceptor it would"
-              + " see a chain of redirects as one request, and its hops would take no turn");
+          "PacingInterceptor must be added with OkHttpClient.Builder.addNetworkInterceptor: as an"
+              + " application interceptor it would see a chain of redirects as one request, and its"
+              + " hops would take no turn");
     }
     if (chain.request().tag(WarmUpTag.class) != null) {
       return chain.proceed(chain.request());

@@ -619,8 +619,8 @@ public final class CursorSql {
             + "SELECT ((turn.value::numeric - p.gap - p.now) * 1000000)::bigint AS wait_micros,\n"
             + "       CASE WHEN prior.value ~ '"
             + DECIMAL_PATTERN
-            + "'"
-            + " THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS prior_ahead_micros,\n"
+            + "' THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS"
+            + " prior_ahead_micros,\n"
             + "       prior.value IS NOT NULL AS prior_existed,\n"
             + "       (p.now * 1000000)::bigint AS now_micros,\n"
             + "       NULL::text AS lockout_reason,\n"
