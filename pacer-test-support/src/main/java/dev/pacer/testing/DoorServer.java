@@ -50,6 +50,9 @@ public final class DoorServer implements AutoCloseable {
 
   /** A door on an ephemeral port of {@code address} (127.0.0.2 is a loopback one too). */
   public DoorServer(InetAddress address, Function<Request, Answer> answers) throws IOException {
+    // Its stamps are judged at the stalls this JVM meets while it serves (FleetBounds): sampled
+    // from now on, not from the first judgement after a run.
+    JvmStalls.get();
     this.answers = answers;
     this.server = new ServerSocket(0, 512, address);
     daemon("door-accept", this::accept).start();
