@@ -2,6 +2,7 @@ package dev.pacer.postgres;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
+import dev.pacer.LateTurns;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
@@ -151,7 +152,13 @@ public final class VirtualThreadWorker {
             sent.get() - sentAtSteady,
             limiter.lateTurnsSkipped() - lateAtSteady,
             JvmStalls.get().longestBetween(steadyFrom, steadyTo),
-            JvmStalls.get().totalBetween(steadyFrom, steadyTo));
+            JvmStalls.get().totalBetween(steadyFrom, steadyTo),
+            JvmStalls.get()
+                .turnsInStallsBetween(
+                    steadyFrom,
+                    steadyTo,
+                    LateTurns.limit(Duration.ofNanos(Math.round(1e9 / rate))).toNanos(),
+                    rate));
     all.forEach(Thread::interrupt);
     long joinBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     int alive = 0;

@@ -9,15 +9,16 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Stalls of this JVM: spans in which a thread that asked to sleep {@value #NAP_MILLIS} ms ran again
- * at least {@value #LEAST_STALL_MILLIS} ms late, sampled on a daemon thread for as long as the test
- * JVM runs.
+ * late, sampled on a daemon thread for as long as the test JVM runs. A lateness of at least {@value
+ * #LEAST_STALL_MILLIS} ms is a stall; every lateness of at least {@value #LEAST_RECORDED_MILLIS} ms
+ * is kept, for the turns a shorter one costs at high rates ({@link #turnsInStallsBetween}).
  *
  * <p>Why: on a machine with fewer cores than runnable threads (one core shared by the build, the
  * database, the worker JVMs and the door) every sleeper wakes late at once. A door in this JVM
  * ({@link DoorServer}) then stamps an arrival late by as much as the stall, and the fleet's takers
  * wake late for the turns that fall in it and give those turns up. A fleet test widens the stamp
- * error and the late-turn allowance by the stall it measured here, in the same run, and by nothing
- * when there was none.
+ * error and the late-turn allowance by the stalls it measured here, in the same run, and by nothing
+ * when there were none.
  */
 public final class JvmStalls {
 
@@ -27,12 +28,23 @@ public final class JvmStalls {
   /** The least lateness taken for a stall: far above a timer's ordinary slack. */
   public static final long LEAST_STALL_MILLIS = 10;
 
-  /** Stalls kept, oldest dropped first: more than any test's run meets. */
-  private static final int KEPT = 10_000;
+  /**
+   * The least lateness kept: the least late-turn limit ({@code dev.pacer.LateTurns}), the lateness
+   * that costs a turn at the highest rates.
+   */
+  public static final long LEAST_RECORDED_MILLIS = 1;
+
+  /** Latenesses kept, oldest dropped first: more than any test's run meets. */
+  private static final int KEPT = 100_000;
+
+  private static final long STALL_NANOS = TimeUnit.MILLISECONDS.toNanos(LEAST_STALL_MILLIS);
 
   private static final JvmStalls INSTANCE = new JvmStalls();
 
-  /** Pairs of (monotonic instant the stall ended, its length in nanoseconds), oldest first. */
+  /**
+   * Pairs of (monotonic instant a lateness ended, its length in nanoseconds), oldest first: every
+   * lateness of at least {@value #LEAST_RECORDED_MILLIS} ms.
+   */
   private final Deque<long[]> stalls = new ArrayDeque<>();
 
   private JvmStalls() {
@@ -48,7 +60,7 @@ public final class JvmStalls {
 
   private void sampleForever() {
     long nap = TimeUnit.MILLISECONDS.toNanos(NAP_MILLIS);
-    long least = TimeUnit.MILLISECONDS.toNanos(LEAST_STALL_MILLIS);
+    long least = TimeUnit.MILLISECONDS.toNanos(LEAST_RECORDED_MILLIS);
     long before = System.nanoTime();
     while (!Thread.currentThread().isInterrupted()) {
       LockSupport.parkNanos(nap);
@@ -72,7 +84,7 @@ public final class JvmStalls {
    */
   public long longestBetween(long fromNanos, long toNanos) {
     long longest = 0;
-    for (long length : between(fromNanos, toNanos)) {
+    for (long length : between(fromNanos, toNanos, STALL_NANOS)) {
       longest = Math.max(longest, length);
     }
     return longest;
@@ -84,17 +96,40 @@ public final class JvmStalls {
    */
   public long totalBetween(long fromNanos, long toNanos) {
     long total = 0;
-    for (long length : between(fromNanos, toNanos)) {
+    for (long length : between(fromNanos, toNanos, STALL_NANOS)) {
       total += length;
     }
     return total;
   }
 
-  private List<Long> between(long fromNanos, long toNanos) {
+  /**
+   * The turns at {@code ratePerSecond} that latenesses ended between {@code fromNanos} and {@code
+   * toNanos} may have cost, for takers that give a turn up when they wake for it more than {@code
+   * lateLimitNanos} after it began: a turn that began in a lateness of length {@code L} was woken
+   * for up to {@code L} late, so the turns of the last {@code L - lateLimitNanos} of it are given
+   * up, rounded up to whole turns.
+   */
+  public long turnsInStallsBetween(
+      long fromNanos, long toNanos, long lateLimitNanos, double ratePerSecond) {
+    long turns = 0;
+    for (long length : between(fromNanos, toNanos, lateLimitNanos + 1)) {
+      turns += turnsGivenUp(length, lateLimitNanos, ratePerSecond);
+    }
+    return turns;
+  }
+
+  /** The turns a lateness of {@code lengthNanos} may cost: see {@link #turnsInStallsBetween}. */
+  static long turnsGivenUp(long lengthNanos, long lateLimitNanos, double ratePerSecond) {
+    return lengthNanos <= lateLimitNanos
+        ? 0
+        : (long) Math.ceil((lengthNanos - lateLimitNanos) * ratePerSecond / 1e9);
+  }
+
+  private List<Long> between(long fromNanos, long toNanos, long leastNanos) {
     List<Long> lengths = new ArrayList<>();
     synchronized (stalls) {
       for (long[] stall : stalls) {
-        if (stall[0] - fromNanos >= 0 && toNanos - stall[0] >= 0) {
+        if (stall[0] - fromNanos >= 0 && toNanos - stall[0] >= 0 && stall[1] >= leastNanos) {
           lengths.add(stall[1]);
         }
       }

@@ -105,6 +105,21 @@ class FleetBoundsTest {
   }
 
   @Test
+  void theTurnsASendersStallsCostAreAllowedAndNoMore() {
+    FleetBounds bounds = FleetBounds.at(100, "late turns beside measured stalls");
+    // A 150-ms stall at 100/s holds 15 turns; the stalls measured may count more.
+    bounds.assertFewLateTurnsBesideStalls(15, 700, 3);
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsBesideStalls(16, 700, 3))
+        .hasMessageContaining("given up as late, 16 of 700 (at most 15");
+    bounds.assertFewLateTurnsBesideStalls(20, 700, 22);
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsBesideStalls(23, 700, 22))
+        .hasMessageContaining("given up as late, 23 of 700 (at most 22");
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsBesideStalls(70, 700, 22))
+        .as("one turn in ten")
+        .hasMessageContaining("given up as late, 70 of 700");
+  }
+
+  @Test
   void aLongerStallThisJvmMetAllowsItsTurnsAndNoMore() {
     FleetBounds bounds = FleetBounds.at(15, "late turns beside a stall");
     assertThat(bounds.mostLateTurns(91, FleetBounds.STALL_SECONDS)).isEqualTo(3);
