@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.http.hc5.PacingExecChainHandler;
@@ -14,6 +13,7 @@ import dev.pacer.http.okhttp.PacingInterceptor;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FakeTime;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Proxy;

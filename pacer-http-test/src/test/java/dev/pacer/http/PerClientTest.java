@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.LockedOutException;
 import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FakeTime;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;

@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.pacer.Destination;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FakeTime;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.URI;

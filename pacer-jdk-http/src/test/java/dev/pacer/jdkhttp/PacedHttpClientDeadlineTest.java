@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterLookup;
 import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.testing.FakeTime;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;

@@ -1,8 +1,8 @@
 package dev.pacer.postgres;
 
-import dev.pacer.CursorContract;
 import dev.pacer.TimeSource;
-import dev.pacer.TurnClock;
+import dev.pacer.testing.CursorContract;
+import dev.pacer.testing.TurnClock;
 import java.time.Duration;
 
 /**

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.FakeTime;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;

@@ -3,8 +3,8 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Destination;
-import dev.pacer.FakeTime;
 import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.testing.FakeTime;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -3,7 +3,7 @@ package dev.pacer.postgres;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.pacer.FakeTime;
+import dev.pacer.testing.FakeTime;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.TimeSource;
-import dev.pacer.TurnClock;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.TurnClock;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.math.BigDecimal;

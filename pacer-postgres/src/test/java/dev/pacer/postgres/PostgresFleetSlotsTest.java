@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.TimeSource;
 import dev.pacer.spi.FleetSlots;
 import dev.pacer.spi.FleetSlots.Claim;
+import dev.pacer.testing.FakeTime;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;

@@ -2,9 +2,9 @@ package dev.pacer.postgres;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.pacer.CursorContract;
 import dev.pacer.TimeSource;
-import dev.pacer.TurnClock;
+import dev.pacer.testing.CursorContract;
+import dev.pacer.testing.TurnClock;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -2,9 +2,9 @@ package dev.pacer.cli.run;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.FakeTime;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

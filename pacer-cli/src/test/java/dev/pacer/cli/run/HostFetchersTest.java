@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.Destination;
-import dev.pacer.FakeTime;
 import dev.pacer.LocalCursor;
 import dev.pacer.Slot;
 import dev.pacer.ThrottledException;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.testing.Answer;
 import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FakeTime;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
-import dev.pacer.FakeTime;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.cli.model.LimiterFigures;
+import dev.pacer.testing.FakeTime;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

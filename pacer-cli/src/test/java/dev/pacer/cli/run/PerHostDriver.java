@@ -1,9 +1,9 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.Destination;
-import dev.pacer.FakeTime;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.spi.Cursor;
+import dev.pacer.testing.FakeTime;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;

@@ -2,7 +2,7 @@ package dev.pacer.cli.run;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.pacer.FakeTime;
+import dev.pacer.testing.FakeTime;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;

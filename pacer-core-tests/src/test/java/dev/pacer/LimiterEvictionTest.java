@@ -3,6 +3,7 @@ package dev.pacer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.pacer.testing.FakeTime;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;

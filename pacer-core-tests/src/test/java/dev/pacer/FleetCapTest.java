@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.FakeTime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

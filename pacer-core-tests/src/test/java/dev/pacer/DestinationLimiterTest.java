@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.within;
 
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.FakeTime;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayDeque;

@@ -1,5 +1,6 @@
-package dev.pacer;
+package dev.pacer.testing;
 
+import dev.pacer.TimeSource;
 import dev.pacer.spi.Reservation;
 
 /**

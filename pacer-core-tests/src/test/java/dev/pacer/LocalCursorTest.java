@@ -2,6 +2,7 @@ package dev.pacer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.testing.FakeTime;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

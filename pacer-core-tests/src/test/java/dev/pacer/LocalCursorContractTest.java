@@ -1,6 +1,9 @@
 package dev.pacer;
 
 import dev.pacer.spi.Cursor;
+import dev.pacer.testing.CursorContract;
+import dev.pacer.testing.FakeTime;
+import dev.pacer.testing.TurnClock;
 import java.time.Duration;
 
 /** The contract on a fake clock: no time passes between reservations, so every turn is exact. */

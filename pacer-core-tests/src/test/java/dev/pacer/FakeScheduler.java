@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.testing.FakeTime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,8 +1,10 @@
-package dev.pacer;
+package dev.pacer.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.pacer.BackoffScope;
+import dev.pacer.Destination;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import java.time.Duration;

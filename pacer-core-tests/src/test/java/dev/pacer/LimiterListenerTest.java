@@ -7,6 +7,7 @@ import dev.pacer.LimiterListener.Outcome;
 import dev.pacer.LimiterListener.Turn;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
+import dev.pacer.testing.FakeTime;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -1,5 +1,6 @@
-package dev.pacer;
+package dev.pacer.testing;
 
+import dev.pacer.TimeSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
