@@ -33,7 +33,9 @@ import java.util.Locale;
  *
  * <p>A door in this JVM ({@link DoorServer}) stamps late by as much as this JVM stalls: its runs'
  * stamp error is {@link #STAMP_ERROR_SECONDS}, or the longest stall this JVM met during the run if
- * that is longer. A door in a JVM of its own ({@link Door}) is judged at the stamp error alone.
+ * that is longer, and their busiest window may hold the turns of that stall besides. A door in a
+ * JVM of its own ({@link Door}) is judged at the stamp error alone, and its window at {@code
+ * floor(c) + 1}.
  *
  * <p>A run whose upper bound broke is reported as skipped, naming the cause, in two cases the test
  * cannot tell from a fault of the fleet: this host's wall clock stepped forward during it ({@link
@@ -104,6 +106,20 @@ public final class FleetBounds {
   }
 
   /**
+   * The most arrivals any 1-s window of {@code run} may hold: {@link #mostInAWindow()}, and for a
+   * door in this JVM the turns of the longest stall this JVM met from the run's first arrival to
+   * its last as well. A door that stalls for {@code s} stamps the arrivals of that time up to
+   * {@code s} late, so a window of stamps may hold the arrivals of {@code 1 + s} seconds.
+   */
+  private int mostInAWindow(Timeline run) {
+    if (!doorInThisJvm) {
+      return mostInAWindow();
+    }
+    double stall = JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9;
+    return (int) Math.floor(ceiling * (1 + stall)) + 1;
+  }
+
+  /**
    * The highest aggregate rate {@code events} arrivals may show at {@link #STAMP_ERROR_SECONDS}:
    * see the class comment.
    */
@@ -147,7 +163,7 @@ public final class FleetBounds {
     assertThat(steady.size())
         .as("%s: arrivals in the steady part, %s", what, figures)
         .isGreaterThanOrEqualTo(3);
-    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
+    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow(run);
     double mostAggregate = mostAggregate(steady.size(), stampErrorSeconds(run));
     boolean aggregateHeld = steady.aggregateRatePerSecond() <= mostAggregate;
     if (!windowHeld || !aggregateHeld) {
@@ -170,7 +186,7 @@ public final class FleetBounds {
     }
     assertThat(run.peakOneSecondWindow())
         .as("%s: busiest 1-s window, %s", what, figures)
-        .isLessThanOrEqualTo(mostInAWindow());
+        .isLessThanOrEqualTo(mostInAWindow(run));
     assertThat(steady.aggregateRatePerSecond())
         .as("%s: aggregate rate, %s", what, figures)
         .isLessThanOrEqualTo(mostAggregate);
@@ -200,11 +216,11 @@ public final class FleetBounds {
             "%s: the shortest gap between two turns, against half a turn (%d ns), %s",
             what, halfTurn, trace.busiestWindow(arrivals))
         .isGreaterThanOrEqualTo(halfTurn);
-    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow();
+    boolean windowHeld = run.peakOneSecondWindow() <= mostInAWindow(run);
     boolean aggregateHeld =
         steady.aggregateRatePerSecond() <= mostAggregate(steady.size(), stampErrorSeconds(run));
     if (!windowHeld || !aggregateHeld) {
-      long afterHandOver = trace.longestAfterHandOverInWindowsOver(arrivals, mostInAWindow());
+      long afterHandOver = trace.longestAfterHandOverInWindowsOver(arrivals, mostInAWindow(run));
       assumeTrue(
           afterHandOver < halfTurn,
           String.format(
@@ -334,7 +350,7 @@ public final class FleetBounds {
     System.out.println(what + " (a twin that must break a bound): " + figures(run, run));
     assertThat(run.peakOneSecondWindow())
         .as("%s: busiest 1-s window, %s", what, run)
-        .isGreaterThan(mostInAWindow());
+        .isGreaterThan(mostInAWindow(run));
   }
 
   /** For a twin: asserts that the aggregate of {@code steady} broke its bound. */
@@ -363,7 +379,7 @@ public final class FleetBounds {
         run.size(),
         run.spanSeconds(),
         run.peakOneSecondWindow(),
-        mostInAWindow(),
+        mostInAWindow(run),
         perSecond(run),
         steady.size(),
         steady.aggregateRatePerSecond(),
