@@ -3,7 +3,7 @@
  * user calls; {@code dev.pacer.spi} is what a backend implements (the cursor, its reservations, the
  * fleet-wide slots). {@code dev.pacer.internal} (the pacing arithmetic, backoff, the rate meter)
  * may change in any release. {@code dev.pacer.internal.shared} is what Pacer's own modules share
- * (the guard of a caller's listener), exported to them alone.
+ * (the guard of a caller's listener, the redaction of a URL's secrets), exported to them alone.
  */
 @SuppressWarnings("module") // the modules shared with are compiled after this one
 module dev.pacer.core {
@@ -12,5 +12,7 @@ module dev.pacer.core {
   exports dev.pacer;
   exports dev.pacer.spi;
   exports dev.pacer.internal.shared to
-      dev.pacer.jdkhttp;
+      dev.pacer.jdkhttp,
+      dev.pacer.postgres,
+      dev.pacer.cli;
 }
