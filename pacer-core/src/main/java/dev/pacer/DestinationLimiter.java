@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.internal.shared.Redaction;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import java.time.Duration;
@@ -406,7 +407,7 @@ public final class DestinationLimiter {
    */
   public Answer noteAnswer(int status, String retryAfter, Object source) {
     if (destination.lockoutStatusCodes().contains(status)) {
-      lockOut("HTTP " + status + " from " + LockoutReasons.withoutSecrets(source));
+      lockOut("HTTP " + status + " from " + Redaction.address(source));
       return Answer.LOCKED_OUT;
     }
     if (destination.backoffStatusCodes().contains(status)) {

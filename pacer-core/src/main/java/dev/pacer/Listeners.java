@@ -1,5 +1,6 @@
 package dev.pacer;
 
+import dev.pacer.internal.shared.GuardedListener;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -18,7 +19,10 @@ final class Listeners implements LimiterListener {
   void add(LimiterListener listener, Collection<DestinationLimiter> existing) {
     GuardedListener<LimiterListener> entry =
         new GuardedListener<>(
-            listener, Listeners.class, () -> "Limiter listener " + listener, "pacing goes on");
+            listener,
+            Listeners.class.getName(),
+            () -> "Limiter listener " + listener,
+            "pacing goes on");
     entries.add(entry);
     for (DestinationLimiter limiter : existing) {
       entry.tell(l -> l.limiterCreated(limiter));

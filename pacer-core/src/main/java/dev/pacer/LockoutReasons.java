@@ -1,7 +1,6 @@
 package dev.pacer;
 
-import java.net.URI;
-import java.net.URISyntaxException;
+import dev.pacer.internal.shared.Redaction;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -9,10 +8,10 @@ import java.nio.charset.StandardCharsets;
  * the secrets a URL may carry.
  *
  * <p>The reason is stored in the database, printed by {@code pacer status} and logged by every
- * process, so the user-info and the query of the URL that met the lockout status (where tokens and
- * signatures travel) are left out, and the whole is cut to {@link #MAX_BYTES} bytes of UTF-8 at a
- * character's boundary: a limit in bytes, since that is what the stores and channels it passes
- * through count.
+ * process, so the URL that met the lockout status is named by its {@linkplain Redaction#address
+ * address} alone (no user-info, query or fragment, where tokens and signatures travel), and the
+ * whole is cut to {@link #MAX_BYTES} bytes of UTF-8 at a character's boundary: a limit in bytes,
+ * since that is what the stores and channels it passes through count.
  */
 final class LockoutReasons {
 
@@ -20,22 +19,6 @@ final class LockoutReasons {
   static final int MAX_BYTES = 1000;
 
   private LockoutReasons() {}
-
-  /**
-   * What was asked for, for a reason: a URL without its user-info, query and fragment; anything
-   * else as it prints.
-   */
-  static String withoutSecrets(Object source) {
-    URI uri = source instanceof URI u ? u : parse(String.valueOf(source));
-    if (uri == null || uri.isOpaque() || uri.getRawAuthority() == null) {
-      return String.valueOf(source);
-    }
-    String host = uri.getHost() != null ? uri.getHost() : "";
-    String port = uri.getPort() >= 0 ? ":" + uri.getPort() : "";
-    String path = uri.getRawPath() == null ? "" : uri.getRawPath();
-    String omitted = uri.getRawQuery() != null ? "?…" : "";
-    return uri.getScheme() + "://" + host + port + path + omitted;
-  }
 
   /** {@code reason} cut to at most {@link #MAX_BYTES} bytes of UTF-8, never inside a character. */
   static String bounded(String reason) {
@@ -55,13 +38,5 @@ final class LockoutReasons {
       end += Character.charCount(codePoint);
     }
     return reason.substring(0, end) + "…";
-  }
-
-  private static URI parse(String text) {
-    try {
-      return new URI(text);
-    } catch (URISyntaxException e) {
-      return null;
-    }
   }
 }

@@ -11,9 +11,11 @@ import dev.pacer.LimiterProbe;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
 import dev.pacer.testing.FakeTime;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -156,6 +158,48 @@ class PacedHttpClientTest {
         HttpRequest.newBuilder(uri("/see-other")).build(), HttpResponse.BodyHandlers.discarding());
     assertThat(sent).extracting(SentRequest::hop).containsExactly(0, 1);
     assertThat(sent).extracting(SentRequest::status).containsExactly(303, 200);
+  }
+
+  @Test
+  void aListenerThatThrowsStopsNoRequestAndIsLoggedOnce() throws Exception {
+    PacedHttpClient client =
+        PacedHttpClient.builder(bare, LimiterLookup.only(limiter))
+            .followRedirects(HttpClient.Redirect.NORMAL)
+            .onRequest(
+                r -> {
+                  throw new IllegalStateException("listener bug");
+                })
+            .build();
+    PrintStream original = System.err;
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    try {
+      HttpResponse<String> redirected =
+          client.send(
+              HttpRequest.newBuilder(uri("/see-other")).build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(redirected.body()).isEqualTo("body of /landed");
+      assertThat(
+              client
+                  .sendAsync(
+                      HttpRequest.newBuilder(uri("/a")).build(),
+                      HttpResponse.BodyHandlers.ofString())
+                  .get()
+                  .statusCode())
+          .isEqualTo(200);
+    } finally {
+      System.setErr(original);
+    }
+    assertThat(arrivals).containsExactly("GET /see-other", "GET /landed", "GET /a");
+    String log = captured.toString(StandardCharsets.UTF_8);
+    assertThat(log.lines().filter(l -> l.contains("WARN")))
+        .as("three failures, one WARN")
+        .singleElement()
+        .asString()
+        .endsWith(
+            "WARN dev.pacer.jdkhttp.PacedHttpClient - The request listener threw; requests go on,"
+                + " and its later failures are not logged");
+    assertThat(log.split("listener bug", -1)).hasSize(2);
   }
 
   @Test

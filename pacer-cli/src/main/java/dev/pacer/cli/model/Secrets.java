@@ -1,7 +1,7 @@
 package dev.pacer.cli.model;
 
 import dev.pacer.Printable;
-import dev.pacer.postgres.JdbcUrls;
+import dev.pacer.internal.shared.Redaction;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -10,15 +10,14 @@ import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Pattern;
 
 /**
- * Hides secrets in anything the CLI prints or stores, whatever form they came in: every
- * secret-bearing parameter ({@code password}, {@code sslpassword}, {@code sslkey}, {@code
- * sslfactoryarg} and alike; see {@link JdbcUrls#redact}), the password of any URL's user-info, and
- * the whole user-info of an http(s) URL, whose user name is often a token of its own ({@code
- * https://TOKEN@host/}). A database URL keeps its user name: it names the role, which a message
- * about a refused login needs.
+ * Hides secrets in anything the CLI prints or stores, whatever form they came in, by Pacer's one
+ * rule ({@link Redaction#text}): every secret-bearing parameter ({@code password}, {@code
+ * sslpassword}, {@code sslkey}, {@code sslfactoryarg}, {@code access_token} and alike) and the
+ * user-info of every URL, whose user name is often a token of its own ({@code
+ * https://TOKEN@host/}). A PostgreSQL URL keeps its user name and loses its password: the name is
+ * the role, which a message about a refused login needs.
  *
  * <p>{@code Main} writes everything the process prints, its log lines, a library's exception text
  * and the summary alike, through {@link #forTerminal}: a secret cannot reach the terminal or a log
@@ -28,27 +27,17 @@ import java.util.regex.Pattern;
  */
 public final class Secrets {
 
-  /**
-   * {@code scheme://user:password@} in any URL, JDBC or not; the password may hold an {@code @}.
-   */
-  private static final Pattern PASSWORD =
-      Pattern.compile("([A-Za-z][A-Za-z0-9+.-]*://[^/@:?#\\s]*:)[^/?#\\s]*@");
-
-  /** {@code http(s)://userinfo@}: the user-info up to the host. */
-  private static final Pattern WEB_USERINFO = Pattern.compile("((?i:https?)://)[^/?#\\s]*@");
-
   private Secrets() {}
 
   /**
-   * The text with every secret (parameter, user-info password, an http(s) URL's user-info) replaced
-   * by {@code ***}.
+   * The text with every secret (a secret-bearing parameter's value, a URL's user-info) replaced by
+   * {@code ***}, as the class comment describes.
+   *
+   * @param text any text, or null
+   * @return the text without its secrets, or null for null
    */
   public static String redact(String text) {
-    if (text == null) {
-      return null;
-    }
-    String redacted = PASSWORD.matcher(JdbcUrls.redact(text)).replaceAll("$1***@");
-    return WEB_USERINFO.matcher(redacted).replaceAll("$1***@");
+    return Redaction.text(text);
   }
 
   /**

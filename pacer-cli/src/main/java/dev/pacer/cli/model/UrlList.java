@@ -21,7 +21,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.NoSuchElementException;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * The input of {@code pacer fetch}: one URL per line. Blank lines and lines starting with {@code #}
@@ -32,8 +31,9 @@ import java.util.regex.Pattern;
  * <p>A URL with user-info ({@code https://user:password@host/}) is skipped the same way. The HTTP
  * client sends no credentials from a URL, so the request would go without them; and the URL would
  * be kept in the work state and shown in status and log lines, password and all. The report of any
- * skipped line shows {@code ***} in place of whatever stands before an {@code @} in its authority,
- * so that a password given by mistake is not printed either.
+ * skipped line shows it {@linkplain Secrets#redact redacted} ({@code ***} in place of whatever
+ * stands before an {@code @} in its authority, and of a secret parameter's value), so that a
+ * password given by mistake is not printed either.
  *
  * <p>The input is read once, and its checked URLs are written to a spool file that {@link #urls()}
  * reads again for each pass: a list of millions of URLs is never held in memory (what is held grows
@@ -173,7 +173,7 @@ public final class UrlList implements AutoCloseable {
         if (problem != null) {
           if (problemCount++ < MAX_PROBLEMS_KEPT) {
             problems.add(
-                "line " + lineNumber + ": " + problem + ": " + shown(withoutUserInfo(text)));
+                "line " + lineNumber + ": " + problem + ": " + shown(Secrets.redact(text)));
           }
           continue;
         }
@@ -314,18 +314,6 @@ public final class UrlList implements AutoCloseable {
           + " stores";
     }
     return dnsProblem(uri.getHost());
-  }
-
-  /**
-   * What stands before an {@code @} in the authority of a line that looks like a URL (a scheme,
-   * then {@code //}), the line valid or not: the authority ends at the first {@code /}, {@code ?},
-   * {@code #} or white space, and its last {@code @} ends the user-info.
-   */
-  private static final Pattern USER_INFO = Pattern.compile("^([^:/?#\s]+://)[^/?#\s]*@");
-
-  /** {@code text} with {@code ***} in place of its user-info, if it has any. */
-  static String withoutUserInfo(String text) {
-    return USER_INFO.matcher(text).replaceFirst("$1***@");
   }
 
   /** The longest label of a DNS name, in characters (RFC 1035). */

@@ -9,6 +9,7 @@ import dev.pacer.ThrottledException;
 import dev.pacer.TimeSource;
 import dev.pacer.http.AddressPolicy;
 import dev.pacer.http.WarmUp;
+import dev.pacer.internal.shared.GuardedListener;
 import dev.pacer.jdkhttp.PacedHttpClient;
 import dev.pacer.jdkhttp.SentRequest;
 import dev.pacer.jdkhttp.internal.DiscardedBody;
@@ -148,8 +149,7 @@ public final class DestinationFetcher {
 
   private final long maxBodyBytes;
   private final Map<String, String> headers;
-  private final Consumer<SentRequest> listener;
-  private final AtomicBoolean listenerFailed = new AtomicBoolean();
+  private final Optional<GuardedListener<Consumer<SentRequest>>> listener;
   private final AtomicLong requests = new AtomicLong();
   private final AtomicBoolean firstRequest = new AtomicBoolean(true);
   private final AtomicLong throttled = new AtomicLong();
@@ -185,7 +185,15 @@ public final class DestinationFetcher {
             Optional.empty());
     this.maxBodyBytes = b.maxBodyBytes;
     this.headers = Map.copyOf(b.headers);
-    this.listener = b.listener;
+    this.listener =
+        Optional.ofNullable(b.listener)
+            .map(
+                l ->
+                    new GuardedListener<>(
+                        l,
+                        DestinationFetcher.class.getName(),
+                        () -> "Destination " + destination.name() + ": the request listener",
+                        "the fetch goes on"));
   }
 
   /**
@@ -419,20 +427,7 @@ public final class DestinationFetcher {
   }
 
   private void report(SentRequest sent) {
-    if (listener == null) {
-      return;
-    }
-    try {
-      listener.accept(sent);
-    } catch (RuntimeException e) {
-      if (listenerFailed.compareAndSet(false, true)) {
-        log.warn(
-            "Destination {}: the request listener threw; the fetch goes on, and later"
-                + " failures of the listener are not logged",
-            destination.name(),
-            e);
-      }
-    }
+    listener.ifPresent(guarded -> guarded.tell(l -> l.accept(sent)));
   }
 
   private void logRate(long n) {

@@ -3,6 +3,7 @@ package dev.pacer.jdkhttp.internal;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.Slot;
+import dev.pacer.internal.shared.GuardedListener;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -15,10 +16,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * What one {@code PacedHttpClient} or {@code DestinationFetcher} sends with: the delegate, the
@@ -30,14 +28,13 @@ import org.slf4j.LoggerFactory;
 public final class Exchanges {
 
   /** The client's own logger: a failing listener is the client's to report. */
-  private static final Logger log = LoggerFactory.getLogger("dev.pacer.jdkhttp.PacedHttpClient");
+  private static final String LOGGED_BY = "dev.pacer.jdkhttp.PacedHttpClient";
 
   final HttpClient delegate;
   final LimiterLookup limiters;
   final Redirects redirects;
   final Optional<Duration> answerTimeout;
-  private final Optional<SentListener> listener;
-  private final AtomicBoolean listenerFailed = new AtomicBoolean();
+  private final Optional<GuardedListener<SentListener>> listener;
 
   /**
    * Exchanges through {@code delegate}, each hop paced by the limiter {@code limiters} names,
@@ -54,7 +51,11 @@ public final class Exchanges {
     this.limiters = limiters;
     this.redirects = redirects;
     this.answerTimeout = answerTimeout;
-    this.listener = listener;
+    this.listener =
+        listener.map(
+            l ->
+                new GuardedListener<>(
+                    l, LOGGED_BY, () -> "The request listener", "requests go on"));
   }
 
   /**
@@ -159,19 +160,9 @@ public final class Exchanges {
 
   /** Hands a paced hop to the listener; a listener that throws is logged once. */
   void report(URI uri, int hop, long turnNanos, long sentNanos, long sentEpochMicros, int status) {
-    if (listener.isEmpty()) {
-      return;
-    }
-    try {
-      listener.get().sent(uri, hop, turnNanos, sentNanos, sentEpochMicros, status);
-    } catch (RuntimeException e) {
-      if (listenerFailed.compareAndSet(false, true)) {
-        log.warn(
-            "The request listener threw; requests go on, and later failures of the listener"
-                + " are not logged",
-            e);
-      }
-    }
+    listener.ifPresent(
+        guarded ->
+            guarded.tell(l -> l.sent(uri, hop, turnNanos, sentNanos, sentEpochMicros, status)));
   }
 
   /** {@code d} in whole seconds, or else in milliseconds. */

@@ -1,4 +1,4 @@
-package dev.pacer;
+package dev.pacer.internal.shared;
 
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -10,12 +10,12 @@ import org.slf4j.LoggerFactory;
 /**
  * A listener a caller handed to Pacer, told of events so that what it throws goes no further: the
  * work the event came from goes on, the first failure is logged at WARN, and later ones are not
- * logged, so a listener that always throws cannot flood the log. The limiter's listeners are told
- * through it.
+ * logged, so a listener that always throws cannot flood the log. The limiter's listeners and the
+ * JDK client's request listeners are told through it.
  *
  * @param <L> the listener's type
  */
-final class GuardedListener<L> {
+public final class GuardedListener<L> {
 
   private final L listener;
   private final Logger log;
@@ -27,16 +27,17 @@ final class GuardedListener<L> {
    * Guards {@code listener}.
    *
    * @param listener the listener
-   * @param loggedAs the class whose logger logs its first failure
+   * @param loggedBy the name of the logger that logs its first failure: the class that owns the
+   *     listener as its user knows it
    * @param named the listener as the log names it, for example "Limiter listener x" (asked only
    *     when it fails)
    * @param goesOn what goes on despite a failure, for example "pacing goes on"
    */
-  GuardedListener(L listener, Class<?> loggedAs, Supplier<String> named, String goesOn) {
+  public GuardedListener(L listener, String loggedBy, Supplier<String> named, String goesOn) {
     this.listener = Objects.requireNonNull(listener, "listener");
-    this.log = LoggerFactory.getLogger(loggedAs);
-    this.named = named;
-    this.goesOn = goesOn;
+    this.log = LoggerFactory.getLogger(loggedBy);
+    this.named = Objects.requireNonNull(named, "named");
+    this.goesOn = Objects.requireNonNull(goesOn, "goesOn");
   }
 
   /**
@@ -44,7 +45,7 @@ final class GuardedListener<L> {
    *
    * @param event what the listener is told, as a call on it
    */
-  void tell(Consumer<? super L> event) {
+  public void tell(Consumer<? super L> event) {
     try {
       event.accept(listener);
     } catch (RuntimeException e) {
@@ -58,7 +59,7 @@ final class GuardedListener<L> {
    *
    * @return the listener
    */
-  L listener() {
+  public L listener() {
     return listener;
   }
 
@@ -67,7 +68,7 @@ final class GuardedListener<L> {
    *
    * @param e what it threw
    */
-  void failed(RuntimeException e) {
+  public void failed(RuntimeException e) {
     if (failed.compareAndSet(false, true)) {
       log.warn("{} threw; {}, and its later failures are not logged", named.get(), goesOn, e);
     }
