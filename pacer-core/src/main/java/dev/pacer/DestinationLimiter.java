@@ -1,6 +1,6 @@
 package dev.pacer;
 
-import dev.pacer.internal.shared.Redaction;
+import dev.pacer.shared.Redaction;
 import dev.pacer.spi.Cursor;
 import dev.pacer.spi.Reservation;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package dev.pacer;
 
-import dev.pacer.internal.shared.GuardedListener;
+import dev.pacer.shared.GuardedListener;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

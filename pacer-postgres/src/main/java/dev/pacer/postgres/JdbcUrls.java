@@ -1,6 +1,6 @@
 package dev.pacer.postgres;
 
-import dev.pacer.internal.shared.Redaction;
+import dev.pacer.shared.Redaction;
 
 /** Helpers for JDBC URLs that may carry secrets. */
 public final class JdbcUrls {

@@ -1,7 +1,7 @@
 package dev.pacer.cli.model;
 
 import dev.pacer.Printable;
-import dev.pacer.internal.shared.Redaction;
+import dev.pacer.shared.Redaction;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;

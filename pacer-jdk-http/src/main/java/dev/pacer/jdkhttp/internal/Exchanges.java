@@ -3,7 +3,7 @@ package dev.pacer.jdkhttp.internal;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterLookup;
 import dev.pacer.Slot;
-import dev.pacer.internal.shared.GuardedListener;
+import dev.pacer.shared.GuardedListener;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

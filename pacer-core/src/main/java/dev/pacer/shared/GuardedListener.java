@@ -1,4 +1,4 @@
-package dev.pacer.internal.shared;
+package dev.pacer.shared;
 
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;

@@ -1,4 +1,4 @@
-package dev.pacer.internal.shared;
+package dev.pacer.shared;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
