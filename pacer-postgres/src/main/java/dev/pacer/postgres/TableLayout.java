@@ -1,6 +1,7 @@
 package dev.pacer.postgres;
 
 import dev.pacer.postgres.internal.CursorSql;
+import dev.pacer.postgres.internal.KeyValueTableSql;
 import dev.pacer.postgres.internal.SqlIdentifiers;
 
 /**
@@ -99,7 +100,7 @@ public final class TableLayout {
       throw new IllegalArgumentException("keyPrefix must not be null");
     }
     return new TableLayout(
-        CursorSql.keyValueTable(
+        KeyValueTableSql.cursorSql(
             SqlIdentifiers.qualifiedName("table", table),
             SqlIdentifiers.name("keyColumn", keyColumn),
             SqlIdentifiers.name("valueColumn", valueColumn),

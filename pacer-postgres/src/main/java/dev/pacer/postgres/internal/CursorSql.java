@@ -83,7 +83,7 @@ public final class CursorSql {
    * CONFLICT branch decides, and the INSERT's own row never matters.) {@code rowExists} reads the
    * statement's snapshot; it runs only in that case, after the cheap tests have failed.
    */
-  private static String insertWithinMaxWait(String rowExists) {
+  static String insertWithinMaxWait(String rowExists) {
     return "(p.max_wait IS NULL OR p.earliest <= p.now + p.max_wait OR " + rowExists + ")";
   }
 
@@ -138,7 +138,7 @@ public final class CursorSql {
     }
   }
 
-  private CursorSql(
+  CursorSql(
       String description,
       String createTable,
       String reserve,
@@ -539,147 +539,6 @@ public final class CursorSql {
         + (fleet ? "turn.backoff" : "NULL::smallint")
         + " AS fleet_backoff\n"
         + "FROM p LEFT JOIN turn ON true";
-  }
-
-  /**
-   * An existing key/value table: the cursor is epoch seconds as decimal text, {@code expires} is
-   * pushed to now + 30 days at each reservation.
-   *
-   * <p>All of the arithmetic is numeric, so that {@code round(numeric, 6)} exists on every
-   * supported release: {@code extract} returns numeric from PostgreSQL 14 on, where the cast costs
-   * nothing, but double precision up to 13, where {@code round(double precision, int)} does not
-   * exist. There the cast keeps float8's 15 significant digits, so {@code now} is read to 10 µs.
-   */
-  public static CursorSql keyValueTable(
-      String table, String keyColumn, String valueColumn, String expiresColumn, String keyPrefix) {
-    String value = "c." + valueColumn;
-    String readable = value + " ~ '" + DECIMAL_PATTERN + "'";
-    String start =
-        "CASE WHEN NOT ("
-            + readable
-            + ") THEN p.earliest"
-            + " WHEN "
-            + value
-            + "::numeric > p.now + p.reset_beyond THEN p.earliest"
-            + " ELSE GREATEST(p.now, "
-            + value
-            + "::numeric) END";
-    String reserve =
-        "WITH p AS MATERIALIZED (\n"
-            + "  SELECT ?::text AS key,\n"
-            + "         ?::bigint / 1000000.0 AS gap,\n"
-            + "         ?::bigint / 1000000.0 AS reset_beyond,\n"
-            + "         ?::bigint / 1000000.0 AS max_wait,\n"
-            + "         clock.now,\n"
-            + "         clock.now + ?::bigint / 1000000.0 AS earliest\n"
-            + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
-            + "prior AS MATERIALIZED (SELECT "
-            + value
-            + " AS value FROM "
-            + table
-            + " c"
-            + " WHERE c."
-            + keyColumn
-            + " = (SELECT p.key FROM p) FOR UPDATE),\n"
-            + "turn AS (\n"
-            + "  INSERT INTO "
-            + table
-            + " AS c ("
-            + keyColumn
-            + ", "
-            + valueColumn
-            + ", "
-            + expiresColumn
-            + ")\n"
-            // Joined, so that the row is locked and read before the upsert looks for it.
-            + "  SELECT p.key, round(p.earliest + p.gap, 6)::text,"
-            + " clock_timestamp() + interval '30 days' FROM p LEFT JOIN prior ON true\n"
-            + "  WHERE "
-            + insertWithinMaxWait("EXISTS (SELECT 1 FROM prior)")
-            + "\n"
-            + "  ON CONFLICT ("
-            + keyColumn
-            + ") DO UPDATE\n"
-            + "    SET "
-            + valueColumn
-            + " = (SELECT round("
-            + start
-            + " + p.gap, 6)::text FROM p),\n"
-            + "        "
-            + expiresColumn
-            + " = EXCLUDED."
-            + expiresColumn
-            + "\n"
-            + "    WHERE (SELECT p.max_wait IS NULL OR "
-            + start
-            + " <= p.now + p.max_wait FROM p)\n"
-            + "  RETURNING "
-            + value
-            + " AS value)\n"
-            + "SELECT ((turn.value::numeric - p.gap - p.now) * 1000000)::bigint AS wait_micros,\n"
-            + "       CASE WHEN prior.value ~ '"
-            + DECIMAL_PATTERN
-            + "' THEN ((prior.value::numeric - p.now) * 1000000)::bigint END AS"
-            + " prior_ahead_micros,\n"
-            + "       prior.value IS NOT NULL AS prior_existed,\n"
-            + "       (p.now * 1000000)::bigint AS now_micros,\n"
-            + "       NULL::text AS lockout_reason,\n"
-            + "       NULL::smallint AS fleet_backoff\n"
-            + "FROM p LEFT JOIN turn ON true LEFT JOIN prior ON true";
-    String clear = "DELETE FROM " + table + " WHERE " + keyColumn + " = ?";
-    // The pause is the cursor itself, as a Python fleet on the same rows reads it.
-    String pause =
-        "WITH p AS MATERIALIZED (\n"
-            + "  SELECT ?::text AS key, clock.now, ?::bigint / 1000000.0 AS delay\n"
-            + "  FROM (SELECT extract(epoch FROM clock_timestamp())::numeric AS now) AS clock),\n"
-            + "held AS (\n"
-            + "  INSERT INTO "
-            + table
-            + " AS c ("
-            + keyColumn
-            + ", "
-            + valueColumn
-            + ", "
-            + expiresColumn
-            + ")\n"
-            + "  SELECT p.key, round(p.now + p.delay, 6)::text,"
-            + " clock_timestamp() + interval '30 days' FROM p\n"
-            + "  ON CONFLICT ("
-            + keyColumn
-            + ") DO UPDATE\n"
-            + "    SET "
-            + valueColumn
-            + " = (SELECT round(GREATEST(CASE WHEN "
-            + readable
-            + " THEN "
-            + value
-            + "::numeric ELSE 0 END, p.now + p.delay), 6)::text FROM p),\n"
-            + "        "
-            + expiresColumn
-            + " = EXCLUDED."
-            + expiresColumn
-            + "\n"
-            + "  RETURNING 1)\n"
-            + "SELECT 1 FROM held";
-    return new CursorSql(
-        "key/value table "
-            + table
-            + "("
-            + keyColumn
-            + ", "
-            + valueColumn
-            + ", "
-            + expiresColumn
-            + ") under prefix '"
-            + keyPrefix
-            + "'",
-        null,
-        reserve,
-        clear,
-        keyPrefix,
-        new Holds(null, pause, null, null, null, null),
-        null,
-        null);
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
