@@ -110,13 +110,13 @@ final class PerHostSections {
             + " | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
             + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
     md.append("|---|---:|---:|---:|---:|---|---|\n");
-    for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
+    for (FrontierRun run : List.of(f.turn(), f.fifo(), f.killed())) {
       frontierRow(md, run);
     }
     md.append("\n");
   }
 
-  private static void frontierRow(StringBuilder md, FrontierBench.Run run) {
+  private static void frontierRow(StringBuilder md, FrontierRun run) {
     String label =
         switch (run.label()) {
           case "turn" -> "frontier (claim the soonest host's turn)";

@@ -111,8 +111,8 @@ class ReportTest {
 
   private static FrontierBench.Result frontier(FrontierBench.Load load) {
     int items = load.items();
-    FrontierBench.Run turn =
-        new FrontierBench.Run(
+    FrontierRun turn =
+        new FrontierRun(
             "turn",
             true,
             131.2,
@@ -126,8 +126,8 @@ class ReportTest {
             3,
             true,
             Double.NaN);
-    FrontierBench.Run fifo =
-        new FrontierBench.Run(
+    FrontierRun fifo =
+        new FrontierRun(
             "fifo",
             false,
             210.5,
@@ -141,8 +141,8 @@ class ReportTest {
             0,
             false,
             Double.NaN);
-    FrontierBench.Run killed =
-        new FrontierBench.Run(
+    FrontierRun killed =
+        new FrontierRun(
             "sigkill",
             true,
             140.9,
@@ -160,10 +160,10 @@ class ReportTest {
   }
 
   /** 10-s windows with these arrivals, each judged against a base of 250 less its position. */
-  private static List<FrontierBench.WindowFigure> windows(long... delivered) {
-    FrontierBench.WindowFigure[] w = new FrontierBench.WindowFigure[delivered.length];
+  private static List<FrontierRun.WindowFigure> windows(long... delivered) {
+    FrontierRun.WindowFigure[] w = new FrontierRun.WindowFigure[delivered.length];
     for (int i = 0; i < w.length; i++) {
-      w[i] = new FrontierBench.WindowFigure(delivered[i], 250.0 - 0.5 * i);
+      w[i] = new FrontierRun.WindowFigure(delivered[i], 250.0 - 0.5 * i);
     }
     return List.of(w);
   }
