@@ -111,52 +111,13 @@ final class FrontierBench {
     }
   }
 
-  /**
-   * One run's figures. {@code finished}: the run ended by itself (not stopped); {@code
-   * worstHostWindow}: the most arrivals any host had in a 1-s window; {@code hostsOver}: hosts
-   * whose busiest window passed their ceiling + 1; {@code windows}: the whole 10-s windows from the
-   * first arrival; {@code claims}, {@code emptyWhileEligible}: summed over the workers that told
-   * them ({@code workersTelling} of them); {@code doneOnce}: every item done exactly once and every
-   * URL arrived; {@code killedAtSeconds}: when a worker was killed, from the run's start (NaN if
-   * none was, or none held a lease to kill).
-   */
-  record Run(
-      String label,
-      boolean finished,
-      double elapsedSeconds,
-      double doorSeconds,
-      int arrivals,
-      int worstHostWindow,
-      int hostsOver,
-      List<WindowFigure> windows,
-      long claims,
-      long emptyWhileEligible,
-      int workersTelling,
-      boolean doneOnce,
-      double killedAtSeconds) {
-
-    /** The lowest arrivals ÷ base over the whole 10-s windows (NaN if the run had none). */
-    double minWindowRatio() {
-      return windows.stream().mapToDouble(WindowFigure::ratio).min().orElse(Double.NaN);
-    }
-
-    double emptyFraction() {
-      return claims == 0 ? Double.NaN : (double) emptyWhileEligible / claims;
-    }
-
-    boolean ceilingsKept(double rate) {
-      return worstHostWindow <= Math.floor(rate) + 1;
-    }
-  }
-
-  /** One 10-s window: its arrivals and the base they are judged against. */
-  record WindowFigure(long delivered, double base) {
-    double ratio() {
-      return delivered / base;
-    }
-  }
-
-  record Result(Load load, int items, double capacityPerSecond, Run turn, Run fifo, Run killed) {}
+  record Result(
+      Load load,
+      int items,
+      double capacityPerSecond,
+      FrontierRun turn,
+      FrontierRun fifo,
+      FrontierRun killed) {}
 
   private static final Pattern ELAPSED = Pattern.compile("\"elapsedSeconds\":([0-9.]+)");
 
@@ -197,9 +158,9 @@ final class FrontierBench {
           CAPACITY_RATE,
           load.processes(),
           load.threads());
-      Run turn = bench.run("turn", capacity, false, false);
-      Run killed = bench.run("sigkill", capacity, false, true);
-      Run fifo = bench.run("fifo", capacity, true, false);
+      FrontierRun turn = bench.run("turn", capacity, false, false);
+      FrontierRun killed = bench.run("sigkill", capacity, false, true);
+      FrontierRun fifo = bench.run("fifo", capacity, true, false);
       return new Result(load, load.items(), capacity, turn, fifo, killed);
     }
   }
@@ -223,7 +184,7 @@ final class FrontierBench {
     return (a.size() - 1) / ((a.get(a.size() - 1).nanos() - a.get(0).nanos()) / 1e9);
   }
 
-  private Run run(String label, double capacity, boolean fifo, boolean kill)
+  private FrontierRun run(String label, double capacity, boolean fifo, boolean kill)
       throws IOException, InterruptedException, SQLException {
     int[] backlog = load.backlog();
     List<String> urls = new ArrayList<>();
@@ -236,35 +197,8 @@ final class FrontierBench {
     forgetTurns();
     long mark = System.nanoTime();
     Process p = start(job, urls, load.rate(), fifo);
-    double killedAt = Double.NaN;
-    boolean stopped = false;
-    while (p.isAlive()) {
-      if (kill && Double.isNaN(killedAt) && since(mark).size() >= urls.size() / 3) {
-        for (ProcessHandle worker : p.toHandle().children().toList()) {
-          if (leasedBy(job, worker.pid()) > 0) {
-            worker.destroyForcibly();
-            killedAt = (System.nanoTime() - mark) / 1e9;
-            log.printf(
-                Locale.ROOT,
-                "[frontier] %s: killed worker pid %d with SIGKILL at %.1f s%n",
-                label,
-                worker.pid(),
-                killedAt);
-            break;
-          }
-        }
-      }
-      if (fifo && !stopped) {
-        // Counted from the first arrival: the workers' start is seconds of JVMs on a busy machine.
-        List<LoopbackHosts.Arrival> so = since(mark);
-        if (!so.isEmpty()
-            && System.nanoTime() - so.get(0).nanos() > FIFO_CAP * load.finishBoundSeconds() * 1e9) {
-          p.destroy();
-          stopped = true;
-        }
-      }
-      p.waitFor(50, TimeUnit.MILLISECONDS);
-    }
+    Watched watched = watch(p, label, job, mark, urls.size(), fifo, kill);
+    boolean stopped = watched.stopped();
     long end = System.nanoTime();
     if (!stopped && p.exitValue() != 0) {
       throw new IllegalStateException(
@@ -279,6 +213,80 @@ final class FrontierBench {
         stopped
             ? (end - mark) / 1e9
             : Double.parseDouble(find(ELAPSED, Files.readString(work.resolve(job + ".out"))));
+    ClaimTally tally = tally(label, err);
+    List<LoopbackHosts.Arrival> arrivals = since(mark);
+    if (arrivals.isEmpty()) {
+      throw new IllegalStateException("the " + label + " run sent nothing: " + err);
+    }
+    FrontierRun r =
+        FrontierRun.judge(
+            label,
+            !stopped,
+            elapsed,
+            arrivals,
+            itemsOf,
+            load.rate(),
+            capacity,
+            tally,
+            !stopped && doneOnce(job, urls.size(), arrivals),
+            watched.killedAt());
+    logRun(r, tally.held(), arrivals);
+    return r;
+  }
+
+  /** How a run's watch ended: stopped (the FIFO twin at its cap), and when a worker was killed. */
+  private record Watched(boolean stopped, double killedAt) {}
+
+  /**
+   * Waits for the run's workers to end, killing one of them that holds leases with SIGKILL a third
+   * of the way in ({@code kill}), or stopping the FIFO twin at its cap ({@code fifo}).
+   */
+  private Watched watch(
+      Process p, String label, String job, long mark, int items, boolean fifo, boolean kill)
+      throws InterruptedException, SQLException {
+    double killedAt = Double.NaN;
+    boolean stopped = false;
+    while (p.isAlive()) {
+      if (kill && Double.isNaN(killedAt) && since(mark).size() >= items / 3) {
+        killedAt = killOneLeasing(p, label, job, mark);
+      }
+      if (fifo && !stopped) {
+        // Counted from the first arrival: the workers' start is seconds of JVMs on a busy machine.
+        List<LoopbackHosts.Arrival> so = since(mark);
+        if (!so.isEmpty()
+            && System.nanoTime() - so.get(0).nanos() > FIFO_CAP * load.finishBoundSeconds() * 1e9) {
+          p.destroy();
+          stopped = true;
+        }
+      }
+      p.waitFor(50, TimeUnit.MILLISECONDS);
+    }
+    return new Watched(stopped, killedAt);
+  }
+
+  /** Kills the first worker that holds leased items; when, from the run's start (NaN if none). */
+  private double killOneLeasing(Process p, String label, String job, long mark)
+      throws SQLException {
+    for (ProcessHandle worker : p.toHandle().children().toList()) {
+      if (leasedBy(job, worker.pid()) > 0) {
+        worker.destroyForcibly();
+        double killedAt = (System.nanoTime() - mark) / 1e9;
+        log.printf(
+            Locale.ROOT,
+            "[frontier] %s: killed worker pid %d with SIGKILL at %.1f s%n",
+            label,
+            worker.pid(),
+            killedAt);
+        return killedAt;
+      }
+    }
+    return Double.NaN;
+  }
+
+  /** The workers' closing tallies of their claims, summed over those that told them. */
+  record ClaimTally(long claims, long empty, long held, int telling) {}
+
+  private ClaimTally tally(String label, String err) {
     long claims = 0;
     long empty = 0;
     long held = 0;
@@ -291,23 +299,12 @@ final class FrontierBench {
       held += Long.parseLong(m.group(3));
       telling++;
     }
-    List<LoopbackHosts.Arrival> arrivals = since(mark);
-    if (arrivals.isEmpty()) {
-      throw new IllegalStateException("the " + label + " run sent nothing: " + err);
-    }
-    Run r =
-        judge(
-            label,
-            !stopped,
-            elapsed,
-            arrivals,
-            itemsOf,
-            capacity,
-            claims,
-            empty,
-            telling,
-            !stopped && doneOnce(job, urls.size(), arrivals),
-            killedAt);
+    return new ClaimTally(claims, empty, held, telling);
+  }
+
+  /** The run's figures, its 10-s windows, and the heaviest host's arrivals, to the log. */
+  private void logRun(FrontierRun r, long held, List<LoopbackHosts.Arrival> arrivals) {
+    String label = r.label();
     log.printf(
         Locale.ROOT,
         "[frontier] %s: %s in %.1f s at the hosts (bound %.1f s), %.1f s"
@@ -331,7 +328,7 @@ final class FrontierBench {
         held,
         r.doneOnce());
     StringBuilder w = new StringBuilder();
-    for (WindowFigure f : r.windows()) {
+    for (FrontierRun.WindowFigure f : r.windows()) {
       w.append(String.format(Locale.ROOT, " %d/%.1f", f.delivered(), f.base()));
     }
     log.printf(Locale.ROOT, "[frontier] %s: 10-s windows, arrivals/base:%s%n", label, w);
@@ -346,72 +343,6 @@ final class FrontierBench {
                 a ->
                     String.format(Locale.ROOT, "%.1f", (a.nanos() - arrivals.get(0).nanos()) / 1e9))
             .toList());
-    return r;
-  }
-
-  /**
-   * The figures of a run from its arrivals (time order), its hosts' backlogs and the workers'
-   * capacity: a pure function, so that the criteria are the same for every run.
-   */
-  Run judge(
-      String label,
-      boolean finished,
-      double elapsed,
-      List<LoopbackHosts.Arrival> arrivals,
-      Map<String, Integer> itemsOf,
-      double capacity,
-      long claims,
-      long empty,
-      int telling,
-      boolean doneOnce,
-      double killedAt) {
-    Map<String, List<LoopbackHosts.Arrival>> byHost = new HashMap<>();
-    for (LoopbackHosts.Arrival a : arrivals) {
-      byHost.computeIfAbsent(a.host(), h -> new ArrayList<>()).add(a);
-    }
-    int worst = 0;
-    int over = 0;
-    for (List<LoopbackHosts.Arrival> list : byHost.values()) {
-      int b = LoopbackHosts.busiestSecond(list);
-      worst = Math.max(worst, b);
-      over += b > Math.floor(load.rate()) + 1 ? 1 : 0;
-    }
-    long t0 = arrivals.get(0).nanos();
-    long last = arrivals.get(arrivals.size() - 1).nanos();
-    // When each host ran out of items: its last arrival if it got them all, else the run's end.
-    Map<String, Long> emptied = new HashMap<>();
-    for (Map.Entry<String, Integer> e : itemsOf.entrySet()) {
-      List<LoopbackHosts.Arrival> list = byHost.getOrDefault(e.getKey(), List.of());
-      long distinct = list.stream().map(LoopbackHosts.Arrival::path).distinct().count();
-      emptied.put(e.getKey(), distinct >= e.getValue() ? list.get(list.size() - 1).nanos() : last);
-    }
-    long window = (long) (WINDOW_SECONDS * 1e9);
-    List<WindowFigure> windows = new ArrayList<>();
-    for (long from = t0; from + window <= last; from += window) {
-      long to = from + window;
-      double ceilings = 0;
-      for (long until : emptied.values()) {
-        ceilings += load.rate() * Math.max(0, Math.min(to, until) - from) / 1e9;
-      }
-      double base = Math.min(ceilings, capacity * WINDOW_SECONDS);
-      long f = from;
-      long delivered = arrivals.stream().filter(a -> a.nanos() >= f && a.nanos() < to).count();
-      windows.add(new WindowFigure(delivered, base));
-    }
-    return new Run(
-        label,
-        finished,
-        elapsed,
-        (last - t0) / 1e9,
-        arrivals.size(),
-        worst,
-        over,
-        windows,
-        claims,
-        empty,
-        telling,
-        doneOnce,
-        killedAt);
   }
 
   /** Deletes the loopback hosts' cursor rows (made by the first claim on each, if any). */

@@ -38,19 +38,28 @@ final class Report {
         : existing + "\n" + block + "\n";
   }
 
-  private static String rounds(List<Double> values) {
-    StringBuilder out = new StringBuilder();
-    for (double v : values) {
-      out.append(out.length() == 0 ? "" : ", ").append(fmt(v, 0));
-    }
-    return out.toString();
-  }
-
+  /** The generated block: one section after another, each written by its own method. */
   static String render(Results r) {
     StringBuilder md = new StringBuilder();
-    Machine m = r.machine;
-    int n = r.comparisonProcesses();
     md.append("Run of ").append(r.generatedAt).append(".\n\n");
+    machine(md, r.machine);
+    targets(md, r.targets());
+    throughput(md, r);
+    peersAtTheirDefaults(md, r);
+    ratiosAtTheSameCommitMode(md, r);
+    clientCpu(md, r);
+    commitMode(md, r);
+    latency(md, r.latency);
+    accuracy(md, r);
+    overhead(md, r.overhead, r.latency);
+    fetch(md, r.fetch);
+    enqueue(md, r.enqueue);
+    PerHostSections.render(md, r);
+    md.append("Ratios are judged at ").append(r.comparisonProcesses()).append(" processes.\n");
+    return md.toString();
+  }
+
+  private static void machine(StringBuilder md, Machine m) {
     md.append("| machine | |\n|---|---|\n");
     row(md, "CPU", m.cores() + " cores, " + m.cpuModel());
     row(
@@ -71,9 +80,11 @@ final class Report {
     row(md, "load average (1/5/15 min) at start", load(m.loadAverageAtStart()));
     row(md, "load average (1/5/15 min) at end", load(m.loadAverageAtEnd()));
     md.append('\n');
+  }
 
+  private static void targets(StringBuilder md, List<Results.Target> targets) {
     md.append("### Targets\n\n| target | measured | wanted | |\n|---|---|---|---|\n");
-    for (Results.Target t : r.targets()) {
+    for (Results.Target t : targets) {
       md.append("| ")
           .append(t.description())
           .append(" | ")
@@ -87,7 +98,10 @@ final class Report {
           .append(" |\n");
     }
     md.append('\n');
+  }
 
+  /** Every contender at Pacer's commit mode, beside pgbench of the same statement. */
+  private static void throughput(StringBuilder md, Results r) {
     md.append("### Throughput, reservations per second\n\n");
     md.append(
             "Every process is a separate JVM with one thread and one connection; pgbench runs the"
@@ -119,6 +133,9 @@ final class Report {
           .append(num(r.series(Contender.NAIVE_ADVISORY, false, 1).get(p)))
           .append(" |\n");
     }
+  }
+
+  private static void peersAtTheirDefaults(StringBuilder md, Results r) {
     md.append(
         "\nThe peers at their defaults (server `synchronous_commit = on`), and Pacer's hot"
             + " key against each:\n\n");
@@ -146,6 +163,9 @@ final class Report {
           .append(fmt(r.ratioAt(r.hotKey(), naive, p), 1))
           .append("× |\n");
     }
+  }
+
+  private static void ratiosAtTheSameCommitMode(StringBuilder md, Results r) {
     md.append("\nRatios at the same commit mode (`synchronous_commit = off` for all):\n\n");
     md.append(
         "| processes | Pacer ÷ pgbench | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory"
@@ -170,6 +190,10 @@ final class Report {
           .append(fmt(r.ratioAt(r.hotKey(), r.series(Contender.NAIVE_ADVISORY, false, 1), p), 1))
           .append("× |\n");
     }
+  }
+
+  private static void clientCpu(StringBuilder md, Results r) {
+    int n = r.comparisonProcesses();
     md.append(
             "\nWhat each process's JVM spent on the CPU per call (all its threads, user and"
                 + " system; median of the rounds), at ")
@@ -189,7 +213,9 @@ final class Report {
       md.append(v == null ? "–" : fmt(v, 1) + " µs").append(" | ");
     }
     md.append("\n\n![throughput](").append(Charts.THROUGHPUT).append(")\n\n");
+  }
 
+  private static void commitMode(StringBuilder md, Results r) {
     md.append("### Commit mode (one hot key)\n\n");
     md.append(
         "| | processes | `synchronous_commit = off` | `on` | off ÷ on |\n"
@@ -202,8 +228,9 @@ final class Report {
       commitRow(md, r, "naive advisory-lock transaction", Contender.NAIVE_ADVISORY, c);
     }
     md.append("\n![commit mode](").append(Charts.COMMIT_MODE).append(")\n\n");
+  }
 
-    Latency.Result l = r.latency;
+  private static void latency(StringBuilder md, Latency.Result l) {
     md.append("### Latency from one thread (").append(l.samplesEach()).append(" samples each)\n\n");
     md.append("| | p50 µs | p99 µs |\n|---|---:|---:|\n");
     md.append("| JDBC `SELECT 1` | ")
@@ -237,7 +264,9 @@ final class Report {
         .append(fmt(l.bareUpsertP99() / l.select1P99(), 2))
         .append(" |\n");
     md.append("\n![latency](").append(Charts.LATENCY).append(")\n\n");
+  }
 
+  private static void accuracy(StringBuilder md, Results r) {
     Accuracy a = r.pacerAccuracy;
     Accuracy b = r.perProcessAccuracy;
     md.append(
@@ -274,8 +303,9 @@ final class Report {
             a.latenessPercentileMillis(0.99),
             a.latenessPercentileMillis(1.0)));
     md.append("\n![accuracy](").append(Charts.ACCURACY).append(")\n\n");
+  }
 
-    Overhead.Result o = r.overhead;
+  private static void overhead(StringBuilder md, Overhead.Result o, Latency.Result l) {
     md.append(
         "### Overhead at 7/s\n\n8 acquisitions take 7 intervals, 1.000 s, by construction."
             + " Measured ÷ 1.000 s, per run: ");
@@ -291,7 +321,9 @@ final class Report {
             o.max(),
             l.reserveP50(),
             100 * l.reserveP50() / Results.OVERHEAD_INTERVAL_MICROS));
-    FetchThroughput.Result f = r.fetch;
+  }
+
+  private static void fetch(StringBuilder md, FetchThroughput.Result f) {
     md.append("### pacer fetch against a bare HTTP loop, no ceiling binding\n\n");
     md.append(
         String.format(
@@ -316,8 +348,9 @@ final class Report {
         .append(rounds(f.bareRounds()))
         .append(" |\n");
     md.append("| ratio | ").append(fmt(f.ratio(), 2)).append(" | |\n\n");
+  }
 
-    EnqueueScale.Result e = r.enqueue;
+  private static void enqueue(StringBuilder md, EnqueueScale.Result e) {
     md.append("### Enqueue\n\n");
     md.append(
         String.format(
@@ -336,145 +369,6 @@ final class Report {
             e.addedAgain(),
             e.peakHeapBytes() / 1048576.0,
             e.peakRssBytes() / 1048576.0));
-    frontier(md, r.frontier);
-    md.append("### Per-host claim cost\n\n");
-    md.append(
-        "One thread claiming from a job planned per host, one claim after another, each timed from"
-            + " the call to its answer (the one statement that picks the soonest due host, advances"
-            + " its cursor row and leases one of its items); every host at 1,000/s, so a host is"
-            + " always due. After a warm-up of "
-            + r.settings.claimCost().warmupClaims()
-            + " claims:\n\n");
-    md.append(
-        "| hosts | items | claims | p50 ms | p99 ms | max ms | without an item |\n"
-            + "|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (ClaimCost.Point p : r.claimCost) {
-      md.append(
-          String.format(
-              Locale.ROOT,
-              "| %,d | %,d | %,d | %.2f | %.2f | %.2f | %d |%n",
-              p.hosts(),
-              p.items(),
-              p.claims(),
-              p.p50Millis(),
-              p.p99Millis(),
-              p.maxMillis(),
-              p.withoutItem()));
-    }
-    md.append("\n");
-    hostHeap(md, r.hostHeap);
-    md.append("Ratios are judged at ").append(n).append(" processes.\n");
-    return md.toString();
-  }
-
-  private static void hostHeap(StringBuilder md, HostHeap.Result h) {
-    md.append("### Per-host state: a worker's heap over many hosts\n\n");
-    md.append(
-        String.format(
-            Locale.ROOT,
-            "A per-host worker's own state (its fetchers and limiters on prepaid turns, its"
-                + " PostgreSQL cursor and hold listener) driven over new hosts, %d a second on a"
-                + " fake clock with a heartbeat every second, in a JVM of its own (`%s`); retained"
-                + " heap after `System.gc()` at each checkpoint:%n%n",
-            h.load().perSecond(),
-            String.join(" ", HostHeap.JVM)));
-    md.append("| hosts claimed | fetchers held | retained heap MiB |\n|---:|---:|---:|\n");
-    for (HostHeap.Point p : h.points()) {
-      md.append(
-          String.format(
-              Locale.ROOT,
-              "| %,d | %,d | %.1f |%n",
-              p.hosts(),
-              p.fetchersHeld(),
-              p.heapBytes() / 1048576.0));
-    }
-    md.append(
-        String.format(
-            Locale.ROOT,
-            "%nAfter %,d hosts ÷ after %,d: %.3f; %.0f bytes per"
-                + " fetcher held at the last checkpoint.%n%n",
-            h.load().hosts(),
-            h.points().get(1).hosts(),
-            h.ratio(),
-            h.bytesPerHeldFetcher()));
-  }
-
-  private static void frontier(StringBuilder md, FrontierBench.Result f) {
-    FrontierBench.Load l = f.load();
-    md.append("### Many hosts: the per-host frontier\n\n");
-    md.append(
-        String.format(
-            Locale.ROOT,
-            "`pacer fetch --per-host --processes %d --threads %d` against %d HTTP servers on"
-                + " loopback addresses (127.0.x.y), every host at %.1f/s; a Zipf backlog (s = %.1f:"
-                + " the k-th host has %d/k items, at least one; %,d items, the input grouped by"
-                + " host, heaviest first); leases of %d s. Judged at the hosts. What the workers"
-                + " carry with no ceiling binding (%d items a host at %.0f/s): %,.0f items/s. A"
-                + " 10-s window's base is min(Σ over hosts of ceiling × its time in the window with"
-                + " items left, that capacity × 10 s). The finish bound is 1.05 × the heaviest"
-                + " backlog × interval + 10 s = %.1f s.%n%n",
-            l.processes(),
-            l.threads(),
-            l.hosts(),
-            l.rate(),
-            l.zipfS(),
-            l.heaviest(),
-            f.items(),
-            l.leaseSeconds(),
-            FrontierBench.CAPACITY_ITEMS_PER_HOST,
-            FrontierBench.CAPACITY_RATE,
-            f.capacityPerSecond(),
-            l.finishBoundSeconds()));
-    md.append(
-        "| run | first to last arrival, s (from the workers' start)"
-            + " | busiest host 1-s window | hosts over ceiling + 1 | lowest 10-s"
-            + " window ÷ base | claims empty while a host was eligible | every item done once |\n");
-    md.append("|---|---:|---:|---:|---:|---|---|\n");
-    for (FrontierBench.Run run : List.of(f.turn(), f.fifo(), f.killed())) {
-      String label =
-          switch (run.label()) {
-            case "turn" -> "frontier (claim the soonest host's turn)";
-            case "fifo" -> "FIFO twin (input order, then wait for the host's turn)";
-            default ->
-                String.format(
-                    Locale.ROOT,
-                    "frontier, a worker killed with SIGKILL at %.1f s",
-                    run.killedAtSeconds());
-          };
-      md.append("| ")
-          .append(label)
-          .append(" | ")
-          .append(
-              run.finished()
-                  ? fmt(run.doorSeconds(), 1) + " (" + fmt(run.elapsedSeconds(), 1) + ")"
-                  : fmt(run.doorSeconds(), 1)
-                      + " (stopped at "
-                      + fmt(run.elapsedSeconds(), 1)
-                      + ")")
-          .append(" | ")
-          .append(run.worstHostWindow())
-          .append(" | ")
-          .append(run.hostsOver())
-          .append(" | ")
-          .append(fmt(run.minWindowRatio(), 3))
-          .append(" (")
-          .append(run.windows().size())
-          .append(" windows) | ")
-          .append(
-              run.workersTelling() == 0
-                  ? "– (no frontier claims)"
-                  : String.format(
-                      Locale.ROOT,
-                      "%,d of %,d (%.3f%%; %d worker(s) told)",
-                      run.emptyWhileEligible(),
-                      run.claims(),
-                      100 * run.emptyFraction(),
-                      run.workersTelling()))
-          .append(" | ")
-          .append(run.finished() ? (run.doneOnce() ? "yes" : "NO") : "–")
-          .append(" |\n");
-    }
-    md.append("\n");
   }
 
   private static void commitRow(
@@ -494,6 +388,14 @@ final class Report {
         .append(" |\n");
   }
 
+  private static String rounds(List<Double> values) {
+    StringBuilder out = new StringBuilder();
+    for (double v : values) {
+      out.append(out.length() == 0 ? "" : ", ").append(fmt(v, 0));
+    }
+    return out.toString();
+  }
+
   private static void row(StringBuilder md, String k, String v) {
     md.append("| ").append(k).append(" | ").append(v).append(" |\n");
   }
@@ -506,7 +408,8 @@ final class Report {
     return v == null ? "–" : String.format(Locale.ROOT, "%,.0f", v);
   }
 
-  private static String fmt(double v, int decimals) {
+  /** {@code v} with {@code decimals} decimals, or "–" where it is NaN (not measured). */
+  static String fmt(double v, int decimals) {
     return Double.isNaN(v) ? "–" : String.format(Locale.ROOT, "%." + decimals + "f", v);
   }
 

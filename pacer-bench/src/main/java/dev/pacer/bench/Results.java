@@ -198,7 +198,7 @@ final class Results {
             0.8));
     FrontierBench.Load load = frontier.load();
     String at = load.hosts() + " hosts at " + load.rate() + "/s";
-    for (FrontierBench.Run run : List.of(frontier.turn(), frontier.killed())) {
+    for (FrontierRun run : List.of(frontier.turn(), frontier.killed())) {
       String which = run == frontier.turn() ? "frontier" : "frontier_sigkill";
       String how = run == frontier.turn() ? "" : ", a worker killed with SIGKILL";
       targets.add(
@@ -217,7 +217,7 @@ final class Results {
               run.doneOnce() ? 1 : 0,
               1));
     }
-    FrontierBench.Run turn = frontier.turn();
+    FrontierRun turn = frontier.turn();
     targets.add(
         Target.atLeast(
             "frontier_lowest_window",
@@ -253,7 +253,7 @@ final class Results {
                 hostHeap.points().get(1).hosts()),
             hostHeap.ratio(),
             HostHeap.FLAT));
-    FrontierBench.Run fifo = frontier.fifo();
+    FrontierRun fifo = frontier.fifo();
     targets.add(
         Target.atMost(
             "frontier_fifo_fails",
@@ -376,7 +376,7 @@ final class Results {
     m.put("frontier_threads_per_process", load.threads());
     m.put("frontier_capacity_per_s", frontier.capacityPerSecond());
     m.put("frontier_finish_bound_s", load.finishBoundSeconds());
-    for (FrontierBench.Run run : List.of(frontier.turn(), frontier.fifo(), frontier.killed())) {
+    for (FrontierRun run : List.of(frontier.turn(), frontier.fifo(), frontier.killed())) {
       Map<String, Object> f = new LinkedHashMap<>();
       f.put("finished", run.finished());
       f.put("elapsed_s", run.elapsedSeconds());
@@ -388,7 +388,7 @@ final class Results {
       f.put("windows", run.windows().size());
       f.put(
           "window_arrivals",
-          run.windows().stream().map(FrontierBench.WindowFigure::delivered).toList());
+          run.windows().stream().map(FrontierRun.WindowFigure::delivered).toList());
       f.put(
           "window_bases",
           run.windows().stream().map(w -> Math.round(w.base() * 10) / 10.0).toList());
