@@ -46,10 +46,6 @@ record FrontierRun(
     return claims == 0 ? Double.NaN : (double) emptyWhileEligible / claims;
   }
 
-  boolean ceilingsKept(double rate) {
-    return worstHostWindow <= Math.floor(rate) + 1;
-  }
-
   /**
    * The figures of a run from its arrivals (time order), its hosts' backlogs, every host's ceiling
    * ({@code rate}) and the workers' capacity: a pure function, so that the criteria are the same
