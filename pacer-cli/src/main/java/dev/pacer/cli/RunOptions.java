@@ -70,6 +70,15 @@ public final class RunOptions {
   Path out;
 
   @Option(
+      names = "--fsync-each",
+      description =
+          "Force each body to disk before its item is recorded done (one device flush per"
+              + " body). By default bodies are made durable in groups, about once a second, and"
+              + " a run after an unclean stop verifies the last group's and fetches again any"
+              + " that is missing or damaged.")
+  boolean fsyncEach;
+
+  @Option(
       names = "--lease-seconds",
       paramLabel = "S",
       defaultValue = "60",
@@ -316,7 +325,8 @@ public final class RunOptions {
         perHost,
         claimOrder == ClaimOrder.FIFO,
         robots,
-        Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)));
+        Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)),
+        fsyncEach);
   }
 
   /** The same options, as arguments for a worker process. */
@@ -364,6 +374,9 @@ public final class RunOptions {
                 s.destination().backoffScope().name(),
                 "--max-retry-after",
                 Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
+    if (s.fsyncEach()) {
+      args.add("--fsync-each");
+    }
     if (s.perHost()) {
       args.addAll(List.of("--per-host", "--claim-order", s.fifoClaims() ? "FIFO" : "TURN"));
     }

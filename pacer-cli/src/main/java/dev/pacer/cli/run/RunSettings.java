@@ -35,6 +35,8 @@ import java.time.Duration;
  * @param robots per-host mode obeys each host's robots.txt ({@code --robots}: see {@link
  *     RobotsPolicy})
  * @param maxCrawlDelay with {@code robots}: a host whose Crawl-delay is longer is skipped
+ * @param fsyncEach force each body (and its directory) before its item is recorded, instead of
+ *     making the bodies durable in groups ({@link DurablePoints})
  */
 public record RunSettings(
     String runId,
@@ -55,7 +57,8 @@ public record RunSettings(
     boolean perHost,
     boolean fifoClaims,
     boolean robots,
-    Duration maxCrawlDelay) {
+    Duration maxCrawlDelay,
+    boolean fsyncEach) {
 
   /** The User-Agent of every request of a run; robots.txt is read for its product token. */
   public static final String USER_AGENT = "pacer/0.1";

@@ -57,7 +57,8 @@ class HostFetchersTest {
         true,
         false,
         false,
-        Duration.ofSeconds(30));
+        Duration.ofSeconds(30),
+        false);
   }
 
   /** What the worker does with a claim of {@code host} whose turn is now: the turn, taken. */

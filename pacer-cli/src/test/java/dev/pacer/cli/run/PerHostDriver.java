@@ -56,7 +56,8 @@ public final class PerHostDriver {
             true,
             false,
             false,
-            Duration.ofSeconds(30));
+            Duration.ofSeconds(30),
+            false);
     this.hosts = new HostFetchers(settings, shared, sent -> {}, new LimiterCounts(), time);
   }
 

@@ -77,7 +77,8 @@ class WorkerTest {
               false,
               false,
               false,
-              Duration.ofSeconds(30));
+              Duration.ofSeconds(30),
+              false);
 
       Worker.Result result = new Worker(database, settings, envelope, StartLine.NONE).run();
 
@@ -153,7 +154,8 @@ class WorkerTest {
               true,
               fifo,
               false,
-              Duration.ofSeconds(30));
+              Duration.ofSeconds(30),
+              false);
       Envelope envelope = new Envelope(1e9, Long.MAX_VALUE, () -> 0, () -> 0, System::nanoTime);
 
       Worker.Result result =
