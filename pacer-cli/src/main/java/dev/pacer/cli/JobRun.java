@@ -185,7 +185,7 @@ final class JobRun {
       RunSettings settings,
       Map<String, FrontierStore.HostCeiling> hostCeilings,
       int processes)
-      throws SQLException, BadInputException, IOException, InterruptedException {
+      throws SQLException, BadInputException, IOException {
     String jobName = settings.job();
     Optional<String> existing = state.jobs().jobDestination(jobName);
     if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
@@ -211,7 +211,7 @@ final class JobRun {
     double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
     // Before the frontier's plan, which makes the hosts of items returned to the job claimable.
     BodyVerification.Verified verified =
-        BodyVerification.run(state.items(), jobName, settings.out(), settings.leaseMillis());
+        BodyVerification.run(state.items(), jobName, settings.leaseMillis());
     if (verified.any()) {
       err.println(
           "pacer: job "

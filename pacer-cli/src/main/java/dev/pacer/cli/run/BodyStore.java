@@ -15,7 +15,10 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -37,10 +40,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *       directory after the rename, so the item is recorded durable.
  * </ul>
  */
-public final class BodyStore {
+public final class BodyStore implements Bodies {
 
   private final Path root;
   private final boolean fsyncEach;
+  private final FileSystemSync sync;
 
   /**
    * The body directories this store has made: each is made once per run, where making it before
@@ -48,15 +52,13 @@ public final class BodyStore {
    */
   private final Set<Path> made = ConcurrentHashMap.newKeySet();
 
-  /** A body in place: where it is, its size, its SHA-256 in hex. */
-  public record Stored(Path path, long bytes, String sha256) {}
-
   public BodyStore(Path out, String job, boolean fsyncEach) {
     this.root = out.resolve(job);
     this.fsyncEach = fsyncEach;
+    this.sync = new FileSystemSync(out);
   }
 
-  /** Whether a body is durable once {@link #commit} returns (else at the next durable point). */
+  @Override
   public boolean forcesEach() {
     return fsyncEach;
   }
@@ -70,6 +72,7 @@ public final class BodyStore {
    * creates it. It is named by the item's lease token, so two leases of one item (a lapsed lease
    * and the next) never write the same file.
    */
+  @Override
   public Path newPart(ItemStore.Item item) throws IOException {
     Path directory = pathOf(item.key()).getParent();
     if (!made.contains(directory)) {
@@ -80,13 +83,15 @@ public final class BodyStore {
   }
 
   /** Fetches {@code uri}'s body into {@code part}: forced there only with {@code --fsync-each}. */
-  FetchResponse fetch(DestinationFetcher fetcher, URI uri, Path part)
+  @Override
+  public FetchResponse fetch(DestinationFetcher fetcher, URI uri, Path part)
       throws InterruptedException, ThrottledException, FetchFailedException {
     return fsyncEach ? fetcher.fetchTo(uri, part) : fetcher.fetchToUnforced(uri, part);
   }
 
   /** Moves a complete part file into place and answers the body's path, size and digest. */
-  public Stored commit(ItemStore.Item item, Path part) throws IOException {
+  @Override
+  public Stored commit(ItemStore.Item item, Path part, FetchResponse response) throws IOException {
     Path target = pathOf(item.key());
     try {
       Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -100,10 +105,26 @@ public final class BodyStore {
         directory.force(true);
       }
     }
-    return new Stored(target, Files.size(target), sha256(target));
+    return new Stored(target.toString(), Files.size(target), sha256(target));
   }
 
-  /** Deletes a part file whose fetch failed. */
+  @Override
+  public void makeDurable(Collection<String> locations) throws IOException, InterruptedException {
+    List<Path> files = new ArrayList<>(locations.size());
+    locations.forEach(l -> files.add(Path.of(l)));
+    sync.sync(files);
+  }
+
+  @Override
+  public void close() {}
+
+  /** Whether the body file at {@code location} is there, of the recorded size and SHA-256. */
+  static boolean isWhole(String location, long bytes, String sha256) throws IOException {
+    Path file = Path.of(location);
+    return Files.isRegularFile(file) && Files.size(file) == bytes && sha256(file).equals(sha256);
+  }
+
+  @Override
   public void discard(Path part) {
     try {
       Files.deleteIfExists(part);

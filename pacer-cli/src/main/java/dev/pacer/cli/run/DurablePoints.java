@@ -2,7 +2,6 @@ package dev.pacer.cli.run;
 
 import dev.pacer.cli.db.ItemStore;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -14,8 +13,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker's durable points: about once a second, and once more as the run ends, every body written
- * since the last point is made durable at once ({@link FileSystemSync}: one device flush, not one
- * per body), and the items recorded done meanwhile are then marked durable, in one statement.
+ * since the last point is made durable at once ({@link Bodies#makeDurable}: for files one {@link
+ * FileSystemSync}, one device flush, not one per body; for WARC one force of the open segment), and
+ * the items recorded done meanwhile are then marked durable, in one statement.
  *
  * <p>An item is recorded done at once, with its size and SHA-256, and marked durable only after a
  * point covered its body, rather than recorded after the point: the record keeps riding with the
@@ -37,21 +37,19 @@ final class DurablePoints implements AutoCloseable {
   static final long EVERY_MILLIS = 1000;
 
   private final WorkerContext context;
-  private final BodyStore bodies;
-  private final FileSystemSync sync;
+  private final Bodies bodies;
 
   /** Items recorded done whose bodies no point has covered yet. */
   private final ConcurrentLinkedQueue<ItemStore.Done> recorded = new ConcurrentLinkedQueue<>();
 
   private ScheduledExecutorService timer;
 
-  DurablePoints(WorkerContext context, BodyStore bodies) {
+  DurablePoints(WorkerContext context, Bodies bodies) {
     this.context = context;
     this.bodies = bodies;
-    this.sync = new FileSystemSync(context.settings().out());
   }
 
-  BodyStore bodies() {
+  Bodies bodies() {
     return bodies;
   }
 
@@ -102,11 +100,11 @@ final class DurablePoints implements AutoCloseable {
     if (group.isEmpty()) {
       return;
     }
-    List<Path> files = new ArrayList<>(group.size());
-    group.forEach(d -> files.add(Path.of(d.bodyPath())));
+    List<String> locations = new ArrayList<>(group.size());
+    group.forEach(d -> locations.add(d.bodyPath()));
     boolean synced = false;
     try {
-      sync.sync(files);
+      bodies.makeDurable(locations);
       synced = true;
     } catch (IOException e) {
       log.error(
@@ -131,17 +129,22 @@ final class DurablePoints implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (timer == null) {
-      return;
-    }
-    timer.shutdown();
     try {
-      if (!timer.awaitTermination(30, TimeUnit.SECONDS)) {
-        log.warn("A durable point has taken over 30 s; the last one waits for it");
+      if (timer != null) {
+        timer.shutdown();
+        if (!timer.awaitTermination(30, TimeUnit.SECONDS)) {
+          log.warn("A durable point has taken over 30 s; the last one waits for it");
+        }
+        pass();
       }
-      pass();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    } finally {
+      try {
+        bodies.close();
+      } catch (IOException e) {
+        log.error("Could not close the body output", e);
+      }
     }
   }
 }

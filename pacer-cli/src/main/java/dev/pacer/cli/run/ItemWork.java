@@ -40,7 +40,7 @@ final class ItemWork {
   }
 
   private final WorkerContext context;
-  private final BodyStore bodies;
+  private final Bodies bodies;
   private final DurablePoints durable;
   private final Bars bars;
 
@@ -141,9 +141,9 @@ final class ItemWork {
   private Optional<ItemStore.Done> stored(
       ItemStore.Item item, Path part, FetchResponse response, DestinationFetcher fetcher)
       throws InterruptedException {
-    BodyStore.Stored body;
+    Bodies.Stored body;
     try {
-      body = bodies.commit(item, part);
+      body = bodies.commit(item, part, response);
     } catch (IOException e) {
       count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, response.status(), "could not store the body: " + e);
@@ -154,7 +154,7 @@ final class ItemWork {
         new ItemStore.Done(
             item,
             response.status(),
-            body.path().toString(),
+            body.location(),
             body.bytes(),
             body.sha256(),
             bodies.forcesEach()));

@@ -194,9 +194,11 @@ public final class Worker {
             : Optional.empty();
     WorkerContext context = new WorkerContext(database, settings, workerId, store, retrying, stop);
     gate = new DispatchGate(context);
-    durable =
-        new DurablePoints(
-            context, new BodyStore(settings.out(), settings.job(), settings.fsyncEach()));
+    Bodies bodies =
+        settings.warc().isPresent()
+            ? new WarcBodies(settings.warc().get(), settings.fsyncEach())
+            : new BodyStore(settings.out(), settings.job(), settings.fsyncEach());
+    durable = new DurablePoints(context, bodies);
     WorkSource made =
         settings.perHost()
             ? new PerHostFrontier(

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -58,7 +59,8 @@ class HostFetchersTest {
         false,
         false,
         Duration.ofSeconds(30),
-        false);
+        false,
+        Optional.empty());
   }
 
   /** What the worker does with a claim of {@code host} whose turn is now: the turn, taken. */

@@ -6,6 +6,7 @@ import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.spi.Cursor;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -57,7 +58,8 @@ public final class PerHostDriver {
             false,
             false,
             Duration.ofSeconds(30),
-            false);
+            false,
+            Optional.empty());
     this.hosts = new HostFetchers(settings, shared, sent -> {}, new LimiterCounts(), time);
   }
 

@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -78,7 +79,8 @@ class WorkerTest {
               false,
               false,
               Duration.ofSeconds(30),
-              false);
+              false,
+              Optional.empty());
 
       Worker.Result result = new Worker(database, settings, envelope, StartLine.NONE).run();
 
@@ -155,7 +157,8 @@ class WorkerTest {
               fifo,
               false,
               Duration.ofSeconds(30),
-              false);
+              false,
+              Optional.empty());
       Envelope envelope = new Envelope(1e9, Long.MAX_VALUE, () -> 0, () -> 0, System::nanoTime);
 
       Worker.Result result =
