@@ -205,14 +205,14 @@ class WarcOutputTest {
 
   /**
    * The body of every done and durable item, read from the response record at the location its row
-   * names, by URL.
+   * names, whose payload digest is the row's SHA-256, by URL.
    */
   private Map<String, String> doneItemsBodies() throws Exception {
     Map<String, String> bodies = new HashMap<>();
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT url, body_path FROM pacer_item"
+                "SELECT url, body_path, sha256 FROM pacer_item"
                     + " WHERE job = ? AND state = 'done' AND durable")) {
       s.setString(1, name);
       try (ResultSet r = s.executeQuery()) {
@@ -226,6 +226,10 @@ class WarcOutputTest {
             assertThat(record).get().isInstanceOf(WarcResponse.class);
             WarcResponse response = (WarcResponse) record.get();
             assertThat(response.target()).isEqualTo(r.getString(1));
+            assertThat(response.payloadDigest())
+                .get()
+                .extracting(d -> d.hex())
+                .isEqualTo(r.getString(3));
             bodies.put(
                 r.getString(1),
                 new String(response.http().body().stream().readAllBytes(), StandardCharsets.UTF_8));

@@ -46,8 +46,8 @@ import org.netpreserve.jwarc.WarcWriter;
  *
  * <p>The fetcher hands over the status and the body, not the response's headers: the response
  * record holds the status line and a {@code Content-Length}, and its payload digest is the body's
- * SHA-256 ({@code WARC-Payload-Digest: sha256:HEX}). The request record holds the GET as sent, with
- * its {@code Host} and {@code User-Agent}.
+ * SHA-256 ({@code WARC-Payload-Digest: sha256:BASE32}, as jwarc writes a digest). The request
+ * record holds the GET as sent, with its {@code Host} and {@code User-Agent}.
  */
 final class WarcBodies implements Bodies {
 
@@ -115,7 +115,7 @@ final class WarcBodies implements Bodies {
     long offset = writer.position();
     try (FileChannel body = FileChannel.open(part, StandardOpenOption.READ)) {
       HttpResponse http =
-          new HttpResponse.Builder(response.status(), "")
+          new HttpResponse.Builder(response.status(), reason(response.status()))
               .version(MessageVersion.HTTP_1_1)
               .body(null, body, bytes)
               .build();
@@ -150,6 +150,23 @@ final class WarcBodies implements Bodies {
       end();
     }
     return stored;
+  }
+
+  /**
+   * The reason phrase of a 2xx status, the only kind stored: the fetcher does not hand over the one
+   * the server sent.
+   */
+  private static String reason(int status) {
+    return switch (status) {
+      case 200 -> "OK";
+      case 201 -> "Created";
+      case 202 -> "Accepted";
+      case 203 -> "Non-Authoritative Information";
+      case 204 -> "No Content";
+      case 205 -> "Reset Content";
+      case 206 -> "Partial Content";
+      default -> "";
+    };
   }
 
   /** The request target of a GET for {@code uri}: its path and query, as sent. */
