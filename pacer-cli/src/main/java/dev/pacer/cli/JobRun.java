@@ -13,6 +13,7 @@ import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.model.HaltReason;
 import dev.pacer.cli.model.LimiterFigures;
 import dev.pacer.cli.model.UrlList;
+import dev.pacer.cli.run.BodyVerification;
 import dev.pacer.cli.run.Conveyor;
 import dev.pacer.cli.run.Envelope;
 import dev.pacer.cli.run.RunSettings;
@@ -184,7 +185,7 @@ final class JobRun {
       RunSettings settings,
       Map<String, FrontierStore.HostCeiling> hostCeilings,
       int processes)
-      throws SQLException, BadInputException {
+      throws SQLException, BadInputException, IOException {
     String jobName = settings.job();
     Optional<String> existing = state.jobs().jobDestination(jobName);
     if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
@@ -208,6 +209,21 @@ final class JobRun {
                 settings.destination().ratePerSecond(),
                 urls.urls());
     double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
+    // Before the frontier's plan, which makes the hosts of items returned to the job claimable.
+    BodyVerification.Verified verified =
+        BodyVerification.run(state.items(), jobName, settings.leaseMillis());
+    if (verified.any()) {
+      err.println(
+          "pacer: job "
+              + jobName
+              + ": "
+              + (verified.whole() + verified.fetchedAgain())
+              + " item(s) done but not yet durable when a run stopped uncleanly: "
+              + verified.whole()
+              + " body(ies) whole, kept; "
+              + verified.fetchedAgain()
+              + " missing or damaged, to be fetched again");
+    }
     state.items().reviveDeferred(jobName);
     if (settings.perHost()) {
       state.frontier().plan(jobName, hostCeilings);

@@ -5,11 +5,14 @@ import dev.pacer.Destination;
 import dev.pacer.Printable;
 import dev.pacer.cli.model.BadInputException;
 import dev.pacer.cli.run.RunSettings;
+import dev.pacer.cli.run.WarcOutput;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.regex.Pattern;
 import picocli.CommandLine.Option;
 
@@ -68,6 +71,33 @@ public final class RunOptions {
       defaultValue = "pacer-out",
       description = "Where bodies go: DIR/JOB/<2 hex>/<sha256 of URL> (default: ${DEFAULT-VALUE}).")
   Path out;
+
+  @Option(
+      names = "--fsync-each",
+      description =
+          "Force each body to disk before its item is recorded done (one device flush per"
+              + " body). By default bodies are made durable in groups, about once a second, and"
+              + " a run after an unclean stop verifies the last group's and fetches again any"
+              + " that is missing or damaged.")
+  boolean fsyncEach;
+
+  @Option(
+      names = "--warc",
+      paramLabel = "PREFIX",
+      description =
+          "Write the bodies as WARC/1.1 (a request and a response record per fetch, gzip per"
+              + " record) to segments PREFIX-<time>-<pid>-<serial>.warc.gz, one series per"
+              + " process, instead of a file each under --out.")
+  Path warc;
+
+  @Option(
+      names = "--warc-segment-bytes",
+      paramLabel = "B",
+      defaultValue = "" + WarcOutput.DEFAULT_SEGMENT_BYTES,
+      description =
+          "With --warc: a segment is closed, and a new one begun, once it holds B bytes"
+              + " (default: 1 GiB).")
+  long warcSegmentBytes;
 
   @Option(
       names = "--lease-seconds",
@@ -253,6 +283,18 @@ public final class RunOptions {
             && maxRetryAfterSeconds >= 1
             && maxRetryAfterSeconds <= 86_400,
         "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
+    require(warcSegmentBytes > 0, "--warc-segment-bytes must be > 0, got " + warcSegmentBytes);
+    Optional<WarcOutput> warcOutput = Optional.empty();
+    if (warc != null) {
+      Path prefix = warc.toAbsolutePath().normalize();
+      require(
+          prefix.getFileName() != null
+              && !warc.toString().endsWith("/")
+              && !Files.isDirectory(prefix),
+          "--warc takes a prefix for the segments' names (DIR/NAME), not a directory, got "
+              + Printable.quote(warc.toString()));
+      warcOutput = Optional.of(new WarcOutput(prefix, warcSegmentBytes));
+    }
     require(!robots || perHost, "--robots reads each host's robots.txt; it needs --per-host");
     require(
         !robots || claimOrder == ClaimOrder.TURN,
@@ -316,7 +358,9 @@ public final class RunOptions {
         perHost,
         claimOrder == ClaimOrder.FIFO,
         robots,
-        Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)));
+        Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)),
+        fsyncEach,
+        warcOutput);
   }
 
   /** The same options, as arguments for a worker process. */
@@ -364,6 +408,18 @@ public final class RunOptions {
                 s.destination().backoffScope().name(),
                 "--max-retry-after",
                 Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
+    if (s.fsyncEach()) {
+      args.add("--fsync-each");
+    }
+    s.warc()
+        .ifPresent(
+            w ->
+                args.addAll(
+                    List.of(
+                        "--warc",
+                        w.prefix().toString(),
+                        "--warc-segment-bytes",
+                        Long.toString(w.segmentBytes()))));
     if (s.perHost()) {
       args.addAll(List.of("--per-host", "--claim-order", s.fifoClaims() ? "FIFO" : "TURN"));
     }

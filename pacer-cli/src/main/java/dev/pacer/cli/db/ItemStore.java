@@ -67,8 +67,19 @@ public final class ItemStore {
   public record Item(
       String job, String key, String url, int failures, int throttles, String token) {}
 
-  /** A fetched item's outcome, to be recorded: its status, where its body is, its size. */
-  public record Done(Item item, int status, String bodyPath, long bytes) {}
+  /**
+   * A fetched item's outcome, to be recorded: its status, where its body is, its size and SHA-256
+   * (hex), and whether its body is durable already (forced before it is recorded) or waits for the
+   * worker's next durable point ({@link #markDurable}).
+   */
+  public record Done(
+      Item item, int status, String bodyPath, long bytes, String sha256, boolean durable) {
+
+    /** An outcome whose body was made durable before it is recorded, its digest not kept. */
+    public Done(Item item, int status, String bodyPath, long bytes) {
+      this(item, status, bodyPath, bytes, null, true);
+    }
+  }
 
   /** What {@link #recordAndClaim} did: whether {@code done} was recorded, and the item claimed. */
   public record RecordedAndClaimed(boolean recorded, Optional<Item> next) {}
@@ -206,9 +217,11 @@ public final class ItemStore {
               c.prepareStatement(
                   "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
                       + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
+                      + "   sha256 = d.sha256, durable = d.durable,"
                       + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
-                      + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[])"
-                      + "     AS d(url_key, token, status, body_path, bytes)"
+                      + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[],"
+                      + "     ?::text[], ?::boolean[])"
+                      + "     AS d(url_key, token, status, body_path, bytes, sha256, durable)"
                       + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
                       + "     AND p.lease_token = d.token"
                       + "   RETURNING d.token),"
@@ -245,6 +258,8 @@ public final class ItemStore {
             Integer[] statuses = new Integer[d];
             String[] paths = new String[d];
             Long[] bytes = new Long[d];
+            String[] digests = new String[d];
+            Boolean[] durable = new Boolean[d];
             for (int i = 0; i < d; i++) {
               Done done = dones.get(i);
               keys[i] = done.item().key();
@@ -252,6 +267,8 @@ public final class ItemStore {
               statuses[i] = done.status();
               paths[i] = done.bodyPath();
               bytes[i] = done.bytes();
+              digests[i] = done.sha256();
+              durable[i] = done.durable();
             }
             java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
             s.setArray(1, c.createArrayOf("text", keys));
@@ -259,19 +276,21 @@ public final class ItemStore {
             s.setArray(3, c.createArrayOf("int4", statuses));
             s.setArray(4, c.createArrayOf("text", paths));
             s.setArray(5, c.createArrayOf("int8", bytes));
-            s.setString(6, job);
-            s.setString(7, job);
-            s.setArray(8, c.createArrayOf("text", keys));
-            s.setArray(9, c.createArrayOf("text", doneTokens));
-            s.setLong(10, leaseMillis);
-            s.setString(11, job);
-            s.setArray(12, tokens);
+            s.setArray(6, c.createArrayOf("text", digests));
+            s.setArray(7, c.createArrayOf("bool", durable));
+            s.setString(8, job);
+            s.setString(9, job);
+            s.setArray(10, c.createArrayOf("text", keys));
+            s.setArray(11, c.createArrayOf("text", doneTokens));
+            s.setLong(12, leaseMillis);
             s.setString(13, job);
-            s.setArray(14, c.createArrayOf("text", keys));
-            s.setArray(15, tokens);
-            s.setArray(16, tokens);
-            s.setString(17, workerId);
-            s.setLong(18, leaseMillis);
+            s.setArray(14, tokens);
+            s.setString(15, job);
+            s.setArray(16, c.createArrayOf("text", keys));
+            s.setArray(17, tokens);
+            s.setArray(18, tokens);
+            s.setString(19, workerId);
+            s.setLong(20, leaseMillis);
             Set<String> recorded = new HashSet<>();
             Map<String, Item> claimed = new HashMap<>();
             try (ResultSet r = s.executeQuery()) {
@@ -344,6 +363,123 @@ public final class ItemStore {
     return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, List.of())
         .recorded()
         .contains(done.item().token());
+  }
+
+  /**
+   * Marks durable the items of {@code job} recorded done by these outcomes (their lease tokens),
+   * once a durable point has covered their bodies; an item fetched again since (a verification
+   * found its body damaged) is left alone. Made again, it changes nothing more. Answers how many it
+   * marked.
+   */
+  public int markDurable(String job, Collection<Done> dones) throws SQLException {
+    if (dones.isEmpty()) {
+      return 0;
+    }
+    List<String> keys = new ArrayList<>();
+    List<String> tokens = new ArrayList<>();
+    for (Done done : dones) {
+      keys.add(done.item().key());
+      tokens.add(done.item().token());
+    }
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item p SET durable = true"
+                      + " FROM unnest(?::text[], ?::text[]) AS d(url_key, token)"
+                      + " WHERE p.job = ? AND p.url_key = d.url_key AND p.lease_token = d.token"
+                      + "   AND p.state = 'done' AND NOT p.durable")) {
+            s.setArray(1, c.createArrayOf("text", keys.toArray()));
+            s.setArray(2, c.createArrayOf("text", tokens.toArray()));
+            s.setString(3, job);
+            return s.executeUpdate();
+          }
+        });
+  }
+
+  /** A done item whose body no durable point was seen to cover: what its record says of it. */
+  public record Unverified(String key, String token, String bodyPath, long bytes, String sha256) {}
+
+  /**
+   * The job's items recorded done more than {@code olderThanMillis} ago whose bodies no durable
+   * point was seen to cover: the worker that recorded them stopped uncleanly, since a live one
+   * marks them within about a second. Younger ones may be a live worker's, on another machine.
+   */
+  public List<Unverified> notDurable(String job, long olderThanMillis) throws SQLException {
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT url_key, lease_token, body_path, bytes, sha256 FROM pacer_item"
+                      + " WHERE job = ? AND state = 'done' AND NOT durable"
+                      + "   AND finished_at < now() - ? * interval '1 millisecond'"
+                      + " ORDER BY finished_at")) {
+            s.setString(1, job);
+            s.setLong(2, olderThanMillis);
+            List<Unverified> out = new ArrayList<>();
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                out.add(
+                    new Unverified(
+                        r.getString(1),
+                        r.getString(2),
+                        r.getString(3),
+                        r.getLong(4),
+                        r.getString(5)));
+              }
+            }
+            return out;
+          }
+        });
+  }
+
+  /**
+   * Marks durable the verified items whose bodies were found whole, once a durable point has
+   * covered them. Answers how many it marked.
+   */
+  public int markVerified(String job, Collection<Unverified> whole) throws SQLException {
+    return markUnverified(job, whole, "durable = true");
+  }
+
+  /**
+   * Returns to the job, to be fetched again, the verified items whose bodies were found missing or
+   * damaged. An item marked or returned by someone else meanwhile is left alone.
+   */
+  public int fetchAgain(String job, Collection<Unverified> damaged) throws SQLException {
+    return markUnverified(
+        job,
+        damaged,
+        "state = 'pending', not_before = now(), body_path = NULL, bytes = NULL,"
+            + " sha256 = NULL, finished_at = NULL,"
+            + " last_error = 'body missing or damaged after an unclean stop; fetched again'");
+  }
+
+  private int markUnverified(String job, Collection<Unverified> items, String set)
+      throws SQLException {
+    if (items.isEmpty()) {
+      return 0;
+    }
+    List<String> keys = new ArrayList<>();
+    List<String> tokens = new ArrayList<>();
+    for (Unverified u : items) {
+      keys.add(u.key());
+      tokens.add(u.token());
+    }
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item p SET "
+                      + set
+                      + " FROM unnest(?::text[], ?::text[]) AS d(url_key, token)"
+                      + " WHERE p.job = ? AND p.url_key = d.url_key AND p.lease_token = d.token"
+                      + "   AND p.state = 'done' AND NOT p.durable")) {
+            s.setArray(1, c.createArrayOf("text", keys.toArray()));
+            s.setArray(2, c.createArrayOf("text", tokens.toArray()));
+            s.setString(3, job);
+            return s.executeUpdate();
+          }
+        });
   }
 
   /**

@@ -154,12 +154,20 @@ public final class WorkState implements AutoCloseable {
     // The last batch each worker appended to the request log: an append made again (its answer
     // lost) finds its batch here and appends nothing.
     "CREATE TABLE IF NOT EXISTS pacer_request_batch (worker text PRIMARY KEY, batch uuid NOT NULL)",
+    // A done item's body's SHA-256, and whether a durable point has covered its body since it was
+    // recorded (docs/cli.md, "What done promises"). A row done before these columns existed had
+    // its body forced before it was recorded: it is durable.
+    "ALTER TABLE pacer_item ADD COLUMN IF NOT EXISTS sha256 text",
+    "ALTER TABLE pacer_item ADD COLUMN IF NOT EXISTS durable boolean NOT NULL DEFAULT true",
+    // The items a run verifies at its start: done, but no durable point seen (an unclean stop).
+    "CREATE INDEX IF NOT EXISTS pacer_item_not_durable ON pacer_item (job, finished_at)"
+        + " WHERE state = 'done' AND NOT durable",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_request_batch";
+  static final String LAST_OBJECT = "pacer_item_not_durable";
 
   private final StoreConnection connection;
   private final ItemStore items;

@@ -40,7 +40,8 @@ final class ItemWork {
   }
 
   private final WorkerContext context;
-  private final BodyStore bodies;
+  private final Bodies bodies;
+  private final DurablePoints durable;
   private final Bars bars;
 
   /** Lease tokens of the items this worker's threads hold right now. */
@@ -49,9 +50,10 @@ final class ItemWork {
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
 
-  ItemWork(WorkerContext context, BodyStore bodies, Bars bars) {
+  ItemWork(WorkerContext context, DurablePoints durable, Bars bars) {
     this.context = context;
-    this.bodies = bodies;
+    this.durable = durable;
+    this.bodies = durable.bodies();
     this.bars = bars;
   }
 
@@ -104,7 +106,7 @@ final class ItemWork {
     }
     FetchResponse response;
     try {
-      response = fetcher.fetchTo(URI.create(item.url()), part);
+      response = bodies.fetch(fetcher, URI.create(item.url()), part);
     } catch (ThrottledException e) {
       bodies.discard(part);
       long retry = Math.max(1000, fetcher.limiter().currentInterval().multipliedBy(4).toMillis());
@@ -139,9 +141,9 @@ final class ItemWork {
   private Optional<ItemStore.Done> stored(
       ItemStore.Item item, Path part, FetchResponse response, DestinationFetcher fetcher)
       throws InterruptedException {
-    Path path;
+    Bodies.Stored body;
     try {
-      path = bodies.commit(item, part);
+      body = bodies.commit(item, part, response);
     } catch (IOException e) {
       count(item, ItemOutcome.OWN_FAILURE, null, null);
       fail(item, response.status(), "could not store the body: " + e);
@@ -149,7 +151,13 @@ final class ItemWork {
     }
     count(item, ItemOutcome.ANSWERED, fetcher, null);
     return Optional.of(
-        new ItemStore.Done(item, response.status(), path.toString(), response.bodyBytes()));
+        new ItemStore.Done(
+            item,
+            response.status(),
+            body.location(),
+            body.bytes(),
+            body.sha256(),
+            bodies.forcesEach()));
   }
 
   /**
@@ -174,11 +182,17 @@ final class ItemWork {
             .record("record a fetched item", () -> context.store().items().markDone(fetched)));
   }
 
-  /** Counts a fetched item's outcome as recorded, or not; its lease is no longer extended. */
+  /**
+   * Counts a fetched item's outcome as recorded, or not; its lease is no longer extended. One
+   * recorded before its body is durable waits for the next durable point.
+   */
   void recorded(ItemStore.Done fetched, Retrying.Recorded recorded) {
     held.remove(fetched.item().token());
     switch (recorded) {
-      case RECORDED -> done.incrementAndGet();
+      case RECORDED -> {
+        done.incrementAndGet();
+        durable.recorded(fetched);
+      }
       case LEASE_LOST ->
           log.warn(
               "Lease on {} was lost before it could be recorded; its current"

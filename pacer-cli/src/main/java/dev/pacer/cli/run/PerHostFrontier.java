@@ -70,7 +70,7 @@ final class PerHostFrontier implements WorkSource {
   PerHostFrontier(
       WorkerContext context,
       Envelope envelope,
-      BodyStore bodies,
+      DurablePoints durable,
       DispatchGate gate,
       Cursor cursor,
       LimiterCounts limiterCounts,
@@ -89,7 +89,7 @@ final class PerHostFrontier implements WorkSource {
             ? new RobotsReader(
                 settings, context.workerId(), hosts, context.store()::robots, context.retrying())
             : null;
-    work = new ItemWork(context, bodies, this::count);
+    work = new ItemWork(context, durable, this::count);
     queue =
         new QueuedClaims(
             context,

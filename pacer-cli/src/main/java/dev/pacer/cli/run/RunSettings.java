@@ -3,6 +3,7 @@ package dev.pacer.cli.run;
 import dev.pacer.Destination;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 
 /**
  * Everything a worker needs to know about a run, validated by the command that built it.
@@ -35,6 +36,10 @@ import java.time.Duration;
  * @param robots per-host mode obeys each host's robots.txt ({@code --robots}: see {@link
  *     RobotsPolicy})
  * @param maxCrawlDelay with {@code robots}: a host whose Crawl-delay is longer is skipped
+ * @param fsyncEach force each body (and its directory) before its item is recorded, instead of
+ *     making the bodies durable in groups ({@link DurablePoints})
+ * @param warc write the bodies as WARC segments ({@code --warc}) instead of a file each under
+ *     {@code out}
  */
 public record RunSettings(
     String runId,
@@ -55,7 +60,9 @@ public record RunSettings(
     boolean perHost,
     boolean fifoClaims,
     boolean robots,
-    Duration maxCrawlDelay) {
+    Duration maxCrawlDelay,
+    boolean fsyncEach,
+    Optional<WarcOutput> warc) {
 
   /** The User-Agent of every request of a run; robots.txt is read for its product token. */
   public static final String USER_AGENT = "pacer/0.1";

@@ -34,7 +34,7 @@ final class SingleDestination implements WorkSource {
   SingleDestination(
       WorkerContext context,
       Envelope envelope,
-      BodyStore bodies,
+      DurablePoints durable,
       DispatchGate gate,
       Cursor cursor,
       Optional<PostgresFleetSlots> fleetCap,
@@ -68,7 +68,7 @@ final class SingleDestination implements WorkSource {
     } else {
       fetcher.warmUp();
     }
-    work = new ItemWork(context, bodies, this::count);
+    work = new ItemWork(context, durable, this::count);
     queue = new QueuedClaims(context, work, gate, this::nothingLeft, item -> fetcher);
   }
 

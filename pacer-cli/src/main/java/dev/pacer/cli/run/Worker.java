@@ -110,6 +110,9 @@ public final class Worker {
 
   private DispatchGate gate;
 
+  /** Where the bodies go, and the points that make them durable in groups. */
+  private DurablePoints durable;
+
   /** The fleet cap's slots and the dispatch slot's, if the run has either. */
   private Optional<PostgresFleetSlots> fleetSlots = Optional.empty();
 
@@ -191,15 +194,19 @@ public final class Worker {
             : Optional.empty();
     WorkerContext context = new WorkerContext(database, settings, workerId, store, retrying, stop);
     gate = new DispatchGate(context);
-    BodyStore bodies = new BodyStore(settings.out(), settings.job());
+    Bodies bodies =
+        settings.warc().isPresent()
+            ? new WarcBodies(settings.warc().get(), settings.fsyncEach())
+            : new BodyStore(settings.out(), settings.job(), settings.fsyncEach());
+    durable = new DurablePoints(context, bodies);
     WorkSource made =
         settings.perHost()
             ? new PerHostFrontier(
-                context, envelope, bodies, gate, cursor, limiterCounts, recorder, sampleUrl)
+                context, envelope, durable, gate, cursor, limiterCounts, recorder, sampleUrl)
             : new SingleDestination(
                 context,
                 envelope,
-                bodies,
+                durable,
                 gate,
                 cursor,
                 fleetCapped ? fleetSlots : Optional.empty(),
@@ -249,6 +256,7 @@ public final class Worker {
       }
       long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
       scheduleHeartbeat(heartbeat, this::heartbeat, beat);
+      durable.start();
       runFetchThreads();
       return result();
     } finally {
@@ -284,6 +292,7 @@ public final class Worker {
 
   /** The run's last records and reports, once the threads and the heartbeat have stopped. */
   private void finish() throws InterruptedException {
+    durable.close();
     retrying.call(
         "record the requests sent",
         () -> {

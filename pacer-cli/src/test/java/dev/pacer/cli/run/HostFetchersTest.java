@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -57,7 +58,9 @@ class HostFetchersTest {
         true,
         false,
         false,
-        Duration.ofSeconds(30));
+        Duration.ofSeconds(30),
+        false,
+        Optional.empty());
   }
 
   /** What the worker does with a claim of {@code host} whose turn is now: the turn, taken. */

@@ -6,6 +6,7 @@ import dev.pacer.spi.Cursor;
 import dev.pacer.testing.FakeTime;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -56,7 +57,9 @@ public final class PerHostDriver {
             true,
             false,
             false,
-            Duration.ofSeconds(30));
+            Duration.ofSeconds(30),
+            false,
+            Optional.empty());
     this.hosts = new HostFetchers(settings, shared, sent -> {}, new LimiterCounts(), time);
   }
 

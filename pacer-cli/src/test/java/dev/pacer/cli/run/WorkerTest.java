@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -77,7 +78,9 @@ class WorkerTest {
               false,
               false,
               false,
-              Duration.ofSeconds(30));
+              Duration.ofSeconds(30),
+              false,
+              Optional.empty());
 
       Worker.Result result = new Worker(database, settings, envelope, StartLine.NONE).run();
 
@@ -153,7 +156,9 @@ class WorkerTest {
               true,
               fifo,
               false,
-              Duration.ofSeconds(30));
+              Duration.ofSeconds(30),
+              false,
+              Optional.empty());
       Envelope envelope = new Envelope(1e9, Long.MAX_VALUE, () -> 0, () -> 0, System::nanoTime);
 
       Worker.Result result =

@@ -207,17 +207,20 @@ final class CappedBody implements HttpResponse.BodySubscriber<Long> {
   }
 
   /**
-   * Streams the body to a file, created or truncated when the body starts, and forced to the
-   * storage device before the fetch returns: a caller that records the item as fetched right after
-   * must not lose the body to a crash.
+   * Streams the body to a file, created or truncated when the body starts, and, if {@code force},
+   * forced to the storage device before the fetch returns: a caller that records the item as
+   * fetched right after must not lose the body to a crash. A caller that makes a group of bodies
+   * durable at once forces none of them here.
    */
   static final class ToFile implements Sink {
     private final Path file;
+    private final boolean force;
     private FileChannel channel;
     private boolean opened;
 
-    ToFile(Path file) {
+    ToFile(Path file, boolean force) {
       this.file = file;
+      this.force = force;
     }
 
     @Override
@@ -241,7 +244,9 @@ final class CappedBody implements HttpResponse.BodySubscriber<Long> {
     @Override
     public void finish() throws IOException {
       try (FileChannel c = channel) {
-        c.force(true);
+        if (force) {
+          c.force(true);
+        }
       }
     }
 

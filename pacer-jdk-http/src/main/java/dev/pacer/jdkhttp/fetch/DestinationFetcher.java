@@ -86,12 +86,13 @@ import org.slf4j.LoggerFactory;
  * <h2>Bodies stream</h2>
  *
  * A 2xx body goes, as it arrives, to memory ({@link #fetch(URI)}) or to a file ({@link
- * #fetchTo(URI, Path)}, forced to disk before it returns), and fails as soon as it passes {@code
- * maxBodyBytes} (default 32 MiB), deleting a partial file. Other answers are complete at their
- * headers: the fetch returns then, and their bodies are read and dropped in the background so that
- * the connection can be reused, holding the request's permit until they end ({@link DiscardedBody}:
- * past 64 KiB or 1 s the connection is closed instead). Network errors, deadlines and oversized
- * bodies are ordinary failures ({@link FetchFailedException}), never throttles.
+ * #fetchTo(URI, Path)}, forced to disk before it returns, unless {@link #fetchToUnforced}), and
+ * fails as soon as it passes {@code maxBodyBytes} (default 32 MiB), deleting a partial file. Other
+ * answers are complete at their headers: the fetch returns then, and their bodies are read and
+ * dropped in the background so that the connection can be reused, holding the request's permit
+ * until they end ({@link DiscardedBody}: past 64 KiB or 1 s the connection is closed instead).
+ * Network errors, deadlines and oversized bodies are ordinary failures ({@link
+ * FetchFailedException}), never throttles.
  *
  * <h2>Lateness</h2>
  *
@@ -266,7 +267,27 @@ public final class DestinationFetcher {
   public FetchResponse fetchTo(URI uri, Path bodyFile)
       throws InterruptedException, ThrottledException, FetchFailedException {
     Objects.requireNonNull(bodyFile, "bodyFile");
-    return fetch(uri, () -> new CappedBody.ToFile(bodyFile), maxBodyBytes);
+    return fetch(uri, () -> new CappedBody.ToFile(bodyFile, true), maxBodyBytes);
+  }
+
+  /**
+   * As {@link #fetchTo(URI, Path)}, but leaves the body file unforced: for a caller that makes many
+   * bodies durable at one point (one file-system sync for a group of them), and so must not record
+   * the item as safely stored until that point has passed.
+   *
+   * @param uri the URI to fetch
+   * @param bodyFile where the body of the final 2xx goes
+   * @return the 2xx answer, its body {@linkplain FetchResponse.Content.InFile in the file}, written
+   *     but not forced
+   * @throws LockedOutException on a lockout status, or if the destination was already locked out
+   * @throws ThrottledException on a backoff status; the limiter has backed off
+   * @throws FetchFailedException on any other failure, the body's included
+   * @throws InterruptedException if interrupted while waiting for a turn or an answer
+   */
+  public FetchResponse fetchToUnforced(URI uri, Path bodyFile)
+      throws InterruptedException, ThrottledException, FetchFailedException {
+    Objects.requireNonNull(bodyFile, "bodyFile");
+    return fetch(uri, () -> new CappedBody.ToFile(bodyFile, false), maxBodyBytes);
   }
 
   /**
