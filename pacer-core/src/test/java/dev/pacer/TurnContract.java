@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  * turns by that rule on a store of its own, through an adapter that answers its turns as a cursor's
  * reservations (one key, one destination). It asks of the cursor only {@code reserve}, {@code
  * tryReserve} and {@code pause}: the turns, the refusal that consumes nothing, and the push that
- * holds the next turns back. Nothing sleeps: reservations only compute waits.
+ * holds the next turns back. Reservations only compute waits; the one sleep, an idle spell, is on
+ * {@link #clock()} (a fake clock's sleep only moves it).
  *
  * <p>Each backend hands its cursor a {@link TurnClock} ({@link #clock()}), so every granted turn's
  * start is known on that clock exactly, however long the calls took or wherever the scheduler held
@@ -38,6 +39,9 @@ public abstract class TurnContract {
    * the turns they queue behind, and the cursor's now cannot overtake its queue.
    */
   protected static final Duration GAP = Duration.ofSeconds(1);
+
+  /** How long a cursor is left idle, past its last turn, in {@link #anIdleCursorBanksNothing}. */
+  private static final Duration IDLE = Duration.ofMillis(100);
 
   /** How many threads reserve at once in {@link #assertConcurrentReservationsNeverShareATurn}. */
   public static final int CONCURRENT_CALLERS = 4;
@@ -121,6 +125,21 @@ public abstract class TurnContract {
     assertWait(cursor().reserve(name, GAP), Duration.ZERO, "first");
     assertWait(cursor().reserve(name, GAP), GAP, "second");
     assertWait(cursor().reserve(name, GAP), GAP.multipliedBy(2), "third");
+  }
+
+  /**
+   * A cursor that now has passed starts the next turn now, not where it stood (a turn in the past,
+   * which the caller takes at once), and banks nothing of the idle spell: the turn after it is a
+   * gap later, where a token bucket would grant it at once too.
+   */
+  @Test
+  void anIdleCursorBanksNothing() throws InterruptedException {
+    String name = freshName();
+    cursor().reserve(name, IDLE.dividedBy(10));
+    clock().sleepNanos(IDLE.toNanos());
+    startSequence();
+    assertWait(cursor().reserve(name, GAP), Duration.ZERO, "the first after the idle spell");
+    assertWait(cursor().reserve(name, GAP), GAP, "the next");
   }
 
   @Test
