@@ -129,8 +129,8 @@ public final class FrontierStore {
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
-    // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
-    String start = PacerTableSql.turnStart("k", "c");
+    // The host's turn on its cursor row, spaced and refused as the library's reservation has it.
+    String next = PacerTableSql.nextAt("k", "c", "c.gap * k.backoff");
     String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
         + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
@@ -170,14 +170,14 @@ public final class FrontierStore {
         + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
         + "  ON CONFLICT (name) DO UPDATE\n"
         + "    SET (next_at, updated_at, reset_from) = (SELECT "
-        + start
-        + " + c.gap * k.backoff,"
+        + next
+        + ","
         + " c.now, "
         + resetFrom
         + " FROM c)\n"
         + "    WHERE (SELECT "
-        + start
-        + " <= c.now + c.horizon FROM c)\n"
+        + PacerTableSql.startsWithin("k", "c", "c.horizon")
+        + " FROM c)\n"
         + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
         + "lease AS (\n"
         + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
