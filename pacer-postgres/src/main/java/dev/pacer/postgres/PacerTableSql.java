@@ -57,6 +57,46 @@ public final class PacerTableSql {
   }
 
   /**
+   * The cursor after a turn granted: where {@link #turnStart} starts it, plus {@code spacing}. That
+   * is the pacing rule, {@code next = max(now, next) + interval}, with the reset bound's exception.
+   *
+   * @param row the alias of the cursor's row
+   * @param ask the alias of the reservation's terms
+   * @param spacing an interval expression: the turn's gap (times the fleet's multiplier, if the
+   *     statement keeps it)
+   * @return a timestamptz expression
+   */
+  public static String nextAt(String row, String ask, String spacing) {
+    return CursorSql.pacerNextAt(row, ask, spacing);
+  }
+
+  /**
+   * Whether the turn {@link #turnStart} places starts within {@code bound} of {@code ask.now}: the
+   * condition of an upsert's {@code ON CONFLICT … WHERE} that refuses a later turn, leaving the row
+   * exactly as it was.
+   *
+   * @param row the alias of the cursor's row
+   * @param ask the alias of the reservation's terms
+   * @param bound an interval expression
+   * @return a boolean expression
+   */
+  public static String startsWithin(String row, String ask, String bound) {
+    return CursorSql.pacerStartsWithin(row, ask, bound);
+  }
+
+  /**
+   * The cursor held back to {@code until} at least, as a pause holds it: turns already queued
+   * beyond it keep their places, and the first turn after it starts no sooner.
+   *
+   * @param row the alias of the cursor's row
+   * @param until a timestamptz expression
+   * @return a timestamptz expression
+   */
+  public static String heldUntil(String row, String until) {
+    return CursorSql.pacerHeldUntil(row, until);
+  }
+
+  /**
    * What a reservation writes into the row's {@code reset_from}: the cursor it found, where {@link
    * #turnStart} resets it; NULL where it does not. Returned by the statement, it lets the reset be
    * logged with the value actually overwritten.

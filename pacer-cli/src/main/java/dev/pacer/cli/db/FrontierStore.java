@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import dev.pacer.TimeSource;
 import dev.pacer.cli.db.ItemStore.Item;
 import dev.pacer.cli.model.Secrets;
 import dev.pacer.postgres.DatabaseClock;
@@ -128,8 +129,8 @@ public final class FrontierStore {
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
-    // Where a granted turn starts on the host's cursor row, as the library's reservation has it.
-    String start = PacerTableSql.turnStart("k", "c");
+    // The host's turn on its cursor row, spaced and refused as the library's reservation has it.
+    String next = PacerTableSql.nextAt("k", "c", "c.gap * k.backoff");
     String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
         + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
@@ -169,14 +170,14 @@ public final class FrontierStore {
         + "  WHERE c.lockout IS NULL AND c.earliest <= c.now + c.horizon\n"
         + "  ON CONFLICT (name) DO UPDATE\n"
         + "    SET (next_at, updated_at, reset_from) = (SELECT "
-        + start
-        + " + c.gap * k.backoff,"
+        + next
+        + ","
         + " c.now, "
         + resetFrom
         + " FROM c)\n"
         + "    WHERE (SELECT "
-        + start
-        + " <= c.now + c.horizon FROM c)\n"
+        + PacerTableSql.startsWithin("k", "c", "c.horizon")
+        + " FROM c)\n"
         + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
         + "lease AS (\n"
         + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
@@ -362,10 +363,22 @@ public final class FrontierStore {
 
   private final String claim;
   private final DatabaseClock clock;
+  private final TimeSource time;
 
   FrontierStore(StoreConnection connection, CursorPlace place, DatabaseClock clock) {
+    this(connection, place, clock, TimeSource.SYSTEM);
+  }
+
+  /**
+   * A frontier whose claims are timed on {@code time}: {@link System#nanoTime()}'s clock, as {@code
+   * clock} maps it, read through a {@link TimeSource} so that a test can tell the instant a claim's
+   * answer came back, which its turn is counted from.
+   */
+  FrontierStore(
+      StoreConnection connection, CursorPlace place, DatabaseClock clock, TimeSource time) {
     this.connection = connection;
     this.clock = clock;
+    this.time = time;
     this.cursors = place.table();
     this.claim = claim(cursors);
   }
@@ -449,9 +462,15 @@ public final class FrontierStore {
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
+    return claim(job, workerId, claimant, leaseMillis, HORIZON);
+  }
+
+  /** {@link #claim}, leasing an item only if its host's turn starts within {@code horizon}. */
+  Claim claim(String job, String workerId, String claimant, long leaseMillis, Duration horizon)
+      throws SQLException {
     String token = UUID.randomUUID().toString();
     try {
-      return claimOnce(job, workerId, claimant, token, leaseMillis);
+      return claimOnce(job, workerId, claimant, token, leaseMillis, horizon);
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
         try {
@@ -481,15 +500,20 @@ public final class FrontierStore {
   }
 
   private Claim claimOnce(
-      String job, String workerId, String claimant, String token, long leaseMillis)
+      String job,
+      String workerId,
+      String claimant,
+      String token,
+      long leaseMillis,
+      Duration horizon)
       throws SQLException {
     return connection.callOnce(
         c -> {
           try (PreparedStatement s = c.prepareStatement(claim)) {
-            bindClaim(s, job, claimant, workerId, token, leaseMillis);
-            long asked = System.nanoTime();
+            bindClaim(s, job, claimant, workerId, token, leaseMillis, horizon);
+            long asked = time.nanoTime();
             try (ResultSet r = s.executeQuery()) {
-              long answered = System.nanoTime();
+              long answered = time.nanoTime();
               r.next();
               String host = r.getString(5);
               if (host == null) {
@@ -545,8 +569,20 @@ public final class FrontierStore {
       String token,
       long leaseMillis)
       throws SQLException {
+    bindClaim(s, job, claimant, workerId, token, leaseMillis, HORIZON);
+  }
+
+  private static void bindClaim(
+      PreparedStatement s,
+      String job,
+      String claimant,
+      String workerId,
+      String token,
+      long leaseMillis,
+      Duration horizon)
+      throws SQLException {
     s.setString(1, job);
-    s.setLong(2, HORIZON.toNanos() / 1000);
+    s.setLong(2, horizon.toNanos() / 1000);
     s.setLong(3, RESET_FLOOR.toNanos() / 1000);
     s.setString(4, claimant);
     s.setString(5, workerId);

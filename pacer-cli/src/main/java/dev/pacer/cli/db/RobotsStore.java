@@ -1,6 +1,7 @@
 package dev.pacer.cli.db;
 
 import dev.pacer.cli.model.Secrets;
+import dev.pacer.postgres.PacerTableSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -273,7 +274,8 @@ public final class RobotsStore {
                         + cursors
                         + " AS k (name, next_at, updated_at) VALUES (?, clock_timestamp() + ? *"
                         + " interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO"
-                        + " UPDATE SET next_at = GREATEST(k.next_at, excluded.next_at)")) {
+                        + " UPDATE SET next_at = "
+                        + PacerTableSql.heldUntil("k", "excluded.next_at"))) {
               s.setString(1, work.host());
               s.setLong(2, minMicros);
               s.executeUpdate();

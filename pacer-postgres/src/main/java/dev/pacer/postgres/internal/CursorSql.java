@@ -245,6 +245,44 @@ public final class CursorSql {
   }
 
   /**
+   * The cursor after a turn granted on a row of Pacer's table: where the turn starts ({@link
+   * #pacerTurnStart}) plus {@code spacing}, the pacing rule's {@code max(now, next) + interval}.
+   *
+   * @param row the alias of the cursor's row
+   * @param ask the alias of the reservation's terms
+   * @param spacing an interval expression: the gap, times the fleet's multiplier under its backoff
+   * @return a timestamptz expression
+   */
+  public static String pacerNextAt(String row, String ask, String spacing) {
+    return pacerTurnStart(row, ask) + " + " + spacing;
+  }
+
+  /**
+   * Whether the turn {@link #pacerTurnStart} places starts within {@code bound} of the
+   * reservation's now: a reservation that is refused otherwise leaves the row as it was.
+   *
+   * @param row the alias of the cursor's row
+   * @param ask the alias of the reservation's terms
+   * @param bound an interval expression
+   * @return a boolean expression
+   */
+  public static String pacerStartsWithin(String row, String ask, String bound) {
+    return pacerTurnStart(row, ask) + " <= " + ask + ".now + " + bound;
+  }
+
+  /**
+   * The cursor of {@code row} held back to {@code until} at least, as a pause holds it: turns
+   * queued beyond it keep their places.
+   *
+   * @param row the alias of the cursor's row
+   * @param until a timestamptz expression
+   * @return a timestamptz expression
+   */
+  public static String pacerHeldUntil(String row, String until) {
+    return "GREATEST(" + row + ".next_at, " + until + ")";
+  }
+
+  /**
    * The value of {@code reset_from} that a reservation writes on a row of Pacer's table: the cursor
    * it found, where {@link #pacerTurnStart} resets it; NULL where it does not. The statement
    * returns it, so that the reset is logged with the value actually overwritten.
@@ -332,7 +370,9 @@ public final class CursorSql {
             + " AS c (name, next_at, updated_at, paused_until)\n"
             + "  SELECT p.key, p.until, p.now, p.until FROM p\n"
             + "  ON CONFLICT (name) DO UPDATE\n"
-            + "    SET next_at = GREATEST(c.next_at, EXCLUDED.next_at),\n"
+            + "    SET next_at = "
+            + pacerHeldUntil("c", "EXCLUDED.next_at")
+            + ",\n"
             + "        updated_at = EXCLUDED.updated_at,\n"
             + "        paused_until = GREATEST(c.paused_until, EXCLUDED.paused_until)\n"
             + "  RETURNING c.paused_until)\n"
@@ -464,7 +504,6 @@ public final class CursorSql {
    * {@code clean}.
    */
   private static String pacerReservation(String table, String lockouts, boolean fleet) {
-    String start = pacerTurnStart("c", "p");
     String resetFrom = pacerResetFrom("c", "p");
     // Under the fleet's backoff: the multiplier after this reservation's clean answers are counted,
     // which also spaces this turn, so that the answer's multiplier is the one its wait used.
@@ -498,9 +537,7 @@ public final class CursorSql {
         + (fleet
             ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
                 + "          "
-                + start
-                + " + "
-                + gap
+                + pacerNextAt("c", "p", gap)
                 + ",\n"
                 + "          p.now,\n"
                 + "          "
@@ -514,13 +551,13 @@ public final class CursorSql {
                 + " THEN 0 ELSE c.clean + p.clean END\n"
                 + "        FROM p)\n"
             : "    SET (next_at, updated_at, reset_from) = (SELECT "
-                + start
-                + " + p.gap, p.now, "
+                + pacerNextAt("c", "p", "p.gap")
+                + ", p.now, "
                 + resetFrom
                 + " FROM p)\n")
         + "    WHERE (SELECT p.max_wait IS NULL OR "
-        + start
-        + " <= p.now + p.max_wait FROM p)\n"
+        + pacerStartsWithin("c", "p", "p.max_wait")
+        + " FROM p)\n"
         + "  RETURNING c.next_at, c.reset_from"
         + (fleet ? ", c.backoff" : "")
         + ")\n"
