@@ -571,9 +571,9 @@ class FrontierStoreTest {
         "ANALYZE pacer_item; ANALYZE pacer_frontier; ANALYZE pacer_cursor;"
             + " ANALYZE pacer_cursor_lockout");
     try (Connection c = TestDatabase.connect()) {
-      String custom = explain(c, "EXPLAIN " + FrontierStore.claim("pacer_cursor"), true);
+      String custom = explain(c, "EXPLAIN " + FrontierClaimSql.claim("pacer_cursor"), true);
       assertThat(custom).as(custom).doesNotContain("Seq Scan");
-      String prepared = numbered(FrontierStore.claim("pacer_cursor"));
+      String prepared = numbered(FrontierClaimSql.claim("pacer_cursor"));
       try (Statement s = c.createStatement()) {
         s.execute(
             "PREPARE frontier_claim(text, bigint, bigint, text, text, text, bigint) AS "
@@ -594,7 +594,7 @@ class FrontierStoreTest {
   private String explain(Connection c, String sql, boolean bind) throws Exception {
     try (PreparedStatement s = c.prepareStatement(sql)) {
       if (bind) {
-        FrontierStore.bindClaim(s, job, "w-explain/t1", "w-explain", "t", 60_000);
+        FrontierClaimSql.bindClaim(s, job, "w-explain/t1", "w-explain", "t", 60_000);
       }
       StringBuilder plan = new StringBuilder();
       try (ResultSet r = s.executeQuery()) {
