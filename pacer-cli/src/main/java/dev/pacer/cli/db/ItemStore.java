@@ -263,29 +263,13 @@ public final class ItemStore {
    * marked.
    */
   public int markDurable(String job, Collection<Done> dones) throws SQLException {
-    if (dones.isEmpty()) {
-      return 0;
-    }
     List<String> keys = new ArrayList<>();
     List<String> tokens = new ArrayList<>();
     for (Done done : dones) {
       keys.add(done.item().key());
       tokens.add(done.item().token());
     }
-    return connection.call(
-        c -> {
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "UPDATE pacer_item p SET durable = true"
-                      + " FROM unnest(?::text[], ?::text[]) AS d(url_key, token)"
-                      + " WHERE p.job = ? AND p.url_key = d.url_key AND p.lease_token = d.token"
-                      + "   AND p.state = 'done' AND NOT p.durable")) {
-            s.setArray(1, c.createArrayOf("text", keys.toArray()));
-            s.setArray(2, c.createArrayOf("text", tokens.toArray()));
-            s.setString(3, job);
-            return s.executeUpdate();
-          }
-        });
+    return updateNotDurable(job, keys, tokens, "durable = true");
   }
 
   /** A done item whose body no durable point was seen to cover: what its record says of it. */
@@ -347,14 +331,24 @@ public final class ItemStore {
 
   private int markUnverified(String job, Collection<Unverified> items, String set)
       throws SQLException {
-    if (items.isEmpty()) {
-      return 0;
-    }
     List<String> keys = new ArrayList<>();
     List<String> tokens = new ArrayList<>();
     for (Unverified u : items) {
       keys.add(u.key());
       tokens.add(u.token());
+    }
+    return updateNotDurable(job, keys, tokens, set);
+  }
+
+  /**
+   * Sets {@code set} on the items of {@code job} named by {@code keys} that are done, not yet
+   * durable, and still under the lease tokens {@code tokens} they were recorded with; answers how
+   * many.
+   */
+  private int updateNotDurable(String job, List<String> keys, List<String> tokens, String set)
+      throws SQLException {
+    if (keys.isEmpty()) {
+      return 0;
     }
     return connection.call(
         c -> {

@@ -12,13 +12,10 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Collection;
-import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Optional;
 import org.netpreserve.jwarc.HttpRequest;
@@ -258,19 +255,8 @@ final class WarcBodies implements Bodies {
 
   /** {@code SIZE:SHA256} of a stream's content. */
   static String digest(InputStream in) throws IOException {
-    MessageDigest digest;
-    try {
-      digest = MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("every Java platform has SHA-256", e);
-    }
-    byte[] buffer = new byte[64 * 1024];
-    long size = 0;
-    for (int n; (n = in.read(buffer)) > 0; ) {
-      digest.update(buffer, 0, n);
-      size += n;
-    }
-    return size + ":" + HexFormat.of().formatHex(digest.digest());
+    BodyDigest digest = BodyDigest.of(in);
+    return digest.size() + ":" + digest.sha256();
   }
 
   /** The segment files of {@code locations}, to be forced after a verification. */
