@@ -97,7 +97,7 @@ public final class RunOptions {
       description =
           "With --warc: a segment is closed, and a new one begun, once it holds B bytes"
               + " (default: 1 GiB).")
-  long warcSegmentBytes;
+  long warcSegmentBytes = WarcOutput.DEFAULT_SEGMENT_BYTES;
 
   @Option(
       names = "--lease-seconds",
