@@ -37,11 +37,13 @@ class EmbeddedDatabaseTest {
       List<String> b = new ArrayList<>();
       // The second invocation may start fetching a second or more after the first (its JVM and
       // its wait for the database the first one starts): 40 items keep the first fetching, alone
-      // at 10/s, for 4 s, so that the two overlap however they start.
+      // at 10/s, for 4 s, so that the two overlap however they start. The second has twice as
+      // many, so that it goes on after the first has ended, on the database the other may have
+      // started, whichever of the two one core runs first.
       for (int i = 1; i <= 40; i++) {
         a.add(destination.url("/a/" + i));
       }
-      for (int i = 1; i <= 50; i++) {
+      for (int i = 1; i <= 80; i++) {
         b.add(destination.url("/b/" + i));
       }
       Path inputA = Files.write(dir.resolve("a.txt"), a);
@@ -95,7 +97,7 @@ class EmbeddedDatabaseTest {
           .doesNotContain("\r")
           .hasLineCount(1);
       assertThat(lastLine(dir.resolve("a.out"))).contains("\"done\":40");
-      assertThat(lastLine(dir.resolve("b.out"))).contains("\"done\":50");
+      assertThat(lastLine(dir.resolve("b.out"))).contains("\"done\":80");
       assertThat(port(errA)).as("both used the same database").isEqualTo(port(errB));
       assertThat(errA + errB).containsOnlyOnce("Starting the embedded PostgreSQL");
 
@@ -120,7 +122,7 @@ class EmbeddedDatabaseTest {
               .orElseThrow();
       assertThat((lastA - firstB) / 1e9).as("the two runs overlapped").isGreaterThan(1.0);
       assertThat(lastB).as("the second run went on after the first ended").isGreaterThan(lastA);
-      assertThat(arrivals).hasSize(90);
+      assertThat(arrivals).hasSize(120);
       TestDestination.assertHeldCeiling(arrivals, 10);
     }
     Cli.Result status = Cli.run("db", "status", "--data-dir", home);
