@@ -39,7 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
 class FailoverTest {
 
   private static final int RATE = 10;
-  private static final int ITEMS = 150;
+  private static final int ITEMS = 200;
   private static final long SECOND = 1_000_000_000L;
 
   /** From the primary's death to the promotion: the fleet meets a standby that is not one yet. */
@@ -264,6 +264,9 @@ class FailoverTest {
     assertThat(twice.values())
         .as("items fetched more than once: %s", fetchedTwice)
         .allSatisfy(times -> assertThat(times.get(0)).isGreaterThanOrEqualTo(-SECOND));
+    assertThat(arrivals.stream().mapToLong(TestDestination.Arrival::nanos).max().orElseThrow())
+        .as("the run outlasts the 3 s judged after the hand-over (else it needs more items)")
+        .isGreaterThan(handOverEnds + 4 * SECOND);
     assertThat(recovered / 3.0)
         .as("full rate after the hand-over")
         .isGreaterThanOrEqualTo(0.9 * RATE);
