@@ -28,21 +28,20 @@ final class Permits {
 
   static {
     // A waiter interrupted gives up: its future's get throws InterruptedException, and it cancels
-    // the future, whose first cancel in the JVM initializes CancellationException. A virtual
-    // thread that meets a class another thread is loading or initializing pins its carrier while
-    // it waits (JDK 25 too), and an application that stops many waiters at once, interrupting
-    // them, has them meet that path together: it is met here instead, where the first limiter is
-    // built, the interrupt status of this thread left as it was.
+    // the future, whose first cancel in the JVM initializes CancellationException and, through the
+    // withdrawal it triggers, CompletionException and the dependent's classes. A virtual thread
+    // that meets a class another thread is loading or initializing pins its carrier while it waits
+    // (JDK 25 too), and an application that stops many waiters at once, interrupting them, has them
+    // meet that path together: one waiter walks it here instead, through the same methods, where
+    // the first limiter is built, the interrupt status of this thread left as it was.
     boolean interrupted = Thread.interrupted();
     Thread.currentThread().interrupt();
     try {
-      new CompletableFuture<Void>().get();
+      new Permits(0, TimeSource.SYSTEM).acquire();
+      throw new AssertionError("a waiter with no permit to wait for returned");
     } catch (InterruptedException expected) {
       // The path met; get cleared the interrupt it threw for.
-    } catch (ExecutionException impossible) {
-      throw new AssertionError(impossible);
     }
-    new CompletableFuture<Void>().cancel(false);
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
