@@ -165,6 +165,12 @@ class FaultTest {
           (handOverEnds - up) / 1e9);
       System.out.println(
           "crash: requests per second from the outage on: " + perSecond(arrivals, down));
+      System.out.printf(
+          "crash: %s; outage from %.3f s, return at %.3f s, hand-over ended %.3f s%n",
+          TestDestination.describe(arrivals),
+          (down - whole.first()) / 1e9,
+          (up - whole.first()) / 1e9,
+          (handOverEnds - whole.first()) / 1e9);
       Cli.LateTurns late = Cli.LateTurns.in(err);
       System.out.println("crash: " + late);
       FleetBounds bounds = FleetBounds.at(RATE, "crash, the fleet");

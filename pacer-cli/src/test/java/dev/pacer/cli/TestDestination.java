@@ -192,7 +192,12 @@ final class TestDestination implements AutoCloseable {
         .forEach(
             a ->
                 window.append(
-                    String.format(Locale.ROOT, " %.3f:%s", (a.nanos() - first) / 1e9, a.worker())));
+                    String.format(
+                        Locale.ROOT,
+                        " %.3f:%s%s",
+                        (a.nanos() - first) / 1e9,
+                        a.worker(),
+                        a.path())));
     StringBuilder perWorker = new StringBuilder();
     workers.forEach(
         (w, t) ->
@@ -208,7 +213,7 @@ final class TestDestination implements AutoCloseable {
     return String.format(
         Locale.ROOT,
         "%s; busiest window starts %.3f s after the first arrival;"
-            + " per second from the first: %s; per worker:%s busiest window (s:pid):%s",
+            + " per second from the first: %s; per worker:%s busiest window (s:pid/path):%s",
         timeline(arrivals),
         (peakStart - first) / 1e9,
         perSecond,
