@@ -274,13 +274,17 @@ public final class BenchMain {
                 target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(), scratch, log);
         log.printf(
             Locale.ROOT,
-            "fetch, no ceiling binding: pacer fetch %,.0f/s, bare"
-                + " java.net.http %,.0f/s (%d URLs, %d threads): %.2f x%n",
-            r.fetch.pacerPerSecond(),
-            r.fetch.barePerSecond(),
+            "fetch, no ceiling binding (%d URLs, %d threads): pacer fetch %,.0f/s (%.2f x the"
+                + " bare loop), with --warc %,.0f/s (%.2f x), bare java.net.http %,.0f/s,"
+                + " forcing each body %,.0f/s%n",
             r.fetch.urls(),
             r.fetch.threads(),
-            r.fetch.ratio());
+            r.fetch.median(FetchThroughput.Side.PACER_FILES),
+            r.fetch.ratio(FetchThroughput.Side.PACER_FILES),
+            r.fetch.median(FetchThroughput.Side.PACER_WARC),
+            r.fetch.ratio(FetchThroughput.Side.PACER_WARC),
+            r.fetch.median(FetchThroughput.Side.BARE),
+            r.fetch.median(FetchThroughput.Side.BARE_FORCED));
         r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
         log.printf(
             Locale.ROOT,

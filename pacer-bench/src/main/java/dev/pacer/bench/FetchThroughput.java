@@ -10,8 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -19,18 +21,20 @@ import java.util.stream.Stream;
 /**
  * {@code pacer fetch} when no ceiling binds, against its floor: the same URL list, the same number
  * of threads, the same local destination ({@link LocalDestination}, a JVM of its own that answers
- * without waiting for acknowledgements), fetched by {@code pacer fetch} (a JVM of its own, started
- * with pacer's JVM options as {@code ./pacer} starts it ({@link JvmOptions}), its ceiling far above
- * what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http} loop writing
- * each body to a file (a JVM of its own too, with the JVM's defaults). They take turns, {@code
- * rounds} times, each round starting with the other one, and the ratio is that of the medians.
+ * without waiting for acknowledgements), fetched by {@code pacer fetch} in both its layouts (a file
+ * per body under {@code --out}, and WARC segments with {@code --warc}; a JVM of its own each,
+ * started with pacer's JVM options as {@code ./pacer} starts it ({@link JvmOptions}), its ceiling
+ * far above what the machine can do) and by {@link BareFetch}, a plain {@code java.net.http} loop
+ * writing each body to a file unforced (a JVM of its own too, with the JVM's defaults). The bare
+ * loop forcing each body and its directory, as {@code pacer fetch --fsync-each} does, runs too, for
+ * comparison. They take turns, {@code rounds} times, each round starting with the next one, and the
+ * ratios are those of the medians.
  *
  * <p>What each figure counts: items fetched and recorded ÷ the time from the first request to the
  * last outcome. For {@code pacer fetch} that is its summary's {@code done} ÷ {@code
  * elapsedSeconds}: the JVM's start and the enqueue are outside it (the enqueue has a figure of its
- * own). Both write every body to its own file; {@code pacer fetch} also forces it to disk and
- * records the item in PostgreSQL, which is the point of measuring it against a loop that does
- * neither.
+ * own). {@code pacer fetch} also makes its bodies durable in groups and records every item in
+ * PostgreSQL, which is the point of measuring it against a loop that does neither.
  */
 final class FetchThroughput {
 
@@ -40,16 +44,40 @@ final class FetchThroughput {
   /** Far above anything two cores reach: the ceiling never binds. */
   static final int CEILING_PER_SECOND = 5000;
 
-  /** One side-by-side measurement: the medians (per second) and every round's figure. */
-  record Result(
-      int urls,
-      int threads,
-      double pacerPerSecond,
-      double barePerSecond,
-      List<Double> pacerRounds,
-      List<Double> bareRounds) {
-    double ratio() {
-      return pacerPerSecond / barePerSecond;
+  /** Who fetches the list, in the order a round's first turn goes round. */
+  enum Side {
+    PACER_FILES("`pacer fetch`, a file per body", "pacer fetch"),
+    PACER_WARC("`pacer fetch --warc`, WARC segments", "pacer fetch --warc"),
+    BARE("bare `java.net.http` loop writing each body to a file, unforced", "bare java.net.http"),
+    BARE_FORCED(
+        "the bare loop forcing each body and its directory to disk", "bare java.net.http forced");
+
+    final String title;
+    final String shortName;
+
+    Side(String title, String shortName) {
+      this.title = title;
+      this.shortName = shortName;
+    }
+  }
+
+  /** One side-by-side measurement: every round's figure (per second) of every side. */
+  record Result(int urls, int threads, Map<Side, List<Double>> rounds) {
+    Result {
+      rounds = Map.copyOf(rounds);
+    }
+
+    double median(Side side) {
+      return Results.median(rounds.get(side));
+    }
+
+    /** {@code side}'s median ÷ the unforced bare loop's. */
+    double ratio(Side side) {
+      return median(side) / median(Side.BARE);
+    }
+
+    int roundCount() {
+      return rounds.get(Side.BARE).size();
     }
   }
 
@@ -59,7 +87,7 @@ final class FetchThroughput {
   private FetchThroughput() {}
 
   static Result measure(
-      Database.Target db, int urlCount, int threads, int rounds, Path work, PrintStream log)
+      Database.Target db, int urlCount, int threads, int roundCount, Path work, PrintStream log)
       throws IOException, InterruptedException {
     Process destination = startDestination(threads, work.resolve("destination.err"));
     try {
@@ -70,31 +98,33 @@ final class FetchThroughput {
         lines.add("http://127.0.0.1:" + port + "/item/" + i);
       }
       Files.write(list, lines);
-      List<Double> pacer = new ArrayList<>();
-      List<Double> bare = new ArrayList<>();
-      for (int round = 1; round <= rounds; round++) {
-        boolean pacerFirst = round % 2 == 0;
-        for (int side = 0; side < 2; side++) {
-          boolean isPacer = (side == 0) == pacerFirst;
-          Path out = work.resolve("fetch-out-" + round + (isPacer ? "-pacer" : "-bare"));
+      Map<Side, List<Double>> rounds = new EnumMap<>(Side.class);
+      Side[] sides = Side.values();
+      for (int round = 1; round <= roundCount; round++) {
+        for (int turn = 0; turn < sides.length; turn++) {
+          Side side = sides[(round - 1 + turn) % sides.length];
+          Path out =
+              work.resolve("fetch-out-" + round + "-" + side.name().toLowerCase(Locale.ROOT));
           double perSecond =
-              isPacer
-                  ? pacerFetch(db, list, urlCount, threads, out, round)
-                  : bareFetch(list, urlCount, threads, out);
-          (isPacer ? pacer : bare).add(perSecond);
+              switch (side) {
+                case PACER_FILES -> pacerFetch(db, list, urlCount, threads, out, round, false);
+                case PACER_WARC -> pacerFetch(db, list, urlCount, threads, out, round, true);
+                case BARE -> bareFetch(list, urlCount, threads, out, false);
+                case BARE_FORCED -> bareFetch(list, urlCount, threads, out, true);
+              };
+          rounds.computeIfAbsent(side, s -> new ArrayList<>()).add(perSecond);
           log.printf(
               Locale.ROOT,
               "[fetch, round %d] %s: %,.0f/s (%d URLs, %d threads)%n",
               round,
-              isPacer ? "pacer fetch" : "bare java.net.http",
+              side.shortName,
               perSecond,
               urlCount,
               threads);
           deleteTree(out);
         }
       }
-      return new Result(
-          urlCount, threads, Results.median(pacer), Results.median(bare), pacer, bare);
+      return new Result(urlCount, threads, rounds);
     } finally {
       destination.destroy();
       destination.waitFor();
@@ -128,14 +158,16 @@ final class FetchThroughput {
     return Integer.parseInt(line.trim());
   }
 
-  private static double bareFetch(Path list, int urlCount, int threads, Path out)
+  private static double bareFetch(Path list, int urlCount, int threads, Path out, boolean force)
       throws IOException, InterruptedException {
+    List<String> args =
+        new ArrayList<>(List.of(list.toString(), Integer.toString(threads), out.toString()));
+    if (force) {
+      args.add("--force");
+    }
     String reply =
         lastLine(
-            child(
-                BareFetch.class.getName(),
-                List.of(list.toString(), Integer.toString(threads), out.toString()),
-                out.resolveSibling(out.getFileName() + ".err")));
+            child(BareFetch.class.getName(), args, out.resolveSibling(out.getFileName() + ".err")));
     String[] parts = reply.trim().split(" ");
     long ok = Long.parseLong(parts[0]);
     if (ok != urlCount) {
@@ -145,36 +177,41 @@ final class FetchThroughput {
   }
 
   private static double pacerFetch(
-      Database.Target db, Path list, int urlCount, int threads, Path out, int round)
+      Database.Target db, Path list, int urlCount, int threads, Path out, int round, boolean warc)
       throws IOException, InterruptedException {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "fetch",
+                list.toString(),
+                "--job",
+                "bench-fetch-" + round + "-" + System.nanoTime(),
+                "--destination",
+                "bench-fetch-" + System.nanoTime(),
+                "--rate",
+                Integer.toString(CEILING_PER_SECOND),
+                "--concurrency",
+                Integer.toString(threads),
+                "--threads",
+                Integer.toString(threads),
+                // The run measures throughput, not the envelope: other work on the machine must not
+                // halt it.
+                "--max-load",
+                "10000",
+                "--out",
+                out.toString(),
+                "--no-progress",
+                "--db",
+                db.jdbcUrl()));
+    if (warc) {
+      args.addAll(List.of("--warc", out.resolve("segments").toString()));
+    }
     String summary =
         lastLine(
             childWith(
                 JvmOptions.ofPacer(),
                 "dev.pacer.cli.Main",
-                List.of(
-                    "fetch",
-                    list.toString(),
-                    "--job",
-                    "bench-fetch-" + round + "-" + System.nanoTime(),
-                    "--destination",
-                    "bench-fetch-" + System.nanoTime(),
-                    "--rate",
-                    Integer.toString(CEILING_PER_SECOND),
-                    "--concurrency",
-                    Integer.toString(threads),
-                    "--threads",
-                    Integer.toString(threads),
-                    // The run measures throughput, not the envelope: other work on the machine must
-                    // not
-                    // halt it.
-                    "--max-load",
-                    "10000",
-                    "--out",
-                    out.toString(),
-                    "--no-progress",
-                    "--db",
-                    db.jdbcUrl()),
+                args,
                 out.resolveSibling(out.getFileName() + ".err")));
     long done = Long.parseLong(find(DONE, summary));
     if (done != urlCount) {
@@ -252,12 +289,14 @@ final class FetchThroughput {
     Path work = Files.createTempDirectory("pacer-fetch-bench");
     try (Database db = Database.embedded()) {
       Result r = measure(db.target(), urls, threads, rounds, work, System.out);
-      System.out.printf(
-          Locale.ROOT,
-          "pacer fetch %,.0f/s, bare %,.0f/s: %.2f x%n",
-          r.pacerPerSecond(),
-          r.barePerSecond(),
-          r.ratio());
+      for (Side side : Side.values()) {
+        System.out.printf(
+            Locale.ROOT,
+            "%s: %,.0f/s, %.2f x the bare loop%n",
+            side.shortName,
+            r.median(side),
+            r.ratio(side));
+      }
     } finally {
       deleteTree(work);
     }

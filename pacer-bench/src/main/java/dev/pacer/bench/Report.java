@@ -330,24 +330,26 @@ final class Report {
             Locale.ROOT,
             "%,d URLs of a local destination answering %,d bytes,"
                 + " %d threads each, ceiling %,d/s; each in a JVM of its own, taking turns, %d"
-                + " round(s); items per second from the first request to the last outcome.%n%n",
+                + " round(s); items per second from the first request to the last outcome."
+                + " `pacer fetch` makes its bodies durable in groups (its default).%n%n",
             f.urls(),
             FetchThroughput.BODY_BYTES,
             f.threads(),
             FetchThroughput.CEILING_PER_SECOND,
-            f.pacerRounds().size()));
-    md.append("| | median /s | rounds /s |\n|---|---:|---|\n");
-    md.append("| `pacer fetch` | ")
-        .append(fmt(f.pacerPerSecond(), 0))
-        .append(" | ")
-        .append(rounds(f.pacerRounds()))
-        .append(" |\n");
-    md.append("| bare `java.net.http` loop writing each body to a file | ")
-        .append(fmt(f.barePerSecond(), 0))
-        .append(" | ")
-        .append(rounds(f.bareRounds()))
-        .append(" |\n");
-    md.append("| ratio | ").append(fmt(f.ratio(), 2)).append(" | |\n\n");
+            f.roundCount()));
+    md.append("| | median /s | ÷ the unforced bare loop | rounds /s |\n|---|---:|---:|---|\n");
+    for (FetchThroughput.Side side : FetchThroughput.Side.values()) {
+      md.append("| ")
+          .append(side.title)
+          .append(" | ")
+          .append(fmt(f.median(side), 0))
+          .append(" | ")
+          .append(fmt(f.ratio(side), 2))
+          .append(" | ")
+          .append(rounds(f.rounds().get(side)))
+          .append(" |\n");
+    }
+    md.append("\n");
   }
 
   private static void enqueue(StringBuilder md, EnqueueScale.Result e) {

@@ -190,11 +190,16 @@ final class Results {
     targets.add(
         Target.atLeast(
             "fetch_vs_bare_http",
-            "pacer fetch ÷ a bare java.net.http loop, "
+            "pacer fetch, a file per body, ÷ a bare java.net.http loop writing each body unforced, "
                 + fetch.threads()
-                + " threads each, no ceiling"
-                + " binding (medians, same run)",
-            fetch.ratio(),
+                + " threads each, no ceiling binding (medians, same run)",
+            fetch.ratio(FetchThroughput.Side.PACER_FILES),
+            0.8));
+    targets.add(
+        Target.atLeast(
+            "fetch_warc_vs_bare_http",
+            "pacer fetch --warc ÷ the same bare loop (medians, same run)",
+            fetch.ratio(FetchThroughput.Side.PACER_WARC),
             0.8));
     FrontierBench.Load load = frontier.load();
     String at = load.hosts() + " hosts at " + load.rate() + "/s";
@@ -325,11 +330,18 @@ final class Results {
     m.put("reserve_share_of_7_per_s_interval", latency.reserveP50() / OVERHEAD_INTERVAL_MICROS);
     m.put("fetch_urls", fetch.urls());
     m.put("fetch_threads", fetch.threads());
-    m.put("fetch_pacer_per_s", fetch.pacerPerSecond());
-    m.put("fetch_bare_http_per_s", fetch.barePerSecond());
-    m.put("fetch_to_bare_http_ratio", fetch.ratio());
-    m.put("fetch_pacer_rounds_per_s", fetch.pacerRounds());
-    m.put("fetch_bare_http_rounds_per_s", fetch.bareRounds());
+    m.put("fetch_pacer_per_s", fetch.median(FetchThroughput.Side.PACER_FILES));
+    m.put("fetch_pacer_warc_per_s", fetch.median(FetchThroughput.Side.PACER_WARC));
+    m.put("fetch_bare_http_per_s", fetch.median(FetchThroughput.Side.BARE));
+    m.put("fetch_bare_http_forced_per_s", fetch.median(FetchThroughput.Side.BARE_FORCED));
+    m.put("fetch_to_bare_http_ratio", fetch.ratio(FetchThroughput.Side.PACER_FILES));
+    m.put("fetch_warc_to_bare_http_ratio", fetch.ratio(FetchThroughput.Side.PACER_WARC));
+    m.put("fetch_pacer_rounds_per_s", fetch.rounds().get(FetchThroughput.Side.PACER_FILES));
+    m.put("fetch_pacer_warc_rounds_per_s", fetch.rounds().get(FetchThroughput.Side.PACER_WARC));
+    m.put("fetch_bare_http_rounds_per_s", fetch.rounds().get(FetchThroughput.Side.BARE));
+    m.put(
+        "fetch_bare_http_forced_rounds_per_s",
+        fetch.rounds().get(FetchThroughput.Side.BARE_FORCED));
     m.put("enqueue_urls", enqueue.urls());
     m.put("enqueue_hosts", enqueue.hosts());
     m.put("enqueue_seconds", enqueue.seconds());

@@ -60,6 +60,9 @@ class BenchSmokeTest {
     REQUIRED_NUMBERS.put("fetch_bare_http_per_s", new double[] {1, 1e6});
     // Pacer does more per item than the bare loop (pacing, work state, durable bodies).
     REQUIRED_NUMBERS.put("fetch_to_bare_http_ratio", new double[] {0.01, 1.5});
+    REQUIRED_NUMBERS.put("fetch_pacer_warc_per_s", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("fetch_bare_http_forced_per_s", new double[] {1, 1e6});
+    REQUIRED_NUMBERS.put("fetch_warc_to_bare_http_ratio", new double[] {0.01, 1.5});
     REQUIRED_NUMBERS.put("enqueue_urls_per_s", new double[] {1, 1e8});
     REQUIRED_NUMBERS.put("enqueue_peak_heap_bytes", new double[] {1, 64 << 20});
     REQUIRED_NUMBERS.put("enqueue_peak_rss_bytes", new double[] {1, 1e10});

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -39,7 +40,7 @@ class ReportTest {
   }
 
   /** A full run's settings, and a figure for every measurement. */
-  static Results everyFigure() {
+  private static Results everyFigure() {
     BenchSettings settings = BenchSettings.full();
     Results r = new Results(settings, "2026-12-06T21:15:29Z");
     r.machine =
@@ -86,10 +87,15 @@ class ReportTest {
         new FetchThroughput.Result(
             5_000,
             32,
-            2_890.4,
-            3_410.7,
-            List.of(2_850.2, 2_890.4, 2_931.9),
-            List.of(3_398.1, 3_410.7, 3_460.3));
+            Map.of(
+                FetchThroughput.Side.PACER_FILES,
+                List.of(2_850.2, 2_890.4, 2_931.9),
+                FetchThroughput.Side.PACER_WARC,
+                List.of(2_711.0, 2_760.5, 2_802.3),
+                FetchThroughput.Side.BARE,
+                List.of(3_398.1, 3_410.7, 3_460.3),
+                FetchThroughput.Side.BARE_FORCED,
+                List.of(1_201.4, 1_250.9, 1_262.0)));
     r.enqueue =
         new EnqueueScale.Result(
             1_000_000, 10_000, 12.34, 1_000_000, 0, 48_234_567, 301_234_567, 61_234_567);
