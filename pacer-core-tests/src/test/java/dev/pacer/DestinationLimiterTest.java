@@ -326,6 +326,25 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void theFirstLocalTurnAfterAQuietSpellWaitsForTheTurnsTheFleetMayHaveQueuedBeforeTheLoss()
+      throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    flaky.delegate = sharedStandIn;
+    DestinationLimiter limiter = limiter(10, 2, 3, flaky);
+    limiter.acquire().close(); // shared: wait 0, cursor at +100
+    // This process takes no turn for 10 s while the rest of the fleet goes on, then the cursor is
+    // lost: what this process last saw of it is long past.
+    time.advance(Duration.ofSeconds(10));
+    flaky.delegate = null;
+    limiter.acquire().close();
+    limiter.acquire().close();
+    // Other processes may hold (3 - 1) x 2 turns queued after a turn that began by the loss (+10
+    // s):
+    // the first local turn is at +10.5 s, 500 ms after now; the next one 3 x 100 ms later.
+    assertThat(time.sleepsMillis()).containsExactly(0L, 500L, 300L);
+  }
+
+  @Test
   void aFleetLargerThanConfiguredIsDividedByTheProcessesTheCursorSaw() throws Exception {
     UnavailableCursor flaky = new UnavailableCursor();
     flaky.delegate = sharedStandIn;

@@ -39,6 +39,13 @@ final class DegradedPacing {
   /** The local cursor used while the shared one is unavailable. */
   private long degradedCursor = Pacing.NO_CURSOR;
 
+  /**
+   * When this process last found the shared cursor unavailable after it had answered (local clock):
+   * the cursor took no turn after then, so the turns the fleet still holds on it lie within the
+   * fleet's permits of that instant, however long ago this process last saw it.
+   */
+  private volatile long lostAt;
+
   /** Where the last hand-over the cursor reported ends, on the local clock. */
   private volatile long handOverEnds = NO_HAND_OVER;
 
@@ -116,11 +123,15 @@ final class DegradedPacing {
    *
    * <p>Locally the interval is multiplied by the {@linkplain #degradeDivisor processes that may be
    * fetching}. The first local turn after coordination is lost also waits until every turn the
-   * fleet may still hold on the shared cursor has passed: other processes hold at most (processes -
-   * 1) x maxConcurrency of them, queued after the last cursor position this process saw. Without
-   * that, local turns would start while the shared queue still drains, and the fleet would briefly
-   * run at twice the ceiling. A turn taken during a hand-over ({@code afterFleetQueue} false) holds
-   * a shared turn as well, so it only keeps to the local spacing.
+   * fleet may still hold on the shared cursor has passed. Other processes hold at most P =
+   * (processes - 1) x maxConcurrency of them, each one interval after the last: queued after the
+   * last cursor position this process saw, or, if that is already past when the cursor is lost,
+   * after a turn that began by then, since a cursor that caught up with the clock restarts from its
+   * now. The queue therefore ends by the later of that position and the loss plus one interval,
+   * plus P intervals. Without that, local turns would start while the shared queue still drains,
+   * and the fleet would briefly run at up to twice the ceiling. A turn taken during a hand-over
+   * ({@code afterFleetQueue} false) holds a shared turn as well, so it only keeps to the local
+   * spacing.
    */
   long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
     long intervalNanos = interval.toNanos();
@@ -129,7 +140,8 @@ final class DegradedPacing {
       long fleetQueueEnd =
           horizon == Pacing.NO_CURSOR || !afterFleetQueue
               ? Pacing.NO_CURSOR
-              : horizon + saturatedProduct(intervalNanos, fleetPendingTurns());
+              : later(horizon, lostAt + intervalNanos)
+                  + saturatedProduct(intervalNanos, fleetPendingTurns());
       long stored = Math.max(degradedCursor, fleetQueueEnd);
       long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
       Pacing.Turn turn =
@@ -175,9 +187,15 @@ final class DegradedPacing {
     return (high == 0 && low >= 0) ? low : Long.MAX_VALUE / 4;
   }
 
-  /** Whether the last reservation found the shared cursor unavailable; logs each change. */
-  void noteDegraded(boolean nowDegraded) {
+  /**
+   * Whether the last reservation, answered at {@code answered} (local clock), found the shared
+   * cursor unavailable; logs each change.
+   */
+  void noteDegraded(boolean nowDegraded, long answered) {
     if (nowDegraded != degraded) {
+      if (nowDegraded) {
+        lostAt = answered;
+      }
       degraded = nowDegraded;
       if (nowDegraded) {
         int processes = fetchingProcesses();

@@ -324,7 +324,7 @@ final class Turns {
       degraded.granted(
           turn, answered, spaced, shared.fetchingProcesses(destination.name()).orElse(0));
     }
-    degraded.noteDegraded(turn.isUnavailable());
+    degraded.noteDegraded(turn.isUnavailable(), answered);
     return new SharedAnswer(turn, answered);
   }
 }
