@@ -100,30 +100,8 @@ public final class BenchMain {
         case "--db" -> db = value(args, ++i, a);
         case "--out" -> out = Path.of(value(args, ++i, a));
         case "--pgbench" -> pgbench = value(args, ++i, a);
-        case "--processes" -> {
-          try {
-            processes =
-                Arrays.stream(value(args, ++i, a).split(","))
-                    .map(String::trim)
-                    .map(Integer::parseInt)
-                    .toList();
-          } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--processes wants a list like 1,2,4,8");
-          }
-          if (processes.stream().anyMatch(n -> n < 1 || n > 64)) {
-            throw new IllegalArgumentException("--processes: each count must be 1..64");
-          }
-        }
-        case "--measure-ms" -> {
-          try {
-            measureMillis = Long.parseLong(value(args, ++i, a));
-          } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--measure-ms wants a number of milliseconds");
-          }
-          if (measureMillis < 100) {
-            throw new IllegalArgumentException("--measure-ms must be at least 100");
-          }
-        }
+        case "--processes" -> processes = processCounts(value(args, ++i, a));
+        case "--measure-ms" -> measureMillis = measureMillis(value(args, ++i, a));
         default -> throw new IllegalArgumentException("unknown argument: " + a);
       }
     }
@@ -131,32 +109,63 @@ public final class BenchMain {
       settings = BenchSettings.tiny();
     }
     if (processes != null || measureMillis != null) {
-      List<Integer> p = processes != null ? processes : settings.processCounts();
-      settings =
-          new BenchSettings(
-              p,
-              settings.warmupMillis(),
-              measureMillis != null ? measureMillis : settings.measureMillis(),
-              settings.repeats(),
-              settings.spreadKeys(),
-              settings.latencySamples(),
-              p,
-              settings.pgbenchSeconds(),
-              settings.accuracyProcesses(),
-              settings.accuracyThreads(),
-              settings.accuracyRate(),
-              settings.accuracyMillis(),
-              settings.overheadRuns(),
-              settings.fetchUrls(),
-              settings.fetchThreads(),
-              settings.fetchRounds(),
-              settings.enqueueUrls(),
-              settings.enqueueHosts(),
-              settings.frontier(),
-              settings.claimCost(),
-              settings.hostHeap());
+      settings = withCounts(settings, processes, measureMillis);
     }
     return new Options(settings, db, out, pgbench);
+  }
+
+  private static List<Integer> processCounts(String value) {
+    List<Integer> processes;
+    try {
+      processes = Arrays.stream(value.split(",")).map(String::trim).map(Integer::parseInt).toList();
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--processes wants a list like 1,2,4,8");
+    }
+    if (processes.stream().anyMatch(n -> n < 1 || n > 64)) {
+      throw new IllegalArgumentException("--processes: each count must be 1..64");
+    }
+    return processes;
+  }
+
+  private static long measureMillis(String value) {
+    long measureMillis;
+    try {
+      measureMillis = Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--measure-ms wants a number of milliseconds");
+    }
+    if (measureMillis < 100) {
+      throw new IllegalArgumentException("--measure-ms must be at least 100");
+    }
+    return measureMillis;
+  }
+
+  /** {@code settings} with the process counts and the measured window given, where given. */
+  private static BenchSettings withCounts(
+      BenchSettings settings, List<Integer> processes, Long measureMillis) {
+    List<Integer> p = processes != null ? processes : settings.processCounts();
+    return new BenchSettings(
+        p,
+        settings.warmupMillis(),
+        measureMillis != null ? measureMillis : settings.measureMillis(),
+        settings.repeats(),
+        settings.spreadKeys(),
+        settings.latencySamples(),
+        p,
+        settings.pgbenchSeconds(),
+        settings.accuracyProcesses(),
+        settings.accuracyThreads(),
+        settings.accuracyRate(),
+        settings.accuracyMillis(),
+        settings.overheadRuns(),
+        settings.fetchUrls(),
+        settings.fetchThreads(),
+        settings.fetchRounds(),
+        settings.enqueueUrls(),
+        settings.enqueueHosts(),
+        settings.frontier(),
+        settings.claimCost(),
+        settings.hostHeap());
   }
 
   private static String value(String[] args, int i, String flag) {
@@ -188,146 +197,9 @@ public final class BenchMain {
       log.println(
           "server: " + version + "; synchronous_commit default " + serverSync + ", fsync " + fsync);
       db.createTables();
-
-      r.latency = Latency.measure(target, s.latencySamples());
-      log.printf(
-          Locale.ROOT,
-          "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
-              + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
-              + " (reservation ÷ bare upsert %.2f)%n",
-          r.latency.select1P50(),
-          r.latency.select1P99(),
-          r.latency.reserveP50(),
-          r.latency.reserveP99(),
-          r.latency.ratio(),
-          r.latency.bareUpsertP50(),
-          r.latency.bareUpsertRatio());
-
-      r.overhead = Overhead.measure(target, s.overheadRuns());
-      log.printf(Locale.ROOT, "overhead, 8 at 7/s: %s%n", Arrays.toString(r.overhead.ratios()));
-
-      Path work = Files.createTempDirectory("pacer-bench");
-      Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
-      try (WorkerPool pool = new WorkerPool(s.maxProcesses(), target)) {
-        // Every worker runs every contender once, unmeasured, so that no point is measured on a
-        // JVM that has yet to compile the code it runs.
-        for (Contender contender : Contender.values()) {
-          throughput(pool, new Results.Series(contender, false, 1), s.maxProcesses());
-        }
-        log.println("workers warmed up: " + s.maxProcesses() + " JVMs, every contender");
-        List<Integer> counts = new ArrayList<>(s.processCounts());
-        for (int c : s.pgbenchClients()) {
-          if (!counts.contains(c)) {
-            counts.add(c);
-          }
-        }
-        for (int n : counts) {
-          for (int round = 1; round <= s.repeats(); round++) {
-            if (s.pgbenchClients().contains(n)) {
-              double tps = pgbench.run(n, s.pgbenchSeconds());
-              r.recordPgbench(n, tps);
-              log.printf(
-                  Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n", n, round, tps);
-            }
-            if (s.processCounts().contains(n)) {
-              List<Results.Series> order = seriesAt(n, r);
-              // Each round starts at a different contender, so that none is always first.
-              Collections.rotate(order, -(round - 1) * order.size() / s.repeats());
-              for (Results.Series series : order) {
-                Throughput t = throughput(pool, series, n);
-                r.recordThroughput(series, n, t.perSecond());
-                r.recordClientCpu(series, n, t.clientCpuMicrosPerCall());
-                log.printf(
-                    Locale.ROOT,
-                    "[%d, round %d] %s, %s, %d key(s): %,.0f/s" + " (client CPU %.1f µs/call)%n",
-                    n,
-                    round,
-                    series.contender().label(),
-                    series.synchronousCommit() ? "synchronous_commit on" : "off",
-                    series.keys(),
-                    t.perSecond(),
-                    t.clientCpuMicrosPerCall());
-              }
-            }
-          }
-        }
-        r.pacerAccuracy = accuracy(pool, true);
-        r.perProcessAccuracy = accuracy(pool, false);
-        log.printf(
-            Locale.ROOT,
-            "accuracy: Pacer delivered %.3f × ceiling, peak window %d,"
-                + " lateness p99 %.2f ms max %.2f ms; per-process %.3f × ceiling, peak %d%n",
-            r.pacerAccuracy.deliveredRatio(),
-            r.pacerAccuracy.peakWindow(),
-            r.pacerAccuracy.latenessPercentileMillis(0.99),
-            r.pacerAccuracy.latenessPercentileMillis(1.0),
-            r.perProcessAccuracy.deliveredRatio(),
-            r.perProcessAccuracy.peakWindow());
-      } finally {
-        Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
-        Files.deleteIfExists(work);
-      }
-      Path scratch = Files.createTempDirectory("pacer-bench-fetch");
-      try {
-        r.fetch =
-            FetchThroughput.measure(
-                target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(), scratch, log);
-        log.printf(
-            Locale.ROOT,
-            "fetch, no ceiling binding (%d URLs, %d threads): pacer fetch %,.0f/s (%.2f x the"
-                + " bare loop), with --warc %,.0f/s (%.2f x), bare java.net.http %,.0f/s,"
-                + " forcing each body %,.0f/s%n",
-            r.fetch.urls(),
-            r.fetch.threads(),
-            r.fetch.median(FetchThroughput.Side.PACER_FILES),
-            r.fetch.ratio(FetchThroughput.Side.PACER_FILES),
-            r.fetch.median(FetchThroughput.Side.PACER_WARC),
-            r.fetch.ratio(FetchThroughput.Side.PACER_WARC),
-            r.fetch.median(FetchThroughput.Side.BARE),
-            r.fetch.median(FetchThroughput.Side.BARE_FORCED));
-        r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
-        log.printf(
-            Locale.ROOT,
-            "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
-                + " new, again %,d new; child %s: peak heap %.1f MiB, peak RSS %.1f MiB%n",
-            r.enqueue.urls(),
-            r.enqueue.hosts(),
-            r.enqueue.seconds(),
-            r.enqueue.perSecond(),
-            r.enqueue.added(),
-            r.enqueue.addedAgain(),
-            EnqueueScale.HEAP,
-            r.enqueue.peakHeapBytes() / 1048576.0,
-            r.enqueue.peakRssBytes() / 1048576.0);
-        r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
-        r.claimCost = ClaimCost.measure(target, s.claimCost());
-        for (ClaimCost.Point p : r.claimCost) {
-          log.printf(
-              Locale.ROOT,
-              "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
-                  + " max %.2f ms over %,d claims, %d without an item%n",
-              p.hosts(),
-              p.items(),
-              p.p50Millis(),
-              p.p99Millis(),
-              p.maxMillis(),
-              p.claims(),
-              p.withoutItem());
-        }
-        r.hostHeap = HostHeap.measure(target, s.hostHeap(), scratch);
-        for (HostHeap.Point p : r.hostHeap.points()) {
-          log.printf(
-              Locale.ROOT,
-              "per-host state, %,d hosts claimed (%d new a second): %,d"
-                  + " fetchers held, %.1f MiB retained%n",
-              p.hosts(),
-              s.hostHeap().perSecond(),
-              p.fetchersHeld(),
-              p.heapBytes() / 1048576.0);
-        }
-      } finally {
-        FetchThroughput.deleteTree(scratch);
-      }
+      measureLatency(target, r);
+      measureThroughput(db, target, pgbenchPath, r);
+      measureFetching(target, r);
       r.machine =
           new Machine(
               Runtime.getRuntime().availableProcessors(),
@@ -342,6 +214,187 @@ public final class BenchMain {
               loadAtStart,
               Machine.loadAverage());
     }
+    writeOutputs(r);
+    return r;
+  }
+
+  /** The latency of one call, and the overhead of pacing a few requests. */
+  private void measureLatency(Database.Target target, Results r) throws Exception {
+    BenchSettings s = options.settings();
+    r.latency = Latency.measure(target, s.latencySamples());
+    log.printf(
+        Locale.ROOT,
+        "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
+            + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
+            + " (reservation ÷ bare upsert %.2f)%n",
+        r.latency.select1P50(),
+        r.latency.select1P99(),
+        r.latency.reserveP50(),
+        r.latency.reserveP99(),
+        r.latency.ratio(),
+        r.latency.bareUpsertP50(),
+        r.latency.bareUpsertRatio());
+
+    r.overhead = Overhead.measure(target, s.overheadRuns());
+    log.printf(Locale.ROOT, "overhead, 8 at 7/s: %s%n", Arrays.toString(r.overhead.ratios()));
+  }
+
+  /** Every contender's and pgbench's throughput at each process count, then the accuracy. */
+  private void measureThroughput(Database db, Database.Target target, Path pgbenchPath, Results r)
+      throws Exception {
+    BenchSettings s = options.settings();
+    Path work = Files.createTempDirectory("pacer-bench");
+    Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
+    try (WorkerPool pool = new WorkerPool(s.maxProcesses(), target)) {
+      // Every worker runs every contender once, unmeasured, so that no point is measured on a
+      // JVM that has yet to compile the code it runs.
+      for (Contender contender : Contender.values()) {
+        throughput(pool, new Results.Series(contender, false, 1), s.maxProcesses());
+      }
+      log.println("workers warmed up: " + s.maxProcesses() + " JVMs, every contender");
+      List<Integer> counts = new ArrayList<>(s.processCounts());
+      for (int c : s.pgbenchClients()) {
+        if (!counts.contains(c)) {
+          counts.add(c);
+        }
+      }
+      for (int n : counts) {
+        for (int round = 1; round <= s.repeats(); round++) {
+          measureRound(pool, pgbench, n, round, r);
+        }
+      }
+      measureAccuracy(pool, r);
+    } finally {
+      Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
+      Files.deleteIfExists(work);
+    }
+  }
+
+  /** One round at {@code n} processes: pgbench and every series, where {@code n} is theirs. */
+  private void measureRound(WorkerPool pool, Pgbench pgbench, int n, int round, Results r)
+      throws Exception {
+    BenchSettings s = options.settings();
+    if (s.pgbenchClients().contains(n)) {
+      double tps = pgbench.run(n, s.pgbenchSeconds());
+      r.recordPgbench(n, tps);
+      log.printf(Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n", n, round, tps);
+    }
+    if (s.processCounts().contains(n)) {
+      List<Results.Series> order = seriesAt(n, r);
+      // Each round starts at a different contender, so that none is always first.
+      Collections.rotate(order, -(round - 1) * order.size() / s.repeats());
+      for (Results.Series series : order) {
+        Throughput t = throughput(pool, series, n);
+        r.recordThroughput(series, n, t.perSecond());
+        r.recordClientCpu(series, n, t.clientCpuMicrosPerCall());
+        log.printf(
+            Locale.ROOT,
+            "[%d, round %d] %s, %s, %d key(s): %,.0f/s" + " (client CPU %.1f µs/call)%n",
+            n,
+            round,
+            series.contender().label(),
+            series.synchronousCommit() ? "synchronous_commit on" : "off",
+            series.keys(),
+            t.perSecond(),
+            t.clientCpuMicrosPerCall());
+      }
+    }
+  }
+
+  private void measureAccuracy(WorkerPool pool, Results r) {
+    r.pacerAccuracy = accuracy(pool, true);
+    r.perProcessAccuracy = accuracy(pool, false);
+    log.printf(
+        Locale.ROOT,
+        "accuracy: Pacer delivered %.3f × ceiling, peak window %d,"
+            + " lateness p99 %.2f ms max %.2f ms; per-process %.3f × ceiling, peak %d%n",
+        r.pacerAccuracy.deliveredRatio(),
+        r.pacerAccuracy.peakWindow(),
+        r.pacerAccuracy.latenessPercentileMillis(0.99),
+        r.pacerAccuracy.latenessPercentileMillis(1.0),
+        r.perProcessAccuracy.deliveredRatio(),
+        r.perProcessAccuracy.peakWindow());
+  }
+
+  /** The fetch path, the enqueue, the frontier, the claim's cost and the per-host state. */
+  private void measureFetching(Database.Target target, Results r) throws Exception {
+    Path scratch = Files.createTempDirectory("pacer-bench-fetch");
+    try {
+      measureFetchAndEnqueue(target, scratch, r);
+      measureFrontier(target, scratch, r);
+    } finally {
+      FetchThroughput.deleteTree(scratch);
+    }
+  }
+
+  private void measureFetchAndEnqueue(Database.Target target, Path scratch, Results r)
+      throws Exception {
+    BenchSettings s = options.settings();
+    r.fetch =
+        FetchThroughput.measure(
+            target, s.fetchUrls(), s.fetchThreads(), s.fetchRounds(), scratch, log);
+    log.printf(
+        Locale.ROOT,
+        "fetch, no ceiling binding (%d URLs, %d threads): pacer fetch %,.0f/s (%.2f x the"
+            + " bare loop), with --warc %,.0f/s (%.2f x), bare java.net.http %,.0f/s,"
+            + " forcing each body %,.0f/s%n",
+        r.fetch.urls(),
+        r.fetch.threads(),
+        r.fetch.median(FetchThroughput.Side.PACER_FILES),
+        r.fetch.ratio(FetchThroughput.Side.PACER_FILES),
+        r.fetch.median(FetchThroughput.Side.PACER_WARC),
+        r.fetch.ratio(FetchThroughput.Side.PACER_WARC),
+        r.fetch.median(FetchThroughput.Side.BARE),
+        r.fetch.median(FetchThroughput.Side.BARE_FORCED));
+    r.enqueue = EnqueueScale.measure(target, s.enqueueUrls(), s.enqueueHosts(), scratch);
+    log.printf(
+        Locale.ROOT,
+        "enqueue: %,d URLs over %,d hosts in %.1f s (%,.0f URLs/s), %,d"
+            + " new, again %,d new; child %s: peak heap %.1f MiB, peak RSS %.1f MiB%n",
+        r.enqueue.urls(),
+        r.enqueue.hosts(),
+        r.enqueue.seconds(),
+        r.enqueue.perSecond(),
+        r.enqueue.added(),
+        r.enqueue.addedAgain(),
+        EnqueueScale.HEAP,
+        r.enqueue.peakHeapBytes() / 1048576.0,
+        r.enqueue.peakRssBytes() / 1048576.0);
+  }
+
+  /** The frontier's runs, the claim's cost by host count, and the per-host state held. */
+  private void measureFrontier(Database.Target target, Path scratch, Results r) throws Exception {
+    BenchSettings s = options.settings();
+    r.frontier = FrontierBench.measure(target, s.frontier(), scratch, log);
+    r.claimCost = ClaimCost.measure(target, s.claimCost());
+    for (ClaimCost.Point p : r.claimCost) {
+      log.printf(
+          Locale.ROOT,
+          "claim cost, %,d hosts (%,d items): p50 %.2f ms, p99 %.2f ms,"
+              + " max %.2f ms over %,d claims, %d without an item%n",
+          p.hosts(),
+          p.items(),
+          p.p50Millis(),
+          p.p99Millis(),
+          p.maxMillis(),
+          p.claims(),
+          p.withoutItem());
+    }
+    r.hostHeap = HostHeap.measure(target, s.hostHeap(), scratch);
+    for (HostHeap.Point p : r.hostHeap.points()) {
+      log.printf(
+          Locale.ROOT,
+          "per-host state, %,d hosts claimed (%d new a second): %,d"
+              + " fetchers held, %.1f MiB retained%n",
+          p.hosts(),
+          s.hostHeap().perSecond(),
+          p.fetchersHeld(),
+          p.heapBytes() / 1048576.0);
+    }
+  }
+
+  /** Writes bench-results.json, benchmarks.md and the charts, and logs each target. */
+  private void writeOutputs(Results r) throws Exception {
     Files.writeString(
         options.out().resolve("bench-results.json"),
         Json.write(r.toJson()),
@@ -358,7 +411,6 @@ public final class BenchMain {
           t.comparator(),
           t.threshold());
     }
-    return r;
   }
 
   /** The throughput series measured at {@code n} processes. */

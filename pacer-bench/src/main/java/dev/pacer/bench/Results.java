@@ -143,8 +143,39 @@ final class Results {
   }
 
   List<Target> targets() {
-    int n = comparisonProcesses();
     List<Target> targets = new ArrayList<>();
+    addCallTargets(targets);
+    addPacingTargets(targets);
+    addFrontierTargets(targets);
+    HostHeap.Load heap = hostHeap.load();
+    targets.add(
+        Target.atMost(
+            "host_heap_flat",
+            String.format(
+                Locale.ROOT,
+                "per host, %d new hosts"
+                    + " a second: a worker's retained heap after %,d hosts ÷ after %,d",
+                heap.perSecond(),
+                heap.hosts(),
+                hostHeap.points().get(1).hosts()),
+            hostHeap.ratio(),
+            HostHeap.FLAT));
+    FrontierRun fifo = frontier.fifo();
+    targets.add(
+        Target.atMost(
+            "frontier_fifo_fails",
+            "non-vacuity: the FIFO twin's lowest 10-s"
+                + " window (must fall below "
+                + FrontierBench.WINDOW_SHARE
+                + ")",
+            fifo.minWindowRatio(),
+            FrontierBench.WINDOW_SHARE));
+    return targets;
+  }
+
+  /** A call's latency against a bare upsert, and the hot key's throughput against its peers. */
+  private void addCallTargets(List<Target> targets) {
+    int n = comparisonProcesses();
     targets.add(
         Target.atMost(
             "reserve_p50_vs_bare_upsert_p50",
@@ -169,6 +200,10 @@ final class Results {
             "hot key ÷ Bucket4j advisory-lock at " + n + " processes (same commit mode)",
             ratioAt(hotKey(), series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), n),
             4));
+  }
+
+  /** The delivered rate and the busiest window, the overhead, and the fetch path's cost. */
+  private void addPacingTargets(List<Target> targets) {
     targets.add(
         Target.atLeast(
             "accuracy_delivered",
@@ -201,6 +236,10 @@ final class Results {
             "pacer fetch --warc ÷ the same bare loop (medians, same run)",
             fetch.ratio(FetchThroughput.Side.PACER_WARC),
             0.8));
+  }
+
+  /** Per host: each host's busiest window, every item done once, the lowest window, the finish. */
+  private void addFrontierTargets(List<Target> targets) {
     FrontierBench.Load load = frontier.load();
     String at = load.hosts() + " hosts at " + load.rate() + "/s";
     for (FrontierRun run : List.of(frontier.turn(), frontier.killed())) {
@@ -245,35 +284,23 @@ final class Results {
                 + " last (bound: 1.05 x heaviest backlog x interval + 10 s)",
             turn.doorSeconds(),
             load.finishBoundSeconds()));
-    HostHeap.Load heap = hostHeap.load();
-    targets.add(
-        Target.atMost(
-            "host_heap_flat",
-            String.format(
-                Locale.ROOT,
-                "per host, %d new hosts"
-                    + " a second: a worker's retained heap after %,d hosts ÷ after %,d",
-                heap.perSecond(),
-                heap.hosts(),
-                hostHeap.points().get(1).hosts()),
-            hostHeap.ratio(),
-            HostHeap.FLAT));
-    FrontierRun fifo = frontier.fifo();
-    targets.add(
-        Target.atMost(
-            "frontier_fifo_fails",
-            "non-vacuity: the FIFO twin's lowest 10-s"
-                + " window (must fall below "
-                + FrontierBench.WINDOW_SHARE
-                + ")",
-            fifo.minWindowRatio(),
-            FrontierBench.WINDOW_SHARE));
-    return targets;
   }
 
   Map<String, Object> toJson() {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("generated_at", generatedAt);
+    putLatency(m);
+    putThroughput(m);
+    putAccuracyAndOverhead(m);
+    putFetchAndEnqueue(m);
+    putClaimCostAndHostHeap(m);
+    putFrontier(m);
+    putTargetsAndRounds(m);
+    m.put("settings", settingsJson());
+    return m;
+  }
+
+  private void putLatency(Map<String, Object> m) {
     m.put("select1_p50_us", latency.select1P50());
     m.put("select1_p99_us", latency.select1P99());
     m.put("reserve_p50_us", latency.reserveP50());
@@ -283,6 +310,9 @@ final class Results {
     m.put("bare_upsert_p99_us", latency.bareUpsertP99());
     m.put("bare_upsert_to_select1_ratio", latency.bareUpsertP50() / latency.select1P50());
     m.put("reserve_to_bare_upsert_ratio", latency.bareUpsertRatio());
+  }
+
+  private void putThroughput(Map<String, Object> m) {
     m.put("hotkey_per_s", keyed(hotKey()));
     m.put("spread_keys", settings.spreadKeys());
     m.put("spread_per_s", keyed(series(Contender.PACER, false, settings.spreadKeys())));
@@ -316,6 +346,9 @@ final class Results {
       commit.put(Integer.toString(c), at);
     }
     m.put("commit_mode_by_processes", commit);
+  }
+
+  private void putAccuracyAndOverhead(Map<String, Object> m) {
     m.put("accuracy_delivered_ratio", pacerAccuracy.deliveredRatio());
     m.put("accuracy_peak_window", pacerAccuracy.peakWindow());
     m.put("accuracy_ceiling_per_s", pacerAccuracy.ceiling());
@@ -328,6 +361,9 @@ final class Results {
     m.put("overhead_8_at_7_ratio", overhead.median());
     m.put("overhead_8_at_7_runs", overhead.ratios());
     m.put("reserve_share_of_7_per_s_interval", latency.reserveP50() / OVERHEAD_INTERVAL_MICROS);
+  }
+
+  private void putFetchAndEnqueue(Map<String, Object> m) {
     m.put("fetch_urls", fetch.urls());
     m.put("fetch_threads", fetch.threads());
     m.put("fetch_pacer_per_s", fetch.median(FetchThroughput.Side.PACER_FILES));
@@ -352,6 +388,9 @@ final class Results {
     m.put("enqueue_peak_heap_bytes", enqueue.peakHeapBytes());
     m.put("enqueue_peak_rss_bytes", enqueue.peakRssBytes());
     m.put("enqueue_input_bytes", enqueue.inputBytes());
+  }
+
+  private void putClaimCostAndHostHeap(Map<String, Object> m) {
     List<Map<String, Object>> claims = new ArrayList<>();
     for (ClaimCost.Point p : claimCost) {
       Map<String, Object> c = new LinkedHashMap<>();
@@ -378,6 +417,9 @@ final class Results {
     m.put("host_heap_jvm", String.join(" ", HostHeap.JVM));
     m.put("host_heap_ratio", hostHeap.ratio());
     m.put("host_heap_bytes_per_held_fetcher", hostHeap.bytesPerHeldFetcher());
+  }
+
+  private void putFrontier(Map<String, Object> m) {
     FrontierBench.Load load = frontier.load();
     m.put("frontier_hosts", load.hosts());
     m.put("frontier_rate_per_host", load.rate());
@@ -411,6 +453,9 @@ final class Results {
       f.put("killed_at_s", run.killedAtSeconds());
       m.put("frontier_" + run.label(), f);
     }
+  }
+
+  private void putTargetsAndRounds(Map<String, Object> m) {
     Map<String, Object> judged = new LinkedHashMap<>();
     for (Target t : targets()) {
       Map<String, Object> j = new LinkedHashMap<>();
@@ -434,8 +479,6 @@ final class Results {
           cpu.put(series.id(), values);
         });
     m.put("client_cpu_us_per_call", cpu);
-    m.put("settings", settingsJson());
-    return m;
   }
 
   private Map<String, Object> settingsJson() {

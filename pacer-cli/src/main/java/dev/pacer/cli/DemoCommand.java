@@ -7,8 +7,10 @@ import dev.pacer.cli.demo.DemoServer;
 import dev.pacer.cli.demo.TimelinePlot;
 import dev.pacer.cli.model.UrlList;
 import dev.pacer.cli.run.RunSettings;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
@@ -117,6 +119,19 @@ public final class DemoCommand implements Callable<Integer> {
             + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
             + (perProcess ? "-per-process" : "")
             + (hosts != null ? "-hosts" : "");
+    RunOptions options = runOptions(home);
+    CursorPlace cursorPlace = cursorOptions.place();
+    Path png = home.resolve("demo").resolve(job + ".png").toAbsolutePath();
+    if (hosts != null) {
+      return runManyHosts(options, cursorPlace, job, png, out, err);
+    }
+    RunSettings settings =
+        options.settings(UUID.randomUUID().toString(), job, "pacer-demo", processes);
+    return runOneDestination(settings, cursorPlace, job, png, out, err);
+  }
+
+  /** The options of a {@code pacer run} that the demo's settings are made from. */
+  private RunOptions runOptions(Path home) {
     RunOptions options = new RunOptions();
     options.rate = rate;
     options.concurrency = threads;
@@ -130,39 +145,46 @@ public final class DemoCommand implements Callable<Integer> {
     options.maxLoad = maxLoad;
     options.maxBodyBytes = 1 << 20;
     options.pacing = perProcess ? RunOptions.Pacing.PER_PROCESS : RunOptions.Pacing.FLEET;
-    CursorPlace cursorPlace = cursorOptions.place();
-    if (hosts != null) {
-      RunOptions.require(
-          !perProcess,
-          "--hosts paces each host for the whole fleet; it cannot be"
-              + " combined with --per-process");
-      RunOptions.require(
-          cursorPlace.layout() == CursorPlace.Layout.PACER,
-          "--hosts keeps its"
-              + " hosts' cursors in Pacer's table; it cannot use --cursor-layout "
-              + cursorPlace.layout().option());
-      RunOptions.require(
-          hosts >= 2 && hosts <= ManyHostDemo.MAX_HOSTS,
-          "--hosts must be 2-" + ManyHostDemo.MAX_HOSTS + ", got " + hosts);
-      ManyHostDemo demo = new ManyHostDemo(hosts, seconds, rate);
-      options.perHost = true;
-      RunSettings settings =
-          options.settings(
-              UUID.randomUUID().toString(), job, RunOptions.perHostName(job), processes);
-      try (WorkState store = dbOptions.connect(cursorPlace)) {
-        return demo.run(
-            store,
-            settings,
-            processes,
-            !noProgress,
-            home.resolve("demo").resolve(job + ".png").toAbsolutePath(),
-            out,
-            err);
-      }
-    }
-    RunSettings settings =
-        options.settings(UUID.randomUUID().toString(), job, "pacer-demo", processes);
+    return options;
+  }
 
+  private int runManyHosts(
+      RunOptions options,
+      CursorPlace cursorPlace,
+      String job,
+      Path png,
+      PrintWriter out,
+      PrintWriter err)
+      throws Exception {
+    RunOptions.require(
+        !perProcess,
+        "--hosts paces each host for the whole fleet; it cannot be"
+            + " combined with --per-process");
+    RunOptions.require(
+        cursorPlace.layout() == CursorPlace.Layout.PACER,
+        "--hosts keeps its"
+            + " hosts' cursors in Pacer's table; it cannot use --cursor-layout "
+            + cursorPlace.layout().option());
+    RunOptions.require(
+        hosts >= 2 && hosts <= ManyHostDemo.MAX_HOSTS,
+        "--hosts must be 2-" + ManyHostDemo.MAX_HOSTS + ", got " + hosts);
+    ManyHostDemo demo = new ManyHostDemo(hosts, seconds, rate);
+    options.perHost = true;
+    RunSettings settings =
+        options.settings(UUID.randomUUID().toString(), job, RunOptions.perHostName(job), processes);
+    try (WorkState store = dbOptions.connect(cursorPlace)) {
+      return demo.run(store, settings, processes, !noProgress, png, out, err);
+    }
+  }
+
+  private int runOneDestination(
+      RunSettings settings,
+      CursorPlace cursorPlace,
+      String job,
+      Path png,
+      PrintWriter out,
+      PrintWriter err)
+      throws Exception {
     // A strict destination: a token bucket holding 2 tokens, the ceiling plus one request of
     // slack, which is the bound Pacer's tests hold the fleet to at the door.
     try (WorkState store = dbOptions.connect(cursorPlace);
@@ -199,77 +221,96 @@ public final class DemoCommand implements Callable<Integer> {
                 + " to report");
         return code == Main.EXIT_OK ? Main.EXIT_ERROR : code;
       }
-      double span = (arrivals.get(arrivals.size() - 1).nanos() - arrivals.get(0).nanos()) / 1e9;
-      long refused = arrivals.stream().filter(a -> a.status() == 429).count();
-      Map<String, Integer> perWorker = new TreeMap<>();
-      arrivals.forEach(a -> perWorker.merge(a.worker(), 1, Integer::sum));
-      Path png = home.resolve("demo").resolve(job + ".png").toAbsolutePath();
-      TimelinePlot.write(
-          arrivals,
-          rate,
-          String.format(
-              Locale.ROOT,
-              "pacer demo%s: %d processes x %d threads, ceiling %.1f/s, %d x 429",
-              perProcess ? " --per-process" : "",
-              processes,
-              threads,
-              rate,
-              refused),
-          png);
-      out.printf(
-          Locale.ROOT,
-          "Pacing: %s%n",
-          perProcess
-              ? "per process (each of the "
-                  + processes
-                  + " processes paces alone at "
-                  + rate
-                  + "/s)"
-              : "fleet-wide (one cursor in PostgreSQL for all " + processes + " processes)");
-      int peak = DemoServer.busiestOneSecond(arrivals);
-      out.printf(
-          Locale.ROOT,
-          "Aggregate rate at the destination: %.2f requests/s over %.1f s"
-              + " (%d requests; ceiling %.1f/s)%n",
-          (arrivals.size() - 1) / span,
-          span,
-          arrivals.size(),
-          rate);
-      out.printf(
-          Locale.ROOT, "Busiest 1-s window: %d requests (%.1f x the ceiling)%n", peak, peak / rate);
-      StringBuilder split = new StringBuilder();
-      perWorker.forEach(
-          (w, n) ->
-              split
-                  .append(split.length() == 0 ? "" : ", ")
-                  .append("pid ")
-                  .append(w)
-                  .append(": ")
-                  .append(n));
-      out.println("Requests per worker process: " + split);
-      out.println("429 answers from the destination: " + refused);
-      out.println("Timeline (PNG): " + png);
-      Path csv = png.resolveSibling(job + ".csv");
-      DemoServer.writeCsv(List.of(server), csv);
-      out.println("Arrivals (CSV): " + csv);
-      out.printf(
-          Locale.ROOT,
-          perProcess
-              ? "Each process kept %.1f/s by its own count; together they sent %d requests in their"
-                  + " busiest second (%.1f x the ceiling), the destination refused %d, and the"
-                  + " backoff that followed (up to x16 per process) slowed the run to a crawl:"
-                  + " %8$d of %7$d items done in %5$.0f s. Compare with ./pacer demo.%n"
-              : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x"
-                  + " the ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
-          rate,
-          peak,
-          peak / rate,
-          refused,
-          span,
-          processes,
-          items,
-          store.items().counts(job).done());
+      report(store, server, arrivals, job, items, png, out);
       return code;
     }
+  }
+
+  /** Writes the timeline and the arrivals, and prints what the destination saw. */
+  private void report(
+      WorkState store,
+      DemoServer server,
+      List<DemoServer.Arrival> arrivals,
+      String job,
+      int items,
+      Path png,
+      PrintWriter out)
+      throws IOException, SQLException {
+    double span = (arrivals.get(arrivals.size() - 1).nanos() - arrivals.get(0).nanos()) / 1e9;
+    long refused = arrivals.stream().filter(a -> a.status() == 429).count();
+    Map<String, Integer> perWorker = new TreeMap<>();
+    arrivals.forEach(a -> perWorker.merge(a.worker(), 1, Integer::sum));
+    TimelinePlot.write(
+        arrivals,
+        rate,
+        String.format(
+            Locale.ROOT,
+            "pacer demo%s: %d processes x %d threads, ceiling %.1f/s, %d x 429",
+            perProcess ? " --per-process" : "",
+            processes,
+            threads,
+            rate,
+            refused),
+        png);
+    int peak = printRates(arrivals, span, out);
+    StringBuilder split = new StringBuilder();
+    perWorker.forEach(
+        (w, n) ->
+            split
+                .append(split.length() == 0 ? "" : ", ")
+                .append("pid ")
+                .append(w)
+                .append(": ")
+                .append(n));
+    out.println("Requests per worker process: " + split);
+    out.println("429 answers from the destination: " + refused);
+    out.println("Timeline (PNG): " + png);
+    Path csv = png.resolveSibling(job + ".csv");
+    DemoServer.writeCsv(List.of(server), csv);
+    out.println("Arrivals (CSV): " + csv);
+    printVerdict(span, peak, refused, items, store.items().counts(job).done(), out);
+  }
+
+  /** Prints the pacing, the aggregate rate and the busiest second; returns the busiest second. */
+  private int printRates(List<DemoServer.Arrival> arrivals, double span, PrintWriter out) {
+    out.printf(
+        Locale.ROOT,
+        "Pacing: %s%n",
+        perProcess
+            ? "per process (each of the " + processes + " processes paces alone at " + rate + "/s)"
+            : "fleet-wide (one cursor in PostgreSQL for all " + processes + " processes)");
+    int peak = DemoServer.busiestOneSecond(arrivals);
+    out.printf(
+        Locale.ROOT,
+        "Aggregate rate at the destination: %.2f requests/s over %.1f s"
+            + " (%d requests; ceiling %.1f/s)%n",
+        (arrivals.size() - 1) / span,
+        span,
+        arrivals.size(),
+        rate);
+    out.printf(
+        Locale.ROOT, "Busiest 1-s window: %d requests (%.1f x the ceiling)%n", peak, peak / rate);
+    return peak;
+  }
+
+  private void printVerdict(
+      double span, int peak, long refused, int items, long done, PrintWriter out) {
+    out.printf(
+        Locale.ROOT,
+        perProcess
+            ? "Each process kept %.1f/s by its own count; together they sent %d requests in their"
+                + " busiest second (%.1f x the ceiling), the destination refused %d, and the"
+                + " backoff that followed (up to x16 per process) slowed the run to a crawl:"
+                + " %8$d of %7$d items done in %5$.0f s. Compare with ./pacer demo.%n"
+            : "One cursor for all %6$d processes: %2$d requests in the busiest second (%3$.1f x"
+                + " the ceiling), %4$d refused, %8$d of %7$d items done in %5$.0f s.%n",
+        rate,
+        peak,
+        peak / rate,
+        refused,
+        span,
+        processes,
+        items,
+        done);
   }
 }

@@ -31,6 +31,14 @@ final class HostReport {
   }
 
   void print(PrintWriter out, String job) throws SQLException {
+    printBusiestHosts(out, job);
+    printHeldBack(out, job);
+    printLockedOut(out, job);
+    printPassedOver(out, job);
+    printBacklog(out, job);
+  }
+
+  private void printBusiestHosts(PrintWriter out, String job) throws SQLException {
     RequestLog.BusiestHosts busiest = requestLog.busiestHosts(job, seconds, top);
     out.printf(
         Locale.ROOT,
@@ -61,7 +69,9 @@ final class HostReport {
               : "not a host of this job");
     }
     more(out, busiest.hosts() - busiest.top().size(), "");
+  }
 
+  private void printHeldBack(PrintWriter out, String job) throws SQLException {
     HostStatus.HeldBack held = store.hosts().heldBack(job, top);
     out.printf(
         Locale.ROOT,
@@ -91,7 +101,9 @@ final class HostReport {
               : "");
     }
     more(out, held.hosts() - held.top().size(), "");
+  }
 
+  private void printLockedOut(PrintWriter out, String job) throws SQLException {
     HostStatus.LockedOut locked = store.hosts().lockedOut(job, top);
     out.printf(
         Locale.ROOT,
@@ -113,7 +125,9 @@ final class HostReport {
           h.open());
     }
     more(out, locked.hosts() - locked.top().size(), "");
+  }
 
+  private void printPassedOver(PrintWriter out, String job) throws SQLException {
     HostStatus.PassedOver passed = store.hosts().passedOver(job, top);
     out.printf(
         Locale.ROOT,
@@ -127,7 +141,9 @@ final class HostReport {
       out.printf(Locale.ROOT, "      %-28s %s%n", p.host(), p.reason());
     }
     more(out, passed.hosts() - passed.top().size(), "");
+  }
 
+  private void printBacklog(PrintWriter out, String job) throws SQLException {
     HostStatus.Backlog backlog = store.hosts().backlog(job, top);
     out.printf(
         Locale.ROOT,

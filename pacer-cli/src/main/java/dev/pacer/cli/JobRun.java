@@ -187,17 +187,7 @@ final class JobRun {
       int processes)
       throws SQLException, BadInputException, IOException {
     String jobName = settings.job();
-    Optional<String> existing = state.jobs().jobDestination(jobName);
-    if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
-      throw new BadInputException(
-          "job "
-              + jobName
-              + " belongs to destination "
-              + existing.get()
-              + ", not "
-              + settings.destination().name()
-              + "; use another --job");
-    }
+    checkJobDestination(settings);
     long enqueueStarted = System.nanoTime();
     int added =
         state
@@ -210,6 +200,36 @@ final class JobRun {
                 urls.urls());
     double enqueueSeconds = (System.nanoTime() - enqueueStarted) / 1e9;
     // Before the frontier's plan, which makes the hosts of items returned to the job claimable.
+    verifyBodies(settings);
+    state.items().reviveDeferred(jobName);
+    if (settings.perHost()) {
+      state.frontier().plan(jobName, hostCeilings);
+      if (settings.robots()) {
+        state.robots().plan(jobName);
+      }
+    }
+    announce(urls, settings, hostCeilings, processes, added, enqueueSeconds);
+  }
+
+  /** A job keeps the destination it was enqueued for. */
+  private void checkJobDestination(RunSettings settings) throws SQLException, BadInputException {
+    String jobName = settings.job();
+    Optional<String> existing = state.jobs().jobDestination(jobName);
+    if (existing.isPresent() && !existing.get().equals(settings.destination().name())) {
+      throw new BadInputException(
+          "job "
+              + jobName
+              + " belongs to destination "
+              + existing.get()
+              + ", not "
+              + settings.destination().name()
+              + "; use another --job");
+    }
+  }
+
+  /** Checks the bodies of the items done but not yet durable when a run stopped uncleanly. */
+  private void verifyBodies(RunSettings settings) throws SQLException, IOException {
+    String jobName = settings.job();
     BodyVerification.Verified verified =
         BodyVerification.run(state.items(), jobName, settings.leaseMillis());
     if (verified.any()) {
@@ -224,13 +244,16 @@ final class JobRun {
               + verified.fetchedAgain()
               + " missing or damaged, to be fetched again");
     }
-    state.items().reviveDeferred(jobName);
-    if (settings.perHost()) {
-      state.frontier().plan(jobName, hostCeilings);
-      if (settings.robots()) {
-        state.robots().plan(jobName);
-      }
-    }
+  }
+
+  private void announce(
+      UrlList urls,
+      RunSettings settings,
+      Map<String, FrontierStore.HostCeiling> hostCeilings,
+      int processes,
+      int added,
+      double enqueueSeconds) {
+    String jobName = settings.job();
     err.println(
         "pacer: job "
             + jobName

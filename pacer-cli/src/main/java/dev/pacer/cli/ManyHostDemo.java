@@ -74,53 +74,15 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
       Map<String, HostCeiling> ceilings = new LinkedHashMap<>();
       for (int i = 0; i < hosts; i++) {
         String address = "127.0.0." + (i + 2);
-        DemoServer server;
-        try {
-          server = new DemoServer(address, ceiling(i), 2, origin, threads);
-        } catch (BindException e) {
-          throw new BadInputException(
-              "cannot listen on "
-                  + address
-                  + " ("
-                  + e.getMessage()
-                  + "): the many-host demo needs the loopback addresses 127.0.0.2 to 127.0.0."
-                  + (hosts + 1)
-                  + ", which Linux has; on macOS add them first, e.g. sudo ifconfig"
-                  + " lo0 alias "
-                  + address
-                  + " up");
-        }
+        DemoServer server = startServer(i, address, origin, threads);
         servers.add(server);
         ceilings.put(address, new HostCeiling(ceiling(i), settings.destination().maxConcurrency()));
         for (int n = 1; n <= items(i); n++) {
           urls.add(server.baseUrl() + "/item/" + n);
         }
       }
-      // The hosts are the demo's own: a backoff, pause or lockout that an earlier demo left on
-      // their cursor rows (kept per host, for every job) would slow this one, so each starts clear.
-      try (PostgresCursor cursor = store.database().cursor()) {
-        for (String host : ceilings.keySet()) {
-          cursor.clear(host);
-          cursor.clearLockout(host);
-        }
-      }
-      double ceilingSum = ceilings.values().stream().mapToDouble(HostCeiling::rate).sum();
-      err.printf(
-          Locale.ROOT,
-          "pacer demo: %d items over %d hosts (127.0.0.2 to 127.0.0.%d),"
-              + " ceilings %s/s, %s/s and %s/s in turn (%s/s in all), every fourth host %d items"
-              + " only; %d worker processes x %d threads; each host answers 429 above its"
-              + " ceiling%n",
-          urls.size(),
-          hosts,
-          hosts + 1,
-          HostReport.number(ceiling(0)),
-          HostReport.number(ceiling(1)),
-          HostReport.number(ceiling(2)),
-          HostReport.number(ceilingSum),
-          LIGHT_ITEMS,
-          processes,
-          settings.threads());
+      clearCursors(store, ceilings.keySet());
+      announce(urls.size(), ceilings, processes, settings, err);
       int code =
           new JobRun(store, out, err, progress)
               .run(
@@ -144,6 +106,64 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
     }
   }
 
+  /** The {@code index}-th host's destination, listening on {@code address}. */
+  private DemoServer startServer(int index, String address, long origin, ExecutorService threads)
+      throws IOException, BadInputException {
+    try {
+      return new DemoServer(address, ceiling(index), 2, origin, threads);
+    } catch (BindException e) {
+      throw new BadInputException(
+          "cannot listen on "
+              + address
+              + " ("
+              + e.getMessage()
+              + "): the many-host demo needs the loopback addresses 127.0.0.2 to 127.0.0."
+              + (hosts + 1)
+              + ", which Linux has; on macOS add them first, e.g. sudo ifconfig"
+              + " lo0 alias "
+              + address
+              + " up");
+    }
+  }
+
+  /**
+   * The hosts are the demo's own: a backoff, pause or lockout that an earlier demo left on their
+   * cursor rows (kept per host, for every job) would slow this one, so each starts clear.
+   */
+  private static void clearCursors(WorkState store, Iterable<String> hosts) {
+    try (PostgresCursor cursor = store.database().cursor()) {
+      for (String host : hosts) {
+        cursor.clear(host);
+        cursor.clearLockout(host);
+      }
+    }
+  }
+
+  private void announce(
+      int items,
+      Map<String, HostCeiling> ceilings,
+      int processes,
+      RunSettings settings,
+      PrintWriter err) {
+    double ceilingSum = ceilings.values().stream().mapToDouble(HostCeiling::rate).sum();
+    err.printf(
+        Locale.ROOT,
+        "pacer demo: %d items over %d hosts (127.0.0.2 to 127.0.0.%d),"
+            + " ceilings %s/s, %s/s and %s/s in turn (%s/s in all), every fourth host %d items"
+            + " only; %d worker processes x %d threads; each host answers 429 above its"
+            + " ceiling%n",
+        items,
+        hosts,
+        hosts + 1,
+        HostReport.number(ceiling(0)),
+        HostReport.number(ceiling(1)),
+        HostReport.number(ceiling(2)),
+        HostReport.number(ceilingSum),
+        LIGHT_ITEMS,
+        processes,
+        settings.threads());
+  }
+
   private int report(
       List<DemoServer> servers,
       Map<String, HostCeiling> ceilings,
@@ -154,18 +174,66 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
       PrintWriter err,
       int code)
       throws IOException {
-    List<HostLanesPlot.Lane> lanes = new ArrayList<>();
+    Tally tally = new Tally();
+    int i = 0;
+    for (Map.Entry<String, HostCeiling> host : ceilings.entrySet()) {
+      tally.add(host.getKey(), host.getValue().rate(), servers.get(i++).arrivals());
+    }
+    if (tally.requests == 0) {
+      err.println("pacer demo: the hosts saw no request; nothing to report");
+      return code == Main.EXIT_OK ? Main.EXIT_ERROR : code;
+    }
+    HostLanesPlot.write(
+        tally.lanes,
+        String.format(
+            Locale.ROOT,
+            "pacer demo --hosts %d: each host at"
+                + " its own ceiling, %d of %d hosts within ceiling + 1, %d x 429",
+            hosts,
+            tally.kept,
+            hosts,
+            tally.refused),
+        png);
+    out.println("Pacing: per host (one cursor in PostgreSQL per host, for every process)");
+    int shown = Math.min(tally.lines.size(), 20);
+    tally.lines.subList(0, shown).forEach(out::println);
+    if (shown < tally.lines.size()) {
+      out.println("  ... and " + (tally.lines.size() - shown) + " more host(s): see the PNG");
+    }
+    out.printf(
+        Locale.ROOT,
+        "Hosts within their ceiling + 1 in every 1-s window: %d of %d%n",
+        tally.kept,
+        hosts);
+    if (tally.slowest != null) {
+      out.printf(
+          Locale.ROOT,
+          "Slowest host against its ceiling: %s at %.2f x its ceiling%n",
+          tally.slowest,
+          tally.slowestShare);
+    }
+    out.println("429 answers from the hosts: " + tally.refused);
+    out.println("Items done: " + done + " of " + items);
+    out.println("Timeline (PNG): " + png);
+    String name = png.getFileName().toString();
+    Path csv = png.resolveSibling(name.substring(0, name.length() - ".png".length()) + ".csv");
+    DemoServer.writeCsv(servers, csv);
+    out.println("Arrivals (CSV): " + csv);
+    return code;
+  }
+
+  /** What the hosts saw, host by host: a lane and a line for each, and the totals. */
+  private static final class Tally {
+    final List<HostLanesPlot.Lane> lanes = new ArrayList<>();
+    final List<String> lines = new ArrayList<>();
     int kept = 0;
     long refused = 0;
     long requests = 0;
     String slowest = null;
     double slowestShare = Double.MAX_VALUE;
-    List<String> lines = new ArrayList<>();
-    int i = 0;
-    for (Map.Entry<String, HostCeiling> host : ceilings.entrySet()) {
-      List<DemoServer.Arrival> arrivals = servers.get(i++).arrivals();
-      double ceiling = host.getValue().rate();
-      lanes.add(new HostLanesPlot.Lane(host.getKey(), ceiling, arrivals));
+
+    void add(String host, double ceiling, List<DemoServer.Arrival> arrivals) {
+      lanes.add(new HostLanesPlot.Lane(host, ceiling, arrivals));
       int busiest = DemoServer.busiestOneSecond(arrivals);
       boolean within = busiest <= Math.floor(ceiling) + 1;
       kept += within ? 1 : 0;
@@ -180,57 +248,19 @@ record ManyHostDemo(int hosts, int seconds, double rate) {
             String.format(Locale.ROOT, ", %.2f/s from its first request to its last", achieved);
         if (achieved / ceiling < slowestShare) {
           slowestShare = achieved / ceiling;
-          slowest = host.getKey();
+          slowest = host;
         }
       }
       lines.add(
           String.format(
               Locale.ROOT,
               "  %-12s ceiling %5s/s  %3d request(s)  busiest 1-s" + " window %d of %d allowed%s",
-              host.getKey(),
+              host,
               HostReport.number(ceiling),
               arrivals.size(),
               busiest,
               (long) Math.floor(ceiling) + 1,
               rateText));
     }
-    if (requests == 0) {
-      err.println("pacer demo: the hosts saw no request; nothing to report");
-      return code == Main.EXIT_OK ? Main.EXIT_ERROR : code;
-    }
-    HostLanesPlot.write(
-        lanes,
-        String.format(
-            Locale.ROOT,
-            "pacer demo --hosts %d: each host at"
-                + " its own ceiling, %d of %d hosts within ceiling + 1, %d x 429",
-            hosts,
-            kept,
-            hosts,
-            refused),
-        png);
-    out.println("Pacing: per host (one cursor in PostgreSQL per host, for every process)");
-    int shown = Math.min(lines.size(), 20);
-    lines.subList(0, shown).forEach(out::println);
-    if (shown < lines.size()) {
-      out.println("  ... and " + (lines.size() - shown) + " more host(s): see the PNG");
-    }
-    out.printf(
-        Locale.ROOT, "Hosts within their ceiling + 1 in every 1-s window: %d of %d%n", kept, hosts);
-    if (slowest != null) {
-      out.printf(
-          Locale.ROOT,
-          "Slowest host against its ceiling: %s at %.2f x its ceiling%n",
-          slowest,
-          slowestShare);
-    }
-    out.println("429 answers from the hosts: " + refused);
-    out.println("Items done: " + done + " of " + items);
-    out.println("Timeline (PNG): " + png);
-    String name = png.getFileName().toString();
-    Path csv = png.resolveSibling(name.substring(0, name.length() - ".png".length()) + ".csv");
-    DemoServer.writeCsv(servers, csv);
-    out.println("Arrivals (CSV): " + csv);
-    return code;
   }
 }

@@ -261,84 +261,11 @@ public final class RunOptions {
         "--fleet-concurrency must be >= 1, got " + fleetConcurrency);
     int threadCount = threads != null ? threads : concurrency;
     require(threadCount >= 1 && threadCount <= 256, "--threads must be 1-256, got " + threadCount);
-    require(
-        Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,
-        "--lease-seconds must be 1-86400, got " + leaseSeconds);
-    require(maxAttempts >= 1, "--max-attempts must be >= 1, got " + maxAttempts);
-    require(maxThrottles >= 1, "--max-throttles must be >= 1, got " + maxThrottles);
     double load = maxLoad != null ? maxLoad : 4.0 * Runtime.getRuntime().availableProcessors();
-    require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
-    require(maxRssMb >= 16, "--max-rss-mb must be >= 16, got " + maxRssMb);
-    require(maxBodyBytes >= 0, "--max-body-bytes must be >= 0, got " + maxBodyBytes);
-    require(
-        Double.isFinite(requestTimeoutSeconds)
-            && requestTimeoutSeconds >= 0.1
-            && requestTimeoutSeconds <= 86_400,
-        "--request-timeout must be 0.1-86400 seconds, got " + requestTimeoutSeconds);
-    require(
-        maxRedirects >= 0 && maxRedirects <= 20,
-        "--max-redirects must be 0-20, got " + maxRedirects);
-    require(
-        Double.isFinite(maxRetryAfterSeconds)
-            && maxRetryAfterSeconds >= 1
-            && maxRetryAfterSeconds <= 86_400,
-        "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
-    require(warcSegmentBytes > 0, "--warc-segment-bytes must be > 0, got " + warcSegmentBytes);
-    Optional<WarcOutput> warcOutput = Optional.empty();
-    if (warc != null) {
-      Path prefix = warc.toAbsolutePath().normalize();
-      require(
-          prefix.getFileName() != null
-              && !warc.toString().endsWith("/")
-              && !Files.isDirectory(prefix),
-          "--warc takes a prefix for the segments' names (DIR/NAME), not a directory, got "
-              + Printable.quote(warc.toString()));
-      warcOutput = Optional.of(new WarcOutput(prefix, warcSegmentBytes));
-    }
-    require(!robots || perHost, "--robots reads each host's robots.txt; it needs --per-host");
-    require(
-        !robots || claimOrder == ClaimOrder.TURN,
-        "--robots needs the frontier's claims; it"
-            + " cannot be combined with --claim-order "
-            + claimOrder);
-    require(
-        Double.isFinite(maxCrawlDelaySeconds)
-            && maxCrawlDelaySeconds >= 0
-            && maxCrawlDelaySeconds <= 86_400,
-        "--max-crawl-delay must be 0-86400 seconds, got " + maxCrawlDelaySeconds);
-    if (perHost) {
-      require(
-          pacing == Pacing.FLEET,
-          "--per-host paces every host fleet-wide; it cannot be"
-              + " combined with --pacing "
-              + pacing);
-      require(
-          fleetConcurrency == null,
-          "--fleet-concurrency caps one destination; with --per-host"
-              + " each host's cap on items in flight is --concurrency (or its line in --rates)");
-    } else {
-      checkDestinationName(destinationName);
-    }
-    Destination destination;
-    try {
-      Destination.Builder builder =
-          Destination.builder(destinationName)
-              .ratePerSecond(rate)
-              .maxConcurrency(concurrency)
-              .maxFetchingProcesses(divisor)
-              .backoffScope(backoffScope)
-              .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)));
-      if (fleetConcurrency != null) {
-        builder.maxConcurrencyFleetWide(fleetConcurrency);
-      }
-      destination = builder.build();
-    } catch (IllegalArgumentException e) {
-      throw new BadInputException(
-          e.getMessage()
-              .replace("ratePerSecond", "--rate")
-              .replace("maxConcurrency", "--concurrency")
-              .replace("name must", "destination name must"));
-    }
+    checkLimits(load);
+    Optional<WarcOutput> warcOutput = warcOutput();
+    checkModes(destinationName);
+    Destination destination = destination(destinationName, divisor);
     return new RunSettings(
         runId,
         job,
@@ -363,51 +290,101 @@ public final class RunOptions {
         warcOutput);
   }
 
+  /** The bars and limits of a worker, in the order {@link #settings} checks them. */
+  private void checkLimits(double load) throws BadInputException {
+    require(
+        Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,
+        "--lease-seconds must be 1-86400, got " + leaseSeconds);
+    require(maxAttempts >= 1, "--max-attempts must be >= 1, got " + maxAttempts);
+    require(maxThrottles >= 1, "--max-throttles must be >= 1, got " + maxThrottles);
+    require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
+    require(maxRssMb >= 16, "--max-rss-mb must be >= 16, got " + maxRssMb);
+    require(maxBodyBytes >= 0, "--max-body-bytes must be >= 0, got " + maxBodyBytes);
+    require(
+        Double.isFinite(requestTimeoutSeconds)
+            && requestTimeoutSeconds >= 0.1
+            && requestTimeoutSeconds <= 86_400,
+        "--request-timeout must be 0.1-86400 seconds, got " + requestTimeoutSeconds);
+    require(
+        maxRedirects >= 0 && maxRedirects <= 20,
+        "--max-redirects must be 0-20, got " + maxRedirects);
+    require(
+        Double.isFinite(maxRetryAfterSeconds)
+            && maxRetryAfterSeconds >= 1
+            && maxRetryAfterSeconds <= 86_400,
+        "--max-retry-after must be 1-86400 seconds, got " + maxRetryAfterSeconds);
+    require(warcSegmentBytes > 0, "--warc-segment-bytes must be > 0, got " + warcSegmentBytes);
+  }
+
+  private Optional<WarcOutput> warcOutput() throws BadInputException {
+    Optional<WarcOutput> warcOutput = Optional.empty();
+    if (warc != null) {
+      Path prefix = warc.toAbsolutePath().normalize();
+      require(
+          prefix.getFileName() != null
+              && !warc.toString().endsWith("/")
+              && !Files.isDirectory(prefix),
+          "--warc takes a prefix for the segments' names (DIR/NAME), not a directory, got "
+              + Printable.quote(warc.toString()));
+      warcOutput = Optional.of(new WarcOutput(prefix, warcSegmentBytes));
+    }
+    return warcOutput;
+  }
+
+  /** The options that choose a mode (robots, per host), and those that go with one only. */
+  private void checkModes(String destinationName) throws BadInputException {
+    require(!robots || perHost, "--robots reads each host's robots.txt; it needs --per-host");
+    require(
+        !robots || claimOrder == ClaimOrder.TURN,
+        "--robots needs the frontier's claims; it"
+            + " cannot be combined with --claim-order "
+            + claimOrder);
+    require(
+        Double.isFinite(maxCrawlDelaySeconds)
+            && maxCrawlDelaySeconds >= 0
+            && maxCrawlDelaySeconds <= 86_400,
+        "--max-crawl-delay must be 0-86400 seconds, got " + maxCrawlDelaySeconds);
+    if (perHost) {
+      require(
+          pacing == Pacing.FLEET,
+          "--per-host paces every host fleet-wide; it cannot be"
+              + " combined with --pacing "
+              + pacing);
+      require(
+          fleetConcurrency == null,
+          "--fleet-concurrency caps one destination; with --per-host"
+              + " each host's cap on items in flight is --concurrency (or its line in --rates)");
+    } else {
+      checkDestinationName(destinationName);
+    }
+  }
+
+  /** The destination, with the library's message naming the command line's options. */
+  private Destination destination(String destinationName, int divisor) throws BadInputException {
+    try {
+      Destination.Builder builder =
+          Destination.builder(destinationName)
+              .ratePerSecond(rate)
+              .maxConcurrency(concurrency)
+              .maxFetchingProcesses(divisor)
+              .backoffScope(backoffScope)
+              .maxRetryAfter(Duration.ofMillis(Math.round(maxRetryAfterSeconds * 1000)));
+      if (fleetConcurrency != null) {
+        builder.maxConcurrencyFleetWide(fleetConcurrency);
+      }
+      return builder.build();
+    } catch (IllegalArgumentException e) {
+      throw new BadInputException(
+          e.getMessage()
+              .replace("ratePerSecond", "--rate")
+              .replace("maxConcurrency", "--concurrency")
+              .replace("name must", "destination name must"));
+    }
+  }
+
   /** The same options, as arguments for a worker process. */
   static List<String> workerArgs(RunSettings s) {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "--job",
-                s.job(),
-                "--destination",
-                s.destination().name(),
-                "--run-id",
-                s.runId(),
-                "--rate",
-                Double.toString(s.destination().ratePerSecond()),
-                "--concurrency",
-                Integer.toString(s.destination().maxConcurrency()),
-                "--threads",
-                Integer.toString(s.threads()),
-                "--max-dispatches",
-                Integer.toString(s.maxDispatches()),
-                "--degrade-divisor",
-                Integer.toString(s.destination().maxFetchingProcesses()),
-                "--out",
-                s.out().toString(),
-                "--lease-seconds",
-                Double.toString(s.leaseMillis() / 1000.0),
-                "--max-attempts",
-                Integer.toString(s.maxAttempts()),
-                "--max-throttles",
-                Integer.toString(s.maxThrottles()),
-                "--max-load",
-                Double.toString(s.maxLoad()),
-                "--max-rss-mb",
-                Long.toString(s.maxRssBytes() >> 20),
-                "--max-body-bytes",
-                Long.toString(s.maxBodyBytes()),
-                "--request-timeout",
-                Double.toString(s.requestTimeout().toMillis() / 1000.0),
-                "--max-redirects",
-                Integer.toString(s.maxRedirects()),
-                "--pacing",
-                s.perProcessPacing() ? "PER_PROCESS" : "FLEET",
-                "--backoff-scope",
-                s.destination().backoffScope().name(),
-                "--max-retry-after",
-                Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0)));
+    List<String> args = new ArrayList<>(everyWorkerArgs(s));
     if (s.fsyncEach()) {
       args.add("--fsync-each");
     }
@@ -434,6 +411,51 @@ public final class RunOptions {
         .maxConcurrencyFleetWide()
         .ifPresent(n -> args.addAll(List.of("--fleet-concurrency", Integer.toString(n))));
     return args;
+  }
+
+  /** The options that every worker is given. */
+  private static List<String> everyWorkerArgs(RunSettings s) {
+    return List.of(
+        "--job",
+        s.job(),
+        "--destination",
+        s.destination().name(),
+        "--run-id",
+        s.runId(),
+        "--rate",
+        Double.toString(s.destination().ratePerSecond()),
+        "--concurrency",
+        Integer.toString(s.destination().maxConcurrency()),
+        "--threads",
+        Integer.toString(s.threads()),
+        "--max-dispatches",
+        Integer.toString(s.maxDispatches()),
+        "--degrade-divisor",
+        Integer.toString(s.destination().maxFetchingProcesses()),
+        "--out",
+        s.out().toString(),
+        "--lease-seconds",
+        Double.toString(s.leaseMillis() / 1000.0),
+        "--max-attempts",
+        Integer.toString(s.maxAttempts()),
+        "--max-throttles",
+        Integer.toString(s.maxThrottles()),
+        "--max-load",
+        Double.toString(s.maxLoad()),
+        "--max-rss-mb",
+        Long.toString(s.maxRssBytes() >> 20),
+        "--max-body-bytes",
+        Long.toString(s.maxBodyBytes()),
+        "--request-timeout",
+        Double.toString(s.requestTimeout().toMillis() / 1000.0),
+        "--max-redirects",
+        Integer.toString(s.maxRedirects()),
+        "--pacing",
+        s.perProcessPacing() ? "PER_PROCESS" : "FLEET",
+        "--backoff-scope",
+        s.destination().backoffScope().name(),
+        "--max-retry-after",
+        Double.toString(s.destination().maxRetryAfter().toMillis() / 1000.0));
   }
 
   /**

@@ -31,9 +31,6 @@ final class FrontierClaimSql {
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
-    // The host's turn on its cursor row, spaced and refused as the library's reservation has it.
-    String next = PacerTableSql.nextAt("k", "c", "c.gap * k.backoff");
-    String resetFrom = PacerTableSql.resetFrom("k", "c");
     return "WITH p AS MATERIALIZED (\n"
         + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
         + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
@@ -64,7 +61,17 @@ final class FrontierClaimSql {
         + "         GREATEST(p.now, pick.known_next) AS earliest,\n"
         + "         GREATEST(p.reset_floor, pick.gap * 64) AS reset_beyond\n"
         + "  FROM pick CROSS JOIN p),\n"
-        + "turn AS (\n"
+        + turn(cursors)
+        + leaseAndFront(cursors)
+        + awaits()
+        + answer();
+  }
+
+  /** The host's turn on its cursor row, spaced and refused as the library's reservation has it. */
+  private static String turn(String cursors) {
+    String next = PacerTableSql.nextAt("k", "c", "c.gap * k.backoff");
+    String resetFrom = PacerTableSql.resetFrom("k", "c");
+    return "turn AS (\n"
         + "  INSERT INTO "
         + cursors
         + " AS k (name, next_at, updated_at)\n"
@@ -80,8 +87,12 @@ final class FrontierClaimSql {
         + "    WHERE (SELECT "
         + PacerTableSql.startsWithin("k", "c", "c.horizon")
         + " FROM c)\n"
-        + "  RETURNING k.next_at, k.backoff, k.reset_from),\n"
-        + "lease AS (\n"
+        + "  RETURNING k.next_at, k.backoff, k.reset_from),\n";
+  }
+
+  /** The item's lease with the turn, and the host's frontier row moved to its next turn. */
+  private static String leaseAndFront(String cursors) {
+    return "lease AS (\n"
         + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
         + "         lease_until = c.now + ?::bigint * interval '1 millisecond'\n"
         + "  FROM c, turn\n"
@@ -98,11 +109,16 @@ final class FrontierClaimSql {
         + " k WHERE k.name = c.host),"
         + " c.now) END\n"
         + "  FROM c WHERE f.job = (SELECT job FROM p) AND f.host = c.host\n"
-        + "  RETURNING f.next_at),\n"
-        // Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this
-        // claimant awaited already counts as free to it), so that one thread of the fleet wakes
-        // for each turn, not every idle one for the first.
-        + "awaits AS (\n"
+        + "  RETURNING f.next_at),\n";
+  }
+
+  /**
+   * Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this claimant
+   * awaited already counts as free to it), so that one thread of the fleet wakes for each turn, not
+   * every idle one for the first.
+   */
+  private static String awaits() {
+    return "awaits AS (\n"
         + "  UPDATE pacer_frontier g SET awaited_at = g.next_at,"
         + " awaited_by = (SELECT claimant FROM p)\n"
         + "  FROM (SELECT n.host FROM pacer_frontier n, p\n"
@@ -114,8 +130,12 @@ final class FrontierClaimSql {
         + "        ORDER BY n.next_at LIMIT 1\n"
         + "        FOR UPDATE OF n SKIP LOCKED) w\n"
         + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
-        + "  RETURNING g.next_at)\n"
-        + "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
+        + "  RETURNING g.next_at)\n";
+  }
+
+  /** The row answered: see {@link #claim}. */
+  private static String answer() {
+    return "SELECT lease.url_key, lease.url, lease.failures, lease.throttles, c.host, c.rate,\n"
         // From c.now, which the statement answers too: the process's database clock maps the
         // turn onto its own clock, so that a statement slowed (by a row lock, a busy server)
         // answers a turn that may have begun before the answer came back.

@@ -419,6 +419,20 @@ public final class FrontierStore {
     if (counted.isEmpty()) {
       return List.of();
     }
+    String sql = countItemsSql(window, maxFailures);
+    List<String> hosts = new ArrayList<>(new TreeMap<>(counted).keySet());
+    return connection.transactionOnce(
+        c -> {
+          List<PassedOver> passed = addToBars(c, sql, job, hosts, counted);
+          if (!passed.isEmpty()) {
+            defer(c, job, passed.stream().map(PassedOver::host).toList());
+          }
+          return passed;
+        });
+  }
+
+  /** The update of the failure bars, for {@link #countItems}. */
+  private static String countItemsSql(int window, int maxFailures) {
     String restart = "f.bar_items >= " + window;
     String items = "CASE WHEN " + restart + " THEN u.items ELSE f.bar_items + u.items END";
     String failures =
@@ -426,65 +440,58 @@ public final class FrontierStore {
     String crossed = "(" + failures + ") >= " + maxFailures;
     // Every term reads the row as it is when this statement updates it (after another worker's
     // update of it has committed), so that two workers' counts add up.
-    String sql =
-        "UPDATE pacer_frontier f SET bar_items = "
-            + items
-            + ", bar_failures = "
-            + failures
-            + ", passed_over = CASE WHEN "
-            + crossed
-            + " THEN format('%s of its last %s item(s)"
-            + " failed (bar: "
-            + maxFailures
-            + " of "
-            + window
-            + "); the last: %s', "
-            + failures
-            + ", "
-            + items
-            + ", u.last_failure) END,"
-            + " next_at = CASE WHEN "
-            + crossed
-            + " THEN 'infinity'::timestamptz ELSE f.next_at END"
-            + " FROM unnest(?::text[], ?::integer[], ?::integer[], ?::text[])"
-            + "   AS u(host, items, failures, last_failure)"
-            + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
-            + " RETURNING f.host, f.passed_over";
-    List<String> hosts = new ArrayList<>(new TreeMap<>(counted).keySet());
-    return connection.transactionOnce(
-        c -> {
-          List<PassedOver> passed = new ArrayList<>();
-          try (PreparedStatement s = c.prepareStatement(sql)) {
-            s.setArray(1, c.createArrayOf("text", hosts.toArray()));
-            s.setArray(
-                2,
-                c.createArrayOf(
-                    "integer", hosts.stream().map(h -> counted.get(h).items()).toArray()));
-            s.setArray(
-                3,
-                c.createArrayOf(
-                    "integer", hosts.stream().map(h -> counted.get(h).failures()).toArray()));
-            s.setArray(
-                4,
-                c.createArrayOf(
-                    "text",
-                    hosts.stream()
-                        .map(h -> Secrets.redact(counted.get(h).lastFailure()))
-                        .toArray()));
-            s.setString(5, job);
-            try (ResultSet r = s.executeQuery()) {
-              while (r.next()) {
-                if (r.getString(2) != null) {
-                  passed.add(new PassedOver(r.getString(1), r.getString(2)));
-                }
-              }
-            }
+    return "UPDATE pacer_frontier f SET bar_items = "
+        + items
+        + ", bar_failures = "
+        + failures
+        + ", passed_over = CASE WHEN "
+        + crossed
+        + " THEN format('%s of its last %s item(s)"
+        + " failed (bar: "
+        + maxFailures
+        + " of "
+        + window
+        + "); the last: %s', "
+        + failures
+        + ", "
+        + items
+        + ", u.last_failure) END,"
+        + " next_at = CASE WHEN "
+        + crossed
+        + " THEN 'infinity'::timestamptz ELSE f.next_at END"
+        + " FROM unnest(?::text[], ?::integer[], ?::integer[], ?::text[])"
+        + "   AS u(host, items, failures, last_failure)"
+        + " WHERE f.job = ? AND f.host = u.host AND f.passed_over IS NULL"
+        + " RETURNING f.host, f.passed_over";
+  }
+
+  /** Adds the counts to the hosts' bars; answers the hosts whose bar this crossed. */
+  private static List<PassedOver> addToBars(
+      Connection c, String sql, String job, List<String> hosts, Map<String, HostItems> counted)
+      throws SQLException {
+    List<PassedOver> passed = new ArrayList<>();
+    try (PreparedStatement s = c.prepareStatement(sql)) {
+      s.setArray(1, c.createArrayOf("text", hosts.toArray()));
+      s.setArray(
+          2, c.createArrayOf("integer", hosts.stream().map(h -> counted.get(h).items()).toArray()));
+      s.setArray(
+          3,
+          c.createArrayOf("integer", hosts.stream().map(h -> counted.get(h).failures()).toArray()));
+      s.setArray(
+          4,
+          c.createArrayOf(
+              "text",
+              hosts.stream().map(h -> Secrets.redact(counted.get(h).lastFailure())).toArray()));
+      s.setString(5, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          if (r.getString(2) != null) {
+            passed.add(new PassedOver(r.getString(1), r.getString(2)));
           }
-          if (!passed.isEmpty()) {
-            defer(c, job, passed.stream().map(PassedOver::host).toList());
-          }
-          return passed;
-        });
+        }
+      }
+    }
+    return passed;
   }
 
   /**

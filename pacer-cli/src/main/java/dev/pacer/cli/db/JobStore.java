@@ -1,5 +1,6 @@
 package dev.pacer.cli.db;
 
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -9,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.OptionalInt;
 
 /** Jobs: a named URL list bound to one destination, with its latest run's ceiling. */
 public final class JobStore {
@@ -66,17 +68,10 @@ public final class JobStore {
           c.setAutoCommit(false);
           try {
             StoreConnection.commitDurably(c);
-            try (PreparedStatement s =
-                c.prepareStatement(
-                    "SELECT enqueued FROM pacer_job WHERE name = ? AND enqueue_key = ?")) {
-              s.setString(1, job);
-              s.setString(2, key);
-              try (ResultSet r = s.executeQuery()) {
-                if (r.next()) {
-                  c.commit();
-                  return r.getInt(1);
-                }
-              }
+            OptionalInt earlier = enqueuedBefore(c, job, key);
+            if (earlier.isPresent()) {
+              c.commit();
+              return earlier.getAsInt();
             }
             try (PreparedStatement s =
                 c.prepareStatement(
@@ -87,30 +82,7 @@ public final class JobStore {
               s.setDouble(3, ceiling);
               s.executeUpdate();
             }
-            try (Statement s = c.createStatement()) {
-              s.execute(
-                  "CREATE TEMPORARY TABLE pacer_enqueue (ord bigserial, url_key text NOT NULL,"
-                      + " url text NOT NULL, host text NOT NULL) ON COMMIT DROP");
-            }
-            UrlCopy.copy(c, "COPY pacer_enqueue (url_key, url, host) FROM STDIN", urls);
-            int added;
-            // An item enqueued before items knew their host gets it now; only new rows are counted
-            // as added (xmax is 0 on a row this statement inserted, not on one it updated). A URL
-            // given twice is moved once, at its first place: an upsert may touch a row only once.
-            try (PreparedStatement s =
-                c.prepareStatement(
-                    "WITH moved AS (INSERT INTO pacer_item AS i (job, url_key, url, host)"
-                        + " SELECT ?, url_key, url, host FROM (SELECT DISTINCT ON (url_key) *"
-                        + " FROM pacer_enqueue ORDER BY url_key, ord) first ORDER BY ord"
-                        + " ON CONFLICT (job, url_key) DO UPDATE SET host = excluded.host"
-                        + " WHERE i.host IS NULL RETURNING i.xmax = 0 AS inserted)"
-                        + " SELECT count(*) FILTER (WHERE inserted) FROM moved")) {
-              s.setString(1, job);
-              try (ResultSet r = s.executeQuery()) {
-                r.next();
-                added = r.getInt(1);
-              }
-            }
+            int added = copyIntoJob(c, job, urls);
             try (PreparedStatement s =
                 c.prepareStatement(
                     "UPDATE pacer_job SET enqueue_key = ?, enqueued = ? WHERE name = ?")) {
@@ -129,6 +101,47 @@ public final class JobStore {
             c.setNetworkTimeout(Runnable::run, readTimeout);
           }
         });
+  }
+
+  /** How many the enqueue named {@code key} added, if it was done before. */
+  private static OptionalInt enqueuedBefore(Connection c, String job, String key)
+      throws SQLException {
+    try (PreparedStatement s =
+        c.prepareStatement("SELECT enqueued FROM pacer_job WHERE name = ? AND enqueue_key = ?")) {
+      s.setString(1, job);
+      s.setString(2, key);
+      try (ResultSet r = s.executeQuery()) {
+        return r.next() ? OptionalInt.of(r.getInt(1)) : OptionalInt.empty();
+      }
+    }
+  }
+
+  /** Copies the URLs into a temporary table and moves them into the job; returns how many new. */
+  private static int copyIntoJob(Connection c, String job, Iterable<String> urls)
+      throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TEMPORARY TABLE pacer_enqueue (ord bigserial, url_key text NOT NULL,"
+              + " url text NOT NULL, host text NOT NULL) ON COMMIT DROP");
+    }
+    UrlCopy.copy(c, "COPY pacer_enqueue (url_key, url, host) FROM STDIN", urls);
+    // An item enqueued before items knew their host gets it now; only new rows are counted
+    // as added (xmax is 0 on a row this statement inserted, not on one it updated). A URL
+    // given twice is moved once, at its first place: an upsert may touch a row only once.
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "WITH moved AS (INSERT INTO pacer_item AS i (job, url_key, url, host)"
+                + " SELECT ?, url_key, url, host FROM (SELECT DISTINCT ON (url_key) *"
+                + " FROM pacer_enqueue ORDER BY url_key, ord) first ORDER BY ord"
+                + " ON CONFLICT (job, url_key) DO UPDATE SET host = excluded.host"
+                + " WHERE i.host IS NULL RETURNING i.xmax = 0 AS inserted)"
+                + " SELECT count(*) FILTER (WHERE inserted) FROM moved")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        return r.getInt(1);
+      }
+    }
   }
 
   /** A job; {@code ceiling} is its latest run's fleet-wide ceiling, if one was recorded. */

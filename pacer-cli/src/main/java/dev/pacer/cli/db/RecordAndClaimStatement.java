@@ -19,6 +19,45 @@ import java.util.Set;
  */
 final class RecordAndClaimStatement {
 
+  private static final String SQL =
+      "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
+          + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
+          + "   sha256 = d.sha256, durable = d.durable,"
+          + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
+          + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[],"
+          + "     ?::text[], ?::boolean[])"
+          + "     AS d(url_key, token, status, body_path, bytes, sha256, durable)"
+          + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
+          + "     AND p.lease_token = d.token"
+          + "   RETURNING d.token),"
+          // On the statement's snapshot: done by an earlier run of it, never by this
+          // one.
+          + " done_before AS (SELECT lease_token AS token FROM pacer_item"
+          + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
+          + "     AND lease_token = ANY (?::text[])),"
+          // Leased by an earlier run of it: answered again, the lease renewed.
+          + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1"
+          + " millisecond'   WHERE job = ? AND state = 'leased' AND lease_token = ANY"
+          + " (?::text[])   RETURNING url_key, url, failures, throttles, lease_token),"
+          + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
+          + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
+          + " mine)     AND ((state = 'pending' AND not_before <= now())       OR"
+          + " (state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
+          + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
+          + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
+          + " seq) AS n   FROM picked), unheld AS (SELECT t, row_number() OVER (ORDER"
+          + " BY o) AS n   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)   WHERE t"
+          + " NOT IN (SELECT lease_token FROM mine)), claimed AS (UPDATE pacer_item i"
+          + " SET state = 'leased', leased_by = ?,   lease_token = u.t, lease_until ="
+          + " now() + ? * interval '1 millisecond'   FROM numbered n JOIN unheld u ON"
+          + " u.n = n.n   WHERE i.job = n.job AND i.url_key = n.url_key   RETURNING"
+          + " i.url_key, i.url, i.failures, i.throttles, i.lease_token) SELECT 0,"
+          + " token, NULL::text, NULL::int, NULL::int, NULL::text FROM done UNION ALL"
+          + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before UNION ALL SELECT"
+          + " 1, url_key, url, failures, throttles, lease_token FROM mine UNION ALL"
+          + " SELECT 1, url_key, url, failures, throttles, lease_token   FROM"
+          + " claimed";
+
   private RecordAndClaimStatement() {}
 
   /**
@@ -37,99 +76,78 @@ final class RecordAndClaimStatement {
       long leaseMillis,
       List<String> claimTokens)
       throws SQLException {
-    try (PreparedStatement s =
-        c.prepareStatement(
-            "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
-                + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
-                + "   sha256 = d.sha256, durable = d.durable,"
-                + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
-                + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[],"
-                + "     ?::text[], ?::boolean[])"
-                + "     AS d(url_key, token, status, body_path, bytes, sha256, durable)"
-                + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
-                + "     AND p.lease_token = d.token"
-                + "   RETURNING d.token),"
-                // On the statement's snapshot: done by an earlier run of it, never by this
-                // one.
-                + " done_before AS (SELECT lease_token AS token FROM pacer_item"
-                + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
-                + "     AND lease_token = ANY (?::text[])),"
-                // Leased by an earlier run of it: answered again, the lease renewed.
-                + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1"
-                + " millisecond'   WHERE job = ? AND state = 'leased' AND lease_token = ANY"
-                + " (?::text[])   RETURNING url_key, url, failures, throttles, lease_token),"
-                + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
-                + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
-                + " mine)     AND ((state = 'pending' AND not_before <= now())       OR"
-                + " (state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
-                + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
-                + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
-                + " seq) AS n   FROM picked), unheld AS (SELECT t, row_number() OVER (ORDER"
-                + " BY o) AS n   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)   WHERE t"
-                + " NOT IN (SELECT lease_token FROM mine)), claimed AS (UPDATE pacer_item i"
-                + " SET state = 'leased', leased_by = ?,   lease_token = u.t, lease_until ="
-                + " now() + ? * interval '1 millisecond'   FROM numbered n JOIN unheld u ON"
-                + " u.n = n.n   WHERE i.job = n.job AND i.url_key = n.url_key   RETURNING"
-                + " i.url_key, i.url, i.failures, i.throttles, i.lease_token) SELECT 0,"
-                + " token, NULL::text, NULL::int, NULL::int, NULL::text FROM done UNION ALL"
-                + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before UNION ALL SELECT"
-                + " 1, url_key, url, failures, throttles, lease_token FROM mine UNION ALL"
-                + " SELECT 1, url_key, url, failures, throttles, lease_token   FROM"
-                + " claimed")) {
-      int d = dones.size();
-      String[] keys = new String[d];
-      String[] doneTokens = new String[d];
-      Integer[] statuses = new Integer[d];
-      String[] paths = new String[d];
-      Long[] bytes = new Long[d];
-      String[] digests = new String[d];
-      Boolean[] durable = new Boolean[d];
-      for (int i = 0; i < d; i++) {
-        Done done = dones.get(i);
-        keys[i] = done.item().key();
-        doneTokens[i] = done.item().token();
-        statuses[i] = done.status();
-        paths[i] = done.bodyPath();
-        bytes[i] = done.bytes();
-        digests[i] = done.sha256();
-        durable[i] = done.durable();
-      }
-      java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
-      s.setArray(1, c.createArrayOf("text", keys));
-      s.setArray(2, c.createArrayOf("text", doneTokens));
-      s.setArray(3, c.createArrayOf("int4", statuses));
-      s.setArray(4, c.createArrayOf("text", paths));
-      s.setArray(5, c.createArrayOf("int8", bytes));
-      s.setArray(6, c.createArrayOf("text", digests));
-      s.setArray(7, c.createArrayOf("bool", durable));
-      s.setString(8, job);
-      s.setString(9, job);
-      s.setArray(10, c.createArrayOf("text", keys));
-      s.setArray(11, c.createArrayOf("text", doneTokens));
-      s.setLong(12, leaseMillis);
-      s.setString(13, job);
-      s.setArray(14, tokens);
-      s.setString(15, job);
-      s.setArray(16, c.createArrayOf("text", keys));
-      s.setArray(17, tokens);
-      s.setArray(18, tokens);
-      s.setString(19, workerId);
-      s.setLong(20, leaseMillis);
-      Set<String> recorded = new HashSet<>();
-      Map<String, Item> claimed = new HashMap<>();
-      try (ResultSet r = s.executeQuery()) {
-        while (r.next()) {
-          if (r.getLong(1) == 0) {
-            recorded.add(r.getString(2));
-          } else {
-            claimed.put(
-                r.getString(6),
-                new Item(
-                    job, r.getString(2), r.getString(3), r.getInt(4), r.getInt(5), r.getString(6)));
-          }
+    try (PreparedStatement s = c.prepareStatement(SQL)) {
+      bind(s, c, job, dones, workerId, leaseMillis, claimTokens);
+      return answer(s, job);
+    }
+  }
+
+  private static void bind(
+      PreparedStatement s,
+      Connection c,
+      String job,
+      List<Done> dones,
+      String workerId,
+      long leaseMillis,
+      List<String> claimTokens)
+      throws SQLException {
+    int d = dones.size();
+    String[] keys = new String[d];
+    String[] doneTokens = new String[d];
+    Integer[] statuses = new Integer[d];
+    String[] paths = new String[d];
+    Long[] bytes = new Long[d];
+    String[] digests = new String[d];
+    Boolean[] durable = new Boolean[d];
+    for (int i = 0; i < d; i++) {
+      Done done = dones.get(i);
+      keys[i] = done.item().key();
+      doneTokens[i] = done.item().token();
+      statuses[i] = done.status();
+      paths[i] = done.bodyPath();
+      bytes[i] = done.bytes();
+      digests[i] = done.sha256();
+      durable[i] = done.durable();
+    }
+    java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
+    s.setArray(1, c.createArrayOf("text", keys));
+    s.setArray(2, c.createArrayOf("text", doneTokens));
+    s.setArray(3, c.createArrayOf("int4", statuses));
+    s.setArray(4, c.createArrayOf("text", paths));
+    s.setArray(5, c.createArrayOf("int8", bytes));
+    s.setArray(6, c.createArrayOf("text", digests));
+    s.setArray(7, c.createArrayOf("bool", durable));
+    s.setString(8, job);
+    s.setString(9, job);
+    s.setArray(10, c.createArrayOf("text", keys));
+    s.setArray(11, c.createArrayOf("text", doneTokens));
+    s.setLong(12, leaseMillis);
+    s.setString(13, job);
+    s.setArray(14, tokens);
+    s.setString(15, job);
+    s.setArray(16, c.createArrayOf("text", keys));
+    s.setArray(17, tokens);
+    s.setArray(18, tokens);
+    s.setString(19, workerId);
+    s.setLong(20, leaseMillis);
+  }
+
+  /** The tokens recorded, and the items claimed by their tokens. */
+  private static Made answer(PreparedStatement s, String job) throws SQLException {
+    Set<String> recorded = new HashSet<>();
+    Map<String, Item> claimed = new HashMap<>();
+    try (ResultSet r = s.executeQuery()) {
+      while (r.next()) {
+        if (r.getLong(1) == 0) {
+          recorded.add(r.getString(2));
+        } else {
+          claimed.put(
+              r.getString(6),
+              new Item(
+                  job, r.getString(2), r.getString(3), r.getInt(4), r.getInt(5), r.getString(6)));
         }
       }
-      return new Made(recorded, claimed);
     }
+    return new Made(recorded, claimed);
   }
 }

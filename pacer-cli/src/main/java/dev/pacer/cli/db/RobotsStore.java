@@ -212,78 +212,97 @@ public final class RobotsStore {
     return connection.transaction(
         c -> {
           if (fetched.isPresent()) {
-            try (PreparedStatement s =
-                c.prepareStatement(
-                    "UPDATE pacer_robots SET status = ?,"
-                        + " body = ?, fetched_at = now() WHERE job = ? AND host = ?")) {
-              s.setInt(1, fetched.get().status());
-              s.setBytes(2, fetched.get().body());
-              s.setString(3, work.job());
-              s.setString(4, work.host());
-              s.executeUpdate();
-            }
+            storeFetched(c, work, fetched.get());
           }
-          List<String> skipped = new ArrayList<>();
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "SELECT url_key, url FROM pacer_item"
-                      + " WHERE job = ? AND host = ? AND "
-                      + OPEN
-                      + " FOR UPDATE")) {
-            s.setString(1, work.job());
-            s.setString(2, work.host());
-            try (ResultSet r = s.executeQuery()) {
-              while (r.next()) {
-                if (settlement.skip().test(r.getString(2))) {
-                  skipped.add(r.getString(1));
-                }
-              }
-            }
-          }
-          if (!skipped.isEmpty()) {
-            try (PreparedStatement s =
-                c.prepareStatement(
-                    "UPDATE pacer_item SET state = 'skipped', last_error = ?, finished_at = now(),"
-                        + " leased_by = NULL, lease_token = NULL, lease_until = NULL WHERE job = ?"
-                        + " AND url_key = ANY (?) AND "
-                        + OPEN)) {
-              s.setString(1, settlement.reason());
-              s.setString(2, work.job());
-              s.setArray(3, c.createArrayOf("text", skipped.toArray()));
-              s.executeUpdate();
-            }
-          }
-          long minMicros = settlement.minInterval().toNanos() / 1000;
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "UPDATE pacer_frontier SET interval_us = GREATEST(interval_us, ?), rate ="
-                      + " LEAST(rate, 1e6 / GREATEST(?, 1)), next_at = '-infinity' WHERE job = ?"
-                      + " AND host = ?")) {
-            s.setLong(1, minMicros);
-            s.setLong(2, minMicros);
-            s.setString(3, work.job());
-            s.setString(4, work.host());
-            s.executeUpdate();
-          }
-          if (minMicros > 0) {
-            // An upsert: robots.txt applied from a stored answer took no turn, so the row may be
-            // missing (the claim would then heal it at now, and the delay would not hold).
-            try (PreparedStatement s =
-                c.prepareStatement(
-                    "INSERT INTO "
-                        + cursors
-                        + " AS k (name, next_at, updated_at) VALUES (?, clock_timestamp() + ? *"
-                        + " interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO"
-                        + " UPDATE SET next_at = "
-                        + PacerTableSql.heldUntil("k", "excluded.next_at"))) {
-              s.setString(1, work.host());
-              s.setLong(2, minMicros);
-              s.executeUpdate();
-            }
-          }
+          int skipped = skipDisallowed(c, work, settlement);
+          widenInterval(c, work, settlement.minInterval());
           endLease(c, work, "applied", settlement.verdict(), Duration.ZERO, false);
-          return skipped.size();
+          return skipped;
         });
+  }
+
+  private static void storeFetched(Connection c, Work work, Fetched fetched) throws SQLException {
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "UPDATE pacer_robots SET status = ?,"
+                + " body = ?, fetched_at = now() WHERE job = ? AND host = ?")) {
+      s.setInt(1, fetched.status());
+      s.setBytes(2, fetched.body());
+      s.setString(3, work.job());
+      s.setString(4, work.host());
+      s.executeUpdate();
+    }
+  }
+
+  /** Skips the host's open items that the settlement disallows; returns how many. */
+  private static int skipDisallowed(Connection c, Work work, Settlement settlement)
+      throws SQLException {
+    List<String> skipped = new ArrayList<>();
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "SELECT url_key, url FROM pacer_item"
+                + " WHERE job = ? AND host = ? AND "
+                + OPEN
+                + " FOR UPDATE")) {
+      s.setString(1, work.job());
+      s.setString(2, work.host());
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          if (settlement.skip().test(r.getString(2))) {
+            skipped.add(r.getString(1));
+          }
+        }
+      }
+    }
+    if (!skipped.isEmpty()) {
+      try (PreparedStatement s =
+          c.prepareStatement(
+              "UPDATE pacer_item SET state = 'skipped', last_error = ?, finished_at = now(),"
+                  + " leased_by = NULL, lease_token = NULL, lease_until = NULL WHERE job = ?"
+                  + " AND url_key = ANY (?) AND "
+                  + OPEN)) {
+        s.setString(1, settlement.reason());
+        s.setString(2, work.job());
+        s.setArray(3, c.createArrayOf("text", skipped.toArray()));
+        s.executeUpdate();
+      }
+    }
+    return skipped.size();
+  }
+
+  /**
+   * Widens the host's interval on its frontier row to {@code minInterval}, and pushes its cursor
+   * row to one {@code minInterval} from now.
+   */
+  private void widenInterval(Connection c, Work work, Duration minInterval) throws SQLException {
+    long minMicros = minInterval.toNanos() / 1000;
+    try (PreparedStatement s =
+        c.prepareStatement(
+            "UPDATE pacer_frontier SET interval_us = GREATEST(interval_us, ?), rate ="
+                + " LEAST(rate, 1e6 / GREATEST(?, 1)), next_at = '-infinity' WHERE job = ?"
+                + " AND host = ?")) {
+      s.setLong(1, minMicros);
+      s.setLong(2, minMicros);
+      s.setString(3, work.job());
+      s.setString(4, work.host());
+      s.executeUpdate();
+    }
+    if (minMicros > 0) {
+      // An upsert: robots.txt applied from a stored answer took no turn, so the row may be
+      // missing (the claim would then heal it at now, and the delay would not hold).
+      try (PreparedStatement s =
+          c.prepareStatement(
+              "INSERT INTO "
+                  + cursors
+                  + " AS k (name, next_at, updated_at) VALUES (?, clock_timestamp() + ? *"
+                  + " interval '1 microsecond', clock_timestamp()) ON CONFLICT (name) DO"
+                  + " UPDATE SET next_at = "
+                  + PacerTableSql.heldUntil("k", "excluded.next_at"))) {
+        s.setString(1, work.host());
+        s.setLong(2, minMicros);
+        s.executeUpdate();
+      }
+    }
   }
 
   /**

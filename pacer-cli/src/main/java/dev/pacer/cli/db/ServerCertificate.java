@@ -66,37 +66,9 @@ final class ServerCertificate {
     new SecureRandom().nextBytes(serial);
     serial[0] = (byte) ((serial[0] & 0x7f) | 0x40); // positive, and no leading zero byte in DER
     byte[] algorithm = der(SEQUENCE, oid(ECDSA_WITH_SHA256));
-    byte[] name =
-        der(
-            SEQUENCE,
-            der(
-                SET,
-                der(
-                    SEQUENCE,
-                    oid(COMMON_NAME),
-                    der(
-                        UTF8_STRING,
-                        "pacer embedded PostgreSQL".getBytes(StandardCharsets.UTF_8)))));
-    byte[] validity =
-        der(
-            SEQUENCE,
-            der(
-                UTC_TIME,
-                DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'")
-                    .withZone(ZoneOffset.UTC)
-                    .format(now.minus(Duration.ofDays(1)))
-                    .getBytes(StandardCharsets.US_ASCII)),
-            der(GENERALIZED_TIME, "99991231235959Z".getBytes(StandardCharsets.US_ASCII)));
-    byte[] subjectAltName =
-        der(
-            SEQUENCE,
-            oid(SUBJECT_ALT_NAME),
-            der(
-                OCTET_STRING,
-                der(
-                    SEQUENCE,
-                    der(SAN_IP_ADDRESS, LOOPBACK),
-                    der(SAN_DNS_NAME, "localhost".getBytes(StandardCharsets.US_ASCII)))));
+    byte[] name = name();
+    byte[] validity = validity(now);
+    byte[] subjectAltName = subjectAltName();
     byte[] toBeSigned =
         der(
             SEQUENCE,
@@ -127,6 +99,44 @@ final class ServerCertificate {
         pem(
             "PRIVATE KEY",
             pair.getPrivate().getEncoded())); // PKCS#8, which OpenSSL reads unencrypted
+  }
+
+  /** The certificate's issuer and subject, the same name. */
+  private static byte[] name() {
+    return der(
+        SEQUENCE,
+        der(
+            SET,
+            der(
+                SEQUENCE,
+                oid(COMMON_NAME),
+                der(UTF8_STRING, "pacer embedded PostgreSQL".getBytes(StandardCharsets.UTF_8)))));
+  }
+
+  /** From a day before {@code now} to the end of 9999. */
+  private static byte[] validity(Instant now) {
+    return der(
+        SEQUENCE,
+        der(
+            UTC_TIME,
+            DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'")
+                .withZone(ZoneOffset.UTC)
+                .format(now.minus(Duration.ofDays(1)))
+                .getBytes(StandardCharsets.US_ASCII)),
+        der(GENERALIZED_TIME, "99991231235959Z".getBytes(StandardCharsets.US_ASCII)));
+  }
+
+  /** The names the server answers to: the loopback address and localhost. */
+  private static byte[] subjectAltName() {
+    return der(
+        SEQUENCE,
+        oid(SUBJECT_ALT_NAME),
+        der(
+            OCTET_STRING,
+            der(
+                SEQUENCE,
+                der(SAN_IP_ADDRESS, LOOPBACK),
+                der(SAN_DNS_NAME, "localhost".getBytes(StandardCharsets.US_ASCII)))));
   }
 
   private static String pem(String label, byte[] der) {

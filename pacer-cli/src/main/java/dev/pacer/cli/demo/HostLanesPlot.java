@@ -7,12 +7,9 @@ import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Locale;
-import javax.imageio.ImageIO;
 
 /**
  * A PNG of a many-host run as each host saw it: one lane per host, time across. A lane's upper half
@@ -98,8 +95,7 @@ public final class HostLanesPlot {
     int laneH = laneHeight(lanes.size());
     int height = height(lanes.size());
     int plotW = WIDTH - LEFT - RIGHT;
-    double pxPerSecond = (double) plotW / seconds;
-    long t0 = origin;
+    Scale scale = new Scale(origin, seconds, laneH, (double) plotW / seconds);
 
     BufferedImage image = new BufferedImage(WIDTH, height, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
@@ -118,62 +114,82 @@ public final class HostLanesPlot {
     int labelEvery = Math.max(1, (int) Math.ceil(13.0 / laneH));
     Font labelFont = new Font(Font.SANS_SERIF, Font.PLAIN, Math.min(12, Math.max(9, laneH - 2)));
     for (int i = 0; i < lanes.size(); i++) {
-      Lane lane = lanes.get(i);
-      int top = TOP + i * laneH;
-      int[] bins = new int[seconds];
-      for (DemoServer.Arrival a : lane.arrivals()) {
-        bins[(int) ((a.nanos() - t0) / 1_000_000_000L)]++;
-      }
-      boolean ticks = laneH >= 12;
-      int stripTop = ticks ? top + laneH / 2 : top;
-      int stripH = (ticks ? laneH - laneH / 2 : laneH) - 1;
-      for (int s = 0; s < seconds; s++) {
-        int x0 = LEFT + (int) Math.round(s * pxPerSecond);
-        int x1 = LEFT + (int) Math.round((s + 1) * pxPerSecond);
-        g.setColor(cell(bins[s], lane.ceiling()));
-        g.fillRect(x0, stripTop, Math.max(1, x1 - x0 - 1), Math.max(1, stripH));
-      }
-      if (ticks) {
-        for (DemoServer.Arrival a : lane.arrivals()) {
-          int x = LEFT + (int) Math.round((a.nanos() - t0) / 1e9 * pxPerSecond);
-          g.setColor(a.status() == 429 ? OVER : Color.BLACK);
-          g.drawLine(x, top + 2, x, top + laneH / 2 - 1);
-        }
-      }
-      int busiest = DemoServer.busiestOneSecond(lane.arrivals());
-      boolean kept = busiest <= Math.floor(lane.ceiling()) + 1;
-      if (i % labelEvery == 0) {
-        int baseline = top + Math.min(laneH, 13) - 2 + Math.max(0, (laneH - 13) / 2);
-        g.setFont(labelFont);
-        g.setColor(Color.BLACK);
-        g.drawString(lane.host() + "  " + rate(lane.ceiling()) + "/s", 12, baseline);
-        g.setColor(kept ? new Color(20, 120, 40) : OVER);
-        g.drawString(
-            busiest
-                + " / "
-                + (long) (Math.floor(lane.ceiling()) + 1)
-                + (kept ? "  kept" : "  EXCEEDED"),
-            WIDTH - RIGHT + 10,
-            baseline);
-      }
+      drawLane(g, scale, lanes.get(i), TOP + i * laneH, i % labelEvery == 0 ? labelFont : null);
     }
     int plotBottom = TOP + lanes.size() * laneH;
     g.setColor(Color.GRAY);
     g.drawRect(LEFT - 1, TOP - 1, plotW + 1, plotBottom - TOP + 1);
+    drawTimeAxis(g, scale, plotBottom);
+    drawLegend(g, height - 22, laneH >= 12);
+    g.dispose();
+    Png.write(image, png, ".lanes");
+  }
 
-    // time axis
+  /** The plot's time scale and its lanes' height, shared by every part drawn. */
+  private record Scale(long t0, int seconds, int laneH, double pxPerSecond) {}
+
+  /**
+   * One lane at {@code top}: its heat strip, its ticks if it is tall enough, and its labels in
+   * {@code labelFont} (none if null).
+   */
+  private static void drawLane(Graphics2D g, Scale scale, Lane lane, int top, Font labelFont) {
+    int laneH = scale.laneH();
+    int[] bins = new int[scale.seconds()];
+    for (DemoServer.Arrival a : lane.arrivals()) {
+      bins[(int) ((a.nanos() - scale.t0()) / 1_000_000_000L)]++;
+    }
+    boolean ticks = laneH >= 12;
+    int stripTop = ticks ? top + laneH / 2 : top;
+    int stripH = (ticks ? laneH - laneH / 2 : laneH) - 1;
+    for (int s = 0; s < scale.seconds(); s++) {
+      int x0 = LEFT + (int) Math.round(s * scale.pxPerSecond());
+      int x1 = LEFT + (int) Math.round((s + 1) * scale.pxPerSecond());
+      g.setColor(cell(bins[s], lane.ceiling()));
+      g.fillRect(x0, stripTop, Math.max(1, x1 - x0 - 1), Math.max(1, stripH));
+    }
+    if (ticks) {
+      for (DemoServer.Arrival a : lane.arrivals()) {
+        int x = LEFT + (int) Math.round((a.nanos() - scale.t0()) / 1e9 * scale.pxPerSecond());
+        g.setColor(a.status() == 429 ? OVER : Color.BLACK);
+        g.drawLine(x, top + 2, x, top + laneH / 2 - 1);
+      }
+    }
+    int busiest = DemoServer.busiestOneSecond(lane.arrivals());
+    boolean kept = busiest <= Math.floor(lane.ceiling()) + 1;
+    if (labelFont != null) {
+      int baseline = top + Math.min(laneH, 13) - 2 + Math.max(0, (laneH - 13) / 2);
+      g.setFont(labelFont);
+      g.setColor(Color.BLACK);
+      g.drawString(lane.host() + "  " + rate(lane.ceiling()) + "/s", 12, baseline);
+      g.setColor(kept ? new Color(20, 120, 40) : OVER);
+      g.drawString(
+          busiest
+              + " / "
+              + (long) (Math.floor(lane.ceiling()) + 1)
+              + (kept ? "  kept" : "  EXCEEDED"),
+          WIDTH - RIGHT + 10,
+          baseline);
+    }
+  }
+
+  private static void drawTimeAxis(Graphics2D g, Scale scale, int plotBottom) {
+    int plotW = WIDTH - LEFT - RIGHT;
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
     g.setColor(Color.DARK_GRAY);
-    int step = Math.max(1, (int) Math.ceil(seconds / 12.0));
-    for (int s = 0; s <= seconds; s += step) {
-      int x = LEFT + (int) Math.round(s * pxPerSecond);
+    int step = Math.max(1, (int) Math.ceil(scale.seconds() / 12.0));
+    for (int s = 0; s <= scale.seconds(); s += step) {
+      int x = LEFT + (int) Math.round(s * scale.pxPerSecond());
       g.drawLine(x, plotBottom, x, plotBottom + 4);
       g.drawString(s + " s", x - 8, plotBottom + 17);
     }
     g.drawString("seconds since the first request", LEFT + plotW / 2 - 90, plotBottom + 34);
+  }
 
-    // legend: the strip's scale, the red, the ticks, laid out by the text's measured widths
-    int ly = height - 22;
+  /**
+   * The strip's scale, the red, and the ticks if the lanes have them, laid out by the text's
+   * measured widths.
+   */
+  private static void drawLegend(Graphics2D g, int ly, boolean ticks) {
     Legend legend = new Legend(g, LEFT, ly);
     legend.text("requests in that second:");
     legend.swatch(EMPTY, "none");
@@ -182,22 +198,12 @@ public final class HostLanesPlot {
     legend.x += 96;
     legend.text("up to the host's ceiling");
     legend.swatch(OVER, "above ceiling + 1");
-    if (laneH >= 12) {
+    if (ticks) {
       g.setColor(Color.BLACK);
       g.drawLine(legend.x, ly - 10, legend.x, ly + 2);
       g.drawLine(legend.x + 4, ly - 10, legend.x + 4, ly + 2);
       legend.x += 10;
       legend.text("a tick per request (red: 429)");
-    }
-    g.dispose();
-
-    Files.createDirectories(png.toAbsolutePath().getParent());
-    Path temp = Files.createTempFile(png.toAbsolutePath().getParent(), ".lanes", ".png");
-    try {
-      ImageIO.write(image, "png", temp.toFile());
-      Files.move(temp, png, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-    } finally {
-      Files.deleteIfExists(temp);
     }
   }
 

@@ -7,14 +7,12 @@ import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
-import javax.imageio.ImageIO;
 
 /**
  * A PNG timeline of a run as the destination saw it: requests per second (1-s bins) for each worker
@@ -90,8 +88,18 @@ public final class TimelinePlot {
     int plotH = HEIGHT - TOP - BOTTOM;
     Axis x = v -> LEFT + (int) Math.round(v / Math.max(1, seconds) * plotW);
     Axis y = v -> TOP + plotH - (int) Math.round(v / yMax * plotH);
+    drawFrame(g, title, seconds, yMax, x, y);
+    List<String> labels = drawSeries(g, perWorker, all, refused, ceiling, x, y);
+    drawLegend(g, ceiling, labels);
+    g.dispose();
+    Png.write(image, png, ".timeline");
+  }
 
-    // grid and axes
+  /** The grid, the axes and their labels, and the title. */
+  private static void drawFrame(
+      Graphics2D g, String title, int seconds, double yMax, Axis x, Axis y) {
+    int plotW = WIDTH - LEFT - RIGHT;
+    int plotH = HEIGHT - TOP - BOTTOM;
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
     int yStep = Math.max(1, (int) Math.ceil(yMax / 10));
     for (int v = 0; v <= yMax; v += yStep) {
@@ -113,10 +121,24 @@ public final class TimelinePlot {
     g.rotate(Math.PI / 2);
     g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
     g.drawString(title, LEFT, 30);
+  }
 
+  /**
+   * The 429s as bars, a line per process, the aggregate and the ceiling; returns the processes'
+   * labels, in the order of their colours.
+   */
+  private static List<String> drawSeries(
+      Graphics2D g,
+      Map<String, int[]> perWorker,
+      int[] all,
+      int[] refused,
+      double ceiling,
+      Axis x,
+      Axis y) {
+    int plotW = WIDTH - LEFT - RIGHT;
     // 429s as bars
     g.setColor(new Color(255, 170, 170));
-    for (int s = 0; s < seconds; s++) {
+    for (int s = 0; s < refused.length; s++) {
       if (refused[s] > 0) {
         g.fillRect(
             x.at(s) + 1,
@@ -145,8 +167,10 @@ public final class TimelinePlot {
         new BasicStroke(
             2.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {10f, 6f}, 0f));
     g.drawLine(LEFT, y.at(ceiling), LEFT + plotW, y.at(ceiling));
+    return labels;
+  }
 
-    // legend
+  private static void drawLegend(Graphics2D g, double ceiling, List<String> labels) {
     g.setStroke(new BasicStroke(2f));
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
     int ly = TOP + 10;
@@ -155,19 +179,6 @@ public final class TimelinePlot {
     legend(g, new Color(255, 170, 170), "answered 429", ly += 20);
     for (int k = 0; k < labels.size(); k++) {
       legend(g, PALETTE[k % PALETTE.length], labels.get(k), ly += 20);
-    }
-    g.dispose();
-    Files.createDirectories(png.toAbsolutePath().getParent());
-    Path temp = Files.createTempFile(png.toAbsolutePath().getParent(), ".timeline", ".png");
-    try {
-      ImageIO.write(image, "png", temp.toFile());
-      Files.move(
-          temp,
-          png,
-          java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-          java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-    } finally {
-      Files.deleteIfExists(temp);
     }
   }
 

@@ -146,57 +146,82 @@ public final class UrlList implements AutoCloseable {
             .newDecoder()
             .onMalformedInput(CodingErrorAction.REPORT)
             .onUnmappableCharacter(CodingErrorAction.REPORT);
-    List<String> problems = new ArrayList<>();
-    long problemCount = 0;
-    long count = 0;
-    Set<String> hosts = new LinkedHashSet<>();
-    int lineNumber = 0;
+    Lines seen = new Lines(source);
     Path spool = Files.createTempFile("pacer-urls", ".txt");
     boolean kept = false;
     try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, decoder));
         BufferedWriter writer = Files.newBufferedWriter(spool, StandardCharsets.UTF_8)) {
       String line;
-      while ((line = readLine(reader, source, lineNumber + 1)) != null) {
-        lineNumber++;
-        if (line.indexOf('\0') >= 0) {
-          throw new BadInputException(
-              source
-                  + " looks binary (a NUL byte on line "
-                  + lineNumber
-                  + "); expected a text file of URLs, one per line");
-        }
-        String text = line.strip();
-        if (text.isEmpty() || text.startsWith("#")) {
-          continue;
-        }
-        String problem = check(text);
-        if (problem != null) {
-          if (problemCount++ < MAX_PROBLEMS_KEPT) {
-            problems.add(
-                "line " + lineNumber + ": " + problem + ": " + shown(Secrets.redact(text)));
-          }
-          continue;
-        }
-        hosts.add(hostOf(text));
-        writer.write(text);
-        writer.write('\n');
-        count++;
+      while ((line = readLine(reader, source, seen.lineNumber + 1)) != null) {
+        seen.take(line, writer);
       }
       kept = true;
     } catch (CharacterCodingException e) {
       throw new BadInputException(
           source
               + " is not UTF-8 text (near line "
-              + (lineNumber + 1)
+              + (seen.lineNumber + 1)
               + "); expected a text file of URLs, one per line");
     } finally {
       if (!kept) {
         Files.deleteIfExists(spool);
       }
     }
-    if (count == 0) {
+    if (seen.count == 0) {
       Files.deleteIfExists(spool);
-      throw new BadInputException(
+      throw seen.noUsableUrl();
+    }
+    return new UrlList(
+        () -> lines(spool),
+        seen.count,
+        List.copyOf(seen.problems),
+        seen.problemCount,
+        seen.hosts,
+        spool);
+  }
+
+  /** The input's lines so far: the URLs spooled, their hosts, and the problems found. */
+  private static final class Lines {
+    private final String source;
+    private final List<String> problems = new ArrayList<>();
+    private long problemCount = 0;
+    private long count = 0;
+    private final Set<String> hosts = new LinkedHashSet<>();
+    private int lineNumber = 0;
+
+    Lines(String source) {
+      this.source = source;
+    }
+
+    /** Checks the next line, and writes it to the spool if it holds a usable URL. */
+    void take(String line, BufferedWriter writer) throws BadInputException, IOException {
+      lineNumber++;
+      if (line.indexOf('\0') >= 0) {
+        throw new BadInputException(
+            source
+                + " looks binary (a NUL byte on line "
+                + lineNumber
+                + "); expected a text file of URLs, one per line");
+      }
+      String text = line.strip();
+      if (text.isEmpty() || text.startsWith("#")) {
+        return;
+      }
+      String problem = check(text);
+      if (problem != null) {
+        if (problemCount++ < MAX_PROBLEMS_KEPT) {
+          problems.add("line " + lineNumber + ": " + problem + ": " + shown(Secrets.redact(text)));
+        }
+        return;
+      }
+      hosts.add(hostOf(text));
+      writer.write(text);
+      writer.write('\n');
+      count++;
+    }
+
+    BadInputException noUsableUrl() {
+      return new BadInputException(
           source
               + " holds no usable URL ("
               + lineNumber
@@ -209,8 +234,6 @@ public final class UrlList implements AutoCloseable {
                       + String.join("; ", problems.subList(0, Math.min(5, problems.size()))))
               + ")");
     }
-    return new UrlList(
-        () -> lines(spool), count, List.copyOf(problems), problemCount, hosts, spool);
   }
 
   /** The spool file's lines, read as they are iterated; the file closes at its end. */

@@ -165,12 +165,7 @@ public final class Worker {
     // would degrade this worker until the next retry boundary. The work-state connection goes
     // first: its bound is wider than the cursor's, and it loads the driver in a cold JVM. It also
     // names a URL of the job, so the HTTP client's warm-up can prepare for that destination.
-    Optional<String> sampleUrl = Optional.empty();
-    try {
-      sampleUrl = store.items().nextOpenUrl(settings.job());
-    } catch (SQLException e) {
-      log.debug("Work state not reachable at start-up: {}", database.describe(e));
-    }
+    Optional<String> sampleUrl = sampleUrl();
     if (cursor instanceof PostgresCursor pg) {
       pg.connect(STARTUP_CONNECT);
     }
@@ -194,25 +189,7 @@ public final class Worker {
             : Optional.empty();
     WorkerContext context = new WorkerContext(database, settings, workerId, store, retrying, stop);
     gate = new DispatchGate(context);
-    Bodies bodies =
-        settings.warc().isPresent()
-            ? new WarcBodies(settings.warc().get(), settings.fsyncEach())
-            : new BodyStore(settings.out(), settings.job(), settings.fsyncEach());
-    durable = new DurablePoints(context, bodies);
-    WorkSource made =
-        settings.perHost()
-            ? new PerHostFrontier(
-                context, envelope, durable, gate, cursor, limiterCounts, recorder, sampleUrl)
-            : new SingleDestination(
-                context,
-                envelope,
-                durable,
-                gate,
-                cursor,
-                fleetCapped ? fleetSlots : Optional.empty(),
-                limiterCounts,
-                recorder,
-                sampleUrl);
+    WorkSource made = workSource(context, cursor, fleetCapped, sampleUrl);
     // Every fetch thread claims at the start line: the connections they will claim on are opened
     // before it, not beside the first turns.
     try {
@@ -221,6 +198,40 @@ public final class Worker {
       log.debug("Could not open every work-state connection at start-up: {}", database.describe(e));
     }
     return made;
+  }
+
+  /** A URL of the job, if the work state answers at start-up. */
+  private Optional<String> sampleUrl() {
+    try {
+      return store.items().nextOpenUrl(settings.job());
+    } catch (SQLException e) {
+      log.debug("Work state not reachable at start-up: {}", database.describe(e));
+      return Optional.empty();
+    }
+  }
+
+  /** The mode's work source, with the store its bodies are written to. */
+  private WorkSource workSource(
+      WorkerContext context, Cursor cursor, boolean fleetCapped, Optional<String> sampleUrl)
+      throws InterruptedException {
+    Bodies bodies =
+        settings.warc().isPresent()
+            ? new WarcBodies(settings.warc().get(), settings.fsyncEach())
+            : new BodyStore(settings.out(), settings.job(), settings.fsyncEach());
+    durable = new DurablePoints(context, bodies);
+    return settings.perHost()
+        ? new PerHostFrontier(
+            context, envelope, durable, gate, cursor, limiterCounts, recorder, sampleUrl)
+        : new SingleDestination(
+            context,
+            envelope,
+            durable,
+            gate,
+            cursor,
+            fleetCapped ? fleetSlots : Optional.empty(),
+            limiterCounts,
+            recorder,
+            sampleUrl);
   }
 
   /**

@@ -323,30 +323,7 @@ public final class CursorSql {
   public static CursorSql pacerTable(String table) {
     String lockouts = table + "_lockout";
     String fetchers = table + "_fetcher";
-    String createTable =
-        "CREATE UNLOGGED TABLE IF NOT EXISTS "
-            + table
-            + " (\n"
-            + "  name         text        PRIMARY KEY,\n"
-            + "  next_at      timestamptz NOT NULL,\n"
-            + "  updated_at   timestamptz NOT NULL,\n"
-            + "  paused_until timestamptz,\n"
-            + "  backoff      smallint    NOT NULL DEFAULT 1,\n"
-            + "  clean        integer     NOT NULL DEFAULT 0,\n"
-            + "  reset_from   timestamptz\n"
-            + ");\n"
-            + addColumnIfMissing(table, "paused_until", "timestamptz")
-            + addColumnIfMissing(table, "backoff", "smallint NOT NULL DEFAULT 1")
-            + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
-            + addColumnIfMissing(table, "reset_from", "timestamptz")
-            // Logged, unlike the cursors: a lockout must outlive a crash.
-            + "CREATE TABLE IF NOT EXISTS "
-            + lockouts
-            + " (\n"
-            + "  name      text        PRIMARY KEY,\n"
-            + "  reason    text        NOT NULL,\n"
-            + "  locked_at timestamptz NOT NULL\n"
-            + ")";
+    String createTable = pacerCreateTable(table, lockouts);
     String reserve = pacerReservation(table, lockouts, false);
     String reserveUnderFleetBackoff = pacerReservation(table, lockouts, true);
     String throttled =
@@ -359,29 +336,47 @@ public final class CursorSql {
             + ", c.backoff * 2), clean = 0\n"
             + "RETURNING c.backoff";
     String clear = "DELETE FROM " + table + " WHERE name = ?";
-    String pause =
-        "WITH p AS MATERIALIZED (\n"
-            + "  SELECT ?::text AS key, clock.now,"
-            + " clock.now + ?::bigint * interval '1 microsecond' AS until\n"
-            + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
-            + "held AS (\n"
-            + "  INSERT INTO "
-            + table
-            + " AS c (name, next_at, updated_at, paused_until)\n"
-            + "  SELECT p.key, p.until, p.now, p.until FROM p\n"
-            + "  ON CONFLICT (name) DO UPDATE\n"
-            + "    SET next_at = "
-            + pacerHeldUntil("c", "EXCLUDED.next_at")
-            + ",\n"
-            + "        updated_at = EXCLUDED.updated_at,\n"
-            + "        paused_until = GREATEST(c.paused_until, EXCLUDED.paused_until)\n"
-            + "  RETURNING c.paused_until)\n"
-            + "SELECT "
-            + notify(
-                "P",
-                "p.key",
-                "(extract(epoch FROM held.paused_until - p.now) * 1000000)::bigint::text")
-            + " FROM p CROSS JOIN held";
+    return new CursorSql(
+        "pacer table " + table,
+        createTable,
+        reserve,
+        clear,
+        "",
+        pacerHolds(table, lockouts),
+        new FleetBackoff(reserveUnderFleetBackoff, throttled),
+        new Census(censusTable(fetchers), census(fetchers)));
+  }
+
+  /** The cursors' table and, beside it, the lockouts' table. */
+  private static String pacerCreateTable(String table, String lockouts) {
+    return "CREATE UNLOGGED TABLE IF NOT EXISTS "
+        + table
+        + " (\n"
+        + "  name         text        PRIMARY KEY,\n"
+        + "  next_at      timestamptz NOT NULL,\n"
+        + "  updated_at   timestamptz NOT NULL,\n"
+        + "  paused_until timestamptz,\n"
+        + "  backoff      smallint    NOT NULL DEFAULT 1,\n"
+        + "  clean        integer     NOT NULL DEFAULT 0,\n"
+        + "  reset_from   timestamptz\n"
+        + ");\n"
+        + addColumnIfMissing(table, "paused_until", "timestamptz")
+        + addColumnIfMissing(table, "backoff", "smallint NOT NULL DEFAULT 1")
+        + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
+        + addColumnIfMissing(table, "reset_from", "timestamptz")
+        // Logged, unlike the cursors: a lockout must outlive a crash.
+        + "CREATE TABLE IF NOT EXISTS "
+        + lockouts
+        + " (\n"
+        + "  name      text        PRIMARY KEY,\n"
+        + "  reason    text        NOT NULL,\n"
+        + "  locked_at timestamptz NOT NULL\n"
+        + ")";
+  }
+
+  /** The statements of the pauses and the lockouts. */
+  private static Holds pacerHolds(String table, String lockouts) {
+    String pause = pacerPause(table);
     String lockOut =
         "WITH l AS (\n"
             + "  INSERT INTO "
@@ -421,15 +416,31 @@ public final class CursorSql {
             + lockouts
             + " l ON l.name = k.key\n"
             + "WHERE c.name IS NOT NULL OR l.name IS NOT NULL";
-    return new CursorSql(
-        "pacer table " + table,
-        createTable,
-        reserve,
-        clear,
-        "",
-        new Holds(channel(table), pause, lockOut, clearLockout, read, readAll),
-        new FleetBackoff(reserveUnderFleetBackoff, throttled),
-        new Census(censusTable(fetchers), census(fetchers)));
+    return new Holds(channel(table), pause, lockOut, clearLockout, read, readAll);
+  }
+
+  /** A pause: the cursor held until it ends, and the fleet told on the channel. */
+  private static String pacerPause(String table) {
+    return "WITH p AS MATERIALIZED (\n"
+        + "  SELECT ?::text AS key, clock.now,"
+        + " clock.now + ?::bigint * interval '1 microsecond' AS until\n"
+        + "  FROM (SELECT clock_timestamp() AS now) AS clock),\n"
+        + "held AS (\n"
+        + "  INSERT INTO "
+        + table
+        + " AS c (name, next_at, updated_at, paused_until)\n"
+        + "  SELECT p.key, p.until, p.now, p.until FROM p\n"
+        + "  ON CONFLICT (name) DO UPDATE\n"
+        + "    SET next_at = "
+        + pacerHeldUntil("c", "EXCLUDED.next_at")
+        + ",\n"
+        + "        updated_at = EXCLUDED.updated_at,\n"
+        + "        paused_until = GREATEST(c.paused_until, EXCLUDED.paused_until)\n"
+        + "  RETURNING c.paused_until)\n"
+        + "SELECT "
+        + notify(
+            "P", "p.key", "(extract(epoch FROM held.paused_until - p.now) * 1000000)::bigint::text")
+        + " FROM p CROSS JOIN held";
   }
 
   /**
@@ -534,27 +545,7 @@ public final class CursorSql {
         + insertWithinMaxWait("EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)")
         + "\n"
         + "  ON CONFLICT (name) DO UPDATE\n"
-        + (fleet
-            ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
-                + "          "
-                + pacerNextAt("c", "p", gap)
-                + ",\n"
-                + "          p.now,\n"
-                + "          "
-                + resetFrom
-                + ",\n"
-                + "          "
-                + backoff
-                + ",\n"
-                + "          CASE WHEN "
-                + halves
-                + " THEN 0 ELSE c.clean + p.clean END\n"
-                + "        FROM p)\n"
-            : "    SET (next_at, updated_at, reset_from) = (SELECT "
-                + pacerNextAt("c", "p", "p.gap")
-                + ", p.now, "
-                + resetFrom
-                + " FROM p)\n")
+        + pacerAdvance(fleet, gap, resetFrom, backoff, halves)
         + "    WHERE (SELECT p.max_wait IS NULL OR "
         + pacerStartsWithin("c", "p", "p.max_wait")
         + " FROM p)\n"
@@ -576,6 +567,35 @@ public final class CursorSql {
         + (fleet ? "turn.backoff" : "NULL::smallint")
         + " AS fleet_backoff\n"
         + "FROM p LEFT JOIN turn ON true";
+  }
+
+  /**
+   * The reservation's update of a row it finds: the turn, and under the fleet's backoff the
+   * multiplier and the count of clean answers.
+   */
+  private static String pacerAdvance(
+      boolean fleet, String gap, String resetFrom, String backoff, String halves) {
+    return fleet
+        ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
+            + "          "
+            + pacerNextAt("c", "p", gap)
+            + ",\n"
+            + "          p.now,\n"
+            + "          "
+            + resetFrom
+            + ",\n"
+            + "          "
+            + backoff
+            + ",\n"
+            + "          CASE WHEN "
+            + halves
+            + " THEN 0 ELSE c.clean + p.clean END\n"
+            + "        FROM p)\n"
+        : "    SET (next_at, updated_at, reset_from) = (SELECT "
+            + pacerNextAt("c", "p", "p.gap")
+            + ", p.now, "
+            + resetFrom
+            + " FROM p)\n";
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */
