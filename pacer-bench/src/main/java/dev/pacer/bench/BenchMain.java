@@ -397,7 +397,7 @@ public final class BenchMain {
   private void writeOutputs(Results r) throws Exception {
     Files.writeString(
         options.out().resolve("bench-results.json"),
-        Json.write(r.toJson()),
+        Json.write(ResultsJson.of(r)),
         StandardCharsets.UTF_8);
     Report.write(r, options.out().resolve("benchmarks.md"));
     Charts.writeAll(r, options.out());
