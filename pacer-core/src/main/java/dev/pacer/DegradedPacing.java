@@ -136,12 +136,7 @@ final class DegradedPacing {
   long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
     long intervalNanos = interval.toNanos();
     synchronized (degradedLock) {
-      long horizon = sharedHorizon.get();
-      long fleetQueueEnd =
-          horizon == Pacing.NO_CURSOR || !afterFleetQueue
-              ? Pacing.NO_CURSOR
-              : later(horizon, lostAt + intervalNanos)
-                  + saturatedProduct(intervalNanos, fleetPendingTurns());
+      long fleetQueueEnd = afterFleetQueue ? fleetQueueEnd(intervalNanos) : Pacing.NO_CURSOR;
       long stored = Math.max(degradedCursor, fleetQueueEnd);
       long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
       Pacing.Turn turn =
@@ -154,6 +149,20 @@ final class DegradedPacing {
       degradedCursor = turn.newCursor();
       return turn.waitNanos();
     }
+  }
+
+  /**
+   * Where the turns the rest of the fleet may still hold on the lost cursor end (local clock), or
+   * NO_CURSOR if this process never saw the cursor. With none pending elsewhere, this process's own
+   * turns end where it last saw the cursor.
+   */
+  private long fleetQueueEnd(long intervalNanos) {
+    long horizon = sharedHorizon.get();
+    long pending = fleetPendingTurns();
+    if (horizon == Pacing.NO_CURSOR || pending == 0) {
+      return horizon;
+    }
+    return later(horizon, lostAt + intervalNanos) + saturatedProduct(intervalNanos, pending);
   }
 
   /**
