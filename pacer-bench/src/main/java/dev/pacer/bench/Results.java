@@ -266,6 +266,36 @@ final class Results {
     return targets;
   }
 
+  /** Each of {@link StatementSteps}' statements timed raw: label, p50, p99, p50 ÷ bare upsert. */
+  static List<Map<String, Object>> latencySteps(Latency.Result latency) {
+    List<Map<String, Object>> steps = new ArrayList<>();
+    for (Latency.Step step : latency.steps()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("statement", step.label());
+      m.put("p50_us", step.p50());
+      m.put("p99_us", step.p99());
+      m.put("to_bare_upsert_ratio", step.p50() / latency.bareUpsertP50());
+      steps.add(m);
+    }
+    return steps;
+  }
+
+  /** The latency measurement alone, as {@code ./bench --only latency} writes it. */
+  static Map<String, Object> latencyJson(String generatedAt, Latency.Result latency) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("generated_at", generatedAt);
+    m.put("select1_p50_us", latency.select1P50());
+    m.put("select1_p99_us", latency.select1P99());
+    m.put("reserve_p50_us", latency.reserveP50());
+    m.put("reserve_p99_us", latency.reserveP99());
+    m.put("bare_upsert_p50_us", latency.bareUpsertP50());
+    m.put("bare_upsert_p99_us", latency.bareUpsertP99());
+    m.put("reserve_to_bare_upsert_ratio", latency.bareUpsertRatio());
+    m.put("reserve_steps", latencySteps(latency));
+    m.put("samples_each", latency.samplesEach());
+    return m;
+  }
+
   Map<String, Object> toJson() {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("generated_at", generatedAt);
@@ -278,6 +308,7 @@ final class Results {
     m.put("bare_upsert_p99_us", latency.bareUpsertP99());
     m.put("bare_upsert_to_select1_ratio", latency.bareUpsertP50() / latency.select1P50());
     m.put("reserve_to_bare_upsert_ratio", latency.bareUpsertRatio());
+    m.put("reserve_steps", latencySteps(latency));
     m.put("hotkey_per_s", keyed(hotKey()));
     m.put("spread_keys", settings.spreadKeys());
     m.put("spread_per_s", keyed(series(Contender.PACER, false, settings.spreadKeys())));
