@@ -14,6 +14,7 @@ import java.sql.Types;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -149,9 +150,9 @@ final class ReservationStatement {
   private Answered execute(Connection c, ServerSession server, Ask ask) throws SQLException {
     boolean plain = ask.maxWaitMicros() == null && !ask.fleet() && sql.reserveOnRow() != null;
     if (plain && rowsKnown.get(ask.key()) != null) {
-      Answered onRow = executeOnRow(c, server, ask);
-      if (onRow != null) {
-        return onRow;
+      Optional<Answered> onRow = executeOnRow(c, server, ask);
+      if (onRow.isPresent()) {
+        return onRow.get();
       }
       rowsKnown.remove(ask.key());
     }
@@ -191,11 +192,12 @@ final class ReservationStatement {
   }
 
   /**
-   * The plain reservation on the row alone; null when it updated nothing (see {@link
+   * The plain reservation on the row alone; empty when it updated nothing (see {@link
    * CursorSql#reserveOnRow}), and the full statement must answer. It never resets a cursor, so
    * there is nothing to log.
    */
-  private Answered executeOnRow(Connection c, ServerSession server, Ask ask) throws SQLException {
+  private Optional<Answered> executeOnRow(Connection c, ServerSession server, Ask ask)
+      throws SQLException {
     if (statementConnection != c) {
       forgetStatementsOf(c);
     }
@@ -207,10 +209,11 @@ final class ReservationStatement {
     try (ResultSet row = onRowStatement.executeQuery()) {
       long answered = time.nanoTime();
       if (!row.next()) {
-        return null;
+        return Optional.empty();
       }
-      return new Answered(
-          GRANTED, turnAt(asked, answered, row.getLong(2), row.getLong(1)), Duration.ZERO);
+      return Optional.of(
+          new Answered(
+              GRANTED, turnAt(asked, answered, row.getLong(2), row.getLong(1)), Duration.ZERO));
     }
   }
 
