@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * {@code ./bench}: every measurement {@code docs/benchmarks.md} reports, in one run against one
@@ -23,7 +24,7 @@ public final class BenchMain {
       String.join(
           "\n",
           "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
-          "               [--processes 1,2,4,8] [--measure-ms N]",
+          "               [--processes 1,2,4,8] [--measure-ms N] [--only latency]",
           "",
           "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
           "                   embedded PostgreSQL started for the run. On that server the run",
@@ -35,10 +36,19 @@ public final class BenchMain {
           "  --tiny           every measurement, briefly (a minute or two): a smoke run",
           "  --pgbench PATH   the pgbench binary (default: PATH, then /usr/lib/postgresql/*/bin)",
           "  --processes LIST worker JVM counts for throughput (and pgbench client counts)",
-          "  --measure-ms N   counted window of each throughput point");
+          "  --measure-ms N   counted window of each throughput point",
+          "  --only latency   only the latency from one thread (a minute or so): writes",
+          "                   bench-latency.json to the output directory and leaves",
+          "                   bench-results.json, benchmarks.md and the charts alone");
+
+  /** A part of the run that {@code --only} runs by itself. */
+  enum Section {
+    /** {@link Latency}: SELECT 1, the reservation, the bare upsert and the statement's steps. */
+    LATENCY
+  }
 
   /** What to run, parsed from the command line. */
-  record Options(BenchSettings settings, String dbUrl, Path out, String pgbench) {}
+  record Options(BenchSettings settings, String dbUrl, Path out, String pgbench, Section only) {}
 
   private final Options options;
   private final PrintStream log;
@@ -68,6 +78,10 @@ public final class BenchMain {
       System.out.println(USAGE);
       return;
     }
+    if (options.only() == Section.LATENCY) {
+      new BenchMain(options, System.out).runLatency();
+      return;
+    }
     Results results = new BenchMain(options, System.out).run();
     int missed = 0;
     for (Results.Target t : results.targets()) {
@@ -90,6 +104,7 @@ public final class BenchMain {
     List<Integer> processes = null;
     Long measureMillis = null;
     boolean tiny = false;
+    Section only = null;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       switch (a) {
@@ -100,6 +115,7 @@ public final class BenchMain {
         case "--db" -> db = value(args, ++i, a);
         case "--out" -> out = Path.of(value(args, ++i, a));
         case "--pgbench" -> pgbench = value(args, ++i, a);
+        case "--only" -> only = onlySection(value(args, ++i, a));
         case "--processes" -> processes = processCounts(value(args, ++i, a));
         case "--measure-ms" -> measureMillis = measureMillis(value(args, ++i, a));
         default -> throw new IllegalArgumentException("unknown argument: " + a);
@@ -111,7 +127,14 @@ public final class BenchMain {
     if (processes != null || measureMillis != null) {
       settings = withCounts(settings, processes, measureMillis);
     }
-    return new Options(settings, db, out, pgbench);
+    return new Options(settings, db, out, pgbench, only);
+  }
+
+  private static Section onlySection(String value) {
+    if (!value.equals("latency")) {
+      throw new IllegalArgumentException("--only: the one section is latency, got " + value);
+    }
+    return Section.LATENCY;
   }
 
   private static List<Integer> processCounts(String value) {
@@ -222,18 +245,7 @@ public final class BenchMain {
   private void measureLatency(Database.Target target, Results r) throws Exception {
     BenchSettings s = options.settings();
     r.latency = Latency.measure(target, s.latencySamples());
-    log.printf(
-        Locale.ROOT,
-        "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
-            + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
-            + " (reservation ÷ bare upsert %.2f)%n",
-        r.latency.select1P50(),
-        r.latency.select1P99(),
-        r.latency.reserveP50(),
-        r.latency.reserveP99(),
-        r.latency.ratio(),
-        r.latency.bareUpsertP50(),
-        r.latency.bareUpsertRatio());
+    logLatency(r.latency);
 
     r.overhead = Overhead.measure(target, s.overheadRuns());
     log.printf(Locale.ROOT, "overhead, 8 at 7/s: %s%n", Arrays.toString(r.overhead.ratios()));
@@ -244,6 +256,7 @@ public final class BenchMain {
       throws Exception {
     BenchSettings s = options.settings();
     Path work = Files.createTempDirectory("pacer-bench");
+    Pgbench.makeRow(target);
     Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
     try (WorkerPool pool = new WorkerPool(s.maxProcesses(), target)) {
       // Every worker runs every contender once, unmeasured, so that no point is measured on a
@@ -410,6 +423,56 @@ public final class BenchMain {
           t.measured(),
           t.comparator(),
           t.threshold());
+    }
+  }
+
+  /**
+   * {@code --only latency}: the latency measurement alone, on its own server, written to {@code
+   * bench-latency.json}.
+   */
+  Latency.Result runLatency() throws Exception {
+    Files.createDirectories(options.out());
+    double[] loadAtStart = Machine.loadAverage();
+    String generatedAt = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
+    Latency.Result latency;
+    String version;
+    try (Database db =
+        options.dbUrl() == null ? Database.embedded() : Database.external(options.dbUrl())) {
+      version = db.serverVersion();
+      db.createTables();
+      latency = Latency.measure(db.target(), options.settings().latencySamples());
+    }
+    logLatency(latency);
+    Map<String, Object> json = ResultsJson.latencyJson(generatedAt, latency);
+    json.put("server_version", version);
+    json.put("load_average_at_start", loadAtStart);
+    json.put("load_average_at_end", Machine.loadAverage());
+    Files.writeString(
+        options.out().resolve("bench-latency.json"), Json.write(json), StandardCharsets.UTF_8);
+    return latency;
+  }
+
+  private void logLatency(Latency.Result latency) {
+    log.printf(
+        Locale.ROOT,
+        "latency: SELECT 1 p50 %.1f µs p99 %.1f µs; reservation p50 %.1f µs"
+            + " p99 %.1f µs; ratio %.2f; bare upsert p50 %.1f µs"
+            + " (reservation ÷ bare upsert %.2f)%n",
+        latency.select1P50(),
+        latency.select1P99(),
+        latency.reserveP50(),
+        latency.reserveP99(),
+        latency.ratio(),
+        latency.bareUpsertP50(),
+        latency.bareUpsertRatio());
+    for (Latency.Step step : latency.steps()) {
+      log.printf(
+          Locale.ROOT,
+          "latency, statement alone: %s: p50 %.1f µs p99 %.1f µs (÷ bare upsert %.2f)%n",
+          step.label(),
+          step.p50(),
+          step.p99(),
+          step.p50() / latency.bareUpsertP50());
     }
   }
 

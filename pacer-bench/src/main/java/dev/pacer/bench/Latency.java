@@ -8,7 +8,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import org.postgresql.PGStatement;
 
 /**
@@ -16,8 +18,9 @@ import org.postgresql.PGStatement;
  * server-side) against one Pacer reservation, the cursor being handed that same connection (and so
  * setting its session up as it always does). A third series, the smallest write there is on the
  * same table (a bare upsert of one row, no pacing arithmetic), tells the cost of any write
- * transaction apart from the cost of Pacer's statement. The three alternate call by call, so that a
- * change in the machine's state during the measurement hits all alike.
+ * transaction apart from the cost of Pacer's statement. Each of {@link StatementSteps}' earlier
+ * statements is timed raw beside them. All alternate call by call, so that a change in the
+ * machine's state during the measurement hits all alike.
  */
 final class Latency {
 
@@ -29,7 +32,12 @@ final class Latency {
       double reserveP99,
       double bareUpsertP50,
       double bareUpsertP99,
+      List<Step> steps,
       int samplesEach) {
+
+    public Result {
+      steps = List.copyOf(steps);
+    }
 
     double ratio() {
       return reserveP50 / select1P50;
@@ -40,6 +48,9 @@ final class Latency {
       return reserveP50 / bareUpsertP50;
     }
   }
+
+  /** One of {@link StatementSteps}' statements, timed raw beside the others. */
+  record Step(String label, double p50, double p99) {}
 
   /**
    * The smallest write on Pacer's table, the latency floor of any reservation: one upsert of one
@@ -59,6 +70,9 @@ final class Latency {
     long[] select1 = new long[samples];
     long[] reserve = new long[samples];
     long[] upsert = new long[samples];
+    List<StatementSteps.Step> steps = StatementSteps.all();
+    long[][] stepNanos = new long[steps.size()][samples];
+    PreparedStatement[] raw = new PreparedStatement[steps.size()];
     try (Connection c = db.connect();
         PostgresCursor cursor =
             new PostgresCursor(
@@ -70,11 +84,21 @@ final class Latency {
         ping.unwrap(PGStatement.class).setPrepareThreshold(1);
         bare.unwrap(PGStatement.class).setPrepareThreshold(1);
         bare.setString(1, "bench-latency-bare-upsert");
+        for (int j = 0; j < raw.length; j++) {
+          // Each step's row made as a first reservation makes it, checked for a lockout.
+          reserve(cursor, "bench-latency-step-" + j);
+          raw[j] = c.prepareStatement(steps.get(j).sql());
+          raw[j].unwrap(PGStatement.class).setPrepareThreshold(1);
+          steps.get(j).binder().bind(raw[j], "bench-latency-step-" + j);
+        }
         String key = "bench-latency";
         for (int i = 0; i < Math.max(2_000, samples); i++) {
           ping(ping);
           reserve(cursor, key);
           ping(bare);
+          for (PreparedStatement step : raw) {
+            answer(step);
+          }
         }
         // Interleaved call by call: the machine's state (which core the backend and this thread
         // run on, other processes' load) changes over milliseconds, and all three see the same.
@@ -89,8 +113,28 @@ final class Latency {
           select1[i] = t1 - t0;
           reserve[i] = t2 - t1;
           upsert[i] = t3 - t2;
+          for (int j = 0; j < raw.length; j++) {
+            long s0 = System.nanoTime();
+            answer(raw[j]);
+            stepNanos[j][i] = System.nanoTime() - s0;
+          }
+        }
+      } finally {
+        for (PreparedStatement step : raw) {
+          if (step != null) {
+            step.close();
+          }
         }
       }
+    }
+    List<Step> stepResults = new ArrayList<>();
+    for (int j = 0; j < raw.length; j++) {
+      Arrays.sort(stepNanos[j]);
+      stepResults.add(
+          new Step(
+              steps.get(j).label(),
+              percentileMicros(stepNanos[j], 0.50),
+              percentileMicros(stepNanos[j], 0.99)));
     }
     Arrays.sort(select1);
     Arrays.sort(reserve);
@@ -102,12 +146,22 @@ final class Latency {
         percentileMicros(reserve, 0.99),
         percentileMicros(upsert, 0.50),
         percentileMicros(upsert, 0.99),
+        stepResults,
         select1.length);
   }
 
   private static void ping(PreparedStatement statement) throws SQLException {
     try (ResultSet r = statement.executeQuery()) {
       r.next();
+    }
+  }
+
+  /** Runs a reservation statement, which must answer a granted turn. */
+  private static void answer(PreparedStatement statement) throws SQLException {
+    try (ResultSet r = statement.executeQuery()) {
+      if (!r.next() || r.getObject(1) == null) {
+        throw new IllegalStateException("a statement of StatementSteps granted no turn");
+      }
     }
   }
 

@@ -1,10 +1,15 @@
 package dev.pacer.bench;
 
+import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TableLayout;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -35,6 +40,21 @@ final class Pgbench {
     this.executable = executable;
     this.script = script;
     this.libpq = libpq;
+  }
+
+  /**
+   * Makes the hot key's row as a first reservation makes it: in Pacer's table layout the statement
+   * pgbench runs updates an existing row checked for a lockout, and nothing else.
+   */
+  static void makeRow(Database.Target db) throws SQLException {
+    try (Connection c = db.connect();
+        PostgresCursor cursor =
+            new PostgresCursor(
+                PostgresCursorConfig.forDataSource(new SingleConnectionDataSource(c)).build())) {
+      if (!cursor.reserve(KEY, Duration.ZERO).isGranted()) {
+        throw new IllegalStateException("pgbench's hot key was not reserved");
+      }
+    }
   }
 
   static Pgbench prepare(Path executable, Path workDir, Properties libpq) throws IOException {

@@ -248,6 +248,15 @@ final class Report {
         .append(" | ")
         .append(fmt(l.bareUpsertP99(), 1))
         .append(" |\n");
+    for (Latency.Step step : l.steps()) {
+      md.append("| statement alone: ")
+          .append(step.label())
+          .append(" | ")
+          .append(fmt(step.p50(), 1))
+          .append(" | ")
+          .append(fmt(step.p99(), 1))
+          .append(" |\n");
+    }
     md.append("| reservation ÷ SELECT 1 | ")
         .append(fmt(l.ratio(), 2))
         .append(" | ")

@@ -10,6 +10,36 @@ final class ResultsJson {
 
   private ResultsJson() {}
 
+  /** Each of {@link StatementSteps}' statements timed raw: label, p50, p99, p50 ÷ bare upsert. */
+  static List<Map<String, Object>> latencySteps(Latency.Result latency) {
+    List<Map<String, Object>> steps = new ArrayList<>();
+    for (Latency.Step step : latency.steps()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("statement", step.label());
+      m.put("p50_us", step.p50());
+      m.put("p99_us", step.p99());
+      m.put("to_bare_upsert_ratio", step.p50() / latency.bareUpsertP50());
+      steps.add(m);
+    }
+    return steps;
+  }
+
+  /** The latency measurement alone, as {@code ./bench --only latency} writes it. */
+  static Map<String, Object> latencyJson(String generatedAt, Latency.Result latency) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("generated_at", generatedAt);
+    m.put("select1_p50_us", latency.select1P50());
+    m.put("select1_p99_us", latency.select1P99());
+    m.put("reserve_p50_us", latency.reserveP50());
+    m.put("reserve_p99_us", latency.reserveP99());
+    m.put("bare_upsert_p50_us", latency.bareUpsertP50());
+    m.put("bare_upsert_p99_us", latency.bareUpsertP99());
+    m.put("reserve_to_bare_upsert_ratio", latency.bareUpsertRatio());
+    m.put("reserve_steps", latencySteps(latency));
+    m.put("samples_each", latency.samplesEach());
+    return m;
+  }
+
   static Map<String, Object> of(Results r) {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("generated_at", r.generatedAt);
@@ -34,6 +64,7 @@ final class ResultsJson {
     m.put("bare_upsert_p99_us", r.latency.bareUpsertP99());
     m.put("bare_upsert_to_select1_ratio", r.latency.bareUpsertP50() / r.latency.select1P50());
     m.put("reserve_to_bare_upsert_ratio", r.latency.bareUpsertRatio());
+    m.put("reserve_steps", latencySteps(r.latency));
   }
 
   private static void putThroughput(Results r, Map<String, Object> m) {

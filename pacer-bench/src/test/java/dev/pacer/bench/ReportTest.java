@@ -79,7 +79,16 @@ class ReportTest {
     r.recordClientCpu(new Results.Series(Contender.PACER, false, 1), n, 61.23);
     r.recordClientCpu(new Results.Series(Contender.BUCKET4J_SELECT_FOR_UPDATE, false, 1), n, 88.4);
     r.recordClientCpu(new Results.Series(Contender.BUCKET4J_ADVISORY_LOCK, false, 1), n, 97.06);
-    r.latency = new Latency.Result(93.176, 282.356, 155.33, 424.631, 117.358, 348.503, 10_000);
+    r.latency =
+        new Latency.Result(
+            93.176,
+            282.356,
+            155.33,
+            424.631,
+            117.358,
+            348.503,
+            List.of(new Latency.Step("the statement before", 160.2, 430.1)),
+            10_000);
     r.pacerAccuracy = Accuracy.of(4, 16, 200, grid(1_001, 5_000, 900));
     r.perProcessAccuracy = Accuracy.of(4, 16, 200, grid(4_001, 1_250, 300));
     r.overhead = new Overhead.Result(new double[] {1.0012, 1.0031, 1.0007, 1.0049, 1.002});

@@ -12,6 +12,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,6 +34,9 @@ final class ReservationStatement {
   /** Not a valid destination name (those hold no whitespace), so never a real cursor. */
   private static final String REHEARSAL_KEY = " pacer rehearsal ";
 
+  /** A granted answer carries no wait of its own (see {@link Answered}). */
+  private static final Reservation GRANTED = Reservation.granted(Duration.ZERO);
+
   private final PostgresCursorConfig config;
   private final CursorSql sql;
   private final TimeSource time;
@@ -40,6 +46,26 @@ final class ReservationStatement {
 
   /** The reservation statements, plain and under the fleet's backoff, on a connection. */
   private PreparedStatement reserveStatement;
+
+  /** The plain reservation on a row known not to be locked out ({@link CursorSql#reserveOnRow}). */
+  private PreparedStatement onRowStatement;
+
+  /**
+   * The keys whose rows this cursor's last full statement found and left checked and unlocked, the
+   * most recently reserved {@value #ROWS_KNOWN} of them: only these try the row alone first, so
+   * that a destination's first reservation, and one after a lockout, is still one statement in one
+   * round trip. A key the row-alone statement misses (a crash emptied the table, a lockout came) is
+   * forgotten, and that reservation makes the full statement after it.
+   */
+  private final Map<String, Boolean> rowsKnown =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+          return size() > ROWS_KNOWN;
+        }
+      };
+
+  private static final int ROWS_KNOWN = 1024;
 
   private PreparedStatement fleetReserveStatement;
   private Connection statementConnection;
@@ -56,6 +82,7 @@ final class ReservationStatement {
   /** Forgets the prepared statements: their connection is gone. */
   void forget() {
     reserveStatement = null;
+    onRowStatement = null;
     fleetReserveStatement = null;
     statementConnection = null;
   }
@@ -121,16 +148,16 @@ final class ReservationStatement {
   }
 
   private Answered execute(Connection c, ServerSession server, Ask ask) throws SQLException {
-    PreparedStatement statement = reserveStatement(c, server, ask.fleet());
-    statement.setString(1, ask.key());
-    statement.setLong(2, ask.gapMicros());
-    statement.setLong(3, resetBeyondMicros);
-    if (ask.maxWaitMicros() == null) {
-      statement.setNull(4, Types.BIGINT);
-    } else {
-      statement.setLong(4, ask.maxWaitMicros());
+    boolean plain = ask.maxWaitMicros() == null && !ask.fleet() && sql.reserveOnRow() != null;
+    if (plain && rowsKnown.get(ask.key()) != null) {
+      Optional<Answered> onRow = executeOnRow(c, server, ask);
+      if (onRow.isPresent()) {
+        return onRow.get();
+      }
+      rowsKnown.remove(ask.key());
     }
-    statement.setLong(5, Math.max(0, ask.notBeforeMicros()));
+    PreparedStatement statement = reserveStatement(c, server, ask.fleet());
+    bind(statement, ask);
     if (ask.fleet()) {
       statement.setInt(6, ask.cleanAnswers());
     }
@@ -149,34 +176,92 @@ final class ReservationStatement {
       long priorAheadMicros = row.getLong(2);
       boolean priorReadable = !row.wasNull();
       boolean priorExisted = row.getBoolean(3);
-      if (priorExisted && !priorReadable) {
-        log.warn("Cursor {} held an unreadable value; overwritten with now", ask.key());
-      } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
-        log.warn(
-            "Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
-            ask.key(),
-            priorAheadMicros / 1_000_000,
-            config.resetBeyond());
-      }
       long databaseNowMicros = row.getLong(4);
-      long turnAt =
-          answered
-              + databaseClock.waitFromAnswer(
-                  asked, answered, databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
       int fleetBackoff = row.getInt(6);
+      boolean backedOff = !row.wasNull();
+      logPrior(ask, priorExisted, priorReadable, priorAheadMicros);
+      if (plain) {
+        rowsKnown.put(ask.key(), Boolean.TRUE);
+      }
       Reservation turn = Reservation.granted(Duration.ZERO);
       return new Answered(
-          row.wasNull() ? turn : turn.withFleetBackoff(fleetBackoff), turnAt, Duration.ZERO);
+          backedOff ? turn.withFleetBackoff(fleetBackoff) : turn,
+          turnAt(asked, answered, databaseNowMicros, waitMicros),
+          Duration.ZERO);
     }
+  }
+
+  /**
+   * The plain reservation on the row alone; empty when it updated nothing (see {@link
+   * CursorSql#reserveOnRow}), and the full statement must answer. It never resets a cursor, so
+   * there is nothing to log.
+   */
+  private Optional<Answered> executeOnRow(Connection c, ServerSession server, Ask ask)
+      throws SQLException {
+    if (statementConnection != c) {
+      forgetStatementsOf(c);
+    }
+    if (onRowStatement == null) {
+      onRowStatement = prepare(c, server, sql.reserveOnRow());
+    }
+    bind(onRowStatement, ask);
+    long asked = time.nanoTime();
+    try (ResultSet row = onRowStatement.executeQuery()) {
+      long answered = time.nanoTime();
+      if (!row.next()) {
+        return Optional.empty();
+      }
+      return Optional.of(
+          new Answered(
+              GRANTED, turnAt(asked, answered, row.getLong(2), row.getLong(1)), Duration.ZERO));
+    }
+  }
+
+  private void bind(PreparedStatement statement, Ask ask) throws SQLException {
+    statement.setString(1, ask.key());
+    statement.setLong(2, ask.gapMicros());
+    statement.setLong(3, resetBeyondMicros);
+    if (ask.maxWaitMicros() == null) {
+      statement.setNull(4, Types.BIGINT);
+    } else {
+      statement.setLong(4, ask.maxWaitMicros());
+    }
+    statement.setLong(5, Math.max(0, ask.notBeforeMicros()));
+  }
+
+  /** A granted turn's start on this process's clock (see {@link Answered}). */
+  private long turnAt(long asked, long answered, long databaseNowMicros, long waitMicros) {
+    return answered
+        + databaseClock.waitFromAnswer(
+            asked, answered, databaseNowMicros * 1000, Math.max(0, waitMicros) * 1000);
+  }
+
+  /** A reset or repaired cursor is logged with the value it held. */
+  private void logPrior(
+      Ask ask, boolean priorExisted, boolean priorReadable, long priorAheadMicros) {
+    if (priorExisted && !priorReadable) {
+      log.warn("Cursor {} held an unreadable value; overwritten with now", ask.key());
+    } else if (priorReadable && priorAheadMicros > resetBeyondMicros) {
+      log.warn(
+          "Cursor {} was {} s ahead of the database clock (bound {}); reset to now",
+          ask.key(),
+          priorAheadMicros / 1_000_000,
+          config.resetBeyond());
+    }
+  }
+
+  private void forgetStatementsOf(Connection c) {
+    reserveStatement = null;
+    fleetReserveStatement = null;
+    onRowStatement = null;
+    statementConnection = c;
   }
 
   /** The statements prepared once per connection, planned for the primary key (see openSession). */
   private PreparedStatement reserveStatement(Connection c, ServerSession server, boolean fleet)
       throws SQLException {
     if (statementConnection != c) {
-      reserveStatement = null;
-      fleetReserveStatement = null;
-      statementConnection = c;
+      forgetStatementsOf(c);
     }
     if (fleet) {
       if (fleetReserveStatement == null) {

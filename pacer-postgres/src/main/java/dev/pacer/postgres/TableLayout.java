@@ -18,16 +18,20 @@ import dev.pacer.postgres.internal.SqlIdentifiers;
  *   paused_until timestamptz,                     -- end of the last Retry-After pause
  *   backoff      smallint    NOT NULL DEFAULT 1,  -- the fleet's backoff multiplier
  *   clean        integer     NOT NULL DEFAULT 0,  -- clean answers since the last rate pressure
- *   reset_from   timestamptz                      -- the cursor the last reservation reset, if any
+ *   reset_from   timestamptz,                     -- the cursor the last reservation reset, if any
+ *   lockout      text,                            -- the lockout's reason, as the record beside
+ *   lockout_read boolean     NOT NULL DEFAULT false -- whether that record was read for this row
  * )</pre>
  *       UNLOGGED because a cursor is worth nothing after a crash: PostgreSQL truncates unlogged
  *       tables on crash recovery (and a standby has them empty); the next reservation re-inserts
  *       the row no earlier than the turns the fleet may still hold, so the destination sees no turn
  *       beyond the ceiling for it, and what the fleet loses is the outage's turns, as it would with
  *       a logged table. In exchange every reservation saves a WAL write. Beside it {@code
- *       <table>_lockout} (logged) keeps lockouts, and {@code <table>_fetcher} (unlogged, made by
- *       the first census) the census of the processes taking turns, which a degraded limiter
- *       divides its ceiling by when they outnumber {@code maxFetchingProcesses}.
+ *       <table>_lockout} (logged) keeps lockouts, which every lockout also writes on the cursor
+ *       row, so that a reservation reads the logged table only for a row that is new (after a crash
+ *       emptied the table, say) or has not been checked against it; and {@code <table>_fetcher}
+ *       (unlogged, made by the first census) the census of the processes taking turns, which a
+ *       degraded limiter divides its ceiling by when they outnumber {@code maxFetchingProcesses}.
  *   <li>{@link #keyValueTable} / {@link #djangoCache(String)}: an existing key/value table with no
  *       schema change, the shape of Django's database cache table ({@code cache_key varchar(255)
  *       PRIMARY KEY, value text NOT NULL, expires timestamptz NOT NULL}). The cursor is epoch
@@ -109,15 +113,19 @@ public final class TableLayout {
   }
 
   /**
-   * This layout's reservation statement, with JDBC {@code ?} parameters in order: key (text), gap,
-   * reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an unconditional
-   * reservation). For tools that run exactly Pacer's statement outside it, such as the benchmark's
-   * {@code pgbench} script. (A destination under the fleet's backoff uses a variant of its own.)
+   * The statement of a plain reservation on this layout, with JDBC {@code ?} parameters in order:
+   * key (text), gap, reset_beyond, max_wait, not_before (bigint microseconds; max_wait NULL for an
+   * unconditional reservation). For tools that run exactly Pacer's statement outside it, such as
+   * the benchmark's {@code pgbench} script. In Pacer's table layout it is the reservation on a row
+   * that exists and is known not to be locked out, which updates nothing (and returns no row) on
+   * any other; the cursor then makes a fuller statement that reads the lockouts' table (the class
+   * comment of {@code CursorSql} says how). (A destination under the fleet's backoff uses a variant
+   * of its own.)
    *
    * @return the statement
    */
   public String reservationSql() {
-    return sql.reserve();
+    return sql.reserveOnRow() != null ? sql.reserveOnRow() : sql.reserve();
   }
 
   /**

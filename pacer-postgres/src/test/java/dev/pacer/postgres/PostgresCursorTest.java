@@ -353,6 +353,38 @@ class PostgresCursorTest {
   }
 
   @Test
+  void aLockoutReachesAnotherProcessOnItsCheckedRowAndOutlivesTheRowsLoss() {
+    String reason = "HTTP 403 from https://example.org/";
+    try (PostgresCursor other = TestDatabase.cursor(TableLayout.pacerTable())) {
+      String name = freshName();
+      assertThat(other.reserve(name, GAP).isGranted()).as("the row made and checked").isTrue();
+      assertThat(other.reserve(name, GAP).isGranted()).as("on the row alone").isTrue();
+      assertThat(pacerTable.lockOut(name, reason)).isTrue();
+      assertThat(other.reserve(name, GAP).lockoutReason())
+          .as("another process's next reservation")
+          .isEqualTo(reason);
+
+      String lost = freshName();
+      assertThat(other.reserve(lost, GAP).isGranted()).as("the row made and checked").isTrue();
+      assertThat(other.reserve(lost, GAP).isGranted()).as("on the row alone").isTrue();
+      assertThat(pacerTable.lockOut(lost, reason)).isTrue();
+      // A crash empties the unlogged cursor table; the lockout's record is logged. A pause then
+      // makes the row again, unchecked against the record.
+      deleteRow(pacerTable, lost);
+      pacerTable.pause(lost, Duration.ofMillis(1));
+      assertThat(other.reserve(lost, GAP).lockoutReason())
+          .as("a row a pause made after the row's loss")
+          .isEqualTo(reason);
+      deleteRow(pacerTable, lost);
+      assertThat(other.reserve(lost, GAP).lockoutReason()).as("no row").isEqualTo(reason);
+      pacerTable.clearLockout(lost);
+      assertThat(other.reserve(lost, GAP).isGranted()).as("cleared").isTrue();
+      assertThat(other.reserve(lost, GAP).isGranted()).as("cleared, on the row alone").isTrue();
+      pacerTable.clearLockout(name);
+    }
+  }
+
+  @Test
   void anInfiniteCursorWrittenByAnotherRoleIsHealedAtTheNextReservation() {
     assertThat(pacerTable.reserve(freshName(), GAP).isGranted()).as("the table made").isTrue();
     for (String value : new String[] {"infinity", "-infinity"}) {

@@ -33,8 +33,14 @@ import java.util.Locale;
  *
  * <p>Pacer's table also keeps lockouts, in a logged table beside it ({@code <table>_lockout}): a
  * destination with a row there gets no turn, and the statement still returns its one row, with a
- * NULL wait and the lockout's reason. A pause ({@code Retry-After}) needs no check of its own: it
- * moves the cursor itself, and records its end, which only the reset bound reads.
+ * NULL wait and the lockout's reason. Every lockout is written on the cursor row as well ({@code
+ * lockout}, cleared with the record), and the full statement marks a row it reserved on as checked
+ * against the record ({@code lockout_read}). So a plain reservation first tries {@link
+ * #reserveOnRow}, an update of a checked, unlocked row that reads nothing else, and makes this
+ * statement only when that updates nothing: the logged table is read only for a row that is new
+ * (the unlogged table loses its rows in a crash; the record does not), unchecked or locked out. A
+ * pause ({@code Retry-After}) needs no check of its own: it moves the cursor itself, and records
+ * its end, which only the reset bound reads.
  *
  * <p>Under the fleet's backoff (Pacer's table only, a variant of the statement of its own: see
  * {@link FleetBackoff}) the row also keeps the backoff multiplier and the clean answers counted
@@ -61,11 +67,12 @@ import java.util.Locale;
  * of the table). Locked, the read waits for the other role's write as the upsert would have, and
  * holds what the upsert then finds.
  *
- * <p>Pacer's table's statement is kept lean, because it is the reservation's whole server cost
- * (measured per variant in docs/benchmarks.md): the lockout probe is a column of {@code p}, read
- * once; the ON CONFLICT branch reads {@code p} in one sub-select for all the columns it sets and
- * one for its WHERE; the cursor table is read only for the max_wait edge ({@link
- * #insertWithinMaxWait}), when a try-reservation's {@code earliest} lies beyond its max_wait.
+ * <p>Pacer's table's statements are kept lean, because they are the reservation's whole server cost
+ * (measured per variant and per step in docs/benchmarks.md). In the full statement the lockout
+ * probe is a column of {@code p}, read once; the ON CONFLICT branch reads {@code p} in one
+ * sub-select for all the columns it sets and one for its WHERE; the cursor table is read only for
+ * the max_wait edge ({@link #insertWithinMaxWait}), when a try-reservation's {@code earliest} lies
+ * beyond its max_wait.
  */
 public final class CursorSql {
 
@@ -90,6 +97,7 @@ public final class CursorSql {
   private final String description;
   private final String createTable;
   private final String reserve;
+  private final String reserveOnRow;
   private final String clear;
   private final String keyPrefix;
   private final Holds holds;
@@ -142,6 +150,7 @@ public final class CursorSql {
       String description,
       String createTable,
       String reserve,
+      String reserveOnRow,
       String clear,
       String keyPrefix,
       Holds holds,
@@ -150,6 +159,7 @@ public final class CursorSql {
     this.description = description;
     this.createTable = createTable;
     this.reserve = reserve;
+    this.reserveOnRow = reserveOnRow;
     this.clear = clear;
     this.keyPrefix = keyPrefix;
     this.holds = holds;
@@ -237,11 +247,16 @@ public final class CursorSql {
         + pacerResets(row, ask)
         + " THEN "
         + ask
-        + ".earliest ELSE GREATEST("
-        + ask
-        + ".now, "
-        + row
-        + ".next_at) END";
+        + ".earliest ELSE "
+        + pacerCaughtUp(row, ask)
+        + " END";
+  }
+
+  /**
+   * The pacing rule's {@code max(now, next)}, where a turn starts on a cursor that needs no reset.
+   */
+  private static String pacerCaughtUp(String row, String ask) {
+    return "GREATEST(" + ask + ".now, " + row + ".next_at)";
   }
 
   /**
@@ -325,6 +340,7 @@ public final class CursorSql {
     String fetchers = table + "_fetcher";
     String createTable = pacerCreateTable(table, lockouts);
     String reserve = pacerReservation(table, lockouts, false);
+    String reserveOnRow = pacerReservationOnRow(table);
     String reserveUnderFleetBackoff = pacerReservation(table, lockouts, true);
     String throttled =
         "INSERT INTO "
@@ -340,6 +356,7 @@ public final class CursorSql {
         "pacer table " + table,
         createTable,
         reserve,
+        reserveOnRow,
         clear,
         "",
         pacerHolds(table, lockouts),
@@ -358,12 +375,16 @@ public final class CursorSql {
         + "  paused_until timestamptz,\n"
         + "  backoff      smallint    NOT NULL DEFAULT 1,\n"
         + "  clean        integer     NOT NULL DEFAULT 0,\n"
-        + "  reset_from   timestamptz\n"
+        + "  reset_from   timestamptz,\n"
+        + "  lockout      text,\n"
+        + "  lockout_read boolean     NOT NULL DEFAULT false\n"
         + ");\n"
         + addColumnIfMissing(table, "paused_until", "timestamptz")
         + addColumnIfMissing(table, "backoff", "smallint NOT NULL DEFAULT 1")
         + addColumnIfMissing(table, "clean", "integer NOT NULL DEFAULT 0")
         + addColumnIfMissing(table, "reset_from", "timestamptz")
+        + addColumnIfMissing(table, "lockout", "text")
+        + addColumnIfMissing(table, "lockout_read", "boolean NOT NULL DEFAULT false")
         // Logged, unlike the cursors: a lockout must outlive a crash.
         + "CREATE TABLE IF NOT EXISTS "
         + lockouts
@@ -384,11 +405,27 @@ public final class CursorSql {
             + " AS l (name, reason, locked_at)"
             + " VALUES (?, ?, clock_timestamp())\n"
             + "  ON CONFLICT (name) DO UPDATE SET reason = l.reason\n"
-            + "  RETURNING l.name, l.reason)\n"
+            + "  RETURNING l.name, l.reason),\n"
+            // The cursor row carries the lockout too, for the reservation that reads only the row;
+            // a missing row is made, so that no reservation can make it without the lockout.
+            + "r AS (\n"
+            + "  INSERT INTO "
+            + table
+            + " AS c (name, next_at, updated_at, lockout, lockout_read)\n"
+            + "  SELECT l.name, clock_timestamp(), clock_timestamp(), l.reason, true FROM l\n"
+            + "  ON CONFLICT (name) DO UPDATE SET lockout = EXCLUDED.lockout, lockout_read ="
+            + " true)\n"
             + "SELECT "
             + notify("L", "l.name", "''")
             + " FROM l";
-    String clearLockout = "DELETE FROM " + lockouts + " WHERE name = ?";
+    String clearLockout =
+        "WITH k AS (SELECT ?::text AS key),\n"
+            + "gone AS (DELETE FROM "
+            + lockouts
+            + " l USING k WHERE l.name = k.key)\n"
+            + "UPDATE "
+            + table
+            + " c SET lockout = NULL FROM k WHERE c.name = k.key AND c.lockout IS NOT NULL";
     // The limiter caps the pause read at the destination's maxRetryAfter.
     String read =
         "SELECT (SELECT ("
@@ -539,8 +576,8 @@ public final class CursorSql {
         + "turn AS (\n"
         + "  INSERT INTO "
         + table
-        + " AS c (name, next_at, updated_at)\n"
-        + "  SELECT p.key, p.earliest + p.gap, p.now FROM p\n"
+        + " AS c (name, next_at, updated_at, lockout_read)\n"
+        + "  SELECT p.key, p.earliest + p.gap, p.now, true FROM p\n"
         + "  WHERE p.lockout IS NULL AND "
         + insertWithinMaxWait("EXISTS (SELECT 1 FROM " + table + " x WHERE x.name = p.key)")
         + "\n"
@@ -576,7 +613,7 @@ public final class CursorSql {
   private static String pacerAdvance(
       boolean fleet, String gap, String resetFrom, String backoff, String halves) {
     return fleet
-        ? "    SET (next_at, updated_at, reset_from, backoff, clean) = (SELECT\n"
+        ? "    SET (next_at, updated_at, reset_from, backoff, clean, lockout_read) = (SELECT\n"
             + "          "
             + pacerNextAt("c", "p", gap)
             + ",\n"
@@ -589,13 +626,72 @@ public final class CursorSql {
             + ",\n"
             + "          CASE WHEN "
             + halves
-            + " THEN 0 ELSE c.clean + p.clean END\n"
+            + " THEN 0 ELSE c.clean + p.clean END,\n"
+            + "          true\n"
             + "        FROM p)\n"
-        : "    SET (next_at, updated_at, reset_from) = (SELECT "
+        : "    SET (next_at, updated_at, reset_from, lockout_read) = (SELECT "
             + pacerNextAt("c", "p", "p.gap")
             + ", p.now, "
             + resetFrom
-            + " FROM p)\n";
+            + ", true FROM p)\n";
+  }
+
+  /**
+   * Pacer's plain reservation on a row that exists, is known not to be locked out and needs no
+   * reset: an {@code UPDATE} of that row alone, {@code next = max(now, next) + gap}, with no read
+   * of the lockouts' table. Any other case updates nothing and returns no row, and the cursor makes
+   * the full statement ({@link #pacerReservation}), which decides it:
+   *
+   * <ul>
+   *   <li>the row is missing (never made, deleted, or the crash emptied the unlogged table): the
+   *       full statement reads the lockouts' table before it makes the row;
+   *   <li>the row was not checked against the lockouts' table ({@code lockout_read} false): another
+   *       statement made it (a pause, the fleet's backoff, a claim of {@code pacer fetch}) or an
+   *       earlier release did; the full statement reads the lockouts' table and marks it checked;
+   *   <li>the row is locked out ({@code lockout}, which every lockout writes with the logged record
+   *       and every clearing clears with it): the full statement answers with the reason;
+   *   <li>the cursor lies beyond the reset bound (a corrupt value, or a pause longer than the
+   *       bound): the full statement resets it or honours the pause, and logs a reset;
+   *   <li>a max_wait is given: the full statement alone refuses a turn beyond it.
+   * </ul>
+   *
+   * So a lockout still reaches every process at once (the row says so) and outlives a crash (the
+   * logged record says so to the row made after it), and the common reservation pays for none of
+   * it. Its now is {@code statement_timestamp()}, the instant the server received the statement,
+   * not {@code clock_timestamp()}: a stable function, so the planner folds the reservation's terms
+   * into a scan of the primary key with no join, where a volatile one would keep them a subquery
+   * joined to the row. Both are read before the row lock is waited for, so the turn is spaced from
+   * the cursor as the full statement spaces it. Nothing is returned that the cursor does not use.
+   *
+   * <p>Parameters as {@link #pacerReservation}'s (not_before is not used: it matters only for a row
+   * made or reset). Result columns: {@code wait_micros}, {@code now_micros}.
+   */
+  private static String pacerReservationOnRow(String table) {
+    return "UPDATE "
+        + table
+        + " AS c\n"
+        + "SET next_at = "
+        + pacerCaughtUp("c", "p")
+        + " + p.gap, updated_at = p.now,"
+        + " reset_from = NULL\n"
+        + "FROM (SELECT ?::text AS key,\n"
+        + "        ?::bigint * interval '1 microsecond' AS gap,\n"
+        + "        ?::bigint * interval '1 microsecond' AS reset_beyond,\n"
+        + "        ?::bigint AS max_wait,\n"
+        + "        ?::bigint AS not_before,\n"
+        + "        statement_timestamp() AS now) AS p\n"
+        + "WHERE c.name = p.key AND c.lockout_read AND c.lockout IS NULL AND p.max_wait IS NULL\n"
+        + "  AND c.next_at <= p.now + p.reset_beyond\n"
+        + "RETURNING (extract(epoch FROM c.next_at - p.gap - p.now) * 1000000)::bigint,\n"
+        + "  (extract(epoch FROM p.now) * 1000000)::bigint";
+  }
+
+  /**
+   * The plain reservation on a row known not to be locked out ({@link #pacerReservationOnRow}), to
+   * try before {@link #reserve}; null where the layout has none.
+   */
+  public String reserveOnRow() {
+    return reserveOnRow;
   }
 
   /** The DDL to run before first use, or null when the table is the user's and must exist. */

@@ -39,6 +39,7 @@ public final class KeyValueTableSql {
             + "'",
         null,
         reserve,
+        null,
         clear,
         keyPrefix,
         new CursorSql.Holds(null, pause, null, null, null, null),
