@@ -67,11 +67,8 @@ final class Latency {
   private Latency() {}
 
   static Result measure(Database.Target db, int samples) throws SQLException {
-    long[] select1 = new long[samples];
-    long[] reserve = new long[samples];
-    long[] upsert = new long[samples];
     List<StatementSteps.Step> steps = StatementSteps.all();
-    long[][] stepNanos = new long[steps.size()][samples];
+    Samples taken = new Samples(samples, steps.size());
     PreparedStatement[] raw = new PreparedStatement[steps.size()];
     try (Connection c = db.connect();
         PostgresCursor cursor =
@@ -84,40 +81,13 @@ final class Latency {
         ping.unwrap(PGStatement.class).setPrepareThreshold(1);
         bare.unwrap(PGStatement.class).setPrepareThreshold(1);
         bare.setString(1, "bench-latency-bare-upsert");
-        for (int j = 0; j < raw.length; j++) {
-          // Each step's row made as a first reservation makes it, checked for a lockout.
-          reserve(cursor, "bench-latency-step-" + j);
-          raw[j] = c.prepareStatement(steps.get(j).sql());
-          raw[j].unwrap(PGStatement.class).setPrepareThreshold(1);
-          steps.get(j).binder().bind(raw[j], "bench-latency-step-" + j);
-        }
-        String key = "bench-latency";
+        prepareSteps(c, cursor, steps, raw);
+        Calls calls = new Calls(ping, cursor, "bench-latency", bare, raw);
         for (int i = 0; i < Math.max(2_000, samples); i++) {
-          ping(ping);
-          reserve(cursor, key);
-          ping(bare);
-          for (PreparedStatement step : raw) {
-            answer(step);
-          }
+          calls.untimed();
         }
-        // Interleaved call by call: the machine's state (which core the backend and this thread
-        // run on, other processes' load) changes over milliseconds, and all three see the same.
-        for (int i = 0; i < select1.length; i++) {
-          long t0 = System.nanoTime();
-          ping(ping);
-          long t1 = System.nanoTime();
-          reserve(cursor, key);
-          long t2 = System.nanoTime();
-          ping(bare);
-          long t3 = System.nanoTime();
-          select1[i] = t1 - t0;
-          reserve[i] = t2 - t1;
-          upsert[i] = t3 - t2;
-          for (int j = 0; j < raw.length; j++) {
-            long s0 = System.nanoTime();
-            answer(raw[j]);
-            stepNanos[j][i] = System.nanoTime() - s0;
-          }
+        for (int i = 0; i < samples; i++) {
+          calls.timed(taken, i);
         }
       } finally {
         for (PreparedStatement step : raw) {
@@ -127,27 +97,99 @@ final class Latency {
         }
       }
     }
-    List<Step> stepResults = new ArrayList<>();
+    return taken.result(steps);
+  }
+
+  /** Each step's statement prepared on {@code c}, its row made as a first reservation makes it. */
+  private static void prepareSteps(
+      Connection c, PostgresCursor cursor, List<StatementSteps.Step> steps, PreparedStatement[] raw)
+      throws SQLException {
     for (int j = 0; j < raw.length; j++) {
-      Arrays.sort(stepNanos[j]);
-      stepResults.add(
-          new Step(
-              steps.get(j).label(),
-              percentileMicros(stepNanos[j], 0.50),
-              percentileMicros(stepNanos[j], 0.99)));
+      // Checked for a lockout, as a first reservation checks a row it makes.
+      reserve(cursor, "bench-latency-step-" + j);
+      raw[j] = c.prepareStatement(steps.get(j).sql());
+      raw[j].unwrap(PGStatement.class).setPrepareThreshold(1);
+      steps.get(j).binder().bind(raw[j], "bench-latency-step-" + j);
     }
-    Arrays.sort(select1);
-    Arrays.sort(reserve);
-    Arrays.sort(upsert);
-    return new Result(
-        percentileMicros(select1, 0.50),
-        percentileMicros(select1, 0.99),
-        percentileMicros(reserve, 0.50),
-        percentileMicros(reserve, 0.99),
-        percentileMicros(upsert, 0.50),
-        percentileMicros(upsert, 0.99),
-        stepResults,
-        select1.length);
+  }
+
+  /** One call of each kind, in the same order every time. */
+  private record Calls(
+      PreparedStatement select1,
+      PostgresCursor cursor,
+      String key,
+      PreparedStatement bare,
+      PreparedStatement[] raw) {
+
+    void untimed() throws SQLException {
+      ping(select1);
+      reserve(cursor, key);
+      ping(bare);
+      for (PreparedStatement step : raw) {
+        answer(step);
+      }
+    }
+
+    /**
+     * Interleaved call by call: the machine's state (which core the backend and this thread run on,
+     * other processes' load) changes over milliseconds, and all of them see the same.
+     */
+    void timed(Samples into, int i) throws SQLException {
+      long t0 = System.nanoTime();
+      ping(select1);
+      long t1 = System.nanoTime();
+      reserve(cursor, key);
+      long t2 = System.nanoTime();
+      ping(bare);
+      long t3 = System.nanoTime();
+      into.select1[i] = t1 - t0;
+      into.reserve[i] = t2 - t1;
+      into.upsert[i] = t3 - t2;
+      for (int j = 0; j < raw.length; j++) {
+        long s0 = System.nanoTime();
+        answer(raw[j]);
+        into.steps[j][i] = System.nanoTime() - s0;
+      }
+    }
+  }
+
+  /** Every timed call's nanoseconds, by kind. */
+  private static final class Samples {
+    final long[] select1;
+    final long[] reserve;
+    final long[] upsert;
+    final long[][] steps;
+
+    Samples(int samples, int stepCount) {
+      select1 = new long[samples];
+      reserve = new long[samples];
+      upsert = new long[samples];
+      steps = new long[stepCount][samples];
+    }
+
+    Result result(List<StatementSteps.Step> labels) {
+      List<Step> stepResults = new ArrayList<>();
+      for (int j = 0; j < steps.length; j++) {
+        Arrays.sort(steps[j]);
+        stepResults.add(
+            new Step(
+                labels.get(j).label(),
+                percentileMicros(steps[j], 0.50),
+                percentileMicros(steps[j], 0.99)));
+      }
+      Arrays.sort(select1);
+      Arrays.sort(reserve);
+      Arrays.sort(upsert);
+      return new Result(
+          percentileMicros(select1, 0.50),
+          percentileMicros(select1, 0.99),
+          percentileMicros(reserve, 0.50),
+          percentileMicros(reserve, 0.99),
+          percentileMicros(upsert, 0.50),
+          percentileMicros(upsert, 0.99),
+          stepResults,
+          select1.length);
+    }
   }
 
   private static void ping(PreparedStatement statement) throws SQLException {

@@ -82,7 +82,7 @@ class BenchSmokeTest {
   @Test
   void tinyRunMeasuresEverythingAndWritesEveryOutput() throws Exception {
     System.setProperty("java.awt.headless", "true");
-    BenchMain.Options options = BenchMain.parse(new String[] {"--tiny", "--out", out.toString()});
+    BenchOptions options = BenchOptions.parse(new String[] {"--tiny", "--out", out.toString()});
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     Results r = new BenchMain(options, new PrintStream(log, true, StandardCharsets.UTF_8)).run();
 
