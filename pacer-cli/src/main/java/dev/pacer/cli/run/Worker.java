@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -338,11 +339,11 @@ public final class Worker {
    * share of the job undone with nothing said.
    */
   private void fetchLoop() {
-    Unrecorded unrecorded = new Unrecorded();
+    ThreadClaims claims = new ThreadClaims();
     try {
       while (!stop.get()) {
         try {
-          if (!nextItem(unrecorded)) {
+          if (!nextItem(claims)) {
             return;
           }
         } catch (InterruptedException e) {
@@ -363,11 +364,13 @@ public final class Worker {
         }
       }
     } finally {
-      if (unrecorded.done != null && !Thread.currentThread().isInterrupted()) {
+      if (!Thread.currentThread().isInterrupted()) {
         try {
-          source.work().record(unrecorded.done);
+          source.threadEnds();
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+          log.error("Fetch thread {} could not finish", Thread.currentThread().getName(), e);
         }
       }
     }
@@ -375,16 +378,15 @@ public final class Worker {
 
   /**
    * Checks the envelope, then takes the next step of the source: claims and processes one item, or
-   * waits for one. False when the thread is done; an outcome still unrecorded is then recorded on
-   * its own.
+   * waits for one. False when the thread is done.
    */
-  private boolean nextItem(Unrecorded unrecorded) throws InterruptedException {
+  private boolean nextItem(ThreadClaims claims) throws InterruptedException {
     Optional<Envelope.Breach> breach = source.breach();
     if (breach.isPresent()) {
       halt(breach.get());
       return false;
     }
-    return source.next(unrecorded);
+    return source.next(claims);
   }
 
   private Result result() {
@@ -481,9 +483,11 @@ public final class Worker {
   private void heartbeat() {
     beats++;
     try {
-      store
-          .items()
-          .extendLeases(workerId, List.copyOf(source.work().held()), settings.leaseMillis());
+      List<String> leases = new ArrayList<>(source.work().held());
+      leases.addAll(source.leasedAhead());
+      long sent = System.nanoTime();
+      Set<String> extended = store.items().extendedLeases(workerId, leases, settings.leaseMillis());
+      source.leasesExtended(leases, extended, sent);
       source.beat();
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
