@@ -19,8 +19,10 @@ import org.junit.jupiter.api.io.TempDir;
  * The main job goes on through a PostgreSQL outage: each worker fetches the items it leased ahead
  * ({@code --outage-buffer}) at the divided rate while PostgreSQL is away, and records their
  * outcomes on its return. Judged at the destination, on a real conveyor run ({@link FaultRun}:
- * three worker JVMs x six threads, a 10/s ceiling) with PostgreSQL stopped ({@code pg_ctl stop -m
- * immediate}) for 12 s mid-run.
+ * three worker JVMs x six threads, a 10/s ceiling) with PostgreSQL stopped for 12 s mid-run, as
+ * {@code pg_ctl stop} stops it (a fast shutdown, which keeps every commit). A crash ({@code
+ * FaultTest}) may also forget the work state's last asynchronous commits, whose items are fetched
+ * again: {@code StoreConnection}'s commit mode.
  */
 class OutageBufferTest {
 
@@ -99,7 +101,7 @@ class OutageBufferTest {
       long everyWorkerFetching = System.nanoTime();
       faults.awaitArrivals(destination.arrivals().size() + STEADY_BEFORE);
       long down = System.nanoTime();
-      postgres.stopImmediately();
+      postgres.stopFast();
       Thread.sleep(OUTAGE_MILLIS);
       postgres.start();
       long up = System.nanoTime();

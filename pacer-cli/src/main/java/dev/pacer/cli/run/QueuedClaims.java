@@ -13,6 +13,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Claims from the job's queue ({@link ItemStore#recordAndClaimMany}): a fetch thread's next claim
@@ -39,6 +41,9 @@ import java.util.function.Function;
  * holding slots fetch them, and takes a slot again before it fetches more.
  */
 final class QueuedClaims {
+
+  /** The worker's logger: what a worker's parts log is the worker's to whoever reads it. */
+  private static final Logger log = LoggerFactory.getLogger(Worker.class);
 
   /**
    * How long after an outage a worker claims only pending items, not those whose leases ran out:
@@ -252,6 +257,9 @@ final class QueuedClaims {
 
   /** Gives items back untouched; one PostgreSQL does not take back lapses with its lease. */
   private void release(Collection<ItemStore.Item> items) throws InterruptedException {
+    if (!items.isEmpty()) {
+      log.info("Giving {} item(s) back to job {}", items.size(), context.settings().job());
+    }
     for (ItemStore.Item item : items) {
       context.retrying().call("release an item", () -> context.store().items().release(item), true);
     }
