@@ -84,7 +84,7 @@ final class LeasedAhead {
    * How many items a thread that needs one now is to claim: its own, and up to {@link
    * #MOST_AHEAD_PER_CLAIM} more while the buffer, with the claims not yet answered, holds fewer
    * than {@code capacity}; those more are counted as being claimed until {@link #claimed} or {@link
-   * #abandoned} answers them.
+   * #abandoned} answers them. Once the buffer is full, a claim replaces the item its thread takes.
    */
   synchronized int toClaim() {
     int room = capacity - entries.size() - claiming;
