@@ -109,6 +109,18 @@ public final class RunOptions {
   double leaseSeconds;
 
   @Option(
+      names = "--outage-buffer",
+      paramLabel = "S",
+      defaultValue = "" + DEFAULT_OUTAGE_BUFFER_SECONDS,
+      description =
+          "Each worker keeps leased ahead the items it fetches in S seconds at the divided rate"
+              + " (rate / (max-dispatches + 1)), and goes on fetching them while PostgreSQL is"
+              + " away; 0 leases none ahead (default: ${DEFAULT-VALUE}).")
+  double outageBufferSeconds = DEFAULT_OUTAGE_BUFFER_SECONDS;
+
+  static final int DEFAULT_OUTAGE_BUFFER_SECONDS = 20;
+
+  @Option(
       names = "--max-attempts",
       paramLabel = "N",
       defaultValue = "3",
@@ -287,7 +299,8 @@ public final class RunOptions {
         robots,
         Duration.ofMillis(Math.round(maxCrawlDelaySeconds * 1000)),
         fsyncEach,
-        warcOutput);
+        warcOutput,
+        Duration.ofMillis(Math.round(outageBufferSeconds * 1000)));
   }
 
   /** The bars and limits of a worker, in the order {@link #settings} checks them. */
@@ -295,6 +308,11 @@ public final class RunOptions {
     require(
         Double.isFinite(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 86_400,
         "--lease-seconds must be 1-86400, got " + leaseSeconds);
+    require(
+        Double.isFinite(outageBufferSeconds)
+            && outageBufferSeconds >= 0
+            && outageBufferSeconds <= 3600,
+        "--outage-buffer must be 0-3600 seconds, got " + outageBufferSeconds);
     require(maxAttempts >= 1, "--max-attempts must be >= 1, got " + maxAttempts);
     require(maxThrottles >= 1, "--max-throttles must be >= 1, got " + maxThrottles);
     require(Double.isFinite(load) && load > 0, "--max-load must be > 0, got " + load);
@@ -436,6 +454,8 @@ public final class RunOptions {
         s.out().toString(),
         "--lease-seconds",
         Double.toString(s.leaseMillis() / 1000.0),
+        "--outage-buffer",
+        Double.toString(s.outageBuffer().toMillis() / 1000.0),
         "--max-attempts",
         Integer.toString(s.maxAttempts()),
         "--max-throttles",

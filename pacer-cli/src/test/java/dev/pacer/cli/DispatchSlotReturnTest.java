@@ -86,7 +86,11 @@ class DispatchSlotReturnTest {
                 "1000",
                 "--no-progress",
                 "--lease-seconds",
-                "20"));
+                "20",
+                // A few items leased ahead, not a job's worth: each runner must have items left
+                // when it is back, and give back those it leased ahead while it waits for a slot.
+                "--outage-buffer",
+                "2"));
       }
       try {
         awaitArrivals(destination, 1);

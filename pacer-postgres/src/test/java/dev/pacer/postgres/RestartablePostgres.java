@@ -74,13 +74,25 @@ public final class RestartablePostgres implements AutoCloseable {
 
   /** Stops the server at once, as a crash would: an immediate shutdown. */
   public synchronized void stopImmediately() throws Exception {
+    stop("-QUIT");
+  }
+
+  /**
+   * Stops the server as {@code pg_ctl stop} does by default (a fast shutdown): sessions are ended
+   * and the server checkpoints before it exits, so every commit is kept, asynchronous ones too.
+   */
+  public synchronized void stopFast() throws Exception {
+    stop("-INT");
+  }
+
+  private void stop(String signal) throws Exception {
     Process kill =
-        new ProcessBuilder("kill", "-QUIT", Long.toString(postmasterPid))
+        new ProcessBuilder("kill", signal, Long.toString(postmasterPid))
             .redirectErrorStream(true)
             .start();
     String output = new String(kill.getInputStream().readAllBytes());
     if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
-      throw new IOException("kill -QUIT " + postmasterPid + " failed: " + output);
+      throw new IOException("kill " + signal + " " + postmasterPid + " failed: " + output);
     }
     ProcessHandle postmaster = ProcessHandle.of(postmasterPid).orElse(null);
     if (postmaster != null) {

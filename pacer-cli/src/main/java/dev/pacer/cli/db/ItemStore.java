@@ -8,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.Types;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -83,6 +84,12 @@ public final class ItemStore {
   public record RecordedAndClaimed(boolean recorded, Optional<Item> next) {}
 
   /**
+   * What {@link #recordAndClaimMany} did: the lease tokens of the outcomes recorded, and the items
+   * claimed, in the order of the claim tokens that leased them.
+   */
+  public record RecordedAndClaimedMany(Set<String> recorded, List<Item> claimed) {}
+
+  /**
    * A transition of one item out of {@code leased} by its claim's lease token, {@code set} saying
    * what else it changes, that answers whether the item left its lease by that token: now, or in an
    * earlier run of the same transition whose answer was lost (the token stays on the row; see the
@@ -125,17 +132,52 @@ public final class ItemStore {
    *
    * <p><b>Calls waiting together</b> (a {@link StatementLane}). One such statement runs at a time;
    * the calls that arrive while it runs queue, and whichever of them takes the lane next makes them
-   * all in one statement: every outcome recorded, and as many items claimed as there are calls,
-   * handed out in the order the calls queued. Each caller gets the answer its own statement would
-   * have given, with the same lease and the same order of items. A failure fails every call of the
-   * statement, and each caller decides whether to retry. On a busy worker the statements grow with
-   * the load; an idle one makes each call alone, as it arrives.
+   * all in one statement: every outcome recorded, and as many items claimed as there are claim
+   * tokens, handed out in the order the calls queued. Each caller gets the answer its own statement
+   * would have given, with the same lease and the same order of items. A failure fails every call
+   * of the statement, and each caller decides whether to retry. On a busy worker the statements
+   * grow with the load; an idle one makes each call alone, as it arrives.
    */
   public RecordedAndClaimed recordAndClaim(
       String job, Done done, String workerId, String claimToken, long leaseMillis)
       throws SQLException {
+    RecordedAndClaimedMany made =
+        recordAndClaimMany(
+            job,
+            done == null ? List.of() : List.of(done),
+            workerId,
+            List.of(claimToken),
+            leaseMillis,
+            true);
+    return new RecordedAndClaimed(
+        done != null && made.recorded().contains(done.item().token()),
+        made.claimed().stream().findFirst());
+  }
+
+  /**
+   * {@link #recordAndClaim} for several outcomes and several claims at once: records every one of
+   * {@code dones} whose lease token still holds its item (a lease run out included, as long as no
+   * other claim has taken the item since), and claims an item for each of {@code claimTokens}: a
+   * pending one, or one whose lease ran out if {@code takeLapsed}. Made again with the same tokens
+   * and outcomes, it answers the same items and outcomes, and changes nothing more.
+   */
+  public RecordedAndClaimedMany recordAndClaimMany(
+      String job,
+      List<Done> dones,
+      String workerId,
+      List<String> claimTokens,
+      long leaseMillis,
+      boolean takeLapsed)
+      throws SQLException {
     Answer answer =
-        lane.call(new Ask(job, done, workerId, claimToken, leaseMillis))
+        lane.call(
+                new Ask(
+                    job,
+                    List.copyOf(dones),
+                    workerId,
+                    List.copyOf(claimTokens),
+                    leaseMillis,
+                    takeLapsed))
             .orElseThrow(
                 () -> new SQLException("interrupted while waiting to claim an item", "57014"));
     if (answer.failure() != null) {
@@ -146,17 +188,26 @@ public final class ItemStore {
     return answer.made();
   }
 
-  /** What a call of {@link #recordAndClaim} asks. */
-  private record Ask(String job, Done done, String workerId, String claimToken, long leaseMillis) {
+  /** What a call of {@link #recordAndClaimMany} asks. */
+  private record Ask(
+      String job,
+      List<Done> dones,
+      String workerId,
+      List<String> claimTokens,
+      long leaseMillis,
+      boolean takeLapsed) {
     boolean sharesAStatementWith(Ask other) {
       return job.equals(other.job)
           && workerId.equals(other.workerId)
-          && leaseMillis == other.leaseMillis;
+          && leaseMillis == other.leaseMillis
+          && takeLapsed == other.takeLapsed;
     }
   }
 
-  /** What a call of {@link #recordAndClaim} is answered: what its statement made, or why not. */
-  private record Answer(RecordedAndClaimed made, SQLException failure) {
+  /**
+   * What a call of {@link #recordAndClaimMany} is answered: what its statement made, or why not.
+   */
+  private record Answer(RecordedAndClaimedMany made, SQLException failure) {
     static Answer failed(SQLException failure) {
       return new Answer(null, failure);
     }
@@ -168,25 +219,35 @@ public final class ItemStore {
     List<Done> dones = new ArrayList<>();
     List<String> claimTokens = new ArrayList<>();
     for (Ask ask : together) {
-      if (ask.done() != null) {
-        dones.add(ask.done());
-      }
-      claimTokens.add(ask.claimToken());
+      dones.addAll(ask.dones());
+      claimTokens.addAll(ask.claimTokens());
     }
     List<Answer> answers = new ArrayList<>(together.size());
     try {
       recordAndClaimStatements.incrementAndGet();
       Made made =
           recordAndClaimTogether(
-              first.job(), dones, first.workerId(), first.leaseMillis(), claimTokens);
+              first.job(),
+              dones,
+              first.workerId(),
+              first.leaseMillis(),
+              claimTokens,
+              first.takeLapsed());
       for (Ask ask : together) {
-        Done done = ask.done();
-        answers.add(
-            new Answer(
-                new RecordedAndClaimed(
-                    done != null && made.recorded().contains(done.item().token()),
-                    Optional.ofNullable(made.claimed().get(ask.claimToken()))),
-                null));
+        Set<String> recorded = new HashSet<>();
+        for (Done done : ask.dones()) {
+          if (made.recorded().contains(done.item().token())) {
+            recorded.add(done.item().token());
+          }
+        }
+        List<Item> claimed = new ArrayList<>();
+        for (String token : ask.claimTokens()) {
+          Item item = made.claimed().get(token);
+          if (item != null) {
+            claimed.add(item);
+          }
+        }
+        answers.add(new Answer(new RecordedAndClaimedMany(recorded, claimed), null));
       }
     } catch (SQLException e) {
       answers.clear();
@@ -200,10 +261,17 @@ public final class ItemStore {
 
   /** {@link RecordAndClaimStatement#run} on the store's connection. */
   private Made recordAndClaimTogether(
-      String job, List<Done> dones, String workerId, long leaseMillis, List<String> claimTokens)
+      String job,
+      List<Done> dones,
+      String workerId,
+      long leaseMillis,
+      List<String> claimTokens,
+      boolean takeLapsed)
       throws SQLException {
     return connection.call(
-        c -> RecordAndClaimStatement.run(c, job, dones, workerId, leaseMillis, claimTokens));
+        c ->
+            RecordAndClaimStatement.run(
+                c, job, dones, workerId, leaseMillis, claimTokens, takeLapsed));
   }
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
@@ -232,26 +300,43 @@ public final class ItemStore {
    */
   public int extendLeases(String workerId, Collection<String> tokens, long leaseMillis)
       throws SQLException {
+    return extendedLeases(workerId, tokens, leaseMillis).size();
+  }
+
+  /**
+   * {@link #extendLeases}, answering the tokens whose leases it extended: a lease run out is
+   * extended too, as long as no other claim has taken its item since. A token it does not answer
+   * holds its item no more.
+   */
+  public Set<String> extendedLeases(String workerId, Collection<String> tokens, long leaseMillis)
+      throws SQLException {
     if (tokens.isEmpty()) {
-      return 0;
+      return Set.of();
     }
     return connection.call(
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
                   "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-                      + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)")) {
+                      + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)"
+                      + " RETURNING lease_token")) {
             s.setLong(1, leaseMillis);
             s.setString(2, workerId);
             s.setArray(3, c.createArrayOf("text", tokens.toArray()));
-            return s.executeUpdate();
+            Set<String> extended = new HashSet<>();
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                extended.add(r.getString(1));
+              }
+            }
+            return extended;
           }
         });
   }
 
   /** Records a fetched item on its own. False if the lease was lost: another worker owns it now. */
   public boolean markDone(Done done) throws SQLException {
-    return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, List.of())
+    return recordAndClaimTogether(done.item().job(), List.of(done), null, 0, List.of(), false)
         .recorded()
         .contains(done.item().token());
   }

@@ -42,7 +42,7 @@ final class RecordAndClaimStatement {
           + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
           + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
           + " mine)     AND ((state = 'pending' AND not_before <= now())       OR"
-          + " (state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
+          + " (?::boolean AND state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
           + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
           + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
           + " seq) AS n   FROM picked), unheld AS (SELECT t, row_number() OVER (ORDER"
@@ -66,7 +66,8 @@ final class RecordAndClaimStatement {
    * none of them one it records. A token that holds an item already (this statement made before,
    * its answer lost) answers that item, and a done recorded already by its own token counts as
    * recorded. With no tokens it only records, and {@code workerId} and {@code leaseMillis} are not
-   * used.
+   * used. Items whose leases ran out are claimed too if {@code takeLapsed}, otherwise only pending
+   * ones.
    */
   static Made run(
       Connection c,
@@ -74,10 +75,11 @@ final class RecordAndClaimStatement {
       List<Done> dones,
       String workerId,
       long leaseMillis,
-      List<String> claimTokens)
+      List<String> claimTokens,
+      boolean takeLapsed)
       throws SQLException {
     try (PreparedStatement s = c.prepareStatement(SQL)) {
-      bind(s, c, job, dones, workerId, leaseMillis, claimTokens);
+      bind(s, c, job, dones, workerId, leaseMillis, claimTokens, takeLapsed);
       return answer(s, job);
     }
   }
@@ -89,7 +91,8 @@ final class RecordAndClaimStatement {
       List<Done> dones,
       String workerId,
       long leaseMillis,
-      List<String> claimTokens)
+      List<String> claimTokens,
+      boolean takeLapsed)
       throws SQLException {
     int d = dones.size();
     String[] keys = new String[d];
@@ -126,10 +129,11 @@ final class RecordAndClaimStatement {
     s.setArray(14, tokens);
     s.setString(15, job);
     s.setArray(16, c.createArrayOf("text", keys));
-    s.setArray(17, tokens);
+    s.setBoolean(17, takeLapsed);
     s.setArray(18, tokens);
-    s.setString(19, workerId);
-    s.setLong(20, leaseMillis);
+    s.setArray(19, tokens);
+    s.setString(20, workerId);
+    s.setLong(21, leaseMillis);
   }
 
   /** The tokens recorded, and the items claimed by their tokens. */

@@ -97,7 +97,9 @@ final class PerHostFrontier implements WorkSource {
             gate,
             this::nothingLeft,
             item ->
-                hosts.forHost(UrlList.hostOf(item.url()), settings.destination().ratePerSecond()));
+                hosts.forHost(UrlList.hostOf(item.url()), settings.destination().ratePerSecond()),
+            new LeasedAhead(0, settings.leaseMillis(), TimeSource.SYSTEM),
+            TimeSource.SYSTEM);
   }
 
   /**
@@ -117,6 +119,13 @@ final class PerHostFrontier implements WorkSource {
     return work;
   }
 
+  @Override
+  public void threadEnds() throws InterruptedException {
+    if (context.settings().fifoClaims()) {
+      queue.threadEnds();
+    }
+  }
+
   /** A lockout stops its host, not the run: the claims pass over it. */
   @Override
   public Optional<Envelope.Breach> breach() {
@@ -124,9 +133,9 @@ final class PerHostFrontier implements WorkSource {
   }
 
   @Override
-  public boolean next(Unrecorded unrecorded) throws InterruptedException {
+  public boolean next(ThreadClaims pending) throws InterruptedException {
     if (context.settings().fifoClaims()) {
-      return queue.next(unrecorded);
+      return queue.next(pending);
     }
     return (robots != null && robots.settleNext()) || nextClaim();
   }

@@ -96,39 +96,73 @@ final class Retrying {
     long started = time.nanoTime();
     long delay = FIRST_DELAY_MILLIS;
     while (true) {
-      try {
-        T value = call.call();
-        if (outageWarned.compareAndSet(true, false)) {
-          log.info(
-              "PostgreSQL answers again; work state is being recorded again ({} connection"
-                  + " attempt(s) by this process so far)",
-              connectionAttempts.getAsLong());
-        }
-        return new Attempt.Answered<>(value);
-      } catch (SQLException e) {
-        if (outageWarned.compareAndSet(false, true)) {
-          log.warn(
-              "Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their fetched"
-                  + " items (bodies already on disk) and retry until it answers; no new item is"
-                  + " claimed meanwhile",
-              what,
-              describe.apply(e));
-        }
+      Attempt<T> attempt = once(what, call);
+      if (attempt instanceof Attempt.Answered<T>) {
+        return attempt;
       }
       long waited = time.nanoTime() - started;
       if ((giveUpOnStop && stopped.getAsBoolean()) || waited > giveUpAfter.toNanos()) {
         log.error("Gave up trying to {} after {} s", what, waited / 1_000_000_000L);
         return new Attempt.GaveUp<>();
       }
-      Duration untilBoundary = untilDatabaseRetry.get();
-      if (untilBoundary.isZero()) {
-        time.sleepNanos(Duration.ofMillis(delay).toNanos());
-        delay = Math.min(MAX_DELAY_MILLIS, delay * 2);
-      } else {
-        time.sleepNanos(untilBoundary.plusMillis(AFTER_BOUNDARY_MILLIS).toNanos());
-        delay = FIRST_DELAY_MILLIS;
-      }
+      delay = pause(delay);
     }
+  }
+
+  /**
+   * Runs {@code call} once: answered, or {@link Attempt.GaveUp} if PostgreSQL did not answer (the
+   * outage's WARN logged once, as by {@link #call}). For a caller that has other work to do while
+   * PostgreSQL is away, and waits with {@link #pause} only when it has none.
+   */
+  <T> Attempt<T> once(String what, SqlCall<T> call) {
+    try {
+      T value = call.call();
+      if (outageWarned.compareAndSet(true, false)) {
+        log.info(
+            "PostgreSQL answers again; work state is being recorded again ({} connection"
+                + " attempt(s) by this process so far)",
+            connectionAttempts.getAsLong());
+      }
+      return new Attempt.Answered<>(value);
+    } catch (SQLException e) {
+      if (outageWarned.compareAndSet(false, true)) {
+        log.warn(
+            "Could not {} ({}). PostgreSQL holds the work state: fetch threads keep their fetched"
+                + " items (bodies already on disk) and retry until it answers; meanwhile each"
+                + " worker fetches the items it leased ahead, at the divided rate",
+            what,
+            describe.apply(e));
+      }
+      return new Attempt.GaveUp<>();
+    }
+  }
+
+  /**
+   * Whether the database's outage policy holds connections back now: an attempt would fail at once,
+   * without asking PostgreSQL.
+   */
+  boolean heldBack() {
+    return !untilDatabaseRetry.get().isZero();
+  }
+
+  /**
+   * Waits before the next attempt after a failed one: until just after the outage policy's next
+   * boundary while it holds connections back, otherwise {@code delayMillis}. Answers the delay for
+   * the attempt after that.
+   */
+  long pause(long delayMillis) throws InterruptedException {
+    Duration untilBoundary = untilDatabaseRetry.get();
+    if (untilBoundary.isZero()) {
+      time.sleepNanos(Duration.ofMillis(delayMillis).toNanos());
+      return Math.min(MAX_DELAY_MILLIS, delayMillis * 2);
+    }
+    time.sleepNanos(untilBoundary.plusMillis(AFTER_BOUNDARY_MILLIS).toNanos());
+    return FIRST_DELAY_MILLIS;
+  }
+
+  /** The delay {@link #pause} starts from. */
+  static long firstDelayMillis() {
+    return FIRST_DELAY_MILLIS;
   }
 
   /** Records an item's outcome: {@code call} answers false when the lease token refused it. */

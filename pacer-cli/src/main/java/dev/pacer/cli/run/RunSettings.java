@@ -40,6 +40,9 @@ import java.util.Optional;
  *     making the bodies durable in groups ({@link DurablePoints})
  * @param warc write the bodies as WARC segments ({@code --warc}) instead of a file each under
  *     {@code out}
+ * @param outageBuffer how long a worker keeps fetching at the divided rate while PostgreSQL is
+ *     away, from items it leased ahead ({@code --outage-buffer}; single-destination mode); zero
+ *     leases none ahead
  */
 public record RunSettings(
     String runId,
@@ -62,7 +65,8 @@ public record RunSettings(
     boolean robots,
     Duration maxCrawlDelay,
     boolean fsyncEach,
-    Optional<WarcOutput> warc) {
+    Optional<WarcOutput> warc,
+    Duration outageBuffer) {
 
   /** The User-Agent of every request of a run; robots.txt is read for its product token. */
   public static final String USER_AGENT = "pacer/0.1";

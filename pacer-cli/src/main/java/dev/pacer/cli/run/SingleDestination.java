@@ -2,20 +2,31 @@ package dev.pacer.cli.run;
 
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
+import dev.pacer.TimeSource;
 import dev.pacer.cli.model.LimiterFigures;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.postgres.PostgresFleetSlots;
 import dev.pacer.spi.Cursor;
 import java.net.URI;
 import java.sql.SQLException;
+import java.util.Collection;
+import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The single-destination mode's work: items claimed from the job's queue ({@link QueuedClaims}),
- * all fetched through the one destination's limiter, whose lockout halts the run. Every failed item
- * counts against the run's failure bar.
+ * with a buffer leased ahead for outages ({@link LeasedAhead}, {@code --outage-buffer} seconds at
+ * the divided rate), all fetched through the one destination's limiter, whose lockout halts the
+ * run. Every failed item counts against the run's failure bar.
  */
 final class SingleDestination implements WorkSource {
+
+  /**
+   * The most items a worker leases ahead, whatever the rate: a few megabytes of items and of
+   * outcomes waiting, at most.
+   */
+  static final int MOST_LEASED_AHEAD = 10_000;
 
   private final WorkerContext context;
   private final Envelope envelope;
@@ -69,7 +80,18 @@ final class SingleDestination implements WorkSource {
       fetcher.warmUp();
     }
     work = new ItemWork(context, durable, this::count);
-    queue = new QueuedClaims(context, work, gate, this::nothingLeft, item -> fetcher);
+    LeasedAhead ahead =
+        new LeasedAhead(
+            LeasedAhead.capacityFor(
+                settings.outageBuffer().toMillis() / 1000.0,
+                settings.destination().ratePerSecond(),
+                settings.destination().maxFetchingProcesses(),
+                MOST_LEASED_AHEAD),
+            settings.leaseMillis(),
+            TimeSource.SYSTEM);
+    queue =
+        new QueuedClaims(
+            context, work, gate, this::nothingLeft, item -> fetcher, ahead, TimeSource.SYSTEM);
   }
 
   /** The run's bar counts every failure. */
@@ -88,8 +110,23 @@ final class SingleDestination implements WorkSource {
   }
 
   @Override
-  public boolean next(Unrecorded unrecorded) throws InterruptedException {
-    return queue.next(unrecorded);
+  public boolean next(ThreadClaims claims) throws InterruptedException {
+    return queue.next(claims);
+  }
+
+  @Override
+  public void threadEnds() throws InterruptedException {
+    queue.threadEnds();
+  }
+
+  @Override
+  public List<String> leasedAhead() {
+    return queue.leasedAhead();
+  }
+
+  @Override
+  public void leasesExtended(Collection<String> asked, Set<String> extended, long sentNanos) {
+    queue.leasesExtended(asked, extended, sentNanos);
   }
 
   @Override

@@ -2,7 +2,10 @@ package dev.pacer.cli.run;
 
 import dev.pacer.cli.model.LimiterFigures;
 import java.sql.SQLException;
+import java.util.Collection;
+import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Where a worker's fetch threads take their items from, and what fetches them: one implementation
@@ -20,15 +23,33 @@ interface WorkSource {
 
   /**
    * One step of a fetch thread: claims and processes one item, or waits for one. False when the
-   * thread is done; an outcome {@code unrecorded} still holds is then recorded on its own.
+   * thread is done; {@link #threadEnds} then records what it leaves. {@code claims} is the thread's
+   * own, its claim whose answer has not come.
    */
-  boolean next(Unrecorded unrecorded) throws InterruptedException;
+  boolean next(ThreadClaims claims) throws InterruptedException;
 
   /** Whether the job has no work left that this source could claim; false if unknown. */
   boolean nothingLeft();
 
   /** The heartbeat's part of this mode, after the leases are extended. */
   void beat() throws SQLException;
+
+  /**
+   * A fetch thread ends: whatever it leaves to be recorded or given back is, now (for the sources
+   * that keep outcomes or items beyond a thread's own).
+   */
+  default void threadEnds() throws InterruptedException {}
+
+  /** The lease tokens of the items this worker holds leased ahead, for the heartbeat to extend. */
+  default List<String> leasedAhead() {
+    return List.of();
+  }
+
+  /**
+   * The heartbeat's extension of the leases {@code asked}, sent at {@code sentNanos}, answered
+   * {@code extended}: the tokens whose leases it extended.
+   */
+  default void leasesExtended(Collection<String> asked, Set<String> extended, long sentNanos) {}
 
   /** At the run's end, before the last report: what the heartbeat counts, counted once more. */
   void countAtEnd();

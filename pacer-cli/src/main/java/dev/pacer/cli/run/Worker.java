@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -37,16 +38,18 @@ import org.slf4j.LoggerFactory;
  * leases, reports its figures and watches for a trip recorded by any other worker of the job.
  *
  * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
- * the divided local rate (the library's doing); claims wait and retry; an outcome already fetched
- * is kept (its body is already on disk) and its recording retried until PostgreSQL answers. If the
- * item's lease was taken over meanwhile, the record is refused by its lease token and the item is
- * counted once, by whoever holds it.
+ * the divided local rate (the library's doing); in single-destination mode the fetch threads go on
+ * fetching the items the worker leased ahead ({@link LeasedAhead}); outcomes already fetched are
+ * kept (their bodies are already on disk) and recorded when PostgreSQL answers. If an item's lease
+ * was taken over meanwhile, the record is refused by its lease token and the item is counted once,
+ * by whoever holds it.
  *
  * <p>What the threads claim and what fetches it depends on the mode, one {@link WorkSource} each:
  * {@link SingleDestination}, and {@link PerHostFrontier} ({@link RunSettings#perHost()}), where a
  * claim is the reservation of the item's host's turn. Without PostgreSQL nothing can be claimed in
- * either: the threads wait for it, items already claimed are fetched (per host, at their claimed
- * turns), and their requests pace locally at the divided rate (the library's degraded mode).
+ * either: items already claimed are fetched (per host, at their claimed turns; with one
+ * destination, the buffer leased ahead), their requests paced locally at the divided rate (the
+ * library's degraded mode), and then the threads wait for it.
  *
  * <p><b>Connections.</b> A worker holds the work state's ({@link #storeConnections}, the request
  * log's statements among theirs: they are few and short), the cursor's reservation connection and
@@ -349,11 +352,11 @@ public final class Worker {
    * share of the job undone with nothing said.
    */
   private void fetchLoop() {
-    Unrecorded unrecorded = new Unrecorded();
+    ThreadClaims claims = new ThreadClaims();
     try {
       while (!stop.get()) {
         try {
-          if (!nextItem(unrecorded)) {
+          if (!nextItem(claims)) {
             return;
           }
         } catch (InterruptedException e) {
@@ -374,11 +377,13 @@ public final class Worker {
         }
       }
     } finally {
-      if (unrecorded.done != null && !Thread.currentThread().isInterrupted()) {
+      if (!Thread.currentThread().isInterrupted()) {
         try {
-          source.work().record(unrecorded.done);
+          source.threadEnds();
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+          log.error("Fetch thread {} could not finish", Thread.currentThread().getName(), e);
         }
       }
     }
@@ -386,16 +391,15 @@ public final class Worker {
 
   /**
    * Checks the envelope, then takes the next step of the source: claims and processes one item, or
-   * waits for one. False when the thread is done; an outcome still unrecorded is then recorded on
-   * its own.
+   * waits for one. False when the thread is done.
    */
-  private boolean nextItem(Unrecorded unrecorded) throws InterruptedException {
+  private boolean nextItem(ThreadClaims claims) throws InterruptedException {
     Optional<Envelope.Breach> breach = source.breach();
     if (breach.isPresent()) {
       halt(breach.get());
       return false;
     }
-    return source.next(unrecorded);
+    return source.next(claims);
   }
 
   private Result result() {
@@ -492,9 +496,11 @@ public final class Worker {
   private void heartbeat() {
     beats++;
     try {
-      store
-          .items()
-          .extendLeases(workerId, List.copyOf(source.work().held()), settings.leaseMillis());
+      List<String> leases = new ArrayList<>(source.work().held());
+      leases.addAll(source.leasedAhead());
+      long sent = System.nanoTime();
+      Set<String> extended = store.items().extendedLeases(workerId, leases, settings.leaseMillis());
+      source.leasesExtended(leases, extended, sent);
       source.beat();
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {

@@ -77,6 +77,52 @@ class WorkStateTest {
   }
 
   @Test
+  void afterAnOutageALapsedLeaseIsExtendedAndRecordedByItsWorkerUntilAnotherClaimsIt()
+      throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1", "http://a/2"));
+    ItemStore.RecordedAndClaimedMany ahead =
+        store
+            .items()
+            .recordAndClaimMany(
+                job,
+                List.of(),
+                "w1",
+                List.of(ItemStore.newLeaseToken(), ItemStore.newLeaseToken()),
+                60_000,
+                true);
+    assertThat(ahead.claimed()).hasSize(2);
+    ItemStore.Item fetched = ahead.claimed().get(0);
+    ItemStore.Item buffered = ahead.claimed().get(1);
+    TestDatabase.execute(
+        "UPDATE pacer_item SET lease_until = now() - interval '1 second'"
+            + " WHERE job = '"
+            + job
+            + "'");
+    // A worker back from an outage claims no lapsed item: their workers are back too.
+    assertThat(
+            store
+                .items()
+                .recordAndClaimMany(
+                    job, List.of(), "w2", List.of(ItemStore.newLeaseToken()), 60_000, false)
+                .claimed())
+        .isEmpty();
+    assertThat(store.items().extendedLeases("w1", List.of(buffered.token()), 60_000))
+        .containsExactly(buffered.token());
+    ItemStore.RecordedAndClaimedMany recorded =
+        store
+            .items()
+            .recordAndClaimMany(
+                job,
+                List.of(new ItemStore.Done(fetched, 200, "/x", 1)),
+                "w1",
+                List.of(),
+                60_000,
+                false);
+    assertThat(recorded.recorded()).containsExactly(fetched.token());
+    assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  @Test
   void aRecordRidesOnTheNextClaimAndNeverClaimsTheItemItRecords() throws Exception {
     store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1", "http://a/2"));
     ItemStore.Item first = store.items().claim(job, "w1", 60_000).orElseThrow();

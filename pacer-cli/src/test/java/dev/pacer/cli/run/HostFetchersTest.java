@@ -60,7 +60,8 @@ class HostFetchersTest {
         false,
         Duration.ofSeconds(30),
         false,
-        Optional.empty());
+        Optional.empty(),
+        Duration.ZERO);
   }
 
   /** What the worker does with a claim of {@code host} whose turn is now: the turn, taken. */

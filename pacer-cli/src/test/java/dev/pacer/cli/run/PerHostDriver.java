@@ -59,7 +59,8 @@ public final class PerHostDriver {
             false,
             Duration.ofSeconds(30),
             false,
-            Optional.empty());
+            Optional.empty(),
+            Duration.ZERO);
     this.hosts = new HostFetchers(settings, shared, sent -> {}, new LimiterCounts(), time);
   }
 

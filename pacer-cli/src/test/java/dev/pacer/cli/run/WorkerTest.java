@@ -80,7 +80,8 @@ class WorkerTest {
               false,
               Duration.ofSeconds(30),
               false,
-              Optional.empty());
+              Optional.empty(),
+              Duration.ofSeconds(20));
 
       Worker.Result result = new Worker(database, settings, envelope, StartLine.NONE).run();
 
@@ -158,7 +159,8 @@ class WorkerTest {
               false,
               Duration.ofSeconds(30),
               false,
-              Optional.empty());
+              Optional.empty(),
+              Duration.ofSeconds(20));
       Envelope envelope = new Envelope(1e9, Long.MAX_VALUE, () -> 0, () -> 0, System::nanoTime);
 
       Worker.Result result =

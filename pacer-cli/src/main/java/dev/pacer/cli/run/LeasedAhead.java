@@ -1,0 +1,168 @@
+package dev.pacer.cli.run;
+
+import dev.pacer.TimeSource;
+import dev.pacer.cli.db.ItemStore;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The items a worker keeps leased ahead of its fetch threads, so that they go on fetching while
+ * PostgreSQL is away: at most {@code capacity} items, claimed with the records of the items fetched
+ * ({@link QueuedClaims}), their leases extended by the heartbeat beside those of the items in
+ * flight.
+ *
+ * <p><b>How long a buffered item may be fetched.</b> Each item's lease runs {@code leaseMillis}
+ * from the last statement that set it (its claim, or the heartbeat's extension that answered its
+ * token), and this worker knows when it sent that statement: the lease on the server ends no
+ * earlier than that instant plus {@code leaseMillis}. An item is handed out only while at least a
+ * quarter of that lease is left, time for its turn and its request, so that no other worker can
+ * have claimed it meanwhile; once PostgreSQL has been away for three quarters of a lease, the
+ * buffer hands out nothing more until the heartbeat extends the leases again. An extension that
+ * does not answer a buffered item's token (another worker claimed it after its lease ran out) drops
+ * the item here: it is never fetched twice on that account.
+ *
+ * <p><b>How it fills.</b> A claim asks for the item the thread fetches now and at most {@link
+ * #MOST_AHEAD_PER_CLAIM} more, so that the buffer fills over the first items of a run rather than
+ * with the first claim, and the workers starting together share the job's first items.
+ */
+final class LeasedAhead {
+
+  /** The items beyond its own a claim asks for at most. */
+  static final int MOST_AHEAD_PER_CLAIM = 2;
+
+  /** A buffered item, and the local instant its lease was last set from. */
+  private static final class Entry {
+    final ItemStore.Item item;
+    long leasedFromNanos;
+
+    Entry(ItemStore.Item item, long leasedFromNanos) {
+      this.item = item;
+      this.leasedFromNanos = leasedFromNanos;
+    }
+  }
+
+  private final int capacity;
+  private final long leaseNanos;
+  private final TimeSource time;
+
+  /** The buffered items by lease token, in the order they were claimed. */
+  private final Map<String, Entry> entries = new LinkedHashMap<>();
+
+  /** Items asked for by claims not yet answered. */
+  private int claiming;
+
+  LeasedAhead(int capacity, long leaseMillis, TimeSource time) {
+    if (capacity < 0) {
+      throw new IllegalArgumentException("capacity must be >= 0, got " + capacity);
+    }
+    this.capacity = capacity;
+    this.leaseNanos = leaseMillis * 1_000_000L;
+    this.time = time;
+  }
+
+  /**
+   * How many items a worker keeps leased ahead for {@code seconds} of fetching at {@code
+   * ratePerSecond} divided by {@code divisor} (the divided rate it paces at while PostgreSQL is
+   * away), at most {@code most}.
+   */
+  static int capacityFor(double seconds, double ratePerSecond, int divisor, int most) {
+    double items = Math.ceil(seconds * ratePerSecond / divisor);
+    return (int) Math.min(most, Math.max(0, items));
+  }
+
+  int capacity() {
+    return capacity;
+  }
+
+  /**
+   * How many items a thread that needs one now is to claim: its own, and up to {@link
+   * #MOST_AHEAD_PER_CLAIM} more while the buffer, with the claims not yet answered, holds fewer
+   * than {@code capacity}; those more are counted as being claimed until {@link #claimed} or {@link
+   * #abandoned} answers them. Once the buffer is full, a claim replaces the item its thread takes.
+   */
+  synchronized int toClaim() {
+    int room = capacity - entries.size() - claiming;
+    int more = Math.max(0, Math.min(MOST_AHEAD_PER_CLAIM, room));
+    claiming += more;
+    return 1 + more;
+  }
+
+  /**
+   * A claim of {@code asked} items ({@link #toClaim}), sent at {@code sentNanos}, leased {@code
+   * items}; they join the buffer.
+   */
+  synchronized void claimed(List<ItemStore.Item> items, int asked, long sentNanos) {
+    claiming -= asked - 1;
+    for (ItemStore.Item item : items) {
+      entries.put(item.token(), new Entry(item, sentNanos));
+    }
+  }
+
+  /** A claim of {@code asked} items ({@link #toClaim}) that will not be made again. */
+  synchronized void abandoned(int asked) {
+    claiming -= asked - 1;
+  }
+
+  /**
+   * The first buffered item whose lease has at least a quarter of its length left, taken out of the
+   * buffer; empty if there is none.
+   */
+  synchronized Optional<ItemStore.Item> take() {
+    long now = time.nanoTime();
+    Iterator<Entry> it = entries.values().iterator();
+    while (it.hasNext()) {
+      Entry e = it.next();
+      if (now - e.leasedFromNanos < leaseNanos - leaseNanos / 4) {
+        it.remove();
+        return Optional.of(e.item);
+      }
+    }
+    return Optional.empty();
+  }
+
+  synchronized boolean isEmpty() {
+    return entries.isEmpty();
+  }
+
+  synchronized int size() {
+    return entries.size();
+  }
+
+  /** The lease tokens of the buffered items, for the heartbeat to extend. */
+  synchronized List<String> tokens() {
+    return new ArrayList<>(entries.keySet());
+  }
+
+  /**
+   * The heartbeat's extension, sent at {@code sentNanos} for the tokens {@code asked}, answered
+   * {@code extended}: those leases run from then; a buffered item asked for and not extended is no
+   * longer this worker's, and is dropped.
+   */
+  synchronized void extended(Collection<String> asked, Set<String> extended, long sentNanos) {
+    for (String token : asked) {
+      Entry e = entries.get(token);
+      if (e == null) {
+        continue;
+      }
+      if (extended.contains(token)) {
+        e.leasedFromNanos = Math.max(e.leasedFromNanos, sentNanos);
+      } else {
+        entries.remove(token);
+      }
+    }
+  }
+
+  /** Takes every buffered item out, to give them back. */
+  synchronized List<ItemStore.Item> drain() {
+    List<ItemStore.Item> out = new ArrayList<>();
+    entries.values().forEach(e -> out.add(e.item));
+    entries.clear();
+    return out;
+  }
+}

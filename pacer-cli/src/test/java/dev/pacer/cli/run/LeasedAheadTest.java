@@ -1,0 +1,81 @@
+package dev.pacer.cli.run;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.pacer.cli.db.ItemStore;
+import dev.pacer.testing.FakeTime;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class LeasedAheadTest {
+
+  private static final long LEASE_MILLIS = 20_000;
+
+  private final FakeTime time = new FakeTime();
+
+  private static ItemStore.Item item(String token) {
+    return new ItemStore.Item("job", "key-" + token, "http://127.0.0.1/" + token, 0, 0, token);
+  }
+
+  @Test
+  void theCapacityIsTheDividedRateForTheSecondsAskedAtMostTheMost() {
+    assertThat(LeasedAhead.capacityFor(20, 10, 4, 10_000)).isEqualTo(50);
+    assertThat(LeasedAhead.capacityFor(20, 1, 3, 10_000)).isEqualTo(7);
+    assertThat(LeasedAhead.capacityFor(0, 10, 4, 10_000)).isZero();
+    assertThat(LeasedAhead.capacityFor(3600, 1_000_000, 2, 10_000)).isEqualTo(10_000);
+  }
+
+  @Test
+  void aClaimAsksForItsOwnItemAndFillsTheBufferTwoAtATime() {
+    LeasedAhead ahead = new LeasedAhead(3, LEASE_MILLIS, time);
+    assertThat(ahead.toClaim()).isEqualTo(3);
+    // Two more are being claimed: one more fits.
+    assertThat(ahead.toClaim()).isEqualTo(2);
+    assertThat(ahead.toClaim()).isEqualTo(1);
+    ahead.claimed(List.of(item("a"), item("b"), item("c")), 3, time.nanoTime());
+    ahead.claimed(List.of(item("d"), item("e")), 2, time.nanoTime());
+    ahead.abandoned(1);
+    assertThat(ahead.size()).isEqualTo(5);
+    assertThat(ahead.take().map(ItemStore.Item::token)).contains("a");
+    assertThat(ahead.take().map(ItemStore.Item::token)).contains("b");
+    // Full (three ahead): a thread claims only the item it fetches.
+    assertThat(ahead.toClaim()).isEqualTo(1);
+  }
+
+  @Test
+  void withNoCapacityAThreadClaimsOnlyItsOwnItem() {
+    LeasedAhead ahead = new LeasedAhead(0, LEASE_MILLIS, time);
+    assertThat(ahead.toClaim()).isEqualTo(1);
+    assertThat(ahead.toClaim()).isEqualTo(1);
+  }
+
+  @Test
+  void anItemIsHandedOutWhileAQuarterOfItsLeaseIsLeft() {
+    LeasedAhead ahead = new LeasedAhead(10, LEASE_MILLIS, time);
+    ahead.toClaim();
+    ahead.claimed(List.of(item("a"), item("b")), 3, time.nanoTime());
+    time.advance(Duration.ofMillis(14_999));
+    assertThat(ahead.take().map(ItemStore.Item::token)).contains("a");
+    time.advance(Duration.ofMillis(1));
+    assertThat(ahead.take()).isEmpty();
+    assertThat(ahead.size()).as("kept, for the heartbeat to extend").isEqualTo(1);
+    long sent = time.nanoTime();
+    ahead.extended(List.of("b"), Set.of("b"), sent);
+    time.advance(Duration.ofMillis(14_999));
+    assertThat(ahead.take().map(ItemStore.Item::token)).contains("b");
+  }
+
+  @Test
+  void anItemWhoseLeaseWasNotExtendedIsDropped() {
+    LeasedAhead ahead = new LeasedAhead(10, LEASE_MILLIS, time);
+    ahead.toClaim();
+    ahead.claimed(List.of(item("a"), item("b")), 3, time.nanoTime());
+    ahead.extended(List.of("a", "b", "gone"), Set.of("b"), time.nanoTime());
+    assertThat(ahead.tokens()).containsExactly("b");
+    assertThat(ahead.drain()).extracting(ItemStore.Item::token).containsExactly("b");
+    assertThat(ahead.take()).isEqualTo(Optional.empty());
+  }
+}
