@@ -127,7 +127,12 @@ class ColdStartTest {
             "--rate",
             Double.toString(RATE),
             "--pacing",
-            pacing);
+            pacing,
+            // Each worker claims its items one at a time, as it comes up: leasing ahead, the first
+            // worker up would take most of a job this small, and the three cold workers this test
+            // is about would not all be fetching.
+            "--outage-buffer",
+            "0");
     assertThat(result.code()).as(result.err()).isEqualTo(0);
     assertThat(result.number("done")).isEqualTo(ITEMS);
     return result;
