@@ -35,6 +35,18 @@ final class FaultRun implements AutoCloseable {
   static final int THREADS = 6;
   static final long SECOND = 1_000_000_000L;
 
+  /** As the run derives it: the most processes that may fetch at once, plus one. */
+  static final int DIVISOR = PROCESSES + 1;
+
+  /** Time a stop of the server may take to refuse the last reservation after it is read. */
+  static final long CRASH_NANOS = 200_000_000L;
+
+  /**
+   * How long after every worker has fetched the run's steady part begins: while the worker JVMs
+   * start, and for a moment after, the host is too busy for the fleet to ask without pause.
+   */
+  static final long START_NANOS = SECOND;
+
   private final Path dir;
   private final TestDestination destination;
   private final String directUrl;

@@ -29,20 +29,14 @@ class OutageBufferTest {
   private static final int RATE = FaultRun.RATE;
   private static final long SECOND = FaultRun.SECOND;
 
-  /** As the run derives it: the most processes that may fetch at once, plus one. */
-  private static final int DIVISOR = FaultRun.PROCESSES + 1;
+  private static final int DIVISOR = FaultRun.DIVISOR;
 
   /** How long PostgreSQL is away. */
   private static final long OUTAGE_MILLIS = 12_000;
 
-  /** Time the crash may take to refuse the last reservation after {@code down} is read. */
-  private static final long CRASH_NANOS = 200_000_000L;
+  private static final long CRASH_NANOS = FaultRun.CRASH_NANOS;
 
-  /**
-   * How long after every worker has fetched the run's steady part begins: while the worker JVMs
-   * start, and for a moment after, the host is too busy for the fleet to ask without pause.
-   */
-  private static final long START_NANOS = SECOND;
+  private static final long START_NANOS = FaultRun.START_NANOS;
 
   /**
    * The arrivals awaited before the crash once every worker fetches: 8 s at the ceiling, over which
