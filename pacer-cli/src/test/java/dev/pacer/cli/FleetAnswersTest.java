@@ -174,7 +174,11 @@ class FleetAnswersTest {
                 "--concurrency",
                 "6",
                 "--max-retry-after",
-                "2"));
+                "2",
+                // Each process claims one item at a time, so that every one still has items after
+                // the pause: leasing ahead, the first up would hold most of the job's 70.
+                "--outage-buffer",
+                "0"));
     List<Long> pauses = new ArrayList<>();
     // The first request follows a reservation, which made the cursor table if it was missing.
     destination.awaitArrivals(1);

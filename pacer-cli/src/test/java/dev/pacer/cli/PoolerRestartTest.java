@@ -84,8 +84,9 @@ class PoolerRestartTest {
     String job = "pooled-server-restart";
     // As for the pooler's restart, and 5 s more at about 7/s: the probes of one boundary may
     // straddle the end of PgBouncer's wait, and a process that returned a boundary before the
-    // others fetches meanwhile.
-    int items = 170;
+    // others fetches meanwhile; and 70 more, as the workers also fetch what they leased ahead while
+    // the server is away.
+    int items = 240;
     Process run = faults.fetch(job, items, pooler.jdbcUrl());
     faults.awaitArrivals(20);
     faults.awaitEveryWorker();
