@@ -73,7 +73,12 @@ class FleetAnswersTest {
                 "--rate",
                 Integer.toString(RATE),
                 "--pacing",
-                pacing));
+                pacing,
+                // Each process claims one item at a time, so that every one fetches until the job
+                // ends and the answers reach processes that are fetching: leasing ahead, the first
+                // up would hold most of a job this small.
+                "--outage-buffer",
+                "0"));
     args.addAll(List.of(extra));
     return args.toArray(String[]::new);
   }
@@ -174,11 +179,7 @@ class FleetAnswersTest {
                 "--concurrency",
                 "6",
                 "--max-retry-after",
-                "2",
-                // Each process claims one item at a time, so that every one still has items after
-                // the pause: leasing ahead, the first up would hold most of the job's 70.
-                "--outage-buffer",
-                "0"));
+                "2"));
     List<Long> pauses = new ArrayList<>();
     // The first request follows a reservation, which made the cursor table if it was missing.
     destination.awaitArrivals(1);
