@@ -52,6 +52,14 @@ public final class BenchMain {
       new BenchMain(options, System.out).runLatency();
       return;
     }
+    if (options.only() == BenchOptions.Section.SERVER_CPU) {
+      ServerCpu.main(new String[0]);
+      return;
+    }
+    if (options.only() == BenchOptions.Section.MODEL) {
+      dev.pacer.bench.model.ScalingModel.print(System.out);
+      return;
+    }
     Results results = new BenchMain(options, System.out).run();
     int missed = 0;
     for (Results.Target t : results.targets()) {

@@ -12,7 +12,8 @@ record BenchOptions(
       String.join(
           "\n",
           "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
-          "               [--processes 1,2,4,8] [--measure-ms N] [--only latency]",
+          "               [--processes 1,2,4,8] [--measure-ms N]",
+          "               [--only latency|server-cpu|model]",
           "",
           "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
           "                   embedded PostgreSQL started for the run. On that server the run",
@@ -27,12 +28,21 @@ record BenchOptions(
           "  --measure-ms N   counted window of each throughput point",
           "  --only latency   only the latency from one thread (a minute or so): writes",
           "                   bench-latency.json to the output directory and leaves",
-          "                   bench-results.json, benchmarks.md and the charts alone");
+          "                   bench-results.json, benchmarks.md and the charts alone",
+          "  --only server-cpu the server's CPU time per statement (ServerCpu, three rounds, a",
+          "                   few minutes; Linux; run it pinned: taskset -c 1 ./bench ...),",
+          "                   printed, nothing written",
+          "  --only model     the scaling model's tables (docs/scaling.md), printed in a",
+          "                   second or two, no server started, nothing written");
 
   /** A part of the run that {@code --only} runs by itself. */
   enum Section {
     /** {@link Latency}: SELECT 1, the reservation, the bare upsert and the statement's steps. */
-    LATENCY
+    LATENCY,
+    /** {@link ServerCpu}: the server's CPU time per statement. */
+    SERVER_CPU,
+    /** {@link dev.pacer.bench.model.ScalingModel}: the simulation's tables. */
+    MODEL
   }
 
   static BenchOptions parse(String[] args) {
@@ -70,10 +80,13 @@ record BenchOptions(
   }
 
   private static Section onlySection(String value) {
-    if (!value.equals("latency")) {
-      throw new IllegalArgumentException("--only: the one section is latency, got " + value);
-    }
-    return Section.LATENCY;
+    return switch (value) {
+      case "latency" -> Section.LATENCY;
+      case "server-cpu" -> Section.SERVER_CPU;
+      case "model" -> Section.MODEL;
+      default ->
+          throw new IllegalArgumentException("--only: latency, server-cpu or model, got " + value);
+    };
   }
 
   private static List<Integer> processCounts(String value) {
