@@ -29,9 +29,9 @@ record BenchOptions(
           "  --only latency   only the latency from one thread (a minute or so): writes",
           "                   bench-latency.json to the output directory and leaves",
           "                   bench-results.json, benchmarks.md and the charts alone",
-          "  --only server-cpu the server's CPU time per statement (ServerCpu, three rounds, a",
-          "                   few minutes; Linux; run it pinned: taskset -c 1 ./bench ...),",
-          "                   printed, nothing written",
+          "  --only server-cpu the server's CPU time per statement on an embedded PostgreSQL",
+          "                   (ServerCpu: three rounds, a few minutes; Linux; run it pinned,",
+          "                   taskset -c 1 ./bench ...), printed, nothing written",
           "  --only model     the scaling model's tables (docs/scaling.md), printed in a",
           "                   second or two, no server started, nothing written");
 

@@ -3,6 +3,8 @@ package dev.pacer.bench;
 import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.FrontierStore.HostCeiling;
 import dev.pacer.cli.db.WorkState;
+import dev.pacer.postgres.PostgresCursor;
+import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TableLayout;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -36,12 +38,12 @@ import org.postgresql.PGStatement;
  * The backends of the measured connections are also summed alone. The client's share is this JVM's
  * CPU time over the same statements (its threads, its JIT and its collector).
  *
- * <p>Workloads: {@code SELECT 1} from one connection (a floor); a reservation through {@link
- * PacerOperation} (one {@code PostgresCursor} a thread, Pacer's own table, zero interval) from
- * {@code n} threads on one key, and on a key a thread; a per-host claim ({@link
- * FrontierStore#claim}) from one thread on a frontier of many hosts, always due. Linux only; run it
- * pinned to one core ({@code taskset -c 1}) so that nothing else's time is in the figures and the
- * server never waits for a core the clients hold elsewhere.
+ * <p>Workloads: {@code SELECT 1} from one connection (a floor); one destination's holds read from
+ * one connection; a reservation through {@link PacerOperation} (one {@code PostgresCursor} a
+ * thread, Pacer's own table, zero interval) from {@code n} threads on one key, and on a key a
+ * thread; a per-host claim ({@link FrontierStore#claim}) from one thread on a frontier of many
+ * hosts, always due. Linux only; run it pinned to one core ({@code taskset -c 1}) so that nothing
+ * else's time is in the figures and the server never waits for a core the clients hold elsewhere.
  */
 final class ServerCpu {
 
@@ -217,6 +219,30 @@ final class ServerCpu {
     }
   }
 
+  /**
+   * One connection reading one destination's holds ({@link PostgresCursor#holdsInForce}): the read
+   * that a process behind a pooler makes, for every destination it serves at once, each poll.
+   */
+  Point holds(int warmup, int statements) throws SQLException, IOException {
+    String key = "model-holds-" + System.nanoTime();
+    try (PostgresCursor cursor =
+        new PostgresCursor(
+            PostgresCursorConfig.forUrl(db.jdbcUrl(), db.properties())
+                .layout(TableLayout.pacerTable(Contender.PACER_TABLE))
+                .build())) {
+      PacerOperation.awaitConnected(cursor);
+      for (int i = 0; i < warmup; i++) {
+        cursor.holdsInForce(key);
+      }
+      List<Long> pids = backendsNamed("pacer-cursor");
+      Sample a = sample(pids);
+      for (int i = 0; i < statements; i++) {
+        cursor.holdsInForce(key);
+      }
+      return point("holds of one destination", 1, statements, a, sample(pids));
+    }
+  }
+
   /** One thread's claims on a frontier of {@code hosts} hosts, every host always due. */
   Point claim(int hosts, int itemsPerHost, int warmup, int statements)
       throws SQLException, IOException {
@@ -258,6 +284,7 @@ final class ServerCpu {
       ServerCpu cpu = new ServerCpu(server.target());
       for (int round = 1; round <= rounds; round++) {
         print(round, cpu.selectOne(5_000, 20_000));
+        print(round, cpu.holds(2_000, 10_000));
         for (int threads : new int[] {1, 2, 4, 8}) {
           print(round, cpu.reserve(threads, true, 4_000, 16_000));
           print(round, cpu.reserve(threads, false, 4_000, 16_000));

@@ -107,25 +107,6 @@ public final class RowSimulation {
       }
     }
 
-    public Inputs withProcesses(int n) {
-      return new Inputs(
-          n,
-          callersPerProcess,
-          rows,
-          cores,
-          clientsOnServerCores,
-          clientMicros,
-          serverMicros,
-          lockedShare,
-          recheckMicros,
-          idleWakeMicros,
-          switchMicros,
-          networkMicros,
-          leaseTurns,
-          thinkMicros,
-          gapMicros);
-    }
-
     public Inputs withRows(int n) {
       return new Inputs(
           processes,
