@@ -9,7 +9,10 @@ import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -20,9 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
  * ({@code --outage-buffer}) at the divided rate while PostgreSQL is away, and records their
  * outcomes on its return. Judged at the destination, on a real conveyor run ({@link FaultRun}:
  * three worker JVMs x six threads, a 10/s ceiling) with PostgreSQL stopped for 12 s mid-run, as
- * {@code pg_ctl stop} stops it (a fast shutdown, which keeps every commit). A crash ({@code
- * FaultTest}) may also forget the work state's last asynchronous commits, whose items are fetched
- * again: {@code StoreConnection}'s commit mode.
+ * {@code pg_ctl stop} stops it (a fast shutdown, which keeps every commit), or crashed (an
+ * immediate shutdown, which forgets the work state's last asynchronous commits: {@code
+ * StoreConnection}'s commit mode).
  */
 class OutageBufferTest {
 
@@ -69,12 +72,18 @@ class OutageBufferTest {
     postgres.close();
   }
 
+  /** How the test stops PostgreSQL under the run. */
+  @FunctionalInterface
+  private interface Stop {
+    void stop() throws Exception;
+  }
+
   /**
-   * PostgreSQL stopped for 12 s under the run. Every worker goes on fetching its buffer, so at the
-   * destination the fleet delivers at least 0.8 x its divided rate ({@code 3 x 10/4}) over the
-   * outage, and each worker {@code 10/4} once it paces locally, while the fleet holds the ceiling
-   * from its first request to its last; the run ends within 1.2 x (items / rate + outage), and no
-   * URL arrives twice.
+   * PostgreSQL stopped for 12 s under the run, as {@code pg_ctl stop} stops it. Every worker goes
+   * on fetching its buffer, so at the destination the fleet delivers at least 0.8 x its divided
+   * rate ({@code 3 x 10/4}) over the outage, and each worker {@code 10/4} once it paces locally,
+   * while the fleet holds the ceiling from its first request to its last; the run ends within 1.2 x
+   * (items / rate + outage), and no URL arrives twice.
    *
    * <p>Its twin runs beside it through the same outage, on a destination of its own, with {@code
    * --outage-buffer 0}: no item leased ahead, so once its threads have fetched the items in hand it
@@ -82,9 +91,24 @@ class OutageBufferTest {
    */
   @Test
   void theJobGoesOnThroughAnOutage() throws Exception {
-    String job = "outage";
+    goesOnThrough("outage", postgres::stopFast);
+  }
+
+  /**
+   * The same, PostgreSQL crashed ({@code pg_ctl stop -m immediate}: no checkpoint) and started
+   * again 12 s later: the server forgets the work state's last asynchronous commits, claims and
+   * records both, and still no URL arrives twice. The workers record again the outcomes they
+   * recorded last and take back the leases of the items they hold, and no worker claims an item
+   * before every worker seen before the restart has done so ({@code ItemStore}'s class comment).
+   */
+  @Test
+  void theJobGoesOnThroughACrash() throws Exception {
+    goesOnThrough("crash", postgres::stopImmediately);
+  }
+
+  private void goesOnThrough(String job, Stop stop) throws Exception {
     int items = 300;
-    String twinJob = "outage-twin";
+    String twinJob = job + "-twin";
     int twinItems = 200;
     Process run = faults.fetch(job, items, postgres.jdbcUrl());
     try (TestDestination twinDestination = new TestDestination();
@@ -95,72 +119,98 @@ class OutageBufferTest {
       long everyWorkerFetching = System.nanoTime();
       faults.awaitArrivals(destination.arrivals().size() + STEADY_BEFORE);
       long down = System.nanoTime();
-      postgres.stopFast();
+      stop.stop();
       Thread.sleep(OUTAGE_MILLIS);
       postgres.start();
       long up = System.nanoTime();
       String err = faults.finish(run, job, items);
       twin.finish(twinRun, twinJob, twinItems);
-
-      List<TestDestination.Arrival> arrivals = destination.arrivals();
-      Timeline whole = TestDestination.timeline(arrivals);
-      double outage = (up - down) / 1e9;
-      Timeline before = whole.between(everyWorkerFetching + START_NANOS, down);
-      int during = count(arrivals, down, up);
-      double keptUp = KEPT_UP * FaultRun.PROCESSES * RATE / DIVISOR;
-      long localFrom =
-          down + CRASH_NANOS + (long) (FaultRun.secondsToLocalPacing(DIVISOR) * SECOND);
-      List<Timeline> local = List.copyOf(FaultRun.byWorker(arrivals, localFrom, up).values());
-      double runSeconds = whole.spanSeconds();
-      double longest = LONGEST_RUN * ((double) items / RATE + outage);
-      System.out.printf(
-          "outage: %s; %.1f s outage; %d requests during it (%.2f/s, at least %.2f/s);"
-              + " %s before it, %s paced locally by each worker; the run took %.1f s (at most"
-              + " %.1f s); per second from the outage on: %s%n",
-          whole,
-          outage,
-          during,
-          during / outage,
-          keptUp,
-          before,
-          local,
-          runSeconds,
-          longest,
-          perSecond(arrivals, down));
-      Cli.LateTurns late = Cli.LateTurns.in(err);
-      System.out.println("outage: " + late);
-      FleetBounds bounds = FleetBounds.at(RATE, "outage, the fleet");
-      bounds.assertHeld(whole, before);
-      late.assertFew(bounds, FaultRun.PROCESSES, whole);
-      bounds.assertDelivered(before);
-      assertThat(during / outage)
-          .as(
-              "the fleet's rate during the outage; per second from it: %s",
-              perSecond(arrivals, down))
-          .isGreaterThanOrEqualTo(keptUp);
-      FleetBounds paced =
-          FleetBounds.at((double) RATE / DIVISOR, "outage, a worker fetching its buffer");
-      assertThat(local).as("workers fetching their buffers").hasSize(FaultRun.PROCESSES);
-      local.forEach(paced::assertHeld);
-      paced.assertDeliveredByMembers(local);
-      assertThat(arrivals).as("no URL fetched twice").hasSize(items);
-      assertThat(runSeconds)
-          .as("the run's length, from its first request to its last")
-          .isLessThanOrEqualTo(longest);
-      assertThat(err).contains("PostgreSQL answers again");
-
-      List<TestDestination.Arrival> twinArrivals = twinDestination.arrivals();
-      int twinDuring = count(twinArrivals, down, up);
-      System.out.printf(
-          "outage twin without a buffer: %s; %d requests during the outage (%.2f/s); per second"
-              + " from it: %s%n",
-          TestDestination.timeline(twinArrivals),
-          twinDuring,
-          twinDuring / outage,
-          perSecond(twinArrivals, down));
-      assertThat(twinDuring / outage)
-          .as("the twin's rate during the outage breaks the lower bound")
-          .isLessThan(keptUp);
+      judgeRun(job, items, err, everyWorkerFetching, down, up);
+      judgeTwin(job, twinDestination.arrivals(), down, up);
     }
+  }
+
+  private void judgeRun(
+      String job, int items, String err, long everyWorkerFetching, long down, long up) {
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    Timeline whole = TestDestination.timeline(arrivals);
+    double outage = (up - down) / 1e9;
+    Timeline before = whole.between(everyWorkerFetching + START_NANOS, down);
+    int during = count(arrivals, down, up);
+    double keptUp = KEPT_UP * FaultRun.PROCESSES * RATE / DIVISOR;
+    long localFrom = down + CRASH_NANOS + (long) (FaultRun.secondsToLocalPacing(DIVISOR) * SECOND);
+    List<Timeline> local = List.copyOf(FaultRun.byWorker(arrivals, localFrom, up).values());
+    double runSeconds = whole.spanSeconds();
+    double longest = LONGEST_RUN * ((double) items / RATE + outage);
+    System.out.printf(
+        "%s: %s; %.1f s outage; %d requests during it (%.2f/s, at least %.2f/s);"
+            + " %s before it, %s paced locally by each worker; the run took %.1f s (at most"
+            + " %.1f s); per second from the outage on: %s; fetched twice: %s%n",
+        job,
+        whole,
+        outage,
+        during,
+        during / outage,
+        keptUp,
+        before,
+        local,
+        runSeconds,
+        longest,
+        perSecond(arrivals, down),
+        fetchedTwice(arrivals, down));
+    Cli.LateTurns late = Cli.LateTurns.in(err);
+    System.out.println(job + ": " + late);
+    FleetBounds bounds = FleetBounds.at(RATE, job + ", the fleet");
+    bounds.assertHeld(whole, before);
+    late.assertFew(bounds, FaultRun.PROCESSES, whole);
+    bounds.assertDelivered(before);
+    assertThat(during / outage)
+        .as("the fleet's rate during the outage; per second from it: %s", perSecond(arrivals, down))
+        .isGreaterThanOrEqualTo(keptUp);
+    FleetBounds paced =
+        FleetBounds.at((double) RATE / DIVISOR, job + ", a worker fetching its buffer");
+    assertThat(local).as("workers fetching their buffers").hasSize(FaultRun.PROCESSES);
+    local.forEach(paced::assertHeld);
+    paced.assertDeliveredByMembers(local);
+    assertThat(arrivals)
+        .as("no URL fetched twice: %s", fetchedTwice(arrivals, down))
+        .hasSize(items);
+    assertThat(runSeconds)
+        .as("the run's length, from its first request to its last")
+        .isLessThanOrEqualTo(longest);
+    assertThat(err).contains("PostgreSQL answers again");
+  }
+
+  private static void judgeTwin(
+      String job, List<TestDestination.Arrival> twinArrivals, long down, long up) {
+    double outage = (up - down) / 1e9;
+    double keptUp = KEPT_UP * FaultRun.PROCESSES * RATE / DIVISOR;
+    int twinDuring = count(twinArrivals, down, up);
+    System.out.printf(
+        "%s twin without a buffer: %s; %d requests during the outage (%.2f/s); per second"
+            + " from it: %s%n",
+        job,
+        TestDestination.timeline(twinArrivals),
+        twinDuring,
+        twinDuring / outage,
+        perSecond(twinArrivals, down));
+    assertThat(twinDuring / outage)
+        .as("the twin's rate during the outage breaks the lower bound")
+        .isLessThan(keptUp);
+  }
+
+  /**
+   * The URLs that arrived more than once, each with its arrivals' instants in seconds from {@code
+   * down} and the workers that sent them.
+   */
+  private static Map<String, List<String>> fetchedTwice(
+      List<TestDestination.Arrival> arrivals, long down) {
+    Map<String, List<String>> by = new TreeMap<>();
+    arrivals.forEach(
+        a ->
+            by.computeIfAbsent(a.path(), p -> new ArrayList<>())
+                .add(String.format("%.2f s by %s", (a.nanos() - down) / 1e9, a.worker())));
+    by.values().removeIf(l -> l.size() < 2);
+    return by;
   }
 }

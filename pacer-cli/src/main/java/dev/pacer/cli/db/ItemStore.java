@@ -32,6 +32,21 @@ import java.util.concurrent.atomic.AtomicLong;
  * lease ran out. The token stays on the item after the transition out of {@code leased} that it
  * made, so that a record, a failure, a throttle or a release made again answers that it was made,
  * not that the lease was lost.
+ *
+ * <p><b>A crash of the server.</b> A worker's statements commit asynchronously ({@link
+ * StoreConnection}'s commit mode), so a crash may forget the last few hundred milliseconds of
+ * claims and records that their workers saw answered. An item whose record was forgotten is leased
+ * again to the worker that believes it recorded, and one whose claim was forgotten is pending, to
+ * be claimed by anyone, while the worker that claimed it fetches it. Three rules keep either from
+ * being fetched twice. A worker records again, with the first heartbeat after an outage, the
+ * outcomes it recorded in the last few seconds before it ({@code RecordedLately}): a record already
+ * there is answered as such and changes nothing. A record or a heartbeat's extension takes an item
+ * back by its token when nobody holds it and that token did not give it back (pending, its token
+ * another or none). And for a while after an outage a claim takes no pending item until every
+ * worker of the job seen within a lease before the server's last start has reported since, which
+ * each does only after its heartbeat has recorded again and taken its items back; a worker that
+ * died meanwhile holds the claims back for that while ({@code QueuedClaims.RETURN_GRACE_NANOS}) at
+ * most.
  */
 public final class ItemStore {
 
@@ -157,9 +172,11 @@ public final class ItemStore {
   /**
    * {@link #recordAndClaim} for several outcomes and several claims at once: records every one of
    * {@code dones} whose lease token still holds its item (a lease run out included, as long as no
-   * other claim has taken the item since), and claims an item for each of {@code claimTokens}: a
-   * pending one, or one whose lease ran out if {@code takeLapsed}. Made again with the same tokens
-   * and outcomes, it answers the same items and outcomes, and changes nothing more.
+   * other claim has taken the item since) or whose item nobody holds (see the class comment), and
+   * claims an item for each of {@code claimTokens}: if {@code settled} (no outage lately), a
+   * pending one or one whose lease ran out; otherwise a pending one once the fleet is back (see the
+   * class comment). Made again with the same tokens and outcomes, it answers the same items and
+   * outcomes, and changes nothing more.
    */
   public RecordedAndClaimedMany recordAndClaimMany(
       String job,
@@ -167,7 +184,7 @@ public final class ItemStore {
       String workerId,
       List<String> claimTokens,
       long leaseMillis,
-      boolean takeLapsed)
+      boolean settled)
       throws SQLException {
     Answer answer =
         lane.call(
@@ -177,7 +194,7 @@ public final class ItemStore {
                     workerId,
                     List.copyOf(claimTokens),
                     leaseMillis,
-                    takeLapsed))
+                    settled))
             .orElseThrow(
                 () -> new SQLException("interrupted while waiting to claim an item", "57014"));
     if (answer.failure() != null) {
@@ -195,12 +212,12 @@ public final class ItemStore {
       String workerId,
       List<String> claimTokens,
       long leaseMillis,
-      boolean takeLapsed) {
+      boolean settled) {
     boolean sharesAStatementWith(Ask other) {
       return job.equals(other.job)
           && workerId.equals(other.workerId)
           && leaseMillis == other.leaseMillis
-          && takeLapsed == other.takeLapsed;
+          && settled == other.settled;
     }
   }
 
@@ -232,7 +249,7 @@ public final class ItemStore {
               first.workerId(),
               first.leaseMillis(),
               claimTokens,
-              first.takeLapsed());
+              first.settled());
       for (Ask ask : together) {
         Set<String> recorded = new HashSet<>();
         for (Done done : ask.dones()) {
@@ -257,7 +274,7 @@ public final class ItemStore {
   }
 
   /** What one shared statement did: the lease tokens recorded, and the items claimed by token. */
-  record Made(Set<String> recorded, Map<String, Item> claimed) {}
+  record Made(Set<String> recorded, Map<String, Item> claimed, int recordedNow) {}
 
   /** {@link RecordAndClaimStatement#run} on the store's connection. */
   private Made recordAndClaimTogether(
@@ -266,12 +283,12 @@ public final class ItemStore {
       String workerId,
       long leaseMillis,
       List<String> claimTokens,
-      boolean takeLapsed)
+      boolean settled)
       throws SQLException {
     return connection.call(
         c ->
             RecordAndClaimStatement.run(
-                c, job, dones, workerId, leaseMillis, claimTokens, takeLapsed));
+                c, job, dones, workerId, leaseMillis, claimTokens, settled));
   }
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
@@ -298,40 +315,82 @@ public final class ItemStore {
    * Extends the leases of the given claims of {@code workerId}: only those its threads still work
    * on, so that a claim whose answer was lost on the way lapses and returns to the job.
    */
-  public int extendLeases(String workerId, Collection<String> tokens, long leaseMillis)
+  public int extendLeases(String workerId, Collection<Item> items, long leaseMillis)
       throws SQLException {
-    return extendedLeases(workerId, tokens, leaseMillis).size();
+    return extendedLeases(workerId, items, leaseMillis, false).extended().size();
   }
 
   /**
-   * {@link #extendLeases}, answering the tokens whose leases it extended: a lease run out is
-   * extended too, as long as no other claim has taken its item since. A token it does not answer
-   * holds its item no more.
+   * What {@link #extendedLeases} did: the tokens whose leases it extended, and how many of them it
+   * took back (their items pending, their claims forgotten).
    */
-  public Set<String> extendedLeases(String workerId, Collection<String> tokens, long leaseMillis)
+  public record Extension(Set<String> extended, int takenBack) {}
+
+  /**
+   * {@link #extendLeases}, answering the tokens whose leases it extended: a lease run out is
+   * extended too, as long as no other claim has taken its item since. With {@code takeBack}, an
+   * item nobody holds (pending, and not given back by this token: a crash of the server forgot its
+   * claim) is leased by its token again. A token it does not answer holds its item no more.
+   */
+  public Extension extendedLeases(
+      String workerId, Collection<Item> items, long leaseMillis, boolean takeBack)
       throws SQLException {
-    if (tokens.isEmpty()) {
-      return Set.of();
+    if (items.isEmpty()) {
+      return new Extension(Set.of(), 0);
+    }
+    List<String> jobs = new ArrayList<>(items.size());
+    List<String> keys = new ArrayList<>(items.size());
+    List<String> tokens = new ArrayList<>(items.size());
+    for (Item item : items) {
+      jobs.add(item.job());
+      keys.add(item.key());
+      tokens.add(item.token());
     }
     return connection.call(
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "UPDATE pacer_item SET lease_until = now() + ? * interval '1 millisecond'"
-                      + " WHERE leased_by = ? AND state = 'leased' AND lease_token = ANY (?)"
-                      + " RETURNING lease_token")) {
+                  "UPDATE pacer_item p SET lease_until = now() + ? * interval '1 millisecond',"
+                      + " state = 'leased', leased_by = ?, lease_token = d.token"
+                      + " FROM (SELECT d.job, d.url_key, d.token, q.state = 'pending' AS back"
+                      + "   FROM unnest(?::text[], ?::text[], ?::text[]) AS d(job, url_key, token)"
+                      + "   JOIN pacer_item q ON q.job = d.job AND q.url_key = d.url_key) AS d"
+                      + " WHERE p.job = d.job AND p.url_key = d.url_key"
+                      + "   AND ((p.state = 'leased' AND p.leased_by = ?"
+                      + "       AND p.lease_token = d.token)"
+                      + "     OR (?::boolean AND p.state = 'pending'"
+                      + "       AND p.lease_token IS DISTINCT FROM d.token))"
+                      + " RETURNING d.token, d.back")) {
             s.setLong(1, leaseMillis);
             s.setString(2, workerId);
-            s.setArray(3, c.createArrayOf("text", tokens.toArray()));
+            s.setArray(3, c.createArrayOf("text", jobs.toArray()));
+            s.setArray(4, c.createArrayOf("text", keys.toArray()));
+            s.setArray(5, c.createArrayOf("text", tokens.toArray()));
+            s.setString(6, workerId);
+            s.setBoolean(7, takeBack);
             Set<String> extended = new HashSet<>();
+            int takenBack = 0;
             try (ResultSet r = s.executeQuery()) {
               while (r.next()) {
                 extended.add(r.getString(1));
+                takenBack += r.getBoolean(2) ? 1 : 0;
               }
             }
-            return extended;
+            return new Extension(extended, takenBack);
           }
         });
+  }
+
+  /**
+   * Records again outcomes recorded before an outage, which a crash of the server may have
+   * forgotten (see the class comment); one whose record is there is left as it is. Answers how many
+   * had been forgotten and are recorded now.
+   */
+  public int recordAgain(String job, List<Done> dones) throws SQLException {
+    if (dones.isEmpty()) {
+      return 0;
+    }
+    return recordAndClaimTogether(job, dones, null, 0, List.of(), false).recordedNow();
   }
 
   /** Records a fetched item on its own. False if the lease was lost: another worker owns it now. */
@@ -549,13 +608,16 @@ public final class ItemStore {
         });
   }
 
-  /** Gives back every item {@code workerId} holds (it is shutting down). */
+  /**
+   * Gives back every item {@code workerId} holds (it is shutting down). Each keeps its token, as
+   * {@link #release} leaves it, so that no extension by it takes the item back.
+   */
   public int releaseAll(String workerId) throws SQLException {
     return connection.call(
         c -> {
           try (PreparedStatement s =
               c.prepareStatement(
-                  "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+                  "UPDATE pacer_item SET state = 'pending', leased_by = NULL,"
                       + " lease_until = NULL WHERE leased_by = ? AND state = 'leased'")) {
             s.setString(1, workerId);
             return s.executeUpdate();

@@ -22,13 +22,15 @@ final class RecordAndClaimStatement {
   private static final String SQL =
       "WITH done AS (UPDATE pacer_item p SET state = 'done', last_status = d.status,"
           + "   last_error = NULL, body_path = d.body_path, bytes = d.bytes,"
-          + "   sha256 = d.sha256, durable = d.durable,"
+          + "   sha256 = d.sha256, durable = d.durable, lease_token = d.token,"
           + "   finished_at = now(), leased_by = NULL, lease_until = NULL"
           + "   FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::bigint[],"
           + "     ?::text[], ?::boolean[])"
           + "     AS d(url_key, token, status, body_path, bytes, sha256, durable)"
-          + "   WHERE p.job = ? AND p.url_key = d.url_key AND p.state = 'leased'"
-          + "     AND p.lease_token = d.token"
+          + "   WHERE p.job = ? AND p.url_key = d.url_key"
+          + "     AND ((p.state = 'leased' AND p.lease_token = d.token)"
+          // Nobody holds it, and this token did not give it back: its claim was forgotten.
+          + "       OR (p.state = 'pending' AND p.lease_token IS DISTINCT FROM d.token))"
           + "   RETURNING d.token),"
           // On the statement's snapshot: done by an earlier run of it, never by this
           // one.
@@ -39,9 +41,16 @@ final class RecordAndClaimStatement {
           + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1"
           + " millisecond'   WHERE job = ? AND state = 'leased' AND lease_token = ANY"
           + " (?::text[])   RETURNING url_key, url, failures, throttles, lease_token),"
+          // Settled, or every worker of the job seen before the server's last start seen since.
+          + " settled AS (SELECT CASE WHEN ?::boolean THEN true ELSE NOT EXISTS (SELECT 1"
+          + "   FROM pacer_worker w WHERE w.job = ? AND w.state IN ('running', 'stopping')"
+          + "     AND w.last_seen < pg_postmaster_start_time()"
+          + "     AND w.last_seen > pg_postmaster_start_time() - ? * interval '1 millisecond')"
+          + "   END AS ok),"
           + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
           + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
-          + " mine)     AND ((state = 'pending' AND not_before <= now())       OR"
+          + " mine)     AND ((state = 'pending' AND not_before <= now()"
+          + "       AND (SELECT ok FROM settled))       OR"
           + " (?::boolean AND state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
           + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
           + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
@@ -53,7 +62,7 @@ final class RecordAndClaimStatement {
           + " u.n = n.n   WHERE i.job = n.job AND i.url_key = n.url_key   RETURNING"
           + " i.url_key, i.url, i.failures, i.throttles, i.lease_token) SELECT 0,"
           + " token, NULL::text, NULL::int, NULL::int, NULL::text FROM done UNION ALL"
-          + " SELECT 0, token, NULL, NULL, NULL, NULL FROM done_before UNION ALL SELECT"
+          + " SELECT 2, token, NULL, NULL, NULL, NULL FROM done_before UNION ALL SELECT"
           + " 1, url_key, url, failures, throttles, lease_token FROM mine UNION ALL"
           + " SELECT 1, url_key, url, failures, throttles, lease_token   FROM"
           + " claimed";
@@ -61,13 +70,16 @@ final class RecordAndClaimStatement {
   private RecordAndClaimStatement() {}
 
   /**
-   * The statement: records every one of {@code dones} whose lease still holds, and claims an item
-   * for each of {@code claimTokens} in the job's order for {@code workerId}, in the tokens' order,
-   * none of them one it records. A token that holds an item already (this statement made before,
-   * its answer lost) answers that item, and a done recorded already by its own token counts as
-   * recorded. With no tokens it only records, and {@code workerId} and {@code leaseMillis} are not
-   * used. Items whose leases ran out are claimed too if {@code takeLapsed}, otherwise only pending
-   * ones.
+   * The statement: records every one of {@code dones} whose lease still holds, or whose item nobody
+   * holds (pending, and not given back by the outcome's own token: a crash of the server forgot the
+   * claim), and claims an item for each of {@code claimTokens} in the job's order for {@code
+   * workerId}, in the tokens' order, none of them one it records. A token that holds an item
+   * already (this statement made before, its answer lost) answers that item, and a done recorded
+   * already by its own token counts as recorded. With no tokens it only records, and {@code
+   * workerId} is not used. If {@code settled} (no outage lately), pending items are claimed and so
+   * are items whose leases ran out; otherwise no lapsed item, and a pending one only once every
+   * worker of the job seen within {@code leaseMillis} before the server's last start has been seen
+   * since ({@link ItemStore}'s class comment).
    */
   static Made run(
       Connection c,
@@ -76,10 +88,10 @@ final class RecordAndClaimStatement {
       String workerId,
       long leaseMillis,
       List<String> claimTokens,
-      boolean takeLapsed)
+      boolean settled)
       throws SQLException {
     try (PreparedStatement s = c.prepareStatement(SQL)) {
-      bind(s, c, job, dones, workerId, leaseMillis, claimTokens, takeLapsed);
+      bind(s, c, job, dones, workerId, leaseMillis, claimTokens, settled);
       return answer(s, job);
     }
   }
@@ -92,7 +104,7 @@ final class RecordAndClaimStatement {
       String workerId,
       long leaseMillis,
       List<String> claimTokens,
-      boolean takeLapsed)
+      boolean settled)
       throws SQLException {
     int d = dones.size();
     String[] keys = new String[d];
@@ -127,23 +139,32 @@ final class RecordAndClaimStatement {
     s.setLong(12, leaseMillis);
     s.setString(13, job);
     s.setArray(14, tokens);
-    s.setString(15, job);
-    s.setArray(16, c.createArrayOf("text", keys));
-    s.setBoolean(17, takeLapsed);
-    s.setArray(18, tokens);
-    s.setArray(19, tokens);
-    s.setString(20, workerId);
-    s.setLong(21, leaseMillis);
+    s.setBoolean(15, settled);
+    s.setString(16, job);
+    s.setLong(17, leaseMillis);
+    s.setString(18, job);
+    s.setArray(19, c.createArrayOf("text", keys));
+    s.setBoolean(20, settled);
+    s.setArray(21, tokens);
+    s.setArray(22, tokens);
+    s.setString(23, workerId);
+    s.setLong(24, leaseMillis);
   }
 
-  /** The tokens recorded, and the items claimed by their tokens. */
+  /**
+   * The tokens recorded (by this statement, or before it), the items claimed by their tokens, and
+   * how many outcomes this statement recorded.
+   */
   private static Made answer(PreparedStatement s, String job) throws SQLException {
     Set<String> recorded = new HashSet<>();
     Map<String, Item> claimed = new HashMap<>();
+    int recordedNow = 0;
     try (ResultSet r = s.executeQuery()) {
       while (r.next()) {
-        if (r.getLong(1) == 0) {
+        long kind = r.getLong(1);
+        if (kind == 0 || kind == 2) {
           recorded.add(r.getString(2));
+          recordedNow += kind == 0 ? 1 : 0;
         } else {
           claimed.put(
               r.getString(6),
@@ -152,6 +173,6 @@ final class RecordAndClaimStatement {
         }
       }
     }
-    return new Made(recorded, claimed);
+    return new Made(recorded, claimed, recordedNow);
   }
 }

@@ -24,11 +24,12 @@ import java.util.List;
  * <p><b>Commit mode.</b> A worker's store commits asynchronously ({@code synchronous_commit =
  * off}): its claims and records are many small commits, and each would otherwise wait for a flush
  * of the write-ahead log (measured in docs/benchmarks.md). What a crash of the server may then
- * forget is the last few hundred milliseconds of claims, records and lease extensions; their items
- * are pending again (or still leased, until the lease lapses) and are fetched again, never lost.
- * (The embedded database runs its whole server so.) What someone acts on is committed durably
- * whatever the session's mode: an enqueue, a trip and its acknowledgement, the request log's rows
- * ({@link #durableTransaction}, {@link #commitDurably}).
+ * forget is the last few hundred milliseconds of claims, records and lease extensions; the workers
+ * record again and take back what they hold on its return, so their items are neither lost nor
+ * fetched twice ({@link ItemStore}'s class comment). (The embedded database runs its whole server
+ * so.) What someone acts on is committed durably whatever the session's mode: an enqueue, a trip
+ * and its acknowledgement, the request log's rows ({@link #durableTransaction}, {@link
+ * #commitDurably}).
  *
  * <p><b>Made twice, or at most once.</b> A statement whose answer was lost with the connection
  * after it committed is made again: by {@link #call} in the same call (see {@link KeptConnection}),

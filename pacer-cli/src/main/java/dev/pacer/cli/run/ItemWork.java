@@ -2,6 +2,7 @@ package dev.pacer.cli.run;
 
 import dev.pacer.LockedOutException;
 import dev.pacer.ThrottledException;
+import dev.pacer.TimeSource;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.jdkhttp.fetch.FetchFailedException;
@@ -9,8 +10,10 @@ import dev.pacer.jdkhttp.fetch.FetchResponse;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -19,9 +22,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What a fetch thread does with an item it claimed, in either mode: fetches it, stores its body and
- * records the outcome, counting it against the failure bars once ({@link Bars}). Keeps the lease
- * tokens of the items held right now, which the heartbeat extends, and counts the items done and
- * failed for the worker's result.
+ * records the outcome, counting it against the failure bars once ({@link Bars}). Keeps the items
+ * held right now, whose leases the heartbeat extends, and the outcomes recorded lately, which it
+ * records again after an outage ({@link RecordedLately}), and counts the items done and failed for
+ * the worker's result.
  */
 final class ItemWork {
 
@@ -44,8 +48,15 @@ final class ItemWork {
   private final DurablePoints durable;
   private final Bars bars;
 
-  /** Lease tokens of the items this worker's threads hold right now. */
-  private final Set<String> held = ConcurrentHashMap.newKeySet();
+  /** The items this worker's threads hold right now, by lease token. */
+  private final Map<String, ItemStore.Item> held = new ConcurrentHashMap<>();
+
+  /**
+   * The outcomes recorded lately, to be recorded again after an outage: as many as the worker could
+   * hold leased ahead.
+   */
+  private final RecordedLately lately =
+      new RecordedLately(SingleDestination.MOST_LEASED_AHEAD, TimeSource.SYSTEM);
 
   private final AtomicLong done = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
@@ -57,9 +68,38 @@ final class ItemWork {
     this.bars = bars;
   }
 
-  /** The lease tokens of the items held right now. */
-  Set<String> held() {
-    return held;
+  /** The items held right now, for the heartbeat to extend their leases. */
+  Collection<ItemStore.Item> held() {
+    return held.values();
+  }
+
+  /** A thread holds {@code item} from now until its outcome is recorded, or it lets it go. */
+  void hold(ItemStore.Item item) {
+    held.put(item.token(), item);
+  }
+
+  /** A thread lets {@code item} go: its outcome was recorded otherwise, or it was given back. */
+  void letGo(ItemStore.Item item) {
+    held.remove(item.token());
+  }
+
+  /** An outage began: the outcomes recorded lately are set aside ({@link RecordedLately}). */
+  void outageNoticed() {
+    lately.setAside();
+  }
+
+  /** The outcomes recorded just before the last outage, to be recorded again; empty if none. */
+  List<ItemStore.Done> recordedBeforeTheOutage() {
+    return lately.setAsideOutcomes();
+  }
+
+  /**
+   * {@code dones} ({@link #recordedBeforeTheOutage}) were recorded again: a durable point covers
+   * their bodies again and marks them, as the mark may have been forgotten with the record.
+   */
+  void recordedAgain(List<ItemStore.Done> dones) {
+    lately.recordedAgain(dones);
+    dones.forEach(durable::recorded);
   }
 
   long done() {
@@ -191,6 +231,7 @@ final class ItemWork {
     switch (recorded) {
       case RECORDED -> {
         done.incrementAndGet();
+        lately.add(fetched);
         durable.recorded(fetched);
       }
       case LEASE_LOST ->

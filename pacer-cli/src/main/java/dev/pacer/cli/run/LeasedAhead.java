@@ -134,9 +134,11 @@ final class LeasedAhead {
     return entries.size();
   }
 
-  /** The lease tokens of the buffered items, for the heartbeat to extend. */
-  synchronized List<String> tokens() {
-    return new ArrayList<>(entries.keySet());
+  /** The buffered items, for the heartbeat to extend their leases. */
+  synchronized List<ItemStore.Item> items() {
+    List<ItemStore.Item> out = new ArrayList<>(entries.size());
+    entries.values().forEach(e -> out.add(e.item));
+    return out;
   }
 
   /**

@@ -198,14 +198,14 @@ final class PerHostFrontier implements WorkSource {
       context.retrying().record("release an item", () -> items.release(c.item()));
       return false;
     }
-    work.held().add(c.item().token());
+    work.hold(c.item());
     try {
       Optional<ItemStore.Done> fetched = work.process(c.item(), () -> atClaimedTurn(c));
       if (fetched.isPresent()) {
         work.record(fetched.get());
       }
     } finally {
-      work.held().remove(c.item().token());
+      work.letGo(c.item());
       hosts.turns().forget();
     }
     return true;

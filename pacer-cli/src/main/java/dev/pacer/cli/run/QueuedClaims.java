@@ -31,7 +31,10 @@ import org.slf4j.LoggerFactory;
  * boundaries no statement is tried: each would fail at once, and the threads have items to fetch.
  * For a while after the return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease
  * ran out, so that no worker takes another's buffered or fetched items before their owner has
- * extended their leases again: none is fetched twice because the outage outlasted a lease.
+ * extended their leases again: none is fetched twice because the outage outlasted a lease. Nor,
+ * after a restart of the server, a pending item before every worker of the job has reported since,
+ * having recorded again and taken back what a crash may have forgotten ({@link ItemStore}'s class
+ * comment).
  *
  * <p><b>The dispatch slot.</b> It cannot be renewed while PostgreSQL is away, and none can be taken
  * either, by this worker or any other that asks the same database: the processes fetching are those
@@ -51,7 +54,9 @@ final class QueuedClaims {
    * (buffered, or fetched with the outcome waiting) are not lapsed but unextended. The workers come
    * back at the same retry boundary, or one later (a process that noticed a failure the database no
    * longer had), and each extends its leases with its next heartbeat: two boundaries (10 s) give
-   * them time to. An item whose worker died meanwhile is claimed that much later.
+   * them time to. An item whose worker died meanwhile is claimed that much later. After a restart
+   * of the server, pending items too wait, for this long at most, for every worker seen before it
+   * to report again.
    */
   static final long RETURN_GRACE_NANOS = 10_000_000_000L;
 
@@ -151,7 +156,7 @@ final class QueuedClaims {
     List<String> tokens = claims.tokens;
     long sent = time.nanoTime();
     boolean returning = away.get();
-    boolean takeLapsed = !returning && sent - returnedNanos >= RETURN_GRACE_NANOS;
+    boolean settled = !returning && sent - returnedNanos >= RETURN_GRACE_NANOS;
     Retrying.Attempt<ItemStore.RecordedAndClaimedMany> attempt =
         context
             .retrying()
@@ -167,7 +172,7 @@ final class QueuedClaims {
                             context.workerId(),
                             tokens,
                             settings.leaseMillis(),
-                            takeLapsed));
+                            settled));
     if (!(attempt instanceof Retrying.Attempt.Answered<ItemStore.RecordedAndClaimedMany> a)) {
       unrecorded.addAll(dones);
       away.set(true);
@@ -204,7 +209,7 @@ final class QueuedClaims {
       release(back);
       return gate.takeAgain(nothingLeft);
     }
-    work.held().add(item.token());
+    work.hold(item);
     Optional<ItemStore.Done> done = Optional.empty();
     try {
       done = work.process(item, () -> fetcherOf.apply(item));
@@ -212,7 +217,7 @@ final class QueuedClaims {
       if (done.isPresent()) {
         unrecorded.add(done.get());
       } else {
-        work.held().remove(item.token());
+        work.letGo(item);
       }
     }
     return true;
@@ -265,9 +270,9 @@ final class QueuedClaims {
     }
   }
 
-  /** The lease tokens of the items leased ahead. */
-  List<String> leasedAhead() {
-    return ahead.tokens();
+  /** The items leased ahead. */
+  List<ItemStore.Item> leasedAhead() {
+    return ahead.items();
   }
 
   /** See {@link LeasedAhead#extended}. */

@@ -3,6 +3,7 @@ package dev.pacer.cli.run;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.TimeSource;
+import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.model.LimiterFigures;
 import dev.pacer.jdkhttp.fetch.DestinationFetcher;
 import dev.pacer.postgres.PostgresFleetSlots;
@@ -120,7 +121,7 @@ final class SingleDestination implements WorkSource {
   }
 
   @Override
-  public List<String> leasedAhead() {
+  public List<ItemStore.Item> leasedAhead() {
     return queue.leasedAhead();
   }
 

@@ -1,5 +1,6 @@
 package dev.pacer.cli.run;
 
+import dev.pacer.cli.db.ItemStore;
 import dev.pacer.cli.model.LimiterFigures;
 import java.sql.SQLException;
 import java.util.Collection;
@@ -40,8 +41,8 @@ interface WorkSource {
    */
   default void threadEnds() throws InterruptedException {}
 
-  /** The lease tokens of the items this worker holds leased ahead, for the heartbeat to extend. */
-  default List<String> leasedAhead() {
+  /** The items this worker holds leased ahead, for the heartbeat to extend their leases. */
+  default List<ItemStore.Item> leasedAhead() {
     return List.of();
   }
 

@@ -20,7 +20,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -496,11 +495,8 @@ public final class Worker {
   private void heartbeat() {
     beats++;
     try {
-      List<String> leases = new ArrayList<>(source.work().held());
-      leases.addAll(source.leasedAhead());
-      long sent = System.nanoTime();
-      Set<String> extended = store.items().extendedLeases(workerId, leases, settings.leaseMillis());
-      source.leasesExtended(leases, extended, sent);
+      recordAgain();
+      extendLeases();
       source.beat();
       report(stop.get() ? "stopping" : "running");
       if (!stop.get()) {
@@ -518,6 +514,7 @@ public final class Worker {
         }
       }
     } catch (SQLException e) {
+      source.work().outageNoticed();
       log.debug("Heartbeat could not reach PostgreSQL: {}", database.describe(e));
     } catch (RuntimeException e) {
       log.warn("Heartbeat failed", e);
@@ -532,6 +529,49 @@ public final class Worker {
     } catch (RuntimeException e) {
       log.warn("Appending to the request log failed", e);
     }
+  }
+
+  /**
+   * Records again the outcomes recorded in the last few seconds before the outage the heartbeat
+   * noticed last, if they have not been yet: a crash of the server may have forgotten them ({@link
+   * ItemStore}'s class comment). Before this worker reports, which is what lets the fleet claim
+   * pending items again.
+   */
+  private void recordAgain() throws SQLException {
+    List<ItemStore.Done> lately = source.work().recordedBeforeTheOutage();
+    if (lately.isEmpty()) {
+      return;
+    }
+    int forgotten = store.items().recordAgain(settings.job(), lately);
+    if (forgotten > 0) {
+      log.info(
+          "Recorded again {} of the {} outcome(s) recorded before the outage: PostgreSQL had"
+              + " forgotten them",
+          forgotten,
+          lately.size());
+    }
+    source.work().recordedAgain(lately);
+  }
+
+  /**
+   * Extends the leases of the items this worker holds, in flight, fetched and waiting to be
+   * recorded, or leased ahead, and takes back those nobody holds whose claims a crash of the server
+   * forgot; not once the worker is stopping, as it gives its items back then.
+   */
+  private void extendLeases() throws SQLException {
+    List<ItemStore.Item> leases = new ArrayList<>(source.work().held());
+    leases.addAll(source.leasedAhead());
+    List<String> tokens = new ArrayList<>(leases.size());
+    leases.forEach(i -> tokens.add(i.token()));
+    long sent = System.nanoTime();
+    ItemStore.Extension extension =
+        store.items().extendedLeases(workerId, leases, settings.leaseMillis(), !stop.get());
+    if (extension.takenBack() > 0) {
+      log.info(
+          "Took back {} item(s) this worker holds whose claims PostgreSQL had forgotten",
+          extension.takenBack());
+    }
+    source.leasesExtended(tokens, extension.extended(), sent);
   }
 
   private void report(String state) {

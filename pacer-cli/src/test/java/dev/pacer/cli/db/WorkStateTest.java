@@ -106,7 +106,7 @@ class WorkStateTest {
                     job, List.of(), "w2", List.of(ItemStore.newLeaseToken()), 60_000, false)
                 .claimed())
         .isEmpty();
-    assertThat(store.items().extendedLeases("w1", List.of(buffered.token()), 60_000))
+    assertThat(store.items().extendedLeases("w1", List.of(buffered), 60_000, true).extended())
         .containsExactly(buffered.token());
     ItemStore.RecordedAndClaimedMany recorded =
         store
@@ -120,6 +120,104 @@ class WorkStateTest {
                 false);
     assertThat(recorded.recorded()).containsExactly(fetched.token());
     assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  /**
+   * A crash of the server forgets a worker's last claims and records (asynchronous commits): the
+   * worker records again what it recorded lately, and takes back the items it holds, and until it
+   * has reported since the server's start no other worker claims a pending item.
+   */
+  @Test
+  void whatACrashForgotIsRecordedAgainAndTakenBackBeforeAnotherWorkerClaims() throws Exception {
+    store
+        .jobs()
+        .enqueue(
+            fresh(),
+            job,
+            "a",
+            1.0,
+            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+    List<ItemStore.Item> held = claim("w1", 3, true);
+    ItemStore.Item recorded = held.get(0);
+    ItemStore.Item buffered = held.get(1);
+    ItemStore.Item kept = held.get(2);
+    assertThat(store.items().markDone(new ItemStore.Done(recorded, 200, "/x", 1))).isTrue();
+    // The crash: the record and the two first claims forgotten, the last claim kept.
+    forget(recorded);
+    forget(buffered);
+    seen("w1", "pg_postmaster_start_time() - interval '1 second'");
+    assertThat(claim("w2", 1, false)).as("w1 not back yet").isEmpty();
+
+    ItemStore.Done done = new ItemStore.Done(recorded, 200, "/x", 1);
+    ItemStore.Done keptDone = new ItemStore.Done(kept, 200, "/x", 1);
+    assertThat(store.items().recordAgain(job, List.of(done))).as("forgotten").isEqualTo(1);
+    assertThat(store.items().recordAgain(job, List.of(done))).as("recorded").isZero();
+    ItemStore.Extension extension =
+        store.items().extendedLeases("w1", List.of(buffered, kept), 60_000, true);
+    assertThat(extension.extended()).containsExactlyInAnyOrder(buffered.token(), kept.token());
+    assertThat(extension.takenBack()).isEqualTo(1);
+    assertThat(store.items().recordAgain(job, List.of(keptDone))).isEqualTo(1);
+    seen("w1", "now()");
+    assertThat(claim("w2", 2, false))
+        .as("w1 back: only the item nobody held")
+        .extracting(ItemStore.Item::url)
+        .containsExactly("http://a/4");
+    assertThat(store.items().counts(job).done()).isEqualTo(2);
+    assertThat(store.items().counts(job).leased()).isEqualTo(2);
+  }
+
+  @Test
+  void anItemGivenBackByItsTokenIsNeitherTakenBackNorRecordedByIt() throws Exception {
+    store.jobs().enqueue(fresh(), job, "a", 1.0, List.of("http://a/1"));
+    ItemStore.Item given = store.items().claim(job, "w1", 60_000).orElseThrow();
+    assertThat(store.items().release(given)).isTrue();
+    assertThat(store.items().extendedLeases("w1", List.of(given), 60_000, true).extended())
+        .isEmpty();
+    assertThat(store.items().markDone(new ItemStore.Done(given, 200, "/x", 1))).isFalse();
+    assertThat(store.items().counts(job).pending()).isEqualTo(1);
+    // Without taking back (a heartbeat of a worker that stops), a forgotten claim is not retaken.
+    ItemStore.Item claimed = store.items().claim(job, "w1", 60_000).orElseThrow();
+    forget(claimed);
+    assertThat(store.items().extendedLeases("w1", List.of(claimed), 60_000, false).extended())
+        .isEmpty();
+    assertThat(store.items().extendedLeases("w1", List.of(claimed), 60_000, true).extended())
+        .containsExactly(claimed.token());
+  }
+
+  private List<ItemStore.Item> claim(String worker, int n, boolean settled) throws Exception {
+    List<String> tokens = new java.util.ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      tokens.add(ItemStore.newLeaseToken());
+    }
+    return store
+        .items()
+        .recordAndClaimMany(job, List.of(), worker, tokens, 60_000, settled)
+        .claimed();
+  }
+
+  /** The item as a crash that forgot its claim leaves it: pending, its token gone. */
+  private void forget(ItemStore.Item item) throws Exception {
+    TestDatabase.execute(
+        "UPDATE pacer_item SET state = 'pending', leased_by = NULL, lease_token = NULL,"
+            + " lease_until = NULL, finished_at = NULL WHERE job = '"
+            + job
+            + "' AND url_key = '"
+            + item.key()
+            + "'");
+  }
+
+  /** {@code worker} of the job, running, last seen at {@code when} (an SQL expression). */
+  private void seen(String worker, String when) throws Exception {
+    TestDatabase.execute(
+        "INSERT INTO pacer_worker (id, run_id, job, destination, host, pid, state, last_seen)"
+            + " VALUES ('"
+            + job
+            + worker
+            + "', 'r', '"
+            + job
+            + "', 'a', 'h', 1, 'running', "
+            + when
+            + ") ON CONFLICT (id) DO UPDATE SET last_seen = EXCLUDED.last_seen");
   }
 
   @Test
@@ -282,8 +380,8 @@ class WorkStateTest {
             + job
             + "'");
     // Only claims a thread still works on are extended; one whose answer was lost lapses.
-    assertThat(store.items().extendLeases("w1", List.of(kept.token()), 60_000)).isEqualTo(1);
-    assertThat(store.items().extendLeases("w2", List.of(kept.token()), 60_000)).isZero();
+    assertThat(store.items().extendLeases("w1", List.of(kept), 60_000)).isEqualTo(1);
+    assertThat(store.items().extendLeases("w2", List.of(kept), 60_000)).isZero();
     assertThat(store.items().claim(job, "w2", 60_000))
         .hasValueSatisfying(item -> assertThat(item.url()).isEqualTo(lost.url()));
     assertThat(store.items().claim(job, "w2", 60_000)).isEmpty();
