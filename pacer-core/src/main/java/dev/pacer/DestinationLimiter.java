@@ -391,6 +391,22 @@ public final class DestinationLimiter {
   }
 
   /**
+   * Turns this process leased ({@link Destination#maxLeasedTurns()}) and gave up unused: not taken
+   * in time, or dropped by a pause, a lockout or a backoff. Each is an interval the fleet did not
+   * use; none was sent late.
+   *
+   * @return the leased turns given up
+   */
+  public long leasedTurnsUnused() {
+    return turns.leasedTurnsUnused();
+  }
+
+  /** Leased turns in hand now, for tests. */
+  int leasedTurnsInHand() {
+    return turns.leasedTurnsInHand();
+  }
+
+  /**
    * Feeds one answer from the destination back into its pacing, and says what it was: a {@linkplain
    * Destination#lockoutStatusCodes() lockout status} locks the destination out ({@link #lockOut},
    * with the reason "HTTP status from {@code source}"); a {@linkplain
@@ -432,6 +448,7 @@ public final class DestinationLimiter {
   public void backoff() {
     eviction.enter();
     try {
+      turns.cutLease();
       listener.throttled(destination.name(), backoff.onRatePressure(shared, destination.name()));
     } finally {
       eviction.exit();
