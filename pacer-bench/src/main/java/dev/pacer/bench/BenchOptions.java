@@ -12,7 +12,7 @@ record BenchOptions(
       String.join(
           "\n",
           "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
-          "               [--processes 1,2,4,8] [--measure-ms N] [--only latency]",
+          "               [--processes 1,2,4,8] [--measure-ms N] [--only latency|leases]",
           "",
           "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
           "                   embedded PostgreSQL started for the run. On that server the run",
@@ -27,12 +27,17 @@ record BenchOptions(
           "  --measure-ms N   counted window of each throughput point",
           "  --only latency   only the latency from one thread (a minute or so): writes",
           "                   bench-latency.json to the output directory and leaves",
-          "                   bench-results.json, benchmarks.md and the charts alone");
+          "                   bench-results.json, benchmarks.md and the charts alone",
+          "  --only leases    only one key at 100,000/s from 4 processes x 16 threads,",
+          "                   with leases of turns and without (a minute or so): prints",
+          "                   the figures and writes nothing");
 
   /** A part of the run that {@code --only} runs by itself. */
   enum Section {
     /** {@link Latency}: SELECT 1, the reservation, the bare upsert and the statement's steps. */
-    LATENCY
+    LATENCY,
+    /** {@link LeaseBench}: one key at a ceiling beyond one row, with leases and without. */
+    LEASES
   }
 
   static BenchOptions parse(String[] args) {
@@ -70,10 +75,11 @@ record BenchOptions(
   }
 
   private static Section onlySection(String value) {
-    if (!value.equals("latency")) {
-      throw new IllegalArgumentException("--only: the one section is latency, got " + value);
-    }
-    return Section.LATENCY;
+    return switch (value) {
+      case "latency" -> Section.LATENCY;
+      case "leases" -> Section.LEASES;
+      default -> throw new IllegalArgumentException("--only: latency or leases, got " + value);
+    };
   }
 
   private static List<Integer> processCounts(String value) {
