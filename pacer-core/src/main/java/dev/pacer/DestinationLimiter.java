@@ -44,6 +44,11 @@ import org.slf4j.LoggerFactory;
  * hand-over's end, later turns pace locally first and take one shared turn; a local wait never
  * outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
  *
+ * <p>A destination that allows leases ({@link Destination#maxLeasedTurns()}) lets a process that
+ * asks faster than it round-trips reserve several consecutive turns in one reservation and hand
+ * them to its own callers, exactly spaced; a leased turn not taken in time is given up, never sent
+ * late ({@link #leasedTurnsUnused()}). See {@code TurnLease}.
+ *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
  * every later acquire throws {@link LockedOutException}).

@@ -15,7 +15,9 @@ import org.slf4j.LoggerFactory;
  * sleeps through them) and {@link DestinationLimiter#acquireAsync} (which schedules them): the
  * reservation on the shared cursor, pacing locally while it is unavailable ({@link DegradedPacing})
  * and during a hand-over, a pause that holds a granted turn ({@link Holds}), a turn woken for too
- * late given up, and the turn's event for the listeners.
+ * late given up, and the turn's event for the listeners. Where the destination allows leases, a
+ * turn may come from this process's lease instead of a reservation of its own ({@link TurnLease}),
+ * and goes through the same pause and late-turn checks.
  */
 final class Turns {
 
