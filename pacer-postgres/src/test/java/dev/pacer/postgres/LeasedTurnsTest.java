@@ -41,15 +41,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class LeasedTurnsTest {
 
-  private static final double RATE = 200;
+  private static final double RATE = 100;
   private static final int INSTANCES = 4;
   private static final int THREADS = 4;
   private static final int MAX_LEASED = 16;
 
-  /** Covers five asks of a limiter at its share, 50/s: leases of about five turns. */
-  private static final Duration HORIZON = Duration.ofMillis(100);
+  /** Covers five asks of a limiter at its share, 25/s: leases of about five turns. */
+  private static final Duration HORIZON = Duration.ofMillis(200);
 
-  private static final long RUN_MILLIS = 4_000;
+  private static final long RUN_MILLIS = 5_000;
 
   /** Reservations per request sent, at most, with leases on. */
   private static final double MOST_STATEMENTS_PER_PERMIT = 0.5;
