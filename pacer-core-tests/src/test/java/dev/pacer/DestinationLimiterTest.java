@@ -10,7 +10,6 @@ import dev.pacer.testing.FakeTime;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
@@ -711,55 +710,6 @@ class DestinationLimiterTest {
     byte[] utf8 = wordy.lockoutReason().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     assertThat(utf8.length).isLessThanOrEqualTo(LockoutReasons.MAX_BYTES);
     assertThat(wordy.lockoutReason()).startsWith("éé").endsWith("é…");
-  }
-
-  /** Passes reservations to a delegate and records the interval each one asked for. */
-  private static class RecordingCursor implements Cursor {
-    private final Cursor delegate;
-    private final List<Duration> intervals = new ArrayList<>();
-
-    RecordingCursor(Cursor delegate) {
-      this.delegate = delegate;
-    }
-
-    @Override
-    public synchronized Reservation reserve(String name, Duration interval, Duration notBefore) {
-      intervals.add(interval);
-      return delegate.reserve(name, interval, notBefore);
-    }
-
-    @Override
-    public synchronized Reservation tryReserve(
-        String name, Duration interval, Duration notBefore, Duration maxWait) {
-      intervals.add(interval);
-      return delegate.tryReserve(name, interval, notBefore, maxWait);
-    }
-
-    @Override
-    public void clear(String name) {
-      delegate.clear(name);
-    }
-
-    @Override
-    public boolean pause(String name, Duration delay) {
-      return delegate.pause(name, delay);
-    }
-
-    @Override
-    public boolean lockOut(String name, String reason) {
-      return delegate.lockOut(name, reason);
-    }
-
-    @Override
-    public void listen(String name, Listener listener) {
-      delegate.listen(name, listener);
-    }
-
-    synchronized List<Long> intervalsMillis() {
-      List<Long> out = new ArrayList<>();
-      intervals.forEach(i -> out.add(i.toMillis()));
-      return out;
-    }
   }
 
   /** A store that cannot be reached, until a delegate is set. */

@@ -185,9 +185,11 @@ final class DegradedPacing {
     return degradeDivisor(destination.maxFetchingProcesses(), processesSeen.get());
   }
 
-  /** The turns the rest of the fleet may hold queued: each other process's permits. */
+  /**
+   * The turns the rest of the fleet may hold queued: each other process's permits, and its lease.
+   */
   private long fleetPendingTurns() {
-    return (long) (fetchingProcesses() - 1) * destination.maxConcurrency();
+    return (long) (fetchingProcesses() - 1) * destination.maxTurnsPerProcess();
   }
 
   private static long saturatedProduct(long a, long b) {

@@ -68,6 +68,12 @@ public final class Destination {
    */
   public static final int MOST_PROCESSES_COUNTED = 64;
 
+  /** The largest lease a destination may allow ({@link Builder#maxLeasedTurns}). */
+  public static final int MOST_LEASED_TURNS = 1024;
+
+  /** The longest span of demand a lease may cover ({@link Builder#leaseHorizon}). */
+  public static final Duration LONGEST_LEASE_HORIZON = Duration.ofSeconds(1);
+
   private final String name;
   private final double ratePerSecond;
   private final int maxConcurrency;
@@ -81,6 +87,8 @@ public final class Destination {
   private final Duration interval;
   private final Duration maxRetryAfter;
   private final BackoffScope backoffScope;
+  private final int maxLeasedTurns;
+  private final Duration leaseHorizon;
 
   private Destination(Builder b) {
     this.name = b.name;
@@ -93,6 +101,8 @@ public final class Destination {
     this.interval = Duration.ofNanos(Math.round(1e9 / ratePerSecond));
     this.maxRetryAfter = b.maxRetryAfter;
     this.backoffScope = b.backoffScope;
+    this.maxLeasedTurns = b.maxLeasedTurns;
+    this.leaseHorizon = b.leaseHorizon;
   }
 
   /**
@@ -165,14 +175,47 @@ public final class Destination {
 
   /**
    * The most turns the fleet can hold at once: every process that may fetch, each with every
-   * request in flight, {@code maxFetchingProcesses × maxConcurrency}. A caller takes its turn only
-   * while it holds one of its process's {@code maxConcurrency} permits, so no process ever has more
-   * turns queued than that.
+   * request in flight and a full lease in hand, {@code maxFetchingProcesses × (maxConcurrency +
+   * maxLeasedTurns - 1)}. A caller takes its turn only while it holds one of its process's {@code
+   * maxConcurrency} permits, and a process leases turns only up to {@code maxLeasedTurns} in hand,
+   * its own caller's among them, so no process ever has more turns queued than that. Without leases
+   * it is {@code maxFetchingProcesses × maxConcurrency}.
    *
-   * @return {@code maxFetchingProcesses × maxConcurrency}
+   * @return {@code maxFetchingProcesses × (maxConcurrency + maxLeasedTurns - 1)}
    */
   public long maxQueuedTurns() {
-    return (long) maxFetchingProcesses * maxConcurrency;
+    return (long) maxFetchingProcesses * maxTurnsPerProcess();
+  }
+
+  /**
+   * The most turns one process can hold at once: one for each request in flight, and the rest of a
+   * full lease in hand, {@code maxConcurrency + maxLeasedTurns - 1}.
+   *
+   * @return the turns one process can hold; {@code maxConcurrency} without leases
+   */
+  public int maxTurnsPerProcess() {
+    return maxConcurrency + maxLeasedTurns - 1;
+  }
+
+  /**
+   * The most turns one reservation may lease for this process ({@code TurnLease}): 1, the default,
+   * takes one turn a reservation, as a process without leases does.
+   *
+   * @return the largest lease, 1 when leases are off
+   */
+  public int maxLeasedTurns() {
+    return maxLeasedTurns;
+  }
+
+  /**
+   * How much of a process's recent demand a lease covers: a lease takes the turns this process
+   * asked for over the longer of this and the cursor's last round trip. Zero, the default, covers
+   * one round trip.
+   *
+   * @return the span of demand a lease covers, at least the round trip
+   */
+  public Duration leaseHorizon() {
+    return leaseHorizon;
   }
 
   /**
@@ -245,7 +288,9 @@ public final class Destination {
             .lockoutStatusCodes(lockoutStatusCodes)
             .backoffStatusCodes(backoffStatusCodes)
             .maxRetryAfter(maxRetryAfter)
-            .backoffScope(backoffScope);
+            .backoffScope(backoffScope)
+            .maxLeasedTurns(maxLeasedTurns)
+            .leaseHorizon(leaseHorizon);
     b.maxConcurrencyFleetWide = maxConcurrencyFleetWide;
     return b;
   }
@@ -305,7 +350,9 @@ public final class Destination {
         && lockoutStatusCodes.equals(d.lockoutStatusCodes)
         && backoffStatusCodes.equals(d.backoffStatusCodes)
         && maxRetryAfter.equals(d.maxRetryAfter)
-        && backoffScope == d.backoffScope;
+        && backoffScope == d.backoffScope
+        && maxLeasedTurns == d.maxLeasedTurns
+        && leaseHorizon.equals(d.leaseHorizon);
   }
 
   @Override
@@ -319,7 +366,9 @@ public final class Destination {
         lockoutStatusCodes,
         backoffStatusCodes,
         maxRetryAfter,
-        backoffScope);
+        backoffScope,
+        maxLeasedTurns,
+        leaseHorizon);
   }
 
   @Override
@@ -343,6 +392,9 @@ public final class Destination {
         + maxRetryAfter
         + ", backoffScope="
         + backoffScope
+        + (maxLeasedTurns == 1
+            ? ""
+            : ", maxLeasedTurns=" + maxLeasedTurns + ", leaseHorizon=" + leaseHorizon)
         + "}";
   }
 
@@ -357,6 +409,8 @@ public final class Destination {
     private Set<Integer> backoffStatusCodes = Set.of(429, 503);
     private Duration maxRetryAfter = Duration.ofMinutes(10);
     private BackoffScope backoffScope = BackoffScope.PROCESS;
+    private int maxLeasedTurns = 1;
+    private Duration leaseHorizon = Duration.ZERO;
 
     private Builder(String name) {
       this.name = validateName(name);
@@ -481,6 +535,43 @@ public final class Destination {
         throw new IllegalArgumentException("backoffScope must not be null");
       }
       this.backoffScope = backoffScope;
+      return this;
+    }
+
+    /**
+     * Lets a process that asks faster than it can round-trip to the cursor reserve up to {@code
+     * maxLeasedTurns} consecutive turns in one reservation and hand them out itself, exactly spaced
+     * (see {@code TurnLease}). Default 1: leases off, one turn a reservation.
+     *
+     * @param maxLeasedTurns 1 to {@value #MOST_LEASED_TURNS}
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is out of range
+     */
+    public Builder maxLeasedTurns(int maxLeasedTurns) {
+      if (maxLeasedTurns < 1 || maxLeasedTurns > MOST_LEASED_TURNS) {
+        throw new IllegalArgumentException(
+            "maxLeasedTurns must be 1-" + MOST_LEASED_TURNS + ", got " + maxLeasedTurns);
+      }
+      this.maxLeasedTurns = maxLeasedTurns;
+      return this;
+    }
+
+    /**
+     * How much of a process's recent demand a lease covers, when it is longer than the cursor's
+     * round trip. Default zero: one round trip's worth.
+     *
+     * @param leaseHorizon zero to {@link #LONGEST_LEASE_HORIZON}
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is out of range
+     */
+    public Builder leaseHorizon(Duration leaseHorizon) {
+      if (leaseHorizon == null
+          || leaseHorizon.isNegative()
+          || leaseHorizon.compareTo(LONGEST_LEASE_HORIZON) > 0) {
+        throw new IllegalArgumentException(
+            "leaseHorizon must be >= 0 and at most 1 s, got " + leaseHorizon);
+      }
+      this.leaseHorizon = leaseHorizon;
       return this;
     }
 

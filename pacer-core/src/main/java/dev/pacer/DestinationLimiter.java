@@ -44,6 +44,11 @@ import org.slf4j.LoggerFactory;
  * hand-over's end, later turns pace locally first and take one shared turn; a local wait never
  * outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
  *
+ * <p>A destination that allows leases ({@link Destination#maxLeasedTurns()}) lets a process that
+ * asks faster than it round-trips reserve several consecutive turns in one reservation and hand
+ * them to its own callers, exactly spaced; a leased turn not taken in time is given up, never sent
+ * late ({@link #leasedTurnsUnused()}). See {@code TurnLease}.
+ *
  * <p>Responses feed back through {@link #backoff()} (429/503: the interval doubles, up to 16
  * times), {@link #noteCleanResponse()} (100 in a row halve it back) and {@link #lockOut} (403:
  * every later acquire throws {@link LockedOutException}).
@@ -391,6 +396,22 @@ public final class DestinationLimiter {
   }
 
   /**
+   * Turns this process leased ({@link Destination#maxLeasedTurns()}) and gave up unused: not taken
+   * in time, or dropped by a pause, a lockout or a backoff. Each is an interval the fleet did not
+   * use; none was sent late.
+   *
+   * @return the leased turns given up
+   */
+  public long leasedTurnsUnused() {
+    return turns.leasedTurnsUnused();
+  }
+
+  /** Leased turns in hand now, for tests. */
+  int leasedTurnsInHand() {
+    return turns.leasedTurnsInHand();
+  }
+
+  /**
    * Feeds one answer from the destination back into its pacing, and says what it was: a {@linkplain
    * Destination#lockoutStatusCodes() lockout status} locks the destination out ({@link #lockOut},
    * with the reason "HTTP status from {@code source}"); a {@linkplain
@@ -432,6 +453,7 @@ public final class DestinationLimiter {
   public void backoff() {
     eviction.enter();
     try {
+      turns.cutLease();
       listener.throttled(destination.name(), backoff.onRatePressure(shared, destination.name()));
     } finally {
       eviction.exit();

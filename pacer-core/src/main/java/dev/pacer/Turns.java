@@ -15,7 +15,9 @@ import org.slf4j.LoggerFactory;
  * sleeps through them) and {@link DestinationLimiter#acquireAsync} (which schedules them): the
  * reservation on the shared cursor, pacing locally while it is unavailable ({@link DegradedPacing})
  * and during a hand-over, a pause that holds a granted turn ({@link Holds}), a turn woken for too
- * late given up, and the turn's event for the listeners.
+ * late given up, and the turn's event for the listeners. Where the destination allows leases, a
+ * turn may come from this process's lease instead of a reservation of its own ({@link TurnLease}),
+ * and goes through the same pause and late-turn checks.
  */
 final class Turns {
 
@@ -40,6 +42,9 @@ final class Turns {
   private final RateMeter meter = new RateMeter(1024, RATE_WINDOW_NANOS);
   private final AtomicLong lateTurnsSkipped = new AtomicLong();
 
+  /** Null unless the destination allows leases. */
+  private final TurnLease lease;
+
   Turns(
       Destination destination,
       Cursor shared,
@@ -58,6 +63,7 @@ final class Turns {
     this.degraded = degraded;
     this.holds = holds;
     this.baseIntervalNanos = destination.interval().toNanos();
+    this.lease = TurnLease.allowed(destination) ? new TurnLease(destination) : null;
   }
 
   /** The spacing of this process's turns: base × the backoff multiplier in force. */
@@ -69,6 +75,22 @@ final class Turns {
     return lateTurnsSkipped.get();
   }
 
+  /** Leased turns given up unused; 0 without leases. */
+  long leasedTurnsUnused() {
+    return lease == null ? 0 : lease.unused();
+  }
+
+  int leasedTurnsInHand() {
+    return lease == null ? 0 : lease.inHand();
+  }
+
+  /** A backoff: the turns leased at the spacing before it are given up. */
+  void cutLease() {
+    if (lease != null) {
+      lease.cut();
+    }
+  }
+
   /** The turns taken over the last 10 s, per second. */
   double currentRate() {
     return meter.perSecond(time.nanoTime());
@@ -76,9 +98,25 @@ final class Turns {
 
   /**
    * The steps to one turn that starts by {@code deadline}: see {@link TurnStep}. A turn this caller
-   * wakes for too late ({@link LateTurns}) is given up and another one taken.
+   * wakes for too late ({@link LateTurns}) is given up and another one taken. A caller with no
+   * deadline asking for one interval may be handed a leased turn ({@link TurnLease}).
    */
   TurnStep nextTurn(long called, long deadline, int intervals) {
+    if (leases(deadline, intervals)) {
+      lease.noteAsk(time.nanoTime());
+    }
+    return turn(called, deadline, intervals);
+  }
+
+  private boolean leases(long deadline, int intervals) {
+    return lease != null && deadline == NO_DEADLINE && intervals == 1;
+  }
+
+  /** {@link #nextTurn}, for a caller already counted as asking. */
+  private TurnStep turn(long called, long deadline, int intervals) {
+    if (leases(deadline, intervals)) {
+      return leasedTurn(called);
+    }
     Duration interval = currentInterval();
     return waitForTurn(
         interval.multipliedBy(intervals),
@@ -102,7 +140,7 @@ final class Turns {
       TurnStep.Next again =
           () -> {
             holds.checkNotLockedOut();
-            return nextTurn(called, deadline, intervals);
+            return turn(called, deadline, intervals);
           };
       return left > 0 ? TurnStep.waitThen(left, again) : again.run();
     }
@@ -133,7 +171,58 @@ final class Turns {
           lateLimit / 1_000_000,
           skipped);
     }
-    return nextTurn(called, deadline, intervals);
+    return turn(called, deadline, intervals);
+  }
+
+  /**
+   * A turn from the lease in hand, or a reservation that leases as many as this process's demand
+   * asks for ({@link TurnLease}). While the cursor is unavailable or a hand-over lasts, the turn is
+   * taken as without leases, by the degrade rules, and the turns in hand wait unused.
+   */
+  private TurnStep leasedTurn(long called) {
+    Duration interval = currentInterval();
+    Duration base = Duration.ofNanos(baseIntervalNanos);
+    AtTurn then = turn -> takeOrRetry(turn, called, interval, NO_DEADLINE, 1);
+    long now = time.nanoTime();
+    long handOver = degraded.handOverEnds();
+    if (degraded.isDegraded() || (handOver != DegradedPacing.NO_HAND_OVER && handOver - now > 0)) {
+      return waitForTurn(interval, base, NO_DEADLINE, then);
+    }
+    long leased =
+        lease.take(now, interval.toNanos(), holds.pausedUntil(), holds.lockoutReason() != null);
+    if (leased != TurnLease.NONE) {
+      return TurnStep.waitThen(
+          leased - now,
+          () -> {
+            holds.checkNotLockedOut();
+            return then.at(new PacedTurn(leased, LimiterListener.Outcome.SHARED));
+          });
+    }
+    int k = lease.turnsToReserve(now, interval.toNanos());
+    if (k == 1) {
+      return waitForTurn(interval, base, NO_DEADLINE, then);
+    }
+    TurnLease.Heard heard = lease.heard(holds.pausedUntil());
+    return reserving(
+        interval.multipliedBy(k),
+        base.multipliedBy(k),
+        NO_DEADLINE,
+        answer -> {
+          Reservation turn = answer.turn();
+          if (!turn.isGranted() || turn.isHandOver()) {
+            lease.notLeased(k);
+            return turn.isUnavailable()
+                ? waitForTurn(interval, base, NO_DEADLINE, then)
+                : afterSharedAnswer(answer, false, interval, base, NO_DEADLINE, then);
+          }
+          long gap =
+              turn.fleetBackoff().isPresent()
+                  ? baseIntervalNanos * turn.fleetBackoff().getAsInt()
+                  : interval.toNanos();
+          long first = answer.at() + turn.startsIn().toNanos();
+          lease.leased(k, first, gap, heard, holds.pausedUntil());
+          return untilSharedTurn(answer, then);
+        });
   }
 
   /** A turn's start (local clock), and whether it was shared or paced locally. */
@@ -312,6 +401,9 @@ final class Turns {
       turn = Reservation.unavailable();
     }
     long answered = time.nanoTime();
+    if (lease != null && turn.isGranted()) {
+      lease.noteAnswer(answered - before, turn.startsIn().toNanos());
+    }
     if (backoff.isFleet() && !turn.isGranted()) {
       backoff.returnClean(clean);
     }

@@ -48,6 +48,10 @@ public final class BenchMain {
       System.out.println(BenchOptions.USAGE);
       return;
     }
+    if (options.only() == BenchOptions.Section.LEASES) {
+      LeaseBench.run(options, System.out);
+      return;
+    }
     if (options.only() == BenchOptions.Section.LATENCY) {
       new BenchMain(options, System.out).runLatency();
       return;

@@ -13,7 +13,7 @@ record BenchOptions(
           "\n",
           "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
           "               [--processes 1,2,4,8] [--measure-ms N]",
-          "               [--only latency|server-cpu|model]",
+          "               [--only latency|server-cpu|model|leases]",
           "",
           "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
           "                   embedded PostgreSQL started for the run. On that server the run",
@@ -33,7 +33,10 @@ record BenchOptions(
           "                   (ServerCpu: three rounds, a few minutes; Linux; run it pinned,",
           "                   taskset -c 1 ./bench ...), printed, nothing written",
           "  --only model     the scaling model's tables (docs/scaling.md), printed in a",
-          "                   second or two, no server started, nothing written");
+          "                   second or two, no server started, nothing written",
+          "  --only leases    only one key at 100,000/s from 4 processes x 16 threads,",
+          "                   with leases of turns and without (a minute or so): prints",
+          "                   the figures and writes nothing");
 
   /** A part of the run that {@code --only} runs by itself. */
   enum Section {
@@ -42,7 +45,9 @@ record BenchOptions(
     /** {@link ServerCpu}: the server's CPU time per statement. */
     SERVER_CPU,
     /** {@link dev.pacer.bench.model.ScalingModel}: the simulation's tables. */
-    MODEL
+    MODEL,
+    /** {@link LeaseBench}: one key at a ceiling beyond one row, with leases and without. */
+    LEASES
   }
 
   static BenchOptions parse(String[] args) {
@@ -84,8 +89,10 @@ record BenchOptions(
       case "latency" -> Section.LATENCY;
       case "server-cpu" -> Section.SERVER_CPU;
       case "model" -> Section.MODEL;
+      case "leases" -> Section.LEASES;
       default ->
-          throw new IllegalArgumentException("--only: latency, server-cpu or model, got " + value);
+          throw new IllegalArgumentException(
+              "--only: latency, server-cpu, model or leases, got " + value);
     };
   }
 

@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,9 +24,11 @@ import java.util.List;
  *
  * <pre>
  * throughput CONTENDER SYNC KEY[,KEY…] WARMUP_MS  → ready
- * accuracy   pacer|local SYNC DESTINATION THREADS RATE → ready
+ * accuracy   pacer|local SYNC DESTINATION THREADS RATE [LEASED HORIZON_MICROS] → ready
  * go START_EPOCH_MS END_EPOCH_MS                  → done COUNT CPU_NANOS (throughput)
- *                                                 → done COUNT EPOCH_MICROS,… (accuracy)
+ *                                                 → done COUNT EPOCH_MICROS,… STATEMENTS
+ *                                                   (accuracy: the cursor's reservation
+ *                                                   statements over the window, 0 if local)
  * exit
  * </pre>
  *
@@ -76,6 +79,8 @@ public final class Worker {
               command[3],
               Integer.parseInt(command[4]),
               Double.parseDouble(command[5]),
+              command.length > 7 ? Integer.parseInt(command[6]) : 1,
+              command.length > 7 ? Long.parseLong(command[7]) : 0,
               in);
       default -> throw new IllegalArgumentException("unknown command " + command[0]);
     }
@@ -115,6 +120,8 @@ public final class Worker {
       String destinationName,
       int threads,
       double rate,
+      int leased,
+      long horizonMicros,
       BufferedReader in)
       throws Exception {
     PostgresCursor cursor =
@@ -135,9 +142,12 @@ public final class Worker {
               Destination.builder(destinationName)
                   .ratePerSecond(rate)
                   .maxConcurrency(threads)
+                  .maxLeasedTurns(leased)
+                  .leaseHorizon(Duration.ofNanos(horizonMicros * 1000))
                   .build());
       out.println("ready");
       long[] window = awaitGo(in);
+      long statementsAtGo = cursor == null ? 0 : cursor.reservationStatements();
       List<List<Long>> perThread = new ArrayList<>();
       List<Thread> running = new ArrayList<>();
       for (int t = 0; t < threads; t++) {
@@ -150,6 +160,7 @@ public final class Worker {
       for (Thread thread : running) {
         thread.join();
       }
+      long statements = cursor == null ? 0 : cursor.reservationStatements() - statementsAtGo;
       StringBuilder reply = new StringBuilder("done ");
       int n = perThread.stream().mapToInt(List::size).sum();
       reply.append(n).append(' ');
@@ -163,7 +174,7 @@ public final class Worker {
           first = false;
         }
       }
-      out.println(reply);
+      out.println(reply.append(' ').append(statements));
     } finally {
       if (cursor != null) {
         cursor.close();

@@ -616,8 +616,14 @@ public final class PostgresCursor implements Cursor, AutoCloseable {
     }
   }
 
-  /** Reservation statements made so far, combined or not. */
-  long reservationStatements() {
+  /**
+   * Reservation statements this cursor made so far, each one round trip, however many turns it
+   * reserved (combined callers, a lease): against the turns taken, what a permit costs the
+   * database.
+   *
+   * @return the reservation statements made
+   */
+  public long reservationStatements() {
     return reservationStatements.get();
   }
 
