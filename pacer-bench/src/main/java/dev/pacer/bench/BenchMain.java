@@ -102,6 +102,8 @@ public final class BenchMain {
       db.createTables();
       measureLatency(target, r);
       measureThroughput(db, target, pgbenchPath, r);
+      r.leases = LeaseBench.measure(target, options.settings().accuracyMillis());
+      LeaseBench.log(r.leases, log);
       measureFetching(target, r);
       r.machine =
           new Machine(

@@ -12,7 +12,9 @@ import java.util.Locale;
  * {@value #MAX_LEASED}, a horizon of {@value #HORIZON_MICROS} µs) and once without. For each:
  * delivered against the ceiling, the busiest 10-ms window against its share + 1, and the cursor's
  * reservation statements per permit. Each configuration runs once unmeasured first, so that the
- * measured run finds the workers' code compiled.
+ * measured run finds the workers' code compiled. The full run measures it beside the other
+ * throughput figures ({@code leases_*} in the results, P4 of the targets); {@code --only leases}
+ * runs it alone.
  */
 final class LeaseBench {
 
@@ -22,7 +24,6 @@ final class LeaseBench {
   static final int MAX_LEASED = 64;
   static final long HORIZON_MICROS = 2_000;
   private static final long WINDOW_MICROS = 10_000;
-  private static final long WARM_MILLIS = 2_000;
   private static final long MEASURE_MILLIS = 5_000;
 
   private LeaseBench() {}
@@ -48,35 +49,53 @@ final class LeaseBench {
     }
   }
 
+  /** Both configurations, with leases first, on {@code target}: each warmed, then measured. */
+  record Result(Point leased, Point unleased) {
+
+    /** The busiest 10-ms window's bound: the ceiling's share of it, + 1. */
+    static double windowBound() {
+      return CEILING * WINDOW_MICROS / 1e6 + 1;
+    }
+  }
+
+  /** Measures both configurations, each {@code measureMillis} after a warm-up of 2/5 of that. */
+  static Result measure(Database.Target target, long measureMillis) throws Exception {
+    long warmMillis = measureMillis * 2 / 5;
+    try (WorkerPool pool = new WorkerPool(PROCESSES, target)) {
+      List<Point> points = new ArrayList<>();
+      for (int leased : new int[] {MAX_LEASED, 1}) {
+        measure(pool, leased, warmMillis);
+        points.add(measure(pool, leased, measureMillis));
+      }
+      return new Result(points.get(0), points.get(1));
+    }
+  }
+
+  static void log(Result result, PrintStream log) {
+    for (Point p : List.of(result.leased(), result.unleased())) {
+      log.printf(
+          Locale.ROOT,
+          "%s: %,d permits in %.2f s, delivered %.3f x the ceiling (%,.0f/s); busiest 10-ms"
+              + " window %d against its share + 1, %.0f; %,d statements, %.4f a permit%n",
+          p.label(),
+          p.accuracy().count(),
+          p.accuracy().spanSeconds(),
+          p.accuracy().deliveredRatio(),
+          p.accuracy().deliveredRatio() * CEILING,
+          p.busiestWindow(),
+          Result.windowBound(),
+          p.statements(),
+          p.statementsPerPermit());
+    }
+  }
+
   static void run(BenchOptions options, PrintStream log) throws Exception {
     double[] load = Machine.loadAverage();
     log.printf(Locale.ROOT, "load average at start: %.2f %.2f %.2f%n", load[0], load[1], load[2]);
     try (Database db =
         options.dbUrl() == null ? Database.embedded() : Database.external(options.dbUrl())) {
       db.createTables();
-      try (WorkerPool pool = new WorkerPool(PROCESSES, db.target())) {
-        List<Point> points = new ArrayList<>();
-        for (int leased : new int[] {MAX_LEASED, 1}) {
-          measure(pool, leased, WARM_MILLIS);
-          points.add(measure(pool, leased, MEASURE_MILLIS));
-        }
-        double share = CEILING * WINDOW_MICROS / 1e6;
-        for (Point p : points) {
-          log.printf(
-              Locale.ROOT,
-              "%s: %,d permits in %.2f s, delivered %.3f x the ceiling (%,.0f/s); busiest 10-ms"
-                  + " window %d against its share + 1, %.0f; %,d statements, %.4f a permit%n",
-              p.label(),
-              p.accuracy().count(),
-              p.accuracy().spanSeconds(),
-              p.accuracy().deliveredRatio(),
-              p.accuracy().deliveredRatio() * CEILING,
-              p.busiestWindow(),
-              share + 1,
-              p.statements(),
-              p.statementsPerPermit());
-        }
-      }
+      log(measure(db.target(), MEASURE_MILLIS), log);
     }
     load = Machine.loadAverage();
     log.printf(Locale.ROOT, "load average at end: %.2f %.2f %.2f%n", load[0], load[1], load[2]);

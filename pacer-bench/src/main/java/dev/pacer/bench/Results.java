@@ -49,6 +49,7 @@ final class Results {
   Machine machine;
   Latency.Result latency;
   Overhead.Result overhead;
+  LeaseBench.Result leases;
 
   /** pgbench: clients → median of the rounds. */
   final Map<Integer, Double> pgbench = new TreeMap<>();
@@ -204,6 +205,7 @@ final class Results {
 
   /** The delivered rate and the busiest window, the overhead, and the fetch path's cost. */
   private void addPacingTargets(List<Target> targets) {
+    addLeaseTargets(targets);
     targets.add(
         Target.atLeast(
             "accuracy_delivered",
@@ -236,6 +238,38 @@ final class Results {
             "pacer fetch --warc ÷ the same bare loop (medians, same run)",
             fetch.ratio(FetchThroughput.Side.PACER_WARC),
             0.8));
+  }
+
+  /** P4: one key at 100,000/s from 4 processes x 16 threads, with leases of turns. */
+  private void addLeaseTargets(List<Target> targets) {
+    String at =
+        "one key at "
+            + (long) LeaseBench.CEILING
+            + "/s from "
+            + LeaseBench.PROCESSES
+            + " processes x "
+            + LeaseBench.THREADS
+            + " threads with leases of up to "
+            + LeaseBench.MAX_LEASED
+            + " turns";
+    targets.add(
+        Target.atLeast(
+            "leases_delivered",
+            at + ": delivered rate ÷ ceiling",
+            leases.leased().accuracy().deliveredRatio(),
+            0.95));
+    targets.add(
+        Target.atMost(
+            "leases_busiest_10ms_window",
+            at + ": most permits in any 10-ms window (its share + 1 allowed)",
+            leases.leased().busiestWindow(),
+            LeaseBench.Result.windowBound()));
+    targets.add(
+        Target.atMost(
+            "leases_statements_per_permit",
+            at + ": reservation statements per permit",
+            leases.leased().statementsPerPermit(),
+            0.02));
   }
 
   /** Per host: each host's busiest window, every item done once, the lowest window, the finish. */

@@ -46,6 +46,7 @@ final class ResultsJson {
     putLatency(r, m);
     putThroughput(r, m);
     putAccuracyAndOverhead(r, m);
+    putLeases(r, m);
     putFetchAndEnqueue(r, m);
     putClaimCostAndHostHeap(r, m);
     putFrontier(r, m);
@@ -121,6 +122,17 @@ final class ResultsJson {
     m.put(
         "reserve_share_of_7_per_s_interval",
         r.latency.reserveP50() / Results.OVERHEAD_INTERVAL_MICROS);
+  }
+
+  private static void putLeases(Results r, Map<String, Object> m) {
+    for (LeaseBench.Point p : List.of(r.leases.leased(), r.leases.unleased())) {
+      String key = p == r.leases.leased() ? "leases" : "leases_off";
+      m.put(key + "_permits", p.accuracy().count());
+      m.put(key + "_delivered_ratio", p.accuracy().deliveredRatio());
+      m.put(key + "_busiest_10ms_window", p.busiestWindow());
+      m.put(key + "_statements", p.statements());
+      m.put(key + "_statements_per_permit", p.statementsPerPermit());
+    }
   }
 
   private static void putFetchAndEnqueue(Results r, Map<String, Object> m) {

@@ -92,6 +92,14 @@ class ReportTest {
     r.pacerAccuracy = Accuracy.of(4, 16, 200, grid(1_001, 5_000, 900));
     r.perProcessAccuracy = Accuracy.of(4, 16, 200, grid(4_001, 1_250, 300));
     r.overhead = new Overhead.Result(new double[] {1.0012, 1.0031, 1.0007, 1.0049, 1.002});
+    r.leases =
+        new LeaseBench.Result(
+            new LeaseBench.Point(
+                "leases of up to 64 turns",
+                Accuracy.of(4, 16, 100_000, grid(40_001, 25, 20)),
+                3_121),
+            new LeaseBench.Point(
+                "without leases", Accuracy.of(4, 16, 100_000, grid(20_001, 50, 30)), 9_877));
     r.fetch =
         new FetchThroughput.Result(
             5_000,
