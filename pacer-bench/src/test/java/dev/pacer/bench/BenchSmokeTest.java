@@ -40,6 +40,12 @@ class BenchSmokeTest {
     // connection.
     REQUIRED_NUMBERS.put("reserve_to_select1_ratio", new double[] {1, 100});
     REQUIRED_NUMBERS.put("bare_upsert_p50_us", new double[] {1, 1e6});
+    // Leases of turns: at most the ceiling delivered (a fraction of it on a busy machine), and
+    // about one reservation statement a permit at most (a turn given up as late costs one).
+    for (String lease : List.of("leases", "leases_off")) {
+      REQUIRED_NUMBERS.put(lease + "_delivered_ratio", new double[] {1e-4, 1.1});
+      REQUIRED_NUMBERS.put(lease + "_statements_per_permit", new double[] {1e-5, 2});
+    }
     // Pacer's statement is a write on the same table: never much cheaper than the bare upsert.
     REQUIRED_NUMBERS.put("reserve_to_bare_upsert_ratio", new double[] {0.5, 100});
     for (String perSecond :
