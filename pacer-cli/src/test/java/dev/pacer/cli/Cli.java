@@ -82,6 +82,19 @@ final class Cli {
       bounds.assertFewLateTurns(skipped, turns, run);
     }
 
+    /**
+     * Asserts that {@code workers} worker processes of {@code threads} fetch threads each said how
+     * many turns they gave up as late, and that together they gave up no more than {@code bounds}
+     * allows workers that start cold on new hosts at once ({@link
+     * FleetBounds#assertFewLateTurnsOfColdWorkers}).
+     */
+    void assertFewOfColdWorkers(FleetBounds bounds, int workers, int threads, Timeline run) {
+      assertThat(this.workers)
+          .as("workers that said how many turns they gave up as late, %s", this)
+          .isEqualTo(workers);
+      bounds.assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, run);
+    }
+
     @Override
     public String toString() {
       return skipped

@@ -47,6 +47,7 @@ class PerHostFleetTest {
   private static final long ON_THE_WIRE_MICROS = 100_000;
 
   private static final int PROCESSES = 3;
+  private static final int THREADS = 4;
 
   /** Every host's ceiling. */
   private static final int RATE = 4;
@@ -111,7 +112,7 @@ class PerHostFleetTest {
                 "--processes",
                 Integer.toString(PROCESSES),
                 "--threads",
-                "4"));
+                Integer.toString(THREADS)));
     List<String> more = List.of(extra);
     if (!more.contains("--rate")) {
       args.addAll(List.of("--rate", Integer.toString(RATE)));
@@ -128,12 +129,13 @@ class PerHostFleetTest {
   /**
    * Asserts that the workers of {@code run} gave up few turns as late, {@code workers} of them
    * saying so, over hosts whose ceilings add up to {@code ceilings}: a stall of the whole machine
-   * wakes every host's takers late at once.
+   * wakes every host's takers late at once, and each worker starts cold on new hosts.
    */
   private void assertFewLateTurns(Cli.Result run, String what, double ceilings, int workers) {
     Cli.LateTurns late = run.lateTurns();
     System.out.println(what + ": " + late);
-    late.assertFew(FleetBounds.at(ceilings, what), workers, timeline(hosts.arrivals()));
+    late.assertFewOfColdWorkers(
+        FleetBounds.at(ceilings, what), workers, THREADS, timeline(hosts.arrivals()));
   }
 
   /** When the job's requests to {@code host} were handed to the client, from the request log. */

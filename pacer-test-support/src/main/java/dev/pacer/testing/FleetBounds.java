@@ -327,6 +327,30 @@ public final class FleetBounds {
         turnsInStalls + " in the sender's measured stalls allowed");
   }
 
+  /**
+   * Asserts that at most {@link #mostLateTurns} of {@code turns} were given up as late by {@code
+   * workers} processes of {@code threads} fetch threads each, all starting cold on new hosts at
+   * once (per-host mode), in a run whose door saw {@code run}. A thread's claim takes a turn that
+   * is due at once, and the thread has the new host's work before it: its fetcher made, the body's
+   * directory, the first request's second turn reserved on the process's one cursor connection,
+   * each process's threads one after another. On a busy machine every thread of a worker may wake
+   * late for its first turns, whatever the other workers do: each worker may give up its threads'
+   * turns, or a stall's at the ceiling if fewer, where the fleet's share or its one stall allows
+   * fewer.
+   */
+  public void assertFewLateTurnsOfColdWorkers(
+      long skipped, long turns, int workers, int threads, Timeline run) {
+    double stall =
+        Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
+    assertLateTurnsAtMost(
+        skipped,
+        turns,
+        Math.max(mostLateTurns(turns, stall), workers * perWorker),
+        String.format(
+            Locale.ROOT, "%d workers starting cold, %d turn(s) each allowed", workers, perWorker));
+  }
+
   private void assertLateTurnsAtMost(long skipped, long turns, long most, String allowed) {
     assertThat(turns).as("%s: turns taken", what).isPositive();
     assertThat(skipped)

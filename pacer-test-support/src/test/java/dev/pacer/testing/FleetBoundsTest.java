@@ -120,6 +120,22 @@ class FleetBoundsTest {
   }
 
   @Test
+  void workersStartingColdMayEachGiveUpTheirThreadsTurnsAndNoMore() {
+    FleetBounds bounds = FleetBounds.at(15, "late turns of cold workers");
+    Timeline run = new Timeline(List.of(0L, 1L));
+    // A 150-ms stall at 15/s holds 3 turns: 3 workers of 4 threads may give up 3 each.
+    bounds.assertFewLateTurnsOfColdWorkers(9, 91, 3, 4, run);
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(10, 91, 3, 4, run))
+        .hasMessageContaining("given up as late, 10 of 91 (at most 9");
+    // A worker of 2 threads holds no more than 2 turns at once.
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(7, 91, 3, 2, run))
+        .hasMessageContaining("given up as late, 7 of 91 (at most 6");
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(91, 910, 3, 4, run))
+        .as("one turn in ten")
+        .hasMessageContaining("given up as late, 91 of 910");
+  }
+
+  @Test
   void aLongerStallThisJvmMetAllowsItsTurnsAndNoMore() {
     FleetBounds bounds = FleetBounds.at(15, "late turns beside a stall");
     assertThat(bounds.mostLateTurns(91, FleetBounds.STALL_SECONDS)).isEqualTo(3);
