@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -248,6 +249,35 @@ final class FaultRun implements AutoCloseable {
         return r.getLong(1);
       }
     }
+  }
+
+  /**
+   * The requests of {@code job} as the request log has them, in the order sent: seconds from the
+   * first, the worker, and how late each was handed to the network after its turn began, in ms. The
+   * log keeps them through an outage, so a window too full at the door can be told apart: a turn
+   * too many, or a request that left on time and arrived late.
+   */
+  String sent(String job) throws SQLException {
+    StringBuilder out = new StringBuilder();
+    try (Connection c = DriverManager.getConnection(directUrl);
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT extract(epoch FROM sent_at - min(sent_at) OVER ()), worker, lateness_us"
+                    + " FROM pacer_request WHERE job = ? ORDER BY sent_at")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          out.append(
+              String.format(
+                  Locale.ROOT,
+                  "%.3f:%s:%.1f ",
+                  r.getDouble(1),
+                  r.getString(2),
+                  r.getLong(3) / 1000.0));
+        }
+      }
+    }
+    return out.toString().strip();
   }
 
   /** Runs {@code statement} on the database directly, beside the run. */

@@ -165,6 +165,9 @@ class FaultTest {
           (down - whole.first()) / 1e9,
           (up - whole.first()) / 1e9,
           (handOverEnds - whole.first()) / 1e9);
+      System.out.println(
+          "crash: sent, from the request log (s from the first:worker:lateness ms): "
+              + faults.sent(job));
       Cli.LateTurns late = Cli.LateTurns.in(err);
       System.out.println("crash: " + late);
       FleetBounds bounds = FleetBounds.at(RATE, "crash, the fleet");
