@@ -176,7 +176,9 @@ class FaultTest {
       // Before the delivered bounds: turns given up as late are a reason to deliver less.
       late.assertFew(bounds, FaultRun.PROCESSES, whole);
       bounds.assertDelivered(before);
-      FleetBounds paced = FleetBounds.at((double) RATE / DIVISOR, "crash, a worker pacing locally");
+      FleetBounds paced =
+          FleetBounds.at((double) RATE / DIVISOR, "crash, a worker pacing locally")
+              .turnsCheckedAt(RATE);
       assertThat(local).as("workers pacing locally").hasSize(FaultRun.PROCESSES);
       local.forEach(paced::assertHeld);
       paced.assertDeliveredByMembers(local);
@@ -202,7 +204,8 @@ class FaultTest {
       FleetBounds.at(RATE, "crash twin without the divisor, the fleet")
           .assertWindowBroke(TestDestination.timeline(twinArrivals).between(twinLocalFrom, up));
       FleetBounds twinPaced =
-          FleetBounds.at((double) RATE / DIVISOR, "crash twin, a worker without the divisor");
+          FleetBounds.at((double) RATE / DIVISOR, "crash twin, a worker without the divisor")
+              .turnsCheckedAt(RATE);
       assertThat(twinLocal).as("twin workers pacing locally").hasSize(FaultRun.PROCESSES);
       twinLocal.values().forEach(twinPaced::assertAggregateBroke);
     }

@@ -168,7 +168,8 @@ class OutageBufferTest {
         .as("the fleet's rate during the outage; per second from it: %s", perSecond(arrivals, down))
         .isGreaterThanOrEqualTo(keptUp);
     FleetBounds paced =
-        FleetBounds.at((double) RATE / DIVISOR, job + ", a worker fetching its buffer");
+        FleetBounds.at((double) RATE / DIVISOR, job + ", a worker fetching its buffer")
+            .turnsCheckedAt(RATE);
     assertThat(local).as("workers fetching their buffers").hasSize(FaultRun.PROCESSES);
     local.forEach(paced::assertHeld);
     paced.assertDeliveredByMembers(local);

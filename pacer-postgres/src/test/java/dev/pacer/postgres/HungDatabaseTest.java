@@ -117,14 +117,16 @@ class HungDatabaseTest {
       Timeline paced = RunArrivals.on(arrivals, "/hung");
       assertThat(paced.size()).as("requests at the door").isEqualTo(DEGRADED_TURNS);
       FleetBounds bounds =
-          FleetBounds.at(RATE / MAX_FETCHING_PROCESSES, "hung database, pacing locally", door);
+          FleetBounds.at(RATE / MAX_FETCHING_PROCESSES, "hung database, pacing locally", door)
+              .turnsCheckedAt(RATE);
       bounds.assertHeld(paced, RunArrivals.steady(paced));
       bounds.assertDelivered(RunArrivals.steady(paced));
       bounds.assertFewLateTurns(limiter.lateTurnsSkipped() - lateBefore, DEGRADED_TURNS);
       Timeline twinPaced = RunArrivals.on(arrivals, "/twin");
       FleetBounds twinBounds =
           FleetBounds.at(
-              RATE / MAX_FETCHING_PROCESSES, "hung database, twin without the divisor", door);
+                  RATE / MAX_FETCHING_PROCESSES, "hung database, twin without the divisor", door)
+              .turnsCheckedAt(RATE);
       twinBounds.assertWindowBroke(twinPaced);
       twinBounds.assertAggregateBroke(twinPaced);
 

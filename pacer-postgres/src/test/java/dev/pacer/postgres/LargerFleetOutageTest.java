@@ -114,7 +114,8 @@ class LargerFleetOutageTest {
         // Divided by 4, each process paces at a quarter of the ceiling; one that stalled, or
         // divided by far more, would fall short.
         FleetBounds paced =
-            FleetBounds.at(RATE / PROCESSES, "larger fleet, one process pacing locally", door);
+            FleetBounds.at(RATE / PROCESSES, "larger fleet, one process pacing locally", door)
+                .turnsCheckedAt(RATE);
         assertThat(local).as("processes at the door").hasSize(PROCESSES);
         local.forEach(paced::assertHeld);
         paced.assertDeliveredByMembers(local);
@@ -132,7 +133,8 @@ class LargerFleetOutageTest {
             FleetBounds.at(RATE, "larger fleet, twin without the census", door);
         twinBounds.assertWindowBroke(twinWhole.between(twinLocalFrom, twinWhole.last() + 1));
         FleetBounds twinPaced =
-            FleetBounds.at(RATE / PROCESSES, "larger fleet, twin member without the census", door);
+            FleetBounds.at(RATE / PROCESSES, "larger fleet, twin member without the census", door)
+                .turnsCheckedAt(RATE);
         RunArrivals.byMember(arrivals, "/twin")
             .values()
             .forEach(m -> twinPaced.assertAggregateBroke(m.between(twinLocalFrom, m.last() + 1)));

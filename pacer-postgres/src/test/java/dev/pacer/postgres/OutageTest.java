@@ -125,7 +125,8 @@ class OutageTest {
         bounds.assertDelivered(before);
         FleetBounds paced =
             FleetBounds.at(
-                RATE / MAX_FETCHING_PROCESSES, "outage test, one process pacing locally", door);
+                    RATE / MAX_FETCHING_PROCESSES, "outage test, one process pacing locally", door)
+                .turnsCheckedAt(RATE);
         assertThat(local).as("processes at the door").hasSize(PROCESSES);
         local.forEach(paced::assertHeld);
         paced.assertDeliveredByMembers(local);
@@ -149,9 +150,10 @@ class OutageTest {
         twinBounds.assertWindowBroke(twinWhole.between(twinLocalFrom, twinWhole.last() + 1));
         FleetBounds twinPaced =
             FleetBounds.at(
-                RATE / MAX_FETCHING_PROCESSES,
-                "outage test, twin member without the divisor",
-                door);
+                    RATE / MAX_FETCHING_PROCESSES,
+                    "outage test, twin member without the divisor",
+                    door)
+                .turnsCheckedAt(RATE);
         RunArrivals.byMember(arrivals, "/twin")
             .values()
             .forEach(m -> twinPaced.assertAggregateBroke(m.between(twinLocalFrom, m.last() + 1)));

@@ -3,6 +3,8 @@ package dev.pacer.testing;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.pacer.LateTurns;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -15,9 +17,13 @@ import java.util.Locale;
  *       floor(c) + 1}: the turns are {@code 1/c} apart, so a window holds {@code c} of them, plus
  *       one when a stamp's delay moves an arrival across the window's edge.
  *   <li><b>Aggregate.</b> Over the run's steady part, {@code n} arrivals span at least {@code (n -
- *       1)/c} less the stamp error: the arrivals of a perfect grid each stamped up to {@link
- *       #STAMP_ERROR_SECONDS} late. At low rates this is the bound that bites: at 2/s a window may
- *       hold 3, 1.5 times the ceiling, while 20 arrivals at 2.2/s break the aggregate.
+ *       1)/c} less the lateness a correct turn may reach the door with: the late-turn rule's limit
+ *       ({@link LateTurns#limit}: a turn woken up to half an interval late is taken, and its
+ *       request sent that late), plus the stamp error, {@link #STAMP_ERROR_SECONDS}. Only the first
+ *       arrival's lateness shortens the span, by that much however long the span, so over a long
+ *       enough steady part any rate above the ceiling breaks it. At low rates this is the bound
+ *       that bites: at 2/s a window may hold 3, 1.5 times the ceiling, while 20 arrivals at 2.2/s
+ *       break the aggregate.
  *   <li><b>Delivered.</b> Over the steady part, the aggregate is at least {@link #MIN_DELIVERED}
  *       times the rate the run should deliver (the ceiling, or the share a degraded fleet paces
  *       at): a limiter that gives up one turn in ten delivers 0.9 of it. The members of a degraded
@@ -72,7 +78,19 @@ public final class FleetBounds {
   private final boolean doorRealTime;
   private final boolean doorInThisJvm;
 
+  /** How late a turn may be taken by the late-turn rule, in seconds. */
+  private final double lateLimitSeconds;
+
   private FleetBounds(double ceiling, String what, boolean doorRealTime, boolean doorInThisJvm) {
+    this(ceiling, what, doorRealTime, doorInThisJvm, lateLimitSeconds(ceiling));
+  }
+
+  private FleetBounds(
+      double ceiling,
+      String what,
+      boolean doorRealTime,
+      boolean doorInThisJvm,
+      double lateLimitSeconds) {
     if (!(ceiling > 0)) {
       throw new IllegalArgumentException("ceiling " + ceiling + " is not positive");
     }
@@ -80,6 +98,21 @@ public final class FleetBounds {
     this.what = what;
     this.doorRealTime = doorRealTime;
     this.doorInThisJvm = doorInThisJvm;
+    this.lateLimitSeconds = lateLimitSeconds;
+  }
+
+  private static double lateLimitSeconds(double ceiling) {
+    return LateTurns.limit(Duration.ofNanos(Math.round(1e9 / ceiling))).toNanos() / 1e9;
+  }
+
+  /**
+   * These bounds for members whose turns the late-turn rule checks at {@code fleetCeiling}'s
+   * interval rather than their own: a process pacing locally at a share of the fleet's ceiling
+   * gives up a turn woken half of the fleet's interval late, not half of its own.
+   */
+  public FleetBounds turnsCheckedAt(double fleetCeiling) {
+    return new FleetBounds(
+        ceiling, what, doorRealTime, doorInThisJvm, lateLimitSeconds(fleetCeiling));
   }
 
   /** The bounds at {@code ceiling} per second for a run stamped by {@code door}. */
@@ -120,15 +153,15 @@ public final class FleetBounds {
   }
 
   /**
-   * The highest aggregate rate {@code events} arrivals may show at {@link #STAMP_ERROR_SECONDS}:
-   * see the class comment.
+   * The highest aggregate rate {@code events} arrivals may show at {@link #STAMP_ERROR_SECONDS} and
+   * the late-turn rule's limit: see the class comment.
    */
   public double mostAggregate(int events) {
     return mostAggregate(events, STAMP_ERROR_SECONDS);
   }
 
   private double mostAggregate(int events, double stampErrorSeconds) {
-    double shortest = (events - 1) / ceiling - stampErrorSeconds;
+    double shortest = (events - 1) / ceiling - lateLimitSeconds - stampErrorSeconds;
     return shortest <= 0 ? Double.POSITIVE_INFINITY : (events - 1) / shortest;
   }
 
@@ -398,8 +431,8 @@ public final class FleetBounds {
         Locale.ROOT,
         "%d arrivals over %.3f s, busiest 1-s window %d (at most %d),"
             + " per second %s; steady part %d arrivals at %.3f/s (at most %.3f, delivered at least"
-            + " %.3f at the ceiling); spread about the grid %.1f ms (stamp error %.1f ms); door at"
-            + " real-time policy %s",
+            + " %.3f at the ceiling); spread about the grid %.1f ms (late-turn limit %.1f ms,"
+            + " stamp error %.1f ms); door at real-time policy %s",
         run.size(),
         run.spanSeconds(),
         run.peakOneSecondWindow(),
@@ -410,6 +443,7 @@ public final class FleetBounds {
         mostAggregate(steady.size(), stampErrorSeconds(run)),
         MIN_DELIVERED * ceiling,
         steady.gridSpreadSeconds(ceiling) * 1000,
+        lateLimitSeconds * 1000,
         stampErrorSeconds(run) * 1000,
         doorRealTime);
   }

@@ -145,11 +145,29 @@ class FleetBoundsTest {
   }
 
   @Test
-  void theAggregateBoundIsTheGridLessTheStampError() {
+  void theAggregateBoundIsTheGridLessTheLatenessOfACorrectTurn() {
     FleetBounds bounds = FleetBounds.at(2, "figures");
-    // 20 arrivals at 2/s span 9.5 s; stamped up to 30 ms late they span at least 9.47 s.
-    assertThat(bounds.mostAggregate(20)).isCloseTo(19 / 9.47, offset(1e-9));
+    // 20 arrivals at 2/s span 9.5 s; the first taken up to 250 ms late (half an interval) and
+    // stamped up to 30 ms late, they span at least 9.22 s.
+    assertThat(bounds.mostAggregate(20)).isCloseTo(19 / 9.22, offset(1e-9));
     assertThat(bounds.mostInAWindow()).isEqualTo(3);
+    // A quarter of a 10/s fleet's ceiling paced locally gives up its turns beyond 50 ms late.
+    FleetBounds share = FleetBounds.at(2.5, "figures").turnsCheckedAt(10);
+    assertThat(share.mostAggregate(25)).isCloseTo(24 / 9.52, offset(1e-9));
+  }
+
+  @Test
+  void aFirstTurnTakenLateWithinTheRuleHoldsTheAggregateAndOneTurnTooManyBreaksIt() {
+    FleetBounds share = FleetBounds.at(2.5, "a share of 10/s paced locally").turnsCheckedAt(10);
+    List<Long> lateFirst = new ArrayList<>();
+    for (int k = 0; k < 25; k++) {
+      lateFirst.add(5 * SECOND + k * 400_000_000L + (k == 0 ? 79_000_000L : 0));
+    }
+    share.assertHeld(new Timeline(lateFirst));
+    // One turn too many: 25 arrivals in the time of 24.
+    Timeline oneTooMany = grid(2.5 * 24 / 23, 25, k -> true);
+    share.assertAggregateBroke(oneTooMany);
+    assertThatThrownBy(() -> share.assertHeld(oneTooMany)).hasMessageContaining("aggregate rate");
   }
 
   /**
