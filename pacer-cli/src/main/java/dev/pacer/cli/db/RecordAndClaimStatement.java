@@ -47,13 +47,23 @@ final class RecordAndClaimStatement {
           + "     AND w.last_seen < pg_postmaster_start_time()"
           + "     AND w.last_seen > pg_postmaster_start_time() - ? * interval '1 millisecond')"
           + "   END AS ok),"
-          + " picked AS (SELECT job, url_key, seq FROM pacer_item   WHERE job = ? AND"
-          + " url_key <> ALL (?::text[])     AND url_key NOT IN (SELECT url_key FROM"
-          + " mine)     AND ((state = 'pending' AND not_before <= now()"
-          + "       AND (SELECT ok FROM settled))       OR"
-          + " (?::boolean AND state = 'leased' AND lease_until < now()))   ORDER BY seq LIMIT"
-          + " cardinality(?::text[]) - (SELECT count(*) FROM mine)   FOR UPDATE SKIP"
-          + " LOCKED), numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
+          // Pending items by their own index, lapsed leases by theirs, each in the job's order:
+          // never a walk over the items leased and held, which a worker's buffer makes many.
+          + " pending AS (SELECT job, url_key, seq FROM pacer_item"
+          + "   WHERE job = ? AND state = 'pending' AND not_before <= now()"
+          + "     AND (SELECT ok FROM settled) AND url_key <> ALL (?::text[])"
+          + "     AND url_key NOT IN (SELECT url_key FROM mine)"
+          + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
+          + "   FOR UPDATE SKIP LOCKED),"
+          + " lapsed AS (SELECT job, url_key, seq FROM pacer_item"
+          + "   WHERE ?::boolean AND job = ? AND state = 'leased' AND lease_until < now()"
+          + "     AND url_key <> ALL (?::text[]) AND url_key NOT IN (SELECT url_key FROM mine)"
+          + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
+          + "   FOR UPDATE SKIP LOCKED),"
+          + " picked AS (SELECT job, url_key, seq FROM (SELECT * FROM pending UNION ALL"
+          + "   SELECT * FROM lapsed) AS c"
+          + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)),"
+          + " numbered AS (SELECT job, url_key, row_number() OVER (ORDER BY"
           + " seq) AS n   FROM picked), unheld AS (SELECT t, row_number() OVER (ORDER"
           + " BY o) AS n   FROM unnest(?::text[]) WITH ORDINALITY AS u(t, o)   WHERE t"
           + " NOT IN (SELECT lease_token FROM mine)), claimed AS (UPDATE pacer_item i"
@@ -144,11 +154,15 @@ final class RecordAndClaimStatement {
     s.setLong(17, leaseMillis);
     s.setString(18, job);
     s.setArray(19, c.createArrayOf("text", keys));
-    s.setBoolean(20, settled);
-    s.setArray(21, tokens);
-    s.setArray(22, tokens);
-    s.setString(23, workerId);
-    s.setLong(24, leaseMillis);
+    s.setArray(20, tokens);
+    s.setBoolean(21, settled);
+    s.setString(22, job);
+    s.setArray(23, c.createArrayOf("text", keys));
+    s.setArray(24, tokens);
+    s.setArray(25, tokens);
+    s.setArray(26, tokens);
+    s.setString(27, workerId);
+    s.setLong(28, leaseMillis);
   }
 
   /**

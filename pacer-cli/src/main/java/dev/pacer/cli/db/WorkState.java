@@ -162,12 +162,21 @@ public final class WorkState implements AutoCloseable {
     // The items a run verifies at its start: done, but no durable point seen (an unclean stop).
     "CREATE INDEX IF NOT EXISTS pacer_item_not_durable ON pacer_item (job, finished_at)"
         + " WHERE state = 'done' AND NOT durable",
+    // A claim finds the job's next pending items, the leases run out and the items its own tokens
+    // leased without walking over the items leased and held, which a worker's buffer makes many
+    // (RecordAndClaimStatement).
+    "CREATE INDEX IF NOT EXISTS pacer_item_pending ON pacer_item (job, seq)"
+        + " WHERE state = 'pending'",
+    "CREATE INDEX IF NOT EXISTS pacer_item_lease_until ON pacer_item (job, lease_until)"
+        + " WHERE state = 'leased'",
+    "CREATE INDEX IF NOT EXISTS pacer_item_lease_token ON pacer_item (job, lease_token)"
+        + " WHERE state = 'leased'",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_item_not_durable";
+  static final String LAST_OBJECT = "pacer_item_lease_token";
 
   private final StoreConnection connection;
   private final ItemStore items;

@@ -20,7 +20,8 @@ record BodyDigest(long size, String sha256) {
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java platform has SHA-256", e);
     }
-    byte[] buffer = new byte[64 * 1024];
+    // Small: one is made per body, and most bodies are a few kilobytes.
+    byte[] buffer = new byte[8 * 1024];
     long size = 0;
     for (int n; (n = in.read(buffer)) > 0; ) {
       digest.update(buffer, 0, n);

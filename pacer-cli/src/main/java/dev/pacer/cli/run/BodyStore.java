@@ -102,7 +102,8 @@ public final class BodyStore implements Bodies {
         directory.force(true);
       }
     }
-    return new Stored(target.toString(), Files.size(target), sha256(target));
+    BodyDigest digest = digest(target);
+    return new Stored(target.toString(), digest.size(), digest.sha256());
   }
 
   @Override
@@ -135,8 +136,13 @@ public final class BodyStore implements Bodies {
    * it comes from the page cache: no device read.
    */
   public static String sha256(Path file) throws IOException {
+    return digest(file).sha256();
+  }
+
+  /** The size and SHA-256 of a file's content, read once. */
+  static BodyDigest digest(Path file) throws IOException {
     try (InputStream in = Files.newInputStream(file)) {
-      return BodyDigest.of(in).sha256();
+      return BodyDigest.of(in);
     }
   }
 }

@@ -62,6 +62,9 @@ final class WarcBodies implements Bodies {
   private FileChannel channel;
   private WarcWriter writer;
 
+  /** Whether {@link #newPart} has made the directory of the part files. */
+  private volatile boolean directoryMade;
+
   /** A segment begun since the last point: its directory entry is forced at the next one. */
   private boolean segmentBegun;
 
@@ -78,9 +81,16 @@ final class WarcBodies implements Bodies {
     return fsyncEach;
   }
 
+  /**
+   * The part files' directory is made once per run: {@link Files#createDirectories} costs an
+   * exception when the directory is there already.
+   */
   @Override
   public Path newPart(ItemStore.Item item) throws IOException {
-    Files.createDirectories(directory);
+    if (!directoryMade) {
+      Files.createDirectories(directory);
+      directoryMade = true;
+    }
     return directory.resolve("." + name + "-" + item.token() + ".part");
   }
 
@@ -94,9 +104,8 @@ final class WarcBodies implements Bodies {
   @Override
   public Stored commit(ItemStore.Item item, Path part, FetchResponse response) throws IOException {
     try {
-      long bytes = Files.size(part);
-      String sha256 = BodyStore.sha256(part);
-      return append(response, part, bytes, sha256);
+      BodyDigest digest = BodyStore.digest(part);
+      return append(response, part, digest.size(), digest.sha256());
     } finally {
       discard(part);
     }
