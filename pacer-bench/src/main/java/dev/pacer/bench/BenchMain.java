@@ -52,6 +52,10 @@ public final class BenchMain {
       LeaseBench.run(options, System.out);
       return;
     }
+    if (options.only() == BenchOptions.Section.HOT_KEY) {
+      new BenchMain(options, System.out).runHotKey();
+      return;
+    }
     if (options.only() == BenchOptions.Section.LATENCY) {
       new BenchMain(options, System.out).runLatency();
       return;
@@ -102,7 +106,11 @@ public final class BenchMain {
       db.createTables();
       measureLatency(target, r);
       measureThroughput(db, target, pgbenchPath, r);
-      r.leases = LeaseBench.measure(target, options.settings().accuracyMillis());
+      r.leases =
+          LeaseBench.measure(
+              target,
+              options.settings().accuracyMillis(),
+              db.isEmbedded() ? ServerCpu.serverMeter(target) : null);
       LeaseBench.log(r.leases, log);
       measureFetching(target, r);
       r.machine =
@@ -146,6 +154,7 @@ public final class BenchMain {
       for (Contender contender : Contender.values()) {
         throughput(pool, new Results.Series(contender, false, 1), s.maxProcesses());
       }
+      LeaseBench.hotKeyPerSecond(pool, s.maxProcesses(), s.warmupMillis());
       log.println("workers warmed up: " + s.maxProcesses() + " JVMs, every contender");
       List<Integer> counts = new ArrayList<>(s.processCounts());
       for (int c : s.pgbenchClients()) {
@@ -175,6 +184,16 @@ public final class BenchMain {
       log.printf(Locale.ROOT, "[%d, round %d] pgbench, same statement: %,.0f/s%n", n, round, tps);
     }
     if (s.processCounts().contains(n)) {
+      double leased = LeaseBench.hotKeyPerSecond(pool, n, s.measureMillis());
+      r.recordHotKeyLeased(n, leased);
+      log.printf(
+          Locale.ROOT,
+          "[%d, round %d] Pacer, hot key, %d threads a process, combining and leases: %,.0f"
+              + " permits/s%n",
+          n,
+          round,
+          LeaseBench.THREADS,
+          leased);
       List<Results.Series> order = seriesAt(n, r);
       // Each round starts at a different contender, so that none is always first.
       Collections.rotate(order, -(round - 1) * order.size() / s.repeats());
@@ -332,6 +351,56 @@ public final class BenchMain {
     Files.writeString(
         options.out().resolve("bench-latency.json"), Json.write(json), StandardCharsets.UTF_8);
     return latency;
+  }
+
+  /**
+   * {@code --only hotkey}: pgbench of the one-turn statement, the hot key one turn a statement, and
+   * the hot key with combining and leases, at the judged process count, each round in turn; the
+   * ratios of the medians printed.
+   */
+  void runHotKey() throws Exception {
+    BenchSettings s = options.settings();
+    Path pgbenchPath = Pgbench.locate(options.pgbench());
+    double[] load = Machine.loadAverage();
+    log.printf(Locale.ROOT, "load average at start: %.2f %.2f %.2f%n", load[0], load[1], load[2]);
+    Results r = new Results(s, Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+    int n = r.comparisonProcesses();
+    Path work = Files.createTempDirectory("pacer-bench");
+    try (Database db =
+            options.dbUrl() == null ? Database.embedded() : Database.external(options.dbUrl());
+        WorkerPool pool = new WorkerPool(n, db.target())) {
+      db.createTables();
+      Pgbench.makeRow(db.target());
+      Pgbench pgbench = Pgbench.prepare(pgbenchPath, work, db.libpqSettings());
+      Results.Series oneTurn = new Results.Series(Contender.PACER, false, 1);
+      throughput(pool, oneTurn, n);
+      LeaseBench.hotKeyPerSecond(pool, n, s.warmupMillis());
+      for (int round = 1; round <= s.repeats(); round++) {
+        r.recordPgbench(n, pgbench.run(n, s.pgbenchSeconds()));
+        r.recordThroughput(oneTurn, n, throughput(pool, oneTurn, n).perSecond());
+        r.recordHotKeyLeased(n, LeaseBench.hotKeyPerSecond(pool, n, s.measureMillis()));
+      }
+    } finally {
+      Files.deleteIfExists(work.resolve("pacer-reserve.pgbench.sql"));
+      Files.deleteIfExists(work);
+    }
+    log.printf(
+        Locale.ROOT,
+        "%d processes, median of %d round(s): pgbench %,.0f/s (rounds %s); hot key one turn a"
+            + " statement %,.0f/s (%.3f x pgbench; rounds %s); with combining and leases %,.0f"
+            + " permits/s (%.3f x pgbench; rounds %s)%n",
+        n,
+        s.repeats(),
+        r.pgbench.get(n),
+        r.pgbenchRounds.get(n),
+        r.hotKey().get(n),
+        r.ratioAt(r.hotKey(), r.pgbench, n),
+        r.throughputRounds.get(new Results.Series(Contender.PACER, false, 1)).get(n),
+        r.hotKeyLeased.get(n),
+        r.ratioAt(r.hotKeyLeased, r.pgbench, n),
+        r.hotKeyLeasedRounds.get(n));
+    load = Machine.loadAverage();
+    log.printf(Locale.ROOT, "load average at end: %.2f %.2f %.2f%n", load[0], load[1], load[2]);
   }
 
   private void logLatency(Latency.Result latency) {

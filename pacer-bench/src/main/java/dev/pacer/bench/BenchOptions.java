@@ -13,7 +13,7 @@ record BenchOptions(
           "\n",
           "usage: ./bench [--db JDBC_URL] [--out DIR] [--tiny] [--pgbench PATH]",
           "               [--processes 1,2,4,8] [--measure-ms N]",
-          "               [--only latency|server-cpu|model|leases]",
+          "               [--only latency|server-cpu|model|leases|hotkey]",
           "",
           "  --db JDBC_URL    measure this server (user and password in the URL); default: an",
           "                   embedded PostgreSQL started for the run. On that server the run",
@@ -36,7 +36,11 @@ record BenchOptions(
           "                   second or two, no server started, nothing written",
           "  --only leases    only one key at 100,000/s from 4 processes x 16 threads,",
           "                   with leases of turns and without (a minute or so): prints",
-          "                   the figures and writes nothing");
+          "                   the figures and writes nothing",
+          "  --only hotkey    only P2 at the judged process count (4, or --processes N):",
+          "                   pgbench of the one-turn statement, Pacer's hot key one turn a",
+          "                   statement, and with combining and leases, in turn, each round",
+          "                   of the run's repeats: prints the figures and writes nothing");
 
   /** A part of the run that {@code --only} runs by itself. */
   enum Section {
@@ -47,7 +51,9 @@ record BenchOptions(
     /** {@link dev.pacer.bench.model.ScalingModel}: the simulation's tables. */
     MODEL,
     /** {@link LeaseBench}: one key at a ceiling beyond one row, with leases and without. */
-    LEASES
+    LEASES,
+    /** P2: the hot key one turn a statement and with leases, beside pgbench. */
+    HOT_KEY
   }
 
   static BenchOptions parse(String[] args) {
@@ -90,9 +96,10 @@ record BenchOptions(
       case "server-cpu" -> Section.SERVER_CPU;
       case "model" -> Section.MODEL;
       case "leases" -> Section.LEASES;
+      case "hotkey" -> Section.HOT_KEY;
       default ->
           throw new IllegalArgumentException(
-              "--only: latency, server-cpu, model or leases, got " + value);
+              "--only: latency, server-cpu, model, leases or hotkey, got " + value);
     };
   }
 

@@ -51,7 +51,8 @@ final class Charts {
     }
     Map<String, double[]> series = new LinkedHashMap<>();
     series.put("pgbench, same statement (clients)", values(r.pgbench, r.settings.processCounts()));
-    series.put("Pacer, hot key", values(r.hotKey(), r.settings.processCounts()));
+    series.put(
+        "Pacer, hot key, one turn a statement", values(r.hotKey(), r.settings.processCounts()));
     series.put(
         "Pacer, " + r.settings.spreadKeys() + " keys",
         values(

@@ -51,6 +51,7 @@ final class Report {
     commitMode(md, r);
     latency(md, r.latency);
     accuracy(md, r);
+    leases(md, r.leases);
     overhead(md, r.overhead, r.latency);
     fetch(md, r.fetch);
     enqueue(md, r.enqueue);
@@ -104,18 +105,27 @@ final class Report {
   private static void throughput(StringBuilder md, Results r) {
     md.append("### Throughput, reservations per second\n\n");
     md.append(
-            "Every process is a separate JVM with one thread and one connection; pgbench runs the"
-                + " same statement with as many clients. All columns use `synchronous_commit = off`"
-                + " for their sessions, as Pacer's does. Each figure is the median of ")
+            "Every process is a separate JVM with one thread and one connection, one turn a"
+                + " statement; pgbench runs the same statement with as many clients. All columns"
+                + " use `synchronous_commit = off` for their sessions, as Pacer's does. The hot key"
+                + " with leases is permits a second, not statements: each process ")
+        .append(LeaseBench.THREADS)
+        .append(" threads whose asks are combined into one statement, leases of up to ")
+        .append(LeaseBench.MAX_LEASED)
+        .append(" turns, a ceiling of ")
+        .append(num(LeaseBench.HOT_KEY_CEILING))
+        .append("/s that does not bind. Each figure is the median of ")
         .append(r.settings.repeats())
         .append(
             " round(s) (every round in `bench-results.json`," + " `throughput_rounds_per_s`).\n\n");
-    md.append("| processes | pgbench, same statement | Pacer, hot key | Pacer, ")
+    md.append(
+            "| processes | pgbench, same statement | Pacer, hot key, one turn a statement"
+                + " | Pacer, hot key, combining and leases, permits | Pacer, ")
         .append(r.settings.spreadKeys())
         .append(
             " keys | Bucket4j select-for-update"
                 + " | Bucket4j advisory-lock | naive advisory-lock transaction |\n");
-    md.append("|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int p : r.settings.processCounts()) {
       md.append("| ")
           .append(p)
@@ -123,6 +133,8 @@ final class Report {
           .append(num(r.pgbench.get(p)))
           .append(" | ")
           .append(num(r.hotKey().get(p)))
+          .append(" | ")
+          .append(num(r.hotKeyLeased.get(p)))
           .append(" | ")
           .append(num(r.series(Contender.PACER, false, r.settings.spreadKeys()).get(p)))
           .append(" | ")
@@ -168,13 +180,16 @@ final class Report {
   private static void ratiosAtTheSameCommitMode(StringBuilder md, Results r) {
     md.append("\nRatios at the same commit mode (`synchronous_commit = off` for all):\n\n");
     md.append(
-        "| processes | Pacer ÷ pgbench | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory"
-            + " | Pacer ÷ naive |\n|---:|---:|---:|---:|---:|\n");
+        "| processes | Pacer, one turn a statement, ÷ pgbench"
+            + " | Pacer, combining and leases, ÷ pgbench | Pacer ÷ B4J SFU | Pacer ÷ B4J advisory"
+            + " | Pacer ÷ naive |\n|---:|---:|---:|---:|---:|---:|\n");
     for (int p : r.settings.processCounts()) {
       md.append("| ")
           .append(p)
           .append(" | ")
           .append(fmt(r.ratioAt(r.hotKey(), r.pgbench, p), 2))
+          .append(" | ")
+          .append(fmt(r.ratioAt(r.hotKeyLeased, r.pgbench, p), 2))
           .append(" | ")
           .append(
               fmt(
@@ -312,6 +327,45 @@ final class Report {
             a.latenessPercentileMillis(0.99),
             a.latenessPercentileMillis(1.0)));
     md.append("\n![accuracy](").append(Charts.ACCURACY).append(")\n\n");
+  }
+
+  private static void leases(StringBuilder md, LeaseBench.Result l) {
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "### Leases of turns: one key at %,.0f/s, %d processes × %d threads%n%n",
+            LeaseBench.CEILING,
+            LeaseBench.PROCESSES,
+            LeaseBench.THREADS));
+    md.append(
+        "| | permits | delivered ÷ ceiling | busiest 10-ms window | statements a permit"
+            + " | PostgreSQL CPU a permit | leased turns unused | turns given up late |\n"
+            + "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (LeaseBench.Point p : List.of(l.leased(), l.unleased())) {
+      md.append("| ")
+          .append(p.label())
+          .append(" | ")
+          .append(p.accuracy().count())
+          .append(" | ")
+          .append(fmt(p.accuracy().deliveredRatio(), 3))
+          .append(" | ")
+          .append(p.busiestWindow())
+          .append(" | ")
+          .append(fmt(p.statementsPerPermit(), 4))
+          .append(" | ")
+          .append(fmt(p.serverMicrosPerPermit(), 2))
+          .append(" µs | ")
+          .append(p.unused())
+          .append(" | ")
+          .append(p.late())
+          .append(" |\n");
+    }
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%nA 10-ms window's share + 1 is %.0f. PostgreSQL CPU is the server's, every process"
+                + " of it, over the measured window.%n%n",
+            LeaseBench.Result.windowBound()));
   }
 
   private static void overhead(StringBuilder md, Overhead.Result o, Latency.Result l) {

@@ -70,6 +70,10 @@ final class ResultsJson {
 
   private static void putThroughput(Results r, Map<String, Object> m) {
     m.put("hotkey_per_s", keyed(r.hotKey()));
+    m.put("hotkey_leased_per_s", keyed(r.hotKeyLeased));
+    m.put("hotkey_leased_threads", LeaseBench.THREADS);
+    m.put("hotkey_leased_max_leased_turns", LeaseBench.MAX_LEASED);
+    m.put("hotkey_leased_ceiling_per_s", LeaseBench.HOT_KEY_CEILING);
     m.put("spread_keys", r.settings.spreadKeys());
     m.put("spread_per_s", keyed(r.series(Contender.PACER, false, r.settings.spreadKeys())));
     m.put("pgbench_same_statement_per_s", keyed(r.pgbench));
@@ -132,6 +136,9 @@ final class ResultsJson {
       m.put(key + "_busiest_10ms_window", p.busiestWindow());
       m.put(key + "_statements", p.statements());
       m.put(key + "_statements_per_permit", p.statementsPerPermit());
+      m.put(key + "_server_cpu_us_per_permit", p.serverMicrosPerPermit());
+      m.put(key + "_unused_turns", p.unused());
+      m.put(key + "_late_turns", p.late());
     }
   }
 
@@ -241,6 +248,7 @@ final class ResultsJson {
     m.put("machine", r.machine.toJson());
     Map<String, Object> rounds = new LinkedHashMap<>();
     rounds.put("pgbench", roundsJson(r.pgbenchRounds));
+    rounds.put("pacer_leased/1_key", roundsJson(r.hotKeyLeasedRounds));
     r.throughputRounds.forEach((series, byCount) -> rounds.put(series.id(), roundsJson(byCount)));
     m.put("throughput_rounds_per_s", rounds);
     Map<String, Object> cpu = new LinkedHashMap<>();

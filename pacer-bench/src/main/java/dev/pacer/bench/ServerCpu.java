@@ -7,6 +7,7 @@ import dev.pacer.postgres.PostgresCursor;
 import dev.pacer.postgres.PostgresCursorConfig;
 import dev.pacer.postgres.TableLayout;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,12 +17,15 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 import org.postgresql.PGStatement;
 
@@ -73,6 +77,40 @@ final class ServerCpu {
     }
   }
 
+  /**
+   * A meter of the server's CPU time (ns, the postmaster and every child) for a server on this
+   * machine, or null where it cannot be read (not Linux, or the server elsewhere). Each reading
+   * adds what every process of the server spent since the last reading that saw it: the difference
+   * of two readings counts the processes alive at the second in full, a process started between
+   * them from its start, and leaves out only what a process that exited between them spent after
+   * the first (a backend's time leaves with it).
+   */
+  static LongSupplier serverMeter(Database.Target db) {
+    ServerCpu cpu;
+    try {
+      cpu = new ServerCpu(db);
+      cpu.serverNanos();
+    } catch (SQLException | IOException | RuntimeException unreadable) {
+      return null;
+    }
+    Map<Long, Long> seen = new HashMap<>();
+    long[] total = {0};
+    return () -> {
+      try {
+        synchronized (seen) {
+          cpu.eachServerProcess(
+              (pid, nanos) -> {
+                Long before = seen.put(pid, nanos);
+                total[0] += nanos - (before == null ? 0 : before);
+              });
+          return total[0];
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    };
+  }
+
   private static long parent(long pid) throws IOException {
     String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
     String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
@@ -89,7 +127,14 @@ final class ServerCpu {
   }
 
   private long serverNanos() throws IOException {
-    long sum = onCpuNanos(postmaster);
+    long[] sum = {0};
+    eachServerProcess((pid, nanos) -> sum[0] += nanos);
+    return sum[0];
+  }
+
+  /** The postmaster's and each child's time on a CPU so far, ns. */
+  private void eachServerProcess(BiConsumer<Long, Long> onCpu) throws IOException {
+    onCpu.accept(postmaster, onCpuNanos(postmaster));
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
       for (Path p : (Iterable<Path>) procs::iterator) {
         String name = p.getFileName().toString();
@@ -97,7 +142,7 @@ final class ServerCpu {
           long pid = Long.parseLong(name);
           try {
             if (parent(pid) == postmaster) {
-              sum += onCpuNanos(pid);
+              onCpu.accept(pid, onCpuNanos(pid));
             }
           } catch (IOException | RuntimeException gone) {
             // a process that ended between the listing and the read
@@ -105,7 +150,6 @@ final class ServerCpu {
         }
       }
     }
-    return sum;
   }
 
   private Sample sample(List<Long> backends) throws IOException {

@@ -27,8 +27,10 @@ import java.util.List;
  * accuracy   pacer|local SYNC DESTINATION THREADS RATE [LEASED HORIZON_MICROS] → ready
  * go START_EPOCH_MS END_EPOCH_MS                  → done COUNT CPU_NANOS (throughput)
  *                                                 → done COUNT EPOCH_MICROS,… STATEMENTS
- *                                                   (accuracy: the cursor's reservation
- *                                                   statements over the window, 0 if local)
+ *                                                   UNUSED LATE (accuracy: the cursor's
+ *                                                   reservation statements over the window, 0
+ *                                                   if local; leased turns given up unused;
+ *                                                   turns given up as woken too late)
  * exit
  * </pre>
  *
@@ -174,7 +176,9 @@ public final class Worker {
           first = false;
         }
       }
-      out.println(reply.append(' ').append(statements));
+      reply.append(' ').append(statements);
+      reply.append(' ').append(limiter.leasedTurnsUnused());
+      out.println(reply.append(' ').append(limiter.lateTurnsSkipped()));
     } finally {
       if (cursor != null) {
         cursor.close();

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * Real worker JVMs ({@code java -cp <this classpath> dev.pacer.bench.Worker}), started once per run
@@ -52,6 +53,14 @@ final class WorkerPool implements AutoCloseable {
    * replies, without the word "done".
    */
   List<String> run(int n, List<String> prepare, long millis) {
+    return run(n, prepare, millis, () -> 0).replies();
+  }
+
+  /** {@link #run}'s replies, and a meter read when the counted window starts and ends. */
+  record Metered(List<String> replies, long atStart, long atEnd) {}
+
+  /** {@link #run}, reading {@code meter} when the counted window starts and when it ends. */
+  Metered run(int n, List<String> prepare, long millis, LongSupplier meter) {
     List<Handle> chosen = workers.subList(0, n);
     for (int i = 0; i < n; i++) {
       chosen.get(i).send(prepare.get(i));
@@ -64,11 +73,28 @@ final class WorkerPool implements AutoCloseable {
     for (Handle w : chosen) {
       w.send("go " + start + " " + end);
     }
+    sleepUntil(start);
+    long atStart = meter.getAsLong();
+    // Read at the window's end, while every worker's connections are still open: a server
+    // process's CPU time leaves with it, and a worker closes its own once it has replied.
+    sleepUntil(end);
+    long atEnd = meter.getAsLong();
     List<String> replies = new ArrayList<>();
     for (Handle w : chosen) {
       replies.add(w.expect("done").substring("done".length()).trim());
     }
-    return replies;
+    return new Metered(replies, atStart, atEnd);
+  }
+
+  private static void sleepUntil(long epochMillis) {
+    try {
+      long left = epochMillis - System.currentTimeMillis();
+      if (left > 0) {
+        Thread.sleep(left);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   @Override

@@ -45,12 +45,15 @@ class BenchSmokeTest {
     for (String lease : List.of("leases", "leases_off")) {
       REQUIRED_NUMBERS.put(lease + "_delivered_ratio", new double[] {1e-4, 1.1});
       REQUIRED_NUMBERS.put(lease + "_statements_per_permit", new double[] {1e-5, 2});
+      // The embedded server's CPU time over the window, read from Linux's scheduler figures.
+      REQUIRED_NUMBERS.put(lease + "_server_cpu_us_per_permit", new double[] {1e-3, 1e5});
     }
     // Pacer's statement is a write on the same table: never much cheaper than the bare upsert.
     REQUIRED_NUMBERS.put("reserve_to_bare_upsert_ratio", new double[] {0.5, 100});
     for (String perSecond :
         List.of(
             "hotkey_per_s",
+            "hotkey_leased_per_s",
             "pgbench_same_statement_per_s",
             "bucket4j_select_for_update_per_s",
             "bucket4j_advisory_lock_per_s",
@@ -122,6 +125,7 @@ class BenchSmokeTest {
 
     for (int n : r.settings.processCounts()) {
       assertThat(r.hotKey().get(n)).as("Pacer hot key at %d", n).isPositive();
+      assertThat(r.hotKeyLeased.get(n)).as("Pacer hot key with leases at %d", n).isPositive();
       assertThat(r.pgbench.get(n)).as("pgbench at %d", n).isPositive();
       for (Contender peer :
           new Contender[] {

@@ -72,6 +72,7 @@ class ReportTest {
           new Results.Series(Contender.PACER, false, settings.spreadKeys()),
           p,
           5_610 * Math.pow(p, 0.65));
+      r.recordHotKeyLeased(p, 41_230 * Math.pow(p, 0.45));
     }
     // Two rounds at one point: the report shows their median.
     r.recordThroughput(new Results.Series(Contender.PACER, false, 1), 2, 9_102.5);
@@ -97,9 +98,17 @@ class ReportTest {
             new LeaseBench.Point(
                 "leases of up to 64 turns",
                 Accuracy.of(4, 16, 100_000, grid(40_001, 25, 20)),
-                3_121),
+                3_121,
+                412,
+                37,
+                1_234_567_000L),
             new LeaseBench.Point(
-                "without leases", Accuracy.of(4, 16, 100_000, grid(20_001, 50, 30)), 9_877));
+                "without leases",
+                Accuracy.of(4, 16, 100_000, grid(20_001, 50, 30)),
+                9_877,
+                0,
+                211,
+                2_345_678_000L));
     r.fetch =
         new FetchThroughput.Result(
             5_000,
