@@ -135,7 +135,8 @@ final class RecordAndClaimStatement {
       durable[i] = done.durable();
     }
     java.sql.Array tokens = c.createArrayOf("text", claimTokens.toArray());
-    s.setArray(1, c.createArrayOf("text", keys));
+    java.sql.Array recorded = c.createArrayOf("text", keys);
+    s.setArray(1, recorded);
     s.setArray(2, c.createArrayOf("text", doneTokens));
     s.setArray(3, c.createArrayOf("int4", statuses));
     s.setArray(4, c.createArrayOf("text", paths));
@@ -144,7 +145,7 @@ final class RecordAndClaimStatement {
     s.setArray(7, c.createArrayOf("bool", durable));
     s.setString(8, job);
     s.setString(9, job);
-    s.setArray(10, c.createArrayOf("text", keys));
+    s.setArray(10, recorded);
     s.setArray(11, c.createArrayOf("text", doneTokens));
     s.setLong(12, leaseMillis);
     s.setString(13, job);
@@ -153,11 +154,11 @@ final class RecordAndClaimStatement {
     s.setString(16, job);
     s.setLong(17, leaseMillis);
     s.setString(18, job);
-    s.setArray(19, c.createArrayOf("text", keys));
+    s.setArray(19, recorded);
     s.setArray(20, tokens);
     s.setBoolean(21, settled);
     s.setString(22, job);
-    s.setArray(23, c.createArrayOf("text", keys));
+    s.setArray(23, recorded);
     s.setArray(24, tokens);
     s.setArray(25, tokens);
     s.setArray(26, tokens);
