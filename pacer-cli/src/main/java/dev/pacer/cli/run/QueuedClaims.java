@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -152,11 +153,69 @@ final class QueuedClaims {
     if (dones.isEmpty() && claims.tokens.isEmpty()) {
       return true;
     }
+    boolean made = make(dones, claims.tokens);
+    if (made) {
+      claims.tokens = List.of();
+    }
+    return made;
+  }
+
+  /**
+   * Per host, whose claims are the frontier's ({@link PerHostFrontier}): records the outcomes
+   * waiting, in one statement that claims nothing. False if PostgreSQL did not answer; they then
+   * wait for the next.
+   */
+  boolean recordWaiting() {
+    List<ItemStore.Done> dones = new ArrayList<>();
+    for (ItemStore.Done d; (d = unrecorded.poll()) != null; ) {
+      dones.add(d);
+    }
+    return dones.isEmpty() || make(dones, List.of());
+  }
+
+  /**
+   * Whether PostgreSQL is away and its outage policy holds connections back: a statement would fail
+   * at once, without asking it.
+   */
+  boolean heldBack() {
+    return away.get() && context.retrying().heldBack();
+  }
+
+  /**
+   * Whether no return from an outage is recent: {@link #RETURN_GRACE_NANOS} since the first
+   * statement answered after it. Until then no claim takes an item whose lease ran out.
+   */
+  boolean settled() {
+    return !away.get() && time.nanoTime() - returnedNanos >= RETURN_GRACE_NANOS;
+  }
+
+  /** Per host: PostgreSQL answered a claim of the frontier's. */
+  void answered() {
+    if (away.compareAndSet(true, false)) {
+      returnedNanos = time.nanoTime();
+    }
+  }
+
+  /**
+   * Per host: PostgreSQL did not answer a claim of the frontier's, so the thread fetches the first
+   * buffered item that {@code may} allows instead, its outcome waiting to be recorded as here.
+   * False if the buffer has none to hand out.
+   */
+  boolean fetchAheadWhileAway(Predicate<ItemStore.Item> may) throws InterruptedException {
+    away.set(true);
+    Optional<ItemStore.Item> item = ahead.take(may);
+    return item.isPresent() && fetch(item.get());
+  }
+
+  /**
+   * One statement: records {@code dones} and claims an item for each of {@code tokens}. False if
+   * PostgreSQL did not answer; the outcomes then wait for the next statement.
+   */
+  private boolean make(List<ItemStore.Done> dones, List<String> tokens) {
     RunSettings settings = context.settings();
-    List<String> tokens = claims.tokens;
     long sent = time.nanoTime();
     boolean returning = away.get();
-    boolean settled = !returning && sent - returnedNanos >= RETURN_GRACE_NANOS;
+    boolean settled = settled();
     Retrying.Attempt<ItemStore.RecordedAndClaimedMany> attempt =
         context
             .retrying()
@@ -181,9 +240,10 @@ final class QueuedClaims {
     if (returning && away.compareAndSet(true, false)) {
       returnedNanos = sent;
     }
-    claims.tokens = List.of();
     recorded(dones, a.value().recorded());
-    ahead.claimed(a.value().claimed(), tokens.size(), sent);
+    if (!tokens.isEmpty()) {
+      ahead.claimed(a.value().claimed(), tokens.size(), sent);
+    }
     return true;
   }
 
