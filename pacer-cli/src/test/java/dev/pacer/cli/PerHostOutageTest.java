@@ -2,6 +2,9 @@ package dev.pacer.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.cli.db.Database;
+import dev.pacer.cli.db.WorkState;
+import dev.pacer.postgres.PacerTableSql;
 import dev.pacer.postgres.RestartablePostgres;
 import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Timeline;
@@ -74,6 +77,11 @@ class PerHostOutageTest {
   void start() throws Exception {
     postgres = new RestartablePostgres();
     hosts = new LoopbackHosts(2 * HOSTS);
+    // The run and its twin start together on a new database: its tables made once, beforehand.
+    try (WorkState state = new WorkState(new Database(postgres.jdbcUrl()))) {
+      state.ensureSchema();
+    }
+    postgres.execute(PacerTableSql.createTable("pacer_cursor"));
   }
 
   @AfterEach

@@ -30,7 +30,10 @@ import java.util.function.Predicate;
  *
  * <p><b>How it fills.</b> A claim asks for the item the thread fetches now and at most {@link
  * #MOST_AHEAD_PER_CLAIM} more, so that the buffer fills over the first items of a run rather than
- * with the first claim, and the workers starting together share the job's first items.
+ * with the first claim, and the workers starting together share the job's first items. Per host the
+ * claims are the frontier's, one item each, and the heartbeat fills the buffer instead ({@link
+ * #room}, {@link #filled}; {@code FrontierStore.leaseAhead} spreads it over the hosts); a claim
+ * that takes a buffered item at its host's turn takes it out ({@link #claimedAgain}).
  */
 final class LeasedAhead {
 

@@ -36,6 +36,15 @@ import org.slf4j.LoggerFactory;
  * RobotsReader}); a host's items are claimable only once its robots.txt is settled. With {@code
  * --fifo-claims} the items are claimed from the job's queue instead ({@link QueuedClaims}), each
  * fetched through its host's limiter.
+ *
+ * <p><b>While PostgreSQL is away.</b> The heartbeat keeps items leased ahead, spread over the hosts
+ * ({@link FrontierStore#leaseAhead}, {@link #fillAhead}); this worker's claims take them at their
+ * hosts' turns while PostgreSQL answers, so the buffer rolls over. When a claim fails the thread
+ * fetches a buffered item instead ({@link QueuedClaims#fetchAheadWhileAway}), through its host's
+ * limiter, which paces at the host's divided rate meanwhile; not one of a host this worker knows to
+ * be locked out, passed over or over its failure bar. The outcomes wait and are recorded before the
+ * next claim once PostgreSQL answers, and for a while after its return the claims take no item
+ * whose lease ran out ({@link QueuedClaims#settled}).
  */
 final class PerHostFrontier implements WorkSource {
 

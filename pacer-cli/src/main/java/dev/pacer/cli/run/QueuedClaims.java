@@ -24,18 +24,19 @@ import org.slf4j.LoggerFactory;
  * with {@code --fifo-claims}, each item then fetched through its host's fetcher.
  *
  * <p><b>While PostgreSQL is away.</b> The worker keeps items leased ahead of its threads ({@link
- * LeasedAhead}; none per host): when a statement fails, a thread puts the outcomes it carried back
- * and fetches the next buffered item instead of waiting, through the same limiter, which paces at
- * the divided rate while the cursor cannot be reached. The outcomes wait in memory, at most one per
- * item leased ahead or in flight, and the first statement after the return records them all. A
- * thread waits for PostgreSQL only when the buffer has nothing left to hand out. Between outage
- * boundaries no statement is tried: each would fail at once, and the threads have items to fetch.
- * For a while after the return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease
- * ran out, so that no worker takes another's buffered or fetched items before their owner has
- * extended their leases again: none is fetched twice because the outage outlasted a lease. Nor,
- * after a restart of the server, a pending item before every worker of the job has reported since,
- * having recorded again and taken back what a crash may have forgotten ({@link ItemStore}'s class
- * comment).
+ * LeasedAhead}): when a statement fails, a thread puts the outcomes it carried back and fetches the
+ * next buffered item instead of waiting, through the same limiter, which paces at the divided rate
+ * while the cursor cannot be reached. The outcomes wait in memory, at most one per item leased
+ * ahead or in flight, and the first statement after the return records them all. A thread waits for
+ * PostgreSQL only when the buffer has nothing left to hand out. Between outage boundaries no
+ * statement is tried: each would fail at once, and the threads have items to fetch. Per host the
+ * frontier claims ({@link PerHostFrontier}), and a thread whose claim fails fetches from the buffer
+ * through this ({@link #fetchAheadWhileAway}), its outcome waiting here the same way. For a while
+ * after the return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease ran out, so
+ * that no worker takes another's buffered or fetched items before their owner has extended their
+ * leases again: none is fetched twice because the outage outlasted a lease. Nor, after a restart of
+ * the server, a pending item before every worker of the job has reported since, having recorded
+ * again and taken back what a crash may have forgotten ({@link ItemStore}'s class comment).
  *
  * <p><b>The dispatch slot.</b> It cannot be renewed while PostgreSQL is away, and none can be taken
  * either, by this worker or any other that asks the same database: the processes fetching are those
