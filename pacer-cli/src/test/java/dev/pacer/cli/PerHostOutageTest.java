@@ -170,8 +170,19 @@ class PerHostOutageTest {
     List<Timeline> local = List.copyOf(byWorker(mine, localFrom(down), up).values());
     System.out.printf(
         "outage, host %s: %s; %d requests during the outage (%.2f/s, at least %.2f/s); %s paced"
-            + " locally by each worker; per second from it: %s%n",
-        host, run, during, during / outage, keptUp, local, perSecond(mine, down));
+            + " locally by each worker; per second from it: %s; the busiest window starts %.2f s"
+            + " from it, arrivals (s from it, worker): %s%n",
+        host,
+        run,
+        during,
+        during / outage,
+        keptUp,
+        local,
+        perSecond(mine, down),
+        (run.busiestWindowStart() - down) / 1e9,
+        mine.stream()
+            .map(a -> String.format("%.2f:%s", (a.nanos() - down) / 1e9, a.worker()))
+            .toList());
     FleetBounds.at(RATE, "outage, host " + host)
         .assertHeld(run, run.between(everyWorkerFetching + SECOND, down));
     assertThat(during / outage)

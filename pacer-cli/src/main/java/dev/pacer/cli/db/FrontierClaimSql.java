@@ -123,8 +123,9 @@ final class FrontierClaimSql {
 
   /**
    * Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this claimant
-   * awaited already counts as free to it), so that one thread of the fleet wakes for each turn, not
-   * every idle one for the first.
+   * awaited already counts as free to it) of a host with an item it could claim, so that one thread
+   * of the fleet wakes for each turn, not every idle one for the first, and not one that would find
+   * nothing to claim at it (the host's items all leased, in flight or ahead by another worker).
    */
   private static String awaits() {
     return "awaits AS (\n"
@@ -136,6 +137,9 @@ final class FrontierClaimSql {
         + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
         + "          AND (n.awaited_at IS DISTINCT FROM n.next_at"
         + " OR n.awaited_by = p.claimant)\n"
+        + "          AND EXISTS (SELECT 1 FROM pacer_item it WHERE "
+        + claimableItem("it", "n")
+        + ")\n"
         + "        ORDER BY n.next_at LIMIT 1\n"
         + "        FOR UPDATE OF n SKIP LOCKED) w\n"
         + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"

@@ -40,9 +40,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>While PostgreSQL is away.</b> The heartbeat keeps items leased ahead, spread over the hosts
  * ({@link FrontierStore#leaseAhead}, {@link #fillAhead}); this worker's claims take them at their
  * hosts' turns while PostgreSQL answers, so the buffer rolls over. When a claim fails the thread
- * fetches a buffered item instead ({@link QueuedClaims#fetchAheadWhileAway}), through its host's
- * limiter, which paces at the host's divided rate meanwhile; not one of a host this worker knows to
- * be locked out, passed over or over its failure bar. The outcomes wait and are recorded before the
+ * fetches a buffered item instead ({@link QueuedClaims#fetchAhead}), through its host's limiter,
+ * which paces at the host's divided rate meanwhile; not one of a host this worker knows to be
+ * locked out, passed over or over its failure bar. The outcomes wait and are recorded before the
  * next claim once PostgreSQL answers, and for a while after its return the claims take no item
  * whose lease ran out ({@link QueuedClaims#settled}).
  */
@@ -195,10 +195,13 @@ final class PerHostFrontier implements WorkSource {
     if (queue.heldBack() || !queue.recordWaiting()) {
       return whileAway();
     }
+    if (ahead.capacity() > 0 && context.database().outagePolicy().isHandingOver()) {
+      return duringHandOver();
+    }
     Retrying.Attempt<FrontierStore.Claim> claimed =
         context.retrying().once("claim an item", this::claim);
     if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim>)) {
-      if (fetchAhead()) {
+      if (fetchAhead(true)) {
         return true;
       }
       claimed = context.retrying().call("claim an item", this::claim, true);
@@ -250,26 +253,44 @@ final class PerHostFrontier implements WorkSource {
   }
 
   /**
+   * The fleet hands over after PostgreSQL's return ({@code OutagePolicy#isHandingOver}): a worker
+   * that returned a boundary later may still be fetching its buffer at the divided rate, which the
+   * hosts' cursors do not see. A limiter paces locally as well meanwhile, but a claim's turn, taken
+   * on the host's cursor alone, would not: so the thread fetches its buffer, through the hosts'
+   * limiters, and claims nothing until the hand-over ends (a few seconds at most), waiting for it
+   * if the buffer has nothing to hand out.
+   */
+  private boolean duringHandOver() throws InterruptedException {
+    if (!fetchAhead(false)) {
+      long left = context.database().outagePolicy().handOverLeft().toMillis();
+      Thread.sleep(Math.max(1, Math.min(Worker.IDLE_POLL_MILLIS, left)));
+    }
+    return true;
+  }
+
+  /**
    * PostgreSQL is away: fetches a buffered item, or waits for the outage policy's next boundary if
    * the buffer has none to hand out.
    */
   private boolean whileAway() throws InterruptedException {
-    if (!fetchAhead()) {
+    if (!fetchAhead(true)) {
       context.retrying().pause(Retrying.firstDelayMillis());
     }
     return true;
   }
 
   /**
-   * Fetches a buffered item while PostgreSQL is away, of a host no other thread of this worker is
-   * fetching from the buffer if there is one: each host's limiter then paces this process at the
-   * divided rate, so threads spread over the hosts keep every host at it, where threads queued on
-   * one host's turns would leave the others waiting. False if the buffer has none to hand out.
+   * Fetches a buffered item while PostgreSQL is {@code away}, or while the fleet hands over after
+   * its return, when a claimed turn would wait behind the hand-over's local pacing and be given up
+   * as late. Of a host no other thread of this worker is fetching from the buffer if there is one:
+   * each host's limiter paces this process at the divided rate, so threads spread over the hosts
+   * keep every host at it, where threads queued on one host's turns would leave the others waiting.
+   * False if the buffer has none to hand out.
    */
-  private boolean fetchAhead() throws InterruptedException {
+  private boolean fetchAhead(boolean away) throws InterruptedException {
     String[] marked = new String[1];
     try {
-      return queue.fetchAheadWhileAway(
+      return queue.fetchAhead(
               item -> {
                 String host = UrlList.hostOf(item.url());
                 if (!mayFetchAhead(item) || !fetchingAhead.add(host)) {
@@ -277,8 +298,9 @@ final class PerHostFrontier implements WorkSource {
                 }
                 marked[0] = host;
                 return true;
-              })
-          || queue.fetchAheadWhileAway(this::mayFetchAhead);
+              },
+              away)
+          || queue.fetchAhead(this::mayFetchAhead, away);
     } finally {
       if (marked[0] != null) {
         fetchingAhead.remove(marked[0]);

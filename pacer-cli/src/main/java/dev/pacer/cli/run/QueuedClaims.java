@@ -31,12 +31,12 @@ import org.slf4j.LoggerFactory;
  * PostgreSQL only when the buffer has nothing left to hand out. Between outage boundaries no
  * statement is tried: each would fail at once, and the threads have items to fetch. Per host the
  * frontier claims ({@link PerHostFrontier}), and a thread whose claim fails fetches from the buffer
- * through this ({@link #fetchAheadWhileAway}), its outcome waiting here the same way. For a while
- * after the return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease ran out, so
- * that no worker takes another's buffered or fetched items before their owner has extended their
- * leases again: none is fetched twice because the outage outlasted a lease. Nor, after a restart of
- * the server, a pending item before every worker of the job has reported since, having recorded
- * again and taken back what a crash may have forgotten ({@link ItemStore}'s class comment).
+ * through this ({@link #fetchAhead}), its outcome waiting here the same way. For a while after the
+ * return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease ran out, so that no
+ * worker takes another's buffered or fetched items before their owner has extended their leases
+ * again: none is fetched twice because the outage outlasted a lease. Nor, after a restart of the
+ * server, a pending item before every worker of the job has reported since, having recorded again
+ * and taken back what a crash may have forgotten ({@link ItemStore}'s class comment).
  *
  * <p><b>The dispatch slot.</b> It cannot be renewed while PostgreSQL is away, and none can be taken
  * either, by this worker or any other that asks the same database: the processes fetching are those
@@ -198,12 +198,15 @@ final class QueuedClaims {
   }
 
   /**
-   * Per host: PostgreSQL did not answer a claim of the frontier's, so the thread fetches the first
-   * buffered item that {@code may} allows instead, its outcome waiting to be recorded as here.
+   * Per host: the thread fetches the first buffered item that {@code may} allows instead of
+   * claiming, its outcome waiting to be recorded as here: while PostgreSQL is away ({@code away}:
+   * it did not answer a claim of the frontier's), or while the fleet hands over after its return.
    * False if the buffer has none to hand out.
    */
-  boolean fetchAheadWhileAway(Predicate<ItemStore.Item> may) throws InterruptedException {
-    away.set(true);
+  boolean fetchAhead(Predicate<ItemStore.Item> may, boolean away) throws InterruptedException {
+    if (away) {
+      this.away.set(true);
+    }
     Optional<ItemStore.Item> item = ahead.take(may);
     return item.isPresent() && fetch(item.get());
   }
