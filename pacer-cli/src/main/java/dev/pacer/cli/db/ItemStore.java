@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -58,6 +59,13 @@ public final class ItemStore {
           Ask::sharesAStatementWith, this::makeTogether, e -> Answer.failed(new SQLException(e)));
 
   private final AtomicLong recordAndClaimStatements = new AtomicLong();
+
+  /**
+   * Claim tokens sent in a statement that was not answered: it may have committed, and the claim
+   * made again with them must find the items they leased. Every other token is new, chosen by its
+   * claimant ({@link #newLeaseToken}), and holds no item.
+   */
+  private final Set<String> unanswered = ConcurrentHashMap.newKeySet();
 
   ItemStore(StoreConnection connection) {
     this.connection = connection;
@@ -276,7 +284,11 @@ public final class ItemStore {
   /** What one shared statement did: the lease tokens recorded, and the items claimed by token. */
   record Made(Set<String> recorded, Map<String, Item> claimed, int recordedNow) {}
 
-  /** {@link RecordAndClaimStatement#run} on the store's connection. */
+  /**
+   * {@link RecordAndClaimStatement#run} on the store's connection. The statement looks for items
+   * its tokens leased already only when one of them may have leased one: it is made again in this
+   * call (its answer lost), or a token was in a statement that failed ({@link #unanswered}).
+   */
   private Made recordAndClaimTogether(
       String job,
       List<Done> dones,
@@ -285,10 +297,30 @@ public final class ItemStore {
       List<String> claimTokens,
       boolean settled)
       throws SQLException {
-    return connection.call(
-        c ->
-            RecordAndClaimStatement.run(
-                c, job, dones, workerId, leaseMillis, claimTokens, settled));
+    boolean sentBefore = false;
+    for (String token : claimTokens) {
+      sentBefore |= unanswered.contains(token);
+    }
+    boolean[] made = {sentBefore};
+    boolean answered = false;
+    try {
+      Made answer =
+          connection.call(
+              c -> {
+                boolean again = made[0];
+                made[0] = true;
+                return RecordAndClaimStatement.run(
+                    c, job, dones, workerId, leaseMillis, claimTokens, again, settled);
+              });
+      answered = true;
+      return answer;
+    } finally {
+      if (answered) {
+        claimTokens.forEach(unanswered::remove);
+      } else {
+        unanswered.addAll(claimTokens);
+      }
+    }
   }
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
