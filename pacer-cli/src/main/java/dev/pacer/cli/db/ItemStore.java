@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -58,6 +59,13 @@ public final class ItemStore {
           Ask::sharesAStatementWith, this::makeTogether, e -> Answer.failed(new SQLException(e)));
 
   private final AtomicLong recordAndClaimStatements = new AtomicLong();
+
+  /**
+   * Claim tokens sent in a statement that was not answered: it may have committed, and the claim
+   * made again with them must find the items they leased. Every other token is new, chosen by its
+   * claimant ({@link #newLeaseToken}), and holds no item.
+   */
+  private final Set<String> unanswered = ConcurrentHashMap.newKeySet();
 
   ItemStore(StoreConnection connection) {
     this.connection = connection;
@@ -276,7 +284,11 @@ public final class ItemStore {
   /** What one shared statement did: the lease tokens recorded, and the items claimed by token. */
   record Made(Set<String> recorded, Map<String, Item> claimed, int recordedNow) {}
 
-  /** {@link RecordAndClaimStatement#run} on the store's connection. */
+  /**
+   * {@link RecordAndClaimStatement#run} on the store's connection. The statement looks for items
+   * its tokens leased already only when one of them may have leased one: it is made again in this
+   * call (its answer lost), or a token was in a statement that failed ({@link #unanswered}).
+   */
   private Made recordAndClaimTogether(
       String job,
       List<Done> dones,
@@ -285,10 +297,30 @@ public final class ItemStore {
       List<String> claimTokens,
       boolean settled)
       throws SQLException {
-    return connection.call(
-        c ->
-            RecordAndClaimStatement.run(
-                c, job, dones, workerId, leaseMillis, claimTokens, settled));
+    boolean sentBefore = false;
+    for (String token : claimTokens) {
+      sentBefore |= unanswered.contains(token);
+    }
+    boolean[] made = {sentBefore};
+    boolean answered = false;
+    try {
+      Made answer =
+          connection.call(
+              c -> {
+                boolean again = made[0];
+                made[0] = true;
+                return RecordAndClaimStatement.run(
+                    c, job, dones, workerId, leaseMillis, claimTokens, again, settled);
+              });
+      answered = true;
+      return answer;
+    } finally {
+      if (answered) {
+        claimTokens.forEach(unanswered::remove);
+      } else {
+        unanswered.addAll(claimTokens);
+      }
+    }
   }
 
   /** Calls of {@link #recordAndClaim} queued for the lane now. */
@@ -321,10 +353,16 @@ public final class ItemStore {
   }
 
   /**
-   * What {@link #extendedLeases} did: the tokens whose leases it extended, and how many of them it
-   * took back (their items pending, their claims forgotten).
+   * What {@link #extendedLeases} did: the tokens whose leases it extended, how many of them it took
+   * back (their items pending, their claims forgotten), and the tokens that hold their items still
+   * with leases long enough to be left as they were ({@code fresh}).
    */
-  public record Extension(Set<String> extended, int takenBack) {}
+  public record Extension(Set<String> extended, int takenBack, Set<String> fresh) {
+    public Extension {
+      extended = Set.copyOf(extended);
+      fresh = Set.copyOf(fresh);
+    }
+  }
 
   /**
    * {@link #extendLeases}, answering the tokens whose leases it extended: a lease run out is
@@ -335,51 +373,82 @@ public final class ItemStore {
   public Extension extendedLeases(
       String workerId, Collection<Item> items, long leaseMillis, boolean takeBack)
       throws SQLException {
+    return extendedLeases(workerId, items, Set.of(), 0, leaseMillis, takeBack);
+  }
+
+  /**
+   * {@link #extendedLeases(String, Collection, long, boolean)}, but the lease of an item of {@code
+   * spare} that this worker holds by its token with more than {@code spareAboveMillis} left is not
+   * written: it is answered {@linkplain Extension#fresh fresh}. Every other item is extended or
+   * taken back as there. A lease is one row written, with every index over it: the heartbeat of a
+   * worker holding thousands of items ahead rewrites only those whose leases have run down.
+   */
+  public Extension extendedLeases(
+      String workerId,
+      Collection<Item> items,
+      Set<String> spare,
+      long spareAboveMillis,
+      long leaseMillis,
+      boolean takeBack)
+      throws SQLException {
     if (items.isEmpty()) {
-      return new Extension(Set.of(), 0);
+      return new Extension(Set.of(), 0, Set.of());
     }
-    List<String> jobs = new ArrayList<>(items.size());
-    List<String> keys = new ArrayList<>(items.size());
-    List<String> tokens = new ArrayList<>(items.size());
+    int n = items.size();
+    List<String> jobs = new ArrayList<>(n);
+    List<String> keys = new ArrayList<>(n);
+    List<String> tokens = new ArrayList<>(n);
+    // A lease is left alone while more than this is left of it: never, for an item not spared.
+    List<Long> leaveAbove = new ArrayList<>(n);
     for (Item item : items) {
       jobs.add(item.job());
       keys.add(item.key());
       tokens.add(item.token());
+      leaveAbove.add(spare.contains(item.token()) ? spareAboveMillis : leaseMillis + 1);
     }
     return connection.call(
         c -> {
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "UPDATE pacer_item p SET lease_until = now() + ? * interval '1 millisecond',"
-                      + " state = 'leased', leased_by = ?, lease_token = d.token"
-                      + " FROM (SELECT d.job, d.url_key, d.token, q.state = 'pending' AS back"
-                      + "   FROM unnest(?::text[], ?::text[], ?::text[]) AS d(job, url_key, token)"
-                      + "   JOIN pacer_item q ON q.job = d.job AND q.url_key = d.url_key) AS d"
-                      + " WHERE p.job = d.job AND p.url_key = d.url_key"
-                      + "   AND ((p.state = 'leased' AND p.leased_by = ?"
-                      + "       AND p.lease_token = d.token)"
-                      + "     OR (?::boolean AND p.state = 'pending'"
-                      + "       AND p.lease_token IS DISTINCT FROM d.token))"
-                      + " RETURNING d.token, d.back")) {
-            s.setLong(1, leaseMillis);
-            s.setString(2, workerId);
-            s.setArray(3, c.createArrayOf("text", jobs.toArray()));
-            s.setArray(4, c.createArrayOf("text", keys.toArray()));
-            s.setArray(5, c.createArrayOf("text", tokens.toArray()));
-            s.setString(6, workerId);
-            s.setBoolean(7, takeBack);
+          try (PreparedStatement s = c.prepareStatement(EXTEND_LEASES)) {
+            s.setString(1, workerId);
+            s.setArray(2, c.createArrayOf("text", jobs.toArray()));
+            s.setArray(3, c.createArrayOf("text", keys.toArray()));
+            s.setArray(4, c.createArrayOf("text", tokens.toArray()));
+            s.setArray(5, c.createArrayOf("int8", leaveAbove.toArray()));
+            s.setLong(6, leaseMillis);
+            s.setString(7, workerId);
+            s.setString(8, workerId);
+            s.setBoolean(9, takeBack);
             Set<String> extended = new HashSet<>();
+            Set<String> fresh = new HashSet<>();
             int takenBack = 0;
             try (ResultSet r = s.executeQuery()) {
               while (r.next()) {
-                extended.add(r.getString(1));
+                (r.getBoolean(3) ? fresh : extended).add(r.getString(1));
                 takenBack += r.getBoolean(2) ? 1 : 0;
               }
             }
-            return new Extension(extended, takenBack);
+            return new Extension(extended, takenBack, fresh);
           }
         });
   }
+
+  private static final String EXTEND_LEASES =
+      "WITH d AS (SELECT d.job, d.url_key, d.token, q.state = 'pending' AS back,"
+          + "   q.state = 'leased' AND q.leased_by = ? AND q.lease_token = d.token"
+          + "     AND q.lease_until > now() + d.leave_above * interval '1 millisecond' AS fresh"
+          + "   FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[])"
+          + "     AS d(job, url_key, token, leave_above)"
+          + "   JOIN pacer_item q ON q.job = d.job AND q.url_key = d.url_key),"
+          + " extended AS (UPDATE pacer_item p"
+          + "   SET lease_until = now() + ? * interval '1 millisecond',"
+          + "     state = 'leased', leased_by = ?, lease_token = d.token"
+          + "   FROM d WHERE NOT d.fresh AND p.job = d.job AND p.url_key = d.url_key"
+          + "     AND ((p.state = 'leased' AND p.leased_by = ? AND p.lease_token = d.token)"
+          + "       OR (?::boolean AND p.state = 'pending'"
+          + "         AND p.lease_token IS DISTINCT FROM d.token))"
+          + "   RETURNING d.token, d.back)"
+          + " SELECT token, back, false FROM extended"
+          + " UNION ALL SELECT token, false, true FROM d WHERE fresh";
 
   /**
    * Records again outcomes recorded before an outage, which a crash of the server may have

@@ -37,10 +37,12 @@ final class RecordAndClaimStatement {
           + " done_before AS (SELECT lease_token AS token FROM pacer_item"
           + "   WHERE job = ? AND url_key = ANY (?::text[]) AND state = 'done'"
           + "     AND lease_token = ANY (?::text[])),"
-          // Leased by an earlier run of it: answered again, the lease renewed.
+          // Leased by an earlier run of it: answered again, the lease renewed. Looked for only if
+          // a run of it may have been made before: a token never sent holds no item.
           + " mine AS (UPDATE pacer_item SET lease_until = now() + ? * interval '1"
-          + " millisecond'   WHERE job = ? AND state = 'leased' AND lease_token = ANY"
-          + " (?::text[])   RETURNING url_key, url, failures, throttles, lease_token),"
+          + " millisecond'   WHERE ?::boolean AND job = ? AND state = 'leased'"
+          + "     AND lease_token = ANY (?::text[])"
+          + "   RETURNING url_key, url, failures, throttles, lease_token),"
           // Settled, or every worker of the job seen before the server's last start seen since.
           + " settled AS (SELECT CASE WHEN ?::boolean THEN true ELSE NOT EXISTS (SELECT 1"
           + "   FROM pacer_worker w WHERE w.job = ? AND w.state IN ('running', 'stopping')"
@@ -55,8 +57,12 @@ final class RecordAndClaimStatement {
           + "     AND url_key NOT IN (SELECT url_key FROM mine)"
           + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
           + "   FOR UPDATE SKIP LOCKED),"
+          // Looked for only if the earliest lease has run out, which one descent of the lease
+          // index answers: most statements find none, and the walk would cross every lease held.
           + " lapsed AS (SELECT job, url_key, seq FROM pacer_item"
           + "   WHERE ?::boolean AND job = ? AND state = 'leased' AND lease_until < now()"
+          + "     AND (SELECT min(lease_until) FROM pacer_item"
+          + "       WHERE job = ? AND state = 'leased') < now()"
           + "     AND url_key <> ALL (?::text[]) AND url_key NOT IN (SELECT url_key FROM mine)"
           + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
           + "   FOR UPDATE SKIP LOCKED),"
@@ -84,12 +90,13 @@ final class RecordAndClaimStatement {
    * holds (pending, and not given back by the outcome's own token: a crash of the server forgot the
    * claim), and claims an item for each of {@code claimTokens} in the job's order for {@code
    * workerId}, in the tokens' order, none of them one it records. A token that holds an item
-   * already (this statement made before, its answer lost) answers that item, and a done recorded
-   * already by its own token counts as recorded. With no tokens it only records, and {@code
-   * workerId} is not used. If {@code settled} (no outage lately), pending items are claimed and so
-   * are items whose leases ran out; otherwise no lapsed item, and a pending one only once every
-   * worker of the job seen within {@code leaseMillis} before the server's last start has been seen
-   * since ({@link ItemStore}'s class comment).
+   * already (this statement made before, its answer lost) answers that item, looked for only if
+   * {@code again} (some of the tokens were sent before: a token never sent holds no item), and a
+   * done recorded already by its own token counts as recorded. With no tokens it only records, and
+   * {@code workerId} is not used. If {@code settled} (no outage lately), pending items are claimed
+   * and so are items whose leases ran out; otherwise no lapsed item, and a pending one only once
+   * every worker of the job seen within {@code leaseMillis} before the server's last start has been
+   * seen since ({@link ItemStore}'s class comment).
    */
   static Made run(
       Connection c,
@@ -98,10 +105,11 @@ final class RecordAndClaimStatement {
       String workerId,
       long leaseMillis,
       List<String> claimTokens,
+      boolean again,
       boolean settled)
       throws SQLException {
     try (PreparedStatement s = c.prepareStatement(SQL)) {
-      bind(s, c, job, dones, workerId, leaseMillis, claimTokens, settled);
+      bind(s, c, job, dones, workerId, leaseMillis, claimTokens, again, settled);
       return answer(s, job);
     }
   }
@@ -114,6 +122,7 @@ final class RecordAndClaimStatement {
       String workerId,
       long leaseMillis,
       List<String> claimTokens,
+      boolean again,
       boolean settled)
       throws SQLException {
     int d = dones.size();
@@ -148,22 +157,24 @@ final class RecordAndClaimStatement {
     s.setArray(10, recorded);
     s.setArray(11, c.createArrayOf("text", doneTokens));
     s.setLong(12, leaseMillis);
-    s.setString(13, job);
-    s.setArray(14, tokens);
-    s.setBoolean(15, settled);
-    s.setString(16, job);
-    s.setLong(17, leaseMillis);
-    s.setString(18, job);
-    s.setArray(19, recorded);
-    s.setArray(20, tokens);
-    s.setBoolean(21, settled);
-    s.setString(22, job);
-    s.setArray(23, recorded);
-    s.setArray(24, tokens);
-    s.setArray(25, tokens);
+    s.setBoolean(13, again);
+    s.setString(14, job);
+    s.setArray(15, tokens);
+    s.setBoolean(16, settled);
+    s.setString(17, job);
+    s.setLong(18, leaseMillis);
+    s.setString(19, job);
+    s.setArray(20, recorded);
+    s.setArray(21, tokens);
+    s.setBoolean(22, settled);
+    s.setString(23, job);
+    s.setString(24, job);
+    s.setArray(25, recorded);
     s.setArray(26, tokens);
-    s.setString(27, workerId);
-    s.setLong(28, leaseMillis);
+    s.setArray(27, tokens);
+    s.setArray(28, tokens);
+    s.setString(29, workerId);
+    s.setLong(30, leaseMillis);
   }
 
   /**

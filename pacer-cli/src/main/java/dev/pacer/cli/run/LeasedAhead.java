@@ -85,6 +85,22 @@ final class LeasedAhead {
   }
 
   /**
+   * How much of a buffered item's lease may be left for the heartbeat to leave it unwritten, with
+   * leases of {@code leaseMillis}, an outage buffer of {@code outageBufferMillis} and a beat every
+   * {@code beatMillis}: an item is handed out while three quarters of its lease are not spent, and
+   * the buffer lasts {@code outageBufferMillis} at the divided rate. A lease left until it has less
+   * than this left, if PostgreSQL goes away just before the beat that would write it, still hands
+   * its item out for the whole buffer's length (a beat to spare), as one written every beat would:
+   * three quarters of a lease, less the buffer and two beats, may go by unwritten. With leases
+   * short beside the buffer nothing may: the answer is then the whole lease, and every one is
+   * written.
+   */
+  static long spareAboveMillis(long leaseMillis, long outageBufferMillis, long beatMillis) {
+    long unwritten = Math.max(0, leaseMillis * 3 / 4 - outageBufferMillis - 2 * beatMillis);
+    return leaseMillis - unwritten;
+  }
+
+  /**
    * How many items a thread that needs one now is to claim: its own, and up to {@link
    * #MOST_AHEAD_PER_CLAIM} more while the buffer, with the claims not yet answered, holds fewer
    * than {@code capacity}; those more are counted as being claimed until {@link #claimed} or {@link

@@ -18,8 +18,10 @@ import java.net.UnknownHostException;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -267,8 +269,7 @@ public final class Worker {
         }
         gate.hold(taken.get());
       }
-      long beat = Math.max(200, Math.min(1000, settings.leaseMillis() / 3));
-      scheduleHeartbeat(heartbeat, this::heartbeat, beat);
+      scheduleHeartbeat(heartbeat, this::heartbeat, heartbeatMillis(settings.leaseMillis()));
       durable.start();
       runFetchThreads();
       return result();
@@ -317,6 +318,11 @@ public final class Worker {
     report(haltedBar.get() != null ? "halted" : "finished");
     source.logClaims();
     reportLateTurns();
+  }
+
+  /** How often the heartbeat beats: a third of a lease, within 0.2 to 1 s. */
+  static long heartbeatMillis(long leaseMillis) {
+    return Math.max(200, Math.min(1000, leaseMillis / 3));
   }
 
   /**
@@ -560,12 +566,32 @@ public final class Worker {
    */
   private void extendLeases() throws SQLException {
     List<ItemStore.Item> leases = new ArrayList<>(source.work().held());
-    leases.addAll(source.leasedAhead());
-    List<String> tokens = new ArrayList<>(leases.size());
-    leases.forEach(i -> tokens.add(i.token()));
+    List<ItemStore.Item> ahead = source.leasedAhead();
+    leases.addAll(ahead);
+    Set<String> spare = new HashSet<>();
+    ahead.forEach(i -> spare.add(i.token()));
     long sent = System.nanoTime();
     ItemStore.Extension extension =
-        store.items().extendedLeases(workerId, leases, settings.leaseMillis(), !stop.get());
+        store
+            .items()
+            .extendedLeases(
+                workerId,
+                leases,
+                spare,
+                LeasedAhead.spareAboveMillis(
+                    settings.leaseMillis(),
+                    settings.outageBuffer().toMillis(),
+                    heartbeatMillis(settings.leaseMillis())),
+                settings.leaseMillis(),
+                !stop.get());
+    // A lease left as it was is still this worker's, and runs from when it was last set.
+    List<String> tokens = new ArrayList<>(leases.size());
+    leases.forEach(
+        i -> {
+          if (!extension.fresh().contains(i.token())) {
+            tokens.add(i.token());
+          }
+        });
     if (extension.takenBack() > 0) {
       log.info(
           "Took back {} item(s) this worker holds whose claims PostgreSQL had forgotten",

@@ -4,8 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.pacer.cli.model.HaltReason;
 import dev.pacer.postgres.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -164,6 +170,72 @@ class WorkStateTest {
         .containsExactly("http://a/4");
     assertThat(store.items().counts(job).done()).isEqualTo(2);
     assertThat(store.items().counts(job).leased()).isEqualTo(2);
+  }
+
+  /**
+   * The heartbeat leaves a spared lease with more than its margin left as it was, answered fresh,
+   * and writes every other: a spared one run down, one not spared, a forgotten claim taken back.
+   */
+  @Test
+  void aSparedLeaseWithMoreThanItsMarginLeftIsLeftAsItWas() throws Exception {
+    store
+        .jobs()
+        .enqueue(
+            fresh(),
+            job,
+            "a",
+            1.0,
+            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+    List<ItemStore.Item> held = claim("w1", 4, true);
+    ItemStore.Item untouched = held.get(0);
+    ItemStore.Item runDown = held.get(1);
+    ItemStore.Item notSpared = held.get(2);
+    ItemStore.Item forgotten = held.get(3);
+    TestDatabase.execute(
+        "UPDATE pacer_item SET lease_until = now() + interval '20 seconds' WHERE job = '"
+            + job
+            + "' AND url_key = '"
+            + runDown.key()
+            + "'");
+    forget(forgotten);
+    Map<String, String> before = leasesUntil();
+
+    ItemStore.Extension extension =
+        store
+            .items()
+            .extendedLeases(
+                "w1",
+                held,
+                Set.of(untouched.token(), runDown.token(), forgotten.token()),
+                30_000,
+                60_000,
+                true);
+
+    assertThat(extension.fresh()).containsExactly(untouched.token());
+    assertThat(extension.extended())
+        .containsExactlyInAnyOrder(runDown.token(), notSpared.token(), forgotten.token());
+    assertThat(extension.takenBack()).isEqualTo(1);
+    Map<String, String> after = leasesUntil();
+    assertThat(after.get(untouched.key())).isEqualTo(before.get(untouched.key()));
+    assertThat(after.get(runDown.key())).isNotEqualTo(before.get(runDown.key()));
+    assertThat(after.get(notSpared.key())).isNotEqualTo(before.get(notSpared.key()));
+    assertThat(store.items().counts(job).leased()).isEqualTo(4);
+  }
+
+  /** Each item of the job's lease end, by key, as PostgreSQL prints it. */
+  private Map<String, String> leasesUntil() throws SQLException {
+    Map<String, String> until = new java.util.HashMap<>();
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement("SELECT url_key, lease_until::text FROM pacer_item WHERE job = ?")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          until.put(r.getString(1), r.getString(2));
+        }
+      }
+    }
+    return until;
   }
 
   @Test

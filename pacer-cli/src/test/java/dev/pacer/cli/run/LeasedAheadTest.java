@@ -28,6 +28,30 @@ class LeasedAheadTest {
     assertThat(LeasedAhead.capacityFor(3600, 1_000_000, 2, 10_000)).isEqualTo(10_000);
   }
 
+  /**
+   * With 60-s leases, a 20-s buffer and a beat a second, a buffered lease is written again once it
+   * has 37 s left: if PostgreSQL goes away just before the beat that would write it, its item is
+   * still handed out 20 s into the outage. With leases short beside the buffer every one is
+   * written.
+   */
+  @Test
+  void aLeaseLeftUnwrittenStillHandsItsItemOutForTheWholeBuffer() {
+    long lease = 60_000;
+    long spareAbove = LeasedAhead.spareAboveMillis(lease, 20_000, 1_000);
+    assertThat(spareAbove).isEqualTo(37_000);
+    LeasedAhead ahead = new LeasedAhead(10, lease, time);
+    ahead.toClaim();
+    ahead.claimed(List.of(item("a"), item("b")), 3, time.nanoTime());
+    // Unwritten until it has spareAbove left, and a beat more: the outage begins then.
+    time.advance(Duration.ofMillis(lease - spareAbove + 1_000));
+    assertThat(ahead.take()).isPresent();
+    time.advance(Duration.ofMillis(20_000 - 1));
+    assertThat(ahead.take()).as("the whole buffer's length into the outage").isPresent();
+
+    assertThat(LeasedAhead.spareAboveMillis(20_000, 20_000, 1_000)).isEqualTo(20_000);
+    assertThat(LeasedAhead.spareAboveMillis(60_000, 0, 1_000)).isEqualTo(17_000);
+  }
+
   @Test
   void aClaimAsksForItsOwnItemAndFillsTheBufferTwoAtATime() {
     LeasedAhead ahead = new LeasedAhead(3, LEASE_MILLIS, time);
