@@ -273,6 +273,27 @@ class DestinationLimiterTest {
     }
   }
 
+  /**
+   * Processes pacing locally are in phase, each starting where the fleet's queue on the lost cursor
+   * ends: a turn handed over late followed by one on time would put two of this process's requests
+   * within one local interval, beside every other process's two.
+   */
+  @Test
+  void theNextLocalTurnIsALocalIntervalAfterTheLastHandOver() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
+    long start = time.nanoTime();
+    limiter.acquire().close(); // local turns 300 ms apart
+    time.duringNextSleep(() -> time.advance(Duration.ofMillis(40)));
+    try (Slot slot = limiter.acquire()) {
+      // The turn at 300 handed over at 340, within the late-turn limit of 50 ms.
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
+    }
+    try (Slot slot = limiter.acquire()) {
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(640).toNanos());
+    }
+    assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 300L);
+  }
+
   @Test
   void unavailableCursorDegradesToTheDividedRateWithoutThrowing() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());

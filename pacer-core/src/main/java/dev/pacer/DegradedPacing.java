@@ -152,6 +152,24 @@ final class DegradedPacing {
   }
 
   /**
+   * A turn paced locally at {@code interval} was handed over at {@code handedOver} (local clock),
+   * after it began: the next local turn starts no sooner than a local interval after the hand-over,
+   * not only after the turn. Nothing interleaves the turns of processes pacing locally: each starts
+   * where the fleet's queue on the lost cursor ends, so they are in phase. A process whose turn
+   * went out late and whose next went out on time would send two requests within one local
+   * interval, and with every process in phase doing the same, a window of that length would hold
+   * two turns of each, more than the ceiling allows when the local interval is about a window long.
+   */
+  void handedOver(long handedOver, Duration interval) {
+    long next = handedOver + saturatedProduct(interval.toNanos(), fetchingProcesses());
+    synchronized (degradedLock) {
+      if (degradedCursor != Pacing.NO_CURSOR) {
+        degradedCursor = later(degradedCursor, next);
+      }
+    }
+  }
+
+  /**
    * Where the turns the rest of the fleet may still hold on the lost cursor end (local clock), or
    * NO_CURSOR if this process never saw the cursor. With none pending elsewhere, this process's own
    * turns end where it last saw the cursor.

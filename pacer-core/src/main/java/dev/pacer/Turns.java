@@ -156,6 +156,9 @@ final class Turns {
     TurnStep.Granted handOver = new TurnStep.Granted(new Slot(permits, turnStart));
     long late = time.nanoTime() - turnStart;
     if (late <= lateLimit) {
+      if (turn.outcome() == LimiterListener.Outcome.DEGRADED) {
+        degraded.handedOver(grantedAt, interval.multipliedBy(intervals));
+      }
       meter.record(grantedAt);
       listener.turn(told);
       return handOver;
