@@ -6,6 +6,7 @@ import dev.pacer.cli.model.Secrets;
 import dev.pacer.postgres.DatabaseClock;
 import dev.pacer.postgres.KeptConnection;
 import dev.pacer.postgres.PacerTableSql;
+import dev.pacer.postgres.internal.ConcurrentCreate;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -186,9 +187,10 @@ public final class FrontierStore {
     connection.call(
         c -> {
           // The claim reserves on the cursors' rows, so their table must exist before the first
-          // claim, whether or not a cursor of this process made it.
+          // claim, whether or not a cursor of this process made it; runs starting together on a
+          // new database race to create it.
           try (java.sql.Statement s = c.createStatement()) {
-            s.execute(PacerTableSql.createTable(cursors));
+            ConcurrentCreate.execute(s, PacerTableSql.createTable(cursors));
           }
           return null;
         });
