@@ -34,6 +34,18 @@ class WorkStateTest {
   }
 
   /** A new enqueue's or trip's key. */
+  /** Four items of host a, at 1/s. */
+  private void enqueueFourItems() throws Exception {
+    store
+        .jobs()
+        .enqueue(
+            fresh(),
+            job,
+            "a",
+            1.0,
+            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+  }
+
   private static String fresh() {
     return UUID.randomUUID().toString();
   }
@@ -135,14 +147,7 @@ class WorkStateTest {
    */
   @Test
   void whatACrashForgotIsRecordedAgainAndTakenBackBeforeAnotherWorkerClaims() throws Exception {
-    store
-        .jobs()
-        .enqueue(
-            fresh(),
-            job,
-            "a",
-            1.0,
-            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+    enqueueFourItems();
     List<ItemStore.Item> held = claim("w1", 3, true);
     ItemStore.Item recorded = held.get(0);
     ItemStore.Item buffered = held.get(1);
@@ -178,14 +183,7 @@ class WorkStateTest {
    */
   @Test
   void aSparedLeaseWithMoreThanItsMarginLeftIsLeftAsItWas() throws Exception {
-    store
-        .jobs()
-        .enqueue(
-            fresh(),
-            job,
-            "a",
-            1.0,
-            List.of("http://a/1", "http://a/2", "http://a/3", "http://a/4"));
+    enqueueFourItems();
     List<ItemStore.Item> held = claim("w1", 4, true);
     ItemStore.Item untouched = held.get(0);
     ItemStore.Item runDown = held.get(1);
