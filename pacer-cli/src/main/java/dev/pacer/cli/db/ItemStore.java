@@ -297,11 +297,7 @@ public final class ItemStore {
       List<String> claimTokens,
       boolean settled)
       throws SQLException {
-    boolean sentBefore = false;
-    for (String token : claimTokens) {
-      sentBefore |= unanswered.contains(token);
-    }
-    boolean[] made = {sentBefore};
+    boolean[] made = {claimTokens.stream().anyMatch(unanswered::contains)};
     boolean answered = false;
     try {
       Made answer =
