@@ -265,11 +265,11 @@ class DestinationLimiterTest {
   void aLateLocalTurnIsGivenUpToo() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
     long start = time.nanoTime();
-    limiter.acquire().close(); // local turns 300 ms apart
+    limiter.acquire().close(); // at 300, local turns 300 ms apart
     time.duringNextSleep(() -> time.advance(Duration.ofMillis(200)));
     try (Slot slot = limiter.acquire()) {
-      assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 100L);
-      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(600).toNanos());
+      assertThat(time.sleepsMillis()).containsExactly(300L, 300L, 100L);
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(900).toNanos());
     }
   }
 
@@ -282,16 +282,16 @@ class DestinationLimiterTest {
   void theNextLocalTurnIsALocalIntervalAfterTheLastHandOver() throws Exception {
     DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
     long start = time.nanoTime();
-    limiter.acquire().close(); // local turns 300 ms apart
+    limiter.acquire().close(); // at 300, local turns 300 ms apart
     time.duringNextSleep(() -> time.advance(Duration.ofMillis(40)));
     try (Slot slot = limiter.acquire()) {
-      // The turn at 300 handed over at 340, within the late-turn limit of 50 ms.
-      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
+      // The turn at 600 handed over at 640, within the late-turn limit of 50 ms.
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(600).toNanos());
     }
     try (Slot slot = limiter.acquire()) {
-      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(640).toNanos());
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(940).toNanos());
     }
-    assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 300L);
+    assertThat(time.sleepsMillis()).containsExactly(300L, 300L, 300L);
   }
 
   @Test
@@ -300,8 +300,55 @@ class DestinationLimiterTest {
     for (int i = 0; i < 4; i++) {
       limiter.acquire().close();
     }
-    assertThat(time.sleepsMillis()).containsExactly(0L, 300L, 300L, 300L);
+    // The first local turn waits for the turns the fleet may still hold on the lost cursor, which
+    // this process never saw: the loss plus one interval, plus the other two processes' turns.
+    assertThat(time.sleepsMillis()).containsExactly(300L, 300L, 300L, 300L);
     assertThat(limiter.isDegraded()).isTrue();
+  }
+
+  @Test
+  void aDestinationFirstAskedDuringAnOutageCountsTheFleetsQueueFromTheOutagesStart()
+      throws Exception {
+    LimiterRegistry registry = new LimiterRegistry(new UnavailableCursor(), time);
+    DestinationLimiter first = registry.limiter(destination("first"));
+    DestinationLimiter metLater = registry.limiter(destination("met-later"));
+    long lost = time.nanoTime();
+    assertThat(first.tryAcquire(Duration.ZERO)).as("found the cursor unavailable at 0").isEmpty();
+    time.advance(Duration.ofMillis(150));
+    try (Slot slot = metLater.acquire()) {
+      // Never saw its cursor: the loss plus one interval, plus the other two processes' turns.
+      assertThat(slot.turnNanos()).isEqualTo(lost + Duration.ofMillis(300).toNanos());
+    }
+    time.advance(Duration.ofSeconds(5));
+    DestinationLimiter metMuchLater = registry.limiter(destination("met-much-later"));
+    try (Slot slot = metMuchLater.acquire()) {
+      assertThat(slot.turnNanos())
+          .as("the fleet's queue ended long ago: not held back by the outage's length")
+          .isEqualTo(time.nanoTime());
+    }
+  }
+
+  @Test
+  void anAnswerFromTheCursorEndsTheOutageForEveryDestination() throws Exception {
+    UnavailableCursor flaky = new UnavailableCursor();
+    LimiterRegistry registry = new LimiterRegistry(flaky, time);
+    registry.limiter(destination("first")).acquire().close(); // unavailable at 0
+    time.advance(Duration.ofSeconds(5));
+    flaky.delegate = sharedStandIn;
+    registry.limiter(destination("first")).acquire().close(); // answered at 5 s
+    flaky.delegate = null;
+    long lostAgain = time.nanoTime();
+    try (Slot slot = registry.limiter(destination("second")).acquire()) {
+      assertThat(slot.turnNanos()).isEqualTo(lostAgain + Duration.ofMillis(300).toNanos());
+    }
+  }
+
+  private static Destination destination(String name) {
+    return Destination.builder(name)
+        .ratePerSecond(10)
+        .maxConcurrency(1)
+        .maxFetchingProcesses(3)
+        .build();
   }
 
   @Test
@@ -316,7 +363,7 @@ class DestinationLimiterTest {
     DestinationLimiter limiter = limiter(10, 1, 2, broken);
     limiter.acquire().close();
     limiter.acquire().close();
-    assertThat(time.sleepsMillis()).containsExactly(0L, 200L);
+    assertThat(time.sleepsMillis()).containsExactly(200L, 200L);
   }
 
   @Test
@@ -452,13 +499,16 @@ class DestinationLimiterTest {
 
   @Test
   void aLocalTurnEndingAfterTheCursorIsBackAlsoTakesASharedTurn() throws Exception {
-    sharedStandIn.reserve("dest", Duration.ofMillis(100));
-    sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn is 200 ms ahead
+    for (int i = 0; i < 4; i++) {
+      sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn 400 ms ahead
+    }
     UnavailableCursor flaky = new UnavailableCursor();
     DestinationLimiter limiter = limiter(10, 1, 3, flaky);
     time.duringNextSleep(() -> flaky.delegate = sharedStandIn);
     limiter.acquire().close();
-    assertThat(time.sleepsMillis()).as("local wait, then the shared one").containsExactly(0L, 200L);
+    assertThat(time.sleepsMillis())
+        .as("local wait, then the shared one")
+        .containsExactly(300L, 100L);
     assertThat(limiter.isDegraded()).isFalse();
   }
 
@@ -473,7 +523,7 @@ class DestinationLimiterTest {
   void aTurnGrantedDuringAHandOverWaitsForTheLaterOfTheSharedAndTheLocalTurn() throws Exception {
     UnavailableCursor flaky = new UnavailableCursor();
     DestinationLimiter limiter = limiter(10, 1, 3, flaky);
-    limiter.acquire().close(); // local turn at 0, the next local one at 300
+    limiter.acquire().close(); // local turn at 300, the next local one at 600
     long handOverEndsMillis = time.epochMillis() + 700;
     AtomicInteger sharedReservations = new AtomicInteger();
     flaky.delegate =
@@ -486,15 +536,15 @@ class DestinationLimiterTest {
             return left > 0 ? turn.duringHandOver(Duration.ofMillis(left)) : turn;
           }
         };
-    limiter.acquire().close(); // news of the hand-over at 0: local wait to 300, shared again
+    limiter.acquire().close(); // news of the hand-over at 300: local wait to 600, shared again
     assertThat(sharedReservations).as("the first hand-over turn reserves twice").hasValue(2);
-    limiter.acquire().close(); // known hand-over: local wait to 600, one shared turn
+    limiter.acquire().close(); // known hand-over: local wait to 900, one shared turn
     assertThat(sharedReservations).as("a known hand-over reserves once").hasValue(3);
-    limiter.acquire().close(); // the local turn would be at 900; the hand-over ends at 700
-    limiter.acquire().close(); // the shared spacing alone: 800
+    limiter.acquire().close(); // the local turn would be at 1200; the hand-over ends at 1000
+    limiter.acquire().close(); // the shared spacing alone: 1100
     assertThat(time.sleepsMillis())
         .as("local; hand-over x3 at the local spacing, cut at its end;" + " then shared")
-        .containsExactly(0L, 300L, 0L, 300L, 0L, 100L, 0L, 100L);
+        .containsExactly(300L, 300L, 0L, 300L, 0L, 100L, 0L, 100L);
   }
 
   @Test
@@ -543,25 +593,26 @@ class DestinationLimiterTest {
     DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
     long start = time.nanoTime();
     try (Slot first = limiter.acquire()) {
-      assertThat(first.turnNanos()).isEqualTo(start);
+      assertThat(first.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
     }
     time.advance(Duration.ofMillis(50));
     try (Slot second = limiter.acquire()) {
-      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
+      assertThat(second.turnNanos()).isEqualTo(start + Duration.ofMillis(600).toNanos());
       assertThat(time.nanoTime()).isEqualTo(second.turnNanos());
     }
   }
 
   @Test
   void aLocalTurnThatAlsoTakesASharedTurnBeginsAtTheSharedOne() throws Exception {
-    sharedStandIn.reserve("dest", Duration.ofMillis(100));
-    sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn is 200 ms ahead
+    for (int i = 0; i < 4; i++) {
+      sharedStandIn.reserve("dest", Duration.ofMillis(100)); // the fleet's next turn 400 ms ahead
+    }
     UnavailableCursor flaky = new UnavailableCursor();
     DestinationLimiter limiter = limiter(10, 1, 3, flaky);
     time.duringNextSleep(() -> flaky.delegate = sharedStandIn);
     long start = time.nanoTime();
     try (Slot slot = limiter.acquire()) {
-      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(200).toNanos());
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(400).toNanos());
     }
   }
 
@@ -593,8 +644,9 @@ class DestinationLimiterTest {
     limiter.backoff();
     limiter.acquire().close();
     limiter.acquire().close();
-    // The first turn left the local cursor 200 ms ahead; the next is spaced 2 x 2 x 100 ms.
-    assertThat(time.sleepsMillis()).containsExactly(0L, 200L, 400L);
+    // The first turn waited 200 ms for the fleet's turns on the lost cursor and left the local
+    // cursor 200 ms ahead; the next is spaced 2 x 2 x 100 ms.
+    assertThat(time.sleepsMillis()).containsExactly(200L, 200L, 400L);
   }
 
   @Test
@@ -675,7 +727,7 @@ class DestinationLimiterTest {
     limiter.tryAcquire(Duration.ofSeconds(1)).orElseThrow().close();
     assertThat(limiter.tryAcquire(Duration.ofMillis(399))).isEmpty();
     limiter.tryAcquire(Duration.ofMillis(400)).orElseThrow().close();
-    assertThat(time.sleepsMillis()).containsExactly(0L, 400L);
+    assertThat(time.sleepsMillis()).containsExactly(400L, 400L);
   }
 
   @Test

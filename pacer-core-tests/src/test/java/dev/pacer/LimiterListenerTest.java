@@ -67,7 +67,7 @@ class LimiterListenerTest {
     limiter.acquire().close();
     assertThat(heard.turns)
         .containsExactly(
-            new Turn("a", Outcome.DEGRADED, Duration.ZERO),
+            new Turn("a", Outcome.DEGRADED, Duration.ofMillis(200)),
             new Turn("a", Outcome.DEGRADED, Duration.ofMillis(200)));
   }
 

@@ -23,6 +23,7 @@ final class DegradedPacing {
   static final long NO_HAND_OVER = Long.MIN_VALUE;
 
   private final Destination destination;
+  private final CursorOutage outage;
 
   /**
    * The processes the cursor counted with the last shared turn ({@link Cursor#fetchingProcesses}),
@@ -40,9 +41,10 @@ final class DegradedPacing {
   private long degradedCursor = Pacing.NO_CURSOR;
 
   /**
-   * When this process last found the shared cursor unavailable after it had answered (local clock):
-   * the cursor took no turn after then, so the turns the fleet still holds on it lie within the
-   * fleet's permits of that instant, however long ago this process last saw it.
+   * When this process, through any of its limiters, first found the shared cursor unavailable in
+   * the outage this limiter is degraded by (local clock): the cursor took no turn after then, so
+   * the turns the fleet still holds on it lie within the fleet's permits of that instant, however
+   * long ago this process last saw it.
    */
   private volatile long lostAt;
 
@@ -51,8 +53,9 @@ final class DegradedPacing {
 
   private volatile boolean degraded;
 
-  DegradedPacing(Destination destination) {
+  DegradedPacing(Destination destination, CursorOutage outage) {
     this.destination = destination;
+    this.outage = outage;
   }
 
   /**
@@ -125,13 +128,13 @@ final class DegradedPacing {
    * fetching}. The first local turn after coordination is lost also waits until every turn the
    * fleet may still hold on the shared cursor has passed. Other processes hold at most P =
    * (processes - 1) x maxConcurrency of them, each one interval after the last: queued after the
-   * last cursor position this process saw, or, if that is already past when the cursor is lost,
-   * after a turn that began by then, since a cursor that caught up with the clock restarts from its
-   * now. The queue therefore ends by the later of that position and the loss plus one interval,
-   * plus P intervals. Without that, local turns would start while the shared queue still drains,
-   * and the fleet would briefly run at up to twice the ceiling. A turn taken during a hand-over
-   * ({@code afterFleetQueue} false) holds a shared turn as well, so it only keeps to the local
-   * spacing.
+   * last cursor position this process saw, or, if that is already past when the cursor is lost or
+   * this process never saw the cursor, after a turn that began by then, since a cursor that caught
+   * up with the clock restarts from its now. The queue therefore ends by the later of that position
+   * and the loss plus one interval, plus P intervals. Without that, local turns would start while
+   * the shared queue still drains, and the fleet would briefly run at up to twice the ceiling. A
+   * turn taken during a hand-over ({@code afterFleetQueue} false) holds a shared turn as well, so
+   * it only keeps to the local spacing.
    */
   long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
     long intervalNanos = interval.toNanos();
@@ -170,17 +173,20 @@ final class DegradedPacing {
   }
 
   /**
-   * Where the turns the rest of the fleet may still hold on the lost cursor end (local clock), or
-   * NO_CURSOR if this process never saw the cursor. With none pending elsewhere, this process's own
-   * turns end where it last saw the cursor.
+   * Where the turns the rest of the fleet may still hold on the lost cursor end (local clock). With
+   * none pending elsewhere, this process's own turns end where it last saw the cursor (NO_CURSOR if
+   * it never saw it). A process that never saw the cursor knows nothing of the queue but its bound:
+   * the others' turns, after a turn that began by the loss.
    */
   private long fleetQueueEnd(long intervalNanos) {
     long horizon = sharedHorizon.get();
     long pending = fleetPendingTurns();
-    if (horizon == Pacing.NO_CURSOR || pending == 0) {
+    if (pending == 0) {
       return horizon;
     }
-    return later(horizon, lostAt + intervalNanos) + saturatedProduct(intervalNanos, pending);
+    long restart = lostAt + intervalNanos;
+    return (horizon == Pacing.NO_CURSOR ? restart : later(horizon, restart))
+        + saturatedProduct(intervalNanos, pending);
   }
 
   /**
@@ -218,13 +224,19 @@ final class DegradedPacing {
 
   /**
    * Whether the last reservation, answered at {@code answered} (local clock), found the shared
-   * cursor unavailable; logs each change.
+   * cursor unavailable; logs each change. Every answer is told to the registry's {@link
+   * CursorOutage}, which knows when any limiter first found the cursor unavailable.
    */
   void noteDegraded(boolean nowDegraded, long answered) {
-    if (nowDegraded != degraded) {
-      if (nowDegraded) {
-        lostAt = answered;
+    if (nowDegraded) {
+      long firstFoundUnavailable = outage.unavailable(answered);
+      if (!degraded) {
+        lostAt = firstFoundUnavailable;
       }
+    } else {
+      outage.answered(answered);
+    }
+    if (nowDegraded != degraded) {
       degraded = nowDegraded;
       if (nowDegraded) {
         int processes = fetchingProcesses();

@@ -107,6 +107,7 @@ public final class DestinationLimiter {
       Destination destination,
       Cursor shared,
       FleetCap fleetCap,
+      CursorOutage outage,
       TimeSource time,
       AsyncPools pools,
       LimiterListener listener,
@@ -130,7 +131,7 @@ public final class DestinationLimiter {
               + " keeps none (the key/value table layout has nowhere to keep it without changing"
               + " the row format); use Pacer's own table, or backoffScope PROCESS");
     }
-    this.degraded = new DegradedPacing(destination);
+    this.degraded = new DegradedPacing(destination, outage);
     this.holds = new Holds(destination, listener, time);
     this.turns = new Turns(destination, shared, time, permits, listener, backoff, degraded, holds);
     this.cursorHolds = holds.cursorListener();

@@ -37,6 +37,10 @@ public final class LimiterRegistry {
   private final Optional<FleetSlots> fleetSlots;
   private final TimeSource time;
   private final AsyncPools pools;
+
+  /** When the shared cursor was first found unavailable, for every limiter asking it. */
+  private final CursorOutage outage = new CursorOutage();
+
   private final ConcurrentMap<String, DestinationLimiter> limiters = new ConcurrentHashMap<>();
 
   /**
@@ -247,6 +251,7 @@ public final class LimiterRegistry {
             destination,
             shared,
             FleetCap.of(destination, fleetSlots, time),
+            outage,
             time,
             pools,
             listeners,
