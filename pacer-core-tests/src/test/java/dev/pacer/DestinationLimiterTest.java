@@ -329,6 +329,21 @@ class DestinationLimiterTest {
   }
 
   @Test
+  void aRequestAskingForTwoIntervalsWaitsForTheFleetsQueueOfOneIntervalTurns() throws Exception {
+    DestinationLimiter limiter = limiter(10, 1, 3, new UnavailableCursor());
+    long start = time.nanoTime();
+    try (Slot slot = limiter.acquire(2)) {
+      // The loss plus one interval, plus the other two processes' turns, 100 ms each.
+      assertThat(slot.turnNanos()).isEqualTo(start + Duration.ofMillis(300).toNanos());
+    }
+    try (Slot slot = limiter.acquire()) {
+      assertThat(slot.turnNanos())
+          .as("two intervals at the divided rate after the first")
+          .isEqualTo(start + Duration.ofMillis(900).toNanos());
+    }
+  }
+
+  @Test
   void anAnswerFromTheCursorEndsTheOutageForEveryDestination() throws Exception {
     UnavailableCursor flaky = new UnavailableCursor();
     LimiterRegistry registry = new LimiterRegistry(flaky, time);

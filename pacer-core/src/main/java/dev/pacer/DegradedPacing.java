@@ -124,24 +124,26 @@ final class DegradedPacing {
   /**
    * The wait for a turn paced locally, or -1 if it would start after {@code deadline}.
    *
-   * <p>Locally the interval is multiplied by the {@linkplain #degradeDivisor processes that may be
-   * fetching}. The first local turn after coordination is lost also waits until every turn the
-   * fleet may still hold on the shared cursor has passed. Other processes hold at most P =
-   * (processes - 1) x maxConcurrency of them, each one interval after the last: queued after the
-   * last cursor position this process saw, or, if that is already past when the cursor is lost or
-   * this process never saw the cursor, after a turn that began by then, since a cursor that caught
-   * up with the clock restarts from its now. The queue therefore ends by the later of that position
-   * and the loss plus one interval, plus P intervals. Without that, local turns would start while
-   * the shared queue still drains, and the fleet would briefly run at up to twice the ceiling. A
-   * turn taken during a hand-over ({@code afterFleetQueue} false) holds a shared turn as well, so
-   * it only keeps to the local spacing.
+   * <p>Locally this request's {@code spacing} (its intervals: a caller may ask for more than one)
+   * is multiplied by the {@linkplain #degradeDivisor processes that may be fetching}. The first
+   * local turn after coordination is lost also waits until every turn the fleet may still hold on
+   * the shared cursor has passed. Other processes hold at most P = (processes - 1) x maxConcurrency
+   * of them, each one {@code turnInterval} (a turn's spacing at the backoff in force, whatever this
+   * request asks) after the last: queued after the last cursor position this process saw, or, if
+   * that is already past when the cursor is lost or this process never saw the cursor, after a turn
+   * that began by then, since a cursor that caught up with the clock restarts from its now. The
+   * queue therefore ends by the later of that position and the loss plus one interval, plus P
+   * intervals. Without that, local turns would start while the shared queue still drains, and the
+   * fleet would briefly run at up to twice the ceiling. A turn taken during a hand-over ({@code
+   * afterFleetQueue} false) holds a shared turn as well, so it only keeps to the local spacing.
    */
-  long degradedWait(Duration interval, long deadline, long now, boolean afterFleetQueue) {
-    long intervalNanos = interval.toNanos();
+  long degradedWait(
+      Duration spacing, Duration turnInterval, long deadline, long now, boolean afterFleetQueue) {
     synchronized (degradedLock) {
-      long fleetQueueEnd = afterFleetQueue ? fleetQueueEnd(intervalNanos) : Pacing.NO_CURSOR;
+      long fleetQueueEnd =
+          afterFleetQueue ? fleetQueueEnd(turnInterval.toNanos()) : Pacing.NO_CURSOR;
       long stored = Math.max(degradedCursor, fleetQueueEnd);
-      long localInterval = saturatedProduct(intervalNanos, fetchingProcesses());
+      long localInterval = saturatedProduct(spacing.toNanos(), fetchingProcesses());
       Pacing.Turn turn =
           deadline == Turns.NO_DEADLINE
               ? Pacing.reserve(stored, now, localInterval)

@@ -269,7 +269,8 @@ final class Turns {
                     return afterSharedAnswer(answer, pacedLocally, interval, base, deadline, then);
                   }
                   long localNow = time.nanoTime();
-                  long localWait = degraded.degradedWait(interval, deadline, localNow, true);
+                  long localWait =
+                      degraded.degradedWait(interval, currentInterval(), deadline, localNow, true);
                   if (localWait < 0) {
                     return then.at(NO_TURN);
                   }
@@ -372,7 +373,8 @@ final class Turns {
       return then.paced(false);
     }
     long left = end - now;
-    long wait = Math.min(left, degraded.degradedWait(interval, NO_DEADLINE, now, false));
+    long wait =
+        Math.min(left, degraded.degradedWait(interval, currentInterval(), NO_DEADLINE, now, false));
     return TurnStep.waitThen(
         wait,
         () -> {
@@ -383,7 +385,7 @@ final class Turns {
 
   private SharedAnswer reserveShared(Duration interval, Duration base, long deadline) {
     long before = time.nanoTime();
-    Duration notBefore = degraded.sharedNotBefore(interval, before);
+    Duration notBefore = degraded.sharedNotBefore(currentInterval(), before);
     Reservation turn;
     Duration maxWait =
         deadline == NO_DEADLINE ? null : Duration.ofNanos(Math.max(0, deadline - before));
