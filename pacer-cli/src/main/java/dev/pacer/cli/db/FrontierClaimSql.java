@@ -4,6 +4,8 @@ import dev.pacer.postgres.PacerTableSql;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
 
 /**
  * The per-host claim's statement ({@link FrontierStore#claim}): the SQL that picks an eligible
@@ -18,16 +20,18 @@ final class FrontierClaimSql {
   /**
    * The claim statement on the cursors' table {@code cursors} (a name {@link CursorPlace} has
    * checked) and its lockouts' table beside it. Parameters: job, horizon (µs), reset floor (µs),
-   * claimant (the fetch thread), worker, lease token, lease (ms). One row: the item (url_key, url,
-   * failures, throttles; NULL if none was leased), the host and its rate (NULL if no host was
-   * picked), wait_micros (from the statement's now to the turn; NULL if no turn was granted),
-   * lockout_reason, wake_micros (until half the horizon before the turn this claim now awaits, or
-   * until one horizon after the soonest turn if every coming turn is awaited; NULL if no host has a
-   * turn coming), contended (nothing was picked although a host was eligible: another claim held
-   * its row), held (some host is due but could not be claimed), fronts, backoff (the host's
-   * multiplier), reset_from_micros (how far ahead of now the turn found the host's cursor, where it
-   * reset it; NULL otherwise) with the host's reset_beyond_micros, and now_micros (the statement's
-   * now, on the database's clock, in epoch microseconds).
+   * claimant (the fetch thread), worker, the lease tokens the worker's threads hold now (its items
+   * in flight or waiting to be recorded), whether an item whose lease ran out may be leased, lease
+   * token, lease (ms). One row: the item (url_key, url, failures, throttles; NULL if none was
+   * leased), the host and its rate (NULL if no host was picked), wait_micros (from the statement's
+   * now to the turn; NULL if no turn was granted), lockout_reason, wake_micros (until half the
+   * horizon before the turn this claim now awaits, or until one horizon after the soonest turn if
+   * every coming turn is awaited; NULL if no host has a turn coming), contended (nothing was picked
+   * although a host was eligible: another claim held its row), held (some host is due but could not
+   * be claimed), fronts, backoff (the host's multiplier), reset_from_micros (how far ahead of now
+   * the turn found the host's cursor, where it reset it; NULL otherwise) with the host's
+   * reset_beyond_micros, and now_micros (the statement's now, on the database's clock, in epoch
+   * microseconds).
    */
   static String claim(String cursors) {
     String lockouts = cursors + "_lockout";
@@ -35,7 +39,8 @@ final class FrontierClaimSql {
         + "  SELECT clock_timestamp() AS now, ?::text AS job,\n"
         + "         ?::bigint * interval '1 microsecond' AS horizon,\n"
         + "         ?::bigint * interval '1 microsecond' AS reset_floor,\n"
-        + "         ?::text AS claimant),\n"
+        + "         ?::text AS claimant, ?::text AS worker, ?::text[] AS held_tokens,\n"
+        + "         ?::boolean AS settled),\n"
         + "pick AS MATERIALIZED (\n"
         + "  SELECT f.host, f.rate, f.interval_us * interval '1 microsecond' AS gap,\n"
         + "         f.next_at AS known_next, i.url_key\n"
@@ -93,12 +98,16 @@ final class FrontierClaimSql {
   /** The item's lease with the turn, and the host's frontier row moved to its next turn. */
   private static String leaseAndFront(String cursors) {
     return "lease AS (\n"
-        + "  UPDATE pacer_item i SET state = 'leased', leased_by = ?, lease_token = ?,\n"
+        + "  UPDATE pacer_item i SET state = 'leased', leased_by = (SELECT worker FROM p),\n"
+        + "         lease_token = ?, ahead = false,\n"
         + "         lease_until = c.now + ?::bigint * interval '1 millisecond'\n"
         + "  FROM c, turn\n"
         + "  WHERE i.job = (SELECT job FROM p) AND i.url_key = c.url_key\n"
         + "    AND ((i.state = 'pending' AND i.not_before <= c.now)\n"
-        + "      OR (i.state = 'leased' AND i.lease_until < c.now))\n"
+        + "      OR (i.state = 'leased' AND i.lease_until < c.now AND (SELECT settled FROM p))\n"
+        + "      OR "
+        + ownAhead("i")
+        + ")\n"
         + "  RETURNING i.url_key, i.url, i.failures, i.throttles),\n"
         + "front AS (\n"
         + "  UPDATE pacer_frontier f SET next_at = CASE WHEN c.lockout IS NOT NULL"
@@ -114,8 +123,9 @@ final class FrontierClaimSql {
 
   /**
    * Nothing picked: the claim awaits the soonest turn no other claimant awaits (one this claimant
-   * awaited already counts as free to it), so that one thread of the fleet wakes for each turn, not
-   * every idle one for the first.
+   * awaited already counts as free to it) of a host with an item it could claim, so that one thread
+   * of the fleet wakes for each turn, not every idle one for the first, and not one that would find
+   * nothing to claim at it (the host's items all leased, in flight or ahead by another worker).
    */
   private static String awaits() {
     return "awaits AS (\n"
@@ -127,6 +137,9 @@ final class FrontierClaimSql {
         + "          AND n.next_at > p.now + p.horizon AND n.next_at < 'infinity'\n"
         + "          AND (n.awaited_at IS DISTINCT FROM n.next_at"
         + " OR n.awaited_by = p.claimant)\n"
+        + "          AND EXISTS (SELECT 1 FROM pacer_item it WHERE "
+        + claimableItem("it", "n")
+        + ")\n"
         + "        ORDER BY n.next_at LIMIT 1\n"
         + "        FOR UPDATE OF n SKIP LOCKED) w\n"
         + "  WHERE g.job = (SELECT job FROM p) AND g.host = w.host\n"
@@ -206,15 +219,18 @@ final class FrontierClaimSql {
         + " AND l.host = "
         + f
         + ".host\n"
-        + "         AND l.state = 'leased' AND l.lease_until >= (SELECT now FROM p))"
+        + "         AND l.state = 'leased' AND NOT l.ahead"
+        + " AND l.lease_until >= (SELECT now FROM p))"
         + " < "
         + f
         + ".max_in_flight";
   }
 
   /**
-   * The item {@code it} of the frontier row {@code f} may be leased now: pending and due, or leased
-   * with its lease run out.
+   * The item {@code it} of the frontier row {@code f} may be leased now: pending and due, leased
+   * with its lease run out (unless the claimant says a return from an outage is not settled yet:
+   * the workers' leases ran on while PostgreSQL was away, and their owners extend them with their
+   * next heartbeats), or leased ahead by the claiming worker and not held by its threads.
    */
   private static String claimableItem(String it, String f) {
     return it
@@ -239,7 +255,30 @@ final class FrontierClaimSql {
         + ".state = 'leased'"
         + " AND "
         + it
-        + ".lease_until < (SELECT now FROM p)))";
+        + ".lease_until < (SELECT now FROM p)"
+        + " AND (SELECT settled FROM p))\n"
+        + "        OR "
+        + ownAhead(it)
+        + ")";
+  }
+
+  /**
+   * The item {@code it} is in the claiming worker's buffer ({@code LeasedAhead}): leased ahead by
+   * it, and not taken by one of its threads to fetch while PostgreSQL was away (those hold their
+   * items under the tokens the claim names), so that the worker's claims take its buffered items at
+   * their hosts' turns as they take pending ones, and a buffered item is never fetched twice.
+   */
+  private static String ownAhead(String it) {
+    return "("
+        + it
+        + ".state = 'leased' AND "
+        + it
+        + ".ahead AND "
+        + it
+        + ".leased_by = (SELECT worker FROM p)"
+        + " AND "
+        + it
+        + ".lease_token <> ALL ((SELECT held_tokens FROM p)::text[]))";
   }
 
   static void bindClaim(
@@ -250,7 +289,8 @@ final class FrontierClaimSql {
       String token,
       long leaseMillis)
       throws SQLException {
-    bindClaim(s, job, claimant, workerId, token, leaseMillis, FrontierStore.HORIZON);
+    bindClaim(
+        s, job, claimant, workerId, List.of(), true, token, leaseMillis, FrontierStore.HORIZON);
   }
 
   static void bindClaim(
@@ -258,6 +298,8 @@ final class FrontierClaimSql {
       String job,
       String claimant,
       String workerId,
+      Collection<String> held,
+      boolean settled,
       String token,
       long leaseMillis,
       Duration horizon)
@@ -267,7 +309,9 @@ final class FrontierClaimSql {
     s.setLong(3, FrontierStore.RESET_FLOOR.toNanos() / 1000);
     s.setString(4, claimant);
     s.setString(5, workerId);
-    s.setString(6, token);
-    s.setLong(7, leaseMillis);
+    s.setArray(6, s.getConnection().createArrayOf("text", held.toArray()));
+    s.setBoolean(7, settled);
+    s.setString(8, token);
+    s.setLong(9, leaseMillis);
   }
 }

@@ -13,6 +13,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -147,6 +148,9 @@ public final class FrontierStore {
     record Lost(String host) implements Claim {}
   }
 
+  /** An item leased ahead ({@link #leaseAhead}), its host, and the host's rate for the job. */
+  public record Ahead(Item item, String host, double rate) {}
+
   /** A host's ceiling for a job: requests per second and items in flight across the fleet. */
   public record HostCeiling(double rate, int maxInFlight) {}
 
@@ -257,15 +261,39 @@ public final class FrontierStore {
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
-    return claim(job, workerId, claimant, leaseMillis, HORIZON);
+    return claim(job, workerId, claimant, List.of(), true, leaseMillis, HORIZON);
+  }
+
+  /**
+   * {@link #claim}, which may also take an item the worker leased ahead ({@link #leaseAhead}) at
+   * its host's turn, unless {@code held} names its lease token: the tokens of the items the
+   * worker's threads hold now (one taken from the buffer while PostgreSQL was away, among them).
+   * Unless {@code settled} (no return from an outage lately), it takes no item whose lease ran out.
+   */
+  public Claim claim(
+      String job,
+      String workerId,
+      String claimant,
+      Collection<String> held,
+      boolean settled,
+      long leaseMillis)
+      throws SQLException {
+    return claim(job, workerId, claimant, held, settled, leaseMillis, HORIZON);
   }
 
   /** {@link #claim}, leasing an item only if its host's turn starts within {@code horizon}. */
-  Claim claim(String job, String workerId, String claimant, long leaseMillis, Duration horizon)
+  Claim claim(
+      String job,
+      String workerId,
+      String claimant,
+      Collection<String> held,
+      boolean settled,
+      long leaseMillis,
+      Duration horizon)
       throws SQLException {
     String token = UUID.randomUUID().toString();
     try {
-      return claimOnce(job, workerId, claimant, token, leaseMillis, horizon);
+      return claimOnce(job, workerId, claimant, held, settled, token, leaseMillis, horizon);
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
         try {
@@ -298,6 +326,8 @@ public final class FrontierStore {
       String job,
       String workerId,
       String claimant,
+      Collection<String> held,
+      boolean settled,
       String token,
       long leaseMillis,
       Duration horizon)
@@ -305,7 +335,8 @@ public final class FrontierStore {
     return connection.callOnce(
         c -> {
           try (PreparedStatement s = c.prepareStatement(claim)) {
-            FrontierClaimSql.bindClaim(s, job, claimant, workerId, token, leaseMillis, horizon);
+            FrontierClaimSql.bindClaim(
+                s, job, claimant, workerId, held, settled, token, leaseMillis, horizon);
             long asked = time.nanoTime();
             try (ResultSet r = s.executeQuery()) {
               long answered = time.nanoTime();
@@ -352,6 +383,143 @@ public final class FrontierStore {
               return new Claim.Claimed(
                   item, host, r.getDouble(6), Duration.ofNanos(turnIn), r.getInt("backoff"));
             }
+          }
+        });
+  }
+
+  /**
+   * Leases ahead, for {@code workerId}'s buffer (per-host mode's {@code LeasedAhead}), a pending
+   * due item for each of {@code tokens}, spread over the job's hosts a claim may reach (active, not
+   * locked out, not passed over, their robots.txt settled), the hosts whose turns come soonest
+   * first: every host's first item before any host's second, each host's in input order, and at
+   * most {@code perHostSeconds} times the host's rate (rounded up) of a host's items leased ahead
+   * by this worker at once. Such an item is not in flight ({@code ahead}: a host's in-flight cap
+   * does not count it), and only this worker's claims take it, at its host's turn ({@link #claim}).
+   * Answers the items leased, with their tokens, hosts and hosts' rates.
+   *
+   * <p>Made at most once: made again, it would lease a second item under a token. When its answer
+   * is lost, the items it may have leased are given back by their tokens before the failure is
+   * thrown; if the give back fails too, they wait for their leases to run out.
+   */
+  public List<Ahead> leaseAhead(
+      String job, String workerId, List<String> tokens, long leaseMillis, double perHostSeconds)
+      throws SQLException {
+    if (tokens.isEmpty()) {
+      return List.of();
+    }
+    try {
+      return connection.callOnce(
+          c -> {
+            try (PreparedStatement s = c.prepareStatement(leaseAheadSql())) {
+              s.setString(1, job);
+              s.setString(2, workerId);
+              s.setArray(3, c.createArrayOf("text", tokens.toArray()));
+              s.setDouble(4, perHostSeconds);
+              s.setLong(5, leaseMillis);
+              List<Ahead> leased = new ArrayList<>();
+              try (ResultSet r = s.executeQuery()) {
+                while (r.next()) {
+                  Item item =
+                      new Item(
+                          job,
+                          r.getString(1),
+                          r.getString(2),
+                          r.getInt(3),
+                          r.getInt(4),
+                          r.getString(5));
+                  leased.add(new Ahead(item, r.getString(6), r.getDouble(7)));
+                }
+              }
+              return leased;
+            }
+          });
+    } catch (SQLException e) {
+      if (KeptConnection.isOutcomeUnknown(e)) {
+        try {
+          releaseLeases(job, tokens);
+        } catch (SQLException notReleased) {
+          e.addSuppressed(notReleased);
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** The statement of {@link #leaseAhead}. */
+  private String leaseAheadSql() {
+    return "WITH p AS MATERIALIZED (SELECT now() AS now, ?::text AS job, ?::text AS worker,"
+        + "   ?::text[] AS tokens, ?::float8 AS seconds),"
+        + " room AS MATERIALIZED (SELECT f.host, f.rate, ceil(p.seconds * f.rate)::int"
+        + "   - (SELECT count(*) FROM pacer_item a WHERE a.job = f.job AND a.host = f.host"
+        + "       AND a.state = 'leased' AND a.ahead AND a.leased_by = p.worker) AS room"
+        + "   FROM pacer_frontier f CROSS JOIN p"
+        + "   WHERE f.job = p.job AND f.active AND f.next_at < 'infinity'"
+        + "     AND f.passed_over IS NULL"
+        + "     AND NOT EXISTS (SELECT 1 FROM "
+        + cursors
+        + "_lockout l WHERE l.name = f.host)"
+        + "   ORDER BY f.next_at LIMIT cardinality((SELECT tokens FROM p))),"
+        + " cand AS (SELECT i.job, i.url_key, i.seq, r.host, r.rate,"
+        + "     row_number() OVER (PARTITION BY r.host ORDER BY i.seq) AS n"
+        + "   FROM room r CROSS JOIN LATERAL (SELECT it.job, it.url_key, it.seq FROM pacer_item it"
+        + "     WHERE it.job = (SELECT job FROM p) AND it.host = r.host AND it.state = 'pending'"
+        + "       AND it.not_before <= (SELECT now FROM p)"
+        + "     ORDER BY it.seq LIMIT GREATEST(r.room, 0) FOR UPDATE SKIP LOCKED) i),"
+        + " picked AS (SELECT job, url_key, host, rate,"
+        + "   row_number() OVER (ORDER BY n, seq) AS k FROM cand"
+        + "   ORDER BY n, seq LIMIT cardinality((SELECT tokens FROM p))),"
+        + " given AS (SELECT u.t, u.k FROM p, unnest(p.tokens) WITH ORDINALITY AS u(t, k))"
+        + " UPDATE pacer_item i SET state = 'leased', ahead = true,"
+        + "   leased_by = (SELECT worker FROM p), lease_token = g.t,"
+        + "   lease_until = (SELECT now FROM p) + ? * interval '1 millisecond'"
+        + " FROM picked n JOIN given g ON g.k = n.k"
+        + " WHERE i.job = n.job AND i.url_key = n.url_key AND i.state = 'pending'"
+        + " RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token, n.host, n.rate";
+  }
+
+  /** Gives back the items leased under {@code tokens}, if any are: pending again, untouched. */
+  private void releaseLeases(String job, List<String> tokens) throws SQLException {
+    connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "UPDATE pacer_item SET state = 'pending', ahead = false,"
+                      + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
+                      + " WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])")) {
+            s.setString(1, job);
+            s.setArray(2, c.createArrayOf("text", tokens.toArray()));
+            return s.executeUpdate();
+          }
+        });
+  }
+
+  /**
+   * Those of {@code hosts} no claim of the job reaches any more: locked out, or passed over (their
+   * frontier rows stand at {@code infinity}), or with a lockout row.
+   */
+  public java.util.Set<String> barredHosts(String job, java.util.Set<String> hosts)
+      throws SQLException {
+    if (hosts.isEmpty()) {
+      return java.util.Set.of();
+    }
+    return connection.call(
+        c -> {
+          try (PreparedStatement s =
+              c.prepareStatement(
+                  "SELECT f.host FROM pacer_frontier f WHERE f.job = ? AND f.host = ANY (?::text[])"
+                      + " AND (f.next_at = 'infinity' OR f.passed_over IS NOT NULL"
+                      + "   OR EXISTS (SELECT 1 FROM "
+                      + cursors
+                      + "_lockout l WHERE l.name = f.host))")) {
+            s.setString(1, job);
+            s.setArray(2, c.createArrayOf("text", hosts.toArray()));
+            java.util.Set<String> barred = new java.util.HashSet<>();
+            try (ResultSet r = s.executeQuery()) {
+              while (r.next()) {
+                barred.add(r.getString(1));
+              }
+            }
+            return barred;
           }
         });
   }

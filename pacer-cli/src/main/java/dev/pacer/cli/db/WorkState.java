@@ -171,12 +171,17 @@ public final class WorkState implements AutoCloseable {
         + " WHERE state = 'leased'",
     "CREATE INDEX IF NOT EXISTS pacer_item_lease_token ON pacer_item (job, lease_token)"
         + " WHERE state = 'leased'",
+    // An item a worker leased ahead of its threads, per host (FrontierStore#leaseAhead), is not in
+    // flight: a host's in-flight cap counts the others, on their own index.
+    "ALTER TABLE pacer_item ADD COLUMN IF NOT EXISTS ahead boolean NOT NULL DEFAULT false",
+    "CREATE INDEX IF NOT EXISTS pacer_item_host_in_flight ON pacer_item (job, host)"
+        + " WHERE state = 'leased' AND NOT ahead",
   };
 
   private static final long SCHEMA_LOCK = 0x7061636572L; // "pacer"
 
   /** What the last statement of {@link #SCHEMA} creates. */
-  static final String LAST_OBJECT = "pacer_item_lease_token";
+  static final String LAST_OBJECT = "pacer_item_host_in_flight";
 
   private final StoreConnection connection;
   private final ItemStore items;

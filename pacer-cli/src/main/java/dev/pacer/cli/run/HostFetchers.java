@@ -140,6 +140,12 @@ final class HostFetchers {
     return map.computeIfAbsent(host, h -> make.get());
   }
 
+  /** Whether this process holds {@code host}'s limiter, and it is locked out. */
+  boolean lockedOut(String host) {
+    DestinationFetcher held = fetchers.get(host);
+    return held != null && held.limiter().isLockedOut();
+  }
+
   /**
    * Forgets the hosts idle for {@link #IDLE}: their limiters, and with them their fetchers ({@link
    * RegistryEvents}).

@@ -22,6 +22,12 @@ final class HostOutcomes {
         HostOutcomes::plus);
   }
 
+  /** The failures of {@code host} counted and not yet added to its bar. */
+  synchronized int failures(String host) {
+    FrontierStore.HostItems items = counted.get(host);
+    return items == null ? 0 : items.failures();
+  }
+
   /** The items counted since the last call, by host. */
   synchronized Map<String, FrontierStore.HostItems> drain() {
     Map<String, FrontierStore.HostItems> out = Map.copyOf(counted);

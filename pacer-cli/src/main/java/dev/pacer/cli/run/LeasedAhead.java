@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * The items a worker keeps leased ahead of its fetch threads, so that they go on fetching while
@@ -29,7 +30,10 @@ import java.util.Set;
  *
  * <p><b>How it fills.</b> A claim asks for the item the thread fetches now and at most {@link
  * #MOST_AHEAD_PER_CLAIM} more, so that the buffer fills over the first items of a run rather than
- * with the first claim, and the workers starting together share the job's first items.
+ * with the first claim, and the workers starting together share the job's first items. Per host the
+ * claims are the frontier's, one item each, and the heartbeat fills the buffer instead ({@link
+ * #room}, {@link #filled}; {@code FrontierStore.leaseAhead} spreads it over the hosts); a claim
+ * that takes a buffered item at its host's turn takes it out ({@link #claimedAgain}).
  */
 final class LeasedAhead {
 
@@ -129,17 +133,70 @@ final class LeasedAhead {
    * The first buffered item whose lease has at least a quarter of its length left, taken out of the
    * buffer; empty if there is none.
    */
-  synchronized Optional<ItemStore.Item> take() {
+  Optional<ItemStore.Item> take() {
+    return take(item -> true);
+  }
+
+  /**
+   * The first buffered item that {@code may} allows and whose lease has at least a quarter of its
+   * length left, taken out of the buffer; empty if there is none. The others stay, in their order.
+   */
+  synchronized Optional<ItemStore.Item> take(Predicate<ItemStore.Item> may) {
     long now = time.nanoTime();
     Iterator<Entry> it = entries.values().iterator();
     while (it.hasNext()) {
       Entry e = it.next();
-      if (now - e.leasedFromNanos < leaseNanos - leaseNanos / 4) {
+      if (now - e.leasedFromNanos < leaseNanos - leaseNanos / 4 && may.test(e.item)) {
         it.remove();
         return Optional.of(e.item);
       }
     }
     return Optional.empty();
+  }
+
+  /**
+   * How many items a fill ({@link #filled}) may lease ahead now: the room left, at most {@code
+   * most}.
+   */
+  synchronized int room(int most) {
+    return Math.max(0, Math.min(most, capacity - entries.size() - claiming));
+  }
+
+  /** Items leased ahead by a statement sent at {@code sentNanos} join the buffer. */
+  synchronized void filled(List<ItemStore.Item> items, long sentNanos) {
+    for (ItemStore.Item item : items) {
+      entries.put(item.token(), new Entry(item, sentNanos));
+    }
+  }
+
+  /**
+   * A claim leased the buffered item of {@code key} again, under a token of its own: takes it out
+   * of the buffer. False if it was no longer there (a thread took it to fetch meanwhile, or it was
+   * dropped): the claim's thread must not fetch it.
+   */
+  synchronized boolean claimedAgain(String key) {
+    Iterator<Entry> it = entries.values().iterator();
+    while (it.hasNext()) {
+      if (it.next().item.key().equals(key)) {
+        it.remove();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Takes out of the buffer every item {@code drop} says, to give them back. */
+  synchronized List<ItemStore.Item> drop(Predicate<ItemStore.Item> drop) {
+    List<ItemStore.Item> out = new ArrayList<>();
+    Iterator<Entry> it = entries.values().iterator();
+    while (it.hasNext()) {
+      Entry e = it.next();
+      if (drop.test(e.item)) {
+        it.remove();
+        out.add(e.item);
+      }
+    }
+    return out;
   }
 
   synchronized boolean isEmpty() {

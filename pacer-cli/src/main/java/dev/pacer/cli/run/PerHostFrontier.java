@@ -12,6 +12,9 @@ import dev.pacer.spi.Cursor;
 import java.net.URI;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -33,6 +36,15 @@ import org.slf4j.LoggerFactory;
  * RobotsReader}); a host's items are claimable only once its robots.txt is settled. With {@code
  * --fifo-claims} the items are claimed from the job's queue instead ({@link QueuedClaims}), each
  * fetched through its host's limiter.
+ *
+ * <p><b>While PostgreSQL is away.</b> The heartbeat keeps items leased ahead, spread over the hosts
+ * ({@link FrontierStore#leaseAhead}, {@link #fillAhead}); this worker's claims take them at their
+ * hosts' turns while PostgreSQL answers, so the buffer rolls over. When a claim fails the thread
+ * fetches a buffered item instead ({@link QueuedClaims#fetchAhead}), through its host's limiter,
+ * which paces at the host's divided rate meanwhile; not one of a host this worker knows to be
+ * locked out, passed over or over its failure bar. The outcomes wait and are recorded before the
+ * next claim once PostgreSQL answers, and for a while after its return the claims take no item
+ * whose lease ran out ({@link QueuedClaims#settled}).
  */
 final class PerHostFrontier implements WorkSource {
 
@@ -64,6 +76,24 @@ final class PerHostFrontier implements WorkSource {
   private final QueuedClaims queue;
 
   /**
+   * The items leased ahead for outages: per host, a buffer the heartbeat fills across the hosts
+   * ({@link FrontierStore#leaseAhead}); with {@code --fifo-claims}, none.
+   */
+  private final LeasedAhead ahead;
+
+  /** The hosts' rates, as the claims and the buffer's fills read them from the frontier. */
+  private final Map<String, Double> rates = new ConcurrentHashMap<>();
+
+  /** Hosts no claim reaches any more (locked out, passed over): their buffered items go back. */
+  private final Set<String> barred = ConcurrentHashMap.newKeySet();
+
+  /** The hosts a thread of this worker is fetching a buffered item of, one thread each. */
+  private final Set<String> fetchingAhead = ConcurrentHashMap.newKeySet();
+
+  /** Held by a fill of the buffer, and by a claim's look into it: see {@link #nextClaim}. */
+  private final Object filling = new Object();
+
+  /**
    * Makes the hosts' fetchers on {@code cursor}, which report every request to {@code recorder},
    * and warms them up for {@code sampleUrl}, a URL of the job, if one is known.
    */
@@ -90,16 +120,23 @@ final class PerHostFrontier implements WorkSource {
                 settings, context.workerId(), hosts, context.store()::robots, context.retrying())
             : null;
     work = new ItemWork(context, durable, this::count);
+    ahead =
+        new LeasedAhead(
+            settings.fifoClaims() || settings.outageBuffer().isZero()
+                ? 0
+                : SingleDestination.MOST_LEASED_AHEAD,
+            settings.leaseMillis(),
+            TimeSource.SYSTEM);
     queue =
         new QueuedClaims(
-            context,
-            work,
-            gate,
-            this::nothingLeft,
-            item ->
-                hosts.forHost(UrlList.hostOf(item.url()), settings.destination().ratePerSecond()),
-            new LeasedAhead(0, settings.leaseMillis(), TimeSource.SYSTEM),
-            TimeSource.SYSTEM);
+            context, work, gate, this::nothingLeft, this::fetcherOf, ahead, TimeSource.SYSTEM);
+  }
+
+  /** The fetcher of a buffered or queued item's host, at the host's rate if it is known. */
+  private DestinationFetcher fetcherOf(ItemStore.Item item) {
+    String host = UrlList.hostOf(item.url());
+    return hosts.forHost(
+        host, rates.getOrDefault(host, context.settings().destination().ratePerSecond()));
   }
 
   /**
@@ -121,9 +158,17 @@ final class PerHostFrontier implements WorkSource {
 
   @Override
   public void threadEnds() throws InterruptedException {
-    if (context.settings().fifoClaims()) {
-      queue.threadEnds();
-    }
+    queue.threadEnds();
+  }
+
+  @Override
+  public List<ItemStore.Item> leasedAhead() {
+    return queue.leasedAhead();
+  }
+
+  @Override
+  public void leasesExtended(Collection<String> asked, Set<String> extended, long sentNanos) {
+    queue.leasesExtended(asked, extended, sentNanos);
   }
 
   /** A lockout stops its host, not the run: the claims pass over it. */
@@ -142,36 +187,38 @@ final class PerHostFrontier implements WorkSource {
 
   /**
    * One claim, which reserves its host's turn, then the item at that turn; or the sleep until the
-   * next host's turn. False when the thread is done.
+   * next host's turn. False when the thread is done. While PostgreSQL is away the thread fetches a
+   * buffered item instead ({@link #whileAway}); the outcomes so fetched are recorded before the
+   * next claim once it answers again.
    */
   private boolean nextClaim() throws InterruptedException {
-    RunSettings settings = context.settings();
-    String workerId = context.workerId();
+    if (queue.heldBack() || !queue.recordWaiting()) {
+      return whileAway();
+    }
+    if (ahead.capacity() > 0 && context.database().outagePolicy().isHandingOver()) {
+      return duringHandOver();
+    }
     Retrying.Attempt<FrontierStore.Claim> claimed =
-        context
-            .retrying()
-            .call(
-                "claim an item",
-                () ->
-                    context
-                        .store()
-                        .frontier()
-                        .claim(
-                            settings.job(),
-                            workerId,
-                            workerId + "/" + Thread.currentThread().getName(),
-                            settings.leaseMillis()),
-                true);
+        context.retrying().once("claim an item", this::claim);
+    if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim>)) {
+      if (fetchAhead(true)) {
+        return true;
+      }
+      claimed = context.retrying().call("claim an item", this::claim, true);
+    }
     if (!(claimed instanceof Retrying.Attempt.Answered<FrontierStore.Claim> answered)) {
       return false; // stopped while PostgreSQL was away
     }
+    queue.answered();
     FrontierStore.Claim claim = answered.value();
     claims.count(claim);
     if (claim instanceof FrontierStore.Claim.Claimed c) {
-      return fetchClaimed(c);
+      rates.put(c.host(), c.rate());
+      return takenMeanwhile(c.item()) ? giveBack(c.item()) : fetchClaimed(c);
     } else if (claim instanceof FrontierStore.Claim.Idle idle) {
       return sleepIdle(idle);
     } else if (claim instanceof FrontierStore.Claim.LockedOut l) {
+      barred.add(l.host());
       if (lockedOutHosts.add(l.host())) {
         log.error(
             "Host {} is locked out ({}): its items stay pending and are passed over; the"
@@ -184,6 +231,115 @@ final class PerHostFrontier implements WorkSource {
     }
     // Refused (the host's copy of its cursor is healed) and Lost (another claim leased the item
     // first): claim again at once.
+    return true;
+  }
+
+  /** The frontier's claim, which may take this worker's buffered items but those held. */
+  private FrontierStore.Claim claim() throws SQLException {
+    RunSettings settings = context.settings();
+    String workerId = context.workerId();
+    List<String> held = new ArrayList<>();
+    work.held().forEach(i -> held.add(i.token()));
+    return context
+        .store()
+        .frontier()
+        .claim(
+            settings.job(),
+            workerId,
+            workerId + "/" + Thread.currentThread().getName(),
+            held,
+            queue.settled(),
+            settings.leaseMillis());
+  }
+
+  /**
+   * The fleet hands over after PostgreSQL's return ({@code OutagePolicy#isHandingOver}): a worker
+   * that returned a boundary later may still be fetching its buffer at the divided rate, which the
+   * hosts' cursors do not see. A limiter paces locally as well meanwhile, but a claim's turn, taken
+   * on the host's cursor alone, would not: so the thread fetches its buffer, through the hosts'
+   * limiters, and claims nothing until the hand-over ends (a few seconds at most), waiting for it
+   * if the buffer has nothing to hand out.
+   */
+  private boolean duringHandOver() throws InterruptedException {
+    if (!fetchAhead(false)) {
+      long left = context.database().outagePolicy().handOverLeft().toMillis();
+      Thread.sleep(Math.max(1, Math.min(Worker.IDLE_POLL_MILLIS, left)));
+    }
+    return true;
+  }
+
+  /**
+   * PostgreSQL is away: fetches a buffered item, or waits for the outage policy's next boundary if
+   * the buffer has none to hand out.
+   */
+  private boolean whileAway() throws InterruptedException {
+    if (!fetchAhead(true)) {
+      context.retrying().pause(Retrying.firstDelayMillis());
+    }
+    return true;
+  }
+
+  /**
+   * Fetches a buffered item while PostgreSQL is {@code away}, or while the fleet hands over after
+   * its return, when a claimed turn would wait behind the hand-over's local pacing and be given up
+   * as late. Of a host no other thread of this worker is fetching from the buffer if there is one:
+   * each host's limiter paces this process at the divided rate, so threads spread over the hosts
+   * keep every host at it, where threads queued on one host's turns would leave the others waiting.
+   * False if the buffer has none to hand out.
+   */
+  private boolean fetchAhead(boolean away) throws InterruptedException {
+    String[] marked = new String[1];
+    try {
+      return queue.fetchAhead(
+              item -> {
+                String host = UrlList.hostOf(item.url());
+                if (!mayFetchAhead(item) || !fetchingAhead.add(host)) {
+                  return false;
+                }
+                marked[0] = host;
+                return true;
+              },
+              away)
+          || queue.fetchAhead(this::mayFetchAhead, away);
+    } finally {
+      if (marked[0] != null) {
+        fetchingAhead.remove(marked[0]);
+      }
+    }
+  }
+
+  /**
+   * Whether a buffered item may be fetched while PostgreSQL is away: not if its host is locked out
+   * (as this process has heard), passed over (as the last heartbeat heard), or has failed as many
+   * items in this process since the last heartbeat counted them as fail the fleet's bar.
+   */
+  private boolean mayFetchAhead(ItemStore.Item item) {
+    String host = UrlList.hostOf(item.url());
+    return !barred.contains(host)
+        && !lockedOutHosts.contains(host)
+        && !hosts.lockedOut(host)
+        && hostOutcomes.failures(host) < Envelope.MAX_FAILURES;
+  }
+
+  /**
+   * Whether a claim leased an item that one of this worker's threads holds under another token: one
+   * taken from the buffer to fetch while PostgreSQL was away, which the claim found still in the
+   * buffer on the server. A buffered item the claim leased comes out of the buffer here; under
+   * {@link #filling}, so that an item a fill leased is in the buffer before a claim looks for it.
+   */
+  private boolean takenMeanwhile(ItemStore.Item claimed) {
+    synchronized (filling) {
+      if (ahead.claimedAgain(claimed.key())) {
+        return false;
+      }
+    }
+    return work.held().stream()
+        .anyMatch(i -> i.key().equals(claimed.key()) && !i.token().equals(claimed.token()));
+  }
+
+  /** Gives a claimed item back untouched: another thread of this worker fetches it. */
+  private boolean giveBack(ItemStore.Item item) throws InterruptedException {
+    context.retrying().record("release an item", () -> context.store().items().release(item));
     return true;
   }
 
@@ -283,6 +439,7 @@ final class PerHostFrontier implements WorkSource {
     }
     context.store().frontier().retireDrainedHosts(settings.job());
     countHostItems();
+    fillAhead();
     Map<String, Integer> clean = hosts.turns().drainCleanAnswers();
     try {
       context.store().frontier().countCleanAnswers(clean);
@@ -293,6 +450,63 @@ final class PerHostFrontier implements WorkSource {
           clean.size(),
           context.database().describe(e));
     }
+  }
+
+  /** The most items one fill of the buffer leases ahead: a statement of a few milliseconds. */
+  static final int MOST_AHEAD_PER_FILL = 100;
+
+  /**
+   * The buffer's part of the heartbeat: gives back the buffered items of hosts no claim reaches any
+   * more, and leases ahead, spread across the hosts, up to the room left; each host's items in the
+   * buffer at most those its limiter paces in {@code --outage-buffer} seconds at the divided rate
+   * ({@link #perHostSeconds}).
+   */
+  private void fillAhead() throws SQLException {
+    if (ahead.capacity() == 0 || context.stop().get()) {
+      return;
+    }
+    RunSettings settings = context.settings();
+    FrontierStore frontier = context.store().frontier();
+    Set<String> buffered = new java.util.HashSet<>();
+    ahead.items().forEach(i -> buffered.add(UrlList.hostOf(i.url())));
+    barred.addAll(frontier.barredHosts(settings.job(), buffered));
+    for (ItemStore.Item back : ahead.drop(i -> barred.contains(UrlList.hostOf(i.url())))) {
+      context.store().items().release(back);
+    }
+    int room = ahead.room(MOST_AHEAD_PER_FILL);
+    if (room == 0) {
+      return;
+    }
+    List<String> tokens = new ArrayList<>(room);
+    for (int i = 0; i < room; i++) {
+      tokens.add(ItemStore.newLeaseToken());
+    }
+    synchronized (filling) {
+      long sent = System.nanoTime();
+      List<FrontierStore.Ahead> leased =
+          frontier.leaseAhead(
+              settings.job(),
+              context.workerId(),
+              tokens,
+              settings.leaseMillis(),
+              perHostSeconds(
+                  settings.outageBuffer(), settings.destination().maxFetchingProcesses()));
+      List<ItemStore.Item> items = new ArrayList<>(leased.size());
+      for (FrontierStore.Ahead a : leased) {
+        rates.put(a.host(), a.rate());
+        items.add(a.item());
+      }
+      ahead.filled(items, sent);
+    }
+  }
+
+  /**
+   * How many seconds of a host's rate a worker keeps of its items leased ahead: {@code
+   * --outage-buffer} at the divided rate, {@code rate / divisor}, which the host's limiter paces
+   * each process at while PostgreSQL is away ({@link LeasedAhead#capacityFor}'s rule, per host).
+   */
+  static double perHostSeconds(Duration outageBuffer, int divisor) {
+    return outageBuffer.toMillis() / 1000.0 / divisor;
   }
 
   @Override
@@ -315,6 +529,7 @@ final class PerHostFrontier implements WorkSource {
               .store()
               .frontier()
               .countItems(job, counted, Envelope.FAILURE_WINDOW, Envelope.MAX_FAILURES)) {
+        barred.add(p.host());
         log.warn(
             "Host {} is passed over: {}. Its open items are deferred to the next run of job"
                 + " {}; the other hosts go on",

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,18 +24,19 @@ import org.slf4j.LoggerFactory;
  * with {@code --fifo-claims}, each item then fetched through its host's fetcher.
  *
  * <p><b>While PostgreSQL is away.</b> The worker keeps items leased ahead of its threads ({@link
- * LeasedAhead}; none per host): when a statement fails, a thread puts the outcomes it carried back
- * and fetches the next buffered item instead of waiting, through the same limiter, which paces at
- * the divided rate while the cursor cannot be reached. The outcomes wait in memory, at most one per
- * item leased ahead or in flight, and the first statement after the return records them all. A
- * thread waits for PostgreSQL only when the buffer has nothing left to hand out. Between outage
- * boundaries no statement is tried: each would fail at once, and the threads have items to fetch.
- * For a while after the return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease
- * ran out, so that no worker takes another's buffered or fetched items before their owner has
- * extended their leases again: none is fetched twice because the outage outlasted a lease. Nor,
- * after a restart of the server, a pending item before every worker of the job has reported since,
- * having recorded again and taken back what a crash may have forgotten ({@link ItemStore}'s class
- * comment).
+ * LeasedAhead}): when a statement fails, a thread puts the outcomes it carried back and fetches the
+ * next buffered item instead of waiting, through the same limiter, which paces at the divided rate
+ * while the cursor cannot be reached. The outcomes wait in memory, at most one per item leased
+ * ahead or in flight, and the first statement after the return records them all. A thread waits for
+ * PostgreSQL only when the buffer has nothing left to hand out. Between outage boundaries no
+ * statement is tried: each would fail at once, and the threads have items to fetch. Per host the
+ * frontier claims ({@link PerHostFrontier}), and a thread whose claim fails fetches from the buffer
+ * through this ({@link #fetchAhead}), its outcome waiting here the same way. For a while after the
+ * return ({@link #RETURN_GRACE_NANOS}) the worker claims no item whose lease ran out, so that no
+ * worker takes another's buffered or fetched items before their owner has extended their leases
+ * again: none is fetched twice because the outage outlasted a lease. Nor, after a restart of the
+ * server, a pending item before every worker of the job has reported since, having recorded again
+ * and taken back what a crash may have forgotten ({@link ItemStore}'s class comment).
  *
  * <p><b>The dispatch slot.</b> It cannot be renewed while PostgreSQL is away, and none can be taken
  * either, by this worker or any other that asks the same database: the processes fetching are those
@@ -152,11 +154,72 @@ final class QueuedClaims {
     if (dones.isEmpty() && claims.tokens.isEmpty()) {
       return true;
     }
+    boolean made = make(dones, claims.tokens);
+    if (made) {
+      claims.tokens = List.of();
+    }
+    return made;
+  }
+
+  /**
+   * Per host, whose claims are the frontier's ({@link PerHostFrontier}): records the outcomes
+   * waiting, in one statement that claims nothing. False if PostgreSQL did not answer; they then
+   * wait for the next.
+   */
+  boolean recordWaiting() {
+    List<ItemStore.Done> dones = new ArrayList<>();
+    for (ItemStore.Done d; (d = unrecorded.poll()) != null; ) {
+      dones.add(d);
+    }
+    return dones.isEmpty() || make(dones, List.of());
+  }
+
+  /**
+   * Whether PostgreSQL is away and its outage policy holds connections back: a statement would fail
+   * at once, without asking it.
+   */
+  boolean heldBack() {
+    return away.get() && context.retrying().heldBack();
+  }
+
+  /**
+   * Whether no return from an outage is recent: {@link #RETURN_GRACE_NANOS} since the first
+   * statement answered after it. Until then no claim takes an item whose lease ran out.
+   */
+  boolean settled() {
+    return !away.get() && time.nanoTime() - returnedNanos >= RETURN_GRACE_NANOS;
+  }
+
+  /** Per host: PostgreSQL answered a claim of the frontier's. */
+  void answered() {
+    if (away.compareAndSet(true, false)) {
+      returnedNanos = time.nanoTime();
+    }
+  }
+
+  /**
+   * Per host: the thread fetches the first buffered item that {@code may} allows instead of
+   * claiming, its outcome waiting to be recorded as here: while PostgreSQL is away ({@code away}:
+   * it did not answer a claim of the frontier's), or while the fleet hands over after its return.
+   * False if the buffer has none to hand out.
+   */
+  boolean fetchAhead(Predicate<ItemStore.Item> may, boolean away) throws InterruptedException {
+    if (away) {
+      this.away.set(true);
+    }
+    Optional<ItemStore.Item> item = ahead.take(may);
+    return item.isPresent() && fetch(item.get());
+  }
+
+  /**
+   * One statement: records {@code dones} and claims an item for each of {@code tokens}. False if
+   * PostgreSQL did not answer; the outcomes then wait for the next statement.
+   */
+  private boolean make(List<ItemStore.Done> dones, List<String> tokens) {
     RunSettings settings = context.settings();
-    List<String> tokens = claims.tokens;
     long sent = time.nanoTime();
     boolean returning = away.get();
-    boolean settled = !returning && sent - returnedNanos >= RETURN_GRACE_NANOS;
+    boolean settled = settled();
     Retrying.Attempt<ItemStore.RecordedAndClaimedMany> attempt =
         context
             .retrying()
@@ -181,9 +244,10 @@ final class QueuedClaims {
     if (returning && away.compareAndSet(true, false)) {
       returnedNanos = sent;
     }
-    claims.tokens = List.of();
     recorded(dones, a.value().recorded());
-    ahead.claimed(a.value().claimed(), tokens.size(), sent);
+    if (!tokens.isEmpty()) {
+      ahead.claimed(a.value().claimed(), tokens.size(), sent);
+    }
     return true;
   }
 

@@ -39,18 +39,18 @@ import org.slf4j.LoggerFactory;
  * leases, reports its figures and watches for a trip recorded by any other worker of the job.
  *
  * <p>While PostgreSQL cannot be reached the worker neither exits nor loses work: pacing degrades to
- * the divided local rate (the library's doing); in single-destination mode the fetch threads go on
- * fetching the items the worker leased ahead ({@link LeasedAhead}); outcomes already fetched are
- * kept (their bodies are already on disk) and recorded when PostgreSQL answers. If an item's lease
- * was taken over meanwhile, the record is refused by its lease token and the item is counted once,
- * by whoever holds it.
+ * the divided local rate (the library's doing); the fetch threads go on fetching the items the
+ * worker leased ahead ({@link LeasedAhead}; per host, spread over the hosts); outcomes already
+ * fetched are kept (their bodies are already on disk) and recorded when PostgreSQL answers. If an
+ * item's lease was taken over meanwhile, the record is refused by its lease token and the item is
+ * counted once, by whoever holds it.
  *
  * <p>What the threads claim and what fetches it depends on the mode, one {@link WorkSource} each:
  * {@link SingleDestination}, and {@link PerHostFrontier} ({@link RunSettings#perHost()}), where a
  * claim is the reservation of the item's host's turn. Without PostgreSQL nothing can be claimed in
- * either: items already claimed are fetched (per host, at their claimed turns; with one
- * destination, the buffer leased ahead), their requests paced locally at the divided rate (the
- * library's degraded mode), and then the threads wait for it.
+ * either: items already claimed are fetched, and then the buffer leased ahead, their requests paced
+ * locally at the divided rate (the library's degraded mode, per host its host's), and then the
+ * threads wait for it.
  *
  * <p><b>Connections.</b> A worker holds the work state's ({@link #storeConnections}, the request
  * log's statements among theirs: they are few and short), the cursor's reservation connection and

@@ -98,6 +98,96 @@ class FrontierStoreTest {
     return (Claim.Claimed) c;
   }
 
+  private static List<String> tokens(int n) {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(ItemStore.newLeaseToken());
+    }
+    return out;
+  }
+
+  /**
+   * Leasing ahead spreads over the hosts (every host's first item before any host's second), each
+   * host's items in input order, at most seconds x rate (rounded up) of a host's items leased ahead
+   * by one worker, counting those it leased before; another worker has room of its own, and a host
+   * locked out or passed over gets none leased ahead.
+   */
+  @Test
+  void leasingAheadSpreadsOverTheHostsUpToEachHostsShare() throws Exception {
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(host("a"), 10);
+    items.put(host("b"), 10);
+    items.put(host("c"), 1);
+    items.put(host("locked"), 3);
+    items.put(host("passed"), 3);
+    plan(items, 2.0, 10);
+    TestDatabase.execute(
+        "INSERT INTO pacer_cursor_lockout (name, reason, locked_at) VALUES ('"
+            + host("locked")
+            + "', '403', now())");
+    TestDatabase.execute(
+        "UPDATE pacer_frontier SET passed_over = 'x', next_at = 'infinity' WHERE job = '"
+            + job
+            + "' AND host = '"
+            + host("passed")
+            + "'");
+    List<FrontierStore.Ahead> first =
+        store.frontier().leaseAhead(job, "w1", tokens(4), 60_000, 1.5);
+    assertThat(first)
+        .extracting(a -> a.item().url())
+        .containsExactlyInAnyOrder(
+            "http://" + host("a") + "/0",
+            "http://" + host("b") + "/0",
+            "http://" + host("c") + "/0",
+            "http://" + host("a") + "/1");
+    assertThat(first).extracting(FrontierStore.Ahead::rate).containsOnly(2.0);
+    // ceil(1.5 x 2) = 3 of a host's items at once: a has 1 more, b 2 more, c none left.
+    List<FrontierStore.Ahead> more =
+        store.frontier().leaseAhead(job, "w1", tokens(10), 60_000, 1.5);
+    assertThat(more)
+        .extracting(a -> a.item().url())
+        .containsExactlyInAnyOrder(
+            "http://" + host("a") + "/2",
+            "http://" + host("b") + "/1",
+            "http://" + host("b") + "/2");
+    assertThat(store.frontier().leaseAhead(job, "w2", tokens(1), 60_000, 1.5))
+        .extracting(a -> a.item().url())
+        .containsExactly("http://" + host("a") + "/3");
+    assertThat(
+            store
+                .frontier()
+                .barredHosts(job, java.util.Set.of(host("a"), host("locked"), host("passed"))))
+        .containsExactlyInAnyOrder(host("locked"), host("passed"));
+  }
+
+  /**
+   * A worker's claim takes its own buffered item at the host's turn (the lowest in input order),
+   * but not one its threads hold under the buffered token, nor another worker's; and items leased
+   * ahead do not count against a host's in-flight cap.
+   */
+  @Test
+  void aClaimTakesItsWorkersBufferedItemsAtTheirHostsTurn() throws Exception {
+    Map<String, Integer> items = new LinkedHashMap<>();
+    items.put(host("a"), 3);
+    plan(items, 1000.0, 1);
+    List<FrontierStore.Ahead> ahead = store.frontier().leaseAhead(job, "w1", tokens(2), 60_000, 1);
+    assertThat(ahead).hasSize(2);
+    String heldToken = ahead.get(0).item().token();
+    Claim other = store.frontier().claim(job, "w2", "w2/t1", List.of(), true, 60_000);
+    assertThat(other).isInstanceOf(Claim.Claimed.class);
+    assertThat(((Claim.Claimed) other).item().url()).isEqualTo("http://" + host("a") + "/2");
+    Thread.sleep(5);
+    // w2's item is in flight (the cap is 1): nothing more until it is done.
+    assertThat(store.frontier().claim(job, "w1", "w1/t1", List.of(heldToken), true, 60_000))
+        .isNotInstanceOf(Claim.Claimed.class);
+    store.items().release(((Claim.Claimed) other).item());
+    Thread.sleep(5);
+    Claim mine = store.frontier().claim(job, "w1", "w1/t1", List.of(heldToken), true, 60_000);
+    assertThat(mine).isInstanceOf(Claim.Claimed.class);
+    assertThat(((Claim.Claimed) mine).item().key()).isEqualTo(ahead.get(1).item().key());
+    assertThat(((Claim.Claimed) mine).item().token()).isNotEqualTo(ahead.get(1).item().token());
+  }
+
   @Test
   void aSkewedBacklogDoesNotHoldTheOtherHostsBack() throws Exception {
     // The heavy host's 50 items come first in input order: a FIFO claim would take them all first.
@@ -576,7 +666,8 @@ class FrontierStoreTest {
       String prepared = numbered(FrontierClaimSql.claim("pacer_cursor"));
       try (Statement s = c.createStatement()) {
         s.execute(
-            "PREPARE frontier_claim(text, bigint, bigint, text, text, text, bigint) AS "
+            "PREPARE frontier_claim(text, bigint, bigint, text, text, text[], boolean, text,"
+                + " bigint) AS "
                 + prepared);
         s.execute("SET plan_cache_mode = force_generic_plan");
       }
@@ -585,7 +676,7 @@ class FrontierStoreTest {
               c,
               "EXPLAIN EXECUTE frontier_claim('"
                   + job
-                  + "', 20000, 120000000, 'w-explain/t1', 'w-explain', 't', 60000)",
+                  + "', 20000, 120000000, 'w-explain/t1', 'w-explain', '{}', true, 't', 60000)",
               false);
       assertThat(generic).as(generic).doesNotContain("Seq Scan").contains("pacer_frontier_next");
     }

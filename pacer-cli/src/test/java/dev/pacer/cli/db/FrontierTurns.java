@@ -151,7 +151,7 @@ final class FrontierTurns implements Cursor, AutoCloseable {
             });
         job.intervalMicros = micros;
       }
-      return frontier.claim(job.name, "turns", job.name, 0, horizon);
+      return frontier.claim(job.name, "turns", job.name, java.util.List.of(), true, 0, horizon);
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }

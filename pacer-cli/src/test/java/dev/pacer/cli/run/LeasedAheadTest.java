@@ -102,4 +102,42 @@ class LeasedAheadTest {
     assertThat(ahead.drain()).extracting(ItemStore.Item::token).containsExactly("b");
     assertThat(ahead.take()).isEqualTo(Optional.empty());
   }
+
+  /**
+   * Per host the heartbeat fills the buffer up to its room, a fill at a time; a thread away from
+   * PostgreSQL takes the first item its predicate allows, leaving the others in their order; a
+   * claim that leased a buffered item again takes it out, and says so once; a host barred drops its
+   * items.
+   */
+  @Test
+  void perHostTheHeartbeatFillsItAndAClaimOrAThreadTakesFromIt() {
+    LeasedAhead ahead = new LeasedAhead(4, LEASE_MILLIS, time);
+    assertThat(ahead.room(100)).isEqualTo(4);
+    assertThat(ahead.room(3)).isEqualTo(3);
+    ahead.filled(List.of(item("a"), item("b"), item("c")), time.nanoTime());
+    assertThat(ahead.room(100)).isEqualTo(1);
+    assertThat(ahead.take(i -> !i.token().equals("a")).map(ItemStore.Item::token)).contains("b");
+    assertThat(ahead.claimedAgain("key-a")).isTrue();
+    assertThat(ahead.claimedAgain("key-a")).isFalse();
+    assertThat(ahead.claimedAgain("key-b")).as("taken by a thread").isFalse();
+    ahead.filled(List.of(item("d")), time.nanoTime());
+    assertThat(ahead.drop(i -> i.token().equals("d")))
+        .extracting(ItemStore.Item::token)
+        .containsExactly("d");
+    assertThat(ahead.items()).extracting(ItemStore.Item::token).containsExactly("c");
+    time.advance(Duration.ofMillis(15_000));
+    assertThat(ahead.take(i -> true)).as("under a quarter of its lease left").isEmpty();
+  }
+
+  /**
+   * A host's share of the buffer: {@code --outage-buffer} seconds of the host's rate divided by the
+   * processes that may fetch, as {@link LeasedAhead#capacityFor} sizes one destination's.
+   */
+  @Test
+  void aHostsShareIsTheOutageBufferAtItsDividedRate() {
+    double seconds = PerHostFrontier.perHostSeconds(Duration.ofSeconds(20), 4);
+    assertThat(seconds).isEqualTo(5.0);
+    assertThat(Math.ceil(seconds * 4)).isEqualTo(LeasedAhead.capacityFor(20, 4, 4, 10_000));
+    assertThat(PerHostFrontier.perHostSeconds(Duration.ZERO, 4)).isZero();
+  }
 }
