@@ -10,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
 
 /**
  * The items a worker keeps leased ahead of its fetch threads, so that they go on fetching while
@@ -131,27 +133,42 @@ final class LeasedAhead {
 
   /**
    * The first buffered item whose lease has at least a quarter of its length left, taken out of the
-   * buffer; empty if there is none.
+   * buffer; empty if there is none. The others stay, in their order.
    */
   Optional<ItemStore.Item> take() {
-    return take(item -> true);
+    return takeLeast(item -> true, item -> 0, item -> {});
   }
 
   /**
-   * The first buffered item that {@code may} allows and whose lease has at least a quarter of its
-   * length left, taken out of the buffer; empty if there is none. The others stay, in their order.
+   * As {@link #take()}, but of the items {@code may} allows, the first of those {@code load} ranks
+   * lowest; {@code taken} hears of it before another thread may take, so that a load it counts is
+   * up to date for the next.
    */
-  synchronized Optional<ItemStore.Item> take(Predicate<ItemStore.Item> may) {
+  synchronized Optional<ItemStore.Item> takeLeast(
+      Predicate<ItemStore.Item> may,
+      ToIntFunction<ItemStore.Item> load,
+      Consumer<ItemStore.Item> taken) {
     long now = time.nanoTime();
-    Iterator<Entry> it = entries.values().iterator();
-    while (it.hasNext()) {
-      Entry e = it.next();
+    Entry least = null;
+    int leastLoad = Integer.MAX_VALUE;
+    for (Entry e : entries.values()) {
       if (now - e.leasedFromNanos < leaseNanos - leaseNanos / 4 && may.test(e.item)) {
-        it.remove();
-        return Optional.of(e.item);
+        int l = load.applyAsInt(e.item);
+        if (l < leastLoad) {
+          least = e;
+          leastLoad = l;
+        }
+        if (l == 0) {
+          break;
+        }
       }
     }
-    return Optional.empty();
+    if (least == null) {
+      return Optional.empty();
+    }
+    entries.remove(least.item.token());
+    taken.accept(least.item);
+    return Optional.of(least.item);
   }
 
   /**

@@ -87,8 +87,10 @@ final class PerHostFrontier implements WorkSource {
   /** Hosts no claim reaches any more (locked out, passed over): their buffered items go back. */
   private final Set<String> barred = ConcurrentHashMap.newKeySet();
 
-  /** The hosts a thread of this worker is fetching a buffered item of, one thread each. */
-  private final Set<String> fetchingAhead = ConcurrentHashMap.newKeySet();
+  /**
+   * Per host, the threads of this worker fetching a buffered item of it: see {@link #fetchAhead}.
+   */
+  private final Map<String, Integer> threadsAhead = new ConcurrentHashMap<>();
 
   /** Held by a fill of the buffer, and by a claim's look into it: see {@link #nextClaim}. */
   private final Object filling = new Object();
@@ -282,28 +284,28 @@ final class PerHostFrontier implements WorkSource {
   /**
    * Fetches a buffered item while PostgreSQL is {@code away}, or while the fleet hands over after
    * its return, when a claimed turn would wait behind the hand-over's local pacing and be given up
-   * as late. Of a host no other thread of this worker is fetching from the buffer if there is one:
-   * each host's limiter paces this process at the divided rate, so threads spread over the hosts
-   * keep every host at it, where threads queued on one host's turns would leave the others waiting.
-   * False if the buffer has none to hand out.
+   * as late. Of the host the fewest of this worker's threads are fetching from the buffer: each
+   * host's limiter paces this process at the divided rate, and a thread waits for its host's turn,
+   * so threads spread evenly over the hosts keep every host at it, where threads queued on one
+   * host's turns would leave another without a thread for its turns. False if the buffer has none
+   * to hand out.
    */
   private boolean fetchAhead(boolean away) throws InterruptedException {
-    String[] marked = new String[1];
+    String[] fetching = new String[1];
     try {
       return queue.fetchAhead(
-              item -> {
-                String host = UrlList.hostOf(item.url());
-                if (!mayFetchAhead(item) || !fetchingAhead.add(host)) {
-                  return false;
-                }
-                marked[0] = host;
-                return true;
-              },
-              away)
-          || queue.fetchAhead(this::mayFetchAhead, away);
+          () ->
+              ahead.takeLeast(
+                  this::mayFetchAhead,
+                  item -> threadsAhead.getOrDefault(UrlList.hostOf(item.url()), 0),
+                  item -> {
+                    fetching[0] = UrlList.hostOf(item.url());
+                    threadsAhead.merge(fetching[0], 1, Integer::sum);
+                  }),
+          away);
     } finally {
-      if (marked[0] != null) {
-        fetchingAhead.remove(marked[0]);
+      if (fetching[0] != null) {
+        threadsAhead.computeIfPresent(fetching[0], (host, n) -> n == 1 ? null : n - 1);
       }
     }
   }

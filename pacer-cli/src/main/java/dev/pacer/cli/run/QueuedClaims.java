@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
-import java.util.function.Predicate;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -198,16 +198,17 @@ final class QueuedClaims {
   }
 
   /**
-   * Per host: the thread fetches the first buffered item that {@code may} allows instead of
+   * Per host: the thread fetches the buffered item {@code take} takes out of the buffer instead of
    * claiming, its outcome waiting to be recorded as here: while PostgreSQL is away ({@code away}:
    * it did not answer a claim of the frontier's), or while the fleet hands over after its return.
    * False if the buffer has none to hand out.
    */
-  boolean fetchAhead(Predicate<ItemStore.Item> may, boolean away) throws InterruptedException {
+  boolean fetchAhead(Supplier<Optional<ItemStore.Item>> take, boolean away)
+      throws InterruptedException {
     if (away) {
       this.away.set(true);
     }
-    Optional<ItemStore.Item> item = ahead.take(may);
+    Optional<ItemStore.Item> item = take.get();
     return item.isPresent() && fetch(item.get());
   }
 

@@ -69,6 +69,40 @@ class LeasedAheadTest {
     assertThat(ahead.toClaim()).isEqualTo(1);
   }
 
+  /**
+   * Threads fetching a buffered item each wait for their host's turn: the next thread takes an item
+   * of the host the fewest threads are on, the first such in the buffer's order, and is counted on
+   * it before another thread takes.
+   */
+  @Test
+  void theItemTakenIsOfTheHostTheFewestThreadsAreOn() {
+    LeasedAhead ahead = new LeasedAhead(10, LEASE_MILLIS, time);
+    ahead.filled(
+        List.of(onHost("a1", "a"), onHost("a2", "a"), onHost("b1", "b"), onHost("c1", "c")),
+        time.nanoTime());
+    java.util.Map<String, Integer> threadsOn = new java.util.HashMap<>();
+    List<String> taken = new java.util.ArrayList<>();
+    for (int thread = 0; thread < 4; thread++) {
+      ahead
+          .takeLeast(
+              item -> !item.token().equals("c1") || threadsOn.containsKey("b"),
+              item -> threadsOn.getOrDefault(host(item), 0),
+              item -> threadsOn.merge(host(item), 1, Integer::sum))
+          .ifPresent(item -> taken.add(item.token()));
+    }
+    // c1 is not allowed until a thread is on b; a2 waits until every host has a thread.
+    assertThat(taken).containsExactly("a1", "b1", "c1", "a2");
+    assertThat(ahead.size()).isZero();
+  }
+
+  private static ItemStore.Item onHost(String token, String host) {
+    return new ItemStore.Item("job", "key-" + token, "http://" + host + "/" + token, 0, 0, token);
+  }
+
+  private static String host(ItemStore.Item item) {
+    return java.net.URI.create(item.url()).getHost();
+  }
+
   @Test
   void withNoCapacityAThreadClaimsOnlyItsOwnItem() {
     LeasedAhead ahead = new LeasedAhead(0, LEASE_MILLIS, time);
@@ -116,7 +150,11 @@ class LeasedAheadTest {
     assertThat(ahead.room(3)).isEqualTo(3);
     ahead.filled(List.of(item("a"), item("b"), item("c")), time.nanoTime());
     assertThat(ahead.room(100)).isEqualTo(1);
-    assertThat(ahead.take(i -> !i.token().equals("a")).map(ItemStore.Item::token)).contains("b");
+    assertThat(
+            ahead
+                .takeLeast(i -> !i.token().equals("a"), i -> 0, i -> {})
+                .map(ItemStore.Item::token))
+        .contains("b");
     assertThat(ahead.claimedAgain("key-a")).isTrue();
     assertThat(ahead.claimedAgain("key-a")).isFalse();
     assertThat(ahead.claimedAgain("key-b")).as("taken by a thread").isFalse();
@@ -126,7 +164,7 @@ class LeasedAheadTest {
         .containsExactly("d");
     assertThat(ahead.items()).extracting(ItemStore.Item::token).containsExactly("c");
     time.advance(Duration.ofMillis(15_000));
-    assertThat(ahead.take(i -> true)).as("under a quarter of its lease left").isEmpty();
+    assertThat(ahead.take()).as("under a quarter of its lease left").isEmpty();
   }
 
   /**
