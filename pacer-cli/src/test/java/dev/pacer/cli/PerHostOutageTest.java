@@ -47,8 +47,20 @@ class PerHostOutageTest {
   private static final int RATE = 4;
 
   private static final int HOSTS = 3;
-  private static final int ITEMS_PER_HOST = 80;
-  private static final int TWIN_ITEMS_PER_HOST = 60;
+
+  /**
+   * Enough that every worker's buffer can hold its share of every host ({@code --outage-buffer}'s
+   * 20 s x 4/s / 4 = 20 items) at the stop, however late the last worker started.
+   */
+  private static final int ITEMS_PER_HOST = 120;
+
+  private static final int TWIN_ITEMS_PER_HOST = 100;
+
+  /**
+   * The items of every host each worker must hold in its buffer at the stop: more than it can fetch
+   * at the divided rate from when it paces locally to the return.
+   */
+  private static final int BUFFERED_AT_STOP = 10;
 
   /** Time a stop of the server may take to refuse the last reservation after it is read. */
   private static final long CRASH_NANOS = 200_000_000L;
@@ -57,8 +69,8 @@ class PerHostOutageTest {
   private static final long OUTAGE_MILLIS = 12_000;
 
   /**
-   * The arrivals awaited before the stop once every worker fetches: 4 s at the hosts' ceilings,
-   * over which every worker's heartbeat has filled its buffer.
+   * The arrivals awaited before the stop once every worker buffers: 4 s at the hosts' ceilings, the
+   * steady part the ceiling is judged on before the outage.
    */
   private static final int STEADY_BEFORE = 48;
 
@@ -110,10 +122,12 @@ class PerHostOutageTest {
   void everyHostGoesOnThroughAnOutage() throws Exception {
     Process run = fetch("outage", 0, ITEMS_PER_HOST);
     Process twin = fetch("outage-twin", HOSTS, TWIN_ITEMS_PER_HOST, "--outage-buffer", "0");
-    awaitEveryWorker(hostsOf(0), run);
+    awaitBuffers("outage", run);
     awaitArrivals(hostsOf(HOSTS), 1, twin);
-    long everyWorkerFetching = System.nanoTime();
+    long everyWorkerBuffering = System.nanoTime();
     awaitArrivals(hostsOf(0), count(hostsOf(0), 0, Long.MAX_VALUE) + STEADY_BEFORE, run);
+    awaitBuffers("outage", run);
+    assertThat(twin.isAlive()).as("the twin is still fetching at the stop").isTrue();
     long down = System.nanoTime();
     postgres.stopFast();
     Thread.sleep(OUTAGE_MILLIS);
@@ -121,11 +135,11 @@ class PerHostOutageTest {
     long up = System.nanoTime();
     String err = finish(run, "outage", HOSTS * ITEMS_PER_HOST);
     finish(twin, "outage-twin", HOSTS * TWIN_ITEMS_PER_HOST);
-    judgeRun(err, everyWorkerFetching, down, up);
+    judgeRun(err, everyWorkerBuffering, down, up);
     judgeTwin(down, up);
   }
 
-  private void judgeRun(String err, long everyWorkerFetching, long down, long up) {
+  private void judgeRun(String err, long everyWorkerBuffering, long down, long up) {
     double outage = (up - down) / 1e9;
     List<LoopbackHosts.Arrival> all = arrivals(hostsOf(0));
     Timeline whole = timeline(all);
@@ -141,7 +155,7 @@ class PerHostOutageTest {
         longest,
         fetchedTwice(all, down));
     for (String host : hostsOf(0)) {
-      judgeHost(host, everyWorkerFetching, down, up);
+      judgeHost(host, everyWorkerBuffering, down, up);
     }
     Cli.LateTurns late = Cli.LateTurns.in(err);
     System.out.println("outage: " + late);
@@ -161,7 +175,7 @@ class PerHostOutageTest {
    * least 0.8 x its rate divided; and once every worker paces locally, each worker fetching its
    * buffer at the divided rate, never above it, and together at least 0.95 x the divided rate each.
    */
-  private void judgeHost(String host, long everyWorkerFetching, long down, long up) {
+  private void judgeHost(String host, long everyWorkerBuffering, long down, long up) {
     double outage = (up - down) / 1e9;
     double keptUp = KEPT_UP * RATE / DIVISOR;
     List<LoopbackHosts.Arrival> mine = arrivals(Set.of(host));
@@ -184,7 +198,7 @@ class PerHostOutageTest {
             .map(a -> String.format("%.2f:%s", (a.nanos() - down) / 1e9, a.worker()))
             .toList());
     FleetBounds.at(RATE, "outage, host " + host)
-        .assertHeld(run, run.between(everyWorkerFetching + SECOND, down));
+        .assertHeld(run, run.between(everyWorkerBuffering + SECOND, down));
     assertThat(during / outage)
         .as("host %s's rate during the outage; per second from it: %s", host, perSecond(mine, down))
         .isGreaterThanOrEqualTo(keptUp);
@@ -319,18 +333,43 @@ class PerHostOutageTest {
     }
   }
 
-  /** Waits until each of the run's workers has fetched from {@code among}. */
-  private void awaitEveryWorker(Set<String> among, Process run) throws InterruptedException {
-    long deadline = System.nanoTime() + 90 * SECOND;
+  /**
+   * Waits until each of the run's workers holds at least {@link #BUFFERED_AT_STOP} items of every
+   * host in its buffer, the premise of a worker pacing every host through the outage.
+   */
+  private void awaitBuffers(String job, Process run) throws Exception {
+    long deadline = System.nanoTime() + 60 * SECOND;
     while (true) {
-      Set<String> workers = new HashSet<>();
-      arrivals(among).forEach(a -> workers.add(a.worker()));
-      if (workers.size() >= PROCESSES) {
+      Map<String, Integer> workersBuffering = workersBuffering(job);
+      if (workersBuffering.size() == HOSTS
+          && workersBuffering.values().stream().allMatch(w -> w >= PROCESSES)) {
         return;
       }
       assertThat(run.isAlive()).as("the run is going: %s", stderr(run)).isTrue();
-      assertThat(System.nanoTime()).as("every worker fetching within 90 s").isLessThan(deadline);
-      Thread.sleep(20);
+      assertThat(System.nanoTime())
+          .as("every worker buffering every host within 60 s: %s", workersBuffering)
+          .isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
+  /** Per host of {@code job}, the workers holding at least BUFFERED_AT_STOP of its items ahead. */
+  private Map<String, Integer> workersBuffering(String job) throws Exception {
+    try (Connection c = DriverManager.getConnection(postgres.jdbcUrl());
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT host, count(*) FROM (SELECT host FROM pacer_item WHERE job = ? AND state ="
+                    + " 'leased' AND ahead GROUP BY 1, leased_by HAVING count(*) >= ?) buffers"
+                    + " GROUP BY host")) {
+      s.setString(1, job);
+      s.setInt(2, BUFFERED_AT_STOP);
+      Map<String, Integer> workers = new TreeMap<>();
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          workers.put(r.getString(1), r.getInt(2));
+        }
+      }
+      return workers;
     }
   }
 
