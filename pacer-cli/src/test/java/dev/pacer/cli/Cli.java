@@ -89,10 +89,19 @@ final class Cli {
      * FleetBounds#assertFewLateTurnsOfColdWorkers}).
      */
     void assertFewOfColdWorkers(FleetBounds bounds, int workers, int threads, Timeline run) {
+      assertFewOfColdWorkers(bounds, workers, threads, 1, run);
+    }
+
+    /**
+     * As {@link #assertFewOfColdWorkers(FleetBounds, int, int, Timeline)}, the workers starting
+     * cold {@code coldMoments} times: at the start and at each return from an outage.
+     */
+    void assertFewOfColdWorkers(
+        FleetBounds bounds, int workers, int threads, int coldMoments, Timeline run) {
       assertThat(this.workers)
           .as("workers that said how many turns they gave up as late, %s", this)
           .isEqualTo(workers);
-      bounds.assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, run);
+      bounds.assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, coldMoments, run);
     }
 
     @Override

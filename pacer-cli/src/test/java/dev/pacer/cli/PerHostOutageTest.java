@@ -160,7 +160,7 @@ class PerHostOutageTest {
     Cli.LateTurns late = Cli.LateTurns.in(err);
     System.out.println("outage: " + late);
     late.assertFewOfColdWorkers(
-        FleetBounds.at(HOSTS * RATE, "outage, the hosts"), PROCESSES, THREADS, whole);
+        FleetBounds.at(HOSTS * RATE, "outage, the hosts"), PROCESSES, THREADS, 2, whole);
     assertThat(all)
         .as("no URL fetched twice: %s", fetchedTwice(all, down))
         .hasSize(HOSTS * ITEMS_PER_HOST);

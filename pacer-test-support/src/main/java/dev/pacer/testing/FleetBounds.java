@@ -373,15 +373,30 @@ public final class FleetBounds {
    */
   public void assertFewLateTurnsOfColdWorkers(
       long skipped, long turns, int workers, int threads, Timeline run) {
+    assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, 1, run);
+  }
+
+  /**
+   * As {@link #assertFewLateTurnsOfColdWorkers(long, long, int, int, Timeline)}, for a run in which
+   * the workers start cold together {@code coldMoments} times: at the start, and again at each
+   * return of PostgreSQL after an outage, when every worker reconnects at the same retry boundary
+   * to a server that has just started, its threads' turns due meanwhile.
+   */
+  public void assertFewLateTurnsOfColdWorkers(
+      long skipped, long turns, int workers, int threads, int coldMoments, Timeline run) {
     double stall =
         Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
     long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
     assertLateTurnsAtMost(
         skipped,
         turns,
-        Math.max(mostLateTurns(turns, stall), workers * perWorker),
+        Math.max(mostLateTurns(turns, stall), (long) coldMoments * workers * perWorker),
         String.format(
-            Locale.ROOT, "%d workers starting cold, %d turn(s) each allowed", workers, perWorker));
+            Locale.ROOT,
+            "%d workers starting cold %d time(s), %d turn(s) each allowed",
+            workers,
+            coldMoments,
+            perWorker));
   }
 
   private void assertLateTurnsAtMost(long skipped, long turns, long most, String allowed) {

@@ -133,6 +133,10 @@ class FleetBoundsTest {
     assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(91, 910, 3, 4, run))
         .as("one turn in ten")
         .hasMessageContaining("given up as late, 91 of 910");
+    // Cold again at a return from an outage: each worker's turns once more.
+    bounds.assertFewLateTurnsOfColdWorkers(18, 182, 3, 4, 2, run);
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(19, 182, 3, 4, 2, run))
+        .hasMessageContaining("given up as late, 19 of 182 (at most 18");
   }
 
   @Test
