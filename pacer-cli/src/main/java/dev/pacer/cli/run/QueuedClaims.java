@@ -11,6 +11,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -71,6 +72,12 @@ final class QueuedClaims {
   /** Outcomes fetched and not yet recorded: the next statement of any thread records them. */
   private final Queue<ItemStore.Done> unrecorded = new ConcurrentLinkedQueue<>();
 
+  /**
+   * How many times this worker has recorded the last item it held; the threads with nothing to
+   * claim wait on it ({@link #awaitIdle}).
+   */
+  private final AtomicLong wakes = new AtomicLong();
+
   /** The last statement failed: PostgreSQL is away until one is answered. */
   private final AtomicBoolean away = new AtomicBoolean();
 
@@ -124,11 +131,38 @@ final class QueuedClaims {
       context.retrying().pause(Retrying.firstDelayMillis());
       return true;
     }
+    long wakesSeen = wakes.get();
     if (nothingLeft.getAsBoolean()) {
       return false;
     }
-    Thread.sleep(Worker.IDLE_POLL_MILLIS);
+    awaitIdle(wakesSeen);
     return true;
+  }
+
+  /**
+   * A thread that found nothing to claim while the job still has open items waits for {@link
+   * Worker#IDLE_POLL_MILLIS} at most, or until this worker has recorded its last item held (a wake
+   * since {@code wakesSeen}, read before the job was asked whether it has items left): the job's
+   * last items are likely this worker's own, and the run then ends as the last record is answered,
+   * not up to a poll later.
+   */
+  private void awaitIdle(long wakesSeen) throws InterruptedException {
+    synchronized (wakes) {
+      // A spurious wake-up only makes the thread ask again sooner.
+      if (wakes.get() == wakesSeen) {
+        wakes.wait(Worker.IDLE_POLL_MILLIS);
+      }
+    }
+  }
+
+  /** Wakes the threads waiting in {@link #awaitIdle} if this worker holds no item any more. */
+  private void wakeIfIdle() {
+    if (work.held().isEmpty() && unrecorded.isEmpty() && ahead.isEmpty()) {
+      synchronized (wakes) {
+        wakes.incrementAndGet();
+        wakes.notifyAll();
+      }
+    }
   }
 
   /**
@@ -184,6 +218,9 @@ final class QueuedClaims {
     claims.tokens = List.of();
     recorded(dones, a.value().recorded());
     ahead.claimed(a.value().claimed(), tokens.size(), sent);
+    if (!dones.isEmpty()) {
+      wakeIfIdle();
+    }
     return true;
   }
 
