@@ -78,6 +78,9 @@ final class QueuedClaims {
    */
   private final AtomicLong wakes = new AtomicLong();
 
+  /** The job was found to have no open item left while this worker held none. */
+  private volatile boolean ended;
+
   /** The last statement failed: PostgreSQL is away until one is answered. */
   private final AtomicBoolean away = new AtomicBoolean();
 
@@ -132,7 +135,7 @@ final class QueuedClaims {
       return true;
     }
     long wakesSeen = wakes.get();
-    if (nothingLeft.getAsBoolean()) {
+    if (holdsNothing() && jobEnded()) {
       return false;
     }
     awaitIdle(wakesSeen);
@@ -140,11 +143,27 @@ final class QueuedClaims {
   }
 
   /**
+   * Whether the job has no open item left, asked only while this worker holds none (an item it
+   * holds is open): once the answer is yes, every thread of this worker ends without asking again.
+   */
+  private boolean jobEnded() {
+    if (!ended && nothingLeft.getAsBoolean()) {
+      ended = true;
+    }
+    return ended;
+  }
+
+  /** Whether this worker holds no item: none in flight, none waiting to be recorded or leased. */
+  private boolean holdsNothing() {
+    return work.held().isEmpty() && unrecorded.isEmpty() && ahead.isEmpty();
+  }
+
+  /**
    * A thread that found nothing to claim while the job still has open items waits for {@link
    * Worker#IDLE_POLL_MILLIS} at most, or until this worker has recorded its last item held (a wake
-   * since {@code wakesSeen}, read before the job was asked whether it has items left): the job's
-   * last items are likely this worker's own, and the run then ends as the last record is answered,
-   * not up to a poll later.
+   * since {@code wakesSeen}, read before this worker's holdings and the job were looked at): the
+   * job's last items are likely this worker's own, and the run then ends as the last record is
+   * answered, not up to a poll later.
    */
   private void awaitIdle(long wakesSeen) throws InterruptedException {
     synchronized (wakes) {
@@ -157,7 +176,7 @@ final class QueuedClaims {
 
   /** Wakes the threads waiting in {@link #awaitIdle} if this worker holds no item any more. */
   private void wakeIfIdle() {
-    if (work.held().isEmpty() && unrecorded.isEmpty() && ahead.isEmpty()) {
+    if (holdsNothing()) {
       synchronized (wakes) {
         wakes.incrementAndGet();
         wakes.notifyAll();
