@@ -59,10 +59,13 @@ final class RecordAndClaimStatement {
           + "   FOR UPDATE SKIP LOCKED),"
           // Looked for only if the earliest lease has run out, which one descent of the lease
           // index answers: most statements find none, and the walk would cross every lease held.
+          // Asked in that index's order, which only it gives: a min() the planner may take from
+          // any index of leased items, the per-host one included, when the job's statistics say
+          // few are leased (as they do from its enqueue until the next analyze).
           + " lapsed AS (SELECT job, url_key, seq FROM pacer_item"
           + "   WHERE ?::boolean AND job = ? AND state = 'leased' AND lease_until < now()"
-          + "     AND (SELECT min(lease_until) FROM pacer_item"
-          + "       WHERE job = ? AND state = 'leased') < now()"
+          + "     AND (SELECT lease_until FROM pacer_item WHERE job = ? AND state = 'leased'"
+          + "       ORDER BY job, lease_until LIMIT 1) < now()"
           + "     AND url_key <> ALL (?::text[]) AND url_key NOT IN (SELECT url_key FROM mine)"
           + "   ORDER BY seq LIMIT cardinality(?::text[]) - (SELECT count(*) FROM mine)"
           + "   FOR UPDATE SKIP LOCKED),"
