@@ -11,7 +11,6 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -74,15 +73,6 @@ final class QueuedClaims {
   /** Outcomes fetched and not yet recorded: the next statement of any thread records them. */
   private final Queue<ItemStore.Done> unrecorded = new ConcurrentLinkedQueue<>();
 
-  /**
-   * How many times this worker has recorded the last item it held; the threads with nothing to
-   * claim wait on it ({@link #awaitIdle}).
-   */
-  private final AtomicLong wakes = new AtomicLong();
-
-  /** The job was found to have no open item left while this worker held none. */
-  private volatile boolean ended;
-
   /** The last statement failed: PostgreSQL is away until one is answered. */
   private final AtomicBoolean away = new AtomicBoolean();
 
@@ -136,54 +126,11 @@ final class QueuedClaims {
       context.retrying().pause(Retrying.firstDelayMillis());
       return true;
     }
-    long wakesSeen = wakes.get();
-    if (holdsNothing() && jobEnded()) {
+    if (nothingLeft.getAsBoolean()) {
       return false;
     }
-    awaitIdle(wakesSeen);
+    Thread.sleep(Worker.IDLE_POLL_MILLIS);
     return true;
-  }
-
-  /**
-   * Whether the job has no open item left, asked only while this worker holds none (an item it
-   * holds is open): once the answer is yes, every thread of this worker ends without asking again.
-   */
-  private boolean jobEnded() {
-    if (!ended && nothingLeft.getAsBoolean()) {
-      ended = true;
-    }
-    return ended;
-  }
-
-  /** Whether this worker holds no item: none in flight, none waiting to be recorded or leased. */
-  private boolean holdsNothing() {
-    return work.held().isEmpty() && unrecorded.isEmpty() && ahead.isEmpty();
-  }
-
-  /**
-   * A thread that found nothing to claim while the job still has open items waits for {@link
-   * Worker#IDLE_POLL_MILLIS} at most, or until this worker has recorded its last item held (a wake
-   * since {@code wakesSeen}, read before this worker's holdings and the job were looked at): the
-   * job's last items are likely this worker's own, and the run then ends as the last record is
-   * answered, not up to a poll later.
-   */
-  private void awaitIdle(long wakesSeen) throws InterruptedException {
-    synchronized (wakes) {
-      // A spurious wake-up only makes the thread ask again sooner.
-      if (wakes.get() == wakesSeen) {
-        wakes.wait(Worker.IDLE_POLL_MILLIS);
-      }
-    }
-  }
-
-  /** Wakes the threads waiting in {@link #awaitIdle} if this worker holds no item any more. */
-  private void wakeIfIdle() {
-    if (holdsNothing()) {
-      synchronized (wakes) {
-        wakes.incrementAndGet();
-        wakes.notifyAll();
-      }
-    }
   }
 
   /**
@@ -301,9 +248,6 @@ final class QueuedClaims {
     recorded(dones, a.value().recorded());
     if (!tokens.isEmpty()) {
       ahead.claimed(a.value().claimed(), tokens.size(), sent);
-    }
-    if (!dones.isEmpty()) {
-      wakeIfIdle();
     }
     return true;
   }
