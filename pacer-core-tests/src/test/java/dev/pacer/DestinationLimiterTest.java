@@ -24,13 +24,16 @@ class DestinationLimiterTest {
   private final RecordingCursor shared = new RecordingCursor(sharedStandIn);
 
   private DestinationLimiter limiter(double rate, int concurrency, int processes, Cursor cursor) {
-    Destination d =
-        Destination.builder("dest")
-            .ratePerSecond(rate)
-            .maxConcurrency(concurrency)
-            .maxFetchingProcesses(processes)
-            .build();
-    return new LimiterRegistry(cursor, time).limiter(d);
+    return new LimiterRegistry(cursor, time)
+        .limiter(destination("dest", rate, concurrency, processes));
+  }
+
+  private static Destination destination(String name, double rate, int concurrency, int processes) {
+    return Destination.builder(name)
+        .ratePerSecond(rate)
+        .maxConcurrency(concurrency)
+        .maxFetchingProcesses(processes)
+        .build();
   }
 
   @Test
@@ -359,11 +362,7 @@ class DestinationLimiterTest {
   }
 
   private static Destination destination(String name) {
-    return Destination.builder(name)
-        .ratePerSecond(10)
-        .maxConcurrency(1)
-        .maxFetchingProcesses(3)
-        .build();
+    return destination(name, 10, 1, 3);
   }
 
   @Test
