@@ -2,6 +2,7 @@ package dev.pacer.cli.db;
 
 import dev.pacer.cli.model.Secrets;
 import dev.pacer.postgres.StatementLane;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -390,30 +391,10 @@ public final class ItemStore {
     if (items.isEmpty()) {
       return new Extension(Set.of(), 0, Set.of());
     }
-    int n = items.size();
-    List<String> jobs = new ArrayList<>(n);
-    List<String> keys = new ArrayList<>(n);
-    List<String> tokens = new ArrayList<>(n);
-    // A lease is left alone while more than this is left of it: never, for an item not spared.
-    List<Long> leaveAbove = new ArrayList<>(n);
-    for (Item item : items) {
-      jobs.add(item.job());
-      keys.add(item.key());
-      tokens.add(item.token());
-      leaveAbove.add(spare.contains(item.token()) ? spareAboveMillis : leaseMillis + 1);
-    }
     return connection.call(
         c -> {
-          try (PreparedStatement s = c.prepareStatement(EXTEND_LEASES)) {
-            s.setString(1, workerId);
-            s.setArray(2, c.createArrayOf("text", jobs.toArray()));
-            s.setArray(3, c.createArrayOf("text", keys.toArray()));
-            s.setArray(4, c.createArrayOf("text", tokens.toArray()));
-            s.setArray(5, c.createArrayOf("int8", leaveAbove.toArray()));
-            s.setLong(6, leaseMillis);
-            s.setString(7, workerId);
-            s.setString(8, workerId);
-            s.setBoolean(9, takeBack);
+          try (PreparedStatement s =
+              extension(c, "", workerId, items, spare, spareAboveMillis, leaseMillis, takeBack)) {
             Set<String> extended = new HashSet<>();
             Set<String> fresh = new HashSet<>();
             int takenBack = 0;
@@ -428,17 +409,74 @@ public final class ItemStore {
         });
   }
 
+  /**
+   * {@link #EXTEND_LEASES} after {@code prefix} (an {@code EXPLAIN}, for a test of its plan),
+   * prepared on {@code c} with the arguments of {@link #extendedLeases(String, Collection, Set,
+   * long, long, boolean)}.
+   */
+  static PreparedStatement extension(
+      Connection c,
+      String prefix,
+      String workerId,
+      Collection<Item> items,
+      Set<String> spare,
+      long spareAboveMillis,
+      long leaseMillis,
+      boolean takeBack)
+      throws SQLException {
+    int n = items.size();
+    List<String> jobs = new ArrayList<>(n);
+    List<String> keys = new ArrayList<>(n);
+    List<String> tokens = new ArrayList<>(n);
+    // A lease is left alone while more than this is left of it: never, for an item not spared.
+    List<Long> leaveAbove = new ArrayList<>(n);
+    for (Item item : items) {
+      jobs.add(item.job());
+      keys.add(item.key());
+      tokens.add(item.token());
+      leaveAbove.add(spare.contains(item.token()) ? spareAboveMillis : leaseMillis + 1);
+    }
+    PreparedStatement s = c.prepareStatement(prefix + EXTEND_LEASES);
+    try {
+      s.setString(1, workerId);
+      s.setArray(2, c.createArrayOf("text", jobs.toArray()));
+      s.setArray(3, c.createArrayOf("text", keys.toArray()));
+      s.setArray(4, c.createArrayOf("text", tokens.toArray()));
+      s.setArray(5, c.createArrayOf("int8", leaveAbove.toArray()));
+      s.setLong(6, leaseMillis);
+      s.setString(7, workerId);
+      s.setString(8, workerId);
+      s.setBoolean(9, takeBack);
+      return s;
+    } catch (SQLException | RuntimeException e) {
+      s.close();
+      throw e;
+    }
+  }
+
+  /**
+   * The heartbeat's extension. Each token's item is found by one descent of the primary key and
+   * written where that descent found it (its {@code ctid}, looked up as a list): with thousands of
+   * tokens (a full buffer) a plain join is planned as a hash over every item of the table, or over
+   * every leased and pending one, once a beat. The {@code LIMIT} keeps each descent a subquery of
+   * its own (the key is unique: it limits nothing). A row another statement writes between the two
+   * (its item recorded, say) is left, and its token answered not extended, as the state it was
+   * written to would have it.
+   */
   private static final String EXTEND_LEASES =
-      "WITH d AS (SELECT d.job, d.url_key, d.token, q.state = 'pending' AS back,"
+      "WITH d AS (SELECT d.job, d.url_key, d.token, q.row_id, q.state = 'pending' AS back,"
           + "   q.state = 'leased' AND q.leased_by = ? AND q.lease_token = d.token"
           + "     AND q.lease_until > now() + d.leave_above * interval '1 millisecond' AS fresh"
           + "   FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[])"
           + "     AS d(job, url_key, token, leave_above)"
-          + "   JOIN pacer_item q ON q.job = d.job AND q.url_key = d.url_key),"
+          + "   CROSS JOIN LATERAL (SELECT ctid AS row_id, state, leased_by, lease_token,"
+          + "       lease_until FROM pacer_item q"
+          + "     WHERE q.job = d.job AND q.url_key = d.url_key LIMIT 1) q),"
           + " extended AS (UPDATE pacer_item p"
           + "   SET lease_until = now() + ? * interval '1 millisecond',"
           + "     state = 'leased', leased_by = ?, lease_token = d.token"
-          + "   FROM d WHERE NOT d.fresh AND p.job = d.job AND p.url_key = d.url_key"
+          + "   FROM d WHERE p.ctid = ANY (ARRAY(SELECT row_id FROM d WHERE NOT fresh))"
+          + "     AND NOT d.fresh AND p.ctid = d.row_id AND p.job = d.job AND p.url_key = d.url_key"
           + "     AND ((p.state = 'leased' AND p.leased_by = ? AND p.lease_token = d.token)"
           + "       OR (?::boolean AND p.state = 'pending'"
           + "         AND p.lease_token IS DISTINCT FROM d.token))"

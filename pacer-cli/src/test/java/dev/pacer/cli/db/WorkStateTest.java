@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -92,6 +93,39 @@ class WorkStateTest {
     assertThat(store.items().markDone(new ItemStore.Done(taken, 200, "/x", 1))).isTrue();
     assertThat(store.items().markDone(new ItemStore.Done(first, 200, "/x", 1))).isFalse();
     assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  /**
+   * A worker's full buffer is thousands of leases, asked about every beat: with them the
+   * extension's plan must still find each item by its key, never read the table through.
+   */
+  @Test
+  void theExtensionOfAFullBufferFindsEachItemByItsKey() throws Exception {
+    List<String> urls = IntStream.range(0, 6000).mapToObj(i -> "http://a/" + i).toList();
+    store.jobs().enqueue(fresh(), job, "a", 1.0, urls);
+    List<String> tokens =
+        IntStream.range(0, 2000).mapToObj(i -> ItemStore.newLeaseToken()).toList();
+    List<ItemStore.Item> buffered =
+        store.items().recordAndClaimMany(job, List.of(), "w1", tokens, 60_000, true).claimed();
+    assertThat(buffered).hasSize(2000);
+    TestDatabase.execute("ANALYZE pacer_item");
+    StringBuilder plan = new StringBuilder();
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            ItemStore.extension(
+                c, "EXPLAIN ", "w1", buffered, Set.copyOf(tokens), 40_000, 60_000, true);
+        ResultSet r = s.executeQuery()) {
+      while (r.next()) {
+        plan.append(r.getString(1)).append('\n');
+      }
+    }
+    List<String> scans =
+        plan.toString().lines().filter(l -> l.matches(".*Scan.* on pacer_item .*")).toList();
+    assertThat(scans)
+        .as("every read of pacer_item in%n%s", plan)
+        .isNotEmpty()
+        .allMatch(
+            l -> l.contains("Index Scan using pacer_item_pkey on") || l.contains("Tid Scan on"));
   }
 
   @Test
