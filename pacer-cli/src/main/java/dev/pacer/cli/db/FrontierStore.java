@@ -16,8 +16,10 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -163,6 +165,13 @@ public final class FrontierStore {
   private final DatabaseClock clock;
   private final TimeSource time;
 
+  /**
+   * The tokens of this worker's claims and fills whose answers were lost with their connection and
+   * whose give-back failed too (PostgreSQL went away with them): items may be leased under them
+   * that none of its threads holds. {@link #settleLostLeases} settles them.
+   */
+  private final Set<String> unsettled = ConcurrentHashMap.newKeySet();
+
   FrontierStore(StoreConnection connection, CursorPlace place, DatabaseClock clock) {
     this(connection, place, clock, TimeSource.SYSTEM);
   }
@@ -257,7 +266,7 @@ public final class FrontierStore {
    * answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is given
    * back by its lease token before the failure is thrown, and the caller claims afresh: the turn
    * the lost claim may have taken is spent (the host gets one request fewer, never one more). If
-   * the give back fails too, the item waits for its lease to run out.
+   * the give-back fails too, {@link #settleLostLeases} settles the item.
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
@@ -296,30 +305,10 @@ public final class FrontierStore {
       return claimOnce(job, workerId, claimant, held, settled, token, leaseMillis, horizon);
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
-        try {
-          releaseLease(job, token);
-        } catch (SQLException notReleased) {
-          e.addSuppressed(notReleased);
-        }
+        giveBackOrKeep(job, List.of(token), e);
       }
       throw e;
     }
-  }
-
-  /** Gives back the item leased under {@code token}, if one is: pending again, untouched. */
-  private void releaseLease(String job, String token) throws SQLException {
-    connection.call(
-        c -> {
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "UPDATE pacer_item SET state = 'pending',"
-                      + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
-                      + " WHERE job = ? AND state = 'leased' AND lease_token = ?")) {
-            s.setString(1, job);
-            s.setString(2, token);
-            return s.executeUpdate();
-          }
-        });
   }
 
   private Claim claimOnce(
@@ -399,7 +388,7 @@ public final class FrontierStore {
    *
    * <p>Made at most once: made again, it would lease a second item under a token. When its answer
    * is lost, the items it may have leased are given back by their tokens before the failure is
-   * thrown; if the give back fails too, they wait for their leases to run out.
+   * thrown; if the give-back fails too, {@link #settleLostLeases} settles them.
    */
   public List<Ahead> leaseAhead(
       String job, String workerId, List<String> tokens, long leaseMillis, double perHostSeconds)
@@ -435,11 +424,7 @@ public final class FrontierStore {
           });
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
-        try {
-          releaseLeases(job, tokens);
-        } catch (SQLException notReleased) {
-          e.addSuppressed(notReleased);
-        }
+        giveBackOrKeep(job, tokens, e);
       }
       throw e;
     }
@@ -492,6 +477,89 @@ public final class FrontierStore {
           }
         });
   }
+
+  /**
+   * A statement that leased under {@code tokens} lost its answer ({@code lost}): gives back what it
+   * leased, or, if PostgreSQL does not answer that either, keeps the tokens for {@link
+   * #settleLostLeases}.
+   */
+  private void giveBackOrKeep(String job, List<String> tokens, SQLException lost) {
+    try {
+      releaseLeases(job, tokens);
+    } catch (SQLException notReleased) {
+      unsettled.addAll(tokens);
+      lost.addSuppressed(notReleased);
+    }
+  }
+
+  /** Whether a claim or a fill lost its answer and its give-back: see {@link #settleLostLeases}. */
+  public boolean hasUnsettledLeases() {
+    return !unsettled.isEmpty();
+  }
+
+  /** An item a worker holds, under the token it holds it by, and whether it is in its buffer. */
+  public record Holding(String token, boolean buffered) {}
+
+  /**
+   * Settles the leases of the claims and fills whose answers and give-backs were lost: an item this
+   * worker holds under a token of its own ({@code holding}, by key: in its buffer, or taken from it
+   * to fetch while PostgreSQL was away) is leased to that token again, so that its outcome is
+   * recorded and it is fetched once; any other goes back to the job. Without this, a claim that
+   * took a buffered item at its host's turn as PostgreSQL went away left the item leased under a
+   * token nobody held: the worker's record of it, fetched from the buffer meanwhile, was refused,
+   * and the item was fetched again once that lease ran out. Made again (its answer lost), it finds
+   * nothing left to settle. Answers how many items it gave back.
+   */
+  public int settleLostLeases(String job, Map<String, Holding> holding) throws SQLException {
+    List<String> lost = List.copyOf(unsettled);
+    if (lost.isEmpty()) {
+      return 0;
+    }
+    List<String> keys = new ArrayList<>(holding.size());
+    List<String> tokens = new ArrayList<>(holding.size());
+    List<Boolean> buffered = new ArrayList<>(holding.size());
+    holding.forEach(
+        (key, h) -> {
+          keys.add(key);
+          tokens.add(h.token());
+          buffered.add(h.buffered());
+        });
+    int givenBack =
+        connection.call(
+            c -> {
+              try (PreparedStatement s = c.prepareStatement(SETTLE_LOST_LEASES)) {
+                s.setArray(1, c.createArrayOf("text", keys.toArray()));
+                s.setArray(2, c.createArrayOf("text", tokens.toArray()));
+                s.setArray(3, c.createArrayOf("bool", buffered.toArray()));
+                s.setString(4, job);
+                s.setArray(5, c.createArrayOf("text", lost.toArray()));
+                s.setString(6, job);
+                s.setArray(7, c.createArrayOf("text", lost.toArray()));
+                try (ResultSet r = s.executeQuery()) {
+                  r.next();
+                  return r.getInt(1);
+                }
+              }
+            });
+    unsettled.removeAll(lost);
+    return givenBack;
+  }
+
+  // In one statement both updates read the rows as they were: the second leaves those the first
+  // leased again.
+  private static final String SETTLE_LOST_LEASES =
+      "WITH h AS (SELECT * FROM unnest(?::text[], ?::text[], ?::boolean[])"
+          + "   AS h(url_key, token, buffered)),"
+          + " kept AS (UPDATE pacer_item i SET lease_token = h.token, ahead = h.buffered"
+          + "   FROM h WHERE i.job = ? AND i.url_key = h.url_key AND i.state = 'leased'"
+          + "     AND i.lease_token = ANY (?::text[])"
+          + "   RETURNING i.url_key),"
+          + " given AS (UPDATE pacer_item SET state = 'pending', ahead = false,"
+          + "     leased_by = NULL, lease_token = NULL, lease_until = NULL"
+          + "   WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])"
+          + "     AND url_key NOT IN (SELECT url_key FROM kept)"
+          + "   RETURNING url_key)"
+          + " SELECT count(*) FROM given";
 
   /**
    * Those of {@code hosts} no claim of the job reaches any more: locked out, or passed over (their

@@ -1,6 +1,7 @@
 package dev.pacer.cli.run;
 
 import dev.pacer.TimeSource;
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -62,6 +63,12 @@ final class LeasedAhead {
 
   /** Items asked for by claims not yet answered. */
   private int claiming;
+
+  /**
+   * The items taken out of the buffer since the last {@link #forgetTaken}, their tokens by key,
+   * oldest first, at most {@code capacity}: see {@link #holdings}.
+   */
+  private final Map<String, String> taken = new LinkedHashMap<>();
 
   LeasedAhead(int capacity, long leaseMillis, TimeSource time) {
     if (capacity < 0) {
@@ -167,6 +174,11 @@ final class LeasedAhead {
       return Optional.empty();
     }
     entries.remove(least.item.token());
+    this.taken.remove(least.item.key());
+    this.taken.put(least.item.key(), least.item.token());
+    if (this.taken.size() > capacity) {
+      this.taken.remove(this.taken.keySet().iterator().next());
+    }
     taken.accept(least.item);
     return Optional.of(least.item);
   }
@@ -248,6 +260,25 @@ final class LeasedAhead {
         entries.remove(token);
       }
     }
+  }
+
+  /**
+   * The items this worker holds by the buffer's tokens, for a settle of the leases of claims that
+   * lost their answers ({@link FrontierStore#settleLostLeases}), put into {@code into} by key:
+   * every one taken out of the buffer since {@link #forgetTaken} (to be fetched while PostgreSQL
+   * was away), then every buffered one, read in one step, so that an item a thread takes meanwhile
+   * is seen as one or the other.
+   */
+  synchronized void holdings(Map<String, FrontierStore.Holding> into) {
+    taken.forEach((key, token) -> into.put(key, new FrontierStore.Holding(token, false)));
+    entries
+        .values()
+        .forEach(e -> into.put(e.item.key(), new FrontierStore.Holding(e.item.token(), true)));
+  }
+
+  /** A settle has seen the items taken so far: {@link #holdings} need not name them again. */
+  synchronized void forgetTaken() {
+    taken.clear();
   }
 
   /** Takes every buffered item out, to give them back. */

@@ -14,6 +14,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -194,7 +195,7 @@ final class PerHostFrontier implements WorkSource {
    * next claim once it answers again.
    */
   private boolean nextClaim() throws InterruptedException {
-    if (queue.heldBack() || !queue.recordWaiting()) {
+    if (queue.heldBack() || !settleLostLeases() || !queue.recordWaiting()) {
       return whileAway();
     }
     if (ahead.capacity() > 0 && context.database().outagePolicy().isHandingOver()) {
@@ -233,6 +234,33 @@ final class PerHostFrontier implements WorkSource {
     }
     // Refused (the host's copy of its cursor is healed) and Lost (another claim leased the item
     // first): claim again at once.
+    return true;
+  }
+
+  /**
+   * Settles, before anything is recorded, the leases of this worker's claims and fills whose
+   * answers and give-backs were both lost ({@link FrontierStore#settleLostLeases}): an item such a
+   * claim took from the buffer at its host's turn, which a thread then fetched from the buffer, is
+   * leased to the buffer's token again, so that its record is accepted and it is fetched once.
+   * False if PostgreSQL did not answer.
+   */
+  private boolean settleLostLeases() {
+    FrontierStore frontier = context.store().frontier();
+    if (!frontier.hasUnsettledLeases()) {
+      return true;
+    }
+    Map<String, FrontierStore.Holding> holding = new HashMap<>();
+    ahead.holdings(holding);
+    Retrying.Attempt<Integer> settled =
+        context
+            .retrying()
+            .once(
+                "settle the leases of claims whose answers were lost",
+                () -> frontier.settleLostLeases(context.settings().job(), holding));
+    if (!(settled instanceof Retrying.Attempt.Answered<Integer>)) {
+      return false;
+    }
+    ahead.forgetTaken();
     return true;
   }
 

@@ -207,6 +207,107 @@ class LostAnswerTest {
     assertThat(leased()).containsExactly(((FrontierStore.Claim.Claimed) again).item().url());
   }
 
+  /**
+   * A per-host claim that took the item of this worker's buffer at its host's turn as PostgreSQL
+   * went away: its answer lost, and its give-back refused. The worker fetched the item from its
+   * buffer meanwhile, under the buffer's token; settled before the worker records anything, the
+   * item is leased to that token again, and its record is accepted: fetched once.
+   */
+  @Test
+  void aPerHostClaimOfABufferedItemLostWithItsGiveBackIsSettledToTheBuffersToken()
+      throws Exception {
+    ItemStore.Item buffered = planOneHost().get(0);
+    lostClaimAndGiveBack();
+    assertThat(leaseTokens())
+        .as("the lost claim took the buffered item under a token of its own")
+        .hasSize(1)
+        .doesNotContain(buffered.token());
+    assertThat(
+            madeAgainOnceUp(
+                () -> store.items().markDone(new ItemStore.Done(buffered, 200, "/x", 1))))
+        .as("a record under the buffer's token before the claim is settled")
+        .isFalse();
+
+    assertThat(madeAgainOnceUp(() -> settle(Map.of(buffered.key(), buffered.token()))))
+        .as("items given back")
+        .isZero();
+    assertThat(store.frontier().hasUnsettledLeases()).isFalse();
+    assertThat(store.items().markDone(new ItemStore.Done(buffered, 200, "/x", 1)))
+        .as("the record of the item fetched from the buffer")
+        .isTrue();
+    assertThat(store.items().counts(job).done()).isEqualTo(1);
+  }
+
+  /** The same, for a claim that took an item this worker does not hold: it goes back to the job. */
+  @Test
+  void aPerHostClaimLostWithItsGiveBackOfAnItemNobodyHoldsIsGivenBackWhenSettled()
+      throws Exception {
+    planOneHost();
+    lostClaimAndGiveBack();
+
+    assertThat(madeAgainOnceUp(() -> settle(Map.of()))).as("items given back").isEqualTo(1);
+    assertThat(leased()).isEmpty();
+    assertThat(store.frontier().settleLostLeases(job, Map.of()))
+        .as("settled again: nothing left")
+        .isZero();
+  }
+
+  /** The lease tokens of the job's items leased now. */
+  private List<String> leaseTokens() throws SQLException {
+    List<String> tokens = new ArrayList<>();
+    try (Connection c = TestDatabase.connect();
+        PreparedStatement s =
+            c.prepareStatement(
+                "SELECT lease_token FROM pacer_item WHERE job = ? AND state = 'leased'")) {
+      s.setString(1, job);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          tokens.add(r.getString(1));
+        }
+      }
+    }
+    return tokens;
+  }
+
+  /** A per-host job of one host and one item, leased ahead by w1: the buffered item. */
+  private List<ItemStore.Item> planOneHost() throws SQLException {
+    job = job + "-per-host";
+    String host = "a." + job + ".test";
+    store
+        .jobs()
+        .enqueue(
+            UUID.randomUUID().toString(), job, "per-host", 10, List.of("http://" + host + "/1"));
+    store.frontier().plan(job, Map.of(host, new FrontierStore.HostCeiling(10, 4)));
+    List<ItemStore.Item> buffered =
+        store
+            .frontier()
+            .leaseAhead(job, "w1", List.of(ItemStore.newLeaseToken()), 60_000, 10)
+            .stream()
+            .map(FrontierStore.Ahead::item)
+            .toList();
+    assertThat(buffered).hasSize(1);
+    return buffered;
+  }
+
+  /** w1 claims, and both the claim's answer and its give-back are lost. */
+  private void lostClaimAndGiveBack() throws SQLException {
+    proxy.loseTheAnswerTo("pick AS MATERIALIZED");
+    proxy.refuseNew();
+    assertThatThrownBy(() -> store.frontier().claim(job, "w1", "w1/t1", List.of(), true, 60_000))
+        .isInstanceOf(SQLException.class)
+        .satisfies(e -> assertOutcomeUnknown((SQLException) e));
+    assertThat(proxy.answersLost()).isEqualTo(1);
+    assertThat(leased()).as("the item, leased by the lost claim").hasSize(1);
+    assertThat(store.frontier().hasUnsettledLeases()).isTrue();
+    proxy.acceptNew();
+  }
+
+  private int settle(Map<String, String> tokensByKey) throws SQLException {
+    Map<String, FrontierStore.Holding> holding = new LinkedHashMap<>();
+    tokensByKey.forEach((key, token) -> holding.put(key, new FrontierStore.Holding(token, false)));
+    return store.frontier().settleLostLeases(job, holding);
+  }
+
   @Test
   void aRobotsTxtClaimWhoseAnswerWasLostLeasesOneHost() throws Exception {
     planRobots();
@@ -359,7 +460,6 @@ class LostAnswerTest {
     }
   }
 
-  /** The call that failed told the outage policy; the next goes through once it is up again. */
   /** A call that may fail while the database is held down. */
   private interface StoreCall<T> {
     T call() throws SQLException;

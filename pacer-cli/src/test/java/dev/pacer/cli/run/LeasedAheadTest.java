@@ -2,10 +2,13 @@ package dev.pacer.cli.run;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.pacer.cli.db.FrontierStore;
 import dev.pacer.cli.db.ItemStore;
 import dev.pacer.testing.FakeTime;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -50,6 +53,30 @@ class LeasedAheadTest {
 
     assertThat(LeasedAhead.spareAboveMillis(20_000, 20_000, 1_000)).isEqualTo(20_000);
     assertThat(LeasedAhead.spareAboveMillis(60_000, 0, 1_000)).isEqualTo(17_000);
+  }
+
+  /**
+   * A settle of lost leases sees the buffered items and those taken out to fetch since the last
+   * settle, each by the token the worker holds it under.
+   */
+  @Test
+  void theHoldingsAreTheBufferedItemsAndThoseTakenSinceTheLastSettle() {
+    LeasedAhead ahead = new LeasedAhead(10, LEASE_MILLIS, time);
+    ahead.toClaim();
+    ahead.claimed(List.of(item("a"), item("b")), 3, time.nanoTime());
+    assertThat(ahead.take()).map(ItemStore.Item::token).contains("a");
+
+    Map<String, FrontierStore.Holding> holding = new HashMap<>();
+    ahead.holdings(holding);
+    assertThat(holding)
+        .containsOnly(
+            Map.entry("key-a", new FrontierStore.Holding("a", false)),
+            Map.entry("key-b", new FrontierStore.Holding("b", true)));
+
+    ahead.forgetTaken();
+    holding.clear();
+    ahead.holdings(holding);
+    assertThat(holding).containsOnly(Map.entry("key-b", new FrontierStore.Holding("b", true)));
   }
 
   @Test
