@@ -34,7 +34,6 @@ public final class TcpProxy implements AutoCloseable {
 
   private final java.util.Set<Socket> silenced = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile boolean blackholed;
-  private volatile boolean refusing;
   private volatile boolean droppingNotifications;
   private volatile boolean closed;
   private final AtomicLong accepted = new AtomicLong();
@@ -139,19 +138,6 @@ public final class TcpProxy implements AutoCloseable {
     silenced.addAll(sockets);
   }
 
-  /**
-   * Closes every connection accepted from now on at once, as a database that is down would: the
-   * connections open now are forwarded as before.
-   */
-  public void refuseNew() {
-    refusing = true;
-  }
-
-  /** Forwards connections accepted from now on again ({@link #refuseNew}). */
-  public void acceptNew() {
-    refusing = false;
-  }
-
   /** Forward again (connections that lost bytes meanwhile are out of sync; new ones work). */
   public void restore() {
     blackholed = false;
@@ -166,10 +152,6 @@ public final class TcpProxy implements AutoCloseable {
         synchronized (this) {
           accepted.incrementAndGet();
           notifyAll();
-        }
-        if (refusing) {
-          client.close();
-          continue;
         }
         Socket upstream;
         try {

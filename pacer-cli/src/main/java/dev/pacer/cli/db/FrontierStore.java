@@ -166,9 +166,9 @@ public final class FrontierStore {
   private final TimeSource time;
 
   /**
-   * The tokens of this worker's claims and fills whose answers were lost with their connection and
-   * whose give-back failed too (PostgreSQL went away with them): items may be leased under them
-   * that none of its threads holds. {@link #settleLostLeases} settles them.
+   * The tokens of this worker's claims and fills whose answers were lost with their connection:
+   * items may be leased under them that none of its threads holds. {@link #settleLostLeases}
+   * settles them.
    */
   private final Set<String> unsettled = ConcurrentHashMap.newKeySet();
 
@@ -263,10 +263,10 @@ public final class FrontierStore {
    * its claimant's until it starts.
    *
    * <p>Made at most once: made again, it would take a second turn and lease a second item. When its
-   * answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is given
-   * back by its lease token before the failure is thrown, and the caller claims afresh: the turn
-   * the lost claim may have taken is spent (the host gets one request fewer, never one more). If
-   * the give-back fails too, {@link #settleLostLeases} settles the item.
+   * answer is lost ({@link KeptConnection#OUTCOME_UNKNOWN}), the item it may have leased is left to
+   * {@link #settleLostLeases}, which the caller makes before it records anything, and the caller
+   * claims afresh: the turn the lost claim may have taken is spent (the host gets one request
+   * fewer, never one more).
    */
   public Claim claim(String job, String workerId, String claimant, long leaseMillis)
       throws SQLException {
@@ -305,7 +305,7 @@ public final class FrontierStore {
       return claimOnce(job, workerId, claimant, held, settled, token, leaseMillis, horizon);
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
-        giveBackOrKeep(job, List.of(token), e);
+        unsettled.add(token);
       }
       throw e;
     }
@@ -387,8 +387,7 @@ public final class FrontierStore {
    * Answers the items leased, with their tokens, hosts and hosts' rates.
    *
    * <p>Made at most once: made again, it would lease a second item under a token. When its answer
-   * is lost, the items it may have leased are given back by their tokens before the failure is
-   * thrown; if the give-back fails too, {@link #settleLostLeases} settles them.
+   * is lost, the items it may have leased are left to {@link #settleLostLeases}.
    */
   public List<Ahead> leaseAhead(
       String job, String workerId, List<String> tokens, long leaseMillis, double perHostSeconds)
@@ -424,7 +423,7 @@ public final class FrontierStore {
           });
     } catch (SQLException e) {
       if (KeptConnection.isOutcomeUnknown(e)) {
-        giveBackOrKeep(job, tokens, e);
+        unsettled.addAll(tokens);
       }
       throw e;
     }
@@ -462,37 +461,7 @@ public final class FrontierStore {
         + " RETURNING i.url_key, i.url, i.failures, i.throttles, i.lease_token, n.host, n.rate";
   }
 
-  /** Gives back the items leased under {@code tokens}, if any are: pending again, untouched. */
-  private void releaseLeases(String job, List<String> tokens) throws SQLException {
-    connection.call(
-        c -> {
-          try (PreparedStatement s =
-              c.prepareStatement(
-                  "UPDATE pacer_item SET state = 'pending', ahead = false,"
-                      + " leased_by = NULL, lease_token = NULL, lease_until = NULL"
-                      + " WHERE job = ? AND state = 'leased' AND lease_token = ANY (?::text[])")) {
-            s.setString(1, job);
-            s.setArray(2, c.createArrayOf("text", tokens.toArray()));
-            return s.executeUpdate();
-          }
-        });
-  }
-
-  /**
-   * A statement that leased under {@code tokens} lost its answer ({@code lost}): gives back what it
-   * leased, or, if PostgreSQL does not answer that either, keeps the tokens for {@link
-   * #settleLostLeases}.
-   */
-  private void giveBackOrKeep(String job, List<String> tokens, SQLException lost) {
-    try {
-      releaseLeases(job, tokens);
-    } catch (SQLException notReleased) {
-      unsettled.addAll(tokens);
-      lost.addSuppressed(notReleased);
-    }
-  }
-
-  /** Whether a claim or a fill lost its answer and its give-back: see {@link #settleLostLeases}. */
+  /** Whether a claim or a fill lost its answer: see {@link #settleLostLeases}. */
   public boolean hasUnsettledLeases() {
     return !unsettled.isEmpty();
   }
@@ -501,13 +470,13 @@ public final class FrontierStore {
   public record Holding(String token, boolean buffered) {}
 
   /**
-   * Settles the leases of the claims and fills whose answers and give-backs were lost: an item this
-   * worker holds under a token of its own ({@code holding}, by key: in its buffer, or taken from it
-   * to fetch while PostgreSQL was away) is leased to that token again, so that its outcome is
-   * recorded and it is fetched once; any other goes back to the job. Without this, a claim that
-   * took a buffered item at its host's turn as PostgreSQL went away left the item leased under a
-   * token nobody held: the worker's record of it, fetched from the buffer meanwhile, was refused,
-   * and the item was fetched again once that lease ran out. Made again (its answer lost), it finds
+   * Settles the leases of the claims and fills whose answers were lost: an item this worker holds
+   * under a token of its own ({@code holding}, by key: in its buffer, or taken from it to fetch
+   * since) is leased to that token again, so that its outcome is recorded and it is fetched once;
+   * any other goes back to the job. A lost claim's item is not given back at once: the claim may
+   * have taken an item of this worker's buffer, which a thread may take to fetch before anything is
+   * answered again, and an item given back meanwhile could be claimed and fetched by another worker
+   * as well. Its caller makes it before it records anything. Made again (its answer lost), it finds
    * nothing left to settle. Answers how many items it gave back.
    */
   public int settleLostLeases(String job, Map<String, Holding> holding) throws SQLException {

@@ -159,8 +159,10 @@ final class PerHostFrontier implements WorkSource {
     return work;
   }
 
+  /** A fetch thread ends: lost claims settled if PostgreSQL answers, then as one destination's. */
   @Override
   public void threadEnds() throws InterruptedException {
+    settleLostLeases();
     queue.threadEnds();
   }
 
@@ -239,10 +241,10 @@ final class PerHostFrontier implements WorkSource {
 
   /**
    * Settles, before anything is recorded, the leases of this worker's claims and fills whose
-   * answers and give-backs were both lost ({@link FrontierStore#settleLostLeases}): an item such a
-   * claim took from the buffer at its host's turn, which a thread then fetched from the buffer, is
-   * leased to the buffer's token again, so that its record is accepted and it is fetched once.
-   * False if PostgreSQL did not answer.
+   * answers were lost ({@link FrontierStore#settleLostLeases}): an item such a claim took from the
+   * buffer at its host's turn, which a thread then fetched from the buffer, is leased to the
+   * buffer's token again, so that its record is accepted and it is fetched once. False if
+   * PostgreSQL did not answer.
    */
   private boolean settleLostLeases() {
     FrontierStore frontier = context.store().frontier();
@@ -257,10 +259,14 @@ final class PerHostFrontier implements WorkSource {
             .once(
                 "settle the leases of claims whose answers were lost",
                 () -> frontier.settleLostLeases(context.settings().job(), holding));
-    if (!(settled instanceof Retrying.Attempt.Answered<Integer>)) {
+    if (!(settled instanceof Retrying.Attempt.Answered<Integer> answered)) {
       return false;
     }
     ahead.forgetTaken();
+    log.info(
+        "Settled the leases of claims whose answers were lost: {} item(s) given back to the job;"
+            + " an item this worker held from its buffer stays its own",
+        answered.value());
     return true;
   }
 
