@@ -63,19 +63,26 @@ class LostAnswerTest {
 
   /** The job's items leased now, by url. */
   private List<String> leased() throws SQLException {
-    List<String> urls = new ArrayList<>();
+    return leasedItems("url");
+  }
+
+  /** {@code column} (one of pacer_item's, named by the test) of the job's items leased now. */
+  private List<String> leasedItems(String column) throws SQLException {
+    List<String> values = new ArrayList<>();
     try (Connection c = TestDatabase.connect();
         PreparedStatement s =
             c.prepareStatement(
-                "SELECT url FROM pacer_item WHERE job = ? AND state = 'leased' ORDER BY seq")) {
+                "SELECT "
+                    + column
+                    + " FROM pacer_item WHERE job = ? AND state = 'leased' ORDER BY seq")) {
       s.setString(1, job);
       try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
-          urls.add(r.getString(1));
+          values.add(r.getString(1));
         }
       }
     }
-    return urls;
+    return values;
   }
 
   @Test
@@ -207,7 +214,7 @@ class LostAnswerTest {
       throws Exception {
     ItemStore.Item buffered = planOneHost().get(0);
     lostClaim();
-    assertThat(leaseTokens())
+    assertThat(leasedItems("lease_token"))
         .as("the lost claim took the buffered item under a token of its own")
         .hasSize(1)
         .doesNotContain(buffered.token());
@@ -225,23 +232,6 @@ class LostAnswerTest {
         .as("the record of the item fetched from the buffer")
         .isTrue();
     assertThat(store.items().counts(job).done()).isEqualTo(1);
-  }
-
-  /** The lease tokens of the job's items leased now. */
-  private List<String> leaseTokens() throws SQLException {
-    List<String> tokens = new ArrayList<>();
-    try (Connection c = TestDatabase.connect();
-        PreparedStatement s =
-            c.prepareStatement(
-                "SELECT lease_token FROM pacer_item WHERE job = ? AND state = 'leased'")) {
-      s.setString(1, job);
-      try (ResultSet r = s.executeQuery()) {
-        while (r.next()) {
-          tokens.add(r.getString(1));
-        }
-      }
-    }
-    return tokens;
   }
 
   /** A per-host job of one host and one item, leased ahead by w1: the buffered item. */
