@@ -234,15 +234,24 @@ class LostAnswerTest {
     assertThat(store.items().counts(job).done()).isEqualTo(1);
   }
 
-  /** A per-host job of one host and one item, leased ahead by w1: the buffered item. */
-  private List<ItemStore.Item> planOneHost() throws SQLException {
-    job = job + "-per-host";
+  /**
+   * Makes the job (its name suffixed) a per-host job of one item on one host, at 10/s; answers the
+   * host.
+   */
+  private String planOneItemPerHostJob(String suffix) throws SQLException {
+    job = job + suffix;
     String host = "a." + job + ".test";
     store
         .jobs()
         .enqueue(
             UUID.randomUUID().toString(), job, "per-host", 10, List.of("http://" + host + "/1"));
     store.frontier().plan(job, Map.of(host, new FrontierStore.HostCeiling(10, 4)));
+    return host;
+  }
+
+  /** A per-host job of one host and one item, leased ahead by w1: the buffered item. */
+  private List<ItemStore.Item> planOneHost() throws SQLException {
+    planOneItemPerHostJob("-per-host");
     List<ItemStore.Item> buffered =
         store
             .frontier()
@@ -370,13 +379,7 @@ class LostAnswerTest {
 
   @Test
   void hostItemsWhoseCountWasLostAreNotCountedAgain() throws Exception {
-    job = job + "-bar";
-    String host = "a." + job + ".test";
-    store
-        .jobs()
-        .enqueue(
-            UUID.randomUUID().toString(), job, "per-host", 10, List.of("http://" + host + "/1"));
-    store.frontier().plan(job, Map.of(host, new FrontierStore.HostCeiling(10, 4)));
+    String host = planOneItemPerHostJob("-bar");
     proxy.loseTheAnswerTo("bar_items = CASE"); // in a transaction: lost with its commit's answer
     SQLException failure =
         failureOf(
