@@ -49,11 +49,12 @@ final class Cli {
 
   /**
    * The turns a run's worker processes gave up as late, and those they took, summed over the
-   * workers that said so at their end ({@link Worker#LATE_TURNS}, one line each). Only a run whose
-   * workers log where the test reads them has them: one started with {@link #spawn} or {@link
-   * #runAlone}; in this JVM ({@link #run}) the workers log to this JVM's own stderr.
+   * workers that said so at their end ({@link Worker#LATE_TURNS}, one line each), with the turns
+   * their own measured stalls may have cost. Only a run whose workers log where the test reads them
+   * has them: one started with {@link #spawn} or {@link #runAlone}; in this JVM ({@link #run}) the
+   * workers log to this JVM's own stderr.
    */
-  record LateTurns(int workers, long skipped, long turns) {
+  record LateTurns(int workers, long skipped, long turns, long stalls, long turnsInStalls) {
 
     private static final Pattern LINE = line();
 
@@ -61,32 +62,36 @@ final class Cli {
       int workers = 0;
       long skipped = 0;
       long turns = 0;
+      long stalls = 0;
+      long turnsInStalls = 0;
       Matcher m = LINE.matcher(stderr);
       while (m.find()) {
         workers++;
         skipped += Long.parseLong(m.group(1));
         turns += Long.parseLong(m.group(2));
+        stalls += Long.parseLong(m.group(4));
+        turnsInStalls += Long.parseLong(m.group(6));
       }
-      return new LateTurns(workers, skipped, turns);
+      return new LateTurns(workers, skipped, turns, stalls, turnsInStalls);
     }
 
     /**
      * Asserts that {@code workers} worker processes said how many turns they gave up as late, and
      * that together they gave up no more than {@code bounds} allows in a run whose door saw {@code
-     * run}.
+     * run}, beside the stalls they measured.
      */
     void assertFew(FleetBounds bounds, int workers, Timeline run) {
       assertThat(this.workers)
           .as("workers that said how many turns they gave up as late, %s", this)
           .isEqualTo(workers);
-      bounds.assertFewLateTurns(skipped, turns, run);
+      bounds.assertFewLateTurns(skipped, turns, run, turnsInStalls);
     }
 
     /**
      * Asserts that {@code workers} worker processes of {@code threads} fetch threads each said how
      * many turns they gave up as late, and that together they gave up no more than {@code bounds}
      * allows workers that start cold on new hosts at once ({@link
-     * FleetBounds#assertFewLateTurnsOfColdWorkers}).
+     * FleetBounds#assertFewLateTurnsOfColdWorkers}), beside the stalls they measured.
      */
     void assertFewOfColdWorkers(FleetBounds bounds, int workers, int threads, Timeline run) {
       assertFewOfColdWorkers(bounds, workers, threads, 1, run);
@@ -101,7 +106,8 @@ final class Cli {
       assertThat(this.workers)
           .as("workers that said how many turns they gave up as late, %s", this)
           .isEqualTo(workers);
-      bounds.assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, coldMoments, run);
+      bounds.assertFewLateTurnsOfColdWorkers(
+          skipped, turns, workers, threads, coldMoments, run, turnsInStalls);
     }
 
     @Override
@@ -111,19 +117,22 @@ final class Cli {
           + turns
           + " taken, by "
           + workers
-          + " worker(s)";
+          + " worker(s), which stalled "
+          + stalls
+          + " time(s) beyond the late-turn limit, costing up to "
+          + turnsInStalls
+          + " turn(s)";
     }
 
     /** {@link Worker#LATE_TURNS} with a number where it has a placeholder. */
     private static Pattern line() {
       String[] parts = Worker.LATE_TURNS.split("\\{}", -1);
-      assertThat(parts).as(Worker.LATE_TURNS).hasSize(3);
-      return Pattern.compile(
-          Pattern.quote(parts[0])
-              + "(\\d+)"
-              + Pattern.quote(parts[1])
-              + "(\\d+)"
-              + Pattern.quote(parts[2]));
+      assertThat(parts).as(Worker.LATE_TURNS).hasSize(7);
+      StringBuilder pattern = new StringBuilder(Pattern.quote(parts[0]));
+      for (int i = 1; i < parts.length; i++) {
+        pattern.append("(\\d+)").append(Pattern.quote(parts[i]));
+      }
+      return Pattern.compile(pattern.toString());
     }
   }
 

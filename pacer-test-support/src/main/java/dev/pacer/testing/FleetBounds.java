@@ -39,9 +39,8 @@ import java.util.Locale;
  *
  * <p>A door in this JVM ({@link DoorServer}) stamps late by as much as this JVM stalls: its runs'
  * stamp error is {@link #STAMP_ERROR_SECONDS}, or the longest stall this JVM met during the run if
- * that is longer, and their busiest window may hold the turns of that stall besides. A door in a
- * JVM of its own ({@link Door}) is judged at the stamp error alone, and its window at {@code
- * floor(c) + 1}.
+ * that is longer, and their busiest window may hold the turns of that stall besides. A door in a JVM of its
+ * own ({@link Door}) is judged at the stamp error alone, and its window at {@code floor(c) + 1}.
  *
  * <p>A run whose upper bound broke is reported as skipped, naming the cause, in two cases the test
  * cannot tell from a fault of the fleet: this host's wall clock stepped forward during it ({@link
@@ -327,8 +326,29 @@ public final class FleetBounds {
    * first arrival to its last, if longer than {@link #STALL_SECONDS}.
    */
   public void assertFewLateTurns(long skipped, long turns, Timeline run) {
-    assertFewLateTurns(
-        skipped, turns, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    assertFewLateTurns(skipped, turns, run, 0);
+  }
+
+  /**
+   * As {@link #assertFewLateTurns(long, long, Timeline)}, for senders in processes of their own
+   * that measured their own stalls: the {@code turnsInSendersStalls} those may have cost, summed
+   * over the senders, are allowed if more. A sender's process starved of the CPU wakes late for its
+   * turns whether or not this JVM was starved at the same moments, and on a machine with fewer
+   * cores than runnable threads the processes take turns at being starved.
+   */
+  public void assertFewLateTurns(
+      long skipped, long turns, Timeline run, long turnsInSendersStalls) {
+    double stall =
+        Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    assertLateTurnsAtMost(
+        skipped,
+        turns,
+        Math.max(mostLateTurns(turns, stall), turnsInSendersStalls),
+        String.format(
+            Locale.ROOT,
+            "a stall of %.0f ms allowed, or %d in the senders' measured stalls",
+            stall * 1000,
+            turnsInSendersStalls));
   }
 
   /**
@@ -384,19 +404,39 @@ public final class FleetBounds {
    */
   public void assertFewLateTurnsOfColdWorkers(
       long skipped, long turns, int workers, int threads, int coldMoments, Timeline run) {
+    assertFewLateTurnsOfColdWorkers(skipped, turns, workers, threads, coldMoments, run, 0);
+  }
+
+  /**
+   * As {@link #assertFewLateTurnsOfColdWorkers(long, long, int, int, int, Timeline)}, the turns the
+   * workers' own measured stalls may have cost ({@code turnsInSendersStalls}, summed over them)
+   * allowed if more, as {@link #assertFewLateTurns(long, long, Timeline, long)} allows them.
+   */
+  public void assertFewLateTurnsOfColdWorkers(
+      long skipped,
+      long turns,
+      int workers,
+      int threads,
+      int coldMoments,
+      Timeline run,
+      long turnsInSendersStalls) {
     double stall =
         Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
     long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
     assertLateTurnsAtMost(
         skipped,
         turns,
-        Math.max(mostLateTurns(turns, stall), (long) coldMoments * workers * perWorker),
+        Math.max(
+            Math.max(mostLateTurns(turns, stall), (long) coldMoments * workers * perWorker),
+            turnsInSendersStalls),
         String.format(
             Locale.ROOT,
-            "%d workers starting cold %d time(s), %d turn(s) each allowed",
+            "%d workers starting cold %d time(s), %d turn(s) each allowed, or %d in the"
+                + " senders' measured stalls",
             workers,
             coldMoments,
-            perWorker));
+            perWorker,
+            turnsInSendersStalls));
   }
 
   private void assertLateTurnsAtMost(long skipped, long turns, long most, String allowed) {

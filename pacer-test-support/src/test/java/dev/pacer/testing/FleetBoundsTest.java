@@ -120,6 +120,22 @@ class FleetBoundsTest {
   }
 
   @Test
+  void theTurnsSendersInProcessesOfTheirOwnSayTheirStallsCostAreAllowedAndNoMore() {
+    FleetBounds bounds = FleetBounds.at(10, "late turns of worker processes");
+    Timeline run = new Timeline(List.of(0L, 1L));
+    // 1 % of 363 is 3; a 150-ms stall at 10/s holds 2 turns; the workers' stalls 7.
+    bounds.assertFewLateTurns(7, 363, run, 7);
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(8, 363, run, 7))
+        .hasMessageContaining("given up as late, 8 of 363 (at most 7");
+    assertThatThrownBy(() -> bounds.assertFewLateTurns(4, 363, run, 0))
+        .hasMessageContaining("given up as late, 4 of 363 (at most 3");
+    // Workers starting cold: each may give up its threads' turns, or what its stalls cost.
+    bounds.assertFewLateTurnsOfColdWorkers(11, 300, 3, 4, 1, run, 11);
+    assertThatThrownBy(() -> bounds.assertFewLateTurnsOfColdWorkers(12, 300, 3, 4, 1, run, 11))
+        .hasMessageContaining("given up as late, 12 of 300 (at most 11");
+  }
+
+  @Test
   void workersStartingColdMayEachGiveUpTheirThreadsTurnsAndNoMore() {
     FleetBounds bounds = FleetBounds.at(15, "late turns of cold workers");
     Timeline run = new Timeline(List.of(0L, 1L));

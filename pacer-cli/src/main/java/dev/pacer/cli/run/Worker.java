@@ -79,8 +79,9 @@ public final class Worker {
    * late, with its two figures: given up, and taken. A fleet's are these summed over its workers.
    */
   public static final String LATE_TURNS =
-      "{} turn(s) given up because this process woke too"
-          + " late for them, beside {} turn(s) taken (a busy host slows the run, not the ceiling)";
+      "{} turn(s) given up because this process woke too late for them, beside {} turn(s) taken;"
+          + " the process itself ran more than {} ms late {} time(s), at most {} ms, which may cost"
+          + " up to {} turn(s) (a busy host slows the run, not the ceiling)";
 
   /** What this worker did; {@code halted} says why, if the run was halted. */
   public record Result(
@@ -106,6 +107,9 @@ public final class Worker {
   private WorkState store;
   private RequestRecorder recorder;
 
+  /** Stalls of this process, which cost turns however the worker is built. */
+  private final ProcessStalls stalls;
+
   /** What the limiters did, reported with every heartbeat for the run's summary. */
   private final LimiterCounts limiterCounts = new LimiterCounts();
 
@@ -129,6 +133,7 @@ public final class Worker {
     this.startLine = startLine;
     this.host = hostName();
     this.workerId = host + ":" + pid + ":" + UUID.randomUUID().toString().substring(0, 8);
+    this.stalls = new ProcessStalls(settings.destination().interval(), settings.threads());
     this.retrying =
         new Retrying(
             TimeSource.SYSTEM,
@@ -148,9 +153,11 @@ public final class Worker {
             : database.cursor(resetBeyond(settings.destination()));
     source = prepare(cursor);
     startLine.await();
+    stalls.start();
     try {
       return fetch();
     } finally {
+      stalls.close();
       gate.close();
       if (cursor instanceof PostgresCursor pg) {
         pg.close();
@@ -627,7 +634,15 @@ public final class Worker {
    */
   private void reportLateTurns() {
     if (lateTurnsReported.compareAndSet(false, true)) {
-      log.info(LATE_TURNS, limiterCounts.lateTurnsSkipped(), source.figures().turns());
+      ProcessStalls.Figures stalled = stalls.figures();
+      log.info(
+          LATE_TURNS,
+          limiterCounts.lateTurnsSkipped(),
+          source.figures().turns(),
+          stalled.limitMillis(),
+          stalled.stalls(),
+          stalled.longestMillis(),
+          stalled.turnsTheyMayCost());
     }
   }
 
