@@ -39,7 +39,8 @@ import java.util.Locale;
  *
  * <p>A door in this JVM ({@link DoorServer}) stamps late by as much as this JVM stalls: its runs'
  * stamp error is {@link #STAMP_ERROR_SECONDS}, or the longest stall this JVM met during the run if
- * that is longer, and their busiest window may hold the turns of that stall besides. A door in a JVM of its
+ * that is longer, and their busiest window may hold the turns of that stall besides (beside those
+ * of the late-turn limit, when the stall is longer than the stamp error). A door in a JVM of its
  * own ({@link Door}) is judged at the stamp error alone, and its window at {@code floor(c) + 1}.
  *
  * <p>A run whose upper bound broke is reported as skipped, naming the cause, in two cases the test
@@ -139,16 +140,23 @@ public final class FleetBounds {
 
   /**
    * The most arrivals any 1-s window of {@code run} may hold: {@link #mostInAWindow()}, and for a
-   * door in this JVM the turns of the longest stall this JVM met from the run's first arrival to
-   * its last as well. A door that stalls for {@code s} stamps the arrivals of that time up to
-   * {@code s} late, so a window of stamps may hold the arrivals of {@code 1 + s} seconds.
+   * door in this JVM the turns of the longest stall {@code s} this JVM met from the run's first
+   * arrival to its last as well. A door that stalls for {@code s} stamps the arrivals of that time
+   * up to {@code s} late, so a window of stamps may hold the arrivals of {@code 1 + s} seconds; and
+   * where {@code s} is longer than the {@link #STAMP_ERROR_SECONDS} that {@code floor(c) + 1}
+   * allows beside the late-turn rule's limit, those of {@code 1 + limit + s} seconds: the first
+   * arrival of a window may then have been taken that late and stamped that late, the last neither.
    */
   private int mostInAWindow(Timeline run) {
     if (!doorInThisJvm) {
       return mostInAWindow();
     }
     double stall = JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9;
-    return (int) Math.floor(ceiling * (1 + stall)) + 1;
+    int most = (int) Math.floor(ceiling * (1 + stall)) + 1;
+    if (stall > STAMP_ERROR_SECONDS) {
+      most = Math.max(most, (int) Math.floor(ceiling * (1 + lateLimitSeconds + stall)) + 1);
+    }
+    return most;
   }
 
   /**
