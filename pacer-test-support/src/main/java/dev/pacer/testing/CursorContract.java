@@ -115,7 +115,8 @@ public abstract class CursorContract extends TurnContract {
     }
     assertThat(paused.await(5, java.util.concurrent.TimeUnit.SECONDS)).as("pause heard").isTrue();
     assertThat(pauses.get(0)).isBetween(Duration.ofSeconds(2), Duration.ofSeconds(3));
-    cursor().lockOut(name, "HTTP 403");
+    // Recorded, or the listener has nothing to hear: a failure then names the write, not the ear.
+    assertThat(cursor().lockOut(name, "HTTP 403")).as("lockout recorded").isTrue();
     assertThat(lockedOut.await(5, java.util.concurrent.TimeUnit.SECONDS))
         .as("lockout heard")
         .isTrue();
