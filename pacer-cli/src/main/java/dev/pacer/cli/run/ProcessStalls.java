@@ -21,7 +21,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>A stall of length {@code L} can cost the turns that began in its first {@code L - limit}:
  * {@code ceil((L - limit) x rate)} of them at the fleet's rate, and no more than the worker's fetch
  * threads, each of which holds one turn at a time. Summed over the stalls that is an upper bound on
- * the turns the stalls cost, not an estimate of them.
+ * the turns the stalls cost, not an estimate of them. Per host the rate and the limit are the run's
+ * per-host default ({@code --rate}): a host its own ceiling paces faster has a shorter limit, and a
+ * stall may cost it a turn this does not count.
  */
 final class ProcessStalls implements AutoCloseable {
 
