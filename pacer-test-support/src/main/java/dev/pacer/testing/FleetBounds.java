@@ -151,12 +151,17 @@ public final class FleetBounds {
     if (!doorInThisJvm) {
       return mostInAWindow();
     }
-    double stall = JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9;
+    double stall = longestStallSeconds(run);
     int most = (int) Math.floor(ceiling * (1 + stall)) + 1;
     if (stall > STAMP_ERROR_SECONDS) {
       most = Math.max(most, (int) Math.floor(ceiling * (1 + lateLimitSeconds + stall)) + 1);
     }
     return most;
+  }
+
+  /** The longest stall this JVM met from {@code run}'s first arrival to its last, in seconds. */
+  private static double longestStallSeconds(Timeline run) {
+    return JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9;
   }
 
   /**
@@ -180,8 +185,7 @@ public final class FleetBounds {
     if (!doorInThisJvm) {
       return STAMP_ERROR_SECONDS;
     }
-    return Math.max(
-        STAMP_ERROR_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    return Math.max(STAMP_ERROR_SECONDS, longestStallSeconds(run));
   }
 
   /**
@@ -346,8 +350,7 @@ public final class FleetBounds {
    */
   public void assertFewLateTurns(
       long skipped, long turns, Timeline run, long turnsInSendersStalls) {
-    double stall =
-        Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    double stall = Math.max(STALL_SECONDS, longestStallSeconds(run));
     assertLateTurnsAtMost(
         skipped,
         turns,
@@ -428,8 +431,7 @@ public final class FleetBounds {
       int coldMoments,
       Timeline run,
       long turnsInSendersStalls) {
-    double stall =
-        Math.max(STALL_SECONDS, JvmStalls.get().longestBetween(run.first(), run.last()) / 1e9);
+    double stall = Math.max(STALL_SECONDS, longestStallSeconds(run));
     long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
     assertLateTurnsAtMost(
         skipped,
