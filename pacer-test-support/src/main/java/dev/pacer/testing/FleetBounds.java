@@ -152,11 +152,13 @@ public final class FleetBounds {
       return mostInAWindow();
     }
     double stall = longestStallSeconds(run);
-    int most = (int) Math.floor(ceiling * (1 + stall)) + 1;
-    if (stall > STAMP_ERROR_SECONDS) {
-      most = Math.max(most, (int) Math.floor(ceiling * (1 + lateLimitSeconds + stall)) + 1);
-    }
-    return most;
+    double late = stall > STAMP_ERROR_SECONDS ? lateLimitSeconds + stall : stall;
+    return (int) Math.floor(ceiling * (1 + late)) + 1;
+  }
+
+  /** {@link #STALL_SECONDS}, or the longest stall this JVM met during {@code run} if longer. */
+  private static double allowedStallSeconds(Timeline run) {
+    return Math.max(STALL_SECONDS, longestStallSeconds(run));
   }
 
   /** The longest stall this JVM met from {@code run}'s first arrival to its last, in seconds. */
@@ -350,7 +352,7 @@ public final class FleetBounds {
    */
   public void assertFewLateTurns(
       long skipped, long turns, Timeline run, long turnsInSendersStalls) {
-    double stall = Math.max(STALL_SECONDS, longestStallSeconds(run));
+    double stall = allowedStallSeconds(run);
     assertLateTurnsAtMost(
         skipped,
         turns,
@@ -431,7 +433,7 @@ public final class FleetBounds {
       int coldMoments,
       Timeline run,
       long turnsInSendersStalls) {
-    double stall = Math.max(STALL_SECONDS, longestStallSeconds(run));
+    double stall = allowedStallSeconds(run);
     long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
     assertLateTurnsAtMost(
         skipped,
