@@ -4,18 +4,21 @@ import dev.pacer.Destination;
 import dev.pacer.DestinationLimiter;
 import dev.pacer.LimiterRegistry;
 import dev.pacer.LocalCursor;
+import dev.pacer.jdkhttp.SentRequest;
 import dev.pacer.spi.Cursor;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One fleet member, run as its own JVM by {@link FleetTest}: builds its own limiter and its {@link
  * DoorClient}, prints READY, waits for GO on stdin (so that every process starts together), then
- * sends {@code count} requests to the door, one per turn, and prints its {@link TurnsTaken} in the
- * run's steady part ({@link SteadyTurns}).
+ * sends {@code count} requests to the door, one per turn, each with a query of its own, and prints
+ * each request's trace ({@link TraceLines}) and its {@link TurnsTaken} in the run's steady part
+ * ({@link SteadyTurns}).
  *
  * <p>Arguments: {@code shared|local jdbcUrl destination ratePerSecond count doorUrl member}.
  */
@@ -42,7 +45,8 @@ public final class FleetWorker {
     if (shared && !((PostgresCursor) cursor).connect(Duration.ofSeconds(30))) {
       throw new IllegalStateException("could not connect to " + jdbcUrl);
     }
-    DoorClient client = DoorClient.opened(limiter, door, args[6]);
+    ConcurrentLinkedQueue<SentRequest> traced = new ConcurrentLinkedQueue<>();
+    DoorClient client = DoorClient.opened(limiter, door, args[6], traced::add);
     System.out.println("READY");
     System.out.flush();
     BufferedReader in =
@@ -53,7 +57,13 @@ public final class FleetWorker {
     SteadyTurns steady = new SteadyTurns(System.nanoTime(), limiter::lateTurnsSkipped);
     for (int i = 0; i < count; i++) {
       steady.beforeTurn();
-      client.send();
+      client.send(FleetTest.query(args[6], i));
+    }
+    for (SentRequest r : traced) {
+      String line = TraceLines.line(r);
+      if (line != null) {
+        System.out.println(line);
+      }
     }
     System.out.println(steady.taken().line());
     System.out.flush();

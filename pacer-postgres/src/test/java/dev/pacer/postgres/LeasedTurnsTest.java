@@ -186,8 +186,7 @@ class LeasedTurnsTest {
               (SentRequest sent) -> {
                 if (sent.uri().getPath().equals(path)) {
                   lates.add(sent.lateness());
-                  trace.sent(
-                      path + "?" + sent.uri().getRawQuery(), sent.turnNanos(), sent.sentNanos());
+                  TraceLines.record(sent, trace);
                 }
               }));
       registry
@@ -226,7 +225,7 @@ class LeasedTurnsTest {
     long late = limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum();
     long unused = limiters.stream().mapToLong(DestinationLimiter::leasedTurnsUnused).sum();
     return new Run(
-        door.arrivals().stream().filter(a -> a.path().equals(path)).toList(),
+        RunArrivals.of(door.arrivals(), path),
         sent,
         late,
         unused,

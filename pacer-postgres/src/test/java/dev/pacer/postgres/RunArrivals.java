@@ -30,7 +30,12 @@ final class RunArrivals {
 
   /** The arrivals on {@code path}. */
   static Timeline on(List<Arrival> arrivals, String path) {
-    return Timeline.of(arrivals.stream().filter(a -> a.path().equals(path)).toList());
+    return Timeline.of(of(arrivals, path));
+  }
+
+  /** The arrivals on {@code path}, each with its request. */
+  static List<Arrival> of(List<Arrival> arrivals, String path) {
+    return arrivals.stream().filter(a -> a.path().equals(path)).toList();
   }
 
   /** The arrivals on {@code path} of each member, by its name, the names in order. */

@@ -200,20 +200,10 @@ public final class VirtualThreadWorker {
       }
     }
     Files.delete(jfr);
-    // The limiter's clock is System.nanoTime(), the machine's monotonic clock on Linux, which
-    // the door stamps on too: each request's turn and send, for the test to take the door's
-    // busiest window apart.
     for (SentRequest r : traced) {
-      if (r.uri().getRawQuery() != null) {
-        System.out.println(
-            "TRACE "
-                + r.uri().getRawPath()
-                + "?"
-                + r.uri().getRawQuery()
-                + " "
-                + r.turnNanos()
-                + " "
-                + r.sentNanos());
+      String line = TraceLines.line(r);
+      if (line != null) {
+        System.out.println(line);
       }
     }
     System.out.println(steady.line());

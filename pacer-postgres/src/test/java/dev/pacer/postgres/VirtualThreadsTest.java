@@ -230,8 +230,7 @@ class VirtualThreadsTest {
                 child.waitFor(),
                 Files.readString(errors.get(i))));
       }
-      return new Run(
-          door.arrivals().stream().filter(a -> a.path().equals(path)).toList(), trace, reported);
+      return new Run(RunArrivals.of(door.arrivals(), path), trace, reported);
     } finally {
       children.forEach(Process::destroyForcibly);
       for (Path err : errors) {
@@ -250,10 +249,10 @@ class VirtualThreadsTest {
     try {
       String line;
       while ((line = out.readLine()) != null) {
-        if (line.startsWith("TRACE ")) {
-          String[] r = line.split(" ");
-          trace.sent(r[1], Long.parseLong(r[2]), Long.parseLong(r[3]));
-        } else if (line.startsWith("RESULT ")) {
+        if (TraceLines.read(line, trace)) {
+          continue;
+        }
+        if (line.startsWith("RESULT ")) {
           for (String pair : line.substring(7).split(" ")) {
             String[] kv = pair.split("=", 2);
             result.put(kv[0], kv[1]);
