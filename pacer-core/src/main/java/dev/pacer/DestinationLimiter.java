@@ -38,11 +38,11 @@ import org.slf4j.LoggerFactory;
  * configured too, and no process stops (neither fail open nor fail closed). The two hand-overs are
  * guarded too: the first local turn waits for the turns the fleet may still hold on the shared
  * cursor, a locally paced turn that ends after the cursor came back also takes a shared turn, and a
- * shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until the retry
- * boundary after the return, when another process may still pace locally) waits for its local turn
- * first and then takes its shared turn again, so it starts at the later of the two. Until the
- * hand-over's end, later turns pace locally first and take one shared turn; a local wait never
- * outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
+ * shared turn granted during a hand-over ({@link Reservation#isHandOver()}: until one cooldown past
+ * the retry boundary after the return, while another process may still pace locally) waits for its
+ * local turn first and then takes its shared turn again, so it starts at the later of the two.
+ * Until the hand-over's end, later turns pace locally first and take one shared turn; a local wait
+ * never outlasts the hand-over, so the fleet is back at the full rate as soon as it ends.
  *
  * <p>A destination that allows leases ({@link Destination#maxLeasedTurns()}) lets a process that
  * asks faster than it round-trips reserve several consecutive turns in one reservation and hand

@@ -39,7 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
 class FailoverTest {
 
   private static final int RATE = 10;
-  private static final int ITEMS = 200;
+  private static final int ITEMS = 250;
   private static final long SECOND = 1_000_000_000L;
 
   /** From the primary's death to the promotion: the fleet meets a standby that is not one yet. */

@@ -160,7 +160,7 @@ final class FaultRun implements AutoCloseable {
   /**
    * Where the hand-over after a return at {@code up} (a {@link System#nanoTime()} instant) ends:
    * every process is back on the first 5-s boundary after the return, and paces locally as well
-   * until the next.
+   * until one cooldown after the next.
    */
   long handOverEnds(long up) {
     return RetryGrid.handOverEnds(up + wallOffset) - wallOffset;

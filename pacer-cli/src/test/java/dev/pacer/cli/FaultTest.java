@@ -97,7 +97,7 @@ class FaultTest {
   @Test
   void postgresCrashedAndRestartedMidRun() throws Exception {
     String job = "fault-crash";
-    int items = 260;
+    int items = 310;
     String twinJob = "fault-crash-twin";
     int twinItems = 150;
     postgres.execute(TestDatabase.djangoCacheTableDdl(TWIN_TABLE));

@@ -59,12 +59,12 @@ class PoolerRestartTest {
   @Test
   void pgBouncerRestartedMidRun() throws Exception {
     String job = "pooler-restart";
-    // About 2 s at the full rate before the outage, the items in hand during it, and 14 s at the
+    // About 2 s at the full rate before the outage, the items in hand during it, and 19 s at the
     // full rate once the fleet is back on the shared cursor: the hand-over that this test places
     // from `up`, then the 4 s that assertFullRateAfterHandOver judges. The pooler answers before
     // start() returns, so a boundary between the two brings the fleet back a boundary before the
-    // one this test counts from, and the hand-over it judges ends 10 s after `up`, not 5.
-    int items = 180;
+    // one this test counts from, and the hand-over it judges ends 15 s after `up`, not 10.
+    int items = 230;
     Process run = faults.fetch(job, items, pooler.jdbcUrl());
     faults.awaitArrivals(20);
     faults.awaitEveryWorker();
@@ -86,7 +86,7 @@ class PoolerRestartTest {
     // straddle the end of PgBouncer's wait, and a process that returned a boundary before the
     // others fetches meanwhile; and 70 more, as the workers also fetch what they leased ahead while
     // the server is away.
-    int items = 240;
+    int items = 290;
     Process run = faults.fetch(job, items, pooler.jdbcUrl());
     faults.awaitArrivals(20);
     faults.awaitEveryWorker();

@@ -54,10 +54,16 @@ import org.slf4j.LoggerFactory;
  * A process that failed just before a boundary retries on it, and waits for the next only if the
  * database still refuses; every process that noticed the failure before the database came back
  * therefore returns on the first boundary after the return. Only a process that noticed a failure
- * the database no longer has (its own connection killed while the server stayed up) can return a
- * boundary late, which is why the policy also reports a <em>hand-over</em>: from a return until the
- * next boundary has passed, {@link #isHandingOver()} is true, and the cursor marks its turns so
- * that a limiter paces them no faster than locally as well ({@code Reservation#handOver}).
+ * the database no longer has (its own connection killed while the server stayed up, a read stuck on
+ * a hung server that times out after it answers again) can return a boundary late, which is why the
+ * policy also reports a <em>hand-over</em>: from a return until one cooldown after the next
+ * boundary, {@link #isHandingOver()} is true, and the cursor marks its turns so that a limiter
+ * paces them no faster than locally as well ({@code Reservation#handOver}). Not until the next
+ * boundary alone: the late process returns when its attempt at that boundary answers, some time
+ * after it, and paces locally until then; the others' full-rate turns beside its local ones would
+ * exceed the ceiling. One cooldown covers any attempt that ends before the boundary after. A
+ * process that stays away longer than that (its attempt at that boundary failing too) is not
+ * covered.
  *
  * <p>A late boundary (every thread asleep on a local turn when it passed, a slow probe) never
  * shifts the grid: after a failed probe the next boundary is one cooldown after the one it was
@@ -204,7 +210,7 @@ public final class OutagePolicy {
   private long failuresThisOutage;
   private long downSinceMillis;
 
-  /** The boundary after the last return: until then turns are handed over. */
+  /** One cooldown after the boundary after the last return: until then turns are handed over. */
   private volatile long handOverUntilMillis = UP;
 
   private volatile boolean down;
@@ -396,7 +402,7 @@ public final class OutagePolicy {
           failuresThisOutage,
           (now - downSinceMillis) / 1000);
       boundaryMillis = UP;
-      handOverUntilMillis = nextBoundaryAfter(now);
+      handOverUntilMillis = nextBoundaryAfter(now) + cooldownMillis;
       down = false;
     }
   }
@@ -481,8 +487,9 @@ public final class OutagePolicy {
   }
 
   /**
-   * True from a return until the next boundary has passed: another process of the fleet may return
-   * only then (see the class comment), so turns taken meanwhile are paced locally as well.
+   * True from a return until one cooldown after the next boundary: another process of the fleet may
+   * return only when its attempt at that boundary answers (see the class comment), so turns taken
+   * meanwhile are paced locally as well.
    *
    * @return whether a hand-over is under way
    */

@@ -79,8 +79,8 @@ import org.slf4j.LoggerFactory;
  *       (the destination sees fewer requests, never more); a pause or a lockout recorded twice is
  *       the same hold; a rate-pressure answer recorded twice backs the fleet off twice (slower,
  *       never faster);
- *   <li>during a hand-over (a return, until the next boundary has passed) granted turns are marked
- *       {@link Reservation#isHandOver()}, so that a limiter also paces them locally.
+ *   <li>during a hand-over (a return, until one cooldown after the next boundary) granted turns are
+ *       marked {@link Reservation#isHandOver()}, so that a limiter also paces them locally.
  * </ul>
  *
  * <p><b>Busy is not unavailable.</b> A reservation waits for the connection behind other threads

@@ -261,7 +261,7 @@ class OutagePolicyTest {
   }
 
   @Test
-  void aHandOverLastsUntilTheBoundaryAfterTheReturn() {
+  void aHandOverLastsOneCooldownPastTheBoundaryAfterTheReturn() {
     FakeTime time = new FakeTime();
     OutagePolicy policy =
         new OutagePolicy(
@@ -276,12 +276,15 @@ class OutagePolicyTest {
     database.up = true;
     assertThat(attempt(policy, database)).isTrue();
     assertThat(policy.untilNextAttempt()).isEqualTo(Duration.ZERO);
-    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofSeconds(5));
-    advanceTo(time, BOUNDARY_5 + 4_999);
-    assertThat(policy.isHandingOver()).isTrue();
-    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofMillis(1));
+    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofSeconds(10));
     advanceTo(time, BOUNDARY_5 + 5_000);
-    assertThat(policy.isHandingOver()).as("one more boundary has passed").isFalse();
+    assertThat(policy.isHandingOver())
+        .as("at the next boundary, where a late process's attempt has yet to answer")
+        .isTrue();
+    advanceTo(time, BOUNDARY_5 + 9_999);
+    assertThat(policy.handOverLeft()).isEqualTo(Duration.ofMillis(1));
+    advanceTo(time, BOUNDARY_5 + 10_000);
+    assertThat(policy.isHandingOver()).as("one cooldown past the next boundary").isFalse();
     assertThat(policy.handOverLeft()).isEqualTo(Duration.ZERO);
   }
 

@@ -35,7 +35,7 @@ class OutageTest {
   /** As the CLI derives it: the most processes that can fetch at once, plus one. */
   private static final int MAX_FETCHING_PROCESSES = PROCESSES + 1;
 
-  private static final int RUN_SECONDS = 36;
+  private static final int RUN_SECONDS = 41;
 
   /** Long enough for a few seconds of local pacing after the crash, 6 s after GO. */
   private static final int TWIN_SECONDS = 10;

@@ -26,11 +26,11 @@ public final class RetryGrid {
 
   /**
    * Where the hand-over after PostgreSQL's return at {@code epochNanos} ends, on the 5-s grid: the
-   * fleet is back on the first boundary after the return, and paces locally as well until the next
-   * one.
+   * fleet is back on the first boundary after the return, and paces locally as well until one
+   * cooldown after the next one.
    */
   public static long handOverEnds(long epochNanos) {
-    return boundaryAfter(boundaryAfter(epochNanos));
+    return boundaryAfter(boundaryAfter(boundaryAfter(epochNanos)));
   }
 
   /** How many boundaries of the 5-s grid lie in (from, to]. */
