@@ -6,6 +6,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 
 /**
  * Stalls of this JVM: spans in which a thread that asked to sleep {@value #NAP_MILLIS} ms ran again
@@ -53,9 +54,23 @@ public final class JvmStalls {
     sampler.start();
   }
 
+  private JvmStalls(Consumer<Runnable> start) {
+    start.accept(this::sampleForever);
+  }
+
   /** The JVM's sampler, started on first use: call it before the run it is to judge. */
   public static JvmStalls get() {
     return INSTANCE;
+  }
+
+  /**
+   * A sampler of its own on a thread {@code start} starts, for takers that wake on other threads
+   * than the JVM's platform threads: a virtual thread that wakes needs a carrier too, and waits for
+   * one while the carriers run others, which a platform thread's sampler never sees. The thread
+   * must be a daemon, or stop with the JVM.
+   */
+  public static JvmStalls startedBy(Consumer<Runnable> start) {
+    return new JvmStalls(start);
   }
 
   private void sampleForever() {
