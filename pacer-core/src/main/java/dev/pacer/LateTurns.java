@@ -16,9 +16,11 @@ import java.time.Duration;
  * wake-up jitter. Above 500 requests/s the bound at the door is therefore the ceiling plus the
  * turns of a millisecond, not the ceiling + 1.
  *
- * <p>{@link DestinationLimiter} applies it to every turn it grants; a caller that is handed a turn
- * some other way (a claim that reserved it in the same statement) applies it with {@link
- * #isTooLate}.
+ * <p>{@link DestinationLimiter} applies it to every turn it grants, counts the turns it gives up
+ * ({@link DestinationLimiter#lateTurnsSkipped()}), logs a WARN at the first, second, fourth and so
+ * on of each destination, and every one at DEBUG on this class's logger, with its destination and
+ * how late it was woken; a caller that is handed a turn some other way (a claim that reserved it in
+ * the same statement) applies it with {@link #isTooLate}.
  */
 public final class LateTurns {
 

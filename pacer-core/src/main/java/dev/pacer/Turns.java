@@ -22,6 +22,13 @@ import org.slf4j.LoggerFactory;
 final class Turns {
 
   private static final Logger log = LoggerFactory.getLogger(DestinationLimiter.class);
+
+  /**
+   * Every turn given up as late, at DEBUG: the WARN comes at the first, second, fourth and so on of
+   * each destination, so that a busy host does not flood the log.
+   */
+  private static final Logger eachLateTurn = LoggerFactory.getLogger(LateTurns.class);
+
   private static final long RATE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   /** A turn with no deadline: it is waited for however late it starts. */
@@ -164,6 +171,11 @@ final class Turns {
       return handOver;
     }
     long skipped = lateTurnsSkipped.incrementAndGet();
+    eachLateTurn.debug(
+        "Destination {}: turn given up, woken {} ms after it began (limit {} ms)",
+        destination.name(),
+        late / 1_000_000,
+        lateLimit / 1_000_000);
     if (Long.bitCount(skipped) == 1) {
       log.warn(
           "Destination {}: a turn was given up because this process woke {} ms after it"

@@ -162,13 +162,17 @@ final class Cli {
     return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
   }
 
-  /** Starts {@code pacer ARGS} as its own JVM; stdout and stderr go to the given files. */
+  /**
+   * Starts {@code pacer ARGS} as its own JVM; stdout and stderr go to the given files. It and its
+   * workers log every turn given up as late ({@link GivenUpTurns}).
+   */
   static Process spawn(Map<String, String> env, Path stdout, Path stderr, String... args)
       throws IOException {
     List<String> command =
         new ArrayList<>(
             List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
     command.addAll(JvmOptions.ofPacer());
+    command.add(GivenUpTurns.LOG_EACH);
     command.addAll(
         List.of(
             "-XX:+UseSerialGC",
@@ -179,6 +183,7 @@ final class Cli {
     ProcessBuilder builder =
         new ProcessBuilder(command).redirectOutput(stdout.toFile()).redirectError(stderr.toFile());
     builder.environment().remove("PACER_DB");
+    builder.environment().put("PACER_JAVA_OPTS", GivenUpTurns.LOG_EACH);
     builder.environment().putAll(env);
     return builder.start();
   }

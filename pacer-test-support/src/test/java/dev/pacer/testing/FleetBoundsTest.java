@@ -78,6 +78,39 @@ class FleetBoundsTest {
   }
 
   @Test
+  void turnsGivenUpAsLateCountAsDelivered() {
+    // 41 turns at 10/s, 5 of them missing: 8.75/s delivered; the 5 given up as late make it 10/s,
+    // 2 given up leave 3 turns lost that the limiter answers for (9.25/s, under 9.5).
+    FleetBounds bounds = FleetBounds.at(10, "five turns missing");
+    Timeline fiveMissing = grid(10, 41, k -> k % 8 != 4);
+    assertThat(fiveMissing.size()).isEqualTo(36);
+    assertThatThrownBy(() -> bounds.assertDelivered(fiveMissing)).hasMessageContaining("delivered");
+    bounds.assertDeliveredBesideGivenUp(fiveMissing, 10, 5);
+    assertThatThrownBy(() -> bounds.assertDeliveredBesideGivenUp(fiveMissing, 10, 2))
+        .hasMessageContaining("2 turn(s) given up as late");
+  }
+
+  @Test
+  void membersTurnsGivenUpAsLateCountAsDelivered() {
+    // Three members at 1/s, 9 turns each over 8 s, as a degraded host's: one stall that costs two
+    // of them a turn breaks the bound (25 of 27, 0.93), and passes when the two turns given up as
+    // late are counted; two more lost by the third member are the limiter's, and break it again.
+    FleetBounds bounds = FleetBounds.at(1, "three members paced apart");
+    List<Timeline> twoLate = new ArrayList<>();
+    List<Timeline> fourLost = new ArrayList<>();
+    for (int m = 0; m < 3; m++) {
+      int member = m;
+      twoLate.add(grid(1, 9, k -> member == 2 || k != 4));
+      fourLost.add(grid(1, 9, k -> member == 2 ? k != 3 && k != 5 : k != 4));
+    }
+    assertThatThrownBy(() -> bounds.assertDeliveredByMembers(twoLate))
+        .hasMessageContaining("delivered by 3 members together");
+    bounds.assertDeliveredByMembers(twoLate, 2);
+    assertThatThrownBy(() -> bounds.assertDeliveredByMembers(fourLost, 2))
+        .hasMessageContaining("2 turn(s) given up as late");
+  }
+
+  @Test
   void twoTurnsSharedBreakTheBusiestWindow() {
     List<Long> instants = new ArrayList<>(grid(10, 40, k -> true).instantsFrom(0));
     instants.add(instants.get(20) + 1_000_000);
