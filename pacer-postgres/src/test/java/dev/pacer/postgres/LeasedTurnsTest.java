@@ -12,6 +12,7 @@ import dev.pacer.spi.Cursor;
 import dev.pacer.testing.Arrival;
 import dev.pacer.testing.DoorExtension;
 import dev.pacer.testing.FleetBounds;
+import dev.pacer.testing.JvmStalls;
 import dev.pacer.testing.Timeline;
 import dev.pacer.testing.TurnTrace;
 import java.net.URI;
@@ -46,13 +47,17 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class LeasedTurnsTest {
 
-  private static final double RATE = 100;
+  private static final double RATE = 50;
   private static final int INSTANCES = 4;
   private static final int THREADS = 4;
   private static final int MAX_LEASED = 16;
 
-  /** Covers five asks of a limiter at its share, 25/s: leases of about five turns. */
-  private static final Duration HORIZON = Duration.ofMillis(200);
+  /**
+   * Covers five asks of a limiter at its share, 12.5/s: leases of about five turns. At 100/s with
+   * half the horizon the leases are the same, but a 5-ms late-turn limit is within a saturated
+   * 2-core machine's ordinary wake-up latency (docs/operations.md).
+   */
+  private static final Duration HORIZON = Duration.ofMillis(400);
 
   private static final long RUN_MILLIS = 5_000;
 
@@ -69,6 +74,7 @@ class LeasedTurnsTest {
       List<Arrival> atTheDoor,
       long sent,
       long late,
+      long lateInSteady,
       long unused,
       long statements,
       List<Duration> lates,
@@ -106,8 +112,18 @@ class LeasedTurnsTest {
       FleetBounds bounds = FleetBounds.at(RATE, "four limiters leasing turns", door);
       Timeline steady = RunArrivals.steady(run.arrivals());
       assertThat(run.arrivals().size()).as("requests at the door").isEqualTo(run.sent());
-      bounds.assertDelivered(steady);
-      bounds.assertFewLateTurns(run.late(), run.sent());
+      // Turns given up as late are the busy host's: the delivered rate counts them, and the
+      // late-turn bound allows those this JVM's measured stalls may have cost.
+      bounds.assertDeliveredBesideGivenUp(steady, RATE, run.lateInSteady());
+      bounds.assertFewLateTurnsBesideStalls(
+          run.late(),
+          run.sent() + run.late(),
+          JvmStalls.get()
+              .turnsInStallsBetween(
+                  run.arrivals().first(),
+                  run.arrivals().last(),
+                  LateTurns.limit(Duration.ofNanos(Math.round(1e9 / RATE))).toNanos(),
+                  RATE));
       assertThat(run.latest())
           .as("the latest request after its turn")
           .isLessThanOrEqualTo(LateTurns.limit(Duration.ofNanos((long) (1e9 / RATE))));
@@ -160,6 +176,7 @@ class LeasedTurnsTest {
    */
   private static Run run(int maxLeased, Supplier<Cursor> cursors, List<PostgresCursor> counted)
       throws Exception {
+    JvmStalls.get();
     String destination = "leased-" + UUID.randomUUID().toString().substring(0, 8);
     String path = "/" + destination;
     List<DestinationLimiter> limiters = new ArrayList<>();
@@ -198,6 +215,7 @@ class LeasedTurnsTest {
     CountDownLatch go = new CountDownLatch(1);
     ExecutorService pool = Executors.newFixedThreadPool(INSTANCES * THREADS);
     long sent = 0;
+    long lateAtSteady;
     try {
       List<Future<Long>> done = new ArrayList<>();
       for (int m = 0; m < INSTANCES * THREADS; m++) {
@@ -216,6 +234,8 @@ class LeasedTurnsTest {
                 }));
       }
       go.countDown();
+      Thread.sleep((long) (RunArrivals.START_SECONDS * 1000));
+      lateAtSteady = limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum();
       for (Future<Long> f : done) {
         sent += f.get(60, TimeUnit.SECONDS);
       }
@@ -228,6 +248,7 @@ class LeasedTurnsTest {
         RunArrivals.of(door.arrivals(), path),
         sent,
         late,
+        late - lateAtSteady,
         unused,
         statements(counted) - statementsBefore,
         List.copyOf(lates),
