@@ -93,9 +93,19 @@ public final class TestDatabase {
         + " value text NOT NULL, expires timestamptz NOT NULL)";
   }
 
-  /** A cursor on the test database with the given layout and otherwise default settings. */
+  /**
+   * A cursor on the test database with the given layout and otherwise default settings, connected
+   * as an application connects one at start-up ({@link PostgresCursor#connect}): left to its first
+   * call, the connection would be opened within that call's 1-s bound, which a loaded machine can
+   * exceed (a pause then recorded by this process alone, and a test of what others hear fails). A
+   * cursor that cannot connect (a layout whose table is missing) is returned as it is, to try again
+   * at its first call, as an application's would.
+   */
   public static PostgresCursor cursor(TableLayout layout) {
-    return new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).build());
+    PostgresCursor cursor =
+        new PostgresCursor(PostgresCursorConfig.forUrl(jdbcUrl()).layout(layout).build());
+    cursor.connect(Duration.ofSeconds(30));
+    return cursor;
   }
 
   /**
