@@ -431,8 +431,10 @@ public final class FleetBounds {
    * directory, the first request's second turn reserved on the process's one cursor connection,
    * each process's threads one after another. On a busy machine every thread of a worker may wake
    * late for its first turns, whatever the other workers do: each worker may give up its threads'
-   * turns, or a stall's at the ceiling if fewer, where the fleet's share or its one stall allows
-   * fewer.
+   * turns, or a stall's at the ceiling if fewer, at each cold moment; and beside them, the rest of
+   * the run what {@link #mostLateTurns} allows any run. Beside, not instead: the cold moments and
+   * the rest are different times, and a run that spends the cold allowance at its start may still
+   * meet the stall any run may meet later.
    */
   public void assertFewLateTurnsOfColdWorkers(
       long skipped, long turns, int workers, int threads, Timeline run) {
@@ -465,19 +467,20 @@ public final class FleetBounds {
       long turnsInSendersStalls) {
     double stall = allowedStallSeconds(run);
     long perWorker = Math.min(threads, (long) Math.ceil(stall * ceiling));
+    long cold = (long) coldMoments * workers * perWorker;
+    long rest = mostLateTurns(turns, stall);
     assertLateTurnsAtMost(
         skipped,
         turns,
-        Math.max(
-            Math.max(mostLateTurns(turns, stall), (long) coldMoments * workers * perWorker),
-            turnsInSendersStalls),
+        Math.max(cold + rest, turnsInSendersStalls),
         String.format(
             Locale.ROOT,
-            "%d workers starting cold %d time(s), %d turn(s) each allowed, or %d in the"
-                + " senders' measured stalls",
+            "%d workers starting cold %d time(s), %d turn(s) each allowed, and %d for the rest of"
+                + " the run; or %d in the senders' measured stalls",
             workers,
             coldMoments,
             perWorker,
+            rest,
             turnsInSendersStalls));
   }
 
