@@ -122,6 +122,18 @@ class TurnLeaseTest {
   }
 
   @Test
+  void leasedTurnsLeftInHandCountAsUnusedOnceTheyPassWithoutAnotherAsk() throws Exception {
+    DestinationLimiter limiter = limiter(8);
+    busyUntilTheLeaseHolds(limiter, 2);
+    long lastLeased = leasedTurnsAhead(limiter);
+    assertThat(limiter.leasedTurnsUnused()).as("turns in hand still to come").isZero();
+
+    time.advance(Duration.ofMillis(200));
+    assertThat(limiter.leasedTurnsUnused()).isEqualTo(lastLeased);
+    assertThat(leasedTurnsAhead(limiter)).isZero();
+  }
+
+  @Test
   void aLeasedTurnWokenForTooLateIsGivenUpAndTheNextLeasedOneTaken() throws Exception {
     DestinationLimiter limiter = limiter(8);
     busyUntilTheLeaseHolds(limiter, 2);

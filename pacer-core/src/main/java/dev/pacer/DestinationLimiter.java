@@ -399,7 +399,8 @@ public final class DestinationLimiter {
   /**
    * Turns this process leased ({@link Destination#maxLeasedTurns()}) and gave up unused: not taken
    * in time, or dropped by a pause, a lockout or a backoff. Each is an interval the fleet did not
-   * use; none was sent late.
+   * use; none was sent late. A turn still in hand counts once it is too late to take, whether or
+   * not anyone asks again.
    *
    * @return the leased turns given up
    */

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p><b>Never late, never more.</b> A leased turn is handed out only while it is not late by the
  * late-turn rule ({@link LateTurns}), and its caller applies the rule again when it wakes, as for
- * any turn. A turn that nobody took in time is given up ({@link #unused()}): the fleet can deliver
+ * any turn. A turn that nobody took in time is given up ({@link #unused}): the fleet can deliver
  * less than the ceiling, never more. A pause or a lockout heard after the lease was taken, and a
  * backoff, cut it short: every turn in hand is dropped, since the pause's end and the new spacing
  * are the cursor's to place; a turn still being leased when one begins is dropped on its answer.
@@ -198,8 +198,17 @@ final class TurnLease {
     dropInHand();
   }
 
-  /** Leased turns given up: not taken in time, or dropped by a pause, a lockout or a backoff. */
-  long unused() {
+  /**
+   * Leased turns given up by {@code now}: not taken in time, or dropped by a pause, a lockout or a
+   * backoff. A turn in hand already too late for the rule is given up here, not at the next ask,
+   * which may never come: the last lease of a busy spell counts when its turns pass.
+   */
+  synchronized long unused(long now) {
+    long lateLimit = LateTurns.limitNanos(Duration.ofNanos(gapNanos));
+    for (Long turn; (turn = inHand.peek()) != null && now - turn > lateLimit; ) {
+      inHand.poll();
+      unused.incrementAndGet();
+    }
     return unused.get();
   }
 

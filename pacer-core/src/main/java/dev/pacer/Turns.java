@@ -82,9 +82,9 @@ final class Turns {
     return lateTurnsSkipped.get();
   }
 
-  /** Leased turns given up unused; 0 without leases. */
+  /** Leased turns given up unused by now; 0 without leases. */
   long leasedTurnsUnused() {
-    return lease == null ? 0 : lease.unused();
+    return lease == null ? 0 : lease.unused(time.nanoTime());
   }
 
   int leasedTurnsInHand() {

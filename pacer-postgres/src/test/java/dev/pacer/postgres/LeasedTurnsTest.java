@@ -36,10 +36,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * each on a PostgreSQL cursor of its own and with {@value #THREADS} threads asking without pause,
  * lease blocks of turns and hand them out themselves. At the door the fleet holds {@link
  * FleetBounds} (the busiest 1-s window from the first request, the aggregate and the delivered rate
- * over the steady part, the turns given up as late), no request leaves later after its turn than
- * the late-turn rule allows, and the reservations made per request sent are well below one. Each
- * request is traced from its turn to the door ({@link TurnTrace}): the turns themselves are held to
- * the window and to half a turn's spacing with no excuse.
+ * over the steady part until the askers stop, the turns given up as late), no request leaves later
+ * after its turn than the late-turn rule allows, and the reservations made per request sent are
+ * well below one. Each request is traced from its turn to the door ({@link TurnTrace}): the turns
+ * themselves are held to the window and to half a turn's spacing with no excuse.
  *
  * <p>Two twins: the same fleet with leases off makes about a reservation per request, so the
  * statements bound tells leases apart; and the same fleet leasing from a cursor of its own per
@@ -78,7 +78,8 @@ class LeasedTurnsTest {
       long unused,
       long statements,
       List<Duration> lates,
-      TurnTrace trace) {
+      TurnTrace trace,
+      long askersStopped) {
 
     Timeline arrivals() {
       return Timeline.of(atTheDoor);
@@ -110,7 +111,7 @@ class LeasedTurnsTest {
           run.latest());
       System.out.println("leases: " + run.trace().busiestWindow(run.atTheDoor()));
       FleetBounds bounds = FleetBounds.at(RATE, "four limiters leasing turns", door);
-      Timeline steady = RunArrivals.steady(run.arrivals());
+      Timeline steady = RunArrivals.steady(run.arrivals(), run.askersStopped());
       assertThat(run.arrivals().size()).as("requests at the door").isEqualTo(run.sent());
       // Turns given up as late are the busy host's: the delivered rate counts them, and the
       // late-turn bound allows those this JVM's measured stalls may have cost.
@@ -158,7 +159,7 @@ class LeasedTurnsTest {
     Run run = run(MAX_LEASED, LocalCursor::new, List.of());
     FleetBounds bounds = FleetBounds.at(RATE, "four limiters leasing, a local cursor each", door);
     bounds.assertWindowBroke(run.arrivals());
-    bounds.assertAggregateBroke(RunArrivals.steady(run.arrivals()));
+    bounds.assertAggregateBroke(RunArrivals.steady(run.arrivals(), run.askersStopped()));
   }
 
   private static Supplier<Cursor> databaseCursors(List<PostgresCursor> opened) {
@@ -216,6 +217,7 @@ class LeasedTurnsTest {
     ExecutorService pool = Executors.newFixedThreadPool(INSTANCES * THREADS);
     long sent = 0;
     long lateAtSteady;
+    long askersStopped;
     try {
       List<Future<Long>> done = new ArrayList<>();
       for (int m = 0; m < INSTANCES * THREADS; m++) {
@@ -234,6 +236,7 @@ class LeasedTurnsTest {
                 }));
       }
       go.countDown();
+      askersStopped = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RUN_MILLIS);
       Thread.sleep((long) (RunArrivals.START_SECONDS * 1000));
       lateAtSteady = limiters.stream().mapToLong(DestinationLimiter::lateTurnsSkipped).sum();
       for (Future<Long> f : done) {
@@ -252,7 +255,8 @@ class LeasedTurnsTest {
         unused,
         statements(counted) - statementsBefore,
         List.copyOf(lates),
-        trace);
+        trace,
+        askersStopped);
   }
 
   private static long statements(List<PostgresCursor> cursors) {

@@ -28,6 +28,17 @@ final class RunArrivals {
     return run.after(START_SECONDS);
   }
 
+  /**
+   * The steady part of {@code run} up to {@code askersStopped} (this JVM's {@link
+   * System#nanoTime()}), when its askers began to stop: after it the fleet drains the turns already
+   * reserved, and a lease sized for asks that no longer come leaves turns unused, which is not
+   * delivery at the ceiling to judge.
+   */
+  static Timeline steady(Timeline run, long askersStopped) {
+    Timeline steady = steady(run);
+    return steady.size() == 0 ? steady : steady.between(steady.first(), askersStopped);
+  }
+
   /** The arrivals on {@code path}. */
   static Timeline on(List<Arrival> arrivals, String path) {
     return Timeline.of(of(arrivals, path));
