@@ -38,7 +38,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Door implements AutoCloseable {
 
-  private static final boolean REAL_TIME_ALLOWED = realTimeAllowed();
+  private static final boolean REAL_TIME_ALLOWED = RealTime.allowed();
 
   /** Tells the door's JVM it was started at the real-time policy. */
   private static final String REAL_TIME_PROPERTY = "pacer.door.realTime";
@@ -69,7 +69,7 @@ public final class Door implements AutoCloseable {
     Path log = Files.createTempFile("door", ".log");
     List<String> command = new ArrayList<>();
     if (REAL_TIME_ALLOWED) {
-      command.addAll(List.of("chrt", "--fifo", "10"));
+      command.addAll(List.of("chrt", "--fifo", RealTime.PRIORITY));
     }
     command.addAll(
         List.of(
@@ -82,23 +82,6 @@ public final class Door implements AutoCloseable {
             Door.class.getName()));
     Process child = new ProcessBuilder(command).redirectError(log.toFile()).start();
     return new Door(child, log);
-  }
-
-  /** Whether {@code chrt --fifo} can start a process here: it needs root or CAP_SYS_NICE. */
-  private static boolean realTimeAllowed() {
-    try {
-      Process probe =
-          new ProcessBuilder("chrt", "--fifo", "10", "true")
-              .redirectErrorStream(true)
-              .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-              .start();
-      return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
-    } catch (IOException e) {
-      return false;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
   }
 
   /** Whether the door runs at the real-time policy, as a destination of its own machine would. */
@@ -192,18 +175,18 @@ public final class Door implements AutoCloseable {
         if (name.startsWith("door") || name.equals("VM Thread")) {
           continue;
         }
-        Process chrt =
-            new ProcessBuilder("chrt", "--other", "-p", "0", task.getFileName().toString())
-                .redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                .start();
-        if ((!chrt.waitFor(10, TimeUnit.SECONDS) || chrt.exitValue() != 0) && Files.exists(task)) {
-          throw new IOException(
-              "chrt --other could not move thread "
-                  + task.getFileName()
-                  + " ("
-                  + name
-                  + ") of the door's JVM off the real-time policy");
+        try {
+          RealTime.moveToOrdinary(task.getFileName().toString());
+        } catch (IOException e) {
+          if (Files.exists(task)) {
+            throw new IOException(
+                "could not move thread "
+                    + task.getFileName()
+                    + " ("
+                    + name
+                    + ") of the door's JVM off the real-time policy",
+                e);
+          }
         }
       }
     }

@@ -14,6 +14,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.function.Function;
 
 /**
@@ -26,6 +28,11 @@ import java.util.function.Function;
  * bytes and the stamp. A server that reads every connection on one dispatcher thread and answers
  * each request before reading the next (the JDK's {@code HttpServer}) stamps requests in bunches on
  * a busy host, late by the time its dispatcher waits for a CPU.
+ *
+ * <p>Where the system allows it, the thread that accepts connections moves itself to the real-time
+ * policy ({@link RealTime}) before it accepts any, and each connection's thread inherits it: on a
+ * busy host the kernel then runs the thread a request wakes at once, not after the senders' threads
+ * that share its cores.
  *
  * <p>This is the door in the test's own JVM, answering what {@code answers} says for each request:
  * for tests whose answers follow the run (a count of attempts, a switch), and whose senders are
@@ -55,7 +62,40 @@ public final class DoorServer implements AutoCloseable {
     JvmStalls.get();
     this.answers = answers;
     this.server = new ServerSocket(0, 512, address);
-    daemon("door-accept", this::accept).start();
+    CompletableFuture<Void> policy = new CompletableFuture<>();
+    daemon(
+            "door-accept",
+            () -> {
+              try {
+                if (RealTime.allowed()) {
+                  RealTime.moveThisThread();
+                }
+                policy.complete(null);
+              } catch (IOException | RuntimeException e) {
+                policy.completeExceptionally(e);
+                return;
+              }
+              accept();
+            })
+        .start();
+    try {
+      policy.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      server.close();
+      throw new IOException("interrupted while the door's threads moved to the real-time policy");
+    } catch (ExecutionException e) {
+      server.close();
+      throw new IOException("the door's threads could not move to the real-time policy", e);
+    }
+  }
+
+  /**
+   * Whether the threads that read and stamp requests run at the real-time policy ({@link
+   * RealTime}): where the system allows it, they always do.
+   */
+  public static boolean realTime() {
+    return RealTime.allowed();
   }
 
   public int port() {
