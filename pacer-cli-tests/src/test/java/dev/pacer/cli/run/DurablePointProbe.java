@@ -23,7 +23,7 @@ import java.util.Set;
  * -f DIR}) after the group. Not a test: run it by hand, on the file system to be judged.
  *
  * <pre>
- * java -cp pacer-cli/target/test-classes dev.pacer.cli.run.DurablePointProbe DIR [GROUP] [ROUNDS]
+ * java -cp pacer-cli-tests/target/test-classes dev.pacer.cli.run.DurablePointProbe DIR [GROUP] [ROUNDS]
  * </pre>
  */
 public final class DurablePointProbe {
