@@ -68,7 +68,8 @@ class ConveyorTest {
     String name = "conveyor-" + ProcessHandle.current().pid();
     List<TestDestination.Arrival> arrivals = threeWorkers(name, "FLEET");
 
-    TestDestination.assertHeldCeiling(arrivals, RATE);
+    TestDestination.assertHeldCeiling(
+        arrivals, RATE, RequestLogTrace.of(TestDatabase.jdbcUrl(), name, arrivals, RATE));
     assertOverlapped(arrivals);
   }
 

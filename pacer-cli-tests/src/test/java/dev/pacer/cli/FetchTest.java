@@ -89,8 +89,10 @@ class FetchTest {
     assertThat(run.code()).as(run.err()).isEqualTo(0);
     assertThat(run.number("done")).isEqualTo(30);
     assertThat(run.text("haltedBar")).isEqualTo("null");
-    assertThat(destination.arrivals()).hasSize(30);
-    TestDestination.assertHeldCeiling(destination.arrivals(), 20);
+    List<TestDestination.Arrival> arrivals = destination.arrivals();
+    assertThat(arrivals).hasSize(30);
+    TestDestination.assertHeldCeiling(
+        arrivals, 20, RequestLogTrace.of(TestDatabase.jdbcUrl(), name, arrivals, 20));
     for (String url : destination.items(30)) {
       String key = UrlKeys.key(url);
       Path body = dir.resolve("out").resolve(name).resolve(key.substring(0, 2)).resolve(key);

@@ -7,6 +7,7 @@ import dev.pacer.testing.Answer;
 import dev.pacer.testing.DoorServer;
 import dev.pacer.testing.Request;
 import dev.pacer.testing.Timeline;
+import dev.pacer.testing.TurnTrace;
 import dev.pacer.testing.WallClockSteps;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -269,6 +270,52 @@ final class TestDestination implements AutoCloseable {
     assertThat(fleet.spanSeconds())
         .as("span: " + figures)
         .isGreaterThanOrEqualTo((fleet.size() - 1) / rate - SPAN_TOLERANCE_SECONDS);
+  }
+
+  /**
+   * {@link #assertHeldCeiling(List, double)} for a run whose requests are traced from turn to door
+   * ({@link RequestLogTrace}). The turns themselves, the limiter's work, are held with no excuse:
+   * no 1-s window holds more than {@code rate + 1}, no two are closer than half a turn. At the
+   * door, a busiest window over the bound is reported as skipped, naming the figures, when one of
+   * its requests reached the door at least half a turn after its worker handed it to the HTTP
+   * client: a delay after the check for a late turn, which no check made before the send can see
+   * (docs/reliability.md, "The ceiling at the destination's door", item 8), as {@link
+   * dev.pacer.testing.FleetBounds} reports it for the library's fleets. Without such a request the
+   * bounds are as strict as {@link #assertHeldCeiling(List, double)}'s.
+   */
+  static void assertHeldCeiling(List<Arrival> arrivals, double rate, RequestLogTrace traced) {
+    TurnTrace trace = traced.trace();
+    int most = (int) Math.floor(rate) + 1;
+    Timeline turns = trace.turns();
+    assertThat(turns.peakOneSecondWindow())
+        .as("busiest 1-s window of the turns themselves, %s", turns)
+        .isLessThanOrEqualTo(most);
+    long halfTurn = Math.round(0.5e9 / rate);
+    assertThat(turns.shortestGapNanos())
+        .as(
+            "the shortest gap between two turns, against half a turn (%d ns), %s",
+            halfTurn, trace.busiestWindow(traced.arrivals()))
+        .isGreaterThanOrEqualTo(halfTurn);
+    if (timeline(arrivals).peakOneSecondWindow() > most) {
+      long afterHandOver = trace.longestAfterHandOverInWindowsOver(traced.arrivals(), most);
+      assumeTrue(
+          afterHandOver < halfTurn,
+          String.format(
+              Locale.ROOT,
+              "a request of a window over the bound reached the door %.1f ms after its worker"
+                  + " handed it to the HTTP client (half a turn is %.1f ms), a delay after the"
+                  + " check for a late turn that no check before the send can see"
+                  + " (docs/reliability.md), and the busiest 1-s window held %d against at most"
+                  + " %d: %s; %s",
+              afterHandOver / 1e6,
+              halfTurn / 1e6,
+              timeline(arrivals).peakOneSecondWindow(),
+              most,
+              describe(arrivals),
+              trace.busiestWindow(traced.arrivals())));
+    }
+    System.out.println("traced: " + trace.busiestWindow(traced.arrivals()));
+    assertHeldCeiling(arrivals, rate);
   }
 
   /**
