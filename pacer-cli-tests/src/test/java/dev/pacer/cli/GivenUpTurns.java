@@ -75,6 +75,14 @@ final class GivenUpTurns {
         .count();
   }
 
+  /**
+   * Every turn of {@code destination} given up, wherever in the run: for arrivals whose instants
+   * are known on another clock only.
+   */
+  long of(String destination) {
+    return turns.stream().filter(t -> t.destination().equals(destination)).count();
+  }
+
   /** Every turn given up. */
   int size() {
     return turns.size();
