@@ -79,8 +79,9 @@ class DemoTest {
   /**
    * Six hosts on loopback addresses at 4, 2, 1, 4, 2 and 1/s (the fourth light), paced per host by
    * two worker JVMs: at every host's door its busiest 1-s window holds its ceiling + 1, and each
-   * host with a steady part holds its aggregate over it and delivers its ceiling; every item is
-   * done once and never refused, and the PNG has a lane per host.
+   * host with a steady part holds its aggregate over it and delivers its ceiling, its turns given
+   * up as late counted ({@link GivenUpTurns}); every item is done once and never refused, and the
+   * PNG has a lane per host.
    */
   @Test
   void aManyHostDemoHoldsEveryHostsCeilingAndDrawsALanePerHost() throws Exception {
