@@ -1,5 +1,6 @@
 package dev.pacer.cli;
 
+import dev.pacer.postgres.DatabaseClock;
 import dev.pacer.testing.Request;
 import dev.pacer.testing.TurnTrace;
 import java.sql.Connection;
@@ -18,12 +19,12 @@ import java.util.TreeMap;
  * each worker records when it handed each request to its HTTP client and how late that was after
  * the request's turn, on the database's clock, which this JVM maps onto its own {@link
  * System#nanoTime()} (one machine, one clock: the mapping's error is half the shortest of a few
- * round trips). Each worker's stamps carry its own mapping's error as well: two workers' turns one
- * interval apart were read 45.6 ms apart at 20/s, so the trace's checks of the turns (half a turn
- * apart at least) suit rates whose half a turn is well above a few milliseconds. The log names no
- * request target, so a worker's k-th request in the log is matched with its k-th arrival at the
- * door (its process id, {@code X-Pacer-Worker}); a worker whose counts differ (a request that
- * failed before reaching the door) is left untraced, which excuses nothing.
+ * round trips, {@link DatabaseClock}). Each worker's stamps carry its own mapping's error too, a
+ * few milliseconds, so the trace's checks of the turns (half a turn apart at least) suit rates
+ * whose half a turn is well above that. The log names no request target, so a worker's k-th request
+ * in the log is matched with its k-th arrival at the door (its process id, {@code X-Pacer-Worker});
+ * a worker whose counts differ (a request that failed before reaching the door) is left untraced,
+ * which excuses nothing.
  */
 final class RequestLogTrace {
 
@@ -95,24 +96,22 @@ final class RequestLogTrace {
     return keyed;
   }
 
-  /** The database's clock less this JVM's nanoTime, read at the shortest of five round trips. */
+  /**
+   * The database's clock less this JVM's nanoTime, through {@link DatabaseClock}, which keeps the
+   * reading of the shortest of five round trips.
+   */
   private static long databaseMinusNanoTime(Connection c) throws SQLException {
-    long best = Long.MAX_VALUE;
-    long offset = 0;
+    DatabaseClock clock = new DatabaseClock();
     try (PreparedStatement s =
         c.prepareStatement("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")) {
       for (int i = 0; i < 5; i++) {
-        long before = System.nanoTime();
+        long asked = System.nanoTime();
         try (ResultSet r = s.executeQuery()) {
           r.next();
-          long after = System.nanoTime();
-          if (after - before < best) {
-            best = after - before;
-            offset = r.getLong(1) * 1000 - (before + (after - before) / 2);
-          }
+          clock.sample(asked, System.nanoTime(), r.getLong(1) * 1000);
         }
       }
     }
-    return offset;
+    return clock.databaseEpochNanos(0);
   }
 }

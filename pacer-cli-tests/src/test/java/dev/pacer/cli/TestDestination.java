@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.pacer.testing.Answer;
 import dev.pacer.testing.DoorServer;
+import dev.pacer.testing.FleetBounds;
 import dev.pacer.testing.Request;
 import dev.pacer.testing.Timeline;
-import dev.pacer.testing.TurnTrace;
 import dev.pacer.testing.WallClockSteps;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -284,37 +284,13 @@ final class TestDestination implements AutoCloseable {
    * bounds are as strict as {@link #assertHeldCeiling(List, double)}'s.
    */
   static void assertHeldCeiling(List<Arrival> arrivals, double rate, RequestLogTrace traced) {
-    TurnTrace trace = traced.trace();
-    int most = (int) Math.floor(rate) + 1;
-    Timeline turns = trace.turns();
-    assertThat(turns.peakOneSecondWindow())
-        .as("busiest 1-s window of the turns themselves, %s", turns)
-        .isLessThanOrEqualTo(most);
-    long halfTurn = Math.round(0.5e9 / rate);
-    assertThat(turns.shortestGapNanos())
-        .as(
-            "the shortest gap between two turns, against half a turn (%d ns), %s",
-            halfTurn, trace.busiestWindow(traced.arrivals()))
-        .isGreaterThanOrEqualTo(halfTurn);
-    if (timeline(arrivals).peakOneSecondWindow() > most) {
-      long afterHandOver = trace.longestAfterHandOverInWindowsOver(traced.arrivals(), most);
-      assumeTrue(
-          afterHandOver < halfTurn,
-          String.format(
-              Locale.ROOT,
-              "a request of a window over the bound reached the door %.1f ms after its worker"
-                  + " handed it to the HTTP client (half a turn is %.1f ms), a delay after the"
-                  + " check for a late turn that no check before the send can see"
-                  + " (docs/reliability.md), and the busiest 1-s window held %d against at most"
-                  + " %d: %s; %s",
-              afterHandOver / 1e6,
-              halfTurn / 1e6,
-              timeline(arrivals).peakOneSecondWindow(),
-              most,
-              describe(arrivals),
-              trace.busiestWindow(traced.arrivals())));
+    FleetBounds bounds = FleetBounds.at(rate, "fleet bounds at " + rate + "/s");
+    bounds.assertTracedTurns(traced.trace(), traced.arrivals());
+    if (timeline(arrivals).peakOneSecondWindow() > bounds.mostInAWindow()) {
+      bounds.skipIfDelayedAfterHandOver(
+          traced.trace(), traced.arrivals(), bounds.mostInAWindow(), describe(arrivals));
     }
-    System.out.println("traced: " + trace.busiestWindow(traced.arrivals()));
+    System.out.println("traced: " + traced.trace().busiestWindow(traced.arrivals()));
     assertHeldCeiling(arrivals, rate);
   }
 
